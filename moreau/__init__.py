@@ -1,0 +1,20 @@
+"""moreau: exact proximal operators and Moreau envelopes for checking the
+theory of personalized federated learning.
+
+Objectives are batched (leading axes: clients, trials; last axis: d) and run
+on numpy, cupy or any array-API library through one code path.
+"""
+from ._backend import BackendError, get_backend, set_backend
+from ._envelope import Envelope, MetaObjective, envelope, meta_objective, prox
+from ._errors import ProxConvergenceError
+from ._logistic import Logistic
+from ._objective import Objective, ProxInfo
+from ._quadratic import Quadratic
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Objective", "Quadratic", "Logistic", "Envelope", "MetaObjective",
+    "prox", "envelope", "meta_objective", "ProxInfo", "ProxConvergenceError",
+    "set_backend", "get_backend", "BackendError", "__version__",
+]

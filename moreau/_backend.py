@@ -1,0 +1,181 @@
+r"""One array namespace for every computation (numpy, cupy, array-api-strict).
+
+Every public function starts by asking :func:`namespace` for the namespace
+of its array arguments and then only calls ``xp.*``.  numpy is the default;
+cupy is used when the inputs are cupy arrays, or when the *constructor*
+backend is set to ``"cupy"`` (``MOREAU_BACKEND=cupy`` or
+:func:`set_backend`), in which case constructors move host data to the GPU.
+
+Mixing arrays of two libraries (numpy with cupy, numpy with
+array-api-strict) is a ``TypeError`` that names each argument and where it
+lives; there is never a silent copy between host and device.
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+import numpy as np
+from array_api_compat import array_namespace, is_array_api_obj
+
+__all__ = ["set_backend", "get_backend", "namespace", "constructor_namespace", "as_array",
+           "to_numpy", "gpu_status", "BackendError"]
+
+_BACKENDS = ("numpy", "cupy")
+_backend: str | None = None  # None: read MOREAU_BACKEND on first use
+
+
+class BackendError(RuntimeError):
+    """The requested array backend cannot be used on this machine."""
+
+
+def _check_name(name: str, source: str) -> str:
+    name = str(name).strip().lower()
+    if name not in _BACKENDS:
+        raise ValueError(f"{source} must be one of {_BACKENDS} (got {name!r})")
+    return name
+
+
+def get_backend() -> str:
+    """Name of the backend constructors put new arrays on: 'numpy' or 'cupy'."""
+    global _backend
+    if _backend is None:
+        _backend = _check_name(os.environ.get("MOREAU_BACKEND", "numpy") or "numpy",
+                               "MOREAU_BACKEND")
+        if _backend == "cupy":
+            _cupy()
+    return _backend
+
+
+def set_backend(name: str) -> str:
+    """Set the constructor backend ('numpy' or 'cupy'); return the previous one.
+
+    Asking for cupy where it is not installed, or where no GPU is usable,
+    raises :class:`BackendError` (no fallback to numpy).
+    """
+    global _backend
+    previous = get_backend()
+    name = _check_name(name, "backend")
+    if name == "cupy":
+        _cupy()
+    _backend = name
+    return previous
+
+
+@lru_cache(maxsize=1)
+def _cupy_status() -> tuple[object | None, str]:
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a broken CUDA install
+        return None, f"cupy is not importable ({type(exc).__name__}: {exc}); install moreau[gpu]"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+        if n < 1:
+            return None, "cupy is installed but no CUDA device is visible"
+        float((cupy.arange(3.0) ** 2).sum())  # a kernel actually runs
+    except Exception as exc:
+        return None, f"cupy is installed but no GPU is usable ({type(exc).__name__}: {exc})"
+    return cupy, "ok"
+
+
+def _cupy():
+    mod, why = _cupy_status()
+    if mod is None:
+        raise BackendError(f"backend 'cupy' requested but {why}")
+    return mod
+
+
+def gpu_status() -> tuple[bool, str]:
+    """(usable, reason) for the cupy backend, without raising."""
+    mod, why = _cupy_status()
+    return mod is not None, why
+
+
+def _where(x) -> str:
+    xp = array_namespace(x)
+    name = getattr(xp, "__name__", str(xp)).split(".")[-1]
+    return f"{name} ({getattr(x, 'device', 'cpu')})"
+
+
+def namespace(**arrays):
+    """The array namespace shared by the named array arguments.
+
+    Python scalars, lists and ``None`` are ignored.  Arrays from two
+    different libraries raise ``TypeError`` naming every argument and its
+    library/device.  With no array argument, the constructor backend.
+    """
+    found = {k: v for k, v in arrays.items() if v is not None and is_array_api_obj(v)}
+    if not found:
+        return array_namespace(_cupy().zeros(0)) if get_backend() == "cupy" else array_namespace(np.zeros(0))
+    spaces = {}
+    for k, v in found.items():
+        spaces.setdefault(array_namespace(v), []).append(k)
+    if len(spaces) > 1:
+        where = ", ".join(f"{k} is on {_where(v)}" for k, v in found.items())
+        raise TypeError(f"arguments live on different backends: {where}; "
+                        "move them to one backend first")
+    return next(iter(spaces))
+
+
+def constructor_namespace(**arrays):
+    """Namespace for an objective built from the named arguments.
+
+    Arrays of a non-numpy library (cupy, array-api-strict) decide; numpy
+    arrays and Python data count as host data and go to the constructor
+    backend (numpy, or cupy under ``MOREAU_BACKEND=cupy``).  Host data mixed
+    with arrays of another library is a ``TypeError``.
+    """
+    found = {k: v for k, v in arrays.items() if v is not None and is_array_api_obj(v)}
+    foreign = {k: v for k, v in found.items() if not isinstance(v, np.ndarray)}
+    if not foreign:
+        return namespace()
+    xp = namespace(**foreign)
+    host = [k for k, v in found.items() if isinstance(v, np.ndarray)]
+    if host:
+        k0 = next(iter(foreign))
+        raise TypeError(f"arguments live on different backends: {k0} is on "
+                        f"{_where(foreign[k0])}, " + ", ".join(f"{k} is on numpy (cpu)" for k in host)
+                        + "; move them to one backend first")
+    return xp
+
+
+def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False):
+    """Convert ``x`` to an array of ``xp`` with a floating dtype.
+
+    Integers and bools become the default float (float64); float32 stays
+    float32.  numpy arrays are accepted for a cupy ``xp`` only with
+    ``host_ok=True`` (constructors under ``MOREAU_BACKEND=cupy``).  NaN or inf
+    anywhere is a ``ValueError`` naming the argument.
+    """
+    if not is_array_api_obj(x):
+        x = np.asarray(x)
+        if x.dtype == object or x.dtype.kind not in "biuf":
+            raise TypeError(f"{name} must be a real numeric array (got dtype {x.dtype})")
+    elif array_namespace(x) is not xp and not (host_ok and isinstance(x, np.ndarray)):
+        raise TypeError(f"{name} is on {_where(x)} but the computation runs on "
+                        f"{getattr(xp, '__name__', xp)}; move it there first")
+    x = xp.asarray(x)
+    if dtype is not None:
+        x = xp.astype(x, dtype)
+    elif not xp.isdtype(x.dtype, "real floating"):
+        if xp.isdtype(x.dtype, "complex floating"):
+            raise TypeError(f"{name} must be real (got {x.dtype})")
+        x = xp.astype(x, xp.float64)
+    if not bool(xp.all(xp.isfinite(x))):
+        raise ValueError(f"{name} must be finite (got NaN or inf at "
+                         f"{_first_bad(x, xp)})")
+    return x
+
+
+def _first_bad(x, xp) -> str:
+    bad = np.argwhere(~np.isfinite(np.asarray(to_numpy(x))))
+    return f"index {tuple(int(i) for i in bad[0])}" if bad.size else "?"
+
+
+def to_numpy(x):
+    """Host numpy copy of any supported array (for reports and tests)."""
+    if hasattr(x, "get") and not isinstance(x, np.ndarray):  # cupy
+        return x.get()
+    if isinstance(x, np.ndarray) or not is_array_api_obj(x):
+        return np.asarray(x)
+    return np.from_dlpack(x)

@@ -1,0 +1,220 @@
+r"""Prox, Moreau envelopes and Per-FedAvg meta-objectives of any objective."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._backend import as_array
+from ._objective import Objective, ProxInfo
+
+__all__ = ["prox", "envelope", "meta_objective", "Envelope", "MetaObjective"]
+
+
+def prox(f, w, lam, *, tol=None, max_iter=100, return_info=False):
+    r"""Proximal operator :math:`\mathrm{prox}_{f/\lambda}(w) = \arg\min_\theta f(\theta) + \tfrac{\lambda}{2}\|\theta - w\|^2`.
+
+    ``f`` is an :class:`~moreau.Objective` with batch shape ``(...)``; ``w``
+    has shape ``(..., d)`` and ``lam`` (λ, > 0, and > ``-f.strong_convexity()``
+    for a nonconvex ``f``) is a scalar or an array; both broadcast against the
+    batch shape.  A λ-sweep over ``m`` clients is one call: ``lam`` of shape
+    ``(L, 1)`` gives a result of shape ``(L, m, d)``.
+
+    Quadratics use their closed form; other objectives a batched damped
+    Newton that stops on the certified bound
+    ``||theta - prox(w)|| <= ||grad h(theta)|| / (lam + mu) <= tol``
+    (default tolerance and its justification: ``moreau._newton``).  With
+    ``return_info=True`` returns ``(theta, ProxInfo)`` carrying iterations and
+    the certified bound per entry.  Raises
+    :class:`~moreau.ProxConvergenceError` (with the bound reached) if
+    ``max_iter`` Newton iterations do not reach ``tol``.
+
+    References: pFedMe eq. (4) (with λ as the papers write it); THEOREMS.md, "Conventions".
+    """
+    if not isinstance(f, Objective):
+        raise TypeError(f"f must be a moreau Objective (got {type(f).__name__})")
+    return f.prox(w, lam, tol=tol, max_iter=max_iter, return_info=return_info)
+
+
+def envelope(f, lam, *, tol=None, max_iter=100):
+    r"""Moreau envelope :math:`F(w) = \min_\theta f(\theta) + \tfrac{\lambda}{2}\|\theta - w\|^2`, an objective.
+
+    ``lam`` (λ) broadcasts against ``f``'s batch shape; ``tol`` and
+    ``max_iter`` are passed to every inner prox.  See :class:`Envelope`.
+    """
+    if not isinstance(f, Objective):
+        raise TypeError(f"f must be a moreau Objective (got {type(f).__name__})")
+    return Envelope(f, lam, tol=tol, max_iter=max_iter)
+
+
+def meta_objective(f, alpha):
+    r"""Per-FedAvg objective :math:`F(w) = f(w - \alpha \nabla f(w))`, an objective.
+
+    See :class:`MetaObjective`.
+    """
+    if not isinstance(f, Objective):
+        raise TypeError(f"f must be a moreau Objective (got {type(f).__name__})")
+    return MetaObjective(f, alpha)
+
+
+class Envelope(Objective):
+    r"""The Moreau envelope of ``f`` with parameter λ (``lam``):
+
+    .. math::
+        F(w) = f(\hat\theta) + \tfrac{\lambda}{2}\|\hat\theta - w\|^2,\quad
+        \nabla F(w) = \lambda (w - \hat\theta),\quad
+        \nabla^2 F(w) = \lambda\, (\nabla^2 f(\hat\theta) + \lambda I)^{-1}\nabla^2 f(\hat\theta),
+
+    :math:`\hat\theta = \mathrm{prox}_{f/\lambda}(w)`.  The Hessian equals
+    :math:`\lambda I - \lambda^2(\nabla^2 f(\hat\theta) + \lambda I)^{-1}` (implicit
+    function theorem); the product form is evaluated because it has no
+    cancellation when λ is large.  A Hessian eigenvalue ``a`` of ``f``
+    becomes ``lam*a/(lam + a)``, an increasing map, so curvature bounds
+    ``(lo, hi)`` of ``f`` map to exact bounds of ``F`` (exact for
+    quadratics; for logistic ``(λμ/(λ+μ), λL/(λ+L))``).
+
+    Formula (sympy): envelope_curvature = lam*a/(lam + a)
+
+    Envelopes nest exactly: the prox of ``F`` with parameter γ is
+    ``(λ θ* + γ w)/(λ + γ)`` with ``θ* = prox_f(w, λγ/(λ+γ))``, because the
+    infimal convolution of ``(λ/2)||.||^2`` and ``(γ/2)||.||^2`` is
+    ``(λγ/(λ+γ)/2)||.||^2``; so ``envelope(envelope(f, lam), gamma)`` (the
+    multi-tier objective of PerMFL, thesis eq. (4.3)) is computed with one
+    inner prox per point.
+
+    References: pFedMe eq. (4) and Proposition 1; FedProx analysis Lemmas 2-3.
+    """
+
+    def __init__(self, f, lam, *, tol=None, max_iter=100):
+        lam = f._lam(lam)
+        self.f, self.lam, self.tol, self.max_iter = f, lam, tol, max_iter
+        self.xp, self.dtype, self.dim = f.xp, f.dtype, f.dim
+        self.batch_shape = tuple(np.broadcast_shapes(f.batch_shape, tuple(lam.shape)))
+
+    def _u(self, w):
+        """Displacement ``prox_f(w) - w``."""
+        w = self._point(w)
+        return w, self.f._displacement(w, self.lam, tol=self.tol, max_iter=self.max_iter)[0]
+
+    def value(self, w):
+        w, u = self._u(w)
+        return self.f.value(w + u) + self.lam / 2 * self.xp.vecdot(u, u)
+
+    def grad(self, w):
+        _, u = self._u(w)
+        return -self.lam[..., None] * u
+
+    def _hess_parts(self, w):
+        w, u = self._u(w)
+        H = self.f.hess(w + u)
+        lam = self.lam[..., None, None]
+        return H, H + lam * self.xp.eye(self.dim, dtype=self.dtype), lam
+
+    def hess(self, w):
+        xp = self.xp
+        H, M, lam = self._hess_parts(w)
+        out = lam * xp.linalg.solve(M, H)
+        return (out + xp.matrix_transpose(out)) / 2
+
+    def hvp(self, w, v):
+        H, M, lam = self._hess_parts(w)
+        v = self._point(v, "v")
+        return lam[..., 0] * self.xp.linalg.solve(M, (H @ v[..., None]))[..., 0]
+
+    def _map(self, a, lam):
+        return lam * a / (lam + a)
+
+    def _spectrum(self):
+        s = self.f._spectrum()
+        return None if s is None else self._map(s, self.lam[..., None])
+
+    def curvature_bounds(self):
+        lo, hi = self.f.curvature_bounds()
+        xp = self.xp
+        return (xp.broadcast_to(self._map(lo, self.lam), self.batch_shape),
+                xp.broadcast_to(self._map(hi, self.lam), self.batch_shape))
+
+    def _displacement(self, w, gamma, *, tol=None, max_iter=100, info=False):
+        lam = self.lam
+        inner = lam * gamma / (lam + gamma)
+        u, inf = self.f._displacement(w, inner, tol=tol if tol is not None else self.tol,
+                                      max_iter=max_iter, info=info)
+        scale = lam / (lam + gamma)
+        u = scale[..., None] * u
+        if inf is not None:
+            s = np.asarray(_host(scale))
+            inf = ProxInfo(iterations=inf.iterations, error_bound=inf.error_bound * s,
+                           tol=None if inf.tol is None else inf.tol * s)
+        return u, inf
+
+
+class MetaObjective(Objective):
+    r"""Per-FedAvg's objective :math:`F(w) = f(w - \alpha\nabla f(w))` (Per-FedAvg eq. (3)), α = ``alpha`` >= 0.
+
+    .. math::
+        \nabla F(w) = (I - \alpha\nabla^2 f(w))\,\nabla f(v),\quad v = w - \alpha\nabla f(w),
+
+        \nabla^2 F(w) = (I - \alpha\nabla^2 f(w))\,\nabla^2 f(v)\,(I - \alpha\nabla^2 f(w))
+                        - \alpha\, D^3 f(w)[\nabla f(v)],
+
+    exact for quadratics (no third derivative) and logistic (its
+    :meth:`~moreau.Logistic.third`).  On a quadratic a Hessian eigenvalue
+    ``a`` of ``f`` becomes ``a*(1 - alpha*a)**2``: curvature bounds are exact
+    there.  For other ``f`` no exact bound is known (Per-FedAvg Lemma 4.2
+    gives ``4L + alpha*rho*B``, which the analysis checks):
+    ``curvature_bounds`` raises ``TypeError``.
+
+    Formula (sympy): meta_curvature = a*(1 - alpha*a)**2
+
+    References: Per-FedAvg eq. (3), eq. (5), Lemma 4.2.
+    """
+
+    def __init__(self, f, alpha):
+        xp = f.xp
+        alpha = as_array(alpha, xp, "alpha", dtype=f.dtype) if not isinstance(alpha, float | int) \
+            else xp.asarray(float(alpha), dtype=f.dtype)
+        if not bool(xp.all(xp.isfinite(alpha))) or not bool(xp.all(alpha >= 0)):
+            raise ValueError(f"alpha must be finite and >= 0 (got {alpha!r})")
+        self.f, self.alpha = f, alpha
+        self.xp, self.dtype, self.dim = xp, f.dtype, f.dim
+        self.batch_shape = tuple(np.broadcast_shapes(f.batch_shape, tuple(alpha.shape)))
+
+    def _v(self, w):
+        w = self._point(w)
+        return w, w - self.alpha[..., None] * self.f.grad(w)
+
+    def value(self, w):
+        return self.f.value(self._v(w)[1])
+
+    def grad(self, w):
+        w, v = self._v(w)
+        gv = self.f.grad(v)
+        return gv - self.alpha[..., None] * self.f.hvp(w, gv)
+
+    def hess(self, w):
+        xp = self.xp
+        w, v = self._v(w)
+        gv = self.f.grad(v)
+        a = self.alpha[..., None, None]
+        J = xp.eye(self.dim, dtype=self.dtype) - a * self.f.hess(w)
+        out = J @ self.f.hess(v) @ J - a * self.f.third(w, gv)
+        return (out + xp.matrix_transpose(out)) / 2
+
+    def _spectrum(self):
+        s = self.f._spectrum()
+        if s is None:
+            return None
+        a = self.alpha[..., None]
+        return self.xp.sort(s * (1 - a * s) ** 2, axis=-1)
+
+    def curvature_bounds(self):
+        s = self._spectrum()
+        if s is None:
+            raise TypeError(f"exact curvature bounds of a meta-objective are known only for quadratics "
+                            f"(got a meta-objective of {type(self.f).__name__})")
+        xp = self.xp
+        return xp.broadcast_to(s[..., 0], self.batch_shape), xp.broadcast_to(s[..., -1], self.batch_shape)
+
+
+def _host(x):
+    from ._backend import to_numpy
+
+    return to_numpy(x)

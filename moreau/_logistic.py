@@ -1,0 +1,179 @@
+r"""Weighted, l2-regularised binary logistic regression, batched over clients."""
+from __future__ import annotations
+
+import math
+from functools import cached_property
+
+import numpy as np
+
+from ._backend import as_array, constructor_namespace, to_numpy
+from ._objective import Objective
+
+__all__ = ["Logistic"]
+
+_THIRD = 1.0 / (6.0 * math.sqrt(3.0))  # sup |l'''| for l(z) = log(1 + e^{-z})
+
+
+class Logistic(Objective):
+    r"""A batch of logistic losses
+
+    .. math:: f(\theta) = \frac{\sum_j w_j \log(1 + e^{-y_j x_j^\top\theta})}{\sum_j w_j}
+              + \frac{\mu}{2}\|\theta\|^2 .
+
+    ``X`` has shape ``(..., n, d)`` (rows :math:`x_j`), ``y`` ``(..., n)`` with
+    labels in {-1, +1} (or {0, 1}, read as 0 -> -1), ``mu`` is ``mu`` (a
+    scalar or ``(...)``, >= 0) and ``weights`` ``(..., n)`` the :math:`w_j`
+    (>= 0, zeros allowed, a positive sum per client; default all ones).  Zero
+    weights pad clients of different sizes into one batch; padded rows must
+    still hold finite features and valid labels.
+
+    Constants: curvature bounds ``(mu, L)`` with
+    :math:`L = \lambda_{\max}(X^\top W X)/(4\sum_j w_j) + \mu`, both exact
+    (``L`` is attained at ``theta = 0``; ``mu`` is the infimum, approached
+    as the margins grow).  The loss is evaluated with ``logaddexp`` and
+    sigmoids as ``exp(-logaddexp(0, -z))``: no overflow and no NaN for
+    margins of any size.
+
+    References: THEOREMS.md, "Conventions" (logistic).
+    """
+
+    def __init__(self, X, y, mu=0.0, weights=None):
+        xp = constructor_namespace(X=X, y=y, mu=mu, weights=weights)
+        X = as_array(X, xp, "X", host_ok=True)
+        dtype = X.dtype
+        y = as_array(y, xp, "y", dtype=dtype, host_ok=True)
+        mu = as_array(mu, xp, "mu", dtype=dtype, host_ok=True)
+        if X.ndim < 2:
+            raise ValueError(f"X must have shape (..., n, d) (got shape {tuple(X.shape)})")
+        n, d = X.shape[-2:]
+        if y.ndim < 1 or y.shape[-1] != n:
+            raise ValueError(f"y must have shape (..., n) with n={n} rows of X (got shape {tuple(y.shape)})")
+        if weights is None:
+            weights = xp.ones((n,), dtype=dtype)
+        else:
+            weights = as_array(weights, xp, "weights", dtype=dtype, host_ok=True)
+            if weights.ndim < 1 or weights.shape[-1] != n:
+                raise ValueError(f"weights must have shape (..., n) with n={n} (got shape {tuple(weights.shape)})")
+            if not bool(xp.all(weights >= 0)):
+                raise ValueError(f"weights must be >= 0 (got min {float(xp.min(weights)):.6g})")
+            if not bool(xp.all(xp.sum(weights, axis=-1) > 0)):
+                raise ValueError("weights must have a positive sum for every client (a client has all zero weights)")
+        if not bool(xp.all(mu >= 0)):
+            raise ValueError(f"mu must be >= 0 (got {float(xp.min(mu))!r})")
+        y = _labels(y, xp)
+        try:
+            shape = np.broadcast_shapes(tuple(X.shape[:-2]), tuple(y.shape[:-1]),
+                                        tuple(weights.shape[:-1]), tuple(mu.shape))
+        except ValueError:
+            raise ValueError(f"batch shapes do not broadcast: X {tuple(X.shape[:-2])}, y {tuple(y.shape[:-1])}, "
+                             f"weights {tuple(weights.shape[:-1])}, mu {tuple(mu.shape)}") from None
+        self.xp, self.dtype, self.dim, self.batch_shape = xp, dtype, d, tuple(shape)
+        self.X, self.y, self.mu, self.weights = X, y, mu, weights
+        self._Z = y[..., None] * X  # signed rows: margins are Z @ theta
+        self._p = weights / xp.sum(weights, axis=-1, keepdims=True)
+
+    # -- pieces -------------------------------------------------------------------
+    def margins(self, theta):
+        r"""Margins :math:`y_j x_j^\top\theta`, shape ``(..., n)``."""
+        theta = self._point(theta)
+        return (self._Z @ theta[..., None])[..., 0]
+
+    def _sig(self, z):
+        """(sigma(z), sigma(-z)) computed without overflow."""
+        xp = self.xp
+        zero = xp.zeros_like(z)
+        return xp.exp(-xp.logaddexp(zero, -z)), xp.exp(-xp.logaddexp(zero, z))
+
+    def _mu_theta(self, theta):
+        return self.mu[..., None] * theta
+
+    # -- objective -----------------------------------------------------------------
+    def value(self, theta):
+        xp = self.xp
+        z = self.margins(theta)
+        loss = xp.sum(self._p * xp.logaddexp(xp.zeros_like(z), -z), axis=-1)
+        return loss + self.mu / 2 * xp.vecdot(theta, theta)
+
+    def grad(self, theta):
+        z = self.margins(theta)
+        _, s_neg = self._sig(z)
+        r = -self._p * s_neg
+        return (self.xp.matrix_transpose(self._Z) @ r[..., None])[..., 0] + self._mu_theta(theta)
+
+    def hess(self, theta):
+        xp = self.xp
+        z = self.margins(theta)
+        s, s_neg = self._sig(z)
+        Zt = xp.matrix_transpose(self._Z)
+        H = (Zt * (self._p * s * s_neg)[..., None, :]) @ self._Z
+        return H + self.mu[..., None, None] * xp.eye(self.dim, dtype=self.dtype)
+
+    def hvp(self, theta, v):
+        xp = self.xp
+        z = self.margins(theta)
+        v = self._point(v, "v")
+        s, s_neg = self._sig(z)
+        Zv = (self._Z @ v[..., None])[..., 0]
+        return (xp.matrix_transpose(self._Z) @ (self._p * s * s_neg * Zv)[..., None])[..., 0] + self.mu[..., None] * v
+
+    def third(self, theta, v):
+        r""":math:`D^3 f(\theta)[v] = \sum_j p_j\, l'''(z_j)\,(z_j^\top v)\, z_j z_j^\top`."""
+        xp = self.xp
+        z = self.margins(theta)
+        v = self._point(v, "v")
+        s, s_neg = self._sig(z)
+        Zv = (self._Z @ v[..., None])[..., 0]
+        c = self._p * s * s_neg * (s_neg - s) * Zv
+        return (xp.matrix_transpose(self._Z) * c[..., None, :]) @ self._Z
+
+    # -- constants ------------------------------------------------------------------
+    @cached_property
+    def _L(self):
+        xp = self.xp
+        G = (xp.matrix_transpose(self.X) * self._p[..., None, :]) @ self.X
+        return xp.linalg.eigvalsh(G)[..., -1] / 4 + self.mu
+
+    def curvature_bounds(self):
+        """``(mu, lambda_max(X^T W X) / (4 sum w) + mu)``: exact inf and sup."""
+        xp = self.xp
+        return (xp.broadcast_to(self.mu, self.batch_shape) + xp.zeros(self.batch_shape, dtype=self.dtype),
+                xp.broadcast_to(self._L, self.batch_shape))
+
+    def hessian_lipschitz(self):
+        r"""A valid Lipschitz constant of the Hessian (spectral norm):
+        :math:`\rho = \frac{1}{6\sqrt3}\sum_j p_j \|x_j\|^3`, ``p`` the normalised weights."""
+        xp = self.xp
+        r = xp.linalg.vector_norm(self.X, axis=-1)
+        return xp.broadcast_to(_THIRD * xp.sum(self._p * r**3, axis=-1), self.batch_shape)
+
+    def gradient_bound(self):
+        """``B = max_j ||x_j||`` over rows of positive weight: ``||grad f|| <= B`` when ``mu = 0``."""
+        xp = self.xp
+        if not bool(xp.all(self.mu == 0)):
+            raise ValueError("gradient_bound() needs mu = 0: with mu > 0 the gradient is unbounded")
+        r = xp.linalg.vector_norm(self.X, axis=-1) * xp.astype(self._p > 0, self.dtype)
+        return xp.broadcast_to(xp.max(r, axis=-1), self.batch_shape)
+
+    def _grad_error_scale(self, theta):
+        """Rounding scale of ``grad``: the sum of |terms| plus the margins' rounding
+        (``eps ||x_j|| ||theta||`` each) carried through ``l''``."""
+        xp = self.xp
+        z = self.margins(theta)
+        s, s_neg = self._sig(z)
+        r = xp.linalg.vector_norm(self.X, axis=-1)
+        tn = xp.linalg.vector_norm(theta, axis=-1)
+        return xp.sum(self._p * (s_neg * r + s * s_neg * r**2 * tn[..., None]), axis=-1) + self.mu * tn
+
+
+def _labels(y, xp):
+    pm = (y == 1) | (y == -1)
+    if bool(xp.all(pm)):
+        return y
+    zo = (y == 0) | (y == 1)
+    if bool(xp.all(zo)):
+        return 2 * y - 1
+    yh = to_numpy(y)
+    bad = yh[~((yh == 1) | (yh == -1) | (yh == 0))]
+    shown = bad[0] if bad.size else yh[yh == -1][0]
+    raise ValueError(f"y must hold labels in {{-1, +1}} or {{0, 1}} (got {shown!r}"
+                     + ("" if bad.size else ", -1 mixed with 0") + ")")

@@ -1,0 +1,167 @@
+r"""The objective protocol shared by every model, envelope and meta-objective.
+
+Shapes: an objective has a batch shape ``(...)`` (clients, trials) and a
+dimension ``d``.  Points ``theta`` have shape ``(..., d)`` and broadcast
+against the batch shape; ``value`` returns ``(...)``, ``grad`` ``(..., d)``,
+``hess`` ``(..., d, d)``.  Computations run in the objective's dtype and
+namespace; array inputs from another library are a ``TypeError``.
+
+A new objective subclasses :class:`Objective` and implements ``value``,
+``grad``, ``hess`` and ``curvature_bounds``; it then gets a certified prox
+(damped Newton), a Moreau envelope and a Per-FedAvg meta-objective for free.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._backend import as_array, to_numpy
+
+__all__ = ["Objective", "ProxInfo"]
+
+
+@dataclass(frozen=True)
+class ProxInfo:
+    """What a prox computation certifies, per batch entry (host numpy arrays).
+
+    ``error_bound``: the certified bound ``||grad h(theta)|| / (lam + mu)`` on
+    ``||theta - prox(w)||``, h the prox subproblem (for closed forms, the same
+    residual bound evaluated at the returned point); ``tol``: the bound that
+    was required (``None`` for closed forms); ``iterations``: Newton
+    iterations (0 for closed forms).
+    """
+
+    iterations: object
+    error_bound: object
+    tol: object
+
+
+class Objective:
+    """Base class: a batch of twice-differentiable functions of ``theta``.
+
+    Subclasses set ``xp`` (array namespace), ``dtype``, ``dim`` and
+    ``batch_shape`` and implement ``value``, ``grad``, ``hess`` and
+    ``curvature_bounds``.
+    """
+
+    xp = None
+    dtype = None
+    dim: int = 0
+    batch_shape: tuple = ()
+
+    # -- to implement ---------------------------------------------------------
+    def value(self, theta):
+        """f(theta), shape ``(...)``."""
+        raise NotImplementedError
+
+    def grad(self, theta):
+        """Gradient, shape ``(..., d)``."""
+        raise NotImplementedError
+
+    def hess(self, theta):
+        """Hessian, shape ``(..., d, d)``."""
+        raise NotImplementedError
+
+    def curvature_bounds(self):
+        r"""``(lo, hi)``, arrays of the batch shape, with
+        ``lo I <= hess(theta) <= hi I`` for every theta.
+
+        They are exact (the inf and sup of the Hessian spectrum over all
+        theta) where the subclass says so.
+        """
+        raise NotImplementedError
+
+    def _spectrum(self):
+        """Exact Hessian eigenvalues ``(..., d)`` if the Hessian is constant, else None."""
+        return None
+
+    # -- derived ----------------------------------------------------------------
+    def hvp(self, theta, v):
+        """Hessian-vector product ``hess(theta) @ v``, shape ``(..., d)``."""
+        v = self._point(v, "v")
+        return (self.hess(theta) @ v[..., None])[..., 0]
+
+    def third(self, theta, v):
+        r"""Directional third derivative ``D^3 f(theta)[v]``, shape ``(..., d, d)``.
+
+        Needed only for the exact Hessian of a meta-objective.
+        """
+        raise TypeError(f"{type(self).__name__} does not provide third derivatives")
+
+    def smoothness(self):
+        """Lipschitz constant of the gradient: ``max(|lo|, |hi|)``."""
+        lo, hi = self.curvature_bounds()
+        return self.xp.maximum(self.xp.abs(lo), self.xp.abs(hi))
+
+    def strong_convexity(self):
+        """Largest ``mu`` with ``f - mu/2 ||.||^2`` convex (``lo``).
+
+        Negative means nonconvex and ``(-mu)``-weakly convex.
+        """
+        return self.curvature_bounds()[0]
+
+    def prox(self, w, lam, *, tol=None, max_iter=100, return_info=False):
+        r"""``argmin_theta f(theta) + (lam/2) ||theta - w||^2``; see :func:`moreau.prox`."""
+        w = self._point(w, "w")
+        lam = self._lam(lam)
+        u, info = self._displacement(w, lam, tol=tol, max_iter=max_iter, info=return_info)
+        theta = w + u
+        return (theta, info) if return_info else theta
+
+    # -- hooks --------------------------------------------------------------
+    def _displacement(self, w, lam, *, tol=None, max_iter=100, info=False):
+        """``(prox(w) - w, ProxInfo or None)``; default: certified damped Newton.
+
+        Working with the displacement ``u = prox(w) - w`` keeps envelope
+        gradients ``-lam u`` accurate when ``lam`` is large and ``u`` tiny.
+        """
+        from ._newton import newton_displacement
+
+        return newton_displacement(self, w, lam, tol=tol, max_iter=max_iter, info=info)
+
+    def _grad_error_scale(self, theta):
+        """Magnitude of the terms summed in ``grad(theta)`` (its rounding scale)."""
+        return self.xp.linalg.vector_norm(self.grad(theta), axis=-1)
+
+    # -- validation -------------------------------------------------------------
+    def _point(self, theta, name="theta"):
+        xp = self.xp
+        theta = as_array(theta, xp, name, dtype=self.dtype)
+        if theta.ndim == 0 or theta.shape[-1] != self.dim:
+            raise ValueError(f"{name} must have shape (..., d) with d={self.dim} "
+                             f"(got shape {tuple(theta.shape)})")
+        _broadcast(self.batch_shape, tuple(theta.shape[:-1]), name)
+        return theta
+
+    def _lam(self, lam, name="lam"):
+        xp = self.xp
+        lam = as_array(lam, xp, name, dtype=self.dtype) if not isinstance(lam, float | int) \
+            else _scalar(lam, xp, self.dtype, name)
+        if not bool(xp.all(lam > 0)):
+            bad = to_numpy(lam).reshape(-1)
+            raise ValueError(f"{name} must be > 0 (got {bad[bad <= 0][0]!r})")
+        _broadcast(self.batch_shape, tuple(lam.shape), name)
+        lo = self.strong_convexity()
+        if not bool(xp.all((lam + lo) > 0)):
+            lam_h, lo_h = np.broadcast_arrays(to_numpy(lam), to_numpy(lo))
+            i = tuple(int(k) for k in np.argwhere(lam_h + lo_h <= 0)[0])
+            raise ValueError(
+                f"prox of this {type(self).__name__} needs lam > {-lo_h[i]:.6g} "
+                f"(= minus its curvature lower bound: it is nonconvex) at batch "
+                f"index {i}; got lam={lam_h[i]:.6g}")
+        return lam
+
+
+def _scalar(v, xp, dtype, name):
+    if isinstance(v, bool) or not math.isfinite(v):
+        raise ValueError(f"{name} must be a finite number (got {v!r})")
+    return xp.asarray(v, dtype=dtype)
+
+
+def _broadcast(batch, shape, name):
+    for a, b in zip(reversed(batch), reversed(shape)):
+        if a != b and 1 not in (a, b):
+            raise ValueError(f"{name} batch shape {shape} does not broadcast with the "
+                             f"objective's batch shape {batch}")
