@@ -126,11 +126,11 @@ def constructor_namespace(**arrays):
     with arrays of another library is a ``TypeError``.
     """
     found = {k: v for k, v in arrays.items() if v is not None and is_array_api_obj(v)}
-    foreign = {k: v for k, v in found.items() if not isinstance(v, np.ndarray)}
+    foreign = {k: v for k, v in found.items() if not isinstance(v, (np.ndarray, np.generic))}
     if not foreign:
         return namespace()
     xp = namespace(**foreign)
-    host = [k for k, v in found.items() if isinstance(v, np.ndarray)]
+    host = [k for k, v in found.items() if isinstance(v, (np.ndarray, np.generic))]
     if host:
         k0 = next(iter(foreign))
         raise TypeError(f"arguments live on different backends: {k0} is on "
@@ -151,7 +151,7 @@ def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False):
         x = np.asarray(x)
         if x.dtype == object or x.dtype.kind not in "biuf":
             raise TypeError(f"{name} must be a real numeric array (got dtype {x.dtype})")
-    elif array_namespace(x) is not xp and not (host_ok and isinstance(x, np.ndarray)):
+    elif array_namespace(x) is not xp and not (host_ok and isinstance(x, (np.ndarray, np.generic))):
         raise TypeError(f"{name} is on {_where(x)} but the computation runs on "
                         f"{getattr(xp, '__name__', xp)}; move it there first")
     x = xp.asarray(x)
@@ -176,6 +176,6 @@ def to_numpy(x):
     """Host numpy copy of any supported array (for reports and tests)."""
     if hasattr(x, "get") and not isinstance(x, np.ndarray):  # cupy
         return x.get()
-    if isinstance(x, np.ndarray) or not is_array_api_obj(x):
+    if isinstance(x, (np.ndarray, np.generic)) or not is_array_api_obj(x):
         return np.asarray(x)
     return np.from_dlpack(x)

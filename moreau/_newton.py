@@ -96,7 +96,7 @@ def newton_displacement(f, w, lam, *, tol=None, max_iter=100, info=False):
         if tol is None:
             xnorm = xp.linalg.vector_norm(x, axis=-1)
             floor = (f._grad_error_scale(theta) + hi * (anorm + xnorm) + lam * (cnorm + xnorm)) / modulus
-            tol_k = 4 * eps * (xp.linalg.vector_norm(theta, axis=-1) + floor)
+            tol_k = 4 * eps * (xnorm + floor)
         else:
             tol_k = tol
         active = bound > tol_k

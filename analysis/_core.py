@@ -1,0 +1,210 @@
+r"""The pieces every theorem checker is made of.
+
+A :class:`Statement` is one entry of the catalogue (an id of THEOREMS.md).
+It owns
+
+* ``instances(family, trials, rng)`` -> a *batch*: a dict of numpy arrays,
+  every array with the instance index as its leading axis (so one instance
+  is ``{k: v[i:i+1]}``, saved to ``.npz`` and replayed without pickle);
+* ``evaluate(batch, claim)`` -> ``{part name: Sides}``: the left and right
+  side of each part of the statement, computed on every instance, side by
+  side in plain code;
+* ``claim``: the paper's formulas (constants, exponents, conditions) as a
+  dict; ``evaluate`` reads every formula from the claim it is given, so a
+  :class:`Mutant` is the same dict with one entry changed.
+
+Every part is normalised to ``lhs <= rhs`` (a lower bound ``c <= mu_true`` has
+``lhs = c``).  An instance on which the part's assumptions are not met is
+*not applicable*: it is never counted as a failure of the theorem.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["Sides", "Mutant", "Statement", "PartResult", "Result", "evaluate_claim",
+           "RTOL", "TIGHT_RTOL"]
+
+#: relative tolerance of ``lhs <= rhs``: both sides are exact closed forms or
+#: certified proxes accurate to ~1e-12 relative, so 1e-9 separates rounding
+#: from a violated bound by three orders of magnitude.
+RTOL = 1e-9
+#: a claimed-tight bound counts as attained when max lhs/rhs >= 1 - TIGHT_RTOL
+#: (the adversarial instances attain it up to rounding of the closed forms).
+TIGHT_RTOL = 1e-6
+
+
+@dataclass
+class Sides:
+    """Both sides of one part on every instance of a batch (numpy 1-d arrays).
+
+    ``claimed``: "upper" (an inequality the paper states), "tight" (the
+    paper's constant is attained: max lhs/rhs must reach 1), "exact" (an
+    identity: lhs is an error norm, rhs the allowed rounding).
+    ``lhs_ci``: for Monte Carlo sides, ``(lo, hi)`` arrays of the confidence
+    interval of lhs; the part fails on an instance only when ``lo > rhs``.
+    ``applicable``: boolean mask (assumptions met); default all.
+    ``constants``: how each constant was obtained ("exact", "bound: ...").
+    """
+
+    lhs: np.ndarray
+    rhs: np.ndarray
+    claimed: str = "upper"
+    applicable: np.ndarray | None = None
+    lhs_ci: tuple | None = None
+    confidence: float | None = None
+    constants: dict = field(default_factory=dict)
+    note: str = ""
+
+    def __post_init__(self):
+        self.lhs = np.atleast_1d(np.asarray(self.lhs, dtype=float))
+        self.rhs = np.broadcast_to(np.asarray(self.rhs, dtype=float), self.lhs.shape).copy()
+        if self.applicable is None:
+            self.applicable = np.ones(self.lhs.shape, dtype=bool)
+        self.applicable = np.broadcast_to(np.asarray(self.applicable, dtype=bool), self.lhs.shape).copy()
+        if self.claimed not in ("upper", "tight", "exact"):
+            raise ValueError(f"claimed must be 'upper', 'tight' or 'exact' (got {self.claimed!r})")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A wrong version of a statement: ``changes`` replace entries of the claim.
+
+    ``changes`` may also hold ``"flip": (part name, ...)``: those parts'
+    inequalities reversed (``lhs >= rhs`` is claimed instead).
+    """
+
+    name: str
+    changes: dict
+
+
+@dataclass
+class PartResult:
+    name: str
+    claimed: str
+    instances: int
+    applicable: int
+    holds: bool
+    max_ratio: float
+    tight: bool
+    failures: np.ndarray  # instance indices where the part fails
+    sides: Sides
+
+
+@dataclass
+class Result:
+    """The outcome of one statement on one family (or of one mutant)."""
+
+    id: str
+    family: str
+    instances: int
+    parts: list
+    seconds: float
+
+    @property
+    def holds(self) -> bool:
+        return all(p.holds for p in self.parts)
+
+    @property
+    def max_ratio(self) -> float:
+        r = [p.max_ratio for p in self.parts if np.isfinite(p.max_ratio)]
+        return max(r) if r else float("nan")
+
+    @property
+    def failures(self) -> np.ndarray:
+        f = [p.failures for p in self.parts if p.failures.size]
+        return np.unique(np.concatenate(f)) if f else np.zeros(0, dtype=int)
+
+
+def _ratio(lhs, rhs):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(rhs != 0, lhs / rhs, np.where(lhs == 0, 1.0, np.inf * np.sign(lhs)))
+    return r
+
+
+def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
+    """Decide one part: holds (on applicable instances), max ratio, tight."""
+    app = s.applicable
+    lhs_lo = s.lhs_ci[0] if s.lhs_ci is not None else s.lhs
+    lhs_hi = s.lhs_ci[1] if s.lhs_ci is not None else s.lhs
+    slack = RTOL * np.maximum(np.abs(s.lhs), np.abs(s.rhs))
+    if s.claimed == "exact":
+        slack = np.zeros_like(slack)  # rhs already is the allowed error
+    if not flip:
+        ok = lhs_lo <= s.rhs + slack
+    else:
+        ok = lhs_hi >= s.rhs - slack
+    fail = app & ~ok
+    ratio = _ratio(s.lhs, s.rhs)
+    max_ratio = float(np.max(ratio[app])) if app.any() else float("nan")
+    tight = bool(app.any() and max_ratio >= 1 - TIGHT_RTOL)
+    holds = not fail.any()
+    if s.claimed == "tight" and not flip and not tight:
+        holds = False  # the paper's constant is claimed attained and is not
+    return PartResult(name=name, claimed=s.claimed, instances=int(s.lhs.size), applicable=int(app.sum()),
+                      holds=bool(holds), max_ratio=max_ratio, tight=tight,
+                      failures=np.flatnonzero(fail), sides=s)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One catalogue entry; see the module docstring."""
+
+    id: str
+    source: str                 # paper, theorem/lemma number, equation
+    paper: str                  # file under shared/papers
+    latex: str
+    text: str
+    assumptions: tuple
+    families: dict              # family -> tuple of instance kinds it covers
+    claimed: str                # "upper" | "tight" | "rate" (what the paper claims overall)
+    instances: Callable         # (family, trials, rng) -> batch
+    evaluate: Callable          # (batch, claim) -> {part: Sides}
+    claim: dict
+    mutants: tuple = ()
+    equivalent_mutants: dict = field(default_factory=dict)  # name -> why it cannot be rejected
+    findings: tuple = ()        # documented findings about the statement
+
+    def run(self, family: str, trials: int, rng, mutant: Mutant | None = None, batch=None) -> Result:
+        if family not in self.families:
+            raise ValueError(f"{self.id} does not apply to family {family!r} "
+                             f"(it covers {sorted(self.families)})")
+        t0 = time.perf_counter()
+        if batch is None:
+            batch = self.instances(family, trials, rng)
+        claim = dict(self.claim)
+        flip = ()
+        if mutant is not None:
+            changes = dict(mutant.changes)
+            flip = tuple(changes.pop("flip", ()))
+            unknown = set(changes) - set(claim)
+            if unknown:
+                raise KeyError(f"mutant {mutant.name!r} of {self.id} changes unknown claim entries {unknown}")
+            claim.update(changes)
+        parts = evaluate_claim(self.evaluate, batch, claim, flip)
+        n = _batch_size(batch)
+        return Result(self.id, family, n, parts, time.perf_counter() - t0)
+
+
+def evaluate_claim(evaluate, batch, claim, flip=()):
+    sides = evaluate(batch, claim)
+    unknown = set(flip) - set(sides)
+    if unknown:
+        raise KeyError(f"flip names unknown parts {unknown}; parts are {list(sides)}")
+    return [judge(name, s, name in flip) for name, s in sides.items()]
+
+
+def _batch_size(batch) -> int:
+    sizes = {np.shape(v)[0] for v in batch.values() if np.ndim(v) > 0}
+    if len(sizes) != 1:
+        raise ValueError(f"a batch needs one leading instance axis (got sizes {sizes})")
+    return sizes.pop()
+
+
+def take(batch, idx):
+    """The sub-batch of the given instance indices (keeps the leading axis)."""
+    idx = np.atleast_1d(idx)
+    return {k: (v[idx] if np.ndim(v) > 0 else v) for k, v in batch.items()}

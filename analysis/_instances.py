@@ -1,0 +1,81 @@
+r"""Instance families shared by the checkers (numpy, seeded by a Generator).
+
+Quadratic kinds (eigenvalues ``a_1 <= ... <= a_d`` of A, ``L = max|a_k|``):
+
+* ``convex``: ``a_1 = 0`` exactly (the boundary case), the rest in (0, L];
+* ``strongly_convex``: ``a_1 = mu > 0``;
+* ``weakly_convex``: ``a_1 < 0``; with ``adversarial=True`` half the instances
+  have ``a_1 = -L`` exactly, the eigenvalue that attains the nonconvex bounds.
+
+Each quadratic is returned with its exact spectrum, so checkers can compute
+the constants from eigenvalues rather than type them in.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["orthogonal", "quadratic_batch", "logistic_batch", "log_uniform", "KINDS"]
+
+KINDS = ("convex", "strongly_convex", "weakly_convex")
+
+
+def orthogonal(rng, T, d):
+    """``T`` Haar-random orthogonal ``d x d`` matrices."""
+    Q, R = np.linalg.qr(rng.standard_normal((T, d, d)))
+    return Q * np.sign(np.diagonal(R, axis1=-2, axis2=-1))[:, None, :]
+
+
+def log_uniform(rng, lo, hi, size):
+    return np.exp(rng.uniform(np.log(lo), np.log(hi), size))
+
+
+def quadratic_batch(rng, T, d, kind, *, L=None, adversarial=True):
+    """``dict(A (T,d,d), b (T,d), eig (T,d) ascending, L (T,))`` of the given kind.
+
+    ``L`` (the smoothness, ``max|a_k|``) is drawn log-uniform in [0.1, 10]
+    unless given.  The top eigenvalue is ``L`` itself (or ``-L`` is the
+    bottom one for adversarial weakly convex instances).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS} (got {kind!r})")
+    L = log_uniform(rng, 0.1, 10.0, T) if L is None else np.broadcast_to(np.asarray(L, float), (T,)).copy()
+    u = rng.uniform(0.0, 1.0, (T, d))
+    if kind == "convex":
+        a = L[:, None] * u
+        a[:, 0] = 0.0
+        a[:, -1] = L
+    elif kind == "strongly_convex":
+        mu = L * rng.uniform(0.01, 1.0, T)
+        a = mu[:, None] + (L - mu)[:, None] * u
+        a[:, 0], a[:, -1] = mu, L
+    else:
+        a = L[:, None] * (2 * u - 1)
+        a[:, -1] = L * rng.uniform(0.0, 1.0, T)
+        a[:, 0] = -L * rng.uniform(0.05, 1.0, T)
+        if adversarial:
+            a[: T // 2, 0] = -L[: T // 2]
+        L = np.max(np.abs(a), axis=1)
+    a = np.sort(a, axis=1)
+    V = orthogonal(rng, T, d)
+    A = (V * a[:, None, :]) @ np.swapaxes(V, 1, 2)
+    A = (A + np.swapaxes(A, 1, 2)) / 2
+    b = rng.standard_normal((T, d)) * L[:, None]
+    return {"A": A, "b": b, "eig": a, "L": L}
+
+
+def logistic_batch(rng, T, n, d, *, mu=0.0, scale=1.0, well_specified=True):
+    """``dict(X (T,n,d), y (T,n), mu (T,), w_star (T,d))``.
+
+    Well specified (default): ``P(y = 1 | x) = sigmoid(x^T w_star)``, so
+    ``w_star`` is the population minimiser (THEOREMS.md, "Notes on data").
+    Otherwise labels are ``sign(x^T w_star)`` (separable, the public recipe).
+    """
+    X = rng.standard_normal((T, n, d)) * scale
+    w_star = rng.standard_normal((T, d)) / np.sqrt(d)
+    z = np.einsum("tnd,td->tn", X, w_star)
+    if well_specified:
+        y = np.where(rng.uniform(size=(T, n)) < 1 / (1 + np.exp(-z)), 1.0, -1.0)
+    else:
+        y = np.where(z >= 0, 1.0, -1.0)
+    mu = np.broadcast_to(np.asarray(mu, float), (T,)).copy()
+    return {"X": X, "y": y, "mu": mu, "w_star": w_star}

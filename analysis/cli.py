@@ -1,0 +1,163 @@
+"""``moreau check``: run the theorem catalogue and report.
+
+Exit status: 0 every statement holds (and, with ``--mutants``, every mutant
+is rejected; with ``--symbolic``, every identity is proved); 1 otherwise;
+2 usage errors.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+__all__ = ["add_check_parser", "cmd_check"]
+
+
+def add_check_parser(sub):
+    p = sub.add_parser("check", help="check the theorem catalogue on concrete instances",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("ids", nargs="*", metavar="ID", help="statement ids (default: the whole catalogue)")
+    p.add_argument("--family", choices=("quadratic", "logistic", "all"), default="all")
+    p.add_argument("--trials", type=_positive, default=None,
+                   help="instances per (id, family) (default: each checker's own, sized for a < 1 min run)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--mutants", action="store_true", help="run every mutant; each must be rejected")
+    p.add_argument("--symbolic", action="store_true", help="sympy proofs of the quadratic identities")
+    p.add_argument("--json", metavar="PATH", help="write one record per (id, family); schema in analysis/runner.py")
+    p.add_argument("--save-counterexamples", metavar="DIR", help="save failing instances as .npz")
+    p.add_argument("--replay", metavar="FILE", help="re-check one saved instance (.npz)")
+    p.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    p.set_defaults(func=cmd_check)
+    return p
+
+
+def _positive(s):
+    v = int(s)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"--trials must be >= 1 (got {v})")
+    return v
+
+
+def cmd_check(args) -> int:
+    from . import runner
+    from .registry import catalogue
+
+    cat = catalogue()
+    unknown = [i for i in args.ids if i not in cat]
+    if unknown:
+        print(f"moreau check: unknown id(s) {', '.join(unknown)}; known: {', '.join(cat)}", file=sys.stderr)
+        return 2
+    if args.list:
+        for s in cat.values():
+            print(f"{s.id:22s} {s.source:45s} families: {', '.join(s.families)}  claimed: {s.claimed}")
+            print(f"{'':22s} {s.text}")
+        return 0
+    if args.replay:
+        return _replay(args, cat)
+    t0 = time.perf_counter()
+    records = runner.run(args.ids, args.family, args.trials, args.seed, args.mutants)
+    ok = _print_table(records)
+    if args.mutants:
+        ok &= _print_mutants(records)
+    if args.save_counterexamples:
+        _save(records, args.save_counterexamples)
+    if args.symbolic:
+        from .symbolic_proofs import print_proofs
+        ok &= print_proofs()
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump([runner.record_json(r) for r in records], fh, indent=1)
+        print(f"wrote {args.json} ({len(records)} records)")
+    print(f"{'all statements hold' if ok else 'FAILURES (see above)'}; {time.perf_counter() - t0:.1f} s")
+    return 0 if ok else 1
+
+
+def _fmt(x):
+    return "-" if x is None or not np.isfinite(x) else f"{x:.4g}"
+
+
+def _print_table(records) -> bool:
+    from .runner import record_json
+
+    head = f"{'id':20s} {'source':38s} {'family':9s} {'inst':>5s} {'holds':>5s} {'max L/R':>9s} {'tight':>5s} {'time':>6s}"
+    print(head)
+    print("-" * len(head))
+    ok = True
+    for rec in records:
+        r, st = rec.result, rec.statement
+        j = record_json(rec)
+        print(f"{st.id:20s} {st.source[:38]:38s} {r.family:9s} {r.instances:5d} {'yes' if r.holds else 'NO':>5s} "
+              f"{_fmt(r.max_ratio):>9s} {'yes' if j['tight'] else 'no':>5s} {r.seconds:6.2f}")
+        for p in r.parts:
+            flag = "" if p.holds else "   <-- FAILS"
+            print(f"{'':22s}- {p.name} [{p.claimed}]: holds on {p.applicable - p.failures.size}/{p.applicable}, "
+                  f"max L/R {_fmt(p.max_ratio)}, {'attained' if p.tight else 'not attained'}{flag}")
+            if p.sides.note:
+                print(f"{'':24s}{p.sides.note}")
+        if not r.holds:
+            ok = False
+            i = int(r.failures[0]) if r.failures.size else None
+            if i is not None:
+                print(f"{'':22s}  first failing instance: #{i}: " + _describe(rec.batch, i))
+    print()
+    return ok
+
+
+def _describe(batch, i):
+    parts = []
+    for k, v in batch.items():
+        a = np.asarray(v)[i] if np.ndim(v) else v
+        parts.append(f"{k}={np.array2string(np.asarray(a), precision=4, threshold=12, max_line_width=200)}")
+    return "; ".join(parts)
+
+
+def mutant_verdicts(records):
+    """``{(id, mutant name): [families that reject it]}``: a mutant is rejected
+    when at least one family has an instance where the mutated statement fails."""
+    out = {}
+    for rec in records:
+        for m, rejected, _ in rec.mutants:
+            fams = out.setdefault((rec.statement.id, m.name), [])
+            if rejected:
+                fams.append(rec.result.family)
+    return out
+
+
+def _print_mutants(records) -> bool:
+    print(f"{'mutant':78s} {'verdict'}")
+    ok = True
+    for (sid, name), fams in mutant_verdicts(records).items():
+        verdict = f"rejected ({', '.join(fams)})" if fams else "SURVIVED"
+        print(f"{(sid + ': ' + name)[:78]:78s} {verdict}")
+        ok &= bool(fams)
+    print()
+    return ok
+
+
+def _save(records, directory):
+    from .runner import save_counterexample
+
+    for rec in records:
+        for i in rec.result.failures[:5]:
+            path, cmd = save_counterexample(rec, int(i), directory)
+            print(f"saved {path}; reproduce: {cmd}")
+
+
+def _replay(args, cat) -> int:
+    from .runner import load_counterexample
+
+    meta, batch = load_counterexample(args.replay)
+    st = cat[meta["id"]]
+    mutant = next((m for m in st.mutants if m.name == meta.get("mutant")), None)
+    res = st.run(meta["family"], None, None, mutant=mutant, batch=batch)
+    for p in res.parts:
+        s = p.sides
+        if not s.applicable[0]:
+            print(f"{st.id} [{meta['family']}] {p.name}: assumption not met on this instance (not checked)")
+            continue
+        print(f"{st.id} [{meta['family']}] {p.name}: lhs={s.lhs[0]:.17g} rhs={s.rhs[0]:.17g} "
+              f"holds={p.holds}")
+    return 0 if res.holds else 1

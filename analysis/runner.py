@@ -1,0 +1,117 @@
+r"""Running the catalogue: records, mutants, counterexamples.
+
+JSON schema (``moreau check --json PATH``), stable: a list with one record
+per (statement id, family)::
+
+    {
+      "id": "pfedme.prop1",            # catalogue id (THEOREMS.md)
+      "source": "pFedMe, Proposition 1, eq. (6)",
+      "family": "quadratic",           # "quadratic" | "logistic"
+      "instances": 64,                 # instances checked
+      "holds": true,                   # every part holds on every applicable instance
+      "max_ratio": 1.0,                # max LHS/RHS over parts and instances
+      "tight": true,                   # every part claimed tight is attained (max ratio >= 1 - 1e-6)
+      "claimed": "upper",              # what the paper claims: "upper" | "tight" | "rate"
+      "seconds": 0.12,
+      "mutants": [{"name": "...", "rejected": true}],   # [] without --mutants
+      "parts": [{"name": ..., "claimed": "upper"|"tight"|"exact", "holds": ..., "applicable": ...,
+                 "max_ratio": ..., "tight": ..., "constants": {...}, "note": "..."}]
+    }
+
+Keys may be added; none of the above will be renamed or removed.
+"""
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ._core import Result, take
+from .registry import catalogue
+
+__all__ = ["Record", "run", "record_json", "save_counterexample", "load_counterexample", "rng_for"]
+
+FAMILIES = ("quadratic", "logistic")
+
+
+def rng_for(seed: int, statement_id: str, family: str, mutant: str = "") -> np.random.Generator:
+    """A generator that depends on the seed, the id and the family only (order-free)."""
+    key = [int(seed), zlib.crc32(statement_id.encode()), zlib.crc32(family.encode()), zlib.crc32(mutant.encode())]
+    return np.random.default_rng(key)
+
+
+@dataclass
+class Record:
+    statement: object
+    result: Result
+    mutants: list = field(default_factory=list)  # (Mutant, rejected: bool, Result)
+    batch: dict | None = None
+
+
+def run(ids=None, family="all", trials=None, seed=0, mutants=False):
+    """Run statements; returns a list of :class:`Record` (one per id and family)."""
+    cat = catalogue()
+    ids = list(cat) if not ids else list(ids)
+    unknown = [i for i in ids if i not in cat]
+    if unknown:
+        raise KeyError(f"unknown statement id(s) {unknown}; known: {', '.join(cat)}")
+    fams = FAMILIES if family == "all" else (family,)
+    records = []
+    for sid in ids:
+        st = cat[sid]
+        for fam in fams:
+            if fam not in st.families:
+                continue
+            rng = rng_for(seed, sid, fam)
+            batch = st.instances(fam, trials, rng)
+            rec = Record(st, st.run(fam, trials, rng, batch=batch), batch=batch)
+            if mutants:
+                for m in st.mutants:
+                    res = st.run(fam, trials, rng, mutant=m, batch=batch)
+                    rec.mutants.append((m, not res.holds, res))
+            records.append(rec)
+    return records
+
+
+def record_json(rec: Record) -> dict:
+    r, st = rec.result, rec.statement
+    tight_parts = [p for p in r.parts if p.claimed == "tight"]
+    tight = all(p.tight for p in tight_parts) if tight_parts else any(p.tight for p in r.parts)
+    return {
+        "id": st.id, "source": st.source, "family": r.family, "instances": r.instances,
+        "holds": r.holds, "max_ratio": _num(r.max_ratio), "tight": bool(tight), "claimed": st.claimed,
+        "seconds": round(r.seconds, 4),
+        "mutants": [{"name": m.name, "rejected": bool(rej)} for m, rej, _ in rec.mutants],
+        "parts": [{"name": p.name, "claimed": p.claimed, "holds": p.holds, "applicable": p.applicable,
+                   "max_ratio": _num(p.max_ratio), "tight": p.tight,
+                   "constants": p.sides.constants, "note": p.sides.note} for p in r.parts],
+    }
+
+
+def _num(x):
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def save_counterexample(rec: Record, index: int, directory, mutant: str = "") -> tuple[Path, str]:
+    """Save instance ``index`` of the record's batch as ``.npz`` (no pickle); return (path, command)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    one = take(rec.batch, [index])
+    tag = f"{rec.statement.id}-{rec.result.family}-{index}" + (f"-{zlib.crc32(mutant.encode()):08x}" if mutant else "")
+    path = directory / f"{tag}.npz"
+    meta = {"id": rec.statement.id, "family": rec.result.family, "mutant": mutant}
+    np.savez(path, __meta__=np.array(json.dumps(meta)), **{k: np.asarray(v) for k, v in one.items()})
+    cmd = f"moreau check {rec.statement.id} --family {rec.result.family} --replay {path}"
+    return path, cmd
+
+
+def load_counterexample(path):
+    """``(meta, batch)`` from a file written by :func:`save_counterexample`."""
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(str(z["__meta__"]))
+        batch = {k: z[k] for k in z.files if k != "__meta__"}
+    return meta, batch

@@ -1,0 +1,5 @@
+"""Placeholder: being written."""
+
+
+def print_proofs():
+    return True
