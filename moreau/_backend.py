@@ -40,10 +40,11 @@ def get_backend() -> str:
     """Name of the backend constructors put new arrays on: 'numpy' or 'cupy'."""
     global _backend
     if _backend is None:
-        _backend = _check_name(os.environ.get("MOREAU_BACKEND", "numpy") or "numpy",
-                               "MOREAU_BACKEND")
-        if _backend == "cupy":
-            _cupy()
+        name = _check_name(os.environ.get("MOREAU_BACKEND", "numpy") or "numpy",
+                           "MOREAU_BACKEND")
+        if name == "cupy":
+            _cupy()  # raises BackendError before the unusable name is stored
+        _backend = name
     return _backend
 
 

@@ -20,11 +20,14 @@ much smaller than ``w`` and ``w + u`` would round it to ulps of ``||w||``.
 
 Default tolerance (per batch entry)::
 
-    tol = 4 eps (||theta|| + (G + L (||a|| + ||x||) + lam (||c|| + ||x||)) / (lam + mu))
+    tol = 4 eps (||x|| + (G + L (||a|| + ||x||) + lam (||c|| + ||x||)) / (lam + mu))
 
 ``eps`` is the dtype's machine epsilon, ``c = a - w`` (0 or ``-w``) and
 ``G = f._grad_error_scale(theta)`` the magnitude of the terms summed in
-``grad f``.  The first term is "a few ulps of ``theta``".  The second is the
+``grad f``.  The first term is "a few ulps of the iterate ``x``" (``theta``,
+or the displacement ``u`` when ``lam >= L``: ulps of ``theta`` there would
+stop Newton with ``u``, hence envelope gradients, accurate only to
+``eps ||theta|| / ||u||`` relative).  The second is the
 accuracy to which ``grad h`` can be evaluated in floating point: ``G`` from
 summing ``grad f``, ``L (||a|| + ||x||)`` from rounding ``theta = a + x``,
 ``lam (||c|| + ||x||)`` from rounding ``theta - w``; divided by the modulus

@@ -7,6 +7,7 @@ from functools import cached_property
 import numpy as np
 
 from ._backend import as_array, constructor_namespace, to_numpy
+from ._errors import ProxConvergenceError
 from ._objective import Objective, ProxInfo
 
 __all__ = ["Quadratic"]
@@ -147,22 +148,37 @@ class Quadratic(Objective):
         return xp.broadcast_to(_matvec(V, self._bt / a), self.batch_shape + (self.dim,))
 
     def _displacement(self, w, lam, *, tol=None, max_iter=None, info=False):
-        """Closed form ``prox(w) - w = V diag(1/(a+lam)) V^T (b - A w)``."""
+        """Closed form ``prox(w) - w = V diag(1/(a+lam)) V^T (b - A w)``.
+
+        No iterations (``max_iter`` does not apply).  With ``tol`` given, the
+        residual bound ``||(A + lam I) theta - b - lam w|| / (lam + a_1)`` of
+        the returned point is checked against it (ProxConvergenceError if a
+        tolerance below the rounding level was asked for).
+        """
         xp = self.xp
         a, V = self._eigh
         lam_ = lam[..., None]
         wt = _matvec(xp.matrix_transpose(V), w)
         ut = (self._bt - a * wt) / (a + lam_)
         u = _matvec(V, ut)
-        shape = np.broadcast_shapes(self.batch_shape, tuple(u.shape[:-1]), tuple(lam.shape))
-        u = xp.broadcast_to(u, tuple(shape) + (self.dim,))
-        if not info:
+        shape = tuple(np.broadcast_shapes(self.batch_shape, tuple(u.shape[:-1]), tuple(lam.shape)))
+        u = xp.broadcast_to(u, shape + (self.dim,))
+        if not info and tol is None:
             return u, None
         resid = _matvec(self.A, w + u) - self.b + lam_ * u
-        bound = xp.linalg.vector_norm(resid, axis=-1) / (lam + self.strong_convexity())
-        return u, ProxInfo(iterations=np.zeros(tuple(shape), dtype=int),
-                           error_bound=to_numpy(xp.broadcast_to(bound, tuple(shape))),
-                           tol=None)
+        bound = to_numpy(xp.broadcast_to(xp.linalg.vector_norm(resid, axis=-1) / (lam + self.strong_convexity()),
+                                         shape))
+        if tol is not None:
+            t = np.broadcast_to(np.asarray(to_numpy(tol), dtype=float), shape)
+            if not np.all(np.isfinite(t)) or np.any(t <= 0):
+                raise ValueError(f"tol must be finite and > 0 (got {tol!r})")
+            if np.any(bound > t):
+                raise ProxConvergenceError(
+                    f"closed-form prox of Quadratic: residual bound {bound.max():.3g} exceeds tol "
+                    f"(rounding level of the closed form)", error_bound=bound, tol=t,
+                    iterations=np.zeros(shape, dtype=int))
+        return u, ProxInfo(iterations=np.zeros(shape, dtype=int), error_bound=bound,
+                           tol=None if tol is None else np.broadcast_to(np.asarray(to_numpy(tol), float), shape).copy())
 
 
 def _matvec(M, x):
