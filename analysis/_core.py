@@ -120,7 +120,7 @@ class Result:
 
 
 def _ratio(lhs, rhs):
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # huge ratios are inf
         r = np.where(rhs != 0, lhs / rhs, np.where(lhs == 0, 1.0, np.inf * np.sign(lhs)))
     return r
 
@@ -142,8 +142,8 @@ def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
     max_ratio = float(np.max(ratio[app])) if app.any() else float("nan")
     tight = bool(app.any() and max_ratio >= 1 - TIGHT_RTOL)
     holds = not fail.any()
-    if s.claimed == "tight" and not flip and not tight:
-        holds = False  # the paper's constant is claimed attained and is not
+    if s.claimed == "tight" and not flip and app.any() and not tight:
+        holds = False  # the paper's constant is claimed attained and is not (untestable without instances)
     return PartResult(name=name, claimed=s.claimed, instances=int(s.lhs.size), applicable=int(app.sum()),
                       holds=bool(holds), max_ratio=max_ratio, tight=tight,
                       failures=np.flatnonzero(fail), sides=s)

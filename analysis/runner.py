@@ -10,10 +10,13 @@ per (statement id, family)::
       "instances": 64,                 # instances checked
       "holds": true,                   # every part holds on every applicable instance
       "max_ratio": 1.0,                # max LHS/RHS over parts and instances
-      "tight": true,                   # every part claimed tight is attained (max ratio >= 1 - 1e-6)
+      "tight": true,                   # every part claimed tight is attained (max ratio >= 1 - 1e-6);
+                                       # with no part claimed tight: some part attains its bound
       "claimed": "upper",              # what the paper claims: "upper" | "tight" | "rate"
       "seconds": 0.12,
-      "mutants": [{"name": "...", "rejected": true}],   # [] without --mutants
+      "mutants": [{"name": "...", "rejected": true}],   # [] without --mutants; per family
+                                       # (the CLI's verdict: rejected by at least one family)
+      "findings": ["..."],             # documented findings about the statement (may be empty)
       "parts": [{"name": ..., "claimed": "upper"|"tight"|"exact", "holds": ..., "applicable": ...,
                  "max_ratio": ..., "tight": ..., "constants": {...}, "note": "..."}]
     }
@@ -69,9 +72,17 @@ def run(ids=None, family="all", trials=None, seed=0, mutants=False):
             batch = st.instances(fam, trials, rng)
             rec = Record(st, st.run(fam, trials, rng, batch=batch), batch=batch)
             if mutants:
+                # a mutant is searched for on this batch and, when --trials
+                # was given, also on the checker's default batch: its
+                # adversarial instances must not disappear with a small --trials
+                extra = st.instances(fam, None, rng_for(seed, sid, fam, "default")) if trials else None
                 for m in st.mutants:
                     res = st.run(fam, trials, rng, mutant=m, batch=batch)
-                    rec.mutants.append((m, not res.holds, res))
+                    rejected = not res.holds
+                    if not rejected and extra is not None:
+                        res = st.run(fam, None, rng, mutant=m, batch=extra)
+                        rejected = not res.holds
+                    rec.mutants.append((m, rejected, res))
             records.append(rec)
     return records
 
@@ -85,6 +96,7 @@ def record_json(rec: Record) -> dict:
         "holds": r.holds, "max_ratio": _num(r.max_ratio), "tight": bool(tight), "claimed": st.claimed,
         "seconds": round(r.seconds, 4),
         "mutants": [{"name": m.name, "rejected": bool(rej)} for m, rej, _ in rec.mutants],
+        "findings": list(st.findings),
         "parts": [{"name": p.name, "claimed": p.claimed, "holds": p.holds, "applicable": p.applicable,
                    "max_ratio": _num(p.max_ratio), "tight": p.tight,
                    "constants": p.sides.constants, "note": p.sides.note} for p in r.parts],
