@@ -89,22 +89,21 @@ class Envelope(Objective):
         self.xp, self.dtype, self.dim = f.xp, f.dtype, f.dim
         self.batch_shape = tuple(np.broadcast_shapes(f.batch_shape, tuple(lam.shape)))
 
-    def _u(self, w):
-        """Displacement ``prox_f(w) - w``."""
+    def _inner(self, w):
+        """``(prox_f(w), prox_f(w) - w)``."""
         w = self._point(w)
-        return w, self.f._displacement(w, self.lam, tol=self.tol, max_iter=self.max_iter)[0]
+        return self.f._solve(w, self.lam, tol=self.tol, max_iter=self.max_iter)[:2]
 
     def value(self, w):
-        w, u = self._u(w)
-        return self.f.value(w + u) + self.lam / 2 * self.xp.vecdot(u, u)
+        theta, u = self._inner(w)
+        return self.f.value(theta) + self.lam / 2 * self.xp.vecdot(u, u)
 
     def grad(self, w):
-        _, u = self._u(w)
-        return -self.lam[..., None] * u
+        return -self.lam[..., None] * self._inner(w)[1]
 
     def _hess_parts(self, w):
-        w, u = self._u(w)
-        H = self.f.hess(w + u)
+        theta, _ = self._inner(w)
+        H = self.f.hess(theta)
         lam = self.lam[..., None, None]
         return H, H + lam * self.xp.eye(self.dim, dtype=self.dtype), lam
 
@@ -132,18 +131,19 @@ class Envelope(Objective):
         return (xp.broadcast_to(self._map(lo, self.lam), self.batch_shape),
                 xp.broadcast_to(self._map(hi, self.lam), self.batch_shape))
 
-    def _displacement(self, w, gamma, *, tol=None, max_iter=100, info=False):
+    def _solve(self, w, gamma, *, tol=None, max_iter=100, info=False):
         lam = self.lam
         inner = lam * gamma / (lam + gamma)
-        u, inf = self.f._displacement(w, inner, tol=tol if tol is not None else self.tol,
+        theta, u, inf = self.f._solve(w, inner, tol=tol if tol is not None else self.tol,
                                       max_iter=max_iter, info=info)
         scale = lam / (lam + gamma)
         u = scale[..., None] * u
+        theta = (lam[..., None] * theta + gamma[..., None] * w) / (lam + gamma)[..., None]
         if inf is not None:
             s = np.asarray(_host(scale))
             inf = ProxInfo(iterations=inf.iterations, error_bound=inf.error_bound * s,
                            tol=None if inf.tol is None else inf.tol * s)
-        return u, inf
+        return theta, u, inf
 
 
 class MetaObjective(Objective):

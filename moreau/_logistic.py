@@ -78,34 +78,50 @@ class Logistic(Objective):
         theta = self._point(theta)
         return (self._Z @ theta[..., None])[..., 0]
 
+    def _pieces(self, z):
+        """``(log(1 + e^{-z}), sigma(z), sigma(-z))`` from one ``exp(-|z|)``: no overflow for any z."""
+        xp = self.xp
+        e = xp.exp(-xp.abs(z))
+        big = 1 / (1 + e)
+        small = e * big
+        pos = z >= 0
+        loss = xp.log1p(e) + xp.clip(-z, min=0)
+        return loss, xp.where(pos, big, small), xp.where(pos, small, big)
+
     def _sig(self, z):
         """(sigma(z), sigma(-z)) computed without overflow."""
-        xp = self.xp
-        zero = xp.zeros_like(z)
-        return xp.exp(-xp.logaddexp(zero, -z)), xp.exp(-xp.logaddexp(zero, z))
+        return self._pieces(z)[1:]
+
+    @cached_property
+    def _rownorm(self):
+        return self.xp.linalg.vector_norm(self.X, axis=-1)
 
     def _mu_theta(self, theta):
         return self.mu[..., None] * theta
 
     # -- objective -----------------------------------------------------------------
     def value(self, theta):
-        xp = self.xp
-        z = self.margins(theta)
-        loss = xp.sum(self._p * xp.logaddexp(xp.zeros_like(z), -z), axis=-1)
-        return loss + self.mu / 2 * xp.vecdot(theta, theta)
+        return self._value_grad(theta, grad=False)[0]
 
     def grad(self, theta):
+        return self._value_grad(theta, value=False)[1]
+
+    def _value_grad(self, theta, *, value=True, grad=True):
+        xp = self.xp
         z = self.margins(theta)
-        _, s_neg = self._sig(z)
-        r = -self._p * s_neg
-        return (self.xp.matrix_transpose(self._Z) @ r[..., None])[..., 0] + self._mu_theta(theta)
+        loss, _, s_neg = self._pieces(z)
+        v = xp.sum(self._p * loss, axis=-1) + self.mu / 2 * xp.vecdot(theta, theta) if value else None
+        g = None
+        if grad:
+            r = -self._p * s_neg
+            g = (xp.matrix_transpose(self._Z) @ r[..., None])[..., 0] + self._mu_theta(theta)
+        return v, g
 
     def hess(self, theta):
         xp = self.xp
         z = self.margins(theta)
-        s, s_neg = self._sig(z)
-        Zt = xp.matrix_transpose(self._Z)
-        H = (Zt * (self._p * s * s_neg)[..., None, :]) @ self._Z
+        _, s, s_neg = self._pieces(z)
+        H = xp.matrix_transpose(self._Z) @ ((self._p * s * s_neg)[..., None] * self._Z)
         return H + self.mu[..., None, None] * xp.eye(self.dim, dtype=self.dtype)
 
     def hvp(self, theta, v):
@@ -159,8 +175,8 @@ class Logistic(Objective):
         (``eps ||x_j|| ||theta||`` each) carried through ``l''``."""
         xp = self.xp
         z = self.margins(theta)
-        s, s_neg = self._sig(z)
-        r = xp.linalg.vector_norm(self.X, axis=-1)
+        _, s, s_neg = self._pieces(z)
+        r = self._rownorm
         tn = xp.linalg.vector_norm(theta, axis=-1)
         return xp.sum(self._p * (s_neg * r + s * s_neg * r**2 * tn[..., None]), axis=-1) + self.mu * tn
 

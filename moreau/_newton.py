@@ -52,14 +52,21 @@ from ._backend import to_numpy
 from ._errors import ProxConvergenceError
 from ._objective import ProxInfo
 
-__all__ = ["newton_displacement"]
+__all__ = ["newton_prox", "newton_displacement"]
 
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 60
 
 
 def newton_displacement(f, w, lam, *, tol=None, max_iter=100, info=False):
-    """``(u, ProxInfo)`` with ``u = prox(w) - w`` certified to ``tol``; see module doc."""
+    """``(u, ProxInfo or None)`` with ``u = prox(w) - w`` certified to ``tol``; see module doc."""
+    _, u, inf = newton_prox(f, w, lam, tol=tol, max_iter=max_iter, info=info)
+    return u, inf
+
+
+def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
+    """``(theta, u, ProxInfo or None)``: the prox, the displacement ``theta - w``, both
+    from the same iterate (each without the rounding of forming it from the other)."""
     xp = f.xp
     if max_iter is None or int(max_iter) < 0:
         raise ValueError(f"max_iter must be a non-negative integer (got {max_iter!r})")
@@ -85,16 +92,15 @@ def newton_displacement(f, w, lam, *, tol=None, max_iter=100, info=False):
 
     def h_and_grad(x):
         theta, u = a + x, c + x
-        h = f.value(theta) + lam / 2 * xp.vecdot(u, u)
-        g = f.grad(theta) + lam[..., None] * u
-        return h, g
+        fv, fg = f._value_grad(theta)
+        return fv + lam / 2 * xp.vecdot(u, u), fg + lam[..., None] * u
 
     x = xp.zeros(shape + (d,), dtype=f.dtype)
     h, g = h_and_grad(x)
     iterations = xp.zeros(shape, dtype=xp.int64)
     for k in range(int(max_iter) + 1):
         theta = a + x
-        gnorm = xp.linalg.vector_norm(g, axis=-1)
+        gnorm = _norm(g, xp)
         bound = gnorm / modulus
         if tol is None:
             xnorm = xp.linalg.vector_norm(x, axis=-1)
@@ -138,11 +144,19 @@ def newton_displacement(f, w, lam, *, tol=None, max_iter=100, info=False):
         # reported unconverged at max_iter rather than moved blindly)
         iterations = iterations + xp.astype(active & accepted, xp.int64)
         x, h, g = x_new, h_new, g_new
-    u = c + x
+    theta, u = a + x, c + x
     if not info:
-        return u, None
-    return u, ProxInfo(iterations=to_numpy(iterations), error_bound=to_numpy(bound),
+        return theta, u, None
+    return theta, u, ProxInfo(iterations=to_numpy(iterations), error_bound=to_numpy(bound),
                        tol=np.broadcast_to(to_numpy(tol_k), shape).copy())
+
+
+def _norm(v, xp):
+    """Euclidean norm over the last axis, scaled so that squares cannot underflow
+    (or overflow): the certificate of a prox on data of size 1e-30 is not 0."""
+    m = xp.max(xp.abs(v), axis=-1)
+    safe = xp.where(m > 0, m, xp.ones_like(m))
+    return m * xp.linalg.vector_norm(v / safe[..., None], axis=-1)
 
 
 def _tolerance(tol, xp, dtype, shape):

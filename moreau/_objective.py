@@ -27,7 +27,9 @@ class ProxInfo:
     """What a prox computation certifies, per batch entry (host numpy arrays).
 
     ``error_bound``: the certified bound ``||grad h(theta)|| / (lam + mu)`` on
-    ``||theta - prox(w)||``, h the prox subproblem (for closed forms, the same
+    ``||theta - prox(w)||``, h the prox subproblem, evaluated in floating point
+    at the returned theta (so it certifies up to the rounding of ``grad h``
+    itself, the floor term of the default tolerance in ``moreau._newton``) (for closed forms, the same
     residual bound evaluated at the returned point); ``tol``: the bound that
     was required (``None`` for closed forms); ``iterations``: Newton
     iterations (0 for closed forms).
@@ -106,20 +108,25 @@ class Objective:
         r"""``argmin_theta f(theta) + (lam/2) ||theta - w||^2``; see :func:`moreau.prox`."""
         w = self._point(w, "w")
         lam = self._lam(lam)
-        u, info = self._displacement(w, lam, tol=tol, max_iter=max_iter, info=return_info)
-        theta = w + u
+        theta, _, info = self._solve(w, lam, tol=tol, max_iter=max_iter, info=return_info)
         return (theta, info) if return_info else theta
 
     # -- hooks --------------------------------------------------------------
-    def _displacement(self, w, lam, *, tol=None, max_iter=100, info=False):
-        """``(prox(w) - w, ProxInfo or None)``; default: certified damped Newton.
+    def _solve(self, w, lam, *, tol=None, max_iter=100, info=False):
+        """``(prox(w), prox(w) - w, ProxInfo or None)``; default: certified damped Newton.
 
-        Working with the displacement ``u = prox(w) - w`` keeps envelope
-        gradients ``-lam u`` accurate when ``lam`` is large and ``u`` tiny.
+        Both the prox and the displacement ``u = prox(w) - w`` are returned,
+        each computed without the rounding of forming it from the other: ``u``
+        keeps envelope gradients ``-lam u`` accurate when ``lam`` is large and
+        ``u`` tiny; the prox keeps its own ulps when it is much smaller than ``w``.
         """
-        from ._newton import newton_displacement
+        from ._newton import newton_prox
 
-        return newton_displacement(self, w, lam, tol=tol, max_iter=max_iter, info=info)
+        return newton_prox(self, w, lam, tol=tol, max_iter=max_iter, info=info)
+
+    def _value_grad(self, theta):
+        """``(value, grad)``; objectives that share work between them override it."""
+        return self.value(theta), self.grad(theta)
 
     def _grad_error_scale(self, theta):
         """Magnitude of the terms summed in ``grad(theta)`` (its rounding scale)."""

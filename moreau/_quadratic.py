@@ -147,8 +147,9 @@ class Quadratic(Objective):
             raise ValueError(f"minimizer() needs A positive definite (smallest eigenvalue {worst:.6g})")
         return xp.broadcast_to(_matvec(V, self._bt / a), self.batch_shape + (self.dim,))
 
-    def _displacement(self, w, lam, *, tol=None, max_iter=None, info=False):
-        """Closed form ``prox(w) - w = V diag(1/(a+lam)) V^T (b - A w)``.
+    def _solve(self, w, lam, *, tol=None, max_iter=None, info=False):
+        """Closed forms ``prox(w) = V diag(1/(a+lam)) V^T (b + lam w)`` and
+        ``prox(w) - w = V diag(1/(a+lam)) V^T (b - A w)``, both computed.
 
         No iterations (``max_iter`` does not apply).  With ``tol`` given, the
         residual bound ``||(A + lam I) theta - b - lam w|| / (lam + a_1)`` of
@@ -159,13 +160,15 @@ class Quadratic(Objective):
         a, V = self._eigh
         lam_ = lam[..., None]
         wt = _matvec(xp.matrix_transpose(V), w)
-        ut = (self._bt - a * wt) / (a + lam_)
-        u = _matvec(V, ut)
+        inv = 1 / (a + lam_)
+        u = _matvec(V, (self._bt - a * wt) * inv)
+        theta = _matvec(V, (self._bt + lam_ * wt) * inv)
         shape = tuple(np.broadcast_shapes(self.batch_shape, tuple(u.shape[:-1]), tuple(lam.shape)))
         u = xp.broadcast_to(u, shape + (self.dim,))
+        theta = xp.broadcast_to(theta, shape + (self.dim,))
         if not info and tol is None:
-            return u, None
-        resid = _matvec(self.A, w + u) - self.b + lam_ * u
+            return theta, u, None
+        resid = _matvec(self.A, theta) - self.b + lam_ * u
         bound = to_numpy(xp.broadcast_to(xp.linalg.vector_norm(resid, axis=-1) / (lam + self.strong_convexity()),
                                          shape))
         if tol is not None:
@@ -177,7 +180,7 @@ class Quadratic(Objective):
                     f"closed-form prox of Quadratic: residual bound {bound.max():.3g} exceeds tol "
                     f"(rounding level of the closed form)", error_bound=bound, tol=t,
                     iterations=np.zeros(shape, dtype=int))
-        return u, ProxInfo(iterations=np.zeros(shape, dtype=int), error_bound=bound,
+        return theta, u, ProxInfo(iterations=np.zeros(shape, dtype=int), error_bound=bound,
                            tol=None if tol is None else np.broadcast_to(np.asarray(to_numpy(tol), float), shape).copy())
 
 

@@ -4,7 +4,9 @@ Every factory validates its arguments when it is called (not when drawn) and
 names the argument and the value in its error.  Drawn objectives are numpy
 float64 unless ``dtype`` says otherwise; convert with ``xp.asarray`` for
 another backend.  Matrices are built from hypothesis-drawn floats, so a
-failing example shrinks towards small, axis-aligned instances.
+failing example shrinks towards small, axis-aligned instances.  Drawn
+entries are never subnormal (underflow is a separate edge case, tested by
+hand where it matters).
 
 >>> from moreau import strategies as ms
 >>> ms.quadratics(dim=3, kind="weakly_convex")          # doctest: +SKIP
@@ -76,7 +78,7 @@ def lams(*, min_value=1e-4, max_value=1e4):
 
 
 def _orthogonal(draw, shape, d):
-    G = draw(hnp.arrays(np.float64, tuple(shape) + (d, d), elements=st.floats(-1, 1, width=64)))
+    G = draw(hnp.arrays(np.float64, tuple(shape) + (d, d), elements=st.floats(-1, 1, width=64, allow_subnormal=False)))
     G = G + 2.0 * np.eye(d)  # shrinks to the identity, never singular in practice
     Q, R = np.linalg.qr(G)
     return Q * np.sign(np.diagonal(R, axis1=-2, axis2=-1))[..., None, :]
@@ -87,9 +89,9 @@ def _quadratic(draw, dim, spectrum, batch, dtype, b_scale):
     d = draw(st.integers(*dim))
     shape = draw(batch) if not isinstance(batch, tuple) else batch
     lo, hi = spectrum
-    a = draw(hnp.arrays(np.float64, tuple(shape) + (d,), elements=st.floats(lo, hi)))
+    a = draw(hnp.arrays(np.float64, tuple(shape) + (d,), elements=st.floats(lo, hi, allow_subnormal=False)))
     V = _orthogonal(draw, shape, d)
-    b = draw(hnp.arrays(np.float64, tuple(shape) + (d,), elements=st.floats(-b_scale, b_scale)))
+    b = draw(hnp.arrays(np.float64, tuple(shape) + (d,), elements=st.floats(-b_scale, b_scale, allow_subnormal=False)))
     A = (V * a[..., None, :]) @ np.swapaxes(V, -1, -2)
     return Quadratic(((A + np.swapaxes(A, -1, -2)) / 2).astype(dtype), b.astype(dtype))
 
@@ -123,7 +125,7 @@ def quadratics(*, dim=(1, 4), kind="strongly_convex", spectrum=None, batch=(), d
 def _logistic(draw, n, d, margin_scale, label_balance, mu, batch, dtype, padding):
     nn, dd = draw(st.integers(*n)), draw(st.integers(*d))
     shape = draw(batch) if not isinstance(batch, tuple) else batch
-    X = draw(hnp.arrays(np.float64, tuple(shape) + (nn, dd), elements=st.floats(-1, 1)))
+    X = draw(hnp.arrays(np.float64, tuple(shape) + (nn, dd), elements=st.floats(-1, 1, allow_subnormal=False)))
     X = X * margin_scale
     pos = int(round(label_balance * nn))
     base = np.array([1.0] * pos + [-1.0] * (nn - pos))
@@ -167,4 +169,4 @@ def logistic_problems(*, n=(2, 20), d=(1, 4), margin_scale=3.0, label_balance=0.
 def points(f, *, scale=10.0):
     """Strategy for points ``(..., d)`` of objective ``f``'s batch shape, entries in [-scale, scale]."""
     scale = _check_range("(0, scale)", (0.0, scale))[1]
-    return hnp.arrays(np.float64, tuple(f.batch_shape) + (f.dim,), elements=st.floats(-scale, scale))
+    return hnp.arrays(np.float64, tuple(f.batch_shape) + (f.dim,), elements=st.floats(-scale, scale, allow_subnormal=False))
