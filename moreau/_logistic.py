@@ -78,15 +78,16 @@ class Logistic(Objective):
         theta = self._point(theta)
         return (self._Z @ theta[..., None])[..., 0]
 
-    def _pieces(self, z):
-        """``(log(1 + e^{-z}), sigma(z), sigma(-z))`` from one ``exp(-|z|)``: no overflow for any z."""
+    def _pieces(self, z, loss=True):
+        """``(log(1 + e^{-z}) or None, sigma(z), sigma(-z))`` from one ``exp(-|z|)``:
+        no overflow for any z."""
         xp = self.xp
         e = xp.exp(-xp.abs(z))
         big = 1 / (1 + e)
         small = e * big
         pos = z >= 0
-        loss = xp.log1p(e) + xp.clip(-z, min=0)
-        return loss, xp.where(pos, big, small), xp.where(pos, small, big)
+        ell = xp.log1p(e) + xp.clip(-z, min=0) if loss else None
+        return ell, xp.where(pos, big, small), xp.where(pos, small, big)
 
     def _sig(self, z):
         """(sigma(z), sigma(-z)) computed without overflow."""
@@ -109,7 +110,7 @@ class Logistic(Objective):
     def _value_grad(self, theta, *, value=True, grad=True):
         xp = self.xp
         z = self.margins(theta)
-        loss, _, s_neg = self._pieces(z)
+        loss, _, s_neg = self._pieces(z, loss=value)
         v = xp.sum(self._p * loss, axis=-1) + self.mu / 2 * xp.vecdot(theta, theta) if value else None
         g = None
         if grad:
@@ -118,17 +119,30 @@ class Logistic(Objective):
         return v, g
 
     def hess(self, theta):
+        return self._hess_scale(theta, scale=False)[0]
+
+    def _hess_scale(self, theta, *, hess=True, scale=True):
+        """Hessian and/or the rounding scale of ``grad`` (see ``_grad_error_scale``)
+        from one evaluation of the margins."""
         xp = self.xp
         z = self.margins(theta)
-        _, s, s_neg = self._pieces(z)
-        H = xp.matrix_transpose(self._Z) @ ((self._p * s * s_neg)[..., None] * self._Z)
-        return H + self.mu[..., None, None] * xp.eye(self.dim, dtype=self.dtype)
+        _, s, s_neg = self._pieces(z, loss=False)
+        c = self._p * s * s_neg
+        H = G = None
+        if hess:
+            H = xp.matrix_transpose(self._Z) @ (c[..., None] * self._Z)
+            H = H + self.mu[..., None, None] * xp.eye(self.dim, dtype=self.dtype)
+        if scale:
+            r = self._rownorm
+            tn = xp.linalg.vector_norm(theta, axis=-1)
+            G = xp.sum(self._p * s_neg * r + c * r**2 * tn[..., None], axis=-1) + self.mu * tn
+        return H, G
 
     def hvp(self, theta, v):
         xp = self.xp
         z = self.margins(theta)
         v = self._point(v, "v")
-        s, s_neg = self._sig(z)
+        _, s, s_neg = self._pieces(z, loss=False)
         Zv = (self._Z @ v[..., None])[..., 0]
         return (xp.matrix_transpose(self._Z) @ (self._p * s * s_neg * Zv)[..., None])[..., 0] + self.mu[..., None] * v
 
@@ -173,12 +187,7 @@ class Logistic(Objective):
     def _grad_error_scale(self, theta):
         """Rounding scale of ``grad``: the sum of |terms| plus the margins' rounding
         (``eps ||x_j|| ||theta||`` each) carried through ``l''``."""
-        xp = self.xp
-        z = self.margins(theta)
-        _, s, s_neg = self._pieces(z)
-        r = self._rownorm
-        tn = xp.linalg.vector_norm(theta, axis=-1)
-        return xp.sum(self._p * (s_neg * r + s * s_neg * r**2 * tn[..., None]), axis=-1) + self.mu * tn
+        return self._hess_scale(theta, hess=False)[1]
 
 
 def _labels(y, xp):

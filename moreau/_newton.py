@@ -98,14 +98,18 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     x = xp.zeros(shape + (d,), dtype=f.dtype)
     h, g = h_and_grad(x)
     iterations = xp.zeros(shape, dtype=xp.int64)
+    tol_prev = math.inf
     for k in range(int(max_iter) + 1):
         theta = a + x
         gnorm = _norm(g, xp)
         bound = gnorm / modulus
+        # the Hessian shares the margins with the tolerance's scale: compute both
+        # at once unless the previous tolerance says this is the last check
+        Hf, G = f._hess_scale(theta, hess=bool(xp.any(bound > tol_prev)), scale=tol is None)
         if tol is None:
             xnorm = xp.linalg.vector_norm(x, axis=-1)
-            floor = (f._grad_error_scale(theta) + hi * (anorm + xnorm) + lam * (cnorm + xnorm)) / modulus
-            tol_k = 4 * eps * (xnorm + floor)
+            floor = (G + hi * (anorm + xnorm) + lam * (cnorm + xnorm)) / modulus
+            tol_k = 4 * eps * (xp.linalg.vector_norm(theta, axis=-1) + floor)
         else:
             tol_k = tol
         active = bound > tol_k
@@ -119,7 +123,10 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
                 f"(tolerance there {float(t.reshape(-1)[int(np.argmax((b - t).reshape(-1)))]):.3g}); "
                 f"{int((b > t).sum())} of {b.size} entries unconverged",
                 error_bound=b, tol=t, iterations=to_numpy(iterations))
-        H = f.hess(theta) + lam[..., None, None] * eye
+        tol_prev = tol_k
+        if Hf is None:
+            Hf = f.hess(theta)
+        H = Hf + lam[..., None, None] * eye
         p = -xp.linalg.solve(H, g[..., None])[..., 0]
         slope = xp.vecdot(g, p)
         # predicted decrease below the rounding of h: Armijo cannot see it

@@ -128,6 +128,10 @@ class Objective:
         """``(value, grad)``; objectives that share work between them override it."""
         return self.value(theta), self.grad(theta)
 
+    def _hess_scale(self, theta, *, hess=True, scale=True):
+        """``(hess or None, _grad_error_scale or None)`` at one point (overridable to share work)."""
+        return (self.hess(theta) if hess else None), (self._grad_error_scale(theta) if scale else None)
+
     def _grad_error_scale(self, theta):
         """Magnitude of the terms summed in ``grad(theta)`` (its rounding scale)."""
         return self.xp.linalg.vector_norm(self.grad(theta), axis=-1)
