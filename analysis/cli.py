@@ -97,6 +97,9 @@ def _print_table(records) -> bool:
                   f"max L/R {_fmt(p.max_ratio)}, {'attained' if p.tight else 'not attained'}{flag}")
             if p.sides.note:
                 print(f"{'':24s}{p.sides.note}")
+        if r.family == next(iter(st.families)) or len(st.families) == 1:
+            for finding in st.findings:
+                print(f"{'':22s}  finding: {finding}")
         if not r.holds:
             ok = False
             i = int(r.failures[0]) if r.failures.size else None

@@ -65,6 +65,7 @@ import moreau as mo
 
 from ._core import Mutant, Sides, Statement
 from ._instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
+from ._solvers import envelope_newton
 
 __all__ = ["STATEMENTS", "center_quadratic", "newton_center"]
 
@@ -205,38 +206,11 @@ def center_quadratic(A, b, lam):
 
 
 def newton_center(F, mu_F, max_iter=60):
-    r"""Minimiser of (1/N)Σ_i F_i (envelopes with batch (T, N)) by damped Newton.
-
-    Stops when ‖∇F(w)‖/μ_F <= NEWTON_TOL (1 + ‖w‖) on every instance, which
-    certifies ‖w − w*‖ (μ_F-strong convexity); raises RuntimeError otherwise.
-    Returns (w (T, d), the certified bound (T,)).
-    """
-    T = F.batch_shape[0]
-    w = np.zeros((T, F.dim))
-
-    def grad(x):
-        return F.grad(x[:, None]).mean(axis=1)
-
-    g = grad(w)
-    for _ in range(max_iter):
-        bound = np.linalg.norm(g, axis=-1) / mu_F
-        if np.all(bound <= NEWTON_TOL * (1 + np.linalg.norm(w, axis=-1))):
-            return w, bound
-        p = -np.linalg.solve(F.hess(w[:, None]).mean(axis=1), g[..., None])[..., 0]
-        step, f0, done = np.ones(T), F.value(w[:, None]).mean(axis=1), np.zeros(T, bool)
-        for _ in range(40):  # accept Armijo, or a halved gradient once values stop resolving progress
-            trial = w + step[:, None] * p
-            gt = grad(trial)
-            ok = (F.value(trial[:, None]).mean(axis=1) <= f0 + 1e-4 * step * np.sum(g * p, axis=-1)) | \
-                 (np.linalg.norm(gt, axis=-1) <= np.linalg.norm(g, axis=-1) / 2)
-            ok &= ~done
-            w, g = np.where(ok[:, None], trial, w), np.where(ok[:, None], gt, g)
-            done |= ok
-            if done.all():
-                break
-            step = np.where(done, step, step / 2)
-    raise RuntimeError(f"Newton for w* did not certify |w - w*| <= {NEWTON_TOL} (1 + |w|) "
-                       f"in {max_iter} iterations (worst bound {bound.max():.3g})")
+    r"""Minimiser of (1/N)Σ_i F_i (envelopes with batch (T, N), λ of shape (T, 1)) and the
+    certified bound on its distance to w* (shared solver: ``analysis._solvers.envelope_newton``)."""
+    T, N = F.batch_shape
+    lam = np.broadcast_to(np.asarray(F.lam), (T, 1))[:, 0]
+    return envelope_newton(F.f, np.full((T, N), 1.0 / N), lam, mu_F, rtol=NEWTON_TOL, max_iter=max_iter)
 
 
 def _points(center, H, G_i, lam, offsets):

@@ -1,0 +1,152 @@
+"""Per-FedAvg Lemmas 4.2 / 4.4 and the thesis' chapter-2 rates: holds, mutants, tightness.
+
+The checkers live in ``analysis/perfedavg_lemma4_2.py``, ``perfedavg_lemma4_4.py``
+and ``thesis_rates.py``; this file asserts what their reports claim.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import moreau as mo
+from analysis import runner, thesis_rates
+from analysis._core import Mutant, TIGHT_RTOL
+from analysis.cli import mutant_verdicts
+from analysis.registry import get
+
+IDS = ("perfedavg.lemma4_2", "perfedavg.lemma4_4", "gd.strongly_convex", "gd.nonconvex", "fw.convex")
+#: max-ratio comparisons: both sides are closed forms or eigvalsh of d <= 4 matrices,
+#: exact to a few eps; 1e-12 (~4500 eps) separates rounding from a wrong constant
+RATIO_TOL = 1e-12
+
+
+def _part(rec, prefix):
+    (p,) = [p for p in rec.result.parts if p.name.startswith(prefix)]
+    return p
+
+
+def _record(sid, family, seed=0, mutants=False):
+    (rec,) = runner.run([sid], family, None, seed, mutants)
+    return rec
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("sid", IDS)
+def test_statement_holds_on_its_families(sid, seed):
+    records = runner.run([sid], "all", None, seed)
+    assert {r.result.family for r in records} == set(get(sid).families)
+    for rec in records:
+        bad = [(p.name, p.failures[:3].tolist()) for p in rec.result.parts if not p.holds]
+        assert rec.result.holds, f"{sid} on {rec.result.family} (seed {seed}): {bad}"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("sid", IDS)
+def test_every_mutant_is_rejected(sid, seed):
+    verdicts = mutant_verdicts(runner.run([sid], "all", None, seed, mutants=True))
+    assert len(verdicts) >= 3
+    survived = [name for (_, name), fams in verdicts.items() if not fams]
+    assert not survived, f"{sid}: mutants not rejected by any family: {survived}"
+
+
+def test_lemma4_2_bound_attained_only_in_the_nonconvex_case():
+    rec = _record("perfedavg.lemma4_2", "quadratic")
+    nonconvex = _part(rec, "smoothness L_F = 4L + αρB (f nonconvex")
+    convex = _part(rec, "smoothness L_F = 4L + αρB (f convex")
+    assert nonconvex.claimed == "tight" and nonconvex.tight
+    assert 1 - TIGHT_RTOL <= nonconvex.max_ratio <= 1 + RATIO_TOL
+    # a(1 - alpha a)^2 <= a <= L for a in [0, L]: at most L/(4L) = 1/4, equal at alpha = 0
+    assert abs(convex.max_ratio - 0.25) <= RATIO_TOL
+    assert not convex.tight
+
+
+def test_lemma4_2_alpha_above_1_over_L_is_not_applicable_not_a_failure():
+    rec = _record("perfedavg.lemma4_2", "quadratic")
+    b, part = rec.batch, _part(rec, "smoothness L_F = 4L + αρB (f nonconvex")
+    over = b["alpha"] > 1 / b["L"]
+    assert over.any()
+    assert not part.sides.applicable[over].any()
+    assert np.any(part.sides.lhs[over] > part.sides.rhs[over])  # the bound is violated there ...
+    assert part.holds and part.failures.size == 0                # ... and not counted against the lemma
+    m = Mutant("alpha <= 2/L", {"condition": lambda a, L: (a >= 0) & (a <= 2 / L)})
+    assert not get("perfedavg.lemma4_2").run("quadratic", None, None, mutant=m, batch=b).holds
+
+
+def test_lemma4_2_gradient_formula_matches_finite_differences_on_logistic():
+    rec = _record("perfedavg.lemma4_2", "logistic")
+    part = _part(rec, "gradient formula (5)")
+    assert part.holds and part.max_ratio < 1e-2  # errors ~1e-10 against a 1e-6 tolerance
+
+
+def test_lemma4_4_sharp_constant_16_on_shared_A_quadratics():
+    rec = _record("perfedavg.lemma4_4", "quadratic")
+    part = rec.result.parts[0]
+    assert abs(part.max_ratio - 16 / 192) <= RATIO_TOL  # (1 + alpha L)^4 = 16 at a_1 = -L, alpha = 1/L
+    over = rec.batch["alpha"] > 1 / rec.batch["L"]
+    assert over.any() and not part.sides.applicable[over].any()
+
+
+def test_lemma4_4_constants_are_sup_bounds_not_samples():
+    rec = _record("perfedavg.lemma4_4", "logistic")
+    for prefix in ("our gamma_G^2 bound", "our gamma_H^2 bound"):
+        p = _part(rec, prefix)
+        assert p.holds and p.max_ratio < 1  # the bound is above every sampled diversity
+    assert "bound" in rec.result.parts[0].sides.constants["gamma_G^2"]
+
+
+@pytest.mark.parametrize("sid, name, changes, family", [
+    ("gd.strongly_convex", "rate (1 - mu eta)^(2t)",
+     {"rate": lambda mu, L, eta, t: (1 - mu * eta) ** (2 * t)}, "quadratic"),
+    ("perfedavg.lemma4_4", "192 -> 16",
+     {"gamma_F2": lambda B, a, h, g: 3 * B**2 * a**2 * h + 16 * g}, "quadratic"),
+])
+def test_documented_equivalent_mutants_hold_and_are_attained(sid, name, changes, family):
+    st = get(sid)
+    assert name in st.equivalent_mutants
+    rec = _record(sid, family)
+    res = st.run(family, None, None, mutant=Mutant(name, changes), batch=rec.batch)
+    assert res.holds
+    assert abs(res.max_ratio - 1) <= 1e-9  # the sharper statement is exact on these instances
+
+
+def test_gd_step_above_1_over_L_is_not_applicable():
+    for sid in ("gd.strongly_convex", "gd.nonconvex"):
+        rec = _record(sid, "quadratic")
+        over = rec.batch["eta"] > 1 / rec.batch["L"]
+        p = rec.result.parts[0]
+        assert over.any() and not p.sides.applicable[over].any()
+        assert np.any(p.sides.lhs[over] > p.sides.rhs[over]) and p.holds
+
+
+def test_gd_nonconvex_attained_and_meta_objective_instances_are_nonconvex():
+    rec = _record("gd.nonconvex", "quadratic")
+    for p in rec.result.parts:
+        assert 1 - TIGHT_RTOL <= p.max_ratio <= 1 + RATIO_TOL
+    b = _record("gd.nonconvex", "logistic").batch
+    f = mo.Logistic(b["X"], b["y"])
+    F = mo.meta_objective(f, b["alpha"])
+    W = np.concatenate([b["x0"][None], 2 * np.random.default_rng(0).standard_normal((40,) + b["x0"].shape)])
+    lowest = np.linalg.eigvalsh(F.hess(W))[..., 0].min(axis=0)
+    meta = b["alpha"] > 0
+    assert np.mean(lowest[meta] < 0) >= 0.5  # most meta-objectives have negative curvature somewhere
+    xs = thesis_rates._newton_min(f, np.zeros_like(b["x0"]))
+    assert np.max(np.linalg.norm(f.grad(xs), axis=-1)) < 1e-12
+
+
+def test_fw_printed_range_fails_at_t0_on_the_finding_instance():
+    # d = 1, B = [-1, 1] (R = 2), F = x^2/2 - 5x (L = 1), x^0 = -1: F(x^0) - F* = 10 > L R^2 = 4
+    st = get("fw.convex")
+    batch = {"A": np.ones((1, 1, 1)), "b": np.full((1, 1), 5.0), "L": np.ones(1), "h": np.ones((1, 1)),
+             "x0": -np.ones((1, 1))}
+    assert st.run("quadratic", None, None, batch=batch).holds
+    m = Mutant("range t >= 0", {"t_min": 0})
+    res = st.run("quadratic", None, None, mutant=m, batch=batch)
+    assert not res.holds and abs(res.parts[0].max_ratio - 10 / 4) <= RATIO_TOL
+    assert st.findings
+
+
+def test_fw_bound_reaches_three_quarters_at_t1_and_F_star_is_certified():
+    rec = _record("fw.convex", "quadratic")
+    rate, bracket = rec.result.parts
+    assert 0.74 <= rate.max_ratio < 0.75  # -> 3/4 as the minimiser approaches the vertex (eps = 1e-3)
+    assert bracket.holds
