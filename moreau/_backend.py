@@ -19,7 +19,7 @@ import numpy as np
 from array_api_compat import array_namespace, is_array_api_obj
 
 __all__ = ["set_backend", "get_backend", "namespace", "constructor_namespace", "as_array",
-           "to_numpy", "gpu_status", "BackendError"]
+           "to_numpy", "safe_norm", "gpu_status", "BackendError"]
 
 _BACKENDS = ("numpy", "cupy")
 _backend: str | None = None  # None: read MOREAU_BACKEND on first use
@@ -171,6 +171,14 @@ def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False):
 def _first_bad(x, xp) -> str:
     bad = np.argwhere(~np.isfinite(np.asarray(to_numpy(x))))
     return f"index {tuple(int(i) for i in bad[0])}" if bad.size else "?"
+
+
+def safe_norm(v, xp, axis=-1):
+    """Euclidean norm over ``axis``, scaled by the largest entry so that the squares
+    cannot underflow or overflow (data of size 1e-30 in float32 has a nonzero norm)."""
+    m = xp.max(xp.abs(v), axis=axis)
+    safe = xp.where(m > 0, m, xp.ones_like(m))
+    return m * xp.linalg.vector_norm(v / xp.expand_dims(safe, axis=axis), axis=axis)
 
 
 def to_numpy(x):

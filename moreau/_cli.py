@@ -27,7 +27,12 @@ def cmd_info(args) -> int:
     print(f"backends found: numpy" + (", cupy" if ok else "")
           + (", array-api-strict" if _version("array-api-strict") != "not installed" else ""))
     print(f"GPU usable: {'yes' if ok else 'no'} ({why})")
-    print(f"constructor backend: {get_backend()}  (MOREAU_BACKEND or moreau.set_backend)")
+    try:
+        backend = get_backend()
+    except Exception as exc:  # a diagnostic reports a bad setting instead of crashing
+        print(f"constructor backend: unusable ({type(exc).__name__}: {exc})")
+        return 1
+    print(f"constructor backend: {backend}  (MOREAU_BACKEND or moreau.set_backend)")
     return 0
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._backend import as_array
+from ._backend import as_array, to_numpy
 from ._objective import Objective, ProxInfo
 
 __all__ = ["prox", "envelope", "meta_objective", "Envelope", "MetaObjective"]
@@ -172,7 +172,9 @@ class MetaObjective(Objective):
         alpha = as_array(alpha, xp, "alpha", dtype=f.dtype) if not isinstance(alpha, float | int) \
             else xp.asarray(float(alpha), dtype=f.dtype)
         if not bool(xp.all(xp.isfinite(alpha))) or not bool(xp.all(alpha >= 0)):
-            raise ValueError(f"alpha must be finite and >= 0 (got {alpha!r})")
+            bad = np.asarray(to_numpy(alpha)).reshape(-1)
+            bad = bad[~(np.isfinite(bad) & (bad >= 0))]
+            raise ValueError(f"alpha must be finite and >= 0 (got {float(bad[0]):g})")
         self.f, self.alpha = f, alpha
         self.xp, self.dtype, self.dim = xp, f.dtype, f.dim
         self.batch_shape = tuple(np.broadcast_shapes(f.batch_shape, tuple(alpha.shape)))

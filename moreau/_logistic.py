@@ -6,7 +6,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ._backend import as_array, constructor_namespace, to_numpy
+from ._backend import as_array, constructor_namespace, safe_norm, to_numpy
 from ._objective import Objective
 
 __all__ = ["Logistic"]
@@ -95,7 +95,7 @@ class Logistic(Objective):
 
     @cached_property
     def _rownorm(self):
-        return self.xp.linalg.vector_norm(self.X, axis=-1)
+        return safe_norm(self.X, self.xp)
 
     def _mu_theta(self, theta):
         return self.mu[..., None] * theta
@@ -134,7 +134,7 @@ class Logistic(Objective):
             H = H + self.mu[..., None, None] * xp.eye(self.dim, dtype=self.dtype)
         if scale:
             r = self._rownorm
-            tn = xp.linalg.vector_norm(theta, axis=-1)
+            tn = safe_norm(theta, xp)
             G = xp.sum(self._p * s_neg * r + c * r**2 * tn[..., None], axis=-1) + self.mu * tn
         return H, G
 
@@ -173,7 +173,7 @@ class Logistic(Objective):
         r"""A valid Lipschitz constant of the Hessian (spectral norm):
         :math:`\rho = \frac{1}{6\sqrt3}\sum_j p_j \|x_j\|^3`, ``p`` the normalised weights."""
         xp = self.xp
-        r = xp.linalg.vector_norm(self.X, axis=-1)
+        r = self._rownorm
         return xp.broadcast_to(_THIRD * xp.sum(self._p * r**3, axis=-1), self.batch_shape)
 
     def gradient_bound(self):
@@ -181,7 +181,7 @@ class Logistic(Objective):
         xp = self.xp
         if not bool(xp.all(self.mu == 0)):
             raise ValueError("gradient_bound() needs mu = 0: with mu > 0 the gradient is unbounded")
-        r = xp.linalg.vector_norm(self.X, axis=-1) * xp.astype(self._p > 0, self.dtype)
+        r = self._rownorm * xp.astype(self._p > 0, self.dtype)
         return xp.broadcast_to(xp.max(r, axis=-1), self.batch_shape)
 
     def _grad_error_scale(self, theta):
@@ -200,5 +200,5 @@ def _labels(y, xp):
     yh = to_numpy(y)
     bad = yh[~((yh == 1) | (yh == -1) | (yh == 0))]
     shown = bad[0] if bad.size else yh[yh == -1][0]
-    raise ValueError(f"y must hold labels in {{-1, +1}} or {{0, 1}} (got {shown!r}"
+    raise ValueError(f"y must hold labels in {{-1, +1}} or {{0, 1}} (got {float(shown):g}"
                      + ("" if bad.size else ", -1 mixed with 0") + ")")

@@ -48,7 +48,7 @@ import math
 
 import numpy as np
 
-from ._backend import to_numpy
+from ._backend import safe_norm, to_numpy
 from ._errors import ProxConvergenceError
 from ._objective import ProxInfo
 
@@ -87,8 +87,8 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     zero = xp.zeros_like(w)
     a = xp.where(disp, w, zero)
     c = xp.where(disp, zero, -w)
-    anorm = xp.linalg.vector_norm(a, axis=-1)
-    cnorm = xp.linalg.vector_norm(c, axis=-1)
+    anorm = safe_norm(a, xp)
+    cnorm = safe_norm(c, xp)
 
     def h_and_grad(x):
         theta, u = a + x, c + x
@@ -101,15 +101,15 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     tol_prev = math.inf
     for k in range(int(max_iter) + 1):
         theta = a + x
-        gnorm = _norm(g, xp)
+        gnorm = safe_norm(g, xp)
         bound = gnorm / modulus
         # the Hessian shares the margins with the tolerance's scale: compute both
         # at once unless the previous tolerance says this is the last check
         Hf, G = f._hess_scale(theta, hess=bool(xp.any(bound > tol_prev)), scale=tol is None)
         if tol is None:
-            xnorm = xp.linalg.vector_norm(x, axis=-1)
+            xnorm = safe_norm(x, xp)
             floor = (G + hi * (anorm + xnorm) + lam * (cnorm + xnorm)) / modulus
-            tol_k = 4 * eps * (xp.linalg.vector_norm(theta, axis=-1) + floor)
+            tol_k = 4 * eps * (xnorm + floor)
         else:
             tol_k = tol
         active = bound > tol_k
@@ -138,7 +138,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
             x_try = x + step[..., None] * p
             h_try, g_try = h_and_grad(x_try)
             ok = (h_try <= h + _ARMIJO * step * slope) | \
-                (flat & (xp.linalg.vector_norm(g_try, axis=-1) <= gnorm / 2))
+                (flat & (safe_norm(g_try, xp) <= gnorm / 2))
             take = ok & ~accepted
             x_new = xp.where(take[..., None], x_try, x_new)
             h_new = xp.where(take, h_try, h_new)
@@ -156,14 +156,6 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
         return theta, u, None
     return theta, u, ProxInfo(iterations=to_numpy(iterations), error_bound=to_numpy(bound),
                        tol=np.broadcast_to(to_numpy(tol_k), shape).copy())
-
-
-def _norm(v, xp):
-    """Euclidean norm over the last axis, scaled so that squares cannot underflow
-    (or overflow): the certificate of a prox on data of size 1e-30 is not 0."""
-    m = xp.max(xp.abs(v), axis=-1)
-    safe = xp.where(m > 0, m, xp.ones_like(m))
-    return m * xp.linalg.vector_norm(v / safe[..., None], axis=-1)
 
 
 def _tolerance(tol, xp, dtype, shape):

@@ -152,7 +152,7 @@ class Objective:
             else _scalar(lam, xp, self.dtype, name)
         if not bool(xp.all(lam > 0)):
             bad = to_numpy(lam).reshape(-1)
-            raise ValueError(f"{name} must be > 0 (got {bad[bad <= 0][0]!r})")
+            raise ValueError(f"{name} must be > 0 (got {float(bad[bad <= 0][0]):g})")
         _broadcast(self.batch_shape, tuple(lam.shape), name)
         lo = self.strong_convexity()
         if not bool(xp.all((lam + lo) > 0)):

@@ -6,7 +6,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ._backend import as_array, constructor_namespace, to_numpy
+from ._backend import as_array, constructor_namespace, safe_norm, to_numpy
 from ._errors import ProxConvergenceError
 from ._objective import Objective, ProxInfo
 
@@ -135,8 +135,7 @@ class Quadratic(Objective):
 
     def _grad_error_scale(self, theta):
         xp = self.xp
-        return self.smoothness() * xp.linalg.vector_norm(theta, axis=-1) + \
-            xp.linalg.vector_norm(self.b, axis=-1)
+        return self.smoothness() * safe_norm(theta, xp) + safe_norm(self.b, xp)
 
     def minimizer(self):
         """``A^{-1} b``; requires ``A`` positive definite (``ValueError`` otherwise)."""
