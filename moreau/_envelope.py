@@ -131,7 +131,7 @@ class Envelope(Objective):
         return (xp.broadcast_to(self._map(lo, self.lam), self.batch_shape),
                 xp.broadcast_to(self._map(hi, self.lam), self.batch_shape))
 
-    def _solve(self, w, gamma, *, tol=None, max_iter=100, info=False):
+    def _solve(self, w, gamma, *, tol=None, max_iter=100, info=False, want_u=True):
         lam = self.lam
         inner = lam * gamma / (lam + gamma)
         theta, u, inf = self.f._solve(w, inner, tol=tol if tol is not None else self.tol,

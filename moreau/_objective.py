@@ -108,12 +108,14 @@ class Objective:
         r"""``argmin_theta f(theta) + (lam/2) ||theta - w||^2``; see :func:`moreau.prox`."""
         w = self._point(w, "w")
         lam = self._lam(lam)
-        theta, _, info = self._solve(w, lam, tol=tol, max_iter=max_iter, info=return_info)
+        theta, _, info = self._solve(w, lam, tol=tol, max_iter=max_iter, info=return_info, want_u=False)
         return (theta, info) if return_info else theta
 
     # -- hooks --------------------------------------------------------------
-    def _solve(self, w, lam, *, tol=None, max_iter=100, info=False):
+    def _solve(self, w, lam, *, tol=None, max_iter=100, info=False, want_u=True):
         """``(prox(w), prox(w) - w, ProxInfo or None)``; default: certified damped Newton.
+
+        ``want_u=False`` lets closed forms skip the displacement (then ``None``).
 
         Both the prox and the displacement ``u = prox(w) - w`` are returned,
         each computed without the rounding of forming it from the other: ``u``

@@ -146,7 +146,7 @@ class Quadratic(Objective):
             raise ValueError(f"minimizer() needs A positive definite (smallest eigenvalue {worst:.6g})")
         return xp.broadcast_to(_matvec(V, self._bt / a), self.batch_shape + (self.dim,))
 
-    def _solve(self, w, lam, *, tol=None, max_iter=None, info=False):
+    def _solve(self, w, lam, *, tol=None, max_iter=None, info=False, want_u=True):
         """Closed forms ``prox(w) = V diag(1/(a+lam)) V^T (b + lam w)`` and
         ``prox(w) - w = V diag(1/(a+lam)) V^T (b - A w)``, both computed.
 
@@ -160,11 +160,11 @@ class Quadratic(Objective):
         lam_ = lam[..., None]
         wt = _matvec(xp.matrix_transpose(V), w)
         inv = 1 / (a + lam_)
-        u = _matvec(V, (self._bt - a * wt) * inv)
         theta = _matvec(V, (self._bt + lam_ * wt) * inv)
-        shape = tuple(np.broadcast_shapes(self.batch_shape, tuple(u.shape[:-1]), tuple(lam.shape)))
-        u = xp.broadcast_to(u, shape + (self.dim,))
+        shape = tuple(np.broadcast_shapes(self.batch_shape, tuple(theta.shape[:-1]), tuple(lam.shape)))
         theta = xp.broadcast_to(theta, shape + (self.dim,))
+        need_u = want_u or info or tol is not None
+        u = xp.broadcast_to(_matvec(V, (self._bt - a * wt) * inv), shape + (self.dim,)) if need_u else None
         if not info and tol is None:
             return theta, u, None
         resid = _matvec(self.A, theta) - self.b + lam_ * u
