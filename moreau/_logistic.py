@@ -174,11 +174,6 @@ class Logistic(Objective):
         xp = self.xp
         return xp.broadcast_to(self.mu, self.batch_shape) + xp.zeros(self.batch_shape, dtype=self.dtype)
 
-    def _smoothness_bound(self):
-        # trace bound sum_j p_j ||x_j||^2 / 4 + mu >= L, O(n d) instead of an eigvalsh
-        xp = self.xp
-        return xp.broadcast_to(xp.sum(self._p * self._rownorm**2, axis=-1) / 4 + self.mu, self.batch_shape)
-
     def hessian_lipschitz(self):
         r"""A valid Lipschitz constant of the Hessian (spectral norm):
         :math:`\rho = \frac{1}{6\sqrt3}\sum_j p_j \|x_j\|^3`, ``p`` the normalised weights."""

@@ -12,8 +12,7 @@ is ``(lam + mu)``-strongly convex, so for every ``u``
 Newton stops on that certified bound, never on an iteration count.
 
 Representation: Newton iterates on ``x`` with ``theta = a + x``.  When
-``lam >= L`` (``L = f._smoothness_bound()``, ``f.smoothness()`` or a cheaper
-valid upper bound of it) the anchor is ``a = w`` and ``x`` is the
+``lam >= L`` (``L = f.smoothness()``) the anchor is ``a = w`` and ``x`` is the
 displacement ``u = theta - w``: ``u`` is tiny, and keeping it as its own
 variable keeps envelope gradients ``-lam u`` accurate to ulps of ``u``.
 When ``lam < L`` the anchor is ``0`` and ``x`` is ``theta``: ``theta`` may be
@@ -80,7 +79,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     if tol is not None:
         tol = _tolerance(tol, xp, f.dtype, shape)
     eye = xp.eye(d, dtype=f.dtype)
-    hi = xp.broadcast_to(f._smoothness_bound(), shape)
+    hi = xp.broadcast_to(f.smoothness(), shape)
     # iterate on x with theta = a + x: a = w (x is the displacement) when lam
     # dominates the curvature, a = 0 (x is theta) otherwise; theta - w = c + x
     # with c = a - w exactly 0 or -w.  See the module doc.

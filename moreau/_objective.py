@@ -104,10 +104,6 @@ class Objective:
         """
         return self.curvature_bounds()[0]
 
-    def _smoothness_bound(self):
-        """A valid upper bound on ``smoothness()`` (Newton's bookkeeping; cheaper where it can be)."""
-        return self.smoothness()
-
     def prox(self, w, lam, *, tol=None, max_iter=100, return_info=False):
         r"""``argmin_theta f(theta) + (lam/2) ||theta - w||^2``; see :func:`moreau.prox`."""
         w = self._point(w, "w")
