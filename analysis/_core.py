@@ -92,6 +92,9 @@ class PartResult:
     tight: bool
     failures: np.ndarray  # instance indices where the part fails
     sides: Sides
+    holds_each: np.ndarray = None   # per instance (True where not applicable)
+    slack: np.ndarray = None        # per instance: rhs - lhs (negative: violated)
+    ratio: np.ndarray = None        # per instance: lhs / rhs
 
 
 @dataclass
@@ -130,13 +133,13 @@ def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
     app = s.applicable
     lhs_lo = s.lhs_ci[0] if s.lhs_ci is not None else s.lhs
     lhs_hi = s.lhs_ci[1] if s.lhs_ci is not None else s.lhs
-    slack = RTOL * np.maximum(np.abs(s.lhs), np.abs(s.rhs))
+    allow = RTOL * np.maximum(np.abs(s.lhs), np.abs(s.rhs))
     if s.claimed == "exact":
-        slack = np.zeros_like(slack)  # rhs already is the allowed error
+        allow = np.zeros_like(allow)  # rhs already is the allowed error
     if not flip:
-        ok = lhs_lo <= s.rhs + slack
+        ok = lhs_lo <= s.rhs + allow
     else:
-        ok = lhs_hi >= s.rhs - slack
+        ok = lhs_hi >= s.rhs - allow
     fail = app & ~ok
     ratio = _ratio(s.lhs, s.rhs)
     max_ratio = float(np.max(ratio[app])) if app.any() else float("nan")
@@ -146,7 +149,8 @@ def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
         holds = False  # the paper's constant is claimed attained and is not (untestable without instances)
     return PartResult(name=name, claimed=s.claimed, instances=int(s.lhs.size), applicable=int(app.sum()),
                       holds=bool(holds), max_ratio=max_ratio, tight=tight,
-                      failures=np.flatnonzero(fail), sides=s)
+                      failures=np.flatnonzero(fail), sides=s, holds_each=~fail,
+                      slack=s.rhs - s.lhs, ratio=ratio)
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,7 @@ class Statement:
     mutants: tuple = ()
     equivalent_mutants: dict = field(default_factory=dict)  # name -> why it cannot be rejected
     findings: tuple = ()        # documented findings about the statement
+    strategy: Callable | None = None  # optional: family -> hypothesis strategy of batches (analysis.search)
 
     def run(self, family: str, trials: int, rng, mutant: Mutant | None = None, batch=None) -> Result:
         if family not in self.families:

@@ -25,6 +25,9 @@ def add_check_parser(sub):
                    help="instances per (id, family) (default: each checker's own, sized for a < 1 min run)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mutants", action="store_true", help="run every mutant; each must be rejected")
+    p.add_argument("--search", type=_positive, default=0, metavar="N",
+                   help="also search N hypothesis examples per (id, family) for a failing instance "
+                        "(and per surviving mutant); a failure is shrunk to one small instance")
     p.add_argument("--symbolic", action="store_true", help="sympy proofs of the quadratic identities")
     p.add_argument("--json", metavar="PATH", help="write one record per (id, family); schema in analysis/runner.py")
     p.add_argument("--save-counterexamples", metavar="DIR", help="save failing instances as .npz")
@@ -58,7 +61,7 @@ def cmd_check(args) -> int:
     if args.replay:
         return _replay(args, cat)
     t0 = time.perf_counter()
-    records = runner.run(args.ids, args.family, args.trials, args.seed, args.mutants)
+    records = runner.run(args.ids, args.family, args.trials, args.seed, args.mutants, args.search)
     ok = _print_table(records)
     if args.mutants:
         ok &= _print_mutants(records)

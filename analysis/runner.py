@@ -18,7 +18,8 @@ per (statement id, family)::
                                        # (the CLI's verdict: rejected by at least one family)
       "findings": ["..."],             # documented findings about the statement (may be empty)
       "parts": [{"name": ..., "claimed": "upper"|"tight"|"exact", "holds": ..., "applicable": ...,
-                 "max_ratio": ..., "tight": ..., "constants": {...}, "note": "..."}]
+                 "max_ratio": ..., "tight": ..., "min_slack": ...,   # min over instances of rhs - lhs
+                 "constants": {...}, "note": "..."}]
     }
 
 Keys may be added; none of the above will be renamed or removed.
@@ -34,6 +35,7 @@ import numpy as np
 
 from ._core import Result, take
 from .registry import catalogue
+from .search import search
 
 __all__ = ["Record", "run", "record_json", "save_counterexample", "load_counterexample", "rng_for"]
 
@@ -54,8 +56,15 @@ class Record:
     batch: dict | None = None
 
 
-def run(ids=None, family="all", trials=None, seed=0, mutants=False):
-    """Run statements; returns a list of :class:`Record` (one per id and family)."""
+def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examples=0):
+    """Run statements; returns a list of :class:`Record` (one per id and family).
+
+    A mutant is rejected when the batch, or the checker's default batch, or
+    (with ``search_examples > 0``) a hypothesis search finds an instance where
+    it fails.  With ``search_examples > 0`` the statement itself is also
+    searched: a failing instance found that way is appended to the record's
+    batch and counted like any other instance.
+    """
     cat = catalogue()
     ids = list(cat) if not ids else list(ids)
     unknown = [i for i in ids if i not in cat]
@@ -70,6 +79,10 @@ def run(ids=None, family="all", trials=None, seed=0, mutants=False):
                 continue
             rng = rng_for(seed, sid, fam)
             batch = st.instances(fam, trials, rng)
+            if search_examples:
+                found = search(st, fam, max_examples=search_examples, seed=seed)
+                if found is not None:
+                    batch = _concat(batch, found)
             rec = Record(st, st.run(fam, trials, rng, batch=batch), batch=batch)
             if mutants:
                 # a mutant is searched for on this batch and, when --trials
@@ -82,9 +95,22 @@ def run(ids=None, family="all", trials=None, seed=0, mutants=False):
                     if not rejected and extra is not None:
                         res = st.run(fam, None, rng, mutant=m, batch=extra)
                         rejected = not res.holds
+                    if not rejected and search_examples:
+                        found = search(st, fam, m, max_examples=search_examples, seed=seed)
+                        if found is not None:
+                            res = st.run(fam, None, rng, mutant=m, batch=found)
+                            rejected = not res.holds
                     rec.mutants.append((m, rejected, res))
             records.append(rec)
     return records
+
+
+def _concat(batch, extra):
+    """``batch`` followed by ``extra`` when their arrays stack, else ``extra`` alone."""
+    try:
+        return {k: np.concatenate([np.asarray(batch[k]), np.asarray(extra[k])]) for k in batch}
+    except (KeyError, ValueError):
+        return extra
 
 
 def record_json(rec: Record) -> dict:
@@ -99,6 +125,7 @@ def record_json(rec: Record) -> dict:
         "findings": list(st.findings),
         "parts": [{"name": p.name, "claimed": p.claimed, "holds": p.holds, "applicable": p.applicable,
                    "max_ratio": _num(p.max_ratio), "tight": p.tight,
+                   "min_slack": _num(np.min(p.slack[p.sides.applicable])) if p.applicable else None,
                    "constants": p.sides.constants, "note": p.sides.note} for p in r.parts],
     }
 

@@ -32,7 +32,7 @@ IDS = list(CAT)
 CASES = [(sid, fam) for sid, st in CAT.items() for fam in st.families]
 RECORD_KEYS = {"id", "source", "family", "instances", "holds", "max_ratio", "tight", "claimed",
                "seconds", "mutants", "findings", "parts"}
-PART_KEYS = {"name", "claimed", "holds", "applicable", "max_ratio", "tight", "constants", "note"}
+PART_KEYS = {"name", "claimed", "holds", "applicable", "max_ratio", "tight", "min_slack", "constants", "note"}
 
 
 _RECORDS = {}
