@@ -96,8 +96,10 @@ def _print_table(records) -> bool:
               f"{_fmt(r.max_ratio):>9s} {'yes' if j['tight'] else 'no':>5s} {r.seconds:6.2f}")
         for p in r.parts:
             flag = "" if p.holds else "   <-- FAILS"
+            measure = (f"max error/allowed {_fmt(p.max_ratio)}" if p.claimed == "exact" else
+                       f"max L/R {_fmt(p.max_ratio)}, {'attained' if p.tight else 'not attained'}")
             print(f"{'':22s}- {p.name} [{p.claimed}]: holds on {p.applicable - p.failures.size}/{p.applicable}, "
-                  f"max L/R {_fmt(p.max_ratio)}, {'attained' if p.tight else 'not attained'}{flag}")
+                  f"{measure}{flag}")
             if p.sides.note:
                 print(f"{'':24s}{p.sides.note}")
         if r.family == next(iter(st.families)) or len(st.families) == 1:
