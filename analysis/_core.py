@@ -113,7 +113,10 @@ class Result:
 
     @property
     def max_ratio(self) -> float:
-        r = [p.max_ratio for p in self.parts if np.isfinite(p.max_ratio)]
+        """Max LHS/RHS over the inequality parts (exact parts report error/allowed, not a ratio
+        of bounds; they count only when a statement has nothing else)."""
+        bounds = [p for p in self.parts if p.claimed != "exact"] or self.parts
+        r = [p.max_ratio for p in bounds if np.isfinite(p.max_ratio)]
         return max(r) if r else float("nan")
 
     @property

@@ -52,9 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "info":
-        return cmd_info(args)
-    return args.func(args)
+    try:
+        if args.command == "info":
+            return cmd_info(args)
+        return args.func(args)
+    except BrokenPipeError:  # output piped into `head` and closed: stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
