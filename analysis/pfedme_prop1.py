@@ -9,7 +9,9 @@ then F_i (the Moreau envelope with parameter λ) is L_F-smooth with L_F = λ
 Assumptions: λ > 0; f_i convex (or μ-strongly convex), or L-smooth with
 λ > 2L when nonconvex.
 
-Instances: convex / strongly convex / weakly convex quadratics (exact
+Instances (multinomial: 3-class softmax models, labels drawn from the
+model, the same parts as logistic with L a valid bound instead of the exact
+sup): convex / strongly convex / weakly convex quadratics (exact
 spectra, λ from 0.05 L to 20 L, weakly convex ones with a_1 = −L and λ just
 above 2L, and λ in (L, 2L] where the condition fails); logistic models with
 μ = 0 and μ > 0, Hessians sampled at points including w = ∇f(0)/λ, where
@@ -72,10 +74,18 @@ def instances(family, trials, rng):
     halves = _split(T, 2)
     parts = [logistic_batch(rng, n, 30, 3, mu=mu, scale=2.0) for n, mu in zip(halves, (0.0, 0.5))]
     batch = {k: np.concatenate([p[k] for p in parts]) for k in ("X", "y", "mu")}
+    if family == "multinomial":  # 3 classes, labels drawn from the softmax model of a random W
+        W = rng.standard_normal((T, 3, 3))
+        logits = np.einsum("tnd,tdc->tnc", batch["X"], W)
+        P = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        P /= P.sum(axis=-1, keepdims=True)
+        batch["y"] = (rng.uniform(size=P.shape[:2] + (1,)) > np.cumsum(P, axis=-1)).sum(axis=-1).astype(float)
+        batch["n_classes"] = np.full(T, 3)
     batch["lam"] = log_uniform(rng, 0.1, 10.0, T)
     # sample points: random ones, far ones (margins large: curvature -> mu) and
     # w = grad f(0) / lam (prox = 0: the curvature sup is attained); set in evaluate
-    batch["w"] = np.concatenate([rng.standard_normal((T, 4, 3)), 30 * rng.standard_normal((T, 2, 3))], axis=1)
+    D = 9 if family == "multinomial" else 3
+    batch["w"] = np.concatenate([rng.standard_normal((T, 4, D)), 30 * rng.standard_normal((T, 2, D))], axis=1)
     return batch
 
 
@@ -119,9 +129,12 @@ def _quadratic(batch, claim, lam):
 
 
 def _logistic(batch, claim, lam):
-    f = mo.Logistic(batch["X"], batch["y"], mu=batch["mu"])
+    if "n_classes" in batch:
+        f = mo.Multinomial(batch["X"], batch["y"], n_classes=int(batch["n_classes"][0]), mu=batch["mu"])
+    else:
+        f = mo.Logistic(batch["X"], batch["y"], mu=batch["mu"])
     F = mo.envelope(f, lam)
-    T, d = batch["X"].shape[0], batch["X"].shape[-1]
+    T, d = batch["X"].shape[0], f.dim
     w0 = f.grad(np.zeros((T, d))) / lam[:, None]  # prox(w0) = 0
     W = np.concatenate([batch["w"], w0[:, None, :]], axis=1).transpose(1, 0, 2)  # (P, T, d)
     lo, L = (np.asarray(c) for c in f.curvature_bounds())
@@ -136,12 +149,17 @@ def _logistic(batch, claim, lam):
     fd = np.stack([(F.value(W + h * e) - F.value(W - h * e)) / (2 * h) for e in np.eye(d)], axis=-1)
     err = np.max(np.linalg.norm(fd - g, axis=-1), axis=0)
     tol = 1e-6 * (1 + np.max(np.linalg.norm(fd, axis=-1), axis=0))
-    consts = {"L": "exact sup: lambda_max(X^T X)/(4n) + mu (attained at theta = 0)", "mu": "exact inf (mu)",
+    if isinstance(f, mo.Multinomial):
+        L_how = "valid bound: lambda_max(X^T X)/(2n) + mu (lambda_max(diag p - p p^T) <= 1/2; not attained)"
+        sup_note = "true sup of the curvature of F is <= lam L/(lam + L) (L a bound here); sampled"
+    else:
+        L_how = "exact sup: lambda_max(X^T X)/(4n) + mu (attained at theta = 0)"
+        sup_note = "sup of curvature of F is lam L/(lam + L), attained at w = grad f(0)/lam"
+    consts = {"L": L_how, "mu": "exact inf (mu)",
               "envelope constants": "sampled: max/min eigenvalue of hess F over points incl. w = grad f(0)/lam"}
     return {
         PARTS[0]: Sides(err, tol, "exact", constants=consts, note="gradient vs central differences of F"),
-        PARTS[1]: Sides(smooth_F, claim["L_F"](lam, L), "upper", constants=consts,
-                        note="sup of curvature of F is lam L/(lam + L), attained at w = grad f(0)/lam"),
+        PARTS[1]: Sides(smooth_F, claim["L_F"](lam, L), "upper", constants=consts, note=sup_note),
         PARTS[3]: Sides(claim["mu_F"](lam, lo), strong_F, "upper", applicable=lo > 0, constants=consts,
                         note="rhs sampled (>= the true inf); at the far points the curvature of f has "
                              "decayed to mu in floating point, so the inf is reached there"),
@@ -158,7 +176,8 @@ STATEMENTS = (
         text="grad F = lam (w - prox(w)); F is lam-smooth (lam > 2L if f nonconvex); "
              "F is lam mu/(lam + mu)-strongly convex if f is mu-strongly convex",
         assumptions=("lam > 0", "f convex, or L-smooth nonconvex with lam > 2L", "mu-strong convexity for mu_F"),
-        families={"quadratic": ("convex", "strongly_convex", "weakly_convex"), "logistic": ("mu = 0", "mu > 0")},
+        families={"quadratic": ("convex", "strongly_convex", "weakly_convex"), "logistic": ("mu = 0", "mu > 0"),
+                  "multinomial": ("3 classes, mu = 0", "3 classes, mu > 0")},
         claimed="upper",
         instances=instances,
         evaluate=evaluate,

@@ -6,7 +6,7 @@ per (statement id, family)::
     {
       "id": "pfedme.prop1",            # catalogue id (THEOREMS.md)
       "source": "pFedMe, Proposition 1, eq. (6)",
-      "family": "quadratic",           # "quadratic" | "logistic"
+      "family": "quadratic",           # "quadratic" | "logistic" | "multinomial"
       "instances": 64,                 # instances checked
       "holds": true,                   # every part holds on every applicable instance
       "max_ratio": 1.0,                # max LHS/RHS over parts and instances
@@ -39,7 +39,7 @@ from .search import search
 
 __all__ = ["Record", "run", "record_json", "save_counterexample", "load_counterexample", "rng_for"]
 
-FAMILIES = ("quadratic", "logistic")
+FAMILIES = ("quadratic", "logistic", "multinomial")
 
 
 def rng_for(seed: int, statement_id: str, family: str, mutant: str = "") -> np.random.Generator:
