@@ -78,7 +78,7 @@ def instances(family, trials, rng):
     batch = logistic_batch(rng, T, N_LOG, D_LOG, mu=log_uniform(rng, 0.01, 1.0, T), scale=2.0)
     del batch["w_star"]
     lam = log_uniform(rng, 0.1, 10.0, T)
-    X, y, mu = batch["X"], batch["y"], batch["mu"]
+    X, y = batch["X"], batch["y"]
     kind = np.arange(T) % 3  # 0 random, 1 far, 2 w = grad L_i(0)/lam (prox(w) = 0)
     w = rng.standard_normal((T, D_LOG))
     w[kind == 1] *= 300.0

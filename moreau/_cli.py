@@ -24,7 +24,7 @@ def cmd_info(args) -> int:
                  "matplotlib", "cupy-cuda12x", "cupy"):
         print(f"  {name:18s} {_version(name)}")
     ok, why = gpu_status()
-    print(f"backends found: numpy" + (", cupy" if ok else "")
+    print("backends found: numpy" + (", cupy" if ok else "")
           + (", array-api-strict" if _version("array-api-strict") != "not installed" else ""))
     print(f"GPU usable: {'yes' if ok else 'no'} ({why})")
     try:

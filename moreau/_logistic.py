@@ -2,19 +2,16 @@ r"""Weighted, l2-regularised binary logistic regression, batched over clients.""
 from __future__ import annotations
 
 import math
-from functools import cached_property
 
-import numpy as np
-
-from ._backend import as_array, constructor_namespace, safe_norm, to_numpy
-from ._objective import Objective
+from ._backend import safe_norm, to_numpy
+from ._samples import SampleLoss
 
 __all__ = ["Logistic"]
 
 _THIRD = 1.0 / (6.0 * math.sqrt(3.0))  # sup |l'''| for l(z) = log(1 + e^{-z})
 
 
-class Logistic(Objective):
+class Logistic(SampleLoss):
     r"""A batch of logistic losses
 
     .. math:: f(\theta) = \frac{\sum_j w_j \log(1 + e^{-y_j x_j^\top\theta})}{\sum_j w_j}
@@ -37,40 +34,13 @@ class Logistic(Objective):
     References: THEOREMS.md, "Conventions" (logistic).
     """
 
+    _curvature_factor = 0.25  # sup of l''(z) = sigma(z) sigma(-z)
+
     def __init__(self, X, y, mu=0.0, weights=None):
-        xp = constructor_namespace(X=X, y=y, mu=mu, weights=weights)
-        X = as_array(X, xp, "X", host_ok=True)
-        dtype = X.dtype
-        y = as_array(y, xp, "y", dtype=dtype, host_ok=True)
-        mu = as_array(mu, xp, "mu", dtype=dtype, host_ok=True)
-        if X.ndim < 2:
-            raise ValueError(f"X must have shape (..., n, d) (got shape {tuple(X.shape)})")
-        n, d = X.shape[-2:]
-        if y.ndim < 1 or y.shape[-1] != n:
-            raise ValueError(f"y must have shape (..., n) with n={n} rows of X (got shape {tuple(y.shape)})")
-        if weights is None:
-            weights = xp.ones((n,), dtype=dtype)
-        else:
-            weights = as_array(weights, xp, "weights", dtype=dtype, host_ok=True)
-            if weights.ndim < 1 or weights.shape[-1] != n:
-                raise ValueError(f"weights must have shape (..., n) with n={n} (got shape {tuple(weights.shape)})")
-            if not bool(xp.all(weights >= 0)):
-                raise ValueError(f"weights must be >= 0 (got min {float(xp.min(weights)):.6g})")
-            if not bool(xp.all(xp.sum(weights, axis=-1) > 0)):
-                raise ValueError("weights must have a positive sum for every client (a client has all zero weights)")
-        if not bool(xp.all(mu >= 0)):
-            raise ValueError(f"mu must be >= 0 (got {float(xp.min(mu))!r})")
-        y = _labels(y, xp)
-        try:
-            shape = np.broadcast_shapes(tuple(X.shape[:-2]), tuple(y.shape[:-1]),
-                                        tuple(weights.shape[:-1]), tuple(mu.shape))
-        except ValueError:
-            raise ValueError(f"batch shapes do not broadcast: X {tuple(X.shape[:-2])}, y {tuple(y.shape[:-1])}, "
-                             f"weights {tuple(weights.shape[:-1])}, mu {tuple(mu.shape)}") from None
-        self.xp, self.dtype, self.dim, self.batch_shape = xp, dtype, d, tuple(shape)
-        self.X, self.y, self.mu, self.weights = X, y, mu, weights
-        self._Z = y[..., None] * X  # signed rows: margins are Z @ theta
-        self._p = weights / xp.sum(weights, axis=-1, keepdims=True)
+        xp, y = self._init_samples(X, y, mu, weights)
+        self.dim = self.X.shape[-1]
+        self.y = _labels(y, xp)
+        self._Z = self.y[..., None] * self.X  # signed rows: margins are Z @ theta
 
     # -- pieces -------------------------------------------------------------------
     def margins(self, theta):
@@ -92,10 +62,6 @@ class Logistic(Objective):
     def _sig(self, z):
         """(sigma(z), sigma(-z)) computed without overflow."""
         return self._pieces(z)[1:]
-
-    @cached_property
-    def _rownorm(self):
-        return safe_norm(self.X, self.xp)
 
     def _mu_theta(self, theta):
         return self.mu[..., None] * theta
@@ -157,22 +123,9 @@ class Logistic(Objective):
         return (xp.matrix_transpose(self._Z) * c[..., None, :]) @ self._Z
 
     # -- constants ------------------------------------------------------------------
-    @cached_property
-    def _L(self):
-        xp = self.xp
-        G = (xp.matrix_transpose(self.X) * self._p[..., None, :]) @ self.X
-        return xp.linalg.eigvalsh(G)[..., -1] / 4 + self.mu
-
     def curvature_bounds(self):
-        """``(mu, lambda_max(X^T W X) / (4 sum w) + mu)``: exact inf and sup."""
-        xp = self.xp
-        return (xp.broadcast_to(self.mu, self.batch_shape) + xp.zeros(self.batch_shape, dtype=self.dtype),
-                xp.broadcast_to(self._L, self.batch_shape))
-
-    def strong_convexity(self):
-        """``mu`` (exact infimum of the curvature); needs no eigenvalues."""
-        xp = self.xp
-        return xp.broadcast_to(self.mu, self.batch_shape) + xp.zeros(self.batch_shape, dtype=self.dtype)
+        """``(mu, lambda_max(X^T W X) / (4 sum w) + mu)``: exact inf and sup (the sup at theta = 0)."""
+        return super().curvature_bounds()
 
     def hessian_lipschitz(self):
         r"""A valid Lipschitz constant of the Hessian (spectral norm):

@@ -1,17 +1,15 @@
 r"""Weighted multinomial (softmax) logistic regression, batched over clients."""
 from __future__ import annotations
 
-from functools import cached_property
-
 import numpy as np
 
-from ._backend import as_array, constructor_namespace, safe_norm, to_numpy
-from ._objective import Objective
+from ._backend import safe_norm, to_numpy
+from ._samples import SampleLoss
 
 __all__ = ["Multinomial"]
 
 
-class Multinomial(Objective):
+class Multinomial(SampleLoss):
     r"""A batch of softmax (multinomial logistic) losses with C classes
 
     .. math:: f(\theta) = \frac{\sum_j w_j \big(\log\sum_c e^{(W^\top x_j)_c} - (W^\top x_j)_{y_j}\big)}{\sum_j w_j}
@@ -36,17 +34,10 @@ class Multinomial(Objective):
     of the pFedMe and FedProx experiments).
     """
 
+    _curvature_factor = 0.5  # sup of lambda_max(diag(pi) - pi pi^T)
+
     def __init__(self, X, y, n_classes=None, mu=0.0, weights=None):
-        xp = constructor_namespace(X=X, y=y, mu=mu, weights=weights)
-        X = as_array(X, xp, "X", host_ok=True)
-        dtype = X.dtype
-        y = as_array(y, xp, "y", dtype=dtype, host_ok=True)
-        mu = as_array(mu, xp, "mu", dtype=dtype, host_ok=True)
-        if X.ndim < 2:
-            raise ValueError(f"X must have shape (..., n, d) (got shape {tuple(X.shape)})")
-        n, d = X.shape[-2:]
-        if y.ndim < 1 or y.shape[-1] != n:
-            raise ValueError(f"y must have shape (..., n) with n={n} rows of X (got shape {tuple(y.shape)})")
+        xp, y = self._init_samples(X, y, mu, weights)
         yh = to_numpy(y)
         if np.any(yh != np.round(yh)) or np.any(yh < 0):
             bad = yh[(yh != np.round(yh)) | (yh < 0)][0]
@@ -57,27 +48,10 @@ class Multinomial(Objective):
                              + (" = max(y) + 1)" if n_classes is None else ")"))
         if yh.max() >= C:
             raise ValueError(f"y must hold labels < n_classes={C} (got {float(yh.max()):g})")
-        if weights is None:
-            weights = xp.ones((n,), dtype=dtype)
-        else:
-            weights = as_array(weights, xp, "weights", dtype=dtype, host_ok=True)
-            if weights.ndim < 1 or weights.shape[-1] != n:
-                raise ValueError(f"weights must have shape (..., n) with n={n} (got shape {tuple(weights.shape)})")
-            if not bool(xp.all(weights >= 0)) or not bool(xp.all(xp.sum(weights, axis=-1) > 0)):
-                raise ValueError("weights must be >= 0 with a positive sum for every client")
-        if not bool(xp.all(mu >= 0)):
-            raise ValueError(f"mu must be >= 0 (got {float(xp.min(mu)):g})")
-        try:
-            shape = np.broadcast_shapes(tuple(X.shape[:-2]), tuple(y.shape[:-1]),
-                                        tuple(weights.shape[:-1]), tuple(mu.shape))
-        except ValueError:
-            raise ValueError(f"batch shapes do not broadcast: X {tuple(X.shape[:-2])}, y {tuple(y.shape[:-1])}, "
-                             f"weights {tuple(weights.shape[:-1])}, mu {tuple(mu.shape)}") from None
-        self.xp, self.dtype, self.dim, self.batch_shape = xp, dtype, d * C, tuple(shape)
-        self.X, self.y, self.mu, self.weights = X, y, mu, weights
-        self.n_features, self.n_classes = d, C
-        self._Y = xp.astype(y[..., None] == xp.arange(C, dtype=dtype), dtype)  # one-hot (..., n, C)
-        self._p = weights / xp.sum(weights, axis=-1, keepdims=True)
+        self.y = y
+        self.n_features, self.n_classes = self.X.shape[-1], int(C)
+        self.dim = self.n_features * self.n_classes
+        self._Y = xp.astype(y[..., None] == xp.arange(C, dtype=self.dtype), self.dtype)  # one-hot (..., n, C)
 
     def matrix(self, theta):
         """``theta`` ``(..., d*C)`` as the parameter matrices ``(..., d, C)``."""
@@ -108,7 +82,7 @@ class Multinomial(Objective):
     def hess(self, theta):
         xp = self.xp
         _, _, P = self._probs(theta)
-        C, d = self.n_classes, self.n_features
+        C = self.n_classes
         S = (P[..., :, None] * xp.eye(C, dtype=self.dtype)) - P[..., :, None] * P[..., None, :]  # (..., n, C, C)
         Q = self._p[..., None, None] * S
         k = Q.ndim
@@ -120,21 +94,13 @@ class Multinomial(Objective):
         H = xp.reshape(H, tuple(H.shape[:-4]) + (self.dim, self.dim))
         return H + self.mu[..., None, None] * xp.eye(self.dim, dtype=self.dtype)
 
-    @cached_property
-    def _L(self):
-        xp = self.xp
-        G = (xp.matrix_transpose(self.X) * self._p[..., None, :]) @ self.X
-        return xp.linalg.eigvalsh(G)[..., -1] / 2 + self.mu
-
     def curvature_bounds(self):
         """``(mu, lambda_max(X^T W X)/(2 sum w) + mu)``: valid bounds (the upper one is not attained in general)."""
-        xp = self.xp
-        return (xp.broadcast_to(self.mu, self.batch_shape) + xp.zeros(self.batch_shape, dtype=self.dtype),
-                xp.broadcast_to(self._L, self.batch_shape))
+        return super().curvature_bounds()
 
     def _grad_error_scale(self, theta):
         xp = self.xp
         _, _, P = self._probs(theta)
-        r = safe_norm(self.X, xp)
+        r = self._rownorm
         tn = safe_norm(theta, xp)
         return xp.sum(self._p * r * safe_norm(P - self._Y, xp), axis=-1) + self.smoothness() * tn

@@ -1,0 +1,75 @@
+"""Shared pieces of the sample-based losses (logistic, multinomial): data checks and constants."""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from ._backend import as_array, constructor_namespace, safe_norm
+from ._objective import Objective
+
+__all__ = ["SampleLoss"]
+
+
+class SampleLoss(Objective):
+    """An l2-regularised weighted average of per-sample losses of ``x_j^T W``.
+
+    Subclasses call :meth:`_init_samples` and set ``_curvature_factor``, the
+    sup of the per-sample loss curvature (1/4 logistic, 1/2 softmax), so that
+    ``curvature_bounds() = (mu, factor * lambda_max(X^T W X)/sum w + mu)``.
+    """
+
+    _curvature_factor = None
+
+    def _init_samples(self, X, y, mu, weights):
+        """Validate and store ``X (..., n, d)``, ``y (..., n)``, ``mu``, ``weights``; return ``(xp, y)``."""
+        xp = constructor_namespace(X=X, y=y, mu=mu, weights=weights)
+        X = as_array(X, xp, "X", host_ok=True)
+        dtype = X.dtype
+        y = as_array(y, xp, "y", dtype=dtype, host_ok=True)
+        mu = as_array(mu, xp, "mu", dtype=dtype, host_ok=True)
+        if X.ndim < 2:
+            raise ValueError(f"X must have shape (..., n, d) (got shape {tuple(X.shape)})")
+        n = X.shape[-2]
+        if y.ndim < 1 or y.shape[-1] != n:
+            raise ValueError(f"y must have shape (..., n) with n={n} rows of X (got shape {tuple(y.shape)})")
+        if weights is None:
+            weights = xp.ones((n,), dtype=dtype)
+        else:
+            weights = as_array(weights, xp, "weights", dtype=dtype, host_ok=True)
+            if weights.ndim < 1 or weights.shape[-1] != n:
+                raise ValueError(f"weights must have shape (..., n) with n={n} (got shape {tuple(weights.shape)})")
+            if not bool(xp.all(weights >= 0)):
+                raise ValueError(f"weights must be >= 0 (got min {float(xp.min(weights)):.6g})")
+            if not bool(xp.all(xp.sum(weights, axis=-1) > 0)):
+                raise ValueError("weights must have a positive sum for every client (a client has all zero weights)")
+        if not bool(xp.all(mu >= 0)):
+            raise ValueError(f"mu must be >= 0 (got {float(xp.min(mu)):g})")
+        try:
+            shape = np.broadcast_shapes(tuple(X.shape[:-2]), tuple(y.shape[:-1]),
+                                        tuple(weights.shape[:-1]), tuple(mu.shape))
+        except ValueError:
+            raise ValueError(f"batch shapes do not broadcast: X {tuple(X.shape[:-2])}, y {tuple(y.shape[:-1])}, "
+                             f"weights {tuple(weights.shape[:-1])}, mu {tuple(mu.shape)}") from None
+        self.xp, self.dtype, self.batch_shape = xp, dtype, tuple(shape)
+        self.X, self.mu, self.weights = X, mu, weights
+        self._p = weights / xp.sum(weights, axis=-1, keepdims=True)
+        return xp, y
+
+    @cached_property
+    def _rownorm(self):
+        return safe_norm(self.X, self.xp)
+
+    @cached_property
+    def _L(self):
+        xp = self.xp
+        G = (xp.matrix_transpose(self.X) * self._p[..., None, :]) @ self.X
+        return self._curvature_factor * xp.linalg.eigvalsh(G)[..., -1] + self.mu
+
+    def strong_convexity(self):
+        """``mu``: needs no eigenvalues."""
+        xp = self.xp
+        return xp.broadcast_to(self.mu, self.batch_shape) + xp.zeros(self.batch_shape, dtype=self.dtype)
+
+    def curvature_bounds(self):
+        return self.strong_convexity(), self.xp.broadcast_to(self._L, self.batch_shape)
