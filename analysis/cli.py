@@ -98,8 +98,10 @@ def _print_table(records) -> bool:
             flag = "" if p.holds else "   <-- FAILS"
             measure = (f"max error/allowed {_fmt(p.max_ratio)}" if p.claimed == "exact" else
                        f"max L/R {_fmt(p.max_ratio)}, {'attained' if p.tight else 'not attained'}")
-            print(f"{'':22s}- {p.name} [{p.claimed}]: holds on {p.applicable - p.failures.size}/{p.applicable}, "
-                  f"{measure}{flag}")
+            outside = p.instances - p.applicable
+            scope = f" ({outside} outside its assumptions: not checked)" if outside else ""
+            print(f"{'':22s}- {p.name} [{p.claimed}]: holds on {p.applicable - p.failures.size}/{p.applicable}"
+                  f"{scope}, {measure}{flag}")
             if p.sides.note:
                 print(f"{'':24s}{p.sides.note}")
         if r.family == next(iter(st.families)) or len(st.families) == 1:
