@@ -140,7 +140,7 @@ class Envelope(Objective):
         u = scale[..., None] * u
         theta = (lam[..., None] * theta + gamma[..., None] * w) / (lam + gamma)[..., None]
         if inf is not None:
-            s = np.asarray(_host(scale))
+            s = np.asarray(to_numpy(scale))
             inf = ProxInfo(iterations=inf.iterations, error_bound=inf.error_bound * s,
                            tol=None if inf.tol is None else inf.tol * s)
         return theta, u, inf
@@ -214,9 +214,3 @@ class MetaObjective(Objective):
                             f"(got a meta-objective of {type(self.f).__name__})")
         xp = self.xp
         return xp.broadcast_to(s[..., 0], self.batch_shape), xp.broadcast_to(s[..., -1], self.batch_shape)
-
-
-def _host(x):
-    from ._backend import to_numpy
-
-    return to_numpy(x)

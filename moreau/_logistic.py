@@ -59,10 +59,6 @@ class Logistic(SampleLoss):
         ell = xp.log1p(e) + xp.clip(-z, min=0) if loss else None
         return ell, xp.where(pos, big, small), xp.where(pos, small, big)
 
-    def _sig(self, z):
-        """(sigma(z), sigma(-z)) computed without overflow."""
-        return self._pieces(z)[1:]
-
     def _mu_theta(self, theta):
         return self.mu[..., None] * theta
 
@@ -117,7 +113,7 @@ class Logistic(SampleLoss):
         xp = self.xp
         z = self.margins(theta)
         v = self._point(v, "v")
-        s, s_neg = self._sig(z)
+        _, s, s_neg = self._pieces(z, loss=False)
         Zv = (self._Z @ v[..., None])[..., 0]
         c = self._p * s * s_neg * (s_neg - s) * Zv
         return (xp.matrix_transpose(self._Z) * c[..., None, :]) @ self._Z
