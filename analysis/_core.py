@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Sides", "Mutant", "Statement", "PartResult", "Result", "evaluate_claim",
+__all__ = ["Sides", "Mutant", "Statement", "PartResult", "Result", "evaluate_claim", "worst_point",
            "RTOL", "TIGHT_RTOL"]
 
 #: relative tolerance of ``lhs <= rhs``: both sides are exact closed forms or
@@ -129,6 +129,18 @@ def _ratio(lhs, rhs):
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # huge ratios are inf
         r = np.where(rhs != 0, lhs / rhs, np.where(lhs == 0, 1.0, np.inf * np.sign(lhs)))
     return r
+
+
+def worst_point(lhs, rhs, ok=None):
+    """Reduce ``(P, T)`` sides (P points or iterates per instance) to ``(T,)``: per instance,
+    the row with the largest lhs/rhs among the ``ok`` rows (default all), ratio as in :func:`judge`."""
+    r = _ratio(lhs, rhs)
+    r = np.where(np.isnan(r), -np.inf, r)
+    if ok is not None:
+        r = np.where(ok, r, -np.inf)
+    k = np.argmax(r, axis=0)
+    t = np.arange(lhs.shape[1])
+    return lhs[k, t], rhs[k, t]
 
 
 def judge(name: str, s: Sides, flip: bool = False) -> PartResult:

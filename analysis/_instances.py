@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["orthogonal", "quadratic_batch", "logistic_batch", "log_uniform", "KINDS"]
+__all__ = ["orthogonal", "quadratic_batch", "logistic_batch", "log_uniform", "split_counts", "KINDS"]
 
 KINDS = ("convex", "strongly_convex", "weakly_convex")
 
@@ -23,6 +23,11 @@ def orthogonal(rng, T, d):
     """``T`` Haar-random orthogonal ``d x d`` matrices."""
     Q, R = np.linalg.qr(rng.standard_normal((T, d, d)))
     return Q * np.sign(np.diagonal(R, axis1=-2, axis2=-1))[:, None, :]
+
+
+def split_counts(T, k):
+    """Sizes of ``k`` nearly equal groups of ``T`` instances (``numpy.array_split``)."""
+    return [len(a) for a in np.array_split(np.arange(T), k)]
 
 
 def log_uniform(rng, lo, hi, size):

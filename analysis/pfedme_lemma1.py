@@ -63,7 +63,7 @@ import numpy as np
 import moreau as mo
 
 from ._core import Mutant, Sides, Statement
-from ._instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
+from ._instances import log_uniform, logistic_batch, orthogonal, quadratic_batch, split_counts
 
 __all__ = ["STATEMENTS", "quadratic_sq_errors", "CONFIDENCE"]
 
@@ -87,10 +87,6 @@ def instances(family, trials, rng):
         _logistic_instances(rng, trials or 16)
 
 
-def _split(T, k):
-    return [len(a) for a in np.array_split(np.arange(T), k)]
-
-
 def _spectrum_A(rng, T, a1, L):
     """A with a_1 given, a_d = L and a well separated middle (v_1 is exact to ulps)."""
     a = np.stack([a1, a1 + (L - a1) * rng.uniform(0.3, 0.9, T), L], axis=1)
@@ -109,7 +105,7 @@ def _two_point(rng, v1, L):
 
 
 def _quadratic_instances(rng, T):
-    g = _split(T, 5)
+    g = split_counts(T, 5)
     out = []
     for kind in ("strongly_convex", "weakly_convex"):  # random data, random modes
         n = g[0] if kind == "strongly_convex" else g[2]

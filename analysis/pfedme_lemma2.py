@@ -63,8 +63,8 @@ import numpy as np
 
 import moreau as mo
 
-from ._core import Mutant, Sides, Statement
-from ._instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
+from ._core import Mutant, Sides, Statement, worst_point
+from ._instances import log_uniform, logistic_batch, orthogonal, quadratic_batch, split_counts
 from ._solvers import envelope_newton
 
 __all__ = ["STATEMENTS", "center_quadratic", "newton_center"]
@@ -92,10 +92,6 @@ def instances(family, trials, rng):
         _logistic_instances(rng, trials or 8)
 
 
-def _split(T, k):
-    return [len(a) for a in np.array_split(np.arange(T), k)]
-
-
 def _offsets(rng, T, scale):
     u = rng.standard_normal((T, len(DISTANCES), DIM))
     u /= np.linalg.norm(u, axis=-1, keepdims=True)
@@ -103,7 +99,7 @@ def _offsets(rng, T, scale):
 
 
 def _quadratic_instances(rng, T):
-    g = _split(T, 6)
+    g = split_counts(T, 6)
     out = []
     # (a) random strongly convex clients
     q = quadratic_batch(rng, g[0] * N, DIM, "strongly_convex")
@@ -225,15 +221,6 @@ def _points(center, H, G_i, lam, offsets):
     return np.concatenate([center[None], grid, center[None] + np.moveaxis(offsets, 1, 0)])
 
 
-def _worst(lhs, rhs):
-    """Per instance, the point where (lhs − rhs)/(|lhs| + |rhs|) is largest (largest ratio)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        c = np.nan_to_num((lhs - rhs) / (np.abs(lhs) + np.abs(rhs)), nan=-2.0)
-    k = np.argmax(c, axis=0)
-    t = np.arange(lhs.shape[1])
-    return lhs[k, t], rhs[k, t]
-
-
 def _diversity(g):
     """(1/N)Σ‖g_i − ḡ‖² and ‖ḡ‖² for gradients (..., N, d)."""
     gbar = g.mean(axis=-2)
@@ -242,9 +229,9 @@ def _diversity(g):
 
 def _part_a(claim, lhs, gap, sigma2, lam, L, mu, applicable, consts):
     rhs = claim["rhs_a"](claim["L_F"](lam, L, mu), gap, sigma2)
-    lw, rw = _worst(lhs, rhs)
+    lw, rw = worst_point(lhs, rhs)
     L_exact = lam * L / (lam + L)
-    le, re = _worst(lhs, 4 * L_exact * gap + 2 * sigma2)
+    le, re = worst_point(lhs, 4 * L_exact * gap + 2 * sigma2)
     r = np.max(le[applicable] / re[applicable]) if applicable.any() else np.nan
     note = (f"with the exact smoothness L_F = λL/(λ+L) in place of λ: max ratio {r:.4g} "
             f"({'holds' if r <= 1 + 1e-9 else 'FAILS'})")
@@ -274,7 +261,7 @@ def _quadratic(batch, claim):
     app_b = shared & (mu < 0) & claim["condition_b"](lam, L)
     with np.errstate(divide="ignore", invalid="ignore"):
         rhs_b = np.where(shared, claim["rhs_b"](lam, L, gradF2, sigma_f2), np.inf)
-    lb, rb = _worst(lhs, rhs_b)
+    lb, rb = worst_point(lhs, rhs_b)
     return {
         PARTS[0]: _part_a(claim, lhs, gap, sigma2, lam, L, mu, mu > 0, consts),
         PARTS[1]: Sides(lb, rb, "upper", applicable=app_b, constants=consts,

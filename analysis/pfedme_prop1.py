@@ -35,7 +35,7 @@ import numpy as np
 import moreau as mo
 
 from ._core import Mutant, Sides, Statement
-from ._instances import log_uniform, logistic_batch, quadratic_batch
+from ._instances import log_uniform, logistic_batch, quadratic_batch, split_counts
 
 __all__ = ["STATEMENTS"]
 
@@ -55,7 +55,7 @@ def instances(family, trials, rng):
     if family == "quadratic":
         T = trials or 48
         parts = [quadratic_batch(rng, n, 4, k) for n, k in
-                 zip(_split(T, 3), ("convex", "strongly_convex", "weakly_convex"))]
+                 zip(split_counts(T, 3), ("convex", "strongly_convex", "weakly_convex"))]
         batch = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         L = batch["L"]
         lam = L * log_uniform(rng, 0.05, 20.0, T)
@@ -71,7 +71,7 @@ def instances(family, trials, rng):
         batch["w"] = rng.standard_normal((T, 4)) * 3
         return batch
     T = trials or 24
-    halves = _split(T, 2)
+    halves = split_counts(T, 2)
     parts = [logistic_batch(rng, n, 30, 3, mu=mu, scale=2.0) for n, mu in zip(halves, (0.0, 0.5))]
     batch = {k: np.concatenate([p[k] for p in parts]) for k in ("X", "y", "mu")}
     if family == "multinomial":  # 3 classes, labels drawn from the softmax model of a random W
@@ -87,10 +87,6 @@ def instances(family, trials, rng):
     D = 9 if family == "multinomial" else 3
     batch["w"] = np.concatenate([rng.standard_normal((T, 4, D)), 30 * rng.standard_normal((T, 2, D))], axis=1)
     return batch
-
-
-def _split(T, k):
-    return [len(a) for a in np.array_split(np.arange(T), k)]
 
 
 def evaluate(batch, claim):

@@ -55,7 +55,7 @@ import numpy as np
 
 import moreau as mo
 
-from ._core import Mutant, Sides, Statement
+from ._core import Mutant, Sides, Statement, worst_point
 from ._instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
 
 __all__ = ["STATEMENTS"]
@@ -185,15 +185,6 @@ def instances_fw(family, trials, rng):
 
 
 # -- evaluation ------------------------------------------------------------------
-def _worst(lhs, rhs, ok):
-    """Per instance (column) the row with the largest lhs/rhs among ``ok`` rows: ``(lhs, rhs)``."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        r = np.where(rhs != 0, lhs / rhs, np.where(lhs == 0, 1.0, np.inf * np.sign(lhs)))
-    k = np.argmax(np.where(ok, r, -np.inf), axis=0)
-    t = np.arange(lhs.shape[1])
-    return lhs[k, t], rhs[k, t]
-
-
 def _quad_value_gap(A, e):
     return 0.5 * np.einsum("...i,...ij,...j->...", e, A, e)
 
@@ -220,7 +211,7 @@ def evaluate_sc(batch, claim):
         x = x - eta[:, None] * q.grad(x)
         gaps.append(_quad_value_gap(batch["A"], x - batch["z"]) if "A" in batch else q.value(x) - Fstar)
     gaps = np.array(gaps)
-    lhs, rhs = _worst(gaps[1:], claim["rate"](mu, L, eta, t) * gaps[0], np.ones_like(gaps[1:], bool))
+    lhs, rhs = worst_point(gaps[1:], claim["rate"](mu, L, eta, t) * gaps[0], np.ones_like(gaps[1:], bool))
     return {"F(x^t) - F* <= (1 - mu eta)^t (F(x^0) - F*), t = 1..30": Sides(
         lhs, rhs, "upper", applicable=claim["condition"](eta, L), constants=consts, note=note)}
 
@@ -256,10 +247,10 @@ def evaluate_nc(batch, claim):
     app = claim["condition"](eta, L)
     return {
         "(1/T) sum_{t<T} ||grad F(x^t)||^2 <= 2 (F(x^0) - F*)/(eta T), T = 1..30": Sides(
-            *_worst(lhs, claim["bound"](F[0] - Fstar, eta, T), ok), "upper", applicable=app, constants=consts,
+            *worst_point(lhs, claim["bound"](F[0] - Fstar, eta, T), ok), "upper", applicable=app, constants=consts,
             note=note),
         "proof step: F* replaced by F(x^T)": Sides(
-            *_worst(lhs, claim["bound"](F[0] - F[1:], eta, T), ok), "upper", applicable=app, constants=consts,
+            *worst_point(lhs, claim["bound"](F[0] - F[1:], eta, T), ok), "upper", applicable=app, constants=consts,
             note="descent lemma telescoped; stronger than the theorem"),
     }
 
@@ -301,7 +292,7 @@ def evaluate_fw(batch, claim):
               "F*": "certified bracket by active-set enumeration and the FW duality gap; lower end used"}
     return {
         "F(x^t) - F* <= 2 L R^2/(t + 2), t = 1..100": Sides(
-            *_worst(lhs, rhs, t >= claim["t_min"]), "upper", constants=consts,
+            *worst_point(lhs, rhs, t >= claim["t_min"]), "upper", constants=consts,
             note="t = 0 excluded (Jaggi's range; x^0 is arbitrary)"),
         "F* bracket width (certificate, not the thesis)": Sides(
             F_hi - F_lo, 1e-13 * (np.abs(F_hi) + L * R**2), "exact", constants=consts,

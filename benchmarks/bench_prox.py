@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import statistics
@@ -545,7 +544,7 @@ def bench_logistic(cfg, backends, seed, results):
     print(f"\n=== 2. Logistic prox: m = {m} clients, n = {n} samples, d = {d}, lambda = {lam:g}, mu = {mu:g}, "
           f"float64; seed {seed} ===")
     print("  data: X ~ N(0,1), labels from a logistic model with theta* ~ N(0, I), w ~ N(0, I)")
-    rows, acc, info_rows = [], {}, {}
+    rows, acc = [], {}
     thetas = {}
     for be in backends:
         tag = "" if be.name == "numpy" else " [cupy]"

@@ -170,6 +170,7 @@ class Quadratic(Objective):
         resid = _matvec(self.A, theta) - self.b + lam_ * u
         bound = to_numpy(xp.broadcast_to(xp.linalg.vector_norm(resid, axis=-1) / (lam + self.strong_convexity()),
                                          shape))
+        # ProxInfo and ProxConvergenceError carry host numpy arrays on every backend (documented)
         if tol is not None:
             t = np.broadcast_to(np.asarray(to_numpy(tol), dtype=float), shape)
             if not np.all(np.isfinite(t)) or np.any(t <= 0):
