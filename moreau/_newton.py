@@ -34,8 +34,8 @@ summing ``grad f``, ``L (||a|| + ||x||)`` from rounding ``theta = a + x``,
 it is the smallest certificate a computation can produce, and the problem's
 own conditioning moves the prox by that much under ulp-sized perturbations
 of the data.  It dominates only when ``lam + mu`` is small compared with
-``L`` (for ``lam = 1e-4``, ``mu = 0`` it is about ``1e4`` times the ulp
-level).
+``L``, where it is about ``L / (lam + mu)`` times the ulp level (the
+condition number of the subproblem).
 
 Globalisation: backtracking from the full Newton step; a step is accepted
 when it satisfies Armijo's condition on ``h``, or, once the predicted
