@@ -1,4 +1,4 @@
-"""The ``moreau`` command line: ``moreau info``, ``moreau check``."""
+"""The ``moreau`` command line: ``moreau info``, ``moreau check``, ``moreau reproduce``."""
 from __future__ import annotations
 
 import argparse
@@ -46,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
         add_check_parser = None
     if add_check_parser is not None:
         add_check_parser(sub)
+    try:
+        from experiments.cli import add_reproduce_parser
+    except ImportError:  # experiments not installed alongside
+        add_reproduce_parser = None
+    if add_reproduce_parser is not None:
+        add_reproduce_parser(sub)
     return p
 
 

@@ -1,0 +1,40 @@
+"""Figure conventions shared by the experiments: a paper's column width, PNG and PDF."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+__all__ = ["figure", "save", "theory", "COLUMN_WIDTH"]
+
+COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
+_RC = {"font.size": 7, "axes.titlesize": 7, "axes.labelsize": 7, "legend.fontsize": 6, "xtick.labelsize": 6,
+       "ytick.labelsize": 6, "lines.linewidth": 1.1, "lines.markersize": 3, "axes.grid": True,
+       "grid.alpha": 0.3, "legend.framealpha": 0.85, "savefig.dpi": 200}
+
+
+def figure(ncols=1, nrows=1, *, width=None, aspect=0.75):
+    """``(fig, axes)`` sized for a paper: ``width`` inches (default one column per panel, max two)."""
+    width = width or COLUMN_WIDTH * min(ncols, 2)
+    plt.rcParams.update(_RC)  # experiments only draw figures: their style is the process's style
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, width / ncols * aspect * nrows), squeeze=False,
+                             constrained_layout=True)
+    return fig, axes
+
+
+def theory(ax, x, y, label, **kw):
+    """A theory curve: dashed, labelled with its formula."""
+    return ax.plot(x, y, linestyle="--", label=label, **kw)
+
+
+def save(fig, out, stem) -> list:
+    """Write ``stem.png`` and ``stem.pdf`` into ``out``; return the paths."""
+    out = Path(out)
+    paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
+    for p in paths:
+        fig.savefig(p, metadata={"Creator": "moreau reproduce"} if p.suffix == ".pdf" else None)
+    plt.close(fig)
+    return paths

@@ -1,0 +1,104 @@
+"""``moreau reproduce``: the papers' figures and the teaching demos, with CSV and a manifest.
+
+Exit status: 0 the run completed (claims that did not reproduce are recorded in
+the manifest, not hidden); 2 usage errors (unknown name, unwritable --out,
+--trials < 1, a directory holding another run, an unreachable --scheduler);
+3 an internal error (the traceback with --debug).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+__all__ = ["add_reproduce_parser", "cmd_reproduce"]
+
+
+def add_reproduce_parser(sub):
+    p = sub.add_parser("reproduce", help="reproduce the papers' figures (PNG, PDF, CSV, JSON manifest)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("name", nargs="?", help="experiment name (see --list)")
+    p.add_argument("--list", action="store_true", help="list the experiments and demos and exit")
+    p.add_argument("--out", metavar="DIR", help="output directory (default: out/NAME); a rerun with the same "
+                   "arguments resumes from its checkpoints")
+    p.add_argument("--quick", action="store_true", help="small sizes: every experiment in seconds (CI)")
+    p.add_argument("--trials", type=_positive, default=None, help="Monte Carlo trials per grid point "
+                   "(experiments that are exact refuse it)")
+    p.add_argument("--seed", type=_seed, default=0, help="run seed (per-point seeds derive from it; default 0)")
+    p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy", help="array backend (default numpy)")
+    p.add_argument("--workers", type=_positive, default=None,
+                   help="local worker processes (default: one per core; 1 runs in this process)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run the grid points on this Dask scheduler "
+                   "(needs the [dask] extra)")
+    p.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
+    p.set_defaults(func=cmd_reproduce)
+    return p
+
+
+def _positive(s):
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1 (got {s!r})") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (got {v})")
+    return v
+
+
+def _seed(s):
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0 (got {s!r})") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (got {v})")
+    return v
+
+
+def _fail(msg, code=2) -> int:
+    print(f"moreau reproduce: {msg}", file=sys.stderr)
+    return code
+
+
+def cmd_reproduce(args) -> int:
+    from .registry import experiments
+
+    table = experiments()
+    if args.list:
+        print(f"{'name':22s} {'paper / figure':44s} {'quick':>7s} {'full':>7s}  what it shows")
+        for name, (_, e) in table.items():
+            print(f"{name:22s} {(e.paper + ', ' + e.figure)[:44]:44s} {e.expected[0]:>7s} {e.expected[1]:>7s}  "
+                  f"{e.summary}")
+        return 0
+    if not args.name:
+        return _fail("name an experiment (moreau reproduce --list shows them)")
+    if args.name not in table:
+        return _fail(f"unknown experiment {args.name!r}; known: {', '.join(table)}")
+    module, exp = table[args.name]
+    from ._sweep import RunConflict, run
+
+    if args.backend != "numpy":
+        from moreau import BackendError, set_backend
+
+        try:
+            set_backend(args.backend)
+        except BackendError as exc:
+            return _fail(f"--backend {args.backend}: {exc}")
+    out = args.out or f"out/{args.name}"
+    try:
+        manifest = run(exp, module, out, quick=args.quick, trials=args.trials, seed=args.seed,
+                       backend=args.backend, workers=args.workers, scheduler=args.scheduler)
+    except (RunConflict, PermissionError, ConnectionError, ValueError) as exc:
+        return _fail(str(exc).splitlines()[0])
+    except KeyboardInterrupt:
+        return _fail(f"interrupted; finished points are saved in {out}: rerun the same command to resume", 130)
+    except Exception as exc:  # an internal error: one line, the traceback with --debug
+        if args.debug:
+            traceback.print_exc()
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", 3)
+    print(f"{exp.name}: {manifest['points']} points ({manifest['resumed_points']} resumed) in "
+          f"{manifest['wall_seconds']:.1f} s on {manifest['executor']}")
+    for claim, v in manifest["claims"].items():
+        print(f"  {'reproduced' if v.get('holds') else 'NOT reproduced'}: {claim} ({v.get('value')})")
+    print(f"wrote {out}/: {', '.join(manifest['figures'] + [manifest['csv'], 'manifest.json'])}")
+    return 0
