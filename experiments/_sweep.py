@@ -46,7 +46,7 @@ class Experiment:
 
     ``config(quick, trials) -> params`` (JSON-able; the grid lives in it),
     ``points(params) -> [point]`` (JSON-able dicts), ``compute(params, point, rng) -> [row]``
-    (a module-level function: it runs in worker processes), ``finish(rows, params, out) ->
+    (a module-level function: it runs in worker processes), ``finish(rows, params, out, seed) ->
     {"figures": [paths], "claims": {...}, "theorems": {...}}`` (plots, qualitative claims and,
     for each theorem the figure illustrates, whether the parameters meet its assumptions).
     """
@@ -96,15 +96,15 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def _compute_point(module: str, name: str, params: dict, point: dict, seed: int, backend: str):
+def _compute_point(name: str, params: dict, point: dict, seed: int, backend: str):
     """Worker entry point (picklable by reference): the rows of one point."""
-    import importlib
+    from .registry import get
 
     if backend != "numpy":
         import moreau
 
         moreau.set_backend(backend)
-    exp = importlib.import_module(module).EXPERIMENT
+    exp = get(name)
     rows = exp.compute(params, point, point_rng(seed, name, point))
     return json.loads(json.dumps(rows, default=_jsonable))  # plain JSON types, column order kept
 
@@ -170,11 +170,10 @@ def _progress(total: int, done: int, label: str):
     return tqdm(total=total, initial=done, desc=label, unit="point", file=sys.stderr)
 
 
-def run(experiment: Experiment, module: str, out, *, quick=False, trials=None, seed=0, backend="numpy",
+def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backend="numpy",
         workers=None, scheduler=None, on_checkpoint=None) -> dict:
-    """Run (or resume) an experiment into ``out``; return the manifest.
+    """Run (or resume) a registered experiment into ``out``; return the manifest.
 
-    ``module`` is the importable module that defines ``EXPERIMENT`` (workers import it).
     ``on_checkpoint(index)`` is called after each point is saved (tests use it to interrupt).
     """
     out = Path(out)
@@ -195,7 +194,7 @@ def run(experiment: Experiment, module: str, out, *, quick=False, trials=None, s
     executor, close, how = make_executor(workers, scheduler)
     bar = _progress(len(points), resumed, experiment.name)
     try:
-        futures = {executor.submit(_compute_point, module, experiment.name, params, points[i], int(seed), backend): i
+        futures = {executor.submit(_compute_point, experiment.name, params, points[i], int(seed), backend): i
                    for i in pending}
         for fut in cf.as_completed(futures):
             i = futures[fut]
@@ -211,7 +210,7 @@ def run(experiment: Experiment, module: str, out, *, quick=False, trials=None, s
         close()
     table = [dict(r) for i in range(len(points)) for r in rows[i]]
     _write_csv(out / f"{experiment.name}.csv", table)
-    result = experiment.finish(table, params, out)
+    result = experiment.finish(table, params, out, seed=int(seed))
     from ._artifact import provenance
 
     manifest = {"name": experiment.name, "paper": experiment.paper, "figure": experiment.figure,

@@ -66,7 +66,7 @@ def cmd_reproduce(args) -> int:
     table = experiments()
     if args.list:
         print(f"{'name':22s} {'paper / figure':44s} {'quick':>7s} {'full':>7s}  what it shows")
-        for name, (_, e) in table.items():
+        for name, e in table.items():
             print(f"{name:22s} {(e.paper + ', ' + e.figure)[:44]:44s} {e.expected[0]:>7s} {e.expected[1]:>7s}  "
                   f"{e.summary}")
         return 0
@@ -74,7 +74,7 @@ def cmd_reproduce(args) -> int:
         return _fail("name an experiment (moreau reproduce --list shows them)")
     if args.name not in table:
         return _fail(f"unknown experiment {args.name!r}; known: {', '.join(table)}")
-    module, exp = table[args.name]
+    exp = table[args.name]
     from ._sweep import RunConflict, run
 
     if args.backend != "numpy":
@@ -86,7 +86,7 @@ def cmd_reproduce(args) -> int:
             return _fail(f"--backend {args.backend}: {exc}")
     out = args.out or f"out/{args.name}"
     try:
-        manifest = run(exp, module, out, quick=args.quick, trials=args.trials, seed=args.seed,
+        manifest = run(exp, out, quick=args.quick, trials=args.trials, seed=args.seed,
                        backend=args.backend, workers=args.workers, scheduler=args.scheduler)
     except (RunConflict, PermissionError, ConnectionError, ValueError) as exc:
         return _fail(str(exc).splitlines()[0])

@@ -67,7 +67,7 @@ def compute(params, point, rng):
     return [row]
 
 
-def finish(rows, params, out):
+def finish(rows, params, out, seed=0):
     L, mu = params["L"], params["mu"]
     cv = [r for r in rows if r["case"] == "convex"]
     wk = [r for r in rows if r["case"] == "weakly convex"]

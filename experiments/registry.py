@@ -1,7 +1,8 @@
 """The experiments of ``moreau reproduce``: each module defines ``EXPERIMENT``.
 
 Add a module name to ``MODULES`` to add its experiment to ``moreau reproduce``
-(``--list``, the CLI and the test suite).
+(``--list``, the CLI and the test suite); the teaching demos of
+``experiments/demos`` follow the experiments.
 """
 from __future__ import annotations
 
@@ -17,13 +18,17 @@ MODULES = (
 
 @lru_cache(maxsize=1)
 def experiments():
-    """``{name: (module name, Experiment)}`` in registry order."""
+    """``{name: Experiment}`` in registry order, the demos last."""
+    from .demos import DEMOS, demo_experiment
+
     out = {}
     for module in MODULES:
         exp = importlib.import_module(module).EXPERIMENT
         if exp.name in out:
             raise ValueError(f"experiment name {exp.name!r} defined twice ({module})")
-        out[exp.name] = (module, exp)
+        out[exp.name] = exp
+    for name in DEMOS:
+        out[name] = demo_experiment(name)
     return out
 
 

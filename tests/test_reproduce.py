@@ -74,7 +74,7 @@ def test_experiment_pfedme_prop1_against_closed_forms(serial):
 
 
 def test_resume_recomputes_nothing_finished_and_gives_the_same_csv(tmp_path, serial):
-    module, exp = get(NAME)
+    exp = get(NAME)
     out = tmp_path / "resumed"
 
     class Killed(Exception):
@@ -86,11 +86,11 @@ def test_resume_recomputes_nothing_finished_and_gives_the_same_csv(tmp_path, ser
             raise Killed
 
     with pytest.raises(Killed):
-        _sweep.run(exp, module, out, quick=True, workers=1, on_checkpoint=kill_after_third)
+        _sweep.run(exp, out, quick=True, workers=1, on_checkpoint=kill_after_third)
     saved = sorted((out / "points").glob("*.json"))
     assert len(saved) == 3 and not (out / f"{NAME}.csv").exists()
     stamps = {f.name: f.stat().st_mtime_ns for f in saved}
-    m = _sweep.run(exp, module, out, quick=True, workers=1)
+    m = _sweep.run(exp, out, quick=True, workers=1)
     assert m["resumed_points"] == 3
     assert {f.name: f.stat().st_mtime_ns for f in saved} == stamps  # finished points not rewritten
     assert (out / f"{NAME}.csv").read_text() == (serial / f"{NAME}.csv").read_text()
@@ -104,10 +104,10 @@ def test_process_pool_gives_the_serial_numbers(tmp_path, serial):
 
 def test_dask_local_cluster_gives_the_serial_numbers(tmp_path, serial):
     distributed = pytest.importorskip("dask.distributed", reason="the [dask] extra is not installed")
-    module, exp = get(NAME)
+    exp = get(NAME)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster:
-        m = _sweep.run(exp, module, tmp_path / "dask", quick=True, scheduler=cluster.scheduler_address)
+        m = _sweep.run(exp, tmp_path / "dask", quick=True, scheduler=cluster.scheduler_address)
     assert m["executor"].startswith("dask")
     assert (tmp_path / "dask" / f"{NAME}.csv").read_text() == (serial / f"{NAME}.csv").read_text()
 
@@ -153,3 +153,27 @@ def test_a_directory_holding_another_run_is_refused(tmp_path, capsys):
     assert "other arguments" in err and "seed" in err
     assert reproduce(NAME, "--out", out, "--quick", "--workers", 1) == 0  # the same arguments resume
     assert json.loads((out / "manifest.json").read_text())["resumed_points"] > 0
+
+
+@pytest.mark.parametrize("name", list(__import__("experiments.demos", fromlist=["DEMOS"]).DEMOS))
+def test_every_demo_runs_and_its_claims_hold(tmp_path, name):
+    from experiments.demos import run_demo
+
+    ns = run_demo(name, tmp_path, seed=0)
+    assert ns["FIGURES"] and all(p.exists() for p in ns["FIGURES"])
+    assert ns["CLAIMS"] and all(v["holds"] for v in ns["CLAIMS"].values()), ns["CLAIMS"]
+
+
+def test_demo_numbers_against_closed_forms(tmp_path):
+    from experiments.demos import run_demo
+
+    ns = run_demo("demo-prox-abs", tmp_path)
+    lam, a, k = ns["lam_q"], ns["a"], np.arange(len(ns["implicit"]))
+    np.testing.assert_allclose(ns["implicit"], (lam / (lam + a)) ** k, rtol=1e-13)   # proximal point
+    np.testing.assert_allclose(ns["explicit"], abs(1 - a / lam) ** k, rtol=1e-13)    # gradient steps
+    w = np.array([-2.0, -0.3, 0.0, 0.7, 3.0])
+    np.testing.assert_allclose(ns["soft_threshold"](w, 2.0), [-1.5, 0.0, 0.0, 0.2, 2.5], rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(ns["huber"](w, 2.0), [1.75, 0.09, 0.0, 0.45, 2.75])
+    ns = run_demo("demo-weakly-convex", tmp_path)
+    lams, L = ns["lams"], ns["L"]
+    np.testing.assert_allclose(ns["curv"], -lams * L / (lams - L), rtol=1e-12)

@@ -1,0 +1,56 @@
+"""Teaching demos: short percent-format scripts (``# %%`` cells).
+
+Each runs as plain Python (``python experiments/demos/NAME.py``, figures into
+``$MOREAU_DEMO_OUT`` or ``out/demos``), opens as a notebook with jupytext, finishes
+in seconds and explains in its cells what the picture shows.  Each sets
+``CLAIMS``: what the picture claims, checked on the numbers it plots.
+``moreau reproduce NAME`` runs a demo like an experiment (figures, manifest).
+"""
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+__all__ = ["DEMOS", "run_demo", "demo_experiment"]
+
+HERE = Path(__file__).resolve().parent
+
+#: name -> (script, one line on what it shows)
+DEMOS = {
+    "demo-envelope": ("envelope_logistic.py", "1-D envelopes of a logistic loss and of a weakly convex quadratic; "
+                      "the prox map shrinking w towards the minimiser"),
+    "demo-prox-abs": ("prox_abs.py", "prox of |x| (soft thresholding) and its envelope (Huber); the prox as an "
+                      "implicit gradient step, for |x|, a quadratic and the logistic loss"),
+    "demo-weakly-convex": ("weakly_convex.py", "a weakly convex quadratic: the envelope exists for lam > L and is "
+                           "lam-smooth exactly when lam >= 2L"),
+}
+
+
+def run_demo(name: str, out, seed: int = 0) -> dict:
+    """Run one demo script with its figures going to ``out``; return its namespace."""
+    script, _ = DEMOS[name]
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return runpy.run_path(str(HERE / script), init_globals={"OUT": out, "SEED": seed}, run_name="__demo__")
+
+
+def demo_experiment(name: str):
+    """The :class:`~experiments._sweep.Experiment` that runs demo ``name`` (one point, no grid)."""
+    from .._sweep import Experiment
+
+    script, summary = DEMOS[name]
+
+    def config(quick, trials):
+        if trials is not None:
+            raise ValueError(f"{name} is a demo (no Monte Carlo): --trials does not apply")
+        return {"script": f"experiments/demos/{script}"}
+
+    def compute(params, point, rng):
+        return []
+
+    def finish(rows, params, out, seed=0):
+        ns = run_demo(name, out, seed)
+        return {"figures": ns.get("FIGURES", []), "claims": ns.get("CLAIMS", {}), "theorems": ns.get("THEOREMS", {})}
+
+    return Experiment(name=name, paper="teaching demo", figure="demo", summary=summary, expected=("~2 s", "~2 s"),
+                      config=config, points=lambda params: [{}], compute=compute, finish=finish, kind="demo")
