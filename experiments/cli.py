@@ -30,7 +30,6 @@ def add_reproduce_parser(sub):
                    help="local worker processes (default: one per core; 1 runs in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run the grid points on this Dask scheduler "
                    "(needs the [dask] extra)")
-    p.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
     p.set_defaults(func=cmd_reproduce)
     return p
 
@@ -93,7 +92,7 @@ def cmd_reproduce(args) -> int:
     except KeyboardInterrupt:
         return _fail(f"interrupted; finished points are saved in {out}: rerun the same command to resume", 130)
     except Exception as exc:  # an internal error: one line, the traceback with --debug
-        if args.debug:
+        if getattr(args, "debug", False):
             traceback.print_exc()
         return _fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", 3)
     print(f"{exp.name}: {manifest['points']} points ({manifest['resumed_points']} resumed) in "

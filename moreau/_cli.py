@@ -38,6 +38,8 @@ def cmd_info(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="moreau", description=__doc__)
+    p.add_argument("--debug", action="store_true",
+                   help="show the traceback of an internal error (accepted anywhere on the command line)")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, backends found, whether a GPU is usable")
     try:
@@ -56,9 +58,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run the CLI; returns the exit code.
+
+    Exit codes shared by the subcommands: 0 success, 1 a statement failed (``check``),
+    2 a usage error (one line on stderr), 3 an internal error (one line; the traceback
+    with ``--debug``, accepted anywhere on the command line), 130 interrupted.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args([a for a in argv if a != "--debug"])
+    args.debug = debug
     try:
+        if args.command != "info":
+            from ._backend import BackendError, get_backend
+
+            try:
+                get_backend()
+            except (ValueError, BackendError) as exc:  # a bad MOREAU_BACKEND is a usage error
+                print(f"moreau: {exc}", file=sys.stderr)
+                return 2
         if args.command == "info":
             return cmd_info(args)
         return args.func(args)
@@ -67,6 +86,18 @@ def main(argv=None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except KeyboardInterrupt:
+        print("moreau: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence: one line, code 3
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"moreau: internal error: {type(exc).__name__}: {first}"
+              + ("" if debug else " (rerun with --debug for the traceback)"), file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":
