@@ -47,14 +47,15 @@ for every data set).  Logistic (ℓ(w, z) = log(1 + e^{−y xᵀw}) + (μ/2)‖w
 well-specified labels P(y = 1 | x) = σ(xᵀw⋆⁽ⁱ⁾), ridge μ in [0.01, 1], n_i
 from 12 to 40 padded with zero weights).
 
-The FedProx solution, exactly: least squares by one numpy solve of the
-joint stationarity system ((A_i + λI)w⁽ⁱ⁾ − λw⁽ᵍ⁾ = b_i, w⁽ᵍ⁾ = Σ p_i w⁽ⁱ⁾);
-logistic by damped Newton on Φ = Σ p_i F_i (F_i the Moreau envelopes; value,
-gradient and Hessian from one certified ``moreau.prox`` per point), stopped on the certified
-bound ‖w − w̃⁽ᵍ⁾‖ ≤ (‖∇Φ(w)‖ + λ Σ p_i e_i)/μ_g ≤ 1e-12 (1 + ‖w‖) (or the rounding
-floor of ∇Φ over μ_g where larger; see ``envelope_newton``), μ_g = λμ/(λ+μ)
-the strong convexity of each F_i (pFedMe Prop. 1 / fedprox.lemma2), e_i
-the certified prox errors; then w̃⁽ⁱ⁾ = prox_{L_i/λ}(w̃⁽ᵍ⁾).
+The FedProx solution, exactly (``moreau.fl.fedprox_optimum``): least squares by
+the closed form through the eigendecomposition (Σ p_i ∇²F_i w = Σ p_i V_i
+diag(λ/(λ+a_i)) V_iᵀ b_i, one d×d solve); logistic by damped Newton on
+Φ = Σ p_i F_i (F_i the Moreau envelopes; value, gradient and Hessian from one
+certified ``moreau.prox`` per point), stopped on the certified bound
+‖w − w̃⁽ᵍ⁾‖ ≤ (‖∇Φ(w)‖ + λ Σ p_i e_i)/μ_g ≤ 1e-12 (1 + ‖w‖) (or the rounding
+floor of ∇Φ over μ_g where larger), μ_g = λμ/(λ+μ) the strong convexity of
+each F_i (pFedMe Prop. 1 / fedprox.lemma2), e_i the certified prox errors;
+then w̃⁽ⁱ⁾ = prox_{L_i/λ}(w̃⁽ᵍ⁾).
 
 Sides: eq. (3)'s own sides can be negative and are both 0 in its equality
 case, so lhs/rhs would not measure tightness.  Both sides get the same
@@ -74,12 +75,13 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
+import moreau.fl  # noqa: F401  (mo.fl)
 
 from ._core import Mutant, Sides, Statement
 from ._instances import log_uniform
-from ._solvers import envelope_newton
+from ._solvers import envelope_newton  # noqa: F401  (re-exported for the tests)
 
-__all__ = ["STATEMENTS", "fedprox_solution", "fedprox_least_squares", "envelope_newton", "risks"]
+__all__ = ["STATEMENTS", "fedprox_solution", "envelope_newton", "risks"]
 
 CLAIM = {
     # summand of the left side, per sample: mu ||Delta_i||^2 + <grad l(w*_i, z_ij), Delta_i>
@@ -206,38 +208,10 @@ def risks(batch):
     return mo.Quadratic((A + np.swapaxes(A, -1, -2)) / 2, b, np.sum(mask * y**2, axis=-1) / (2 * n))
 
 
-def fedprox_least_squares(A, b, p, lam):
-    r"""Exact FedProx solution of least squares by one numpy solve of the joint system.
-
-    Unknowns (w_g, w_1..w_m): (A_i + lam I) w_i - lam w_g = b_i and w_g - sum p_i w_i = 0.
-    Shapes: A (T, m, d, d), b (T, m, d), p (T, m), lam (T,); returns (w_g (T, d), w (T, m, d)).
-    """
-    T, m, d = b.shape
-    K = np.zeros((T, (m + 1) * d, (m + 1) * d))
-    rhs = np.zeros((T, (m + 1) * d))
-    eye = np.eye(d)
-    K[:, :d, :d] = eye
-    for i in range(m):
-        s = slice((i + 1) * d, (i + 2) * d)
-        K[:, :d, s] = -p[:, i, None, None] * eye
-        K[:, s, :d] = -lam[:, None, None] * eye
-        K[:, s, s] = A[:, i] + lam[:, None, None] * eye
-        rhs[:, s] = b[:, i]
-    z = np.linalg.solve(K, rhs[..., None])[..., 0]
-    return z[:, :d], z[:, d:].reshape(T, m, d)
-
-
 def fedprox_solution(batch):
     r"""``(w_g (T, d), w_i (T, m, d), certified bound on ||w_g - w~_g|| (T,))`` for either family."""
-    f = risks(batch)
-    lam = batch["lam"]
-    if isinstance(f, mo.Quadratic):
-        w_g, w_loc = fedprox_least_squares(np.asarray(f.A), np.asarray(f.b), batch["p"], lam)
-        return w_g, w_loc, np.zeros(lam.shape)
-    mu = batch["mu"]
-    w_g, bound = envelope_newton(f, batch["p"], lam, lam * mu / (lam + mu))
-    w_loc = mo.prox(f, np.broadcast_to(w_g[:, None], batch["w_star"].shape), lam[:, None])
-    return w_g, w_loc, bound
+    w_g, w_loc, info = mo.fl.fedprox_optimum(risks(batch), batch["lam"], batch["p"], return_info=True)
+    return w_g, w_loc, info.error_bound
 
 
 def _sample_grads(batch):
@@ -276,7 +250,7 @@ def evaluate(batch, claim):
     quad = "mu" not in batch
     consts = {"mu": "min_i eigvalsh(X_i^T X_i / n_i)" if quad else "ridge mu (exact global modulus)",
               "R2": "max_i ||w*_i - w*_g||^2 (paper), sum_i p_i ||w*_i - w*_g||^2 (proof)",
-              "FedProx solution": "numpy solve of the joint stationarity system" if quad else
+              "FedProx solution": "closed form (moreau.fl.fedprox_optimum)" if quad else
               f"Newton on sum p_i F_i, certified ||w_g - w~_g|| <= {bound.max():.1e}"}
     claimed = "tight" if quad else "upper"
     note = "sides of eq. (3) plus the same shift (lambda/2) sum p_i ||u_i||^2 - sum (p_i/n_i) <grad l, Delta_i>"

@@ -3,6 +3,9 @@ and the exact FedProx solution behind Lemma 1 is checked against its optimality 
 import numpy as np
 import pytest
 
+import moreau as mo
+from moreau.fl import fedprox_optimum
+
 from analysis import fedprox_lemma1 as lemma1
 from analysis import runner
 from analysis._core import TIGHT_RTOL
@@ -108,8 +111,8 @@ def test_least_squares_slack_identity():
     X, mask, p, lam, w_star = batch["X"], batch["mask"], batch["p"], batch["lam"], batch["w_star"]
     A = np.einsum("tmnd,tmne->tmde", X * mask[..., None], X) / mask.sum(axis=-1)[..., None, None]
     mu = np.linalg.eigvalsh(A)[..., 0].min(axis=-1)
-    w_g, w_loc = lemma1.fedprox_least_squares(A, np.einsum("tmn,tmnd->tmd", mask * batch["y"], X)
-                                              / mask.sum(axis=-1)[..., None], p, lam)
+    b = np.einsum("tmn,tmnd->tmd", mask * batch["y"], X) / mask.sum(axis=-1)[..., None]
+    w_g, w_loc = fedprox_optimum(mo.Quadratic((A + np.swapaxes(A, -1, -2)) / 2, b), lam, p)
     u, v = w_loc - w_g[:, None], w_star - np.einsum("tm,tmd->td", p, w_star)[:, None]
     D = w_loc - w_star
     curv = np.einsum("tmd,tmde,tme->tm", D, A - mu[:, None, None, None] * np.eye(A.shape[-1]), D)

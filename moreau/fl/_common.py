@@ -1,0 +1,229 @@
+r"""Shared pieces of the federated algorithms: argument checks, the history record, sampling.
+
+Randomness layout (so that a batched run equals a loop over clients and trials):
+every random draw of a round is ONE host draw from the ``numpy.random.Generator``
+with the full batch shape, in a fixed order documented by each algorithm
+(e.g. client sampling first, shape ``(*trials, m)``; then mini-batches, shape
+``(*trials, m, n)`` per local step).  A loop that reproduces a batched run
+makes the same draws with the same shapes and slices them.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._backend import to_numpy
+from .._objective import Objective
+
+__all__ = ["History"]
+
+
+@dataclass(frozen=True)
+class History:
+    r"""Iterate history of a federated algorithm (arrays in the objective's namespace).
+
+    ``w_global`` ``(rounds+1, *lead, d)``: the global model after each round (index 0 is the
+    start); ``w_local`` ``(rounds+1, *lead, m, d)`` the local models where the algorithm keeps
+    them (else ``None``); ``theta`` ``(rounds+1, *lead, m, d)`` personalised models where the
+    paper defines them (pFedMe: :math:`\hat\theta_i(w_t)`; Per-FedAvg: one step
+    :math:`w_t - \alpha\nabla f_i(w_t)`), else ``None``; ``w_bar`` ``(*lead, d)`` the averaged
+    model where the paper states its result for an average (pFedMe Theorem 1), else ``None``.
+    ``lead`` is the broadcast of the trial batch shape with the shapes of array parameters.
+
+    Counters, per client: ``rounds`` (communication rounds), ``local_steps`` (local updates per
+    round), ``grad_evals`` (gradient evaluations in the whole run, one per (mini-batch) gradient
+    of f_i or h_i; an int, or an array ``(*lead, m)`` when client sampling makes it differ
+    between clients), ``hvp_evals`` (Hessian-vector products), ``prox_evals`` (exact, certified
+    proxes).  ``sampled`` holds the sampled client indices ``(rounds, *lead, S)`` (host numpy) when
+    the algorithm samples clients, else ``None``.  ``params``: the arguments the run used.
+    """
+
+    w_global: object
+    w_local: object
+    rounds: int
+    local_steps: int
+    grad_evals: object
+    params: dict = field(default_factory=dict)
+    theta: object = None
+    w_bar: object = None
+    hvp_evals: object = 0
+    prox_evals: object = 0
+    sampled: object = None
+
+
+# --- argument checks -----------------------------------------------------------------------
+
+def check_objective(objective, name="objective"):
+    """The objective and its client count m; the batch shape must end with the client axis."""
+    if not isinstance(objective, Objective):
+        raise TypeError(f"{name} must be a moreau Objective (got {type(objective).__name__})")
+    if len(objective.batch_shape) < 1:
+        raise ValueError(f"{name} must have a client axis: batch shape (..., m) (got batch shape "
+                         f"{tuple(objective.batch_shape)})")
+    return objective, objective.batch_shape[-1]
+
+
+def positive(value, name, f, *, allow_zero=False):
+    """A real parameter > 0 (>= 0 with ``allow_zero``): a number or an array broadcasting against
+    the trial shape ``f.batch_shape[:-1]``; returned as an array of ``f``'s namespace and dtype."""
+    xp = f.xp
+    if isinstance(value, bool) or value is None:
+        raise TypeError(f"{name} must be a real number or array (got {value!r})")
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        ok = math.isfinite(v) and (v >= 0 if allow_zero else v > 0)
+        if not ok:
+            raise ValueError(f"{name} must be finite and {'>= 0' if allow_zero else '> 0'} (got {v:g})")
+        return xp.asarray(v, dtype=f.dtype)
+    from .._backend import as_array
+
+    try:
+        arr = as_array(value, xp, name, dtype=f.dtype)
+    except ValueError:
+        raise ValueError(f"{name} must be finite (got NaN or inf)") from None
+    host = np.asarray(to_numpy(arr))
+    bad = host < 0 if allow_zero else host <= 0
+    if np.any(bad):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'} (got {float(host[bad].reshape(-1)[0]):g})")
+    trials = tuple(f.batch_shape[:-1])
+    try:
+        np.broadcast_shapes(tuple(arr.shape), trials)
+    except ValueError:
+        raise ValueError(f"{name} of shape {tuple(arr.shape)} must broadcast against the trial shape "
+                         f"{trials} (the objective's batch shape without its client axis)") from None
+    return arr
+
+
+def count(value, name, *, minimum=1):
+    """An integer >= ``minimum`` (bools and floats are refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer (got {value!r})")
+    if int(value) < minimum:
+        raise ValueError(f"{name} must be >= {minimum} (got {int(value)})")
+    return int(value)
+
+
+def client_weights(weights, f, m, name="weights"):
+    r"""The p_i, shape ``(..., m)`` normalised to sum 1 (default uniform 1/m)."""
+    xp = f.xp
+    if weights is None:
+        return xp.full((m,), 1.0 / m, dtype=f.dtype)
+    from .._backend import as_array
+
+    p = as_array(weights, xp, name, dtype=f.dtype)
+    if p.ndim < 1 or p.shape[-1] != m:
+        raise ValueError(f"{name} must have shape (..., m) with m={m} clients (the objective's last batch "
+                         f"axis); got shape {tuple(p.shape)}")
+    try:
+        np.broadcast_shapes(tuple(p.shape[:-1]), tuple(f.batch_shape[:-1]))
+    except ValueError:
+        raise ValueError(f"{name} batch shape {tuple(p.shape[:-1])} does not broadcast with the trial "
+                         f"shape {tuple(f.batch_shape[:-1])}") from None
+    if not bool(xp.all(p >= 0)):
+        raise ValueError(f"{name} must be >= 0 (got min {float(xp.min(p)):g})")
+    total = xp.sum(p, axis=-1, keepdims=True)
+    if not bool(xp.all(total > 0)):
+        raise ValueError(f"{name} must have a positive sum over the clients (got an all-zero row)")
+    return p / total
+
+
+def point(w0, f, lead, name="w0", *, clients=False):
+    """A start point broadcast to ``lead + (d,)`` (``lead + (m, d)`` with ``clients``); default 0."""
+    xp = f.xp
+    d = f.dim
+    shape = tuple(lead) + ((f.batch_shape[-1],) if clients else ()) + (d,)
+    if w0 is None:
+        return xp.zeros(shape, dtype=f.dtype)
+    from .._backend import as_array
+
+    w = as_array(w0, xp, name, dtype=f.dtype)
+    if w.ndim < 1 or w.shape[-1] != d:
+        raise ValueError(f"{name} must have shape (..., d) with d={d} (got shape {tuple(w.shape)})")
+    try:
+        out = np.broadcast_shapes(tuple(w.shape), shape)
+    except ValueError:
+        out = None
+    if out != shape:
+        want = "(*trials, m, d)" if clients else "(*trials, d)"
+        raise ValueError(f"{name} must broadcast to {want} = {shape} (got shape {tuple(w.shape)})")
+    return xp.broadcast_to(w, shape)
+
+
+def lead_shape(f, *params):
+    """Broadcast of the trial shape with the shapes of the (array) parameters."""
+    return tuple(np.broadcast_shapes(tuple(f.batch_shape[:-1]), *(tuple(p.shape) for p in params)))
+
+
+def generator(rng, needed, why):
+    """``numpy.random.Generator`` from a Generator or an int seed; required when ``needed``."""
+    if rng is None:
+        if needed:
+            raise ValueError(f"rng is required when {why}: pass a numpy.random.Generator or an int seed")
+        return None
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, bool) or not isinstance(rng, numbers.Integral):
+        raise TypeError(f"rng must be a numpy.random.Generator or an int seed (got {type(rng).__name__})")
+    return np.random.default_rng(int(rng))
+
+
+def sample_size(S, m, name="S"):
+    """S of N = m clients: default all of them."""
+    if S is None:
+        return m
+    S = count(S, name)
+    if S > m:
+        raise ValueError(f"{name} must be <= N = {m} clients (got {S})")
+    return S
+
+
+def sample_clients(rng, lead, m, S):
+    """Host indices ``(*lead, S)``: S of m clients uniformly without replacement (one draw
+    ``rng.random((*lead, m))``, the S smallest keys), sorted ascending."""
+    keys = rng.random(tuple(lead) + (m,))
+    return np.sort(np.argsort(keys, axis=-1)[..., :S], axis=-1)
+
+
+def sample_counts(rng, f, lead, size, *, replace):
+    r"""Mini-batch weights ``(*lead, m, n)`` (host): how often each sample is drawn.
+
+    Draws ``size`` of the samples with positive weight (the padding, weight 0, is never
+    drawn), uniformly.  Without replacement: one draw ``rng.random((*lead, m, n))``, the
+    ``size`` smallest keys among the valid samples.  With replacement: one draw
+    ``rng.random((*lead, m, size))``, each mapped to the k-th valid sample (inverse transform).
+    """
+    valid = np.broadcast_to(np.asarray(to_numpy(f.weights)) > 0, tuple(lead) + tuple(f.batch_shape[-1:])
+                            + (f.weights.shape[-1],))
+    nvalid = valid.sum(axis=-1)
+    if not replace and np.any(nvalid < size):
+        raise ValueError(f"batch_size={size} exceeds the number of samples of a client ({int(nvalid.min())}) "
+                         "for sampling without replacement")
+    if not replace:
+        keys = np.where(valid, rng.random(valid.shape), np.inf)
+        chosen = np.argsort(keys, axis=-1)[..., :size]
+        out = np.zeros(valid.shape)
+        np.put_along_axis(out, chosen, 1.0, axis=-1)
+        return out
+    u = rng.random(valid.shape[:-1] + (size,))
+    k = np.minimum((u * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)  # k-th valid sample
+    order = np.argsort(~valid, axis=-1, kind="stable")  # valid sample indices first, in order
+    idx = np.take_along_axis(order, k, axis=-1)
+    return (idx[..., None] == np.arange(valid.shape[-1])).sum(axis=-2).astype(float)
+
+
+def batched_objective(f, counts):
+    """``f`` with mini-batch weights ``counts`` (host array moved to ``f``'s namespace)."""
+    if not hasattr(f, "with_weights"):
+        raise TypeError(f"mini-batches need an objective with samples and with_weights "
+                        f"(LeastSquares, Logistic, Multinomial); got {type(f).__name__}")
+    return f.with_weights(f.xp.asarray(counts, dtype=f.dtype))
+
+
+def expand(x, k=1):
+    """Append ``k`` trailing axes to a parameter (0-d stays 0-d)."""
+    for _ in range(k):
+        x = x[..., None] if x.ndim else x
+    return x
