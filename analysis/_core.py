@@ -25,8 +25,10 @@ from typing import Callable
 
 import numpy as np
 
+from ._rates import fit_exponent
+
 __all__ = ["Sides", "Mutant", "Statement", "PartResult", "Result", "evaluate_claim", "worst_point",
-           "RTOL", "TIGHT_RTOL"]
+           "fit_exponent", "rate_sides", "RTOL", "TIGHT_RTOL", "RATE_KINDS"]
 
 #: relative tolerance of ``lhs <= rhs``: both sides are exact closed forms or
 #: certified proxes accurate to ~1e-12 relative, so 1e-9 separates rounding
@@ -35,6 +37,8 @@ RTOL = 1e-9
 #: a claimed-tight bound counts as attained when max lhs/rhs >= 1 - TIGHT_RTOL
 #: (the adversarial instances attain it up to rounding of the closed forms).
 TIGHT_RTOL = 1e-6
+#: how a fitted exponent is compared with the theory's (see :func:`rate_sides`)
+RATE_KINDS = ("equal", "at most")
 
 
 @dataclass
@@ -43,9 +47,12 @@ class Sides:
 
     ``claimed``: "upper" (an inequality the paper states), "tight" (the
     paper's constant is attained: max lhs/rhs must reach 1), "exact" (an
-    identity: lhs is an error norm, rhs the allowed rounding).
+    identity: lhs is an error norm, rhs the allowed rounding), "rate" (lhs a
+    fitted exponent, rhs the theory's; built by :func:`rate_sides`).
     ``lhs_ci``: for Monte Carlo sides, ``(lo, hi)`` arrays of the confidence
     interval of lhs; the part fails on an instance only when ``lo > rhs``.
+    ``confidence``: the two-sided level of ``lhs_ci`` (per instance).
+    ``kind``, ``atol``: rate parts only (see :func:`rate_sides`).
     ``applicable``: boolean mask (assumptions met); default all.
     ``constants``: how each constant was obtained ("exact", "bound: ...").
     """
@@ -58,6 +65,8 @@ class Sides:
     confidence: float | None = None
     constants: dict = field(default_factory=dict)
     note: str = ""
+    kind: str = ""
+    atol: float = 0.0
 
     def __post_init__(self):
         self.lhs = np.atleast_1d(np.asarray(self.lhs, dtype=float))
@@ -65,8 +74,13 @@ class Sides:
         if self.applicable is None:
             self.applicable = np.ones(self.lhs.shape, dtype=bool)
         self.applicable = np.broadcast_to(np.asarray(self.applicable, dtype=bool), self.lhs.shape).copy()
-        if self.claimed not in ("upper", "tight", "exact"):
-            raise ValueError(f"claimed must be 'upper', 'tight' or 'exact' (got {self.claimed!r})")
+        if self.claimed not in ("upper", "tight", "exact", "rate"):
+            raise ValueError(f"claimed must be 'upper', 'tight', 'exact' or 'rate' (got {self.claimed!r})")
+        if self.claimed == "rate" and self.kind not in RATE_KINDS:
+            raise ValueError(f"a rate part needs kind in {RATE_KINDS} (got {self.kind!r})")
+        if self.lhs_ci is not None:
+            self.lhs_ci = tuple(np.broadcast_to(np.asarray(c, dtype=float), self.lhs.shape).copy()
+                                for c in self.lhs_ci)
 
 
 @dataclass(frozen=True)
@@ -113,9 +127,9 @@ class Result:
 
     @property
     def max_ratio(self) -> float:
-        """Max LHS/RHS over the inequality parts (exact parts report error/allowed, not a ratio
-        of bounds; they count only when a statement has nothing else)."""
-        bounds = [p for p in self.parts if p.claimed != "exact"] or self.parts
+        """Max LHS/RHS over the inequality parts (exact parts report error/allowed and rate parts
+        slope/exponent, not a ratio of bounds; they count only when a statement has nothing else)."""
+        bounds = [p for p in self.parts if p.claimed in ("upper", "tight")] or self.parts
         r = [p.max_ratio for p in bounds if np.isfinite(p.max_ratio)]
         return max(r) if r else float("nan")
 
@@ -144,7 +158,13 @@ def worst_point(lhs, rhs, ok=None):
 
 
 def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
-    """Decide one part: holds (on applicable instances), max ratio, tight."""
+    """Decide one part: holds (on applicable instances), max ratio, tight.
+
+    A rate part (see :func:`rate_sides`) holds on an instance when its interval
+    meets the claim; flipped, where it does not (an "at most" claim flipped
+    claims ``slope >= exponent - atol``)."""
+    if s.claimed == "rate":
+        return _judge_rate(name, s, flip)
     app = s.applicable
     lhs_lo = s.lhs_ci[0] if s.lhs_ci is not None else s.lhs
     lhs_hi = s.lhs_ci[1] if s.lhs_ci is not None else s.lhs
@@ -166,6 +186,51 @@ def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
                       holds=bool(holds), max_ratio=max_ratio, tight=tight,
                       failures=np.flatnonzero(fail), sides=s, holds_each=~fail,
                       slack=s.rhs - s.lhs, ratio=ratio)
+
+
+def rate_sides(slope, ci, exponent, *, kind="equal", atol=0.05, note="", constants=None,
+               applicable=None, level=None) -> Sides:
+    r"""A rate part: fitted exponents against the theory's, one row per instance (one sweep).
+
+    ``slope`` ``(T,)`` and ``ci = (lo, hi)`` from :func:`fit_exponent`;
+    ``exponent`` the theory's exponent (scalar or ``(T,)``; read it from the
+    claim so that a mutant changes it).  ``kind="equal"``: holds when
+    ``[lo − atol, hi + atol]`` contains ``exponent`` (the error decays at the
+    stated rate).  ``kind="at most"``: holds unless ``lo > exponent + atol``
+    (the measured decay is at least as fast as the theory's: a slower decay
+    is a failure only when the whole interval shows it).  ``atol >= 0``
+    absorbs the curvature of a finite grid (say why in ``note``); ``level``
+    is the interval's two-sided level (shown in the report and the JSON).
+    """
+    if kind not in RATE_KINDS:
+        raise ValueError(f"kind must be one of {RATE_KINDS} (got {kind!r})")
+    if not (np.isfinite(atol) and atol >= 0):
+        raise ValueError(f"atol must be finite and >= 0 (got {atol!r})")
+    if not (isinstance(ci, (tuple, list)) and len(ci) == 2):
+        raise ValueError(f"ci must be a pair (lo, hi) (got {type(ci).__name__})")
+    slope = np.atleast_1d(np.asarray(slope, dtype=float))
+    lo, hi = (np.broadcast_to(np.asarray(c, dtype=float), slope.shape) for c in ci)
+    if np.any(lo > hi):
+        raise ValueError("ci must have lo <= hi on every instance")
+    return Sides(slope, exponent, "rate", applicable=applicable, lhs_ci=(lo, hi), confidence=level,
+                 constants=dict(constants or {}), note=note, kind=kind, atol=float(atol))
+
+
+def _judge_rate(name, s, flip):
+    app, (lo, hi), e = s.applicable, s.lhs_ci, s.rhs
+    if s.kind == "equal":
+        inside = np.minimum(e - (lo - s.atol), hi + s.atol - e)  # >= 0: the interval meets the claim
+        ok = inside >= 0 if not flip else inside < 0
+    else:
+        inside = e + s.atol - lo
+        ok = inside >= 0 if not flip else hi >= e - s.atol
+    fail = app & ~ok
+    ratio = _ratio(s.lhs, s.rhs)
+    finite = ratio[app][np.isfinite(ratio[app])]
+    max_ratio = float(np.max(finite)) if finite.size else float("nan")
+    return PartResult(name=name, claimed="rate", instances=int(s.lhs.size), applicable=int(app.sum()),
+                      holds=not fail.any(), max_ratio=max_ratio, tight=False, failures=np.flatnonzero(fail),
+                      sides=s, holds_each=~fail, slack=inside, ratio=ratio)
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,9 @@ def _print_table(records) -> bool:
         for p in r.parts:
             flag = "" if p.holds else "   <-- FAILS"
             measure = (f"max error/allowed {_fmt(p.max_ratio)}" if p.claimed == "exact" else
-                       f"max L/R {_fmt(p.max_ratio)}, {'attained' if p.tight else 'not attained'}")
+                       _rate_measure(p) if p.claimed == "rate" else
+                       f"max L/R {_fmt(p.max_ratio)}, {'attained' if p.tight else 'not attained'}"
+                       + _ci_measure(p))
             outside = p.instances - p.applicable
             scope = f" ({outside} outside its assumptions: not checked)" if outside else ""
             print(f"{'':22s}- {p.name} [{p.claimed}]: holds on {p.applicable - p.failures.size}/{p.applicable}"
@@ -114,6 +116,33 @@ def _print_table(records) -> bool:
                 print(f"{'':22s}  first failing instance: #{i}: " + _describe(rec.batch, i))
     print()
     return ok
+
+
+def _level(s):
+    return "" if s.confidence is None else f", {100 * s.confidence:g}% interval"
+
+
+def _rate_measure(p):
+    """The instance whose interval is farthest from the claim: slope [lo, hi] vs exponent."""
+    s = p.sides
+    if not p.applicable:
+        return "no sweep"
+    i = int(np.argmin(np.where(s.applicable, p.slack, np.inf)))
+    tol = f" ± {s.atol:g}" if s.atol else ""
+    return (f"slope {_fmt(s.lhs[i])} [{_fmt(s.lhs_ci[0][i])}, {_fmt(s.lhs_ci[1][i])}] vs exponent "
+            f"{_fmt(s.rhs[i])} ({s.kind}{tol}{_level(s)}; worst of {p.applicable})")
+
+
+def _ci_measure(p):
+    """Monte Carlo parts: the interval of lhs at the instance closest to failing."""
+    s = p.sides
+    if s.lhs_ci is None or not p.applicable:
+        return ""
+    from .runner import worst_ci_instance
+
+    i = worst_ci_instance(s)
+    return (f"; closest: {_fmt(s.lhs[i])} in [{_fmt(s.lhs_ci[0][i])}, {_fmt(s.lhs_ci[1][i])}] "
+            f"vs {_fmt(s.rhs[i])}{_level(s)}")
 
 
 def _describe(batch, i):

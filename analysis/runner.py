@@ -22,6 +22,20 @@ per (statement id, family)::
                  "constants": {...}, "note": "..."}]
     }
 
+Parts may carry more keys:
+
+* a rate part (``"claimed": "rate"``, a fitted exponent per instance, one
+  instance a sweep over a grid): ``"slope": [...]``, ``"slope_ci": [[lo, hi], ...]``,
+  ``"exponent": [...]`` (the theory's), one entry per instance;
+  ``"kind": "equal" | "at most"``, ``"atol"`` (see ``analysis._core.rate_sides``),
+  ``"level"`` (two-sided level of the intervals, or null); ``max_ratio`` is
+  max slope/exponent and ``min_slack`` the smallest margin by which an
+  interval (widened by atol) meets the claim;
+* a Monte Carlo bound part (an upper bound whose lhs is estimated):
+  ``"level"`` (two-sided level), and at the applicable instance closest to
+  failing (largest lower end / rhs) ``"worst_instance"``, ``"lhs"``,
+  ``"lhs_ci": [lo, hi]`` and ``"rhs"``.
+
 Keys may be added; none of the above will be renamed or removed.
 """
 from __future__ import annotations
@@ -123,11 +137,34 @@ def record_json(rec: Record) -> dict:
         "seconds": round(r.seconds, 4),
         "mutants": [{"name": m.name, "rejected": bool(rej)} for m, rej, _ in rec.mutants],
         "findings": list(st.findings),
-        "parts": [{"name": p.name, "claimed": p.claimed, "holds": p.holds, "applicable": p.applicable,
-                   "max_ratio": _num(p.max_ratio), "tight": p.tight,
-                   "min_slack": _num(np.min(p.slack[p.sides.applicable])) if p.applicable else None,
-                   "constants": p.sides.constants, "note": p.sides.note} for p in r.parts],
+        "parts": [_part_json(p) for p in r.parts],
     }
+
+
+def _part_json(p) -> dict:
+    s = p.sides
+    out = {"name": p.name, "claimed": p.claimed, "holds": p.holds, "applicable": p.applicable,
+           "max_ratio": _num(p.max_ratio), "tight": p.tight,
+           "min_slack": _num(np.min(p.slack[s.applicable])) if p.applicable else None,
+           "constants": s.constants, "note": s.note}
+    level = None if s.confidence is None else float(s.confidence)
+    if p.claimed == "rate":
+        lo, hi = s.lhs_ci
+        out.update(slope=[_num(v) for v in s.lhs], slope_ci=[[_num(a), _num(b)] for a, b in zip(lo, hi)],
+                   exponent=[_num(v) for v in s.rhs], kind=s.kind, atol=float(s.atol), level=level)
+    elif s.lhs_ci is not None and p.applicable:
+        i = worst_ci_instance(s)
+        out.update(level=level, worst_instance=i, lhs=_num(s.lhs[i]),
+                   lhs_ci=[_num(s.lhs_ci[0][i]), _num(s.lhs_ci[1][i])], rhs=_num(s.rhs[i]))
+    return out
+
+
+def worst_ci_instance(s) -> int:
+    """The applicable instance of a Monte Carlo part whose interval's lower end is largest relative to rhs."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(s.rhs != 0, s.lhs_ci[0] / s.rhs, np.inf)
+    r = np.where(s.applicable & ~np.isnan(r), r, -np.inf)
+    return int(np.argmax(r))
 
 
 def _num(x):

@@ -33,6 +33,9 @@ CASES = [(sid, fam) for sid, st in CAT.items() for fam in st.families]
 RECORD_KEYS = {"id", "source", "family", "instances", "holds", "max_ratio", "tight", "claimed",
                "seconds", "mutants", "findings", "parts"}
 PART_KEYS = {"name", "claimed", "holds", "applicable", "max_ratio", "tight", "min_slack", "constants", "note"}
+# keys a rate part or a Monte Carlo part adds (analysis/runner.py schema)
+OPTIONAL_PART_KEYS = {"slope", "slope_ci", "exponent", "kind", "atol", "level",
+                      "worst_instance", "lhs", "lhs_ci", "rhs"}
 
 
 _RECORDS = {}
@@ -89,12 +92,12 @@ def test_record_sane(case):
     r, st = rec.result, rec.statement
     assert r.instances > 0 and r.seconds >= 0 and r.parts
     for p in r.parts:
-        assert p.claimed in ("upper", "tight", "exact")
+        assert p.claimed in ("upper", "tight", "exact", "rate")
         assert 0 <= p.applicable <= p.instances == r.instances
         assert p.sides.lhs.shape == p.sides.rhs.shape == (r.instances,)
     j = runner.record_json(rec)
     assert set(j) == RECORD_KEYS
-    assert all(set(pj) == PART_KEYS for pj in j["parts"])
+    assert all(PART_KEYS <= set(pj) <= PART_KEYS | OPTIONAL_PART_KEYS for pj in j["parts"])
     json.dumps(j)  # JSON-serialisable (constants and notes included)
     assert j["id"] == sid and j["family"] == fam
 
