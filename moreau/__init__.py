@@ -7,6 +7,7 @@ on numpy, cupy or any array-API library through one code path.
 from ._backend import BackendError, get_backend, set_backend
 from ._envelope import Envelope, MetaObjective, envelope, meta_objective, prox
 from ._errors import ProxConvergenceError
+from ._least_squares import LeastSquares
 from ._logistic import Logistic
 from ._multinomial import Multinomial
 from ._objective import Objective, ProxInfo
@@ -15,7 +16,7 @@ from ._quadratic import Quadratic
 __version__ = "0.1.0"
 
 __all__ = [
-    "Objective", "Quadratic", "Logistic", "Multinomial", "Envelope", "MetaObjective",
+    "Objective", "Quadratic", "LeastSquares", "Logistic", "Multinomial", "Envelope", "MetaObjective",
     "prox", "envelope", "meta_objective", "ProxInfo", "ProxConvergenceError",
     "set_backend", "get_backend", "BackendError", "__version__",
 ]

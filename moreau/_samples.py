@@ -1,6 +1,7 @@
 """Shared pieces of the sample-based losses (logistic, multinomial): data checks and constants."""
 from __future__ import annotations
 
+import copy
 from functools import cached_property
 
 import numpy as np
@@ -73,3 +74,35 @@ class SampleLoss(Objective):
 
     def curvature_bounds(self):
         return self.strong_convexity(), self.xp.broadcast_to(self._L, self.batch_shape)
+
+    def with_weights(self, weights):
+        """The same samples with new per-sample weights ``(..., n)`` (e.g. mini-batch counts).
+
+        Validated as the constructor's ``weights`` (finite, >= 0, a positive sum
+        per client); leading axes may extend the batch (one set per draw); host
+        numpy weights are accepted on any backend.  Everything that does not
+        depend on the weights (validated ``X``, labels, signed rows, row norms)
+        is shared with ``self``; caches that do (``L``) are dropped.  Returns
+        an objective of the same type.
+        """
+        from ._least_squares import check_weights
+
+        xp = self.xp
+        w = check_weights(weights, xp, self.X.shape[-2], self.dtype, required=True)
+        try:
+            shape = np.broadcast_shapes(tuple(self.X.shape[:-2]), tuple(self.y.shape[:-1]),
+                                        tuple(w.shape[:-1]), tuple(self.mu.shape))
+        except ValueError:
+            raise ValueError(f"weights batch shape {tuple(w.shape[:-1])} does not broadcast with X "
+                             f"{tuple(self.X.shape[:-2])}, y {tuple(self.y.shape[:-1])}, mu "
+                             f"{tuple(self.mu.shape)}") from None
+        new = copy.copy(self)
+        for cls in type(self).__mro__:  # drop every cache except the weight-free ones
+            for k, v in vars(cls).items():
+                if isinstance(v, cached_property) and k not in _WEIGHT_FREE:
+                    new.__dict__.pop(k, None)
+        new.weights, new._p, new.batch_shape = w, w / xp.sum(w, axis=-1, keepdims=True), tuple(shape)
+        return new
+
+
+_WEIGHT_FREE = frozenset({"_rownorm"})  # caches that with_weights may share

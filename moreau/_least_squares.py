@@ -1,0 +1,131 @@
+r"""Weighted, ridge-regularised least squares built from samples: a Quadratic."""
+from __future__ import annotations
+
+import numpy as np
+from array_api_compat import array_namespace, is_array_api_obj
+
+from ._backend import as_array, constructor_namespace, to_numpy
+from ._quadratic import Quadratic
+
+__all__ = ["LeastSquares"]
+
+
+class LeastSquares(Quadratic):
+    r"""A batch of weighted least-squares losses
+
+    .. math:: f(\theta) = \frac{\sum_j w_j \tfrac12 (y_j - x_j^\top\theta)^2}{\sum_j w_j}
+              + \frac{\mu}{2}\|\theta\|^2
+              = \tfrac12\theta^\top A\theta - b^\top\theta + c,
+
+    with :math:`A = X^\top W X/\sum_j w_j + \mu I`, :math:`b = X^\top W y/\sum_j w_j`
+    and :math:`c = \sum_j w_j y_j^2/(2\sum_j w_j)`, ``W = diag(w)``.
+
+    ``X`` has shape ``(..., n, d)`` (rows :math:`x_j`), ``y`` ``(..., n)``,
+    ``mu`` is :math:`\mu` (a scalar or ``(...)``, >= 0) and ``weights``
+    ``(..., n)`` the :math:`w_j` (>= 0, a positive sum per client; default
+    all ones).  Zero weights pad clients of different sizes into one batch:
+    a row of weight 0 contributes nothing, exactly as if it were dropped
+    (its features and target must still be finite).  The batch shape is the
+    broadcast of ``X.shape[:-2]``, ``y.shape[:-1]``, ``weights.shape[:-1]``
+    and ``mu.shape``.
+
+    A subclass of :class:`~moreau.Quadratic`: the constants (curvature
+    bounds, smoothness, strong convexity) are exact, from the cached
+    eigendecomposition of ``A``, and the prox
+    :math:`\mathrm{argmin}_\theta f(\theta) + \tfrac{\lambda}{2}\|\theta - w\|^2
+    = (A + \lambda I)^{-1}(b + \lambda w)` is the closed form of the parent.
+    The samples stay available as ``.X``, ``.y``, ``.weights`` and ``.mu``;
+    :meth:`with_weights` reweights them (a mini-batch).
+
+    References: the quadratic model of the FedProx analysis (linear
+    regression clients, Section 6.1) and THEOREMS.md, "Closed forms
+    (quadratic)".
+    """
+
+    def __init__(self, X, y, mu=0.0, weights=None):
+        xp = constructor_namespace(X=X, y=y, mu=mu, weights=weights)
+        X = real_array(X, xp, "X")
+        dtype = X.dtype
+        y = real_array(y, xp, "y", dtype=dtype)
+        mu = real_array(mu, xp, "mu", dtype=dtype)
+        if X.ndim < 2:
+            raise ValueError(f"X must have shape (..., n, d) (got shape {tuple(X.shape)})")
+        n = X.shape[-2]
+        if n < 1 or X.shape[-1] < 1:
+            raise ValueError(f"X must have at least one row and one column (got shape {tuple(X.shape)})")
+        if y.ndim < 1 or y.shape[-1] != n:
+            raise ValueError(f"y must have shape (..., n) with n={n} rows of X (got shape {tuple(y.shape)})")
+        if not bool(xp.all(mu >= 0)):
+            raise ValueError(f"mu must be >= 0 (got {float(xp.min(mu)):g})")
+        weights = check_weights(weights, xp, n, dtype)
+        self._build(xp, X, y, mu, weights)
+
+    def _build(self, xp, X, y, mu, weights):
+        """Form ``A, b, c`` from validated samples and initialise the Quadratic."""
+        try:
+            shape = np.broadcast_shapes(tuple(X.shape[:-2]), tuple(y.shape[:-1]),
+                                        tuple(weights.shape[:-1]), tuple(mu.shape))
+        except ValueError:
+            raise ValueError(f"batch shapes do not broadcast: X {tuple(X.shape[:-2])}, y {tuple(y.shape[:-1])}, "
+                             f"weights {tuple(weights.shape[:-1])}, mu {tuple(mu.shape)}") from None
+        p = weights / xp.sum(weights, axis=-1, keepdims=True)
+        d = X.shape[-1]
+        Xt = xp.matrix_transpose(X)
+        G = (Xt * p[..., None, :]) @ X
+        A = G + mu[..., None, None] * xp.eye(d, dtype=X.dtype)
+        b = (Xt @ (p * y)[..., None])[..., 0]
+        c = xp.sum(p * y * y, axis=-1) / 2
+        Quadratic.__init__(self, A, b, c)
+        self.batch_shape = tuple(shape)
+        self.X, self.y, self.mu, self.weights = X, y, mu, weights
+
+    def with_weights(self, weights):
+        r"""The same samples with new per-sample weights ``(..., n)`` (e.g. a mini-batch).
+
+        ``weights`` are validated as in the constructor (finite, >= 0, a
+        positive sum per client) and may add leading batch axes (one set of
+        weights per draw); host numpy weights are accepted on any backend.
+        ``X``, ``y`` and ``mu`` are reused without re-validation; ``A``,
+        ``b``, ``c`` and the eigendecomposition depend on the weights and are
+        recomputed.  Returns a :class:`LeastSquares`.
+        """
+        xp = self.xp
+        w = check_weights(weights, xp, self.X.shape[-2], self.dtype, required=True)
+        new = object.__new__(type(self))
+        new._build(xp, self.X, self.y, self.mu, w)
+        return new
+
+
+def check_weights(weights, xp, n, dtype, *, required=False):
+    """Validated per-sample weights ``(..., n)``: finite, >= 0, a positive sum per client.
+
+    ``None`` gives ones ``(n,)`` unless ``required``.
+    """
+    if weights is None:
+        if required:
+            raise TypeError("weights must be an array of shape (..., n) (got None)")
+        return xp.ones((n,), dtype=dtype)
+    weights = real_array(weights, xp, "weights", dtype=dtype)
+    if weights.ndim < 1 or weights.shape[-1] != n:
+        raise ValueError(f"weights must have shape (..., n) with n={n} (got shape {tuple(weights.shape)})")
+    if not bool(xp.all(weights >= 0)):
+        raise ValueError(f"weights must be >= 0 (got min {float(xp.min(weights)):.6g})")
+    total = xp.sum(weights, axis=-1)
+    if not bool(xp.all(total > 0)):
+        i = tuple(int(k) for k in np.argwhere(np.asarray(to_numpy(total)) <= 0)[0])
+        raise ValueError(f"weights must have a positive sum for every client (all zero at batch index {i})")
+    return weights
+
+
+def real_array(x, xp, name, *, dtype=None):
+    """``as_array`` (host data accepted) after refusing non-real input *before* any cast:
+    a complex or non-numeric array is a ``TypeError``, never silently truncated."""
+    if not is_array_api_obj(x) or isinstance(x, (np.ndarray, np.generic)):
+        kind = np.asarray(x).dtype.kind
+        if kind == "c":
+            raise TypeError(f"{name} must be real (got {np.asarray(x).dtype})")
+        if kind not in "biuf":
+            raise TypeError(f"{name} must be a real numeric array (got dtype {np.asarray(x).dtype})")
+    elif array_namespace(x).isdtype(x.dtype, "complex floating"):
+        raise TypeError(f"{name} must be real (got {x.dtype})")
+    return as_array(x, xp, name, dtype=dtype, host_ok=True)
