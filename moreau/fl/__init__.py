@@ -4,8 +4,18 @@ Every function takes the clients as ONE batched objective whose last batch axis 
 client axis (batch shape ``(..., m)``; leading axes are independent trials), runs in the
 objective's array namespace (numpy, cupy, array-api-strict) without a Python loop over
 clients or trials, and takes a ``numpy.random.Generator`` or an int seed for its randomness.
+
+- exact targets: :func:`fedprox_optimum` (FedProx / pFedMe optimum), :func:`local_train`,
+  :func:`global_train`;
+- algorithms returning a :class:`History`: :func:`gd` (LocalTrain by GD), :func:`fedavg`,
+  :func:`fedprox` (Algorithm 1 of the FedProx analysis), :func:`pfedme` (Algorithm 1 of
+  pFedMe), :func:`per_fedavg` (Algorithm 1 of Per-FedAvg, with its FO and HF variants).
 """
 from ._common import History
+from ._fedprox import fedavg, fedprox, gd
 from ._optimum import FedProxInfo, fedprox_optimum, global_train, local_train
+from ._perfedavg import per_fedavg
+from ._pfedme import pfedme
 
-__all__ = ["fedprox_optimum", "local_train", "global_train", "FedProxInfo", "History"]
+__all__ = ["fedprox_optimum", "local_train", "global_train", "FedProxInfo", "History", "gd", "fedprox",
+           "fedavg", "pfedme", "per_fedavg"]

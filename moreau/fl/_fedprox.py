@@ -1,0 +1,149 @@
+r"""LocalTrain by gradient descent, one-stage FedProx (Algorithm 1 of the FedProx analysis) and FedAvg."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import (History, batched_objective, check_objective, client_weights, count, expand, generator,
+                      lead_shape, point, positive, sample_clients, sample_counts, sample_size)
+
+__all__ = ["gd", "fedprox", "fedavg"]
+
+
+def gd(objective, *, eta, steps, w0=None):
+    r"""LocalTrain by gradient descent: every client runs :math:`w_{k+1}^{(i)} = w_k^{(i)} - \eta\nabla f_i(w_k^{(i)})`.
+
+    η is ``eta`` (> 0), ``steps`` the number of steps (>= 1), ``w0`` the start, broadcasting to
+    ``(*trials, m, d)`` (default 0).  No communication: the target is :func:`local_train`.
+
+    Shapes: ``objective`` batch ``(*trials, m)``; returns a :class:`History` with
+    ``w_local`` ``(steps+1, *lead, m, d)``, ``w_global`` ``None``, ``rounds = 0``,
+    ``local_steps = grad_evals = steps``.
+
+    References: FedProx analysis, eq. (2) and §6.1 (LocalTrain implemented by local GD).
+    """
+    f, m = check_objective(objective)
+    xp = f.xp
+    eta = positive(eta, "eta", f)
+    steps = count(steps, "steps")
+    lead = lead_shape(f, eta)
+    W = point(w0, f, lead, "w0", clients=True)
+    e = expand(eta, 2)
+    out = [W]
+    for _ in range(steps):
+        W = W - e * f.grad(W)
+        out.append(W)
+    return History(w_global=None, w_local=xp.stack(out), rounds=0, local_steps=steps, grad_evals=steps,
+                   params={"eta": eta, "steps": steps})
+
+
+def fedprox(objective, *, lam, gamma, eta, K, rounds, w0=None, local0=None, weights=None):
+    r"""One-stage FedProx, Algorithm 1 of the FedProx analysis (full gradients, all clients).
+
+    Per round t (λ ``lam``, γ ``gamma``, η ``eta``, K local steps, warm start
+    :math:`w_{t,0}^{(i)} = w_{t-1,K}^{(i)}`):
+
+    .. math::
+        w_{t,k+1}^{(i)} &= w_{t,k}^{(i)} - \eta\big(\nabla f_i(w_{t,k}^{(i)}) + \lambda(w_{t,k}^{(i)} - w_t^{(g)})\big),
+            \quad k = 0..K-1 \quad\text{(eq. (11))}\\
+        w_{t+1}^{(g)} &= w_t^{(g)} - \gamma\sum_i p_i\,\lambda\big(w_t^{(g)} - w_{t,K}^{(i)}\big),
+
+    the last line the server step of Algorithm 1 with :math:`\widehat\nabla F_i = \lambda(w_t^{(g)} - w_{t,K}^{(i)})`
+    and p_i = 1/m (the paper's 1/m Σ; ``weights`` gives other p_i, normalised).  Its fixed point is
+    :func:`fedprox_optimum` (Theorem 2: linear convergence for γ < 1/L_g, η <= 1/L_ℓ and K as in (12)).
+
+    ``w0`` is :math:`w_1^{(g)}` ``(*trials, d)`` (default 0); ``local0`` the initial local models
+    :math:`w_{0,K}^{(i)}` ``(*trials, m, d)`` (default: ``w0`` for every client).  λ, γ, η are
+    numbers or arrays broadcasting against the trial shape (sweeps); K >= 1 and ``rounds`` >= 1
+    integers.  Returns a :class:`History`: ``w_global`` ``(rounds+1, *lead, d)`` (index t: after t
+    rounds), ``w_local`` ``(rounds+1, *lead, m, d)`` (index t: :math:`w_{t,K}^{(i)} = w_{t+1,0}^{(i)}`),
+    ``local_steps = K``, ``grad_evals = rounds K``.
+
+    References: FedProx analysis (Yu et al.), §5, eqs. (7)-(11), Algorithm 1, Theorem 2.
+    """
+    f, m = check_objective(objective)
+    xp = f.xp
+    lam, gamma, eta = positive(lam, "lam", f), positive(gamma, "gamma", f), positive(eta, "eta", f)
+    K, rounds = count(K, "K"), count(rounds, "rounds")
+    p = client_weights(weights, f, m)
+    lead = lead_shape(f, lam, gamma, eta, p[..., 0])
+    w = point(w0, f, lead, "w0")
+    W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim)) if local0 is None else point(local0, f, lead, "local0",
+                                                                                            clients=True)
+    lam2, eta2, gam1 = expand(lam, 2), expand(eta, 2), expand(gamma, 1)
+    pc = p[..., None]
+    gs, ls = [w], [W]
+    for _ in range(rounds):
+        wg = w[..., None, :]
+        for _ in range(K):
+            W = W - eta2 * (f.grad(W) + lam2 * (W - wg))
+        w = w - gam1 * xp.sum(pc * (lam2 * (wg - W)), axis=-2)
+        gs.append(w)
+        ls.append(W)
+    return History(w_global=xp.stack(gs), w_local=xp.stack(ls), rounds=rounds, local_steps=K,
+                   grad_evals=rounds * K, params={"lam": lam, "gamma": gamma, "eta": eta, "K": K, "p": p})
+
+
+def fedavg(objective, *, eta, tau, rounds, S=None, batch_size=None, weights=None, w0=None, rng=None):
+    r"""FedAvg: τ local (mini-batch) gradient steps on the sampled clients, then server averaging.
+
+    Per round t: S of the N = m clients are sampled uniformly without replacement (all when
+    ``S`` is None); each sampled client runs, from :math:`w_{t,0}^{(i)} = w_t`,
+
+    .. math:: w_{t,k+1}^{(i)} = w_{t,k}^{(i)} - \eta\,\tilde\nabla f_i(w_{t,k}^{(i)}, \mathcal B_{t,k}^i),
+              \quad k = 0..\tau-1,
+              \qquad w_{t+1} = \sum_{i\in S_t} p_i w_{t,\tau}^{(i)} \Big/ \sum_{i\in S_t} p_i,
+
+    with :math:`\tilde\nabla f_i(\cdot, \mathcal B)` the gradient on a fresh mini-batch of
+    ``batch_size`` samples drawn uniformly without replacement from the client's samples of
+    positive weight (the full gradient when ``batch_size`` is None).  η is ``eta``, τ ``tau``;
+    ``weights`` the p_i (default uniform).  With S = N, full batches and τ = 1 this is gradient
+    descent on :math:`\sum_i p_i f_i` (GlobalTrain); τ > 1 drifts away from its minimiser
+    (client drift).
+
+    Randomness (``rng``: a Generator or int seed, required when S < N or ``batch_size`` is set),
+    per round in this order: ``rng.random((*lead, m))`` for the client sampling (if S < N);
+    then per local step ``rng.random((*lead, m, n))`` for the mini-batches (if ``batch_size``),
+    drawn for every client (unsampled clients' draws are discarded), so a batched run equals a
+    loop over trials that slices the same draws.
+
+    Returns a :class:`History`: ``w_global`` ``(rounds+1, *lead, d)``, ``w_local``
+    ``(rounds+1, *lead, m, d)`` (:math:`w_{t,\tau}^{(i)}`; :math:`w_t` for unsampled clients),
+    ``grad_evals`` ``(*lead, m)`` (τ per round in which the client was sampled), ``sampled``.
+
+    References: McMahan et al. (2017), FederatedAveraging; FedProx analysis §6.1 (GlobalTrain by FedAvg).
+    """
+    f, m = check_objective(objective)
+    xp = f.xp
+    eta = positive(eta, "eta", f)
+    tau, rounds = count(tau, "tau"), count(rounds, "rounds")
+    S = sample_size(S, m)
+    size = None if batch_size is None else count(batch_size, "batch_size")
+    rng = generator(rng, S < m or size is not None, "S < N or batch_size is set")
+    p = client_weights(weights, f, m)
+    lead = lead_shape(f, eta, p[..., 0])
+    w = point(w0, f, lead, "w0")
+    eta2 = expand(eta, 2)
+    gs, ls, picks = [w], [xp.broadcast_to(w[..., None, :], lead + (m, f.dim))], []
+    evals = np.zeros(lead + (m,), dtype=int)
+    for _ in range(rounds):
+        mask = np.ones(lead + (m,), dtype=bool)
+        if S < m:
+            idx = sample_clients(rng, lead, m, S)
+            mask = np.zeros(lead + (m,), dtype=bool)
+            np.put_along_axis(mask, idx, True, axis=-1)
+            picks.append(idx)
+        W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
+        for _ in range(tau):
+            fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=False))
+            W = W - eta2 * fk.grad(W)
+        on = xp.asarray(mask, dtype=f.dtype)
+        wts = p * on
+        W = xp.where(xp.asarray(mask)[..., None], W, w[..., None, :])
+        w = xp.sum(wts[..., None] * W, axis=-2) / xp.sum(wts, axis=-1)[..., None]
+        evals += tau * mask
+        gs.append(w)
+        ls.append(W)
+    return History(w_global=xp.stack(gs), w_local=xp.stack(ls), rounds=rounds, local_steps=tau,
+                   grad_evals=evals, params={"eta": eta, "tau": tau, "S": S, "batch_size": size, "p": p},
+                   sampled=np.stack(picks) if picks else None)
+

@@ -1,0 +1,162 @@
+r"""pFedMe, Algorithm 1 of the pFedMe paper (T Dinh, Tran, Nguyen, NeurIPS 2020)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import (History, batched_objective, check_objective, count, expand, generator, lead_shape, point,
+                      positive, sample_clients, sample_counts, sample_size)
+
+__all__ = ["pfedme"]
+
+
+def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inner="exact", inner_eta=None,
+           nu=None, w0=None, rng=None):
+    r"""pFedMe, Algorithm 1: R local rounds on the Moreau envelopes, then a β-step of the server.
+
+    Per global round t, every client i = 1..N (N = m) starts from :math:`w_{i,0}^t = w_t` and for
+    r = 0..R-1 (line 7-8):
+
+    .. math::
+        \tilde\theta_i(w_{i,r}^t) &\approx \arg\min_\theta \tilde h_i(\theta; w_{i,r}^t, \mathcal D_i)
+            = \tilde f_i(\theta; \mathcal D_i) + \tfrac{\lambda}{2}\|\theta - w_{i,r}^t\|^2
+            \quad\text{(eq. (7))}\\
+        w_{i,r+1}^t &= w_{i,r}^t - \eta\lambda\big(w_{i,r}^t - \tilde\theta_i(w_{i,r}^t)\big);
+
+    then the server samples S of the N clients uniformly without replacement (line 9) and sets
+    :math:`w_{t+1} = (1-\beta)w_t + \beta\sum_{i\in S^t} w_{i,R}^t/S` (line 10).  λ is ``lam``,
+    η ``eta``, β ``beta``, R ``R``, T ``rounds``, S ``S`` (default N), |D| ``batch_size``.
+
+    :math:`\mathcal D_i` is a fresh mini-batch of ``batch_size`` samples drawn i.i.d. (with
+    replacement: an unbiased gradient estimate, as the paper's Lemma 1 assumes) from the client's
+    samples of positive weight; with ``batch_size`` None, :math:`\tilde f_i = f_i`.  The
+    personalised problem (7) is solved by ``inner``: ``"exact"``, a certified prox
+    (``moreau.prox``: to rounding for quadratics, certified Newton otherwise); or an int K: K
+    gradient steps of size ``inner_eta`` (default :math:`1/(L_{\mathcal D} + \lambda)`,
+    :math:`L_{\mathcal D}` the smoothness of :math:`\tilde f_i`) from :math:`\theta = w_{i,r}^t`;
+    with ``nu`` also given, each client stops as soon as (8) holds,
+    :math:`\|\nabla\tilde h_i(\tilde\theta_i)\|^2 \le \nu`, and a client that has not reached it
+    after K steps raises ``RuntimeError``.
+
+    With S = N, R = 1, exact inner solves and full batches this is gradient descent with step βη
+    on :math:`F = \frac1N\sum_i F_i` (its minimiser is :func:`fedprox_optimum` with uniform
+    weights); R > 1 moves the fixed point away from it (client drift; β does not move it).
+
+    Randomness (``rng``: a Generator or int seed, required when S < N or ``batch_size`` is set),
+    per global round in this order: for each local round r one draw ``rng.random((*lead, m,
+    batch_size))`` (if ``batch_size``); then ``rng.random((*lead, m))`` for the client sampling
+    (if S < N).  A batched run equals a loop over trials that slices the same draws.
+
+    Returns a :class:`History`: ``w_global`` ``(rounds+1, *lead, d)`` (:math:`w_t`),
+    ``w_local`` ``(rounds+1, *lead, m, d)`` (:math:`w_{i,R}^t` at index t+1, :math:`w_0` at 0),
+    ``theta`` ``(rounds+1, *lead, m, d)``, the personalised models :math:`\hat\theta_i(w_t) =
+    \mathrm{prox}_{f_i/\lambda}(w_t)` (eq. (3), certified; Theorem 1(b) evaluates their
+    δ-approximations :math:`\tilde\theta_i(w_T)`), ``w_bar`` ``(*lead, d)``, Theorem 1's
+    :math:`\bar w_T = \sum_{t=0}^{T-1}\alpha_t w_t/A_T`, :math:`\alpha_t = (1-\eta\mu_F/2)^{-(t+1)}`,
+    :math:`\mu_F = \lambda\mu/(\lambda+\mu)`, μ the smallest strong convexity of the clients (NaN
+    where μ <= 0 or :math:`\eta\mu_F \ge 2`); ``local_steps = R``; ``prox_evals`` (exact inner:
+    ``rounds R`` per client) or ``grad_evals`` (K inner steps: ``rounds R K``; with ``nu`` an
+    array ``(*lead, m)`` of the evaluations of :math:`\nabla\tilde h_i`, including the one that
+    verifies (8)); ``sampled``.
+
+    References: pFedMe (T Dinh et al., 2020), §3.2, Algorithm 1, eqs. (3), (6)-(8), Theorem 1.
+    """
+    f, m = check_objective(objective)
+    xp = f.xp
+    lam, eta, beta = positive(lam, "lam", f), positive(eta, "eta", f), positive(beta, "beta", f)
+    R, rounds = count(R, "R"), count(rounds, "rounds")
+    S = sample_size(S, m)
+    size = None if batch_size is None else count(batch_size, "batch_size")
+    exact, K, inner_eta, nu = _inner(inner, inner_eta, nu, f)
+    rng = generator(rng, S < m or size is not None, "S < N or batch_size is set")
+    lead = lead_shape(f, lam, eta, beta, *(x for x in (inner_eta, nu) if x is not None))
+    f._lam(expand(lam, 1))  # nonconvex clients need lam > -mu_i
+    w = point(w0, f, lead, "w0")
+    lam1, lam2, eta2, beta1 = expand(lam, 1), expand(lam, 2), expand(eta, 2), expand(beta, 1)
+    gs, ls, thetas, picks = [w], [xp.broadcast_to(w[..., None, :], lead + (m, f.dim))], [], []
+    evals = xp.zeros(lead + (m,), dtype=xp.int64)
+    for _ in range(rounds):
+        thetas.append(f.prox(xp.broadcast_to(w[..., None, :], lead + (m, f.dim)), lam1))
+        W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
+        for _ in range(R):
+            fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=True))
+            if exact:
+                theta = fk.prox(W, lam1)
+            else:
+                theta, used = _inner_gd(fk, W, lam1, lam2, K, inner_eta, nu, lead)
+                evals = evals + used
+            W = W - eta2 * lam2 * (W - theta)
+        if S < m:
+            idx = sample_clients(rng, lead, m, S)
+            picks.append(idx)
+            pick = xp.asarray(np.broadcast_to(idx[..., None], idx.shape + (f.dim,)))
+            avg = xp.mean(xp.take_along_axis(W, pick, axis=-2), axis=-2)
+        else:
+            avg = xp.mean(W, axis=-2)
+        w = (1 - beta1) * w + beta1 * avg
+        gs.append(w)
+        ls.append(W)
+    thetas.append(f.prox(xp.broadcast_to(w[..., None, :], lead + (m, f.dim)), lam1))
+    w_hist = xp.stack(gs)
+    grad_evals = 0 if exact else (rounds * R * K if nu is None else evals)
+    return History(w_global=w_hist, w_local=xp.stack(ls), theta=xp.stack(thetas), rounds=rounds, local_steps=R,
+                   grad_evals=grad_evals, prox_evals=rounds * R if exact else 0,
+                   w_bar=_theorem1_average(f, w_hist[:-1], lam, eta, lead),
+                   params={"lam": lam, "eta": eta, "beta": beta, "R": R, "S": S, "batch_size": size,
+                           "inner": inner, "inner_eta": inner_eta, "nu": nu},
+                   sampled=np.stack(picks) if picks else None)
+
+
+def _inner(inner, inner_eta, nu, f):
+    """``(exact, K, inner_eta, nu)`` from the ``inner`` options."""
+    if isinstance(inner, str):
+        if inner != "exact":
+            raise ValueError(f"inner must be 'exact' or an int K >= 1 (got {inner!r})")
+        for name, v in (("inner_eta", inner_eta), ("nu", nu)):
+            if v is not None:
+                raise TypeError(f"{name} applies only to an inner gradient solve (inner=K); got inner='exact'")
+        return True, 0, None, None
+    K = count(inner, "inner")
+    return (False, K, None if inner_eta is None else positive(inner_eta, "inner_eta", f),
+            None if nu is None else positive(nu, "nu", f))
+
+
+def _inner_gd(fk, W, lam1, lam2, K, inner_eta, nu, lead):
+    r"""K gradient steps on :math:`\tilde h_i` from θ = W (stopping per client on (8) with ``nu``)."""
+    xp = fk.xp
+    step = expand(inner_eta, 2) if inner_eta is not None else (1 / (fk.smoothness() + lam1))[..., None]
+    theta = W
+    used = xp.zeros(lead + (fk.batch_shape[-1],), dtype=xp.int64)
+    active = xp.ones(lead + (fk.batch_shape[-1],), dtype=xp.bool)
+    for _ in range(K):
+        g = fk.grad(theta) + lam2 * (theta - W)
+        used = used + xp.astype(active, xp.int64)
+        if nu is not None:
+            active = active & (xp.vecdot(g, g) > expand(nu, 1))
+            if not bool(xp.any(active)):
+                return theta, used
+        theta = theta - xp.where(active[..., None], step * g, xp.zeros_like(g))
+    if nu is not None:
+        g = fk.grad(theta) + lam2 * (theta - W)
+        used = used + xp.astype(active, xp.int64)
+        active = active & (xp.vecdot(g, g) > expand(nu, 1))
+        if bool(xp.any(active)):
+            worst = float(xp.max(xp.vecdot(g, g)))
+            raise RuntimeError(f"pfedme: inner=K={K} gradient steps do not reach accuracy (8) "
+                               f"||grad h||^2 <= nu for every client (worst {worst:.3g}); increase inner or nu")
+    return theta, used
+
+
+def _theorem1_average(f, ws, lam, eta, lead):
+    r"""Theorem 1's :math:`\bar w_T`: weights :math:`q^{T-1-t}`, q = 1 - ημ_F/2 (normalised α_t)."""
+    xp = f.xp
+    T = ws.shape[0]
+    mu = xp.min(xp.broadcast_to(f.strong_convexity(), f.batch_shape), axis=-1)
+    mu_F = lam * mu / (lam + mu)
+    q = xp.broadcast_to(1 - eta * mu_F / 2, lead)
+    ok = (mu > 0) & (q > 0)
+    qs = xp.where(ok, q, xp.ones_like(q))
+    wts = xp.stack([qs ** (T - 1 - t) for t in range(T)])  # (T, *lead): a loop over rounds
+    avg = xp.sum(wts[..., None] * ws, axis=0) / xp.sum(wts, axis=0)[..., None]
+    nan = xp.full(avg.shape, float("nan"), dtype=f.dtype)
+    return xp.where(xp.broadcast_to(ok, lead)[..., None], avg, nan)
+
