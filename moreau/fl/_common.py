@@ -216,10 +216,23 @@ def sample_counts(rng, f, lead, size, *, replace):
 
 def batched_objective(f, counts):
     """``f`` with mini-batch weights ``counts`` (host array moved to ``f``'s namespace)."""
-    if not hasattr(f, "with_weights"):
-        raise TypeError(f"mini-batches need an objective with samples and with_weights "
-                        f"(LeastSquares, Logistic, Multinomial); got {type(f).__name__}")
     return f.with_weights(f.xp.asarray(counts, dtype=f.dtype))
+
+
+def minibatch_size(size, f, name="batch_size", *, replace):
+    """A mini-batch size (None: full batches), checked against the objective before any round."""
+    if size is None:
+        return None
+    size = count(size, name)
+    if not hasattr(f, "with_weights"):
+        raise TypeError(f"{name} needs an objective with samples and with_weights (LeastSquares, Logistic, "
+                        f"Multinomial); got {type(f).__name__}")
+    if not replace:
+        nvalid = int(np.min(np.sum(np.asarray(to_numpy(f.weights)) > 0, axis=-1)))
+        if size > nvalid:
+            raise ValueError(f"{name}={size} exceeds the number of samples of a client ({nvalid}) "
+                             "for sampling without replacement")
+    return size
 
 
 def expand(x, k=1):

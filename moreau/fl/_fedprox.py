@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import (History, batched_objective, check_objective, client_weights, count, expand, generator,
-                      lead_shape, point, positive, sample_clients, sample_counts, sample_size)
+                      lead_shape, minibatch_size, point, positive, sample_clients, sample_counts, sample_size)
 
 __all__ = ["gd", "fedprox", "fedavg"]
 
@@ -117,7 +117,7 @@ def fedavg(objective, *, eta, tau, rounds, S=None, batch_size=None, weights=None
     eta = positive(eta, "eta", f)
     tau, rounds = count(tau, "tau"), count(rounds, "rounds")
     S = sample_size(S, m)
-    size = None if batch_size is None else count(batch_size, "batch_size")
+    size = minibatch_size(batch_size, f, replace=False)
     rng = generator(rng, S < m or size is not None, "S < N or batch_size is set")
     p = client_weights(weights, f, m)
     lead = lead_shape(f, eta, p[..., 0])

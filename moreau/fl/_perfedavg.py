@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (History, batched_objective, check_objective, count, expand, generator, lead_shape, point,
-                      positive, sample_clients, sample_counts, sample_size)
+from ._common import (History, batched_objective, check_objective, count, expand, generator, lead_shape,
+                      minibatch_size, point, positive, sample_clients, sample_counts, sample_size)
 
 __all__ = ["per_fedavg"]
 
@@ -71,8 +71,8 @@ def per_fedavg(objective, *, alpha, beta, tau, rounds, S=None, D=None, D_prime=N
         raise TypeError(f"delta applies only to variant='hessian_free' (got variant={variant!r})")
     if variant == "first_order" and D_second is not None:
         raise TypeError("D_second applies only to the 'hessian' and 'hessian_free' variants")
-    sizes = [None if s is None else count(s, name) for s, name in ((D, "D"), (D_prime, "D_prime"),
-                                                                    (D_second, "D_second"))]
+    sizes = [minibatch_size(s, f, name, replace=True) for s, name in ((D, "D"), (D_prime, "D_prime"),
+                                                                   (D_second, "D_second"))]
     rng = generator(rng, S < m or any(s is not None for s in sizes), "S < n or a batch size is set")
     lead = lead_shape(f, alpha, beta, *(() if delta is None else (delta,)))
     w = point(w0, f, lead, "w0")

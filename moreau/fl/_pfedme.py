@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (History, batched_objective, check_objective, count, expand, generator, lead_shape, point,
-                      positive, sample_clients, sample_counts, sample_size)
+from ._common import (History, batched_objective, check_objective, count, expand, generator, lead_shape,
+                      minibatch_size, point, positive, sample_clients, sample_counts, sample_size)
 
 __all__ = ["pfedme"]
 
@@ -65,7 +65,7 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
     lam, eta, beta = positive(lam, "lam", f), positive(eta, "eta", f), positive(beta, "beta", f)
     R, rounds = count(R, "R"), count(rounds, "rounds")
     S = sample_size(S, m)
-    size = None if batch_size is None else count(batch_size, "batch_size")
+    size = minibatch_size(batch_size, f, replace=True)
     exact, K, inner_eta, nu = _inner(inner, inner_eta, nu, f)
     rng = generator(rng, S < m or size is not None, "S < N or batch_size is set")
     lead = lead_shape(f, lam, eta, beta, *(x for x in (inner_eta, nu) if x is not None))
@@ -100,7 +100,7 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
     grad_evals = 0 if exact else (rounds * R * K if nu is None else evals)
     return History(w_global=w_hist, w_local=xp.stack(ls), theta=xp.stack(thetas), rounds=rounds, local_steps=R,
                    grad_evals=grad_evals, prox_evals=rounds * R if exact else 0,
-                   w_bar=_theorem1_average(f, w_hist[:-1], lam, eta, lead),
+                   w_bar=_theorem1_average(f, w_hist[:-1, ...], lam, eta, lead),
                    params={"lam": lam, "eta": eta, "beta": beta, "R": R, "S": S, "batch_size": size,
                            "inner": inner, "inner_eta": inner_eta, "nu": nu},
                    sampled=np.stack(picks) if picks else None)
