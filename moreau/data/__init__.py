@@ -1,0 +1,18 @@
+r"""Seeded federated data generators with their ground truth and constants.
+
+Every generator takes ``rng`` (a ``numpy.random.Generator``, a
+``SeedSequence`` or an int seed) and ``trials`` (``()``, an int or a tuple:
+leading batch axes, one independent data set each; trial ``k`` uses
+``trial_rngs(rng, trials)[k]``) and returns a :class:`FederatedProblem`.
+
+- :func:`least_squares`: fixed-design linear regression, exact constants and
+  a sufficient-statistic sampler (Monte Carlo over many data sets).
+- :func:`logistic`: well-specified logistic clients, the ground truth the
+  population minimiser of the ridge-regularised loss.
+- :func:`fedprox_synthetic`, :func:`synthetic`: the FedProx analysis'
+  Section 6.1 data and the public Synthetic(alpha, beta) recipe (figures only).
+"""
+from ._least_squares import least_squares
+from ._problem import FederatedProblem, trial_rngs
+
+__all__ = ["FederatedProblem", "trial_rngs", "least_squares"]
