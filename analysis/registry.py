@@ -21,6 +21,7 @@ MODULES = (
     "analysis.perfedavg_lemma4_2",
     "analysis.perfedavg_lemma4_4",
     "analysis.thesis_rates",
+    "analysis.fedprox_thm2",
 )
 
 #: ids the catalogue must contain (THEOREMS.md)
