@@ -13,6 +13,7 @@ leading batch axes, one independent data set each; trial ``k`` uses
   Section 6.1 data and the public Synthetic(alpha, beta) recipe (figures only).
 """
 from ._least_squares import least_squares
+from ._logistic import logistic
 from ._problem import FederatedProblem, trial_rngs
 
-__all__ = ["FederatedProblem", "trial_rngs", "least_squares"]
+__all__ = ["FederatedProblem", "trial_rngs", "least_squares", "logistic"]
