@@ -201,6 +201,42 @@ def test_runs_on_the_xp_backend(xp):
     assert np.linalg.norm(host(w_xp) - w_np) <= 2 * info.error_bound.max() + 1e-14
 
 
+def test_multinomial_optimality_conditions():
+    rng = np.random.default_rng(15)
+    X = rng.standard_normal((2, 3, 12, 2))
+    y = rng.integers(0, 3, (2, 3, 12))
+    f = mo.Multinomial(X, y, mu=0.1, n_classes=3)
+    lam = np.array([0.5, 4.0])
+    w_g, w_loc, info = fedprox_optimum(f, lam, return_info=True)
+    assert w_g.shape == (2, 6) and w_loc.shape == (2, 3, 6)
+    # stationarity in w_i: grad f_i(w_i) = lam (w_g - w_i); in w_g: w_g = mean_i w_i (up to the certificate)
+    resid = f.grad(w_loc) - lam[:, None, None] * (w_g[:, None] - w_loc)
+    assert np.abs(resid).max() <= 1e-12
+    gap = np.linalg.norm(w_g - w_loc.mean(axis=1), axis=-1)
+    assert np.all(lam * gap <= info.mu * info.error_bound + 1e-14)
+    assert np.all(info.error_bound <= 1e-11)
+
+
+def test_float32_runs_in_float32_to_its_rounding_level():
+    X, y, mask, mu, p = _logistic_data(16)
+    f32 = mo.Logistic(X.astype(np.float32), y.astype(np.float32), mu=0.3, weights=mask.astype(np.float32))
+    w32, _, info = fedprox_optimum(f32, 1.0, p.astype(np.float32), return_info=True)
+    w64 = fedprox_optimum(mo.Logistic(X, y, mu=0.3, weights=mask), 1.0, p)[0]
+    assert w32.dtype == np.float32
+    assert np.all(np.linalg.norm(w32 - w64, axis=-1) <= info.error_bound + 1e-6)  # + rounding of the data cast
+    assert np.all(info.error_bound <= 1e-4)
+
+
+def test_logistic_lambda_sweep_equals_separate_calls():
+    X, y, mask, mu, p = _logistic_data(17)
+    f = mo.Logistic(X, y, mu=mu[:, None], weights=mask)
+    lams = np.array([0.1, 10.0])
+    w_g, w_loc, info = fedprox_optimum(f, lams[:, None], p, return_info=True)
+    assert w_g.shape == (2, T, D) and info.error_bound.shape == (2, T)
+    for k, lam in enumerate(lams):
+        assert np.all(np.linalg.norm(w_g[k] - fedprox_optimum(f, lam, p)[0], axis=-1) <= 2 * info.error_bound[k])
+
+
 # --- LocalTrain / GlobalTrain -------------------------------------------------------------
 
 def test_local_and_global_train_quadratic():
