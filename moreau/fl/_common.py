@@ -211,7 +211,9 @@ def sample_counts(rng, f, lead, size, *, replace):
     k = np.minimum((u * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)  # k-th valid sample
     order = np.argsort(~valid, axis=-1, kind="stable")  # valid sample indices first, in order
     idx = np.take_along_axis(order, k, axis=-1)
-    return (idx[..., None] == np.arange(valid.shape[-1])).sum(axis=-2).astype(float)
+    n = valid.shape[-1]
+    rows = np.arange(idx.size // size).reshape(idx.shape[:-1] + (1,))
+    return np.bincount((rows * n + idx).reshape(-1), minlength=rows.size * n).reshape(valid.shape).astype(float)
 
 
 def batched_objective(f, counts):

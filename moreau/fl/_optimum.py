@@ -32,6 +32,8 @@ class FedProxInfo:
     ``local_error_bound`` ``(*lead, m)``: :math:`e_i + \lambda/(\lambda+\mu_i)` times the global bound
     (the prox is :math:`\lambda/(\lambda+\mu_i)`-Lipschitz, FedProx Lemma 2's L_w), on
     :math:`\|w^{(i)} - \tilde w^{(i)}\|`; ``iterations``: Newton iterations (0 for closed forms).
+    Both bounds are evaluated in floating point at the returned point (as ``moreau.ProxInfo``):
+    they certify up to the rounding of :math:`\nabla\Phi` itself.
     """
 
     error_bound: object

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._backend import to_numpy
 from ._common import (History, batched_objective, check_objective, count, expand, generator, lead_shape,
                       minibatch_size, point, positive, sample_clients, sample_counts, sample_size)
 
@@ -97,7 +98,7 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
         ls.append(W)
     thetas.append(f.prox(xp.broadcast_to(w[..., None, :], lead + (m, f.dim)), lam1))
     w_hist = xp.stack(gs)
-    grad_evals = 0 if exact else (rounds * R * K if nu is None else evals)
+    grad_evals = 0 if exact else (rounds * R * K if nu is None else np.asarray(to_numpy(evals)))
     return History(w_global=w_hist, w_local=xp.stack(ls), theta=xp.stack(thetas), rounds=rounds, local_steps=R,
                    grad_evals=grad_evals, prox_evals=rounds * R if exact else 0,
                    w_bar=_theorem1_average(f, w_hist[:-1, ...], lam, eta, lead),
