@@ -12,8 +12,9 @@ leading batch axes, one independent data set each; trial ``k`` uses
 - :func:`fedprox_synthetic`, :func:`synthetic`: the FedProx analysis'
   Section 6.1 data and the public Synthetic(alpha, beta) recipe (figures only).
 """
+from ._figures import fedprox_synthetic, synthetic
 from ._least_squares import least_squares
 from ._logistic import logistic
 from ._problem import FederatedProblem, trial_rngs
 
-__all__ = ["FederatedProblem", "trial_rngs", "least_squares", "logistic"]
+__all__ = ["FederatedProblem", "trial_rngs", "least_squares", "logistic", "fedprox_synthetic", "synthetic"]

@@ -1,0 +1,176 @@
+r"""The synthetic data of the papers' figures (not for checking bounds: separable labels)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._logistic import Logistic
+from .._multinomial import Multinomial
+from ._problem import FederatedProblem, Streams, check_int, check_real, client_weights, seed_record
+
+__all__ = ["fedprox_synthetic", "synthetic"]
+
+
+def _cov_diag(d):
+    return np.arange(1, d + 1, dtype=float) ** -1.2  # Sigma_jj = j^{-1.2}
+
+
+def fedprox_synthetic(rng, *, R, m=10, n=200, d=60, mu=0.01, n_test=0, trials=(), p=None):
+    r"""The FedProx analysis' synthetic logistic data (Section 6.1), for figures only.
+
+    As printed: client ``k`` has features :math:`x \sim N(v_k, \Sigma)`,
+    :math:`v_k \sim N(0, I_d)`, :math:`\Sigma = \mathrm{diag}(j^{-1.2})`, model
+    weights :math:`w_k \sim N(0, R\,I_d)` and labels
+    :math:`y = \mathrm{argmax}\,\sigma(w_k^\top x)`; 2,000 samples spread
+    evenly over 10 clients (``m=10``, ``n=200``).
+
+    Where the paper is silent (every choice here is ours):
+
+    - labels are binary: the argmax over the two class probabilities
+      :math:`(\sigma(-w_k^\top x), \sigma(w_k^\top x))`, i.e. ``y = +1`` iff
+      :math:`w_k^\top x > 0` (ties, probability 0 unless ``R = 0``, give -1,
+      numpy's first index);
+    - :math:`N(0, R)` is read with ``R`` the *variance* of each entry of
+      :math:`w_k` (entries i.i.d.); ``R = 0`` gives :math:`w_k = 0` and all
+      labels -1, as printed;
+    - ``d = 60`` (the dimension of the Synthetic data the section follows),
+      no intercept, :math:`v_k` with i.i.d. :math:`N(0, 1)` entries;
+    - the loss is ``Logistic(X, y, mu)`` with a ridge ``mu = 0.01``: the
+      labels are a deterministic function of ``x``, so every client's data is
+      separable by :math:`w_k` and without a ridge no minimiser exists;
+    - ``w_star`` is :math:`w_k`, the model the paper tracks as ground truth; it
+      is *not* a population minimiser of any loss here, so no ``rho2`` is
+      given.  ``constants["R"]`` is the realised
+      :math:`\max_k \|w_k - \sum_j p_j w_j\|` per trial (Assumption 1's R for
+      this draw), ``constants["R_param"]`` the variance ``R``;
+    - ``n_test`` extra samples per client (default 0: the paper measures
+      :math:`\|\tilde w - w_\star\|`, not test accuracy) give ``test``.
+
+    Shapes: objective batch ``(*T, m)``, ``w_star`` ``(*T, m, d)``.  Draw
+    order per trial: v, w, training x, test x.  Constants ``mu``, ``L``
+    ``(*T, m)`` (:math:`\lambda_{\max}(X^\top X)/(4n) + \mu`, exact per data
+    set; the paper's step-size rule uses it without the ridge).
+
+    References: the FedProx analysis, Section 6.1 ("Synthetic Dataset").
+    """
+    R = check_real(R, "R", lo=0.0)
+    m, n, d = check_int(m, "m", 2), check_int(n, "n", 1), check_int(d, "d", 1)
+    n_test = check_int(n_test, "n_test", 0)
+    mu = check_real(mu, "mu", lo=0.0)
+    p = client_weights(p, m)
+    st = Streams(rng, trials)
+    T = st.trials
+    v = st.normal((m, d))
+    w = np.sqrt(R) * st.normal((m, d))
+    scale = np.sqrt(_cov_diag(d))
+
+    def draw(k):
+        x = v[..., None, :] + scale * st.normal((m, k, d))
+        return x, np.where((x @ w[..., None])[..., 0] > 0, 1.0, -1.0)
+
+    X, y = draw(n)
+    obj = Logistic(X, y, mu=mu)
+    test = Logistic(*draw(n_test), mu=mu) if n_test else None
+    wg = np.einsum("m,...md->...d", p, w)
+    constants = {"R": np.linalg.norm(w - wg[..., None, :], axis=-1).max(axis=-1), "R_param": R, "mu": mu,
+                 "L": np.asarray(obj.curvature_bounds()[1]), "n": n, "m": m, "d": d}
+    how = {"R": "realised max_k |w_k - sum_j p_j w_j| of this draw", "R_param": "variance of the entries of w_k",
+           "mu": "ridge (ours; the paper states none)", "L": "exact: lambda_max(X^T X)/(4n) + mu per data set",
+           "w_star": "the generating weights w_k (separable labels: not a population minimiser)",
+           "w_star_global": "sum_k p_k w_k"}
+    params = {"generator": "fedprox_synthetic", "rng": seed_record(rng), "R": R, "m": m, "n": n, "d": d,
+              "mu": mu, "n_test": n_test, "trials": T, "p": p.tolist()}
+    return FederatedProblem(obj, w, wg, p, constants, how, params, test)
+
+
+def synthetic(alpha, beta, rng, *, n_clients=30, n_classes=10, d=60, size_scale=1, max_size=None, mu=0.01,
+              train_fraction=0.75, trials=()):
+    r"""The public Synthetic(alpha, beta) federated data (10-class softmax), for figures only.
+
+    The recipe of the FedProx (Li et al.) code that pFedMe Section 5 adopts:
+    client ``k`` has :math:`n_k = \lfloor\mathrm{lognormal}(4, 2)\rfloor + 50`
+    samples (times ``size_scale``; pFedMe uses 100 clients and sizes in
+    [250, 25810], i.e. ``n_clients=100, size_scale=5``), :math:`u_k \sim N(0, \alpha^2)`,
+    :math:`B_k \sim N(0, \beta^2)`, :math:`v_k \sim N(B_k, 1)` (``d`` entries),
+    :math:`W_k \sim N(u_k, 1)` (``d x C``), :math:`b_k \sim N(u_k, 1)` (``C``),
+    :math:`x \sim N(v_k, \Sigma)`, :math:`\Sigma = \mathrm{diag}(j^{-1.2})`,
+    :math:`y = \mathrm{argmax}(x^\top W_k + b_k)`.  ``alpha`` and ``beta`` are
+    standard deviations, as in that code (the papers write
+    :math:`N(0, \alpha)`).
+
+    Our choices: each client's samples are split into the first
+    :math:`\lfloor 0.75\, n_k\rfloor` for training and the rest for testing
+    (pFedMe: "split randomly with 75% and 25%"; the rows are i.i.d., so a
+    fixed split is a random one); clients are padded to the largest size with
+    zero weights (zero features, label 0); the model is
+    ``Multinomial([x, 1], y, C, mu)`` with an intercept column appended
+    (the ``b_k`` of the recipe), so ``theta`` has ``(d + 1) C`` entries and
+    ``w_star`` is the generating :math:`[W_k; b_k]` flattened row-major
+    (*not* a population minimiser: the argmax labels are separable and
+    strongly label-skewed); the ridge ``mu = 0.01`` is ours (so that
+    minimisers exist); ``p`` is uniform (pFedMe averages the sampled clients
+    uniformly); ``max_size`` optionally caps :math:`n_k` (memory grows as
+    ``trials x n_clients x max n_k x (d + 1)``).
+
+    Returns a :class:`FederatedProblem` with ``objective`` (train) and
+    ``test`` (Multinomial, batch ``(*T, n_clients)``), constants ``alpha``,
+    ``beta``, ``mu``, ``L`` (the Multinomial curvature bound per data set),
+    ``n_train`` and ``n_test`` ``(*T, n_clients)``.  Draw order per trial:
+    sizes, u, B, v, W, b, x.
+
+    References: pFedMe, Section 5.1 (Synthetic, alpha = beta = 0.5); the
+    FedProx paper of Li et al. (Synthetic(alpha, beta)).
+    """
+    alpha, beta = check_real(alpha, "alpha", lo=0.0), check_real(beta, "beta", lo=0.0)
+    m, C, d = check_int(n_clients, "n_clients", 1), check_int(n_classes, "n_classes", 2), check_int(d, "d", 1)
+    size_scale = check_int(size_scale, "size_scale", 1)
+    if max_size is not None:
+        max_size = check_int(max_size, "max_size", 2)
+    mu = check_real(mu, "mu", lo=0.0)
+    frac = check_real(train_fraction, "train_fraction", lo=0.0, strict=True)
+    if frac >= 1:
+        raise ValueError(f"train_fraction must be < 1 (got {frac:g})")
+    st = Streams(rng, trials)
+    T = st.trials
+    sizes = (st.lognormal(4.0, 2.0, (m,)).astype(np.int64) + 50) * size_scale
+    if max_size is not None:
+        sizes = np.minimum(sizes, max_size)
+    n_tr = np.maximum((frac * sizes).astype(np.int64), 1)
+    n_te = sizes - n_tr
+    if np.any(n_te < 1):
+        raise ValueError(f"train_fraction={frac:g} leaves a client without test samples")
+    u = alpha * st.normal((m,))
+    v = beta * st.normal((m,))[..., None] + st.normal((m, d))
+    W = u[..., None, None] + st.normal((m, d, C))
+    b = u[..., None] + st.normal((m, C))
+    scale = np.sqrt(_cov_diag(d))
+    n_max = int(sizes.max())
+    # each trial draws its own largest client's rows (reproducible alone), then all are padded
+    per = [g.standard_normal((m, int(k), d)) for g, k in zip(st.gens, sizes.reshape(-1, m).max(axis=-1))]
+    Z = np.zeros((len(per), m, n_max, d))
+    for i, z in enumerate(per):  # copy into the padded block (no arithmetic per trial)
+        Z[i, :, :z.shape[1]] = z
+    x = v[..., None, :] + scale * Z.reshape(T + (m, n_max, d))
+    labels = np.argmax(x @ W + b[..., None, :], axis=-1).astype(float)
+    x = np.concatenate([x, np.ones(x.shape[:-1] + (1,))], axis=-1)
+    j = np.arange(n_max)
+
+    def part(start, count):
+        k = int(count.max())
+        idx = np.minimum(start[..., None] + j[:k], n_max - 1)
+        keep = j[:k] < count[..., None]
+        Xp = np.where(keep[..., None], np.take_along_axis(x, idx[..., None], axis=-2), 0.0)
+        yp = np.where(keep, np.take_along_axis(labels, idx, axis=-1), 0.0)
+        return Multinomial(Xp, yp, n_classes=C, mu=mu, weights=keep.astype(float))
+
+    train, test = part(np.zeros_like(n_tr), n_tr), part(n_tr, n_te)
+    w_star = np.concatenate([W, b[..., None, :]], axis=-2).reshape(T + (m, (d + 1) * C))
+    p = np.full(m, 1.0 / m)
+    constants = {"alpha": alpha, "beta": beta, "mu": mu, "L": np.asarray(train.curvature_bounds()[1]),
+                 "n_train": n_tr, "n_test": n_te, "m": m, "d": d, "n_classes": C}
+    how = {"L": "Multinomial bound lambda_max(X^T W X)/(2 sum w) + mu per training set (valid, not exact)",
+           "mu": "ridge (ours)", "w_star": "generating [W_k; b_k] flattened (separable labels: not a minimiser)",
+           "w_star_global": "uniform mean of w_star", "n_train": "floor(train_fraction n_k) rows, the rest test"}
+    params = {"generator": "synthetic", "rng": seed_record(rng), "alpha": alpha, "beta": beta, "n_clients": m,
+              "n_classes": C, "d": d, "size_scale": size_scale, "max_size": max_size, "mu": mu,
+              "train_fraction": frac, "trials": T}
+    return FederatedProblem(train, w_star, w_star.mean(axis=-2), p, constants, how, params, test)
