@@ -33,7 +33,7 @@ def test_fedavg_tau2_stops_at_minus_four_elevenths():
 @pytest.mark.parametrize("variant, tau, expected", [
     ("hessian", 1, 1 / 7),            # (1 - alpha a)^2 a = (16/25, 12/25): w = (16 - 12)/(16 + 12) = 1/7
     ("first_order", 1, -1 / 5),       # a (1 - alpha a) = (4/5, 6/5): w = (4 - 6)/(4 + 6) = -1/5
-    ("hessian", 2, 0.056832 / 0.4224),  # 1 - (1 - beta G_i)^2 with G = (16/25, 12/25), beta = 1/5
+    ("hessian", 2, 37 / 275),  # 1 - (1 - G_i/5)^2 = (3744, 2856)/15625: w = (3744 - 2856)/(3744 + 2856)
 ])
 def test_per_fedavg_alpha_one_fifth(variant, tau, expected):
     h = fl.per_fedavg(Q, alpha=0.2, beta=0.2, tau=tau, rounds=2000, variant=variant)
