@@ -73,8 +73,9 @@ def test_fedprox_parameter_sweep_equals_separate_runs():
 def test_fedprox_on_the_xp_backend(xp):
     (X, y, wts, mu), f = least_squares(4)
     g = mo.LeastSquares(xp.asarray(X), xp.asarray(y), mu=mu, weights=xp.asarray(wts))
-    a = fl.fedprox(g, lam=1.0, gamma=0.5, eta=0.2, K=2, rounds=3).w_global
-    assert_close(a, fl.fedprox(f, lam=1.0, gamma=0.5, eta=0.2, K=2, rounds=3).w_global)
+    lam = np.array([[0.5], [2.0]])  # host parameters are accepted on every backend
+    a = fl.fedprox(g, lam=lam, gamma=0.5, eta=0.2, K=2, rounds=3, weights=np.arange(1.0, 5.0)).w_global
+    assert_close(a, fl.fedprox(f, lam=lam, gamma=0.5, eta=0.2, K=2, rounds=3, weights=np.arange(1.0, 5.0)).w_global)
 
 
 # --- LocalTrain by GD, GlobalTrain by FedAvg ------------------------------------------------

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._backend import to_numpy
+from .._backend import as_array, to_numpy
 from .._objective import Objective
 
 __all__ = ["History"]
@@ -68,7 +68,8 @@ def check_objective(objective, name="objective"):
 
 def positive(value, name, f, *, allow_zero=False):
     """A real parameter > 0 (>= 0 with ``allow_zero``): a number or an array broadcasting against
-    the trial shape ``f.batch_shape[:-1]``; returned as an array of ``f``'s namespace and dtype."""
+    the trial shape ``f.batch_shape[:-1]``; returned as an array of ``f``'s namespace and dtype
+    (host numpy arrays are accepted on every backend: parameters are small)."""
     xp = f.xp
     if isinstance(value, bool) or value is None:
         raise TypeError(f"{name} must be a real number or array (got {value!r})")
@@ -78,10 +79,8 @@ def positive(value, name, f, *, allow_zero=False):
         if not ok:
             raise ValueError(f"{name} must be finite and {'>= 0' if allow_zero else '> 0'} (got {v:g})")
         return xp.asarray(v, dtype=f.dtype)
-    from .._backend import as_array
-
     try:
-        arr = as_array(value, xp, name, dtype=f.dtype)
+        arr = as_array(value, xp, name, dtype=f.dtype, host_ok=True)
     except ValueError:
         raise ValueError(f"{name} must be finite (got NaN or inf)") from None
     host = np.asarray(to_numpy(arr))
@@ -111,9 +110,7 @@ def client_weights(weights, f, m, name="weights"):
     xp = f.xp
     if weights is None:
         return xp.full((m,), 1.0 / m, dtype=f.dtype)
-    from .._backend import as_array
-
-    p = as_array(weights, xp, name, dtype=f.dtype)
+    p = as_array(weights, xp, name, dtype=f.dtype, host_ok=True)
     if p.ndim < 1 or p.shape[-1] != m:
         raise ValueError(f"{name} must have shape (..., m) with m={m} clients (the objective's last batch "
                          f"axis); got shape {tuple(p.shape)}")
@@ -137,9 +134,7 @@ def point(w0, f, lead, name="w0", *, clients=False):
     shape = tuple(lead) + ((f.batch_shape[-1],) if clients else ()) + (d,)
     if w0 is None:
         return xp.zeros(shape, dtype=f.dtype)
-    from .._backend import as_array
-
-    w = as_array(w0, xp, name, dtype=f.dtype)
+    w = as_array(w0, xp, name, dtype=f.dtype, host_ok=True)
     if w.ndim < 1 or w.shape[-1] != d:
         raise ValueError(f"{name} must have shape (..., d) with d={d} (got shape {tuple(w.shape)})")
     try:
