@@ -152,3 +152,11 @@ def test_client_sampling_is_uniform():
     assert np.all(idx[:, 0] < idx[:, 1])
     freq = np.bincount(idx.ravel(), minlength=5) / idx.size
     assert np.abs(freq - 0.2).max() < 0.01  # 5 sigma of a binomial frequency with 40000 draws is 0.01
+
+
+def test_gd_and_fedavg_on_the_xp_backend(xp):
+    (X, y, wts, mu), f = least_squares(10)
+    g = mo.LeastSquares(xp.asarray(X), xp.asarray(y), mu=mu, weights=xp.asarray(wts))
+    kw = dict(eta=0.2, tau=2, rounds=3, S=3, batch_size=2, rng=4)
+    assert_close(fl.fedavg(g, **kw).w_global, fl.fedavg(f, **kw).w_global)
+    assert_close(fl.gd(g, eta=0.2, steps=3).w_local, fl.gd(f, eta=0.2, steps=3).w_local)
