@@ -42,6 +42,7 @@ def test_list_names_every_experiment(capsys):
         assert name in text
 
 
+@pytest.mark.reproduce
 def test_outputs_png_pdf_csv_manifest(serial):
     assert (serial / f"{NAME}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (serial / f"{NAME}.pdf").read_bytes()[:5] == b"%PDF-"
