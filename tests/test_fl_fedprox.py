@@ -3,6 +3,12 @@
 Convergence to the exact targets (fedprox_optimum, local_train, global_train), batched runs
 against plain loops over trials and clients written from the raw samples, FedAvg's client drift
 pinned at its own fixed point, history shapes and counters.
+
+Tolerances (``_tol.assert_close``, 100 eps relative to the result's size, times ``factor``):
+``factor=10`` for a reference loop against the batched run (tens of rounded steps, summed in a
+different order); ``factor=100`` for an iteration's limit against a closed form or a certified
+solve (the rounding of each step is amplified by 1/(1 - contraction) and by the condition number,
+both up to ~1e2 on these instances); larger factors are commented where used.
 """
 import numpy as np
 import pytest
