@@ -22,6 +22,7 @@ MODULES = (
     "analysis.perfedavg_lemma4_4",
     "analysis.thesis_rates",
     "analysis.fedprox_thm2",
+    "analysis.fedprox_cor1",
 )
 
 #: ids the catalogue must contain (THEOREMS.md)
