@@ -37,9 +37,9 @@ class LeastSquares(Quadratic):
     The samples stay available as ``.X``, ``.y``, ``.weights`` and ``.mu``;
     :meth:`with_weights` reweights them (a mini-batch).
 
-    References: the quadratic model of the FedProx analysis (linear
-    regression clients, Section 6.1) and THEOREMS.md, "Closed forms
-    (quadratic)".
+    References: the FedProx analysis, Section 3 (the empirical risk
+    :math:`L_i(w, S_i) = \sum_j \ell(w, z_{ij})/n_i`, here with the squared loss
+    and per-sample weights); pFedMe, Section 3.1 (the prox of :math:`f_i`).
     """
 
     def __init__(self, X, y, mu=0.0, weights=None):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._backend import to_numpy
 from .._logistic import Logistic
 from .._multinomial import Multinomial
 from ._problem import FederatedProblem, Streams, check_int, check_real, client_weights, seed_record
@@ -72,7 +73,7 @@ def fedprox_synthetic(rng, *, R, m=10, n=200, d=60, mu=0.01, n_test=0, trials=()
     test = Logistic(*draw(n_test), mu=mu) if n_test else None
     wg = np.einsum("m,...md->...d", p, w)
     constants = {"R": np.linalg.norm(w - wg[..., None, :], axis=-1).max(axis=-1), "R_param": R, "mu": mu,
-                 "L": np.asarray(obj.curvature_bounds()[1]), "n": n, "m": m, "d": d}
+                 "L": to_numpy(obj.curvature_bounds()[1]), "n": n, "m": m, "d": d}
     how = {"R": "realised max_k |w_k - sum_j p_j w_j| of this draw", "R_param": "variance of the entries of w_k",
            "mu": "ridge (ours; the paper states none)", "L": "exact: lambda_max(X^T X)/(4n) + mu per data set",
            "w_star": "the generating weights w_k (separable labels: not a population minimiser)",
@@ -165,7 +166,7 @@ def synthetic(alpha, beta, rng, *, n_clients=30, n_classes=10, d=60, size_scale=
     train, test = part(np.zeros_like(n_tr), n_tr), part(n_tr, n_te)
     w_star = np.concatenate([W, b[..., None, :]], axis=-2).reshape(T + (m, (d + 1) * C))
     p = np.full(m, 1.0 / m)
-    constants = {"alpha": alpha, "beta": beta, "mu": mu, "L": np.asarray(train.curvature_bounds()[1]),
+    constants = {"alpha": alpha, "beta": beta, "mu": mu, "L": to_numpy(train.curvature_bounds()[1]),
                  "n_train": n_tr, "n_test": n_te, "m": m, "d": d, "n_classes": C}
     how = {"L": "Multinomial bound lambda_max(X^T W X)/(2 sum w) + mu per training set (valid, not exact)",
            "mu": "ridge (ours)", "w_star": "generating [W_k; b_k] flattened (separable labels: not a minimiser)",

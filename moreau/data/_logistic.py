@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._backend import to_numpy
 from .._logistic import Logistic
 from . import _quadrature as quad
 from ._least_squares import _global
@@ -85,7 +86,7 @@ def logistic(rng, *, m, n, d, R, mu, trials=(), equal_norms=True, p=None, w_glob
     obj = Logistic(X, y, mu=mu)
     moment = quad.g(t) - quad.g(r)                                         # E[y s sigma(-y r s)]
     rho2 = quad.score_moment(r, t, d - 1) - 2 * mu * r * moment + mu**2 * r**2
-    constants = {"R": R, "mu": mu, "L": np.asarray(obj.curvature_bounds()[1]), "L_population": 0.25 + mu,
+    constants = {"R": R, "mu": mu, "L": to_numpy(obj.curvature_bounds()[1]), "L_population": 0.25 + mu,
                  "rho2": rho2.max(axis=-1), "rho2_clients": rho2, "beta": beta, "n": n, "m": m, "d": d}
     how = {
         "R": "exact: w_star[i] = w_star_global + R u_i with |u_i| = 1 (or <= 1, max 1, equal_norms=False)",
