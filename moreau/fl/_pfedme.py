@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import to_numpy
+from .._quadratic import Quadratic
 from ._common import (History, batched_objective, check_objective, count, expand, generator, lead_shape,
                       minibatch_size, point, positive, sample_clients, sample_counts, sample_size)
 
@@ -80,7 +81,11 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
         W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
         for _ in range(R):
             fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=True))
-            if exact:
+            if exact and fk is not f and isinstance(fk, Quadratic):
+                # a fresh mini-batch least squares: one linear solve, cheaper than its eigendecomposition
+                eye = xp.eye(f.dim, dtype=f.dtype)
+                theta = xp.linalg.solve(fk.A + lam2[..., None] * eye, (fk.b + lam2 * W)[..., None])[..., 0]
+            elif exact:
                 theta = fk.prox(W, lam1)
             else:
                 theta, used = _inner_gd(fk, W, lam1, lam2, K, inner_eta, nu, lead)
