@@ -29,8 +29,9 @@ class History:
     start); ``w_local`` ``(rounds+1, *lead, m, d)`` the local models where the algorithm keeps
     them (else ``None``); ``theta`` ``(rounds+1, *lead, m, d)`` personalised models where the
     paper defines them (pFedMe: :math:`\hat\theta_i(w_t)`; Per-FedAvg: one step
-    :math:`w_t - \alpha\nabla f_i(w_t)`), else ``None``; ``w_bar`` ``(*lead, d)`` the averaged
-    model where the paper states its result for an average (pFedMe Theorem 1), else ``None``.
+    :math:`w_t - \alpha\nabla f_i(w_t)`), else ``None``; ``w_bar`` the averaged models where the
+    paper states its result for an average, else ``None``: pFedMe Theorem 1's :math:`\bar w_T`
+    ``(*lead, d)``; Per-FedAvg Theorem 4.5's :math:`\bar w_{k+1,t}` ``(rounds, tau, *lead, d)``.
     ``lead`` is the broadcast of the trial batch shape with the shapes of array parameters.
 
     Counters, per client: ``rounds`` (communication rounds), ``local_steps`` (local updates per
