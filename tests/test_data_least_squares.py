@@ -59,21 +59,22 @@ def test_rho2_by_monte_carlo():
     assert np.all(np.abs(g2.mean(axis=-1) - pr.constants["rho2"]) < 5 * se)  # 5 sigma: 6e-7 two-sided
 
 
-def test_sampler_reproduces_the_full_data_statistics():
+@pytest.mark.parametrize("n", [7, 2])
+def test_sampler_reproduces_the_full_data_statistics(n):
     """b = X^T Y / n and c = |Y|^2 / 2n with g = Q^T eps / sigma: the sampler's formula, exactly."""
-    pr = md.least_squares(5, m=3, n=7, d=2, R=0.4, L=2.5, sigma=0.8)
+    pr = md.least_squares(5, m=3, n=n, d=2, R=0.4, L=2.5, sigma=0.8)
     X, Y = host(pr.objective.X), host(pr.objective.y)
     eps = Y - (X @ pr.w_star[..., None])[..., 0]
-    A = np.swapaxes(X, -1, -2) @ X / 7
+    A = np.swapaxes(X, -1, -2) @ X / n
     ev, V = np.linalg.eigh(A)
     root = (V * np.sqrt(ev)[..., None, :]) @ np.swapaxes(V, -1, -2)
-    Q = X @ np.linalg.inv(root) / np.sqrt(7)
+    Q = X @ np.linalg.inv(root) / np.sqrt(n)
     assert_close(np.swapaxes(Q, -1, -2) @ Q, np.broadcast_to(np.eye(2), (3, 2, 2)), factor=10)
     g = (np.swapaxes(Q, -1, -2) @ eps[..., None])[..., 0] / 0.8
     perp = eps - (Q @ (0.8 * g)[..., None])[..., 0]
-    b = (A @ pr.w_star[..., None])[..., 0] + 0.8 / np.sqrt(7) * (root @ g[..., None])[..., 0]
-    mean_y = np.sqrt(7) * (root @ pr.w_star[..., None])[..., 0]
-    c = (np.sum((mean_y + 0.8 * g) ** 2, -1) + np.sum(perp**2, -1)) / 14
+    b = (A @ pr.w_star[..., None])[..., 0] + 0.8 / np.sqrt(n) * (root @ g[..., None])[..., 0]
+    mean_y = np.sqrt(n) * (root @ pr.w_star[..., None])[..., 0]
+    c = (np.sum((mean_y + 0.8 * g) ** 2, -1) + np.sum(perp**2, -1)) / (2 * n)
     assert_close(pr.objective.b, b, factor=10)
     assert_close(pr.objective.c, c, factor=10)
 

@@ -236,3 +236,13 @@ def test_with_weights_bad_input(kind, weights, err, match):
     X, y, _ = data(10, m=3, n=6, d=2)
     with pytest.raises(err, match=match):
         _make(kind, X, y).with_weights(weights)
+
+
+def test_float32_stays_float32():
+    X, y, rng = data(11)
+    f = mo.LeastSquares(X.astype(np.float32), y.astype(np.float32), mu=0.1)
+    assert f.A.dtype == np.float32 and f.prox(np.zeros(3, np.float32), 1.0).dtype == np.float32
+    g = f.with_weights(np.ones(7))
+    assert g.A.dtype == np.float32 and g.weights.dtype == np.float32
+    ref = mo.LeastSquares(X, y, mu=0.1)
+    assert_close(f.minimizer(), ref.minimizer(), dtype=np.float32, factor=10)

@@ -23,10 +23,14 @@ def least_squares(rng, *, m, n, d, R, mu=1.0, L=None, sigma=1.0, trials=(), equa
     :math:`\ell(w, z) = \tfrac12 (y - x^\top w)^2`.
 
     - Heterogeneity: :math:`w_\star^{(i)} = w_\star^{(g)} + R\,u_i` with
-      :math:`\sum_i p_i u_i = 0` and :math:`\|u_i\| = 1` (see ``unit_offsets``:
-      a cyclic polygon in a random 2-plane; ``d = 1`` needs uniform ``p`` and
-      even ``m``, else a ``ValueError`` suggesting ``equal_norms=False``, which
-      gives :math:`\|u_i\| \le 1` with maximum 1).  So
+      :math:`\sum_i p_i u_i = 0` and :math:`\|u_i\| = 1`: the sides
+      :math:`p_i u_i` of a closed polygon inscribed in a circle (its radius a
+      scalar root), in random order, at a random angle, in a random 2-plane;
+      it exists iff :math:`\max_i p_i \le 1/2` (uniform ``p``: the regular
+      m-gon).  ``d = 1`` needs :math:`u_i = \pm 1`, i.e. uniform ``p`` and even
+      ``m``.  Where equal norms are impossible a ``ValueError`` says so and
+      suggests ``equal_norms=False``: two random groups on opposite sides of a
+      random unit vector, :math:`\|u_i\| \le 1` with maximum 1.  So
       :math:`\sum_i p_i w_\star^{(i)} = w_\star^{(g)}` and
       :math:`\|w_\star^{(i)} - w_\star^{(g)}\| = R` (Assumption 1 with equality).
       ``w_global`` :math:`w_\star^{(g)}` ``(d,)`` or ``(*T, d)``; default
@@ -61,7 +65,7 @@ def least_squares(rng, *, m, n, d, R, mu=1.0, L=None, sigma=1.0, trials=(), equa
 
     Returns a :class:`FederatedProblem` with objective
     ``LeastSquares(X, Y)`` (batch ``(*T, m)``), constants ``R``, ``mu``,
-    ``L``, ``sigma``, ``rho2``, ``n``, ``m``, ``d`` (floats), and
+    ``L``, ``sigma``, ``rho2`` (floats), ``n``, ``m``, ``d`` (ints), and
     :meth:`~FederatedProblem.resample`: fresh data sets through the sufficient
     statistics :math:`b_i = X_i^\top Y_i/n = A_i w_\star^{(i)} + \sigma A_i^{1/2} g_i/\sqrt n`,
     :math:`g_i = Q_i^\top\varepsilon_i/\sigma \sim N(0, I_d)`, and

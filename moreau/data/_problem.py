@@ -29,6 +29,9 @@ class FederatedProblem:
     - ``params``: the generator's arguments, the seed included.
     - ``test``: held-out samples as an objective of the same type, or ``None``.
 
+    Arrays are host numpy; the objectives live on the constructor backend
+    (numpy, or cupy under ``MOREAU_BACKEND=cupy``).
+
     :meth:`resample` draws fresh data sets of the same problem where the
     generator supports it (fixed-design least squares).
 
