@@ -26,7 +26,7 @@ class History:
     r"""Iterate history of a federated algorithm (arrays in the objective's namespace).
 
     ``w_global`` ``(rounds+1, *lead, d)``: the global model after each round (index 0 is the
-    start); ``w_local`` ``(rounds+1, *lead, m, d)`` the local models where the algorithm keeps
+    start; ``None`` for :func:`gd`, which has no server); ``w_local`` ``(rounds+1, *lead, m, d)`` the local models where the algorithm keeps
     them (else ``None``); ``theta`` ``(rounds+1, *lead, m, d)`` personalised models where the
     paper defines them (pFedMe: :math:`\hat\theta_i(w_t)`; Per-FedAvg: one step
     :math:`w_t - \alpha\nabla f_i(w_t)`), else ``None``; ``w_bar`` the averaged models where the
@@ -36,8 +36,8 @@ class History:
 
     Counters, per client: ``rounds`` (communication rounds), ``local_steps`` (local updates per
     round), ``grad_evals`` (gradient evaluations in the whole run, one per (mini-batch) gradient
-    of f_i or h_i; an int, or an array ``(*lead, m)`` when client sampling makes it differ
-    between clients), ``hvp_evals`` (Hessian-vector products), ``prox_evals`` (exact, certified
+    of f_i or h_i; an int, or a host array ``(*lead, m)`` when client sampling or pFedMe's accuracy
+    stop (8) makes it differ between clients), ``hvp_evals`` (Hessian-vector products), ``prox_evals`` (exact, certified
     proxes).  ``sampled`` holds the sampled client indices ``(rounds, *lead, S)`` (host numpy) when
     the algorithm samples clients, else ``None``.  ``params``: the arguments the run used.
     """
