@@ -32,7 +32,8 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
     replacement: an unbiased gradient estimate, as the paper's Lemma 1 assumes) from the client's
     samples of positive weight; with ``batch_size`` None, :math:`\tilde f_i = f_i`.  The
     personalised problem (7) is solved by ``inner``: ``"exact"``, a certified prox
-    (``moreau.prox``: to rounding for quadratics, certified Newton otherwise); or an int K: K
+    (``moreau.prox``: to rounding for quadratics, certified Newton otherwise; a fresh
+    least-squares mini-batch by one linear solve :math:`(A_{\mathcal D} + \lambda I)^{-1}(b_{\mathcal D} + \lambda w)`); or an int K: K
     gradient steps of size ``inner_eta`` (default :math:`1/(L_{\mathcal D} + \lambda)`,
     :math:`L_{\mathcal D}` the smoothness of :math:`\tilde f_i`) from :math:`\theta = w_{i,r}^t`;
     with ``nu`` also given, each client stops as soon as (8) holds,
