@@ -158,6 +158,16 @@ def test_unequal_norms(p, d):
                  np.zeros((4, d)), scale=2.0)
 
 
+@pytest.mark.parametrize("p, d", [(None, 1), ([0.25, 0.25, 0.1, 0.4], 1), ([0.3, 0.2, 0.5], 1)])
+def test_equal_norms_in_one_dimension(p, d):
+    m = 4 if p is None else len(p)
+    pr = md.least_squares(10, m=m, n=2, d=d, R=1.5, p=p, trials=6)
+    off = (pr.w_star - pr.w_star_global[..., None, :])[..., 0] / 1.5
+    assert_close(np.abs(off), np.ones((6, m)))
+    assert_close(off @ pr.p, np.zeros(6), scale=1.0)
+    assert len({tuple(np.sign(o)) for o in off}) > 1  # the sign pattern is drawn per trial
+
+
 @pytest.mark.parametrize("p, m", [(None, 2), (None, 7), ([0.5, 0.25, 0.25], 3), ([0.45, 0.05, 0.2, 0.3], 4),
                                   ([0.499, 0.001, 0.5], 3)])
 def test_equal_norm_polygons(p, m):
@@ -181,7 +191,8 @@ BAD = [
     ("trials_str", dict(trials="3"), TypeError, "trials must be"),
     ("p_sum", dict(p=[0.5, 0.6]), ValueError, "p must sum to 1"),
     ("p_shape", dict(p=[1.0]), ValueError, "p must have shape"),
-    ("d1_odd", dict(d=1, m=3), ValueError, "equal_norms=False"),
+    ("d1_odd", dict(d=1, m=3), ValueError, "odd m = 3 .*equal_norms=False"),
+    ("d1_no_partition", dict(d=1, m=3, p=[0.45, 0.35, 0.2]), ValueError, "no signs .*equal_norms=False"),
     ("p_big", dict(m=3, p=[0.7, 0.2, 0.1]), ValueError, r"max p_i <= 1/2 .*equal_norms=False"),
     ("w_global", dict(w_global=np.ones(5)), ValueError, "w_global must be finite with shape"),
     ("rng", dict(rng=1.5), TypeError, "rng must be"),

@@ -24,9 +24,11 @@ def unit_offsets(streams, p, d, equal_norms=True):
       (a polygon's longest side is at most the sum of the others); at
       :math:`p_k = 1/2` the polygon is flat (every other :math:`u_i = -u_k`).
       Uniform ``p``: the regular m-gon.
-    - ``d = 1``: :math:`u_i = \pm 1`, which needs a signed partition
-      :math:`\sum_i p_i s_i = 0`; supported for uniform ``p`` and even ``m``
-      (a random half of the clients gets +1).
+    - ``d = 1``: :math:`u_i = s_i = \pm 1`, which needs a signed partition
+      :math:`\sum_i p_i s_i = 0`.  Uniform ``p``: possible iff ``m`` is even
+      (a random half gets +1).  Other ``p`` with ``m <= 20``: every sign
+      pattern is tried (those with :math:`|\sum_i p_i s_i| \le 4 m\,\epsilon`
+      count) and each trial picks one at random; larger ``m`` is refused.
 
     ``equal_norms=False`` (any ``m >= 2``, ``d``, ``p``): two random groups
     (sizes ``ceil(m/2)`` and ``floor(m/2)``) on opposite sides of a random unit
@@ -45,12 +47,7 @@ def unit_offsets(streams, p, d, equal_norms=True):
         scale = np.where(sign > 0, a, -b)
         return scale[..., None] * e[..., None, :]
     if d == 1:
-        if m % 2 or not np.all(p == p[0]):
-            raise ValueError(f"equal norms |u_i| = 1 are impossible in d = 1 with m = {m} and these p: "
-                             "u_i = +-1 needs sum_i p_i s_i = 0 (uniform p and even m); pass "
-                             "equal_norms=False for |u_i| <= 1 with max 1")
-        sign = np.where(streams.permutation(m) < m // 2, 1.0, -1.0)
-        return np.broadcast_to(sign[..., None], T + (m, 1)).copy()
+        return _signs(streams, p)[..., None]
     k = int(np.argmax(p))
     if p[k] > 0.5:
         raise ValueError(f"equal norms |u_i| = 1 with sum_i p_i u_i = 0 need max p_i <= 1/2 (got "
@@ -71,6 +68,30 @@ def unit_offsets(streams, p, d, equal_norms=True):
     Q, Rf = np.linalg.qr(G)
     Q = Q * np.sign(np.diagonal(Rf, axis1=-2, axis2=-1))[..., None, :]    # Haar 2-frame
     return u2 @ np.swapaxes(Q, -1, -2)
+
+
+def _signs(streams, p):
+    """Signs ``(*T, m)`` with sum_i p_i s_i = 0 (d = 1), or a ValueError saying why not."""
+    m = p.shape[0]
+    hint = "; pass equal_norms=False for |u_i| <= 1 with max 1"
+    if np.all(p == p[0]):
+        if m % 2:
+            raise ValueError(f"equal norms |u_i| = 1 are impossible in d = 1 with uniform p and odd m = {m} "
+                             f"(a sum of an odd number of +-1 is never 0){hint}")
+        return np.where(streams.permutation(m) < m // 2, 1.0, -1.0)
+    if m > 20:
+        raise ValueError(f"equal norms in d = 1 need a signed partition sum_i p_i s_i = 0; with m = {m} > 20 "
+                         f"and non-uniform p it is not searched for{hint}")
+    codes = np.arange(2 ** (m - 1))
+    S = np.where((codes[:, None] >> np.arange(m - 1)) & 1, -1.0, 1.0)
+    S = np.concatenate([np.ones((S.shape[0], 1)), S], axis=1)          # s_0 = +1 (the rest: -s)
+    good = S[np.abs(S @ p) <= 4 * m * np.finfo(float).eps]
+    if good.shape[0] == 0:
+        raise ValueError(f"equal norms |u_i| = 1 are impossible in d = 1 for p = {p.tolist()}: no signs "
+                         f"with sum_i p_i s_i = 0 (all {2 ** (m - 1)} patterns tried){hint}")
+    pick = np.minimum((streams.uniform(()) * good.shape[0]).astype(np.int64), good.shape[0] - 1)
+    flip = np.where(streams.uniform(()) < 0.5, 1.0, -1.0)
+    return good[pick] * flip[..., None]
 
 
 def _central_angles(p, k):
