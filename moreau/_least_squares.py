@@ -72,6 +72,7 @@ class LeastSquares(Quadratic):
         d = X.shape[-1]
         Xt = xp.matrix_transpose(X)
         G = (Xt * p[..., None, :]) @ X
+        G = (G + xp.matrix_transpose(G)) / 2  # exact symmetry: no rounding asymmetry for large n
         A = G + mu[..., None, None] * xp.eye(d, dtype=X.dtype)
         b = (Xt @ (p * y)[..., None])[..., 0]
         c = xp.sum(p * y * y, axis=-1) / 2
