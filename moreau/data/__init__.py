@@ -3,7 +3,9 @@ r"""Seeded federated data generators with their ground truth and constants.
 Every generator takes ``rng`` (a ``numpy.random.Generator``, a
 ``SeedSequence`` or an int seed) and ``trials`` (``()``, an int or a tuple:
 leading batch axes, one independent data set each; trial ``k`` uses
-``trial_rngs(rng, trials)[k]``) and returns a :class:`FederatedProblem`.
+``trial_rngs(rng, trials)[k]``, so a trial can be reproduced alone: the
+draws are one numpy call per trial and quantity, all arithmetic is batched)
+and returns a :class:`FederatedProblem`.
 
 - :func:`least_squares`: fixed-design linear regression, exact constants and
   a sufficient-statistic sampler (Monte Carlo over many data sets).

@@ -9,7 +9,7 @@ import numpy as np
 __all__ = ["FederatedProblem", "trial_rngs"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # fields hold arrays: identity equality
 class FederatedProblem:
     r"""A federated data set with its ground truth and the constants of the theory.
 
