@@ -75,8 +75,8 @@ def logistic(rng, *, m, n, d, R, mu, trials=(), equal_norms=True, p=None, w_glob
     if not np.all(ok):
         idx = tuple(int(k) for k in np.argwhere(~ok)[0])
         raise ValueError(
-            f"no label noise makes w_star[{', '.join(map(str, idx))}] (norm {r[idx]:.6g}) the population minimiser with "
-            f"mu={mu:g}: it needs g(r) + mu r < 1/sqrt(2 pi) = {quad.G_MAX:.6f} (got {target[idx]:.6f}); "
+            f"no label noise makes w_star[{', '.join(map(str, idx))}] (norm {r[idx]:.6g}) the population "
+            f"minimiser with mu={mu:g}: it needs g(r) + mu r < 1/sqrt(2 pi) = {quad.G_MAX:.6f} (got {target[idx]:.6f}); "
             "lower mu, R or global_norm")
     unit = np.where(r[..., None] > 0, w_star / np.where(r > 0, r, 1.0)[..., None], 0.0)
     beta = t[..., None] * unit
