@@ -38,7 +38,7 @@ RTOL = 1e-9
 #: (the adversarial instances attain it up to rounding of the closed forms).
 TIGHT_RTOL = 1e-6
 #: how a fitted exponent is compared with the theory's (see :func:`rate_sides`)
-RATE_KINDS = ("equal", "at most")
+RATE_KINDS = ("equal", "at most", "at least")
 
 
 @dataclass
@@ -162,7 +162,7 @@ def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
 
     A rate part (see :func:`rate_sides`) holds on an instance when its interval
     meets the claim; flipped, where it does not (an "at most" claim flipped
-    claims ``slope >= exponent - atol``)."""
+    claims ``slope >= exponent - atol``, an "at least" claim ``slope <= exponent + atol``)."""
     if s.claimed == "rate":
         return _judge_rate(name, s, flip)
     app = s.applicable
@@ -198,7 +198,9 @@ def rate_sides(slope, ci, exponent, *, kind="equal", atol=0.05, note="", constan
     ``[lo − atol, hi + atol]`` contains ``exponent`` (the error decays at the
     stated rate).  ``kind="at most"``: holds unless ``lo > exponent + atol``
     (the measured decay is at least as fast as the theory's: a slower decay
-    is a failure only when the whole interval shows it).  ``atol >= 0``
+    is a failure only when the whole interval shows it).  ``kind="at least"``:
+    holds unless ``hi < exponent − atol`` (what a bound ``C x^a`` as ``x → 0``
+    implies: the quantity vanishes at least as fast as ``x^a``).  ``atol >= 0``
     absorbs the curvature of a finite grid (say why in ``note``); ``level``
     is the interval's two-sided level (shown in the report and the JSON).
     """
@@ -221,9 +223,12 @@ def _judge_rate(name, s, flip):
     if s.kind == "equal":
         inside = np.minimum(e - (lo - s.atol), hi + s.atol - e)  # >= 0: the interval meets the claim
         ok = inside >= 0 if not flip else inside < 0
-    else:
+    elif s.kind == "at most":
         inside = e + s.atol - lo
         ok = inside >= 0 if not flip else hi >= e - s.atol
+    else:
+        inside = hi - (e - s.atol)
+        ok = inside >= 0 if not flip else lo <= e + s.atol
     fail = app & ~ok
     ratio = _ratio(s.lhs, s.rhs)
     finite = ratio[app][np.isfinite(ratio[app])]

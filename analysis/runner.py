@@ -27,7 +27,7 @@ Parts may carry more keys:
 * a rate part (``"claimed": "rate"``, a fitted exponent per instance, one
   instance a sweep over a grid): ``"slope": [...]``, ``"slope_ci": [[lo, hi], ...]``,
   ``"exponent": [...]`` (the theory's), one entry per instance;
-  ``"kind": "equal" | "at most"``, ``"atol"`` (see ``analysis._core.rate_sides``),
+  ``"kind": "equal" | "at most" | "at least"``, ``"atol"`` (see ``analysis._core.rate_sides``),
   ``"level"`` (two-sided level of the intervals, or null); ``max_ratio`` is
   max slope/exponent and ``min_slack`` the smallest margin by which an
   interval (widened by atol) meets the claim;

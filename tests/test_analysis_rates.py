@@ -209,3 +209,12 @@ def test_monte_carlo_bound_part_json():
     (part,) = runner.record_json(rec)["parts"]
     assert part["level"] == 0.95 and part["worst_instance"] == 1
     assert part["lhs_ci"] == [1.9, 2.1] and part["rhs"] == 2.5 and part["lhs"] == 2.0
+
+
+def test_rate_at_least_fails_only_on_certainly_slower_vanishing():
+    """An upper bound C R^1 as R -> 0: the quantity must vanish at least linearly (slope >= 1)."""
+    r = _rate([2.0, 1.01, 0.5], [1.9, 0.95, 0.4], [2.1, 1.05, 0.6], 1.0, kind="at least", atol=0.0)
+    assert list(r.failures) == [2] and r.slack[0] == pytest.approx(1.1)
+    flipped = judge("r", rate_sides(np.array([2.0, 0.5]), (np.array([1.9, 0.4]), np.array([2.1, 0.6])),
+                                    1.0, kind="at least"), flip=True)
+    assert list(flipped.failures) == [0]
