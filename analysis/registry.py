@@ -18,6 +18,7 @@ MODULES = (
     "analysis.fedprox_lemma1",
     "analysis.fedprox_lemma2",
     "analysis.fedprox_lemma3",
+    "analysis.fedprox_thm1",
     "analysis.perfedavg_lemma4_2",
     "analysis.perfedavg_lemma4_4",
     "analysis.thesis_rates",
