@@ -24,6 +24,7 @@ MODULES = (
     "analysis.thesis_rates",
     "analysis.fedprox_thm2",
     "analysis.fedprox_cor1",
+    "analysis.pfedme_thm1",
 )
 
 #: ids the catalogue must contain (THEOREMS.md)
