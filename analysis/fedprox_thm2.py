@@ -54,7 +54,7 @@ import moreau as mo
 from moreau.fl import fedprox, fedprox_optimum
 
 from ._core import Mutant, Sides, Statement
-from ._fedprox_rounds import condition_12, k_min, lemma2, round_matrix, spectral_radius
+from ._fedprox_rounds import condition_12, lemma2, round_matrix, spectral_radius
 from ._instances import log_uniform, orthogonal
 
 __all__ = ["STATEMENTS", "instances", "evaluate"]
