@@ -28,7 +28,11 @@ case).  Half share the eigenvectors of every client with a_1 = μ and a_d = L on
 directions (then ∇²F has the eigenvalues μ_g and L_g: the worst case of Lemma 2); the other
 half have random eigenvectors per client.  Outside the assumptions (not applicable, shown in
 the note): K below K_min (γ above the band of its K, or η = v/L_ℓ with v ∈ [0.01, 0.05]);
-γ ∈ (1.3/L_g, 1.9/L_g) with K satisfying (12) for |1 − γL_g|.
+γ ∈ (1.3/L_g, 1.9/L_g) with K satisfying (12) for |1 − γL_g|.  Logistic (m = 3, d = 3, n = 20,
+ridge μ in [0.2, 1], μ the ridge and L = max_i λ_max(X_iᵀX_i)/(4n) + μ, both exact extremes of
+the curvature; K = K_min; ``analysis._fedprox_thm2_logistic``): the exact local rate is the
+spectral radius of the round matrix with A_i = ∇²L_i(w̃⁽ⁱ⁾), checked against the simulated
+contraction from the optimum plus 1e-5 times its dominant eigenvector.
 
 Sides, per instance: M, the matrix of one round on the errors (``_fedprox_rounds``), built from
 the spectra; its spectral radius sr(M) is the exact asymptotic per-round contraction factor of
@@ -39,12 +43,15 @@ errors contract by exactly sr(M) per round: |z_t| = sr^t.  Rate parts (upper bou
 distance reading sr(M) ≤ ρ; squared-distance reading sr(M)² ≤ ρ.
 
 Claimed by the paper: a rate (an upper bound on the contraction).  What the check shows (default
-run, numbers in the note): both readings hold on every applicable instance; the distance reading
-is the stronger one and comes close to ρ (sr/ρ → 1 as γμ_g → 0 on the shared instances, where
-sr ≈ 1 − γμ_g, the exact-gradient rate of (10)).  Per round from random starts the contraction
-can exceed ρ for a few rounds (the claim is asymptotic).  (12) is conservative: the smallest K
-with sr(M) ≤ ρ is far below K_min.  Below K_min the rate fails on some instances (tiny η), and
-γ > 1/L_g breaks it.
+run, seed 0; numbers in the note): both readings hold on every applicable instance of both
+families; the distance reading is the stronger one and comes close to ρ (max sr/ρ 0.987 on
+quadratics, 0.890 on logistic; sr ≈ 1 − γμ_g, the exact-gradient rate of (10), on the shared
+instances, and sr ≤ 1 − γμ_g on 68 % of the applicable quadratic ones).  Per round from random
+starts the global error's contraction stayed below ρ in the default run (the claim is
+asymptotic anyway).  (12) is conservative: the smallest K with sr(M) ≤ ρ is a median 0.13 (at
+most 0.50) of K_min.  Below K_min the rate fails: with η ≤ 0.05/L_ℓ on 4 of 4 quadratic and 2
+of 2 logistic instances (one with sr ≥ 1: divergence), and with γ above the band of its K on 1
+of 4; γ ∈ (1.3, 1.9)/L_g breaks it on 7 of 8.
 """
 from __future__ import annotations
 
@@ -55,6 +62,7 @@ from moreau.fl import fedprox, fedprox_optimum
 
 from ._core import Mutant, Sides, Statement
 from ._fedprox_rounds import condition_12, lemma2, round_matrix, spectral_radius
+from ._fedprox_thm2_logistic import evaluate_logistic, instances_logistic
 from ._instances import log_uniform, orthogonal
 
 __all__ = ["STATEMENTS", "instances", "evaluate"]
@@ -82,9 +90,9 @@ def _draw(rng, n, K, kind):
     eta = v / L_l
     c, q = 2 + 64 * lam**2 / mu**2, 1 - eta * mu_l
     lo, hi = 1 - (c * q ** (K - 1)) ** 0.25, 1 - (c * q**K) ** 0.25  # gamma L_g in (lo, hi]: K_min = K
-    u = {APPLICABLE: lo + (hi - lo) * rng.uniform(0.02, 1.0, c_n), BELOW_K: hi + (1 - hi) * rng.uniform(0.2, 0.9, c_n),
+    u = {APPLICABLE: lo + (hi - lo) * rng.uniform(0.02, 0.98, c_n), BELOW_K: hi + (1 - hi) * rng.uniform(0.2, 0.9, c_n),
          TINY_ETA: rng.uniform(0.3, 0.9, c_n), BIG_GAMMA: rng.uniform(1.3, 1.9, c_n)}[kind]
-    ok = {APPLICABLE: lo > 0, BELOW_K: hi > 0, TINY_ETA: u > hi, BIG_GAMMA: c * q**K <= (u - 1) ** 4}[kind]
+    ok = {APPLICABLE: (lo > 0) & (hi < 0.999), BELOW_K: (hi > 0) & (hi < 0.999), TINY_ETA: u > hi, BIG_GAMMA: c * q**K <= (u - 1) ** 4}[kind]
     idx = np.flatnonzero(ok)[:n]
     if idx.size < n:
         raise RuntimeError(f"fedprox.thm2: only {idx.size} of {n} feasible draws for K={K}, kind={kind}")
@@ -104,6 +112,8 @@ def _clients(rng, L, mu, shared):
 
 
 def instances(family, trials, rng):
+    if family == "logistic":
+        return instances_logistic(rng, trials or 8)
     T = trials or 48
     per = np.array_split(np.arange(T), len(K_GROUPS))
     out = []
@@ -144,11 +154,15 @@ def _simulate(batch, M, v):
 
 
 def evaluate(batch, claim):
+    if "X" in batch:
+        return evaluate_logistic(batch, claim, PARTS)
     A, lam, gamma, eta, K, mu, L = (batch[k] for k in ("A", "lam", "gamma", "eta", "K", "mu", "L"))
     M = round_matrix(A, lam, gamma, eta, K)
     sr, v = spectral_radius(M)
     sim, ref, scale = _simulate(batch, M, v)
-    allowed = 1e-10 * (1 + scale)  # K N_SIM <= 640 steps, each rounding ~1e-16 of |w|: 1e-10 leaves 1e3 margin
+    # K N_SIM <= 640 steps, each rounding ~1e-16 of the largest |w| on the way (divergent instances, outside
+    # the assumptions, grow): 1e-10 leaves a margin of 1e3
+    allowed = 1e-10 * (1 + scale + np.max(np.abs(ref), axis=(0, 2, 3)))
     err = np.max(np.abs(sim - ref), axis=(0, 2, 3))
     z = sim[0] + 1j * sim[1]
     zn = np.linalg.norm(z, axis=-1)                                     # (T, N_SIM + 1), |z_0| = 1
@@ -215,7 +229,8 @@ STATEMENTS = (
              "optimum (global and local models) at rate 1 - gamma mu_g/2 - (gamma mu_g)^2/2",
         assumptions=("L_i mu-strongly convex (Assumption 2)", "l(., z) L-smooth (Assumption 4)",
                      "gamma < 1/L_g", "eta <= 1/L_l", "K satisfies (12)"),
-        families={"quadratic": ("strongly_convex, shared or random eigenvectors",)},
+        families={"quadratic": ("strongly_convex, shared or random eigenvectors",),
+                  "logistic": ("ridge mu in [0.2, 1]; local rate at the optimum",)},
         claimed="rate",
         instances=instances,
         evaluate=evaluate,
