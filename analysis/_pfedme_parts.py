@@ -104,3 +104,44 @@ def minibatch(batch):
             f"a random walk, ∝ eta^2 t); atol 0.1 (Monte Carlo only: in d = 1 with shared "
             f"curvature the noise is additive with variance exactly ∝ 1/|D|)")
     return (slope, ci, se), note
+
+
+def logistic_instances(rng, T):
+    """Identical logistic clients (sigma_F1 = 0): X (T, n, d) shared by the N clients, ridge mu in [0.2, 1]."""
+    from ._instances import log_uniform
+    X = rng.standard_normal((T, 20, DIM)) * rng.uniform(0.5, 1.5, (T, 1, 1))
+    w_true = rng.standard_normal((T, DIM))
+    y = np.where(rng.uniform(size=(T, 20)) < 1 / (1 + np.exp(-np.einsum("tnd,td->tn", X, w_true))), 1.0, -1.0)
+    mu = rng.uniform(0.2, 1.0, T)
+    beta_R = ((1, 1), (1, 3), (16, 2), (256, 5), (1, 2), (2, 1))
+    beta, R = (np.array([beta_R[i % len(beta_R)][j] for i in range(T)], float) for j in (0, 1))
+    return {"Xl": X, "yl": y, "mu": mu, "lam": mu * log_uniform(rng, 0.2, 20.0, T), "beta": beta, "R": R.astype(int)}
+
+
+def logistic_rate(batch, claim):
+    """``(sim_gap, claimed, exact, consts)``: the exact local exponent of F(w_bar_T) - F* at w* from the round
+    Jacobian Q (``round_map`` with A = hess f(w*), b = 0) and the simulated contraction's relative gap to rho(Q)."""
+    X, y, mu, lam, beta, R = (batch[k] for k in ("Xl", "yl", "mu", "lam", "beta", "R"))
+    T = lam.size
+    shape = (T, N_CL) + X.shape[1:]
+    f = mo.Logistic(np.broadcast_to(X[:, None], shape), np.broadcast_to(y[:, None], shape[:-1]),
+                    mu=np.broadcast_to(mu[:, None], (T, N_CL)))
+    w_star, _, info = fedprox_optimum(f, lam, return_info=True)
+    mu_F, _, _, eta_hat = constants(lam, mu, beta)
+    eta = eta_hat / (beta * R)
+    A = np.asarray(f.hess(np.broadcast_to(w_star[:, None], (T, N_CL, DIM))))
+    Q, _ = round_map(A, np.zeros((T, N_CL, DIM)), lam, eta, beta, R)
+    ev, V = np.linalg.eigh((Q + np.swapaxes(Q, -1, -2)) / 2)   # Q is symmetric (identical clients)
+    rho, v = np.abs(ev).max(axis=-1), V[np.arange(T), :, np.argmax(np.abs(ev), axis=-1)]
+    gap = np.zeros(T)
+    for r in np.unique(R):
+        s = np.flatnonzero(R == r)
+        h = pfedme(mo.Logistic(f.X[s], f.y[s], mu=np.broadcast_to(mu[s, None], (s.size, N_CL))), lam=lam[s],
+                   eta=eta[s], beta=beta[s], R=int(r), rounds=6, w0=w_star[s] + 1e-5 * v[s])
+        e = np.linalg.norm(h.w_global - w_star[s], axis=-1)
+        measured = (e[-1] / e[0]) ** (1 / 6)
+        gap[s] = np.abs((1 - measured) / (1 - rho[s]) - 1)
+    exact = -2 * np.log(np.maximum(1 - eta * mu_F / 2, rho))
+    consts = {"mu": "exact inf: the ridge", "w*": f"moreau.fl.fedprox_optimum, certified to {np.max(info.error_bound):.0e}",
+              "rho(Q)": "round Jacobian at w* from hess f(w*) (exact local rate)"}
+    return gap, claim["exponent"](eta, eta_hat, mu_F), exact, consts, eta_hat * mu_F / 2
