@@ -195,22 +195,32 @@ def frank_wolfe(L, R, t, cls="smooth_convex", accept=("optimal",)):
     return s.value, s, {"x": xs_list, "s": ss, "xs": xs, "f": f}
 
 
-def fedprox_rounds(lam, mu, L, gamma, eta, K, N):
-    r"""Worst case over one L-smooth μ-strongly convex client (m = 1) of N rounds of FedProx Algorithm 1:
-    (‖w_N − w̃‖² + ‖θ_N − w̃‖²) / (‖w_0 − w̃‖² + ‖θ_0 − w̃‖²), θ the warm-started local model after
-    its K gradient steps of size η on h(θ, w) = f(θ) + (λ/2)‖θ − w‖², w_{+} = w − γλ(w − θ_K),
-    w̃ = argmin f (with m = 1 the FedProx optimum is w̃⁽ᵍ⁾ = w̃⁽¹⁾ = argmin f)."""
-    from PEPit import PEP
-    _positive(lam=lam, mu=mu, L=L, gamma=gamma, eta=eta, K=K, N=N)
+def fedprox_rounds(lam, mu, L, gamma, eta, K, N, m=1, accept=("optimal",)):
+    r"""Worst case over m L-smooth μ-strongly convex clients f_1..f_m of N rounds of FedProx Algorithm 1:
+    (‖w_N − w̃‖² + Σ_i‖θ_{i,N} − w̃_i‖²) / (‖w_0 − w̃‖² + Σ_i‖θ_{i,0} − w̃_i‖²).
+
+    A round: each client's warm-started local model θ_i takes K gradient steps of size η on
+    h_i(θ, w) = f_i(θ) + (λ/2)‖θ − w‖², then w ← w − (γ/m) Σ_i λ(w − θ_i) (p_i = 1/m).  The FedProx
+    optimum (w̃, w̃_i) is declared by its optimality conditions: ∇f_i(w̃_i) = λ(w̃ − w̃_i) and
+    w̃ = (1/m) Σ_i w̃_i (with m = 1: w̃ = w̃_1 = argmin f_1).  ``accept``: as in :func:`frank_wolfe`.
+    """
+    from PEPit import PEP, Expression
+    _positive(lam=lam, mu=mu, L=L, gamma=gamma, eta=eta, K=K, N=N, m=m)
     problem = PEP()
-    f = _declare(problem, "smooth_convex", L, mu)
-    xs = f.stationary_point()
-    w, th = problem.set_initial_point(), problem.set_initial_point()
-    problem.set_initial_condition((w - xs) ** 2 + (th - xs) ** 2 <= 1)
+    fs = [_declare(problem, "smooth_convex", L, mu) for _ in range(int(m))]
+    wt = problem.set_initial_point()
+    opt = [problem.set_initial_point() for _ in range(int(m) - 1)]
+    opt.append(m * wt - sum(opt[1:], opt[0]) if m > 1 else wt)
+    for f, o in zip(fs, opt):
+        f.add_point((o, lam * (wt - o), Expression()))
+    w = problem.set_initial_point()
+    th = [problem.set_initial_point() for _ in fs]
+    err = lambda w, th: sum(((t - o) ** 2 for t, o in zip(th, opt)), (w - wt) ** 2)  # noqa: E731
+    problem.set_initial_condition(err(w, th) <= 1)
     for _ in range(int(N)):
         for _ in range(int(K)):
-            th = th - eta * (f.gradient(th) + lam * (th - w))
-        w = w - gamma * lam * (w - th)
-    problem.set_performance_metric((w - xs) ** 2 + (th - xs) ** 2)
-    s = solve(problem)
+            th = [t - eta * (f.gradient(t) + lam * (t - w)) for f, t in zip(fs, th)]
+        w = w - (gamma * lam / m) * sum((w - t for t in th[1:]), w - th[0])
+    problem.set_performance_metric(err(w, th))
+    s = solve(problem, accept)
     return s.value, s

@@ -52,9 +52,16 @@ class Solve:
 
 def require_pep():
     """Raise ``ImportError`` naming the extra when pepit, cvxpy or clarabel is missing."""
-    missing = [m for m in ("PEPit", "cvxpy", "clarabel") if importlib.util.find_spec(m) is None]
+    missing = [m for m in ("PEPit", "cvxpy", "clarabel") if _find(m) is None]
     if missing:
         raise ImportError(f"{_EXTRA}; missing: {', '.join(missing)}")
+
+
+def _find(name):
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a module set to None in sys.modules, a broken install
+        return None
 
 
 def solve(problem, accept=("optimal",)) -> Solve:

@@ -96,6 +96,8 @@ def _record(sid, row):
            "pep_value": _num(value), "pep_ratio": _num(pep_ratio), "solver": solver, "status": status,
            "instances_max_ratio": _num(inst), "paper_constant": _num(paper),
            "verdict": _verdict(pep_ratio, inst, row, value), "note": row["note"], "required": row["required"]}
+    if ok and status != "optimal":  # said in the verdict itself, not only in the status column
+        rec["verdict"] += f" [solver status {status}: primal-dual gap <= 1e-4 only]"
     if row.get("feedback"):
         rec["instance"] = row["feedback"]
     return rec

@@ -117,6 +117,24 @@ def test_gd_nonconvex(eta):
 
 
 @pytest.mark.pep
+def test_fedprox_round_above_every_quadratic():
+    # a quadratic client f = (a/2)||x||^2 (optimum 0) makes one round linear on (w, theta):
+    # theta_K = q^K theta + (1 - q^K) lam/(a + lam) w, q = 1 - eta (a + lam); w' = w - gamma lam (w - theta_K).
+    # The class worst case (one client) is at least its squared spectral norm, for every a in [mu, L].
+    C, _ = _pep_modules()
+    lam, mu, L, gamma, eta, K = 0.5, 0.2, 1.0, 1.5, 0.6, 3
+    value, s = C.fedprox_rounds(lam, mu, L, gamma, eta, K, 1, m=1)
+    assert s.status == "optimal"
+    worst = 0.0
+    for a in np.linspace(mu, L, 9):
+        qK = (1 - eta * (a + lam)) ** K
+        c = (1 - qK) * lam / (a + lam)
+        M = np.array([[1 - gamma * lam + gamma * lam * c, gamma * lam * qK], [c, qK]])
+        worst = max(worst, np.linalg.norm(M, 2) ** 2)
+    assert value >= worst * (1 - RTOL)
+
+
+@pytest.mark.pep
 def test_status_is_checked():
     _, S = _pep_modules()
     from PEPit import PEP
