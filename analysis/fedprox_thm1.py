@@ -17,6 +17,12 @@ exactly (``analysis._thm1_quadratic``: the FedProx solution is affine in the suf
 and by Monte Carlo over data sets (``--trials`` draws per grid point, default 1000, chunked), and
 the bound is compared with the Monte Carlo interval (99.99% two-sided CLT, Bonferroni over the m
 clients for the max) and with the exact value.
+
+Family "logistic" (``analysis._thm1_logistic``): ``moreau.data.logistic`` (well specified, ridge μ,
+population-minimiser truth, ρ² by quadrature), ``--trials`` data sets per grid point (default 100)
+solved by the certified ``moreau.fl.fedprox_optimum``; (4) and (5) against the intervals.
+
+References: the FedProx analysis (Yu et al.), Theorem 1, eqs. (4)-(6), Assumptions 1-3, Table 1.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from scipy import stats
 from ._core import Mutant, Sides, Statement, fit_exponent, rate_sides
 from moreau.data import least_squares
 
+from ._thm1_logistic import logistic_batch, logistic_parts
 from ._thm1_quadratic import baseline_errors, error_maps, exact_errors, monte_carlo_memo
 
 #: Monte Carlo draws per grid point by default, and the intervals' two-sided level
@@ -80,6 +87,7 @@ PARTS = ("(4) global, Monte Carlo", "(4) global, exact",
          "local heterogeneity cost vs R, R ≤ n^-1/2 and λ ≥ L (n = 1000)",
          "no worse than LocalTrain up to constants (R > n^-1/2)")
 
+LOGISTIC_OR = "(5) local, C4 with ∨, Monte Carlo"
 #: the configurations (m, d, μ, L, σ) of ``moreau.data.least_squares``: L = μ is the isotropic design
 #: A_i = μI (there E‖w̃⁽ᵍ⁾ − w⋆⁽ᵍ⁾‖² = C1/N exactly: C1 attained); large μ and L/μ are where the
 #: constants C2 and (1/n ∧ R/√n) are needed (their mutants fail there)
@@ -91,9 +99,12 @@ CONFIGS = np.array([(10, 5, 1.0, 4.0, 1.0), (10, 5, 0.1, 10.0, 0.3), (10, 5, 1.0
 
 
 def instances(family, trials, rng):
-    """The configurations of ``CONFIGS``; ``trials`` is the Monte Carlo draws per grid point."""
+    """The configurations of ``CONFIGS`` (logistic: ``CONFIGS_LOGISTIC``); ``trials`` is the Monte
+    Carlo draws (data sets) per grid point."""
+    if family == "logistic":
+        return logistic_batch(trials, rng)
     T = len(CONFIGS)
-    return {"m": CONFIGS[:, 0].astype(int), "d": CONFIGS[:, 1].astype(int), "mu": CONFIGS[:, 2],
+    return {"family": np.zeros(T, dtype=int), "m": CONFIGS[:, 0].astype(int), "d": CONFIGS[:, 1].astype(int), "mu": CONFIGS[:, 2],
             "L": CONFIGS[:, 3], "sigma": CONFIGS[:, 4],
             "seed": rng.integers(0, 2**62, T), "mc_trials": np.full(T, trials or MC_TRIALS)}
 
@@ -101,8 +112,14 @@ def instances(family, trials, rng):
 def evaluate(batch, claim):
     """Every part on every configuration (a loop over the few configurations; grid points
     and Monte Carlo trials are vectorised inside)."""
-    rows = [_configuration({k: np.asarray(v)[t] for k, v in batch.items()}, claim)
-            for t in range(len(batch["m"]))]
+    each = [{k: np.asarray(v)[t] for k, v in batch.items()} for t in range(len(batch["m"]))]
+    if np.any(np.asarray(batch.get("family", 0)) == 1):
+        rows = [logistic_parts(inst, claim, LEVEL) for inst in each]
+        return {name: Sides(*(np.array([r[key][k] for r in rows]) for k in ("lhs", "rhs")), "upper",
+                            lhs_ci=tuple(np.array([r[key][k] for r in rows]) for k in ("lo", "hi")),
+                            confidence=LEVEL, note=rows[0][key]["note"], constants=_BOUND["constants"])
+                for name, key in ((PARTS[0], "4"), (PARTS[2], "5"), (LOGISTIC_OR, "5or"))}
+    rows = [_configuration(inst, claim) for inst in each]
     out = {}
     for name in PARTS:
         col = {k: np.array([r[name][k] for r in rows]) for k in rows[0][name] if k != "note"}
@@ -287,7 +304,8 @@ STATEMENTS = (
              "O(1/(mn)) like GlobalTrain as R → 0 (--trials: Monte Carlo draws per grid point, default 1000)",
         assumptions=("Assumption 1: ‖w⋆⁽ⁱ⁾ − w⋆⁽ᵍ⁾‖ <= R", "Assumption 2: every client's sample average is "
                      "μ-strongly convex", "Assumption 3: E‖∇ℓ(w⋆⁽ⁱ⁾, z)‖² <= ρ²", "n_i = n, p_i = 1/m"),
-        families={"quadratic": ("least squares, fixed designs, Gaussian noise",)},
+        families={"quadratic": ("least squares, fixed designs, Gaussian noise",),
+                  "logistic": ("well-specified logistic with a ridge, population-minimiser truth",)},
         claimed="rate",
         instances=instances,
         evaluate=evaluate,

@@ -125,3 +125,20 @@ def test_checker_scales_with_trials_and_reports_rates():
     assert rates and all(p.sides.lhs_ci is not None and p.sides.kind for p in rates)
     mc = [p for p in res.parts if "Monte Carlo" in p.name]
     assert mc and all(p.sides.confidence == thm1.LEVEL for p in mc)
+
+
+def test_logistic_family_intervals_bracket_the_estimate_and_rigorous_solver_margin():
+    """Logistic: certified solves widen the squared errors by the solver bound; the interval brackets
+    the estimate; the truth is the population minimiser, so local errors shrink as n grows
+    (n = 50 -> 200 at R = 0.5: about 4x, the LocalTrain regime)."""
+    from analysis._thm1_logistic import _solve, logistic_parts
+    st = thm1.STATEMENTS[0]
+    batch = st.instances("logistic", 60, np.random.default_rng(0))
+    parts = logistic_parts({k: v[0] for k, v in batch.items()}, thm1.CLAIM, thm1.LEVEL)
+    for p in parts.values():
+        assert p["lo"] <= p["lhs"] <= p["hi"] and p["lhs"] < p["rhs"]
+    seed = int(batch["seed"][0])
+    ((_, _), (lo50, hi50)), _, _ = _solve(seed, 4, 3, 0.05, 50, 0.5, 60, thm1.lam_rule)
+    ((_, _), (lo200, hi200)), _, _ = _solve(seed, 4, 3, 0.05, 200, 0.5, 60, thm1.lam_rule)
+    assert np.all(hi50 - lo50 < 1e-9) and np.all(lo50 <= hi50)
+    assert 2.5 < lo50.mean() / hi200.mean() < 6.5
