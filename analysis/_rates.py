@@ -39,7 +39,7 @@ def fit_exponent(x, y, *, y_se=None, level=0.95):
 
     Shapes: ``x`` ``(G,)`` or ``(..., G)``, ``y`` and ``y_se`` ``(..., G)``
     (broadcast together); returns ``slope`` ``(...)`` and ``(lo, hi)`` ``(...)``
-    (0-d arrays for one grid).  ``x > 0`` with at least two distinct values,
+    (numpy scalars for one grid).  ``x > 0`` with at least two distinct values,
     ``y > 0``, ``y_se >= 0``, all finite; ``0 < level < 1``.
 
     References: the rate claims of the FedProx analysis, Theorem 1 (error vs n,
