@@ -5,15 +5,20 @@ __all__ = ["ProxConvergenceError"]
 
 
 class ProxConvergenceError(ArithmeticError):
-    """An iterative prox did not reach its certified tolerance.
+    """An iterative or closed-form prox could not certify its tolerance for some entries.
 
     Attributes hold host numpy arrays over the batch: ``error_bound`` (the
-    certified bound reached, ``||grad h(theta)|| / (lam + mu)``), ``tol`` (the
-    bound that was asked for) and ``iterations``.
+    rigorous bound reached by every entry, converged or not), ``tol`` (the
+    level that was asked for), ``iterations``, ``failed`` (boolean mask of
+    the entries not certified; ``None`` when not known per entry) and
+    ``theta`` (the whole partial result, ``None`` where none was formed):
+    entries outside ``failed`` are certified answers.
     """
 
-    def __init__(self, message, *, error_bound, tol, iterations):
+    def __init__(self, message, *, error_bound, tol, iterations, failed=None, theta=None):
         super().__init__(message)
         self.error_bound = error_bound
         self.tol = tol
         self.iterations = iterations
+        self.failed = failed
+        self.theta = theta

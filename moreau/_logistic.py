@@ -84,21 +84,89 @@ class Logistic(SampleLoss):
         return self._hess_scale(theta, scale=False)[0]
 
     def _hess_scale(self, theta, *, hess=True, scale=True):
-        """Hessian and/or the rounding scale of ``grad`` (see ``_grad_error_scale``)
-        from one evaluation of the margins."""
+        """Hessian and/or ``_grad_rounding`` from one evaluation of the margins."""
         xp = self.xp
+        theta = self._point(theta)
         z = self.margins(theta)
         _, s, s_neg = self._pieces(z, loss=False)
         c = self._p * s * s_neg
-        H = G = None
+        H = E = None
         if hess:
             H = xp.matrix_transpose(self._Z) @ (c[..., None] * self._Z)
             H = H + self.mu[..., None, None] * xp.eye(self.dim, dtype=self.dtype)
         if scale:
-            r = self._rownorm
-            tn = safe_norm(theta, xp)
-            G = xp.sum(self._p * s_neg * r + c * r**2 * tn[..., None], axis=-1) + self.mu * tn
-        return H, G
+            E = self._rounding(theta, s_neg, c)
+        return H, E
+
+    def _rounding(self, theta, s_neg, c):
+        r"""Rigorous bound on ``||fl(grad f(theta)) - grad f(theta)||`` (Higham-style).
+
+        ``grad = Z^T r + mu theta`` with ``r_j = -p_j sigma(-z_j)``, ``u`` the unit
+        roundoff, :math:`\gamma_k = k u/(1 - k u)`, ``R_j >= ||x_j||``:
+
+        * margins: :math:`|\hat z_j - z_j| \le \gamma_d R_j \|\theta\| =: \delta_j`;
+        * :math:`|\sigma(-\hat z) - \sigma(-z)| \le \sup\sigma' \,\delta_j` with
+          :math:`\sigma'(\xi) \le \min(1/4, \sigma'(\hat z) e^{\delta_j})`
+          (:math:`|(\log\sigma')'| \le 1`): the local curvature, not the global one;
+        * ``sigma`` from one ``exp`` (within 4 ulps) and two operations: relative
+          error ``<= 24 u``; the weights ``p = w / sum w``: ``gamma_{n+1}``; the product: ``u``;
+        * ``Z^T r``: :math:`\gamma_n \sum_j R_j |r_j|`; ``+ mu theta``: ``2u`` of each part.
+
+        Gradual underflow adds at most ``n + d + 8`` subnormal units per sum.
+        """
+        xp = self.xp
+        eps = float(xp.finfo(self.dtype).eps)
+        u = eps / 2
+        n, d = self.X.shape[-2], self.dim
+
+        def gam(k):
+            return k * u / (1 - k * u)
+
+        R = self._rownorm * (1 + (d + 4) * eps)
+        tn = safe_norm(theta, xp) * (1 + (d + 4) * eps)
+        delta = gam(d) * R * tn[..., None]
+        slope = xp.minimum(self._p * 0.25 * (1 + gam(n + 1)),
+                           c * (1 + 16 * eps) * (1 + gam(n + 1)) * xp.exp(xp.minimum(delta, 1.0)))
+        ps = self._p * s_neg * (1 + gam(n + 2))
+        terms = R * (ps * (gam(n) + gam(n + 2) + 25 * u) + slope * delta)
+        tiny = float(xp.finfo(self.dtype).smallest_normal) * eps * (n + d + 8)
+        E = xp.sum(terms, axis=-1) + 2 * u * (xp.sum(R * ps, axis=-1) + self.mu * tn) \
+            + tiny * (1 + xp.sum(R, axis=-1) + self.mu)
+        return E * (1 + 8 * (n + d + 8) * eps)
+
+    def _local_curvature(self, theta, Hf):
+        r"""``(m, rho)``: ``m <= lambda_min`` of the exact Hessian at ``theta`` (from the
+        computed one, ``Hf``) and the Hessian's Lipschitz constant ``rho``.
+
+        ``|fl(c_j) - p_j sigma'(z_j)| <= fl(c_j) (50u + gamma_{n+1} + expm1(delta_j))``
+        (two sigmoids, two products, the weights, the margins' error ``delta_j``
+        moved through ``|(log sigma')'| <= 1``); the product ``Z^T diag(c) Z``:
+        ``gamma_{n+1} sum_j c_j ||x_j||^2`` in spectral norm; the eigensolver:
+        Weyl with ``4 d eps`` times the trace (>= the Frobenius norm of a PSD matrix).
+        """
+        xp = self.xp
+        eps = float(xp.finfo(self.dtype).eps)
+        u = eps / 2
+        n, d = self.X.shape[-2], self.dim
+
+        def gam(k):
+            return k * u / (1 - k * u)
+
+        z = self.margins(theta)
+        _, s, s_neg = self._pieces(z, loss=False)
+        c = self._p * s * s_neg
+        R = self._rownorm * (1 + (d + 4) * eps)
+        tn = safe_norm(theta, xp) * (1 + (d + 4) * eps)
+        delta = xp.minimum(gam(d) * R * tn[..., None], 40.0)
+        rel = (50 * u + gam(n + 1)) * (1 + 4 * eps) + xp.expm1(delta) * (1 + 60 * u)
+        cr = c * R**2
+        tr = xp.sum(cr, axis=-1)
+        err = xp.sum(cr * (rel + gam(n + 1) + 2 * u), axis=-1) * (1 + 4 * eps) + 2 * u * self.mu \
+            + float(xp.finfo(self.dtype).smallest_normal) * (n + 8)
+        err = (err + 4 * d * eps * (tr + d * self.mu) * (1 + (n + d) * eps)) * (1 + 8 * eps)
+        lo = xp.linalg.eigvalsh(Hf)[..., 0] - err
+        rho = self.hessian_lipschitz() * (1 + (n + 8) * eps) + float(xp.finfo(self.dtype).smallest_normal)
+        return lo, rho
 
     def hvp(self, theta, v):
         xp = self.xp
@@ -139,9 +207,11 @@ class Logistic(SampleLoss):
         return xp.broadcast_to(xp.max(r, axis=-1), self.batch_shape)
 
     def _grad_error_scale(self, theta):
-        """Rounding scale of ``grad``: the sum of |terms| plus the margins' rounding
-        (``eps ||x_j|| ||theta||`` each) carried through ``l''``."""
-        return self._hess_scale(theta, hess=False)[1]
+        """Magnitude of the terms summed in ``grad``: ``sum_j p_j sigma(-z_j) ||x_j|| + mu ||theta||``."""
+        xp = self.xp
+        z = self.margins(theta)
+        _, _, s_neg = self._pieces(z, loss=False)
+        return xp.sum(self._p * s_neg * self._rownorm, axis=-1) + self.mu * safe_norm(theta, xp)
 
 
 def _labels(y, xp):

@@ -58,14 +58,31 @@ class Multinomial(SampleLoss):
         theta = self._point(theta)
         return self.xp.reshape(theta, tuple(theta.shape[:-1]) + (self.n_features, self.n_classes))
 
-    def _probs(self, theta):
-        """(logits, log-sum-exp, softmax probabilities), shapes (..., n, C), (..., n), (..., n, C)."""
+    def _probs(self, theta, others=False):
+        """(logits, log-sum-exp, softmax probabilities[, 1 - probabilities]), shapes
+        (..., n, C), (..., n), (..., n, C)[, (..., n, C)].
+
+        ``1 - pi_c`` is formed as ``sum_{c' != c} e_{c'} / s``, never as a
+        difference: it is what ``P - Y`` (at the label) and the Hessian's
+        diagonal ``pi_c (1 - pi_c)`` need, and ``1 - pi_c`` cancels to zero
+        when ``pi_c`` is close to 1.
+        """
         xp = self.xp
         Z = self.X @ self.matrix(theta)
         m = xp.max(Z, axis=-1, keepdims=True)
         e = xp.exp(Z - m)
         s = xp.sum(e, axis=-1, keepdims=True)
-        return Z, (m + xp.log(s))[..., 0], e / s
+        out = (Z, (m + xp.log(s))[..., 0], e / s)
+        if not others:
+            return out
+        C = self.n_classes
+        off = 1 - xp.eye(C, dtype=self.dtype)
+        rest = xp.sum(e[..., None, :] * off, axis=-1)  # sum over c' != c
+        return out + (rest / s,)
+
+    def _residual(self, P, Q):
+        """``P - Y`` with the label entry ``-(1 - pi_y)`` taken from ``Q`` (no cancellation)."""
+        return self.xp.where(self._Y > 0, -Q, P)
 
     def value(self, theta):
         xp = self.xp
@@ -75,15 +92,18 @@ class Multinomial(SampleLoss):
 
     def grad(self, theta):
         xp = self.xp
-        _, _, P = self._probs(theta)
-        G = xp.matrix_transpose(self.X) @ (self._p[..., None] * (P - self._Y))  # (..., d, C)
+        theta = self._point(theta)
+        _, _, P, Q = self._probs(theta, others=True)
+        G = xp.matrix_transpose(self.X) @ (self._p[..., None] * self._residual(P, Q))  # (..., d, C)
         return xp.reshape(G, tuple(G.shape[:-2]) + (self.dim,)) + self.mu[..., None] * theta
 
     def hess(self, theta):
         xp = self.xp
-        _, _, P = self._probs(theta)
+        _, _, P, Q = self._probs(theta, others=True)
         C = self.n_classes
-        S = (P[..., :, None] * xp.eye(C, dtype=self.dtype)) - P[..., :, None] * P[..., None, :]  # (..., n, C, C)
+        eye = xp.eye(C, dtype=self.dtype)
+        # diag(pi) - pi pi^T with the diagonal pi_c (1 - pi_c) formed from Q (no cancellation)
+        S = eye * (P * Q)[..., :, None] - (1 - eye) * (P[..., :, None] * P[..., None, :])  # (..., n, C, C)
         Q = self._p[..., None, None] * S
         k = Q.ndim
         Q = xp.permute_dims(Q, tuple(range(k - 3)) + (k - 2, k - 1, k - 3))  # (..., C, C, n)
@@ -104,3 +124,39 @@ class Multinomial(SampleLoss):
         r = self._rownorm
         tn = safe_norm(theta, xp)
         return xp.sum(self._p * r * safe_norm(P - self._Y, xp), axis=-1) + self.smoothness() * tn
+
+    def _grad_rounding(self, theta):
+        r"""Rigorous bound on ``||fl(grad f(theta)) - grad f(theta)||`` (Higham-style).
+
+        ``grad = vec(X^T R) + mu theta``, ``R_j = p_j (pi_j - y_j)``; ``u`` the unit
+        roundoff, :math:`\gamma_k = k u/(1-k u)`, ``r_j >= ||x_j||``:
+
+        * logits: :math:`\|\hat z_j - z_j\| \le \gamma_d r_j \|\theta\|`, moved to the
+          probabilities with the softmax Jacobian's norm ``<= 1/2``;
+        * ``exp(z_c - max z)``: relative ``8u + u |z_c - max z|`` (the shift's rounding,
+          capped where both values underflow), the sums ``gamma_C``, the division ``u``;
+          ``pi - y`` is formed without a difference at the label, so each entry
+          keeps that relative error; ``p`` and the product: ``gamma_{n+2}``;
+        * ``X^T R``: :math:`\gamma_n \sum_j r_j \|R_j\|`; ``+ mu theta``: ``2u`` of each part.
+        """
+        xp = self.xp
+        theta = self._point(theta)
+        eps = float(xp.finfo(self.dtype).eps)
+        u = eps / 2
+        n, d, C = self.X.shape[-2], self.n_features, self.n_classes
+
+        def gam(k):
+            return k * u / (1 - k * u)
+
+        Z, _, P, Q = self._probs(theta, others=True)
+        m = xp.max(Z, axis=-1, keepdims=True)
+        rel = 8 * u + u * xp.minimum(m - Z, 2000.0) + gam(C + 2)
+        rel = xp.max(rel, axis=-1) * (1 + 4 * eps)
+        r = self._rownorm * (1 + (d + 4) * eps)
+        tn = safe_norm(theta, xp) * (1 + (d + 4) * eps)
+        Rn = safe_norm(self._residual(P, Q), xp) * self._p * (1 + gam(n + 3))
+        dR = Rn * (rel + gam(n + 2)) + self._p * (1 + gam(n + 1)) * 0.5 * gam(d) * r * tn[..., None]
+        tiny = float(xp.finfo(self.dtype).smallest_normal) * eps * (n + d + C + 8)
+        E = xp.sum(r * (gam(n) * Rn + dR), axis=-1) + 2 * u * (xp.sum(r * Rn, axis=-1) + self.mu * tn) \
+            + tiny * (1 + xp.sum(r, axis=-1) + self.mu) * C
+        return E * (1 + 8 * (n + d + C + 8) * eps)

@@ -5,42 +5,73 @@ and ``lam + mu > 0``, the prox subproblem in the displacement ``u = theta - w``,
 
 .. math:: h(u) = f(w + u) + \tfrac{\lambda}{2}\|u\|^2,
 
-is ``(lam + mu)``-strongly convex, so for every ``u``
+is ``(lam + mu)``-strongly convex, so for every point ``theta``
 
-.. math:: \|u - \hat u\| \le \|\nabla h(u)\| / (\lambda + \mu).
+.. math:: \|\theta - \mathrm{prox}(w)\| \le \|\nabla f(\theta) + \lambda(\theta - w)\| / (\lambda + \mu).
 
-Newton stops on that certified bound, never on an iteration count.
+The certificate (``ProxInfo.error_bound``) is this bound *for the returned
+floating-point* ``theta``, with the gradient evaluated exactly, bounded from
+what the computation can see.  With ``u_r = eps/2`` the unit roundoff of the
+dtype, ``g`` the computed ``fl(fl(grad f(theta)) + lam * u_hat)`` and
+``E_f >= ||fl(grad f(theta)) - grad f(theta)||`` the objective's a-priori
+rounding bound (``f._grad_rounding``, Higham-style: see each objective)::
+
+    ||grad h(theta)|| <= ||g|| + E_f + u_r ||g||            (the final sum)
+                         + u_r lam ||u_hat||                 (the product lam * u_hat)
+                         + u_r lam ||theta|| (x = u)  or  u_r lam ||u_hat|| (x = theta)
+
+The last line is the difference between ``lam * u_hat`` and the exact
+``lam (theta - w)`` for the returned ``theta``: when Newton iterates on the
+displacement (``theta = fl(w + x)``) the rounding of forming theta is at most
+``u_r |theta|`` per entry; when it iterates on theta (``u_hat = fl(theta - w)``)
+the rounding of the displacement is at most ``u_r |u_hat|``.  The computed
+norm of ``g`` is within ``(d + 4) eps`` relative of the exact one and the
+division by ``lam + mu`` and the bound's own arithmetic within ``8 eps``; the
+bound carries those factors.  It therefore holds for the returned theta up to
+the assumptions stated by ``E_f`` (elementary functions within 4 ulps,
+matrix products obeying Higham's ``gamma_k`` bound, as every BLAS does) and
+for ``lam``, ``w`` and the data as represented in the objective's dtype.
 
 Representation: Newton iterates on ``x`` with ``theta = a + x``.  When
 ``lam >= L`` (``L = f.smoothness()``) the anchor is ``a = w`` and ``x`` is the
-displacement ``u = theta - w``: ``u`` is tiny, and keeping it as its own
-variable keeps envelope gradients ``-lam u`` accurate to ulps of ``u``.
-When ``lam < L`` the anchor is ``0`` and ``x`` is ``theta``: ``theta`` may be
-much smaller than ``w`` and ``w + u`` would round it to ulps of ``||w||``.
+displacement ``u``: ``u`` is tiny, and keeping it as its own variable keeps
+envelope gradients ``-lam u`` accurate to ulps of ``u``.  When ``lam < L``
+the anchor is ``0`` and ``x`` is ``theta``.
 
 Default tolerance (per batch entry)::
 
-    tol = 4 eps (||x|| + (G + L (||a|| + ||x||) + lam (||c|| + ||x||)) / (lam + mu))
+    tol = 4 eps ||x|| + 2 (E_f + rounding terms above) / (lam + mu)
 
-``eps`` is the dtype's machine epsilon, ``c = a - w`` (0 or ``-w``) and
-``G = f._grad_error_scale(theta)`` the magnitude of the terms summed in
-``grad f``.  The first term is "a few ulps of the iterate ``x``" (``theta``,
-or the displacement ``u`` when ``lam >= L``: ulps of ``theta`` there would
-stop Newton with ``u``, hence envelope gradients, accurate only to
-``eps ||theta|| / ||u||`` relative).  The second is the
-accuracy to which ``grad h`` can be evaluated in floating point: ``G`` from
-summing ``grad f``, ``L (||a|| + ||x||)`` from rounding ``theta = a + x``,
-``lam (||c|| + ||x||)`` from rounding ``theta - w``; divided by the modulus
-it is the smallest certificate a computation can produce, and the problem's
-own conditioning moves the prox by that much under ulp-sized perturbations
-of the data.  It dominates only when ``lam + mu`` is small compared with
-``L``, where it is about ``L / (lam + mu)`` times the ulp level (the
-condition number of the subproblem).
+"a few ulps of the iterate" plus twice the part of the certificate that no
+computation in this dtype can remove.  ``E_f`` is evaluated at the iterate
+with the *local* curvature (for logistic the ``sigma'`` of each margin), so
+the level follows the conditioning at the solution, not the global ``L``.
+Stopping requires the certificate itself (not the raw residual) to be below
+``tol``, so the returned ``error_bound <= tol`` always.  A default level above
+``sqrt(eps) ||theta||`` means the dtype cannot certify even half its digits
+there: that entry is reported as failed (``ProxConvergenceError``), never
+returned as an answer; pass an explicit ``tol`` to accept a looser bound.
 
 Globalisation: backtracking from the full Newton step; a step is accepted
-when it satisfies Armijo's condition on ``h``, or, once the predicted
-decrease ``-grad h . p`` is below the rounding of ``h`` (64 eps |h|, where
-Armijo cannot see progress), when it halves ``||grad h||``.
+when it satisfies Armijo's condition on ``h``, or when it halves
+``||grad h||`` and is either the full step or the predicted decrease
+``-grad h . p`` is below the rounding of ``h`` (64 eps |h|): near the
+solution the decrease of ``h`` is below its own rounding (a softmax loss
+sums logits of size 30 to a value of 1e-7) and only the gradient shows it.
+
+Local certificate: where the objective provides a rigorous lower bound ``m``
+on the smallest eigenvalue of its Hessian at theta and a Hessian Lipschitz
+constant ``rho`` (``f._local_curvature``: logistic), the bound is the
+smaller of the global one and the radius ``r`` with
+``(lam + m) r - rho r^2 / 2 = ||grad h||`` (``_ball``): well-conditioned
+solutions are certified to a few ulps whatever ``lam`` is.  An entry that
+finds no acceptable step is frozen (it cannot progress in this dtype).
+
+Per-entry outcomes: when some entries fail (iteration cap, frozen, or a default level above
+``sqrt(eps) ||theta||``) the :class:`~moreau.ProxConvergenceError` names them
+(``failed`` mask, first indices in the message) and carries the whole result
+(``theta``, certified ``error_bound`` for every entry, ``tol``, ``iterations``):
+the converged entries remain usable.
 """
 from __future__ import annotations
 
@@ -52,10 +83,19 @@ from ._backend import safe_norm, to_numpy
 from ._errors import ProxConvergenceError
 from ._objective import ProxInfo
 
-__all__ = ["newton_prox", "newton_displacement"]
+__all__ = ["newton_prox", "newton_displacement", "check_max_iter"]
 
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 60
+
+
+def check_max_iter(max_iter):
+    """``max_iter`` as a non-negative int (``TypeError``/``ValueError`` naming it otherwise)."""
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer):
+        raise TypeError(f"max_iter must be a non-negative integer (got {max_iter!r})")
+    if max_iter < 0:
+        raise ValueError(f"max_iter must be a non-negative integer (got {max_iter!r})")
+    return int(max_iter)
 
 
 def newton_displacement(f, w, lam, *, tol=None, max_iter=100, info=False):
@@ -68,8 +108,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     """``(theta, u, ProxInfo or None)``: the prox, the displacement ``theta - w``, both
     from the same iterate (each without the rounding of forming it from the other)."""
     xp = f.xp
-    if max_iter is None or int(max_iter) < 0:
-        raise ValueError(f"max_iter must be a non-negative integer (got {max_iter!r})")
+    max_iter = check_max_iter(max_iter)
     d = f.dim
     shape = tuple(np.broadcast_shapes(f.batch_shape, tuple(w.shape[:-1]), tuple(lam.shape)))
     w = xp.broadcast_to(w, shape + (d,))
@@ -83,51 +122,61 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     # iterate on x with theta = a + x: a = w (x is the displacement) when lam
     # dominates the curvature, a = 0 (x is theta) otherwise; theta - w = c + x
     # with c = a - w exactly 0 or -w.  See the module doc.
-    disp = (lam >= hi)[..., None]
+    disp = lam >= hi
     zero = xp.zeros_like(w)
-    a = xp.where(disp, w, zero)
-    c = xp.where(disp, zero, -w)
-    anorm = safe_norm(a, xp)
-    cnorm = safe_norm(c, xp)
+    a = xp.where(disp[..., None], w, zero)
+    c = xp.where(disp[..., None], zero, -w)
+    zero1 = xp.zeros(shape, dtype=f.dtype)
 
     def h_and_grad(x):
         theta, u = a + x, c + x
         fv, fg = f._value_grad(theta)
         return fv + lam / 2 * xp.vecdot(u, u), fg + lam[..., None] * u
 
+    def certificate(x, g, E_f, Hf):
+        """(bound on theta, bound on the iterate x, default level for x, ||theta||); module doc."""
+        theta, u = a + x, c + x
+        ur = eps / 2
+        gn, un, tn = safe_norm(g, xp), safe_norm(u, xp), safe_norm(theta, xp)
+        # what rounding adds on top of the computed ||g||, common to theta and x
+        rnd = E_f + ur * (gn + lam * un + lam * xp.where(disp, zero1, un))
+        # theta: lam * u_hat differs from lam (theta - w) by the rounding of theta = fl(w + x);
+        # x (= u when disp): grad f is evaluated at fl(w + x), within L u_r ||theta|| of grad f(w + x)
+        rnd_t = (rnd + xp.where(disp, lam * ur * tn, zero1)) * (1 + 4 * eps)
+        rnd_x = (rnd + xp.where(disp, hi * ur * tn, zero1)) * (1 + 4 * eps)
+        gn = gn * (1 + (d + 4) * eps)
+        local = f._local_curvature(theta, Hf)
+        if local is not None:
+            m_loc = xp.maximum(lam + local[0], modulus) * (1 - 4 * eps)
+
+        def radius(G):  # smallest certified distance for a gradient norm <= G
+            r = G / modulus
+            if local is not None:
+                r = xp.minimum(r, _ball(xp, G, m_loc, local[1]))
+            return r * (1 + 8 * eps)
+
+        level = 2 * radius(rnd_x) + 4 * eps * safe_norm(x, xp)
+        return radius(gn + rnd_t), radius(gn + rnd_x), level, tn
+
     x = xp.zeros(shape + (d,), dtype=f.dtype)
     h, g = h_and_grad(x)
     iterations = xp.zeros(shape, dtype=xp.int64)
-    tol_prev = math.inf
-    for k in range(int(max_iter) + 1):
+    frozen = xp.zeros(shape, dtype=xp.bool)
+    for k in range(max_iter + 1):
         theta = a + x
         gnorm = safe_norm(g, xp)
-        bound = gnorm / modulus
-        # the Hessian shares the margins with the tolerance's scale: compute both
-        # at once unless the previous tolerance says this is the last check
-        Hf, G = f._hess_scale(theta, hess=bool(xp.any(bound > tol_prev)), scale=tol is None)
-        if tol is None:
-            xnorm = safe_norm(x, xp)
-            floor = (G + hi * (anorm + xnorm) + lam * (cnorm + xnorm)) / modulus
-            tol_k = 4 * eps * (xnorm + floor)
+        Hf, E_f = f._hess_scale(theta, hess=True, scale=True)
+        bound, bound_x, level, tn = certificate(x, g, E_f, Hf)
+        if tol is None:  # the iterate to its level; theta then adds its own rounding
+            tol_k = level + xp.maximum(bound - bound_x, zero1)
+            active = (bound_x > level) & ~frozen
         else:
             tol_k = tol
-        active = bound > tol_k
-        if not bool(xp.any(active)):
+            active = (bound > tol_k) & ~frozen
+        if k == max_iter or not bool(xp.any(active)):
             break
-        if k == int(max_iter):
-            b, t = to_numpy(bound), np.broadcast_to(to_numpy(tol_k), bound.shape)
-            raise ProxConvergenceError(
-                f"prox of {type(f).__name__} did not reach its certified tolerance in "
-                f"{max_iter} Newton iterations: worst bound {float(b.max()):.3g} "
-                f"(tolerance there {float(t.reshape(-1)[int(np.argmax((b - t).reshape(-1)))]):.3g}); "
-                f"{int((b > t).sum())} of {b.size} entries unconverged",
-                error_bound=b, tol=t, iterations=to_numpy(iterations))
-        tol_prev = tol_k
-        if Hf is None:
-            Hf = f.hess(theta)
         H = Hf + lam[..., None, None] * eye
-        p = -xp.linalg.solve(H, g[..., None])[..., 0]
+        p = -_solve(xp, H, g, eps)
         slope = xp.vecdot(g, p)
         # predicted decrease below the rounding of h: Armijo cannot see it
         flat = -slope <= 64 * eps * xp.abs(h)
@@ -138,7 +187,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
             x_try = x + step[..., None] * p
             h_try, g_try = h_and_grad(x_try)
             ok = (h_try <= h + _ARMIJO * step * slope) | \
-                (flat & (safe_norm(g_try, xp) <= gnorm / 2))
+                ((flat | (step == 1)) & (safe_norm(g_try, xp) <= gnorm / 2))
             take = ok & ~accepted
             x_new = xp.where(take[..., None], x_try, x_new)
             h_new = xp.where(take, h_try, h_new)
@@ -147,19 +196,77 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
             if bool(xp.all(accepted)):
                 break
             step = xp.where(accepted, step, step / 2)
-        # entries that found no acceptable step keep their point (and are
-        # reported unconverged at max_iter rather than moved blindly)
+        # entries that found no acceptable step cannot progress in this dtype:
+        # they keep their point and are reported (never moved blindly)
+        frozen = frozen | ~accepted
         iterations = iterations + xp.astype(active & accepted, xp.int64)
         x, h, g = x_new, h_new, g_new
     theta, u = a + x, c + x
-    if not info:
-        return theta, u, None
-    return theta, u, ProxInfo(iterations=to_numpy(iterations), error_bound=to_numpy(bound),
-                       tol=np.broadcast_to(to_numpy(tol_k), shape).copy())
+    failed = (bound_x > level) if tol is None else (bound > tol_k)
+    if tol is None:  # a default level above sqrt(eps) * scale certifies nothing useful
+        scale = tn + safe_norm(w, xp) + f._grad_error_scale(theta) / modulus
+        failed = failed | (level > math.sqrt(eps) * scale + float(xp.finfo(f.dtype).smallest_normal))
+    tol_h = np.broadcast_to(to_numpy(tol_k), shape).copy()
+    out = ProxInfo(iterations=to_numpy(iterations), error_bound=to_numpy(bound), tol=tol_h)
+    if bool(xp.any(failed)):
+        _raise(f, to_numpy(failed), out, theta, max_iter, to_numpy(frozen), tol is None)
+    return theta, u, (out if info else None)
+
+
+def _ball(xp, G, m, rho):
+    r"""Smallest ``r`` with ``m r - rho r^2 / 2 >= G`` (``inf`` if none).
+
+    If ``||grad h(theta)|| <= G``, ``hess h(theta) >= m I`` and the Hessian is
+    ``rho``-Lipschitz, then on the sphere ``||v|| = r``
+    ``<grad h(theta + v), v> >= -G r + m r^2 - rho r^3 / 2 > 0`` for ``r``
+    just above this root, so the minimiser of the convex ``h`` lies within
+    ``r`` of ``theta``: a certificate from the *local* curvature.
+    """
+    disc = m * m - 2 * rho * G
+    ok = disc > 0
+    r = 2 * G / (m + xp.sqrt(xp.where(ok, disc, xp.zeros_like(disc))))
+    return xp.where(ok, r, xp.full_like(r, math.inf))
+
+
+def _solve(xp, H, g, eps):
+    """Newton direction ``H^{-1} g``; a (float32-)singular H gets a relative diagonal shift, never a LinAlgError."""
+    try:
+        return xp.linalg.solve(H, g[..., None])[..., 0]
+    except Exception as exc:  # numpy.linalg.LinAlgError / cupy's: singular to working precision
+        if "singular" not in str(exc).lower() and "LinAlg" not in type(exc).__name__:
+            raise
+    d = H.shape[-1]
+    scale = xp.sum(xp.abs(H), axis=(-2, -1)) / d
+    shift = xp.eye(d, dtype=H.dtype) * (math.sqrt(eps) * scale)[..., None, None]
+    return xp.linalg.solve(H + shift, g[..., None])[..., 0]
+
+
+def _raise(f, failed, info, theta, max_iter, frozen, default):
+    b, t = info.error_bound, info.tol
+    idx = [tuple(int(i) for i in r) for r in np.argwhere(failed)[:5]]
+    n = int(failed.sum())
+    why = []
+    if np.any(failed & (b > t) & ~frozen):
+        why.append(f"the cap of {max_iter} Newton iterations was reached")
+    if np.any(failed & frozen):
+        why.append("no step decreased h in this dtype (stalled)")
+    if np.any(failed & (b <= t)) and default:
+        why.append("the default level (the rounding floor) exceeds sqrt(eps)*||theta||: "
+                   "pass tol= to accept a looser certificate")
+    k = int(np.argmax(np.where(failed, b, -np.inf)))
+    raise ProxConvergenceError(
+        f"prox of {type(f).__name__}: {n} of {failed.size} entries not certified "
+        f"(first: {idx}); worst bound {float(b.reshape(-1)[k]):.3g} with tol "
+        f"{float(t.reshape(-1)[k]):.3g}; " + "; ".join(why or ["tol below the rounding floor"]),
+        error_bound=info.error_bound, tol=info.tol, iterations=info.iterations,
+        theta=to_numpy(theta), failed=failed)
 
 
 def _tolerance(tol, xp, dtype, shape):
-    t = np.asarray(to_numpy(tol), dtype=float)
+    t = np.asarray(to_numpy(tol))
+    if t.dtype.kind not in "fiu" or t.dtype == bool:
+        raise TypeError(f"tol must be a real number or array (got {tol!r})")
+    t = t.astype(float)
     if not np.all(np.isfinite(t)) or np.any(t <= 0):
         raise ValueError(f"tol must be finite and > 0 (got {tol!r})")
     try:

@@ -26,13 +26,14 @@ __all__ = ["Objective", "ProxInfo"]
 class ProxInfo:
     """What a prox computation certifies, per batch entry (host numpy arrays).
 
-    ``error_bound``: the certified bound ``||grad h(theta)|| / (lam + mu)`` on
-    ``||theta - prox(w)||``, h the prox subproblem, evaluated in floating point
-    at the returned theta (so it certifies up to the rounding of ``grad h``
-    itself, the floor term of the default tolerance in ``moreau._newton``) (for closed forms, the same
-    residual bound evaluated at the returned point); ``tol``: the bound that
-    was required (``None`` for closed forms); ``iterations``: Newton
-    iterations (0 for closed forms).
+    ``error_bound``: a rigorous upper bound on ``||theta - prox(w)||`` for the
+    returned floating-point theta: ``||grad h(theta)|| / (lam + mu)`` (h the
+    prox subproblem) with the rounding of evaluating ``grad h`` bounded a
+    priori and added, and for quadratics the modulus lowered by the error of
+    the computed eigenvalues (derivations: ``moreau._newton`` and
+    ``Quadratic._solve``); ``tol``: the level that was required (``None`` for
+    closed forms called without ``tol``); ``iterations``: Newton iterations
+    (0 for closed forms).
     """
 
     iterations: object
@@ -106,6 +107,9 @@ class Objective:
 
     def prox(self, w, lam, *, tol=None, max_iter=100, return_info=False):
         r"""``argmin_theta f(theta) + (lam/2) ||theta - w||^2``; see :func:`moreau.prox`."""
+        from ._newton import check_max_iter
+
+        check_max_iter(max_iter)
         w = self._point(w, "w")
         lam = self._lam(lam)
         theta, _, info = self._solve(w, lam, tol=tol, max_iter=max_iter, info=return_info, want_u=False)
@@ -131,8 +135,31 @@ class Objective:
         return self.value(theta), self.grad(theta)
 
     def _hess_scale(self, theta, *, hess=True, scale=True):
-        """``(hess or None, _grad_error_scale or None)`` at one point (overridable to share work)."""
-        return (self.hess(theta) if hess else None), (self._grad_error_scale(theta) if scale else None)
+        """``(hess or None, _grad_rounding or None)`` at one point (overridable to share work)."""
+        return (self.hess(theta) if hess else None), (self._grad_rounding(theta) if scale else None)
+
+    def _grad_rounding(self, theta):
+        r"""An upper bound on ``||fl(grad f(theta)) - grad f(theta)||``, shape ``(...)``.
+
+        The built-in objectives derive a rigorous a-priori bound (Higham's
+        :math:`\gamma_k = k u/(1 - k u)` for each sum of ``k`` terms).  This
+        default is a *model* for objectives that do not override it:
+        ``(d + 8) eps`` times ``_grad_error_scale`` (the magnitude of the terms
+        summed) plus ``L ||theta||`` (the gradient's change under the rounding
+        of theta itself); the certificate of a custom objective is rigorous
+        only as far as this model is.
+        """
+        xp = self.xp
+        eps = float(xp.finfo(self.dtype).eps)
+        return (self.dim + 8) * eps * (self._grad_error_scale(theta)
+                                       + self.smoothness() * xp.linalg.vector_norm(theta, axis=-1))
+
+    def _local_curvature(self, theta, Hf):
+        """``(m, rho)`` with ``m <= lambda_min(hess f(theta))`` (exact Hessian, from the
+        computed ``Hf``) and ``rho`` a Lipschitz constant of the Hessian, rigorous;
+        ``None`` where the objective provides none (then only the global modulus
+        ``lam + mu`` certifies the prox)."""
+        return None
 
     def _grad_error_scale(self, theta):
         """Magnitude of the terms summed in ``grad(theta)`` (its rounding scale)."""

@@ -146,17 +146,64 @@ class Quadratic(Objective):
             raise ValueError(f"minimizer() needs A positive definite (smallest eigenvalue {worst:.6g})")
         return xp.broadcast_to(_matvec(V, self._bt / a), self.batch_shape + (self.dim,))
 
+    @cached_property
+    def _fro(self):
+        """``||A||_F`` per batch entry (an upper bound on ``||A||_2`` and ``|| |A| ||_2``)."""
+        xp = self.xp
+        m = xp.max(xp.abs(self.A), axis=(-2, -1))
+        safe = xp.where(m > 0, m, xp.ones_like(m))
+        return m * xp.sqrt(xp.sum((self.A / safe[..., None, None]) ** 2, axis=(-2, -1)))
+
+    def eigenvalue_error(self):
+        r"""Bound ``delta`` on the error of the computed eigenvalues, shape ``(...)``.
+
+        LAPACK's symmetric eigensolvers are backward stable: the computed
+        eigenvalues are exact for ``A + E`` with ``||E||_2 <= p(d) eps ||A||_2``,
+        so by Weyl's inequality ``|a_hat_k - a_k| <= p(d) eps ||A||_2``.  moreau
+        takes ``p(d) = 4 d`` and ``||A||_2 <= ||A||_F``: ``delta = 4 d eps ||A||_F``
+        (plus one subnormal unit).  The constants (``eigenvalues``,
+        ``strong_convexity()``, ``curvature_bounds()``) are the computed ones:
+        exact up to ``delta``, which is large *relative* to an eigenvalue much
+        smaller than ``||A||``.
+        """
+        xp = self.xp
+        eps = float(xp.finfo(self.dtype).eps)
+        tiny = float(xp.finfo(self.dtype).smallest_normal) * eps
+        return xp.broadcast_to(4 * self.dim * eps * self._fro + tiny, self.batch_shape)
+
     def _solve(self, w, lam, *, tol=None, max_iter=None, info=False, want_u=True):
-        """Closed forms ``prox(w) = V diag(1/(a+lam)) V^T (b + lam w)`` and
+        r"""Closed forms ``prox(w) = V diag(1/(a+lam)) V^T (b + lam w)`` and
         ``prox(w) - w = V diag(1/(a+lam)) V^T (b - A w)``, both computed.
 
-        No iterations (``max_iter`` does not apply).  With ``tol`` given, the
-        residual bound ``||(A + lam I) theta - b - lam w|| / (lam + a_1)`` of
-        the returned point is checked against it (ProxConvergenceError if a
-        tolerance below the rounding level was asked for).
+        No iterations (``max_iter`` does not apply).  Existence is certified
+        first: the true smallest eigenvalue is at least ``a_hat_1 - delta``
+        (:meth:`eigenvalue_error`), so ``lam > delta - a_hat_1`` is required
+        (``ValueError`` when ``lam`` is within ``delta`` of the nonconvex
+        threshold: the prox may not exist).  The certificate of the returned
+        theta (``u`` the unit roundoff, ``gamma_k = k u/(1 - k u)``)::
+
+            ||theta - prox(w)|| <= ||A theta - b + lam (theta - w)|| / (lam + a_hat_1 - delta)
+
+        with the residual ``r_hat = fl(fl(A theta) - b + lam fl(theta - w))``
+        evaluated at the returned theta and bounded by
+        ``||r_hat|| (1 + (d+4) eps) + (gamma_d + 3u) ||A||_F ||theta|| + 3u ||b||
+        + 5u lam ||fl(theta - w)||`` (Higham's bound for the product, one
+        rounding per operation after it).  With ``tol`` given, a bound above
+        it raises ProxConvergenceError (a tolerance below the closed form's
+        rounding level).
         """
         xp = self.xp
         a, V = self._eigh
+        delta = self.eigenvalue_error()
+        margin = lam + (a[..., 0] - delta)
+        if not bool(xp.all(margin > 0)):
+            lam_h, a_h, d_h = np.broadcast_arrays(to_numpy(lam), to_numpy(a[..., 0]), to_numpy(delta))
+            k = tuple(int(i) for i in np.argwhere(lam_h + a_h - d_h <= 0)[0])
+            raise ValueError(
+                f"lam={lam_h[k]:.17g} is too close to the nonconvex threshold -a_1 = {-a_h[k]:.17g} "
+                f"of this Quadratic (batch index {k}) to certify that the prox exists: the computed "
+                f"smallest eigenvalue is exact only to {d_h[k]:.3g} (4 d eps ||A||_F); "
+                f"lam must exceed {d_h[k] - a_h[k]:.17g}")
         lam_ = lam[..., None]
         wt = _matvec(xp.matrix_transpose(V), w)
         inv = 1 / (a + lam_)
@@ -167,21 +214,34 @@ class Quadratic(Objective):
         u = xp.broadcast_to(_matvec(V, (self._bt - a * wt) * inv), shape + (self.dim,)) if need_u else None
         if not info and tol is None:
             return theta, u, None
-        resid = _matvec(self.A, theta) - self.b + lam_ * u
-        bound = to_numpy(xp.broadcast_to(xp.linalg.vector_norm(resid, axis=-1) / (lam + self.strong_convexity()),
-                                         shape))
+        eps = float(xp.finfo(self.dtype).eps)
+        ur, d = eps / 2, self.dim
+        diff = theta - w
+        resid = _matvec(self.A, theta) - self.b + lam_ * diff
+        rn = safe_norm(resid, xp) * (1 + (d + 4) * eps)
+        g_d = d * ur / (1 - d * ur)
+        rnd = (g_d + 3 * ur) * self._fro * safe_norm(theta, xp) + 3 * ur * safe_norm(self.b, xp) \
+            + 5 * ur * lam * safe_norm(diff, xp)
+        bound = (rn + rnd * (1 + 4 * eps)) / margin * (1 + 8 * eps)
+        bound = to_numpy(xp.broadcast_to(bound, shape))
         # ProxInfo and ProxConvergenceError carry host numpy arrays on every backend (documented)
         if tol is not None:
-            t = np.broadcast_to(np.asarray(to_numpy(tol), dtype=float), shape)
+            t = np.asarray(to_numpy(tol))
+            if t.dtype.kind not in "fiu" or t.dtype == bool:
+                raise TypeError(f"tol must be a real number or array (got {tol!r})")
+            t = np.broadcast_to(t.astype(float), shape)
             if not np.all(np.isfinite(t)) or np.any(t <= 0):
                 raise ValueError(f"tol must be finite and > 0 (got {tol!r})")
             if np.any(bound > t):
+                failed = bound > t
                 raise ProxConvergenceError(
-                    f"closed-form prox of Quadratic: residual bound {bound.max():.3g} exceeds tol "
-                    f"(rounding level of the closed form)", error_bound=bound, tol=t,
-                    iterations=np.zeros(shape, dtype=int))
+                    f"closed-form prox of Quadratic: certified bound {bound.max():.3g} exceeds tol at "
+                    f"{int(failed.sum())} of {failed.size} entries (first: "
+                    f"{[tuple(int(i) for i in r) for r in np.argwhere(failed)[:5]]}); tol is below the "
+                    f"closed form's rounding level", error_bound=bound, tol=t.copy(),
+                    iterations=np.zeros(shape, dtype=int), failed=failed, theta=to_numpy(theta))
         return theta, u, ProxInfo(iterations=np.zeros(shape, dtype=int), error_bound=bound,
-                           tol=None if tol is None else np.broadcast_to(np.asarray(to_numpy(tol), float), shape).copy())
+                           tol=None if tol is None else t.copy())
 
 
 def _matvec(M, x):

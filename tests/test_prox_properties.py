@@ -107,7 +107,8 @@ def test_logistic_prox_optimality(f, lam, data):
         + rounding(terms)
     assert norm(r) <= bound
     # the default tolerance itself is eps-level (cannot be loosened without failing here)
-    assert info.tol <= tol(np.float64) * (norm(theta) + norm(w) + (terms + L * (norm(theta) + norm(w))) / (lam + mu))
+    assert info.tol <= tol(np.float64) * (norm(theta) + norm(w) + (terms + L * (norm(theta) + norm(w))) / (lam + mu)) \
+        + TINY
 
 
 # -- firm nonexpansiveness --------------------------------------------------------------
