@@ -18,7 +18,7 @@ def test_rounds_to_eps_matches_fedprox_run_to_eps():
     eta, gamma = cor1.CLAIM["eta"](lam, mu, L), cor1.CLAIM["gamma"](lam, mu, L)
     K = cor1.CLAIM["K"](lam, mu, L, gamma, eta)
     eps = (1e-3, 1e-8)
-    T = cor1.rounds_to_eps(round_matrix(A, lam, gamma, eta, K), e0, eps)
+    T = np.stack([cor1.rounds_to_eps(round_matrix(A, lam, gamma, eta, K), e0, e) for e in eps], axis=-1)
     wg, wl = fedprox_optimum(mo.Quadratic(A, b), lam)
     d, m = A.shape[-1], A.shape[1]
     for i in range(2):  # each instance its own K: one fedprox call each
@@ -50,6 +50,11 @@ def test_atol_is_the_largest_slope_of_a_factor_two_band():
 def record(request):
     (rec,) = runner.run(["fedprox.cor1"], seed=request.param, mutants=request.param == 0)
     return rec
+
+
+def test_one_row_per_instance(record):
+    for p in record.result.parts:
+        assert p.sides.lhs.shape == (record.result.instances,)
 
 
 def test_holds(record):
