@@ -1,13 +1,11 @@
 """FedProx analysis, Corollary 1: rounds to an eps-solution read off the round matrix against
 moreau.fl.fedprox run to the same eps; the statement on its family; every mutant rejected."""
 import numpy as np
-import pytest
 
 import moreau as mo
 from moreau.fl import fedprox, fedprox_optimum
 
 from analysis import fedprox_cor1 as cor1
-from analysis import runner
 from analysis._fedprox_rounds import round_matrix
 
 
@@ -44,23 +42,3 @@ def test_atol_is_the_largest_slope_of_a_factor_two_band():
         v = np.where(np.arange(u.size) >= k, np.log(2), 0.0)
         best = max(best, np.polyfit(u, v, 1)[0])
     np.testing.assert_allclose(best, cor1.ATOL, rtol=1e-12)
-
-
-@pytest.fixture(scope="module", params=[0, 1])
-def record(request):
-    (rec,) = runner.run(["fedprox.cor1"], seed=request.param, mutants=request.param == 0)
-    return rec
-
-
-def test_one_row_per_instance(record):
-    for p in record.result.parts:
-        assert p.sides.lhs.shape == (record.result.instances,)
-
-
-def test_holds(record):
-    assert record.result.holds, [(p.name, p.failures[:5]) for p in record.result.parts if not p.holds]
-
-
-def test_every_mutant_rejected(record):
-    survivors = [m.name for m, rejected, _ in record.mutants if not rejected]
-    assert not survivors, survivors

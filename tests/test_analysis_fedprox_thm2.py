@@ -2,7 +2,6 @@
 envelope Hessian, the closed-form smallest K of (12) against a brute-force search, the
 statement on its family and its mutants."""
 import numpy as np
-import pytest
 
 import moreau as mo
 from moreau.fl import fedprox, fedprox_optimum
@@ -101,24 +100,8 @@ def test_round_matrix_with_exact_inner_solve_is_gradient_descent_on_the_envelope
     np.testing.assert_allclose(M[:, :d, d:], 0, atol=1e-300)
 
 
-@pytest.fixture(scope="module")
-def records():
-    return {r.result.family: r for r in runner.run(["fedprox.thm2"], seed=0, mutants=True)}
-
-
-def test_holds_and_both_readings_checked(records):
-    assert set(records) == {"quadratic", "logistic"}
-    for rec in records.values():
-        assert rec.result.holds, [(p.name, p.failures[:5]) for p in rec.result.parts if not p.holds]
-    parts = {p.name: p for p in records["quadratic"].result.parts}
-    dist = parts["distance reading: sr(M) <= rho"]
-    assert dist.applicable >= 24 and 0.9 < dist.max_ratio <= 1  # close to rho on the shared instances
-
-
-def test_every_mutant_rejected_by_some_family(records):
-    verdicts = {}
-    for rec in records.values():
-        for m, rejected, _ in rec.mutants:
-            verdicts[m.name] = verdicts.get(m.name, False) or rejected
-    survivors = [name for name, rejected in verdicts.items() if not rejected]
-    assert verdicts and not survivors, survivors
+def test_distance_reading_comes_close_to_rho_on_shared_instances():
+    # holds / mutants rejected: tests/test_analysis_registry.py; here the measured tightness
+    (rec,) = runner.run(["fedprox.thm2"], family="quadratic", seed=0)
+    dist = {p.name: p for p in rec.result.parts}["distance reading: sr(M) <= rho"]
+    assert dist.applicable >= 24 and 0.9 < dist.max_ratio <= 1

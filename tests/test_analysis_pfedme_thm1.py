@@ -2,12 +2,11 @@
 moreau.fl.pfedme, its limit point and exponents, the finding's minimal instance, the statements
 on their family and every mutant rejected."""
 import numpy as np
-import pytest
 
 import moreau as mo
 from moreau.fl import fedprox_optimum, pfedme
 
-from analysis import runner
+from analysis import pfedme_thm1 as thm1
 from analysis._instances import orthogonal
 from analysis._pfedme_map import average_error, average_exponent, constants, limit_point, round_map
 
@@ -103,22 +102,10 @@ def test_finding_minimal_instance_ratio_to_the_printed_bound_grows():
     np.testing.assert_allclose(ratio, [0.23, 4.3, 1.9e5], rtol=0.03)   # the numbers of the finding
 
 
-@pytest.fixture(scope="module", params=[("pfedme.thm1", 0), ("pfedme.thm1", 1), ("pfedme.thm1b", 0),
-                                        ("pfedme.thm1b", 1)], ids=lambda p: f"{p[0]}-seed{p[1]}")
-def records(request):
-    sid, seed = request.param
-    return runner.run([sid], seed=seed, mutants=seed == 0)
-
-
-def test_holds(records):
-    for rec in records:
-        assert rec.result.holds, [(p.name, p.failures[:5]) for p in rec.result.parts if not p.holds]
-
-
-def test_every_mutant_rejected_by_some_family(records):
-    verdicts = {}
-    for rec in records:
-        for m, rejected, _ in rec.mutants:
-            verdicts[m.name] = verdicts.get(m.name, False) or rejected
-    survivors = [name for name, rejected in verdicts.items() if not rejected]
-    assert not survivors, survivors
+def test_printed_exponent_fails_exactly_where_beta_R_exceeds_2():
+    # holds / mutants rejected: tests/test_analysis_registry.py; here where the finding bites
+    batch = thm1.instances("quadratic", None, np.random.default_rng(7))
+    claim = dict(thm1.CLAIM, exponent=lambda eta, eta_hat, mu_F: eta_hat * mu_F / 2)
+    part = thm1.evaluate(batch, claim)[thm1.PARTS[1]]
+    fails = part.applicable & (part.lhs > part.rhs)
+    np.testing.assert_array_equal(fails, batch["ident"] & (batch["beta"] * batch["R"] > 2))
