@@ -201,5 +201,5 @@ def test_run_pep_everything():
     recs = pep.run_pep()
     assert {r["id"] for r in recs} == set(pep.pep_ids())
     fw = [r for r in recs if r["id"] == "fw.convex" and r["class"].startswith("L-smooth")]
-    assert [r["parameters"]["t"] for r in fw] == [1, 2, 3, 5, 10]
+    assert [r["parameters"]["t"] for r in fw] == [1, 2, 3, 5, 9, 10]
     assert fw[-1]["pep_value"] == pytest.approx(0.0782895, abs=1e-6)
