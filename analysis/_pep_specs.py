@@ -33,10 +33,12 @@ def _parts(st, batch, changes=None, name="pep: one iterate"):
     return {p.name: p for p in res.parts}
 
 
-def _row(part, cls, params, pep, paper, orientation, inst, sharp="", note="", required=True, **extra):
-    """``required=False``: a supplementary solve (its failure is reported, not a failure of the run)."""
+def _row(part, cls, params, pep, paper, orientation, inst, sharp="", note="", required=True, outside=False, **extra):
+    """``required=False``: a supplementary solve (its failure is reported, not a failure of the run);
+    ``outside=True``: parameters outside the statement's conditions (a threshold sweep)."""
     return dict(part=part, cls=cls, parameters={k: float(v) for k, v in params.items()}, pep=pep, paper=float(paper),
-                orientation=orientation, inst=inst, sharp=sharp, note=note, required=required, **extra)
+                orientation=orientation, inst=inst, sharp=sharp, note=note, required=required, outside=outside,
+                **extra)
 
 
 # -- envelope and prox constants ----------------------------------------------------------------
@@ -59,7 +61,7 @@ def pfedme_prop1(st, batch):
     for k in (1.5, 2.0, 3.0):  # the condition lam > 2L over the whole class (L = 1)
         rows.append(_row(names[2], "L-smooth (weakly convex)", dict(lam=k, L=1.0),
                          C.envelope_smoothness(k, 1.0, cls="weakly_convex"), k, "upper", None, sharp="lam L/(lam - L)",
-                         note=f"threshold sweep: lam = {k:g} L" + where.get(k, "")))
+                         note=f"threshold sweep: lam = {k:g} L" + where.get(k, ""), outside=k <= 2))
     i, r = _worst(parts[names[3]])
     lam, mu, L = batch["lam"][i], batch["eig"][i, 0], batch["L"][i]
     rows.append(_row(names[3], "L-smooth mu-strongly convex", dict(lam=lam, mu=mu, L=L),

@@ -13,6 +13,7 @@ a = −L; Frank–Wolfe's PEP for n = 10, L = D = 1 is 0.0782895 (PEPit's own ex
 F (1/T)Σ‖∇F(x^t)‖² ≤ 2(F(x^0) − F(x^T))/(ηT(2 − Lη)), attained at η = 1/L by (L/2)x².
 """
 import importlib.util
+import json
 
 import numpy as np
 import pytest
@@ -186,7 +187,7 @@ def test_run_pep_envelope_verdicts(capsys):
     sweep = {r["parameters"]["lam"]: r for r in recs if r["part"] and r["parameters"].get("L") == 1.0}
     assert sweep[1.5]["pep_ratio"] == pytest.approx(2.0, rel=RTOL)  # L/(lam - L) at lam = 1.5 L
     assert sweep[2.0]["pep_ratio"] == pytest.approx(1.0, rel=RTOL)  # the threshold
-    assert sweep[1.5]["verdict"].startswith("fails over the class")
+    assert sweep[1.5]["verdict"].startswith("fails over the class") and sweep[1.5]["outside_conditions"]
     convex = [r for (part, cls, _), r in by.items() if cls == "convex (nonsmooth allowed)"][0]
     assert convex["pep_ratio"] == pytest.approx(1.0, rel=RTOL)
     assert recs[-1]["id"] == "pfedme.lemma1" and recs[-1]["verdict"] == "not applicable"
@@ -199,6 +200,7 @@ def test_run_pep_envelope_verdicts(capsys):
 def test_run_pep_everything():
     _pep_modules()
     recs = pep.run_pep()
+    json.dumps(recs)  # JSON as is
     assert {r["id"] for r in recs} == set(pep.pep_ids())
     fw = [r for r in recs if r["id"] == "fw.convex" and r["class"].startswith("L-smooth")]
     assert [r["parameters"]["t"] for r in fw] == [1, 2, 3, 5, 9, 10]
