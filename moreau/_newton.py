@@ -52,12 +52,14 @@ Stopping requires the certificate itself (not the raw residual) to be below
 there: that entry is reported as failed (``ProxConvergenceError``), never
 returned as an answer; pass an explicit ``tol`` to accept a looser bound.
 
-Globalisation: backtracking from the full Newton step; a step is accepted
-when it satisfies Armijo's condition on ``h``, or when it halves
-``||grad h||`` and is either the full step or the predicted decrease
-``-grad h . p`` is below the rounding of ``h`` (64 eps |h|): near the
-solution the decrease of ``h`` is below its own rounding (a softmax loss
-sums logits of size 30 to a value of 1e-7) and only the gradient shows it.
+Globalisation: a strong-Wolfe line search along the Newton direction
+(``_wolfe``: bracketing that doubles too-short and bisects too-long
+steps).  On badly scaled logistic data (features ~1e4, w ~1e3) the quadratic
+model is off by orders of magnitude in both directions; plain Armijo halving
+needed up to 477 iterations on 40 such problems, this search at most 19
+(measured, ``tests/test_certificates.py``).  Near the solution, where the
+decrease of ``h`` is below its own rounding (a softmax loss sums logits of
+size 30 to a value of 1e-7), a step is accepted when it halves ``||grad h||``.
 
 Local certificate: where the objective provides a rigorous lower bound ``m``
 on the smallest eigenvalue of its Hessian at theta and a Hessian Lipschitz
@@ -87,6 +89,7 @@ __all__ = ["newton_prox", "newton_displacement", "check_max_iter"]
 
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 60
+_WOLFE = 0.1  # strong Wolfe curvature constant
 
 
 def check_max_iter(max_iter):
@@ -180,22 +183,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
         slope = xp.vecdot(g, p)
         # predicted decrease below the rounding of h: Armijo cannot see it
         flat = -slope <= 64 * eps * xp.abs(h)
-        step = xp.ones(shape, dtype=f.dtype)
-        accepted = ~active
-        x_new, h_new, g_new = x, h, g
-        for _ in range(_MAX_HALVINGS):
-            x_try = x + step[..., None] * p
-            h_try, g_try = h_and_grad(x_try)
-            ok = (h_try <= h + _ARMIJO * step * slope) | \
-                ((flat | (step == 1)) & (safe_norm(g_try, xp) <= gnorm / 2))
-            take = ok & ~accepted
-            x_new = xp.where(take[..., None], x_try, x_new)
-            h_new = xp.where(take, h_try, h_new)
-            g_new = xp.where(take[..., None], g_try, g_new)
-            accepted = accepted | ok
-            if bool(xp.all(accepted)):
-                break
-            step = xp.where(accepted, step, step / 2)
+        x_new, h_new, g_new, accepted = _wolfe(xp, h_and_grad, x, h, g, gnorm, p, slope, flat, active)
         # entries that found no acceptable step cannot progress in this dtype:
         # they keep their point and are reported (never moved blindly)
         frozen = frozen | ~accepted
@@ -211,6 +199,55 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     if bool(xp.any(failed)):
         _raise(f, to_numpy(failed), out, theta, max_iter, to_numpy(frozen), tol is None)
     return theta, u, (out if info else None)
+
+
+def _wolfe(xp, h_and_grad, x, h, g, gnorm, p, slope, flat, active):
+    """Batched line search along the Newton direction ``p``: ``(x, h, g, accepted)``.
+
+    A step ``t`` is accepted when it satisfies the strong Wolfe conditions
+    (Armijo, and ``|grad h(x + t p) . p| <= 0.1 |slope|``), or halves
+    ``||grad h||`` as the full step or where ``h``'s decrease is below its
+    rounding (``flat``: there only the gradient shows progress).  Otherwise
+    the bracket on ``t`` shrinks (too long: ``h`` rose or the slope turned
+    positive) or doubles (too short): on saturated logistic margins the
+    quadratic model is wrong by orders of magnitude in both directions, and
+    this search finds the step in a few evaluations where plain halving
+    needed hundreds of iterations.  Entries with no Wolfe step after
+    ``_MAX_HALVINGS`` trials take their best Armijo point, if any.
+    """
+    one = xp.ones_like(h)
+    t, lo, hi = one, 0 * one, xp.full_like(h, math.inf)
+    done = ~active
+    x_new, h_new, g_new = x, h, g
+    best_h, best_x, best_g = h, x, g  # fallback: best point satisfying Armijo
+    for _ in range(_MAX_HALVINGS):
+        x_try = x + t[..., None] * p
+        h_try, g_try = h_and_grad(x_try)
+        dphi = xp.vecdot(g_try, p)
+        armijo = (h_try <= h + _ARMIJO * t * slope) | flat
+        curv = xp.abs(dphi) <= _WOLFE * xp.abs(slope)
+        half = ((t == 1) | flat) & (safe_norm(g_try, xp) <= gnorm / 2)
+        ok = (armijo & curv) | half
+        take = ok & ~done
+        x_new = xp.where(take[..., None], x_try, x_new)
+        h_new = xp.where(take, h_try, h_new)
+        g_new = xp.where(take[..., None], g_try, g_new)
+        better = ~flat & armijo & (h_try < best_h) & ~done
+        best_x = xp.where(better[..., None], x_try, best_x)
+        best_h = xp.where(better, h_try, best_h)
+        best_g = xp.where(better[..., None], g_try, best_g)
+        done = done | ok
+        if bool(xp.all(done)):
+            break
+        too_long = ~armijo | (dphi > 0)
+        hi = xp.where(too_long, t, hi)
+        lo = xp.where(too_long, lo, t)
+        t = xp.where(done, t, xp.where(hi == math.inf, 2 * t, (lo + hi) / 2))
+    fallback = ~done & (best_h < h)
+    x_new = xp.where(fallback[..., None], best_x, x_new)
+    h_new = xp.where(fallback, best_h, h_new)
+    g_new = xp.where(fallback[..., None], best_g, g_new)
+    return x_new, h_new, g_new, done | fallback
 
 
 def _ball(xp, G, m, rho):
