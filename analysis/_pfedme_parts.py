@@ -13,7 +13,7 @@ import moreau as mo
 from moreau.fl import fedprox_optimum, pfedme
 
 from ._core import fit_exponent
-from ._pfedme_map import constants, round_map
+from ._pfedme_map import constants, drift, round_map
 
 __all__ = ["drift_gaps", "biased_neighbourhood", "minibatch"]
 
@@ -24,16 +24,14 @@ NB_DELTA = 0.01
 
 
 def drift_gaps(A, b, lam, eta, beta, R, w_star):
-    """F(w_inf) - F* over the eta grid, ``(T, len(ETA_STEPS))``: ½ eᵀHe with e = w_inf - w* solved from the
-    map's residual at w* (no cancellation of F values), H = mean of the exact envelope Hessians."""
+    """F(w_inf) - F* over the eta grid, ``(T, len(ETA_STEPS))``: ½ eᵀHe with e = w_inf - w* from
+    ``analysis._pfedme_map.drift`` (no cancellation), H = mean of the exact envelope Hessians."""
     a, U = np.linalg.eigh(A)
     l3 = lam[:, None, None]
     H = np.mean((U * (l3 * a / (a + l3))[..., None, :]) @ np.swapaxes(U, -1, -2), axis=1)
     out = []
     for k in ETA_STEPS:
-        Q, q = round_map(A, b, lam, eta * k, beta, R)
-        r = np.einsum("tij,tj->ti", Q, w_star) + q - w_star
-        e = np.linalg.solve(np.eye(Q.shape[-1]) - Q, r[..., None])[..., 0]
+        e = drift(A, b, lam, eta * k, beta, R, w_star)
         out.append(0.5 * np.einsum("ti,tij,tj->t", e, H, e))
     return np.maximum(np.stack(out, axis=1), 1e-300)
 

@@ -35,8 +35,8 @@ checked against ``moreau.fl.pfedme`` for 4 rounds (and its w̄_T against the wei
 the map's iterates).  (a), linear rate (identical clients, δ = 0, S = N): the exact asymptotic
 exponent of F(w̄_T) − F* per round, −2 log max(1 − ημ_F/2, ρ(Q)), against the claimed one.
 (a), limit point (heterogeneous, δ = 0): R = 1 gives w* exactly (against fedprox_optimum); R > 1
-leaves a client-drift bias whose F-gap, fitted over η = η_max 2^{−k}, k = 0..5 (exact fixed
-points, no cancellation: ½eᵀHe), scales like η² (the Õ third term, which decays like 1/T², with
+leaves a client-drift bias whose F-gap, fitted over η = η_max 2^{−k}, k = 0..5 (½eᵀHe with e =
+w_∞ − w* from ``analysis._pfedme_map.drift``, free of cancellation), scales like η² (the Õ third term, which decays like 1/T², with
 η ~ 1/T).  (a), neighbourhood: (i) mini-batches (R = 1, β = 256): E[F(w_t) − F*] from w_0 = w*
 (mean over rounds 41..80 and 32 seeds, standard errors over seeds) against |D| = 2..32, fitted
 exponent (99 % interval) "at most" −1 (δ² ∝ 1/|D|); (ii) a worst-case bias: every inexact solve
@@ -170,7 +170,7 @@ def evaluate(batch, claim):
                         constants=consts, note="fixed point of the round map against fedprox_optimum"),
         PARTS[3]: rate_sides(drift[0], drift[1], claim["drift_exponent_eta"], kind="equal", atol=0.02,
                              applicable=~ident & (R > 1), constants=consts, level=0.95,
-                             note=f"eta = eta_max 2^-k, k = 0..5; exact fixed points; atol 0.02 for the O(eta) "
+                             note=f"eta = eta_max 2^-k, k = 0..5; w_inf - w* exact and without cancellation; atol 0.02 for the O(eta) "
                                   f"curvature; F-gap at eta_max: {np.min(gap[~ident & (R > 1), 0]):.2e}.."
                                   f"{np.max(gap[~ident & (R > 1), 0]):.2e}; the limit does not depend on beta "
                                   f"(I - Q = beta (I - mean C_i^R))"),

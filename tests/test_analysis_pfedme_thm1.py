@@ -8,7 +8,7 @@ from moreau.fl import fedprox_optimum, pfedme
 
 from analysis import pfedme_thm1 as thm1
 from analysis._instances import orthogonal
-from analysis._pfedme_map import average_error, average_exponent, constants, limit_point, round_map
+from analysis._pfedme_map import average_error, average_exponent, constants, drift, limit_point, round_map
 
 
 def _clients(rng, T=3, N=3, d=2):
@@ -58,6 +58,19 @@ def test_round_map_equals_pfedme_and_limit_is_w_star_for_R_1_whatever_beta():
     l1, l2 = (limit_point(*round_map(A, b, lam, eta, beta, 3)) for beta in (1.0, 30.0))
     np.testing.assert_allclose(l1, l2, atol=1e-12)
     assert np.all(np.linalg.norm(l1 - w_star, axis=-1) > 1e-6)
+
+
+def test_drift_equals_limit_point_minus_w_star_and_stays_accurate_for_tiny_eta():
+    rng = np.random.default_rng(4)
+    A, b = _clients(rng)
+    lam = np.array([0.5, 2.0, 7.0])
+    w_star, _ = fedprox_optimum(mo.Quadratic(A, b), lam)
+    for R in (1, 2, 4):
+        np.testing.assert_allclose(drift(A, b, lam, 0.05, 2.0, R, w_star),
+                                   limit_point(*round_map(A, b, lam, 0.05, 2.0, R)) - w_star, atol=1e-14)
+    # w_inf - w* = eta v + O(eta^2): halving a tiny eta halves it, to ~1e-6 (the O(eta) term), far from rounding
+    e1, e2 = drift(A, b, lam, 2e-7, 2.0, 3, w_star), drift(A, b, lam, 1e-7, 2.0, 3, w_star)
+    np.testing.assert_allclose(e1, 2 * e2, rtol=1e-5)
 
 
 def test_average_exponent_matches_finite_horizon_decay():
