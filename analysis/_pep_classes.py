@@ -18,6 +18,8 @@ Bousselmi, Hendrickx & Glineur, arXiv:2302.08781 (quadratics); Goujaud et al., P
 """
 from __future__ import annotations
 
+import numbers
+
 from ._pep_solve import solve
 
 __all__ = ["envelope_smoothness", "envelope_strong_convexity", "prox_lipschitz", "h_smoothness",
@@ -29,8 +31,18 @@ CLASSES = ("convex", "smooth_convex", "weakly_convex", "quadratic")
 
 def _positive(**kw):
     for k, v in kw.items():
-        if not (isinstance(v, (int, float)) and v > 0):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"{k} must be a real number (got {v!r})")
+        if not v > 0:
             raise ValueError(f"{k} must be a number > 0 (got {v!r})")
+
+
+def _count(**kw):
+    for k, v in kw.items():
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{k} must be an int (got {v!r})")
+        if v < 1:
+            raise ValueError(f"{k} must be >= 1 (got {v!r})")
 
 
 def _declare(problem, cls, L=None, mu=0.0):
@@ -130,7 +142,8 @@ def h_strong_convexity(lam, mu, L):
 def gd_strongly_convex(mu, L, eta, t, cls="smooth_convex"):
     r"""Worst case of (F(x^t) − F*)/(F(x^0) − F*) for GD x^{k+1} = x^k − η∇F(x^k) over the class."""
     from PEPit import PEP
-    _positive(mu=mu, L=L, eta=eta, t=t)
+    _positive(mu=mu, L=L, eta=eta)
+    _count(t=t)
     problem = PEP()
     f = _declare(problem, cls, L, mu)
     xs = f.stationary_point()
@@ -151,7 +164,8 @@ def gd_nonconvex(L, eta, T):
     above; the thesis's proof telescopes exactly this quantity.
     """
     from PEPit import PEP
-    _positive(L=L, eta=eta, T=T)
+    _positive(L=L, eta=eta)
+    _count(T=T)
     problem = PEP()
     f = _declare(problem, "weakly_convex", L)
     x = x0 = problem.set_initial_point()
@@ -176,7 +190,8 @@ def frank_wolfe(L, R, t, cls="smooth_convex", accept=("optimal",)):
     from PEPit import PEP
     from PEPit.functions import ConvexIndicatorFunction
     from PEPit.primitive_steps import linear_optimization_step
-    _positive(L=L, R=R, t=t)
+    _positive(L=L, R=R)
+    _count(t=t)
     problem = PEP()
     f = _declare(problem, cls, L, 0.0)
     ind = problem.declare_function(ConvexIndicatorFunction, D=R)
@@ -205,7 +220,8 @@ def fedprox_rounds(lam, mu, L, gamma, eta, K, N, m=1, accept=("optimal",)):
     w̃ = (1/m) Σ_i w̃_i (with m = 1: w̃ = w̃_1 = argmin f_1).  ``accept``: as in :func:`frank_wolfe`.
     """
     from PEPit import PEP, Expression
-    _positive(lam=lam, mu=mu, L=L, gamma=gamma, eta=eta, K=K, N=N, m=m)
+    _positive(lam=lam, mu=mu, L=L, gamma=gamma, eta=eta)
+    _count(K=K, N=N, m=m)
     problem = PEP()
     fs = [_declare(problem, "smooth_convex", L, mu) for _ in range(int(m))]
     wt = problem.set_initial_point()

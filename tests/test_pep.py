@@ -156,6 +156,12 @@ def test_bad_class_arguments():
         C.envelope_smoothness(1.5, 2.0, cls="weakly_convex")
     with pytest.raises(ValueError, match=r"lam must be a number > 0 \(got -1\)"):
         C.envelope_smoothness(-1, 1.0)
+    with pytest.raises(TypeError, match=r"t must be an int \(got 2\.5\)"):
+        C.gd_strongly_convex(0.1, 1.0, 0.5, 2.5)
+    with pytest.raises(ValueError, match=r"K must be >= 1 \(got 0\)"):
+        C.fedprox_rounds(1.0, 0.1, 1.0, 0.5, 0.5, 0, 1)
+    with pytest.raises(TypeError, match=r"eta must be a real number \(got '1'\)"):
+        C.gd_nonconvex(1.0, "1", 2)
     with pytest.raises(ValueError, match="cls must be one of"):
         C.envelope_smoothness(1.0, 1.0, cls="nonsmooth")
     with pytest.raises(TypeError, match="seed must be an int"):
