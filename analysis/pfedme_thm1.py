@@ -165,7 +165,7 @@ def evaluate(batch, claim):
         PARTS[0]: Sides(_sim_error(batch, Q, q, eta), 1e-10 * scale, "exact", constants=consts,
                         note="4 rounds of moreau.fl.pfedme(inner='exact') against w -> Qw + q; allowed 1e-10 (1 + |w*|)"),
         PARTS[1]: Sides(claimed, measured, "upper", applicable=ident, constants=consts, note=_rate_note(
-            claimed, measured, eta_hat, mu_F, beta, R, ident)),
+            claimed, measured, eta_hat, mu_F, beta, R, ident) + _step_note(A, b, lam, eta, beta, R)),
         PARTS[2]: Sides(np.max(np.abs(w_inf - w_star), axis=-1), 1e-10 * scale, "exact", applicable=~ident & (R == 1),
                         constants=consts, note="fixed point of the round map against fedprox_optimum"),
         PARTS[3]: rate_sides(drift[0], drift[1], claim["drift_exponent_eta"], kind="equal", atol=0.02,
@@ -200,6 +200,17 @@ def _rate_note(claimed, measured, eta_hat, mu_F, beta, R, ident):
             f"{np.max(measured[ident] / printed[ident]):.3f}; printed exponent exceeds the exact one on "
             f"{bad.sum()}/{ident.sum()} instances, all with beta R > 2 (beta R there: "
             f"{sorted(set((beta * R)[bad].astype(int).tolist()))})")
+
+
+def _step_note(A, b, lam, eta, beta, R):
+    """How conservative eta_hat_1 is: the largest 2^k (k <= 12) with rho(Q) < 1 at 2^k eta_hat_1/(beta R)."""
+    ok = np.zeros(lam.size, int)
+    for k in range(1, 13):
+        Q, _ = round_map(A, b, lam, eta * 2.0**k, beta, R)
+        stable = np.max(np.abs(np.linalg.eigvals(Q)), axis=-1) < 1
+        ok = np.where(stable & (ok == k - 1), k, ok)
+    return (f"; eta_hat_1 is conservative: the round stays a contraction up to 2^k eta_hat_1/(beta R) with k >= "
+            f"{ok.min()} on every instance (median {np.median(ok):.0f}; 12 the grid's end)")
 
 
 def instances_b(family, trials, rng):
@@ -291,6 +302,13 @@ STATEMENTS = (
             Mutant("neighbourhood lam^2 delta^2/(4 mu_F)", {"nbhd": lambda lam, delta, mu_F: lam**2 * delta**2 / (4 * mu_F)}),
         ),
         findings=(_FINDING,),
+        equivalent_mutants={
+            "eta_hat_1 with mu_F in place of kappa_F": "not expressible as a wrong claim and not rejectable: "
+                "eta_hat_1 only bounds the step, and at the mutant's step (28 to 107 times larger at most on the "
+                "default instances of seeds 0-3) the round is still a contraction and the checked exponent reading "
+                "still holds (measured)",
+            "eta_hat_1 doubled": "not rejectable, for the same reason (measured on seeds 0-3)",
+        },
     ),
     Statement(
         id="pfedme.thm1b",
