@@ -141,27 +141,34 @@ def constructor_namespace(**arrays):
 
 
 def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False):
-    """Convert ``x`` to an array of ``xp`` with a floating dtype.
+    """Convert ``x`` to a new array of ``xp`` with a float32 or float64 dtype.
 
     Integers and bools become the default float (float64); float32 stays
-    float32.  numpy arrays are accepted for a cupy ``xp`` only with
-    ``host_ok=True`` (constructors under ``MOREAU_BACKEND=cupy``).  NaN or inf
-    anywhere is a ``ValueError`` naming the argument.
+    float32; complex input is a ``TypeError`` (never a silent drop of the
+    imaginary part), and so is float16 (too few digits for any certificate)
+    or any other non-real dtype.  numpy arrays are accepted for a cupy
+    ``xp`` only with ``host_ok=True`` (constructors under
+    ``MOREAU_BACKEND=cupy``).  The result never aliases ``x`` (a later
+    change to the caller's array cannot reach an objective's caches).  NaN
+    or inf anywhere is a ``ValueError`` naming the argument.
     """
     if not is_array_api_obj(x):
         x = np.asarray(x)
-        if x.dtype == object or x.dtype.kind not in "biuf":
+        if x.dtype == object or x.dtype.kind not in "biufc":
             raise TypeError(f"{name} must be a real numeric array (got dtype {x.dtype})")
     elif array_namespace(x) is not xp and not (host_ok and isinstance(x, (np.ndarray, np.generic))):
         raise TypeError(f"{name} is on {_where(x)} but the computation runs on "
                         f"{getattr(xp, '__name__', xp)}; move it there first")
     x = xp.asarray(x)
-    if dtype is not None:
-        x = xp.astype(x, dtype)
-    elif not xp.isdtype(x.dtype, "real floating"):
-        if xp.isdtype(x.dtype, "complex floating"):
-            raise TypeError(f"{name} must be real (got {x.dtype})")
-        x = xp.astype(x, xp.float64)
+    if xp.isdtype(x.dtype, "complex floating"):
+        raise TypeError(f"{name} must be real (got {x.dtype})")
+    if dtype is None:
+        if not xp.isdtype(x.dtype, ("bool", "integral", "real floating")):
+            raise TypeError(f"{name} must be a real numeric array (got dtype {x.dtype})")
+        dtype = x.dtype if xp.isdtype(x.dtype, "real floating") else xp.float64
+    if dtype not in (xp.float32, xp.float64):
+        raise TypeError(f"{name} must be float32 or float64 (got {dtype}); cast it first")
+    x = xp.astype(x, dtype)  # always a copy
     if not bool(xp.all(xp.isfinite(x))):
         raise ValueError(f"{name} must be finite (got NaN or inf at "
                          f"{_first_bad(x, xp)})")

@@ -163,6 +163,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
 
     x = xp.zeros(shape + (d,), dtype=f.dtype)
     h, g = h_and_grad(x)
+    _check_finite(xp, f, h, g, w)
     iterations = xp.zeros(shape, dtype=xp.int64)
     frozen = xp.zeros(shape, dtype=xp.bool)
     for k in range(max_iter + 1):
@@ -276,6 +277,16 @@ def _solve(xp, H, g, eps):
     scale = xp.sum(xp.abs(H), axis=(-2, -1)) / d
     shift = xp.eye(d, dtype=H.dtype) * (math.sqrt(eps) * scale)[..., None, None]
     return xp.linalg.solve(H + shift, g[..., None])[..., 0]
+
+
+def _check_finite(xp, f, h, g, w):
+    """The subproblem must be representable at its start: an overflow there is bad input."""
+    ok = xp.isfinite(h) & xp.all(xp.isfinite(g), axis=-1)
+    if not bool(xp.all(ok)):
+        i = tuple(int(k) for k in np.argwhere(~to_numpy(ok))[0])
+        raise ValueError(f"prox of {type(f).__name__}: the subproblem overflows {f.dtype} at w (batch index "
+                         f"{i}, max |w| {float(xp.max(xp.abs(w))):.3g}): the value or gradient of f + lam/2 "
+                         f"||theta - w||^2 is not finite there; rescale w or the data")
 
 
 def _raise(f, failed, info, theta, max_iter, frozen, default):

@@ -182,6 +182,11 @@ class Objective:
         if not bool(xp.all(lam > 0)):
             bad = to_numpy(lam).reshape(-1)
             raise ValueError(f"{name} must be > 0 (got {float(bad[bad <= 0][0]):g})")
+        fi = xp.finfo(self.dtype)
+        if not bool(xp.all((lam >= fi.smallest_normal) & xp.isfinite(lam))):
+            raise ValueError(f"{name} must lie in [{float(fi.smallest_normal):.3g}, {float(fi.max):.3g}] "
+                             f"(normal {self.dtype} numbers: 1/lam and the certificate must not overflow); "
+                             f"got min {float(xp.min(lam)):.3g}, max {float(xp.max(lam)):.3g}")
         _broadcast(self.batch_shape, tuple(lam.shape), name)
         lo = self.strong_convexity()
         if not bool(xp.all((lam + lo) > 0)):
@@ -195,8 +200,13 @@ class Objective:
 
 
 def _scalar(v, xp, dtype, name):
-    if isinstance(v, bool) or not math.isfinite(v):
-        raise ValueError(f"{name} must be a finite number (got {v!r})")
+    try:
+        finite = not isinstance(v, bool) and math.isfinite(v)
+    except OverflowError:  # an int beyond the float range
+        finite = False
+    if not finite:
+        shown = f"{v!r}" if len(repr(v)) < 30 else f"an integer of {len(str(abs(v)))} digits"
+        raise ValueError(f"{name} must be a finite number (got {shown})")
     return xp.asarray(v, dtype=dtype)
 
 

@@ -45,11 +45,13 @@ class Quadratic(Objective):
         if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
             raise ValueError(f"A must have shape (..., d, d) (got shape {tuple(A.shape)})")
         d = A.shape[-1]
+        if d == 0:
+            raise ValueError(f"A must have d >= 1 (got shape {tuple(A.shape)})")
         if b.ndim < 1 or b.shape[-1] != d:
             raise ValueError(f"b must have shape (..., d) with d={d} matching A "
                              f"(got shape {tuple(b.shape)})")
         _check_symmetric(A, xp)
-        A = (A + xp.matrix_transpose(A)) / 2
+        A = A / 2 + xp.matrix_transpose(A) / 2  # halves first: no overflow near the float range
         try:
             shape = np.broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-1]), tuple(c.shape))
         except ValueError:
@@ -212,6 +214,10 @@ class Quadratic(Objective):
         theta = xp.broadcast_to(theta, shape + (self.dim,))
         need_u = want_u or info or tol is not None
         u = xp.broadcast_to(_matvec(V, (self._bt - a * wt) * inv), shape + (self.dim,)) if need_u else None
+        if not bool(xp.all(xp.isfinite(theta))) or (u is not None and not bool(xp.all(xp.isfinite(u)))):
+            raise ValueError(f"prox of Quadratic overflows {self.dtype}: lam * w or b is near the float "
+                             f"range (max |w| {float(xp.max(xp.abs(w))):.3g}, max lam {float(xp.max(lam)):.3g}); "
+                             f"rescale the problem")
         if not info and tol is None:
             return theta, u, None
         eps = float(xp.finfo(self.dtype).eps)

@@ -32,6 +32,8 @@ class SampleLoss(Objective):
         if X.ndim < 2:
             raise ValueError(f"X must have shape (..., n, d) (got shape {tuple(X.shape)})")
         n = X.shape[-2]
+        if n == 0 or X.shape[-1] == 0:
+            raise ValueError(f"X must have n >= 1 samples and d >= 1 features (got shape {tuple(X.shape)})")
         if y.ndim < 1 or y.shape[-1] != n:
             raise ValueError(f"y must have shape (..., n) with n={n} rows of X (got shape {tuple(y.shape)})")
         if weights is None:

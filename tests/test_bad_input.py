@@ -129,6 +129,32 @@ CASES = [
     ("minimizer-not-positive-definite", lambda: Q_NONCONVEX.minimizer(), ValueError, r"positive definite.*-2"),
     ("gradient-bound-with-mu", lambda: mo.Logistic(X, Y, mu=0.1).gradient_bound(), ValueError, r"mu = 0"),
     ("envelope-third", lambda: mo.envelope(Q, 1.0).third(B3, B3), TypeError, r"Envelope does not provide third"),
+    # -- inputs that used to give a wrong answer or fail deep inside numpy (issue 8)
+    ("b-complex", lambda: mo.Quadratic(I3, B3 + 1j), TypeError, r"b must be real \(got complex128\)"),
+    ("w-complex-quadratic", lambda: mo.prox(Q, B3 + 1j, 1.0), TypeError, r"w must be real \(got complex128\)"),
+    ("w-complex-logistic", lambda: mo.prox(LOG, B3 + 1j, 1.0), TypeError, r"w must be real \(got complex128\)"),
+    ("X-float16", lambda: mo.Logistic(X.astype(np.float16), Y), TypeError, r"X must be float32 or float64 \(got float16\)"),
+    ("A-float16", lambda: mo.Quadratic(I3.astype(np.float16), B3), TypeError, r"A must be float32 or float64 \(got float16\)"),
+    ("A-d-0", lambda: mo.Quadratic(np.zeros((0, 0)), np.zeros(0)), ValueError, r"A must have d >= 1.*\(0, 0\)"),
+    ("X-d-0", lambda: mo.Logistic(np.zeros((4, 0)), Y), ValueError, r"X must have n >= 1 samples and d >= 1.*\(4, 0\)"),
+    ("X-n-0", lambda: mo.Logistic(np.zeros((0, 3)), np.zeros(0)), ValueError, r"X must have n >= 1 samples.*\(0, 3\)"),
+    ("multinomial-n-0", lambda: mo.Multinomial(np.zeros((0, 3)), np.zeros(0), n_classes=2), ValueError,
+     r"X must have n >= 1 samples.*\(0, 3\)"),
+    ("lam-subnormal", lambda: mo.prox(LOG, B3, 1e-310), ValueError, r"lam must lie in \[2\.23e-308.*got min 1e-310"),
+    ("lam-subnormal-quadratic", lambda: mo.prox(Q, B3, 1e-310), ValueError, r"lam must lie in.*1e-310"),
+    ("lam-float32-overflow", lambda: mo.prox(mo.Quadratic(np.eye(2, dtype=np.float32), np.ones(2, np.float32)),
+                                             np.ones(2, np.float32), 1e300), ValueError, r"lam must lie in.*max inf"),
+    ("lam-huge-int", lambda: mo.prox(LOG, B3, 10**400), ValueError, r"lam must be a finite number.*401 digits"),
+    ("max-iter-str", lambda: mo.prox(LOG, B3, 1.0, max_iter="5"), TypeError, r"max_iter must be a non-negative integer.*'5'"),
+    ("max-iter-float", lambda: mo.prox(LOG, B3, 1.0, max_iter=2.7), TypeError, r"max_iter must be a non-negative integer.*2\.7"),
+    ("max-iter-float-quadratic", lambda: mo.prox(Q, B3, 1.0, max_iter=2.7), TypeError, r"max_iter.*2\.7"),
+    ("tol-string", lambda: mo.prox(LOG, B3, 1.0, tol="small"), TypeError, r"tol must be a real number.*'small'"),
+    ("w-overflow-logistic", lambda: mo.prox(mo.Logistic(np.array([[1.0, 2.0]]), [1.0]), np.array([1e308, -1e308]), 1e10),
+     ValueError, r"overflows float64 at w.*1e\+308"),
+    ("w-overflow-quadratic", lambda: mo.prox(mo.Quadratic(np.eye(2), np.ones(2)), np.array([1e308, -1e308]), 1e10),
+     ValueError, r"prox of Quadratic overflows float64.*1e\+308"),
+    ("lam-within-eigenvalue-error", lambda: mo.prox(mo.Quadratic(np.diag([1e6, 1.0, -1e-3]), B3), B3, 1e-3 * (1 + 1e-8)),
+     ValueError, r"lam=0\.00100000001.*too close to the nonconvex threshold.*exact only to"),
     # -- mixed backends
     pytest.param("mixed-quadratic", lambda: mo.Quadratic(xs.asarray(I3), B3), TypeError,
                  r"different backends: A is on array_api_strict.*b is on numpy", marks=needs_strict),
@@ -190,3 +216,24 @@ def test_unusable_env_backend_keeps_failing(fresh_backend, monkeypatch):
             mo.get_backend()
     with pytest.raises(mo.BackendError):
         mo.Quadratic(I3, B3)
+
+
+def test_inputs_are_copied_at_construction():
+    """A later change to the caller's arrays reaches neither values nor cached constants."""
+    Xc, Yc, bc = X.copy(), Y.copy(), B3.copy()
+    f, q = mo.Logistic(Xc, Yc), mo.Quadratic(I3, bc)
+    m = mo.Multinomial(Xc, np.array([0.0, 1.0, 0.0, 1.0]))
+    before = [float(f.smoothness()), float(f.value(B3)), float(m.smoothness()), float(m.value(np.ones(6))),
+              float(q.value(B3))]
+    Xc *= 100
+    Yc *= -1
+    bc *= 5
+    after = [float(f.smoothness()), float(f.value(B3)), float(m.smoothness()), float(m.value(np.ones(6))),
+             float(q.value(B3))]
+    assert before == after
+
+
+def test_huge_quadratic_is_a_correct_answer():
+    """A = 1e308 I used to raise IndexError (the symmetrisation overflowed)."""
+    theta, info = mo.prox(mo.Quadratic(1e308 * I3, B3), B3, 1.0, return_info=True)
+    assert np.all(np.abs(theta - 2.0 / (1e308 + 1.0)) <= info.error_bound)
