@@ -43,15 +43,18 @@ errors contract by exactly sr(M) per round: |z_t| = sr^t.  Rate parts (upper bou
 distance reading sr(M) ≤ ρ; squared-distance reading sr(M)² ≤ ρ.
 
 Claimed by the paper: a rate (an upper bound on the contraction).  What the check shows (default
-run, seed 0; numbers in the note): both readings hold on every applicable instance of both
-families; the distance reading is the stronger one and comes close to ρ (max sr/ρ 0.987 on
+run, seed 0; numbers in the note): both asymptotic readings hold on every applicable instance of
+both families; the distance reading is the stronger one and comes close to ρ (max sr/ρ 0.987 on
 quadratics, 0.890 on logistic; sr ≈ 1 − γμ_g, the exact-gradient rate of (10), on the shared
-instances, and sr ≤ 1 − γμ_g on 68 % of the applicable quadratic ones).  Per round from random
-starts the global error's contraction stayed below ρ in the default run (the claim is
-asymptotic anyway).  (12) is conservative: the smallest K with sr(M) ≤ ρ is a median 0.13 (at
-most 0.50) of K_min.  Below K_min the rate fails: with η ≤ 0.05/L_ℓ on 4 of 4 quadratic and 2
-of 2 logistic instances (one with sr ≥ 1: divergence), and with γ above the band of its K on 1
-of 4; γ ∈ (1.3, 1.9)/L_g breaks it on 7 of 8.
+instances, and sr ≤ 1 − γμ_g on 56 % of the applicable quadratic ones).  Read per round, the
+claim fails: the worst one-round contraction of the stacked error, ‖M‖₂ in the Euclidean norm,
+ranges 0.034 to 1.925 and exceeds ρ on 22 % of the applicable instances (its square on 12 %); for
+the global error alone it is unbounded (a start with w⁽ᵍ⁾ = w̃⁽ᵍ⁾ and local errors).  From random
+starts the global error's per-round contraction stayed below ρ.  (12) is conservative: the
+smallest K with sr(M) ≤ ρ is a median 0.18 (at most 0.50) of K_min.  Below K_min the rate fails:
+with η ≤ 0.05/L_ℓ on 4 of 4 quadratic and 2 of 2 logistic instances (one with sr ≥ 1:
+divergence), and with γ above the band of its K on 1 of 4; γ ∈ (1.3, 1.9)/L_g breaks it on 7
+of 8.
 """
 from __future__ import annotations
 
@@ -200,6 +203,10 @@ def _note(batch, A, lam, gamma, eta, K, mu, L, M, sr, rho, app, zn):
             e1 = np.einsum("tij,tj->ti", Ma, e)
             worst = np.maximum(worst, np.linalg.norm(e1[:, :DIM], axis=-1) / np.linalg.norm(e[:, :DIM], axis=-1))
             e = e1 / np.linalg.norm(e1, axis=-1, keepdims=True)
+        op = np.linalg.norm(M[app], ord=2, axis=(-2, -1))
+        parts.append(f"worst one-round contraction of the stacked error (||M||_2, Euclidean): {op.min():.3f}.."
+                     f"{op.max():.3f}, above rho on {np.mean(op > rho[app]):.0%}, its square above rho on "
+                     f"{np.mean(op**2 > rho[app]):.0%} (of the global error alone: unbounded, from e_g = 0)")
         parts.append(f"per round from random starts, |e_g(t+1)|/|e_g(t)| exceeds rho on "
                      f"{np.mean(worst > rho[app]):.0%} (max ratio to rho {np.max(worst / rho[app]):.2f})")
         need = np.zeros(int(app.sum()), dtype=int)
