@@ -205,7 +205,7 @@ class MetaObjective(Objective):
         if s is None:
             return None
         a = self.alpha[..., None]
-        return self.xp.sort(s * (1 - a * s) ** 2, axis=-1)
+        return self.xp.sort(s * _one_minus_product(self.xp, a, s) ** 2, axis=-1)
 
     def curvature_bounds(self):
         s = self._spectrum()
@@ -214,3 +214,26 @@ class MetaObjective(Objective):
                             f"(got a meta-objective of {type(self.f).__name__})")
         xp = self.xp
         return xp.broadcast_to(s[..., 0], self.batch_shape), xp.broadcast_to(s[..., -1], self.batch_shape)
+
+
+def _one_minus_product(xp, a, b):
+    r"""``1 - a*b`` without the rounding of the product: ``a*b = p + e`` exactly
+    (Dekker's two-product with Veltkamp splitting), then ``(1 - p) - e``, where
+    ``1 - p`` is exact near ``a*b = 1`` (Sterbenz).  The meta-objective's
+    eigenvalue ``a (1 - alpha a)^2`` vanishes at ``alpha a = 1``; the plain
+    formula loses the rounding of ``alpha a`` relative to ``1 - alpha a``.
+    """
+    dt = xp.result_type(a, b)
+    split = 134217729.0 if dt == xp.float64 else 4097.0  # 2^27 + 1 or 2^12 + 1
+
+    def parts(x):
+        t = split * x
+        hi = t - (t - x)
+        return hi, x - hi
+
+    p = a * b
+    ah, al = parts(a)
+    bh, bl = parts(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    e = xp.where(xp.isfinite(e), e, xp.zeros_like(e))  # split overflow near the float range: plain product
+    return (1 - p) - e
