@@ -1,7 +1,8 @@
 r"""Per statement: which PEP, at which parameters, beside which checker part.
 
-Each builder takes the checker's statement and its quadratic-family batch (``analysis.runner``)
-and returns rows ``dict(part, cls, parameters, pep, paper, orientation, inst, sharp, note, ...)``:
+Each builder takes the checker's statement, its quadratic-family batch (``analysis.runner``)
+and the run's seed (for a seeded search only) and returns rows
+``dict(part, cls, parameters, pep, paper, orientation, inst, sharp, note, ...)``:
 ``pep`` the class worst case (a :class:`analysis._pep_solve.Solve`-valued pair), ``paper`` the
 paper's constant at the same parameters, ``orientation`` "upper" (the true quantity must stay
 below the paper's: ratio = PEP/paper) or "lower" (a strong-convexity constant: ratio =
@@ -17,6 +18,7 @@ from . import _pep_classes as C
 from . import fedprox_lemma2 as _lemma2
 from . import pfedme_prop1 as _prop1
 from ._core import Mutant
+from ._pep_boxes import search_boxes
 from ._pep_instances import coordinates, embed, fw_replay, quadratic_through, snap
 
 __all__ = ["BUILDERS", "NOT_EXPRESSIBLE"]
@@ -42,7 +44,7 @@ def _row(part, cls, params, pep, paper, orientation, inst, sharp="", note="", re
 
 
 # -- envelope and prox constants ----------------------------------------------------------------
-def pfedme_prop1(st, batch):
+def pfedme_prop1(st, batch, seed=0):
     parts, names = _parts(st, batch), list(_prop1.PARTS)
     rows = []
     i, r = _worst(parts[names[1]])
@@ -85,7 +87,7 @@ def _envelope_feedback(st, s, lam, L, part):
             "checker_ratio": r}
 
 
-def fedprox_lemma2(st, batch):
+def fedprox_lemma2(st, batch, seed=0):
     parts, names = _parts(st, batch), list(_lemma2.PARTS)
     fns = ((C.envelope_strong_convexity, "lower", lambda lam, mu, L: lam * mu / (lam + mu), ""),
            (C.envelope_smoothness, "upper", lambda lam, mu, L: lam * L / (lam + L), ""),
@@ -104,7 +106,7 @@ def fedprox_lemma2(st, batch):
 
 
 # -- GD ------------------------------------------------------------------------------------------
-def gd_strongly_convex(st, batch):
+def gd_strongly_convex(st, batch, seed=0):
     (name,) = _parts(st, batch)
     rows = []
     for t0 in (1, 2, 5):
@@ -137,7 +139,7 @@ def _gd_feedback(st, s, mu, L, eta, t0, name, rate):
             "eigenvalues_snapped_by": moved, "checker_ratio": r}
 
 
-def gd_nonconvex(st, batch):
+def gd_nonconvex(st, batch, seed=0):
     names = list(_parts(st, batch))
     rows = []
     for T0 in (1, 2, 5):
@@ -163,7 +165,8 @@ def gd_nonconvex(st, batch):
 FW_T = (1, 2, 3, 5, 9, 10)
 
 
-def fw_convex(st, batch):
+def fw_convex(st, batch, seed=0):
+    from .runner import rng_for
     name = list(_parts(st, batch))[0]
     rows = []
     for t0 in FW_T:
@@ -175,11 +178,15 @@ def fw_convex(st, batch):
                          r, note="ratio scale-free (F - F* scales as L R^2): L = R = 1; instances: boxes",
                          sharp="(F(x^t) - F*)/(L R^2)",
                          feedback=_fw_feedback(tr, t0, quadratic=False)))
+        box_r, box = search_boxes(st, t0, rng_for(seed, st.id, "quadratic", f"pep box search t={t0}"))
+        box = {"ratio": box_r, "dimension": int(box["A"].shape[-1]), "scored_by": "the checker",
+               **{k: np.asarray(v)[0].tolist() for k, v in box.items()}}
         try:
             vq, sq, trq = C.frank_wolfe(1.0, 1.0, t0, cls="quadratic", accept=("optimal", "optimal_inaccurate"))
             pep_q, qnote, fb = (vq, sq), "", _fw_feedback(trq, t0, quadratic=True)
         except Exception as e:  # a failed solve is reported, never replaced
-            pep_q, qnote, fb = (None, e), f"solve failed: {e}", None
+            pep_q, qnote, fb = (None, e), f"solve failed: {e}", {}
+        fb["box_search"] = box
         if not qnote:
             qnote = "the best any quadratic instance can do, on any convex set of diameter R, in any dimension"
             if vq < v * (1 - 1e-4):  # 1e-4: the gap accepted for an optimal_inaccurate solve
@@ -215,7 +222,7 @@ def _fw_feedback(tr, t0, quadratic):
 FEDPROX_K = (2, 8)  # the checker's two smallest local-step groups: SDPs of a few dozen points
 
 
-def fedprox_thm2(st, batch):
+def fedprox_thm2(st, batch, seed=0):
     parts = _parts(st, batch)
     name = [n for n in parts if n.startswith("squared")][0]
     m = int(batch["A"].shape[1])  # the checker's number of clients

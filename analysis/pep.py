@@ -81,7 +81,7 @@ def run_pep(ids=None, seed=0):
             continue
         st = cat[sid]
         batch = st.instances("quadratic", None, rng_for(seed, sid, "quadratic"))
-        for row in BUILDERS[sid](st, batch):
+        for row in BUILDERS[sid](st, batch, seed=seed):
             out.append(_record(sid, row))
     return out
 
@@ -138,6 +138,19 @@ def _num(x):
     return x if math.isfinite(x) else None
 
 
+def _brief(d):
+    """Scalars of an instance record (arrays left to the JSON); nested records by their ratio."""
+    parts = []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            parts.append(f"{k}: ratio {v.get('ratio', float('nan')):.6g} (d = {v.get('dimension')})")
+        elif isinstance(v, float):
+            parts.append(f"{k} {v:.6g}")
+        elif not isinstance(v, list):
+            parts.append(f"{k} {v}")
+    return ", ".join(parts)
+
+
 def print_pep(records, file=None) -> bool:
     """Print the records as a table (one line per record, parameters and notes below); return True
     when every required solve succeeded (a supplementary one, ``required`` False, is reported only)
@@ -156,7 +169,7 @@ def print_pep(records, file=None) -> bool:
             params = ", ".join(f"{k}={v:.4g}" for k, v in r["parameters"].items())
             print(f"    {r['part']}  [{params}]  status: {r['status']}", file=out)
         if r.get("instance"):
-            print(f"    PEP worst case as an instance: {r['instance']}", file=out)
+            print(f"    instance: {_brief(r['instance'])}", file=out)
         if r["note"]:
             print(f"    {r['note']}", file=out)
         if r["status"] is not None and str(r["status"]).startswith("failed") and r.get("required", True):

@@ -19,7 +19,10 @@ import numpy as np
 import pytest
 
 from analysis import pep
+from analysis._core import Mutant
+from analysis._pep_boxes import search_boxes
 from analysis._pep_instances import fw_replay, quadratic_through, snap
+from analysis.registry import get
 
 # the solves stop at a relative duality gap of ~1e-8 (Clarabel defaults); 1e-6 leaves room
 RTOL = 1e-6
@@ -71,6 +74,23 @@ def test_fw_replay_on_a_segment():
     assert excess == 0.0 and opt == 0.0
 
 
+def _checker_ratio_at(st, batch, t0):
+    bound = lambda L, R, t: np.where(t == t0, 2 * L * R**2 / (t + 2), np.inf)  # noqa: E731
+    return st.run("quadratic", None, None, mutant=Mutant("t0", {"bound": bound}), batch=batch).parts[0].ratio[0]
+
+
+def test_box_search_is_seeded_and_scored_by_the_checker():
+    st = get("fw.convex")
+    r1, b1 = search_boxes(st, 2, 7, rounds=3, population=120, keep=12)
+    r2, b2 = search_boxes(st, 2, np.random.default_rng(7), rounds=3, population=120, keep=12)
+    assert r1 == r2 and all(np.array_equal(b1[k], b2[k]) for k in b1)
+    assert _checker_ratio_at(st, b1, 2) == pytest.approx(r1, rel=1e-12)
+    R = 2 * np.linalg.norm(b1["h"], axis=-1)
+    assert R == pytest.approx(1.0) and np.linalg.eigvalsh(b1["A"])[0, -1] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match=r"t0 must be an int >= 1 \(got 0\)"):
+        search_boxes(st, 0, 1)
+
+
 # -- PEP solves ----------------------------------------------------------------------------------
 @pytest.mark.pep
 @pytest.mark.parametrize("mu, L, eta, t", [(0.1, 1.0, 0.7, 1), (0.1, 1.0, 0.7, 3), (0.5, 2.0, 0.95, 2),
@@ -102,6 +122,9 @@ def test_frank_wolfe_values():
     assert C.frank_wolfe(2.0, 3.0, 1)[0] == pytest.approx(2.0 * 9.0 / 2, rel=RTOL)  # L R^2 / 2 at t = 1
     # PEPit's documented value (MOSEK); Clarabel agrees to its own tolerance
     assert C.frank_wolfe(1.0, 1.0, 10)[0] == pytest.approx(0.0782895, abs=1e-6)
+    # any box instance found is below the class worst case (a lower bound under an upper bound)
+    r, _ = search_boxes(get("fw.convex"), 2, 0, rounds=5, population=200, keep=20)
+    assert r <= C.frank_wolfe(1.0, 1.0, 2)[0] / (2 / 4) * (1 + RTOL)
 
 
 @pytest.mark.pep
