@@ -74,6 +74,26 @@ def test_fw_replay_on_a_segment():
     assert excess == 0.0 and opt == 0.0
 
 
+def _record(**kw):
+    base = dict(id="x.y", part="p", parameters={"t": 1.0}, pep_value=1.0, pep_ratio=1.0, solver="CLARABEL",
+                status="optimal", instances_max_ratio=1.0, paper_constant=1.0, verdict="tight over the class",
+                note="", required=True, outside_conditions=False, **{"class": "c"})
+    base.update(kw)
+    return base
+
+
+@pytest.mark.parametrize("kw, ok", [
+    ({}, True),
+    ({"status": "failed: boom", "pep_value": None, "pep_ratio": None}, False),
+    ({"status": "failed: boom", "pep_value": None, "pep_ratio": None, "required": False}, True),
+    ({"verdict": "fails over the class (worst case 3 > paper's 1.5)"}, False),
+    ({"verdict": "fails over the class (worst case 3 > paper's 1.5)", "outside_conditions": True}, True),
+], ids=["tight", "failed solve", "failed supplementary solve", "fails inside", "fails outside the conditions"])
+def test_print_pep_exit_status(kw, ok, capsys):
+    assert pep.print_pep([_record(**kw)]) is ok
+    assert "x.y" in capsys.readouterr().out
+
+
 def _checker_ratio_at(st, batch, t0):
     bound = lambda L, R, t: np.where(t == t0, 2 * L * R**2 / (t + 2), np.inf)  # noqa: E731
     return st.run("quadratic", None, None, mutant=Mutant("t0", {"bound": bound}), batch=batch).parts[0].ratio[0]
