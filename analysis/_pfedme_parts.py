@@ -13,9 +13,10 @@ import moreau as mo
 from moreau.fl import fedprox_optimum, pfedme
 
 from ._core import fit_exponent
+from ._instances import log_uniform
 from ._pfedme_map import constants, drift, round_map
 
-__all__ = ["drift_gaps", "biased_neighbourhood", "minibatch"]
+__all__ = ["drift_gaps", "biased_neighbourhood", "minibatch", "logistic_instances", "logistic_rate"]
 
 N_CL, DIM, N_LS, SEEDS = 4, 2, 16, 32
 D_GRID, NU_STEPS, ETA_STEPS = np.array([2, 4, 8, 16, 32]), np.logspace(-2, -6, 5), 2.0 ** -np.arange(6)
@@ -121,7 +122,6 @@ def _minibatch(batch):
 
 def logistic_instances(rng, T):
     """Identical logistic clients (sigma_F1 = 0): X (T, n, d) shared by the N clients, ridge mu in [0.2, 1]."""
-    from ._instances import log_uniform
     X = rng.standard_normal((T, 20, DIM)) * rng.uniform(0.5, 1.5, (T, 1, 1))
     w_true = rng.standard_normal((T, DIM))
     y = np.where(rng.uniform(size=(T, 20)) < 1 / (1 + np.exp(-np.einsum("tnd,td->tn", X, w_true))), 1.0, -1.0)
