@@ -277,9 +277,9 @@ STATEMENTS = (
         id="pfedme.thm1",
         source="pFedMe, Theorem 1 (a), Remark 1",
         paper="pfedme-moreau-envelopes.md",
-        latex=r"\mathbb E[F(ar w_T) - F^*] \le O(\Delta_0\mu_F e^{-\hat\eta_1\mu_F T/2}) + 	ilde O(\cdot) + "
-              r"	ilde O\Big(rac{(R\sigma_{F,1}^2 + \delta^2\lambda^2)\kappa_F}{R(Teta\mu_F)^2}\Big) + "
-              r"O\Big(rac{\lambda^2\delta^2}{\mu_F}\Big)",
+        latex=r"\mathbb E[F(\bar w_T) - F^*] \le O(\Delta_0\mu_F e^{-\hat\eta_1\mu_F T/2}) + \tilde O(\cdot) + "
+              r"\tilde O\Big(\frac{(R\sigma_{F,1}^2 + \delta^2\lambda^2)\kappa_F}{R(T\beta\mu_F)^2}\Big) + "
+              r"O\Big(\frac{\lambda^2\delta^2}{\mu_F}\Big)",
         text="strongly convex pFedMe with eta <= eta_hat_1/(beta R): linear rate, client drift vanishing with eta, "
              "and a lam^2 delta^2/mu_F neighbourhood from inexact inner solves",
         assumptions=("f_i mu-strongly convex (Assumption 1(a))", "per-sample gradient variance <= gamma_f^2",
@@ -314,8 +314,8 @@ STATEMENTS = (
         id="pfedme.thm1b",
         source="pFedMe, Theorem 1 (b)",
         paper="pfedme-moreau-envelopes.md",
-        latex=r"rac1N\sum_i\mathbb E\|	ilde	heta_i^T(w_T) - w^*\|^2 \le rac{1}{\mu_F}O(\mathbb E[F(ar w_T) - F^*])"
-              r" + O\Big(rac{\sigma_{F,1}^2}{\lambda^2} + \delta^2\Big)",
+        latex=r"\frac1N\sum_i\mathbb E\|\tilde\theta_i^T(w_T) - w^*\|^2 \le \frac{1}{\mu_F}O(\mathbb E[F(\bar w_T) - F^*])"
+              r" + O\Big(\frac{\sigma_{F,1}^2}{\lambda^2} + \delta^2\Big)",
         text="personalised models are within (1/mu_F) O(F - F*) + O(sigma_F1^2/lam^2 + delta^2) of w* in mean square",
         assumptions=("f_i mu-strongly convex (Assumption 1(a))", "delta = 0 (exact inner solves)"),
         families={"quadratic": ("identical and heterogeneous clients",)},
