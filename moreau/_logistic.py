@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ._backend import safe_norm, to_numpy
 from ._samples import SampleLoss
 
@@ -79,6 +81,24 @@ class Logistic(SampleLoss):
             r = -self._p * s_neg
             g = (xp.matrix_transpose(self._Z) @ r[..., None])[..., 0] + self._mu_theta(theta)
         return v, g
+
+    def _eval(self, theta):
+        """Value, gradient, their rounding bound and the Hessian weights ``p sigma'`` from
+        one evaluation of the margins (Newton's evaluations: nothing computed twice)."""
+        xp = self.xp
+        z = self.margins(theta)
+        loss, s, s_neg = self._pieces(z)
+        v = xp.sum(self._p * loss, axis=-1) + self.mu / 2 * xp.vecdot(theta, theta)
+        r = -self._p * s_neg
+        g = (xp.matrix_transpose(self._Z) @ r[..., None])[..., 0] + self._mu_theta(theta)
+        c = self._p * s * s_neg
+        return v, g, self._rounding(theta, s_neg, c), c
+
+    def _hess_at(self, theta, c):
+        xp = self.xp
+        c = xp.broadcast_to(c, tuple(np.broadcast_shapes(tuple(c.shape), tuple(self._Z.shape[:-1]))))
+        H = xp.matrix_transpose(self._Z) @ (c[..., None] * self._Z)
+        return H + self.mu[..., None, None] * xp.eye(self.dim, dtype=self.dtype)
 
     def hess(self, theta):
         return self._hess_scale(theta, scale=False)[0]

@@ -48,9 +48,11 @@ with the *local* curvature (for logistic the ``sigma'`` of each margin), so
 the level follows the conditioning at the solution, not the global ``L``.
 Stopping requires the certificate itself (not the raw residual) to be below
 ``tol``, so the returned ``error_bound <= tol`` always.  A default level above
-``sqrt(eps) ||theta||`` means the dtype cannot certify even half its digits
-there: that entry is reported as failed (``ProxConvergenceError``), never
-returned as an answer; pass an explicit ``tol`` to accept a looser bound.
+``sqrt(eps) (||theta|| + ||w||)`` means the dtype cannot certify even half its
+digits there: that entry is reported as failed (``ProxConvergenceError``),
+never returned as an answer; pass an explicit ``tol`` to accept a looser
+bound.  (``theta = w = 0`` exactly has no size to be relative to: its level,
+a few ulps of the data's gradient terms, stands.)
 
 Globalisation: a strong-Wolfe line search along the Newton direction
 (``_wolfe``: bracketing that doubles too-short and bisects too-long
@@ -69,8 +71,8 @@ smaller of the global one and the radius ``r`` with
 solutions are certified to a few ulps whatever ``lam`` is.  An entry that
 finds no acceptable step is frozen (it cannot progress in this dtype).
 
-Per-entry outcomes: when some entries fail (iteration cap, frozen, or a default level above
-``sqrt(eps) ||theta||``) the :class:`~moreau.ProxConvergenceError` names them
+Per-entry outcomes: when some entries fail (iteration cap, frozen, or a default
+level above ``sqrt(eps) (||theta|| + ||w||)``) the :class:`~moreau.ProxConvergenceError` names them
 (``failed`` mask, first indices in the message) and carries the whole result
 (``theta``, certified ``error_bound`` for every entry, ``tol``, ``iterations``):
 the converged entries remain usable.
@@ -121,7 +123,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     if tol is not None:
         tol = _tolerance(tol, xp, f.dtype, shape)
     eye = xp.eye(d, dtype=f.dtype)
-    hi = xp.broadcast_to(f.smoothness(), shape)
+    hi = xp.broadcast_to(f._smoothness_bound(), shape)  # a cheap valid upper bound on ||hess f||
     # iterate on x with theta = a + x: a = w (x is the displacement) when lam
     # dominates the curvature, a = 0 (x is theta) otherwise; theta - w = c + x
     # with c = a - w exactly 0 or -w.  See the module doc.
@@ -130,14 +132,16 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     a = xp.where(disp[..., None], w, zero)
     c = xp.where(disp[..., None], zero, -w)
     zero1 = xp.zeros(shape, dtype=f.dtype)
+    anorm, wnorm = safe_norm(a, xp), safe_norm(w, xp)
 
     def h_and_grad(x):
+        """(h, grad h, rounding bound of grad f, objective state for the Hessian) at a + x."""
         theta, u = a + x, c + x
-        fv, fg = f._value_grad(theta)
-        return fv + lam / 2 * xp.vecdot(u, u), fg + lam[..., None] * u
+        fv, fg, E, state = f._eval(theta)
+        return fv + lam / 2 * xp.vecdot(u, u), fg + lam[..., None] * u, E, state
 
-    def certificate(x, g, E_f, Hf):
-        """(bound on theta, bound on the iterate x, default level for x, ||theta||); module doc."""
+    def pieces(x, g, E_f):
+        """(||g|| rounded up, rounding terms for theta and for x, ||theta||, ||x||); module doc."""
         theta, u = a + x, c + x
         ur = eps / 2
         gn, un, tn = safe_norm(g, xp), safe_norm(u, xp), safe_norm(theta, xp)
@@ -147,8 +151,12 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
         # x (= u when disp): grad f is evaluated at fl(w + x), within L u_r ||theta|| of grad f(w + x)
         rnd_t = (rnd + xp.where(disp, lam * ur * tn, zero1)) * (1 + 4 * eps)
         rnd_x = (rnd + xp.where(disp, hi * ur * tn, zero1)) * (1 + 4 * eps)
-        gn = gn * (1 + (d + 4) * eps)
-        local = f._local_curvature(theta, Hf)
+        return gn * (1 + (d + 4) * eps), rnd_t, rnd_x, tn, safe_norm(x, xp)
+
+    def certificate(P, local):
+        """(bound on theta, bound on the iterate x, default level for x): global modulus,
+        or the local-curvature ball where ``local = (m, rho)`` is given."""
+        gn, rnd_t, rnd_x, _, xn = P
         if local is not None:
             m_loc = xp.maximum(lam + local[0], modulus) * (1 - 4 * eps)
 
@@ -158,43 +166,62 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
                 r = xp.minimum(r, _ball(xp, G, m_loc, local[1]))
             return r * (1 + 8 * eps)
 
-        level = 2 * radius(rnd_x) + 4 * eps * safe_norm(x, xp)
-        return radius(gn + rnd_t), radius(gn + rnd_x), level, tn
+        return radius(gn + rnd_t), radius(gn + rnd_x), 2 * radius(rnd_x) + 4 * eps * xn
+
+    def settled(bound, bound_x, level):
+        return (bound_x <= level) if tol is None else (bound <= tol)
 
     x = xp.zeros(shape + (d,), dtype=f.dtype)
-    h, g = h_and_grad(x)
+    h, g, E_f, state = h_and_grad(x)
     _check_finite(xp, f, h, g, w)
     iterations = xp.zeros(shape, dtype=xp.int64)
     frozen = xp.zeros(shape, dtype=xp.bool)
+    moved = xp.full(shape, math.inf, dtype=f.dtype)  # ||x_k - x_{k-1}||
     for k in range(max_iter + 1):
         theta = a + x
         gnorm = safe_norm(g, xp)
-        Hf, E_f = f._hess_scale(theta, hess=True, scale=True)
-        bound, bound_x, level, tn = certificate(x, g, E_f, Hf)
-        if tol is None:  # the iterate to its level; theta then adds its own rounding
-            tol_k = level + xp.maximum(bound - bound_x, zero1)
-            active = (bound_x > level) & ~frozen
-        else:
-            tol_k = tol
-            active = (bound > tol_k) & ~frozen
+        P = pieces(x, g, E_f)
+        bound, bound_x, level = certificate(P, None)
+        ok = settled(bound, bound_x, level)
+        Hf = None
+        # the local certificate (an eigenvalue per entry) where the global one fails or
+        # certifies less than sqrt(eps) relative, once Newton has nearly stopped moving
+        # (or at the cap): it decides the end, not the path
+        poor = level > math.sqrt(eps) * (P[3] + wnorm) if tol is None else ~ok
+        near = (~ok | poor) & ~frozen & ((moved <= 1e-3 * (P[4] + anorm)) | (k == max_iter))
+        if bool(xp.any(near)):
+            Hf = f._hess_at(theta, state)
+            local = f._local_curvature(theta, Hf)
+            if local is not None:
+                lb, lbx, llev = certificate(P, local)
+                use = near & settled(lb, lbx, llev) & (~ok | (llev < level))
+                bound, bound_x, level = (xp.where(use, lb, bound), xp.where(use, lbx, bound_x),
+                                         xp.where(use, llev, level))
+                ok = ok | use
+        tn = P[3]
+        tol_k = level + xp.maximum(bound - bound_x, zero1) if tol is None else tol
+        active = ~ok & ~frozen
         if k == max_iter or not bool(xp.any(active)):
             break
+        if Hf is None:
+            Hf = f._hess_at(theta, state)
         H = Hf + lam[..., None, None] * eye
         p = -_solve(xp, H, g, eps)
         slope = xp.vecdot(g, p)
         # predicted decrease below the rounding of h: Armijo cannot see it
         flat = -slope <= 64 * eps * xp.abs(h)
-        x_new, h_new, g_new, accepted = _wolfe(xp, h_and_grad, x, h, g, gnorm, p, slope, flat, active)
+        new, accepted = _wolfe(xp, h_and_grad, (x, h, g, E_f, state), gnorm, p, slope, flat, active)
         # entries that found no acceptable step cannot progress in this dtype:
         # they keep their point and are reported (never moved blindly)
         frozen = frozen | ~accepted
+        moved = xp.where(active, safe_norm(new[0] - x, xp), moved)
         iterations = iterations + xp.astype(active & accepted, xp.int64)
-        x, h, g = x_new, h_new, g_new
+        x, h, g, E_f, state = new
     theta, u = a + x, c + x
-    failed = (bound_x > level) if tol is None else (bound > tol_k)
-    if tol is None:  # a default level above sqrt(eps) * scale certifies nothing useful
-        scale = tn + safe_norm(w, xp) + f._grad_error_scale(theta) / modulus
-        failed = failed | (level > math.sqrt(eps) * scale + float(xp.finfo(f.dtype).smallest_normal))
+    failed = ~ok
+    if tol is None:  # a default level above sqrt(eps) (||theta|| + ||w||) certifies nothing useful
+        scale = tn + wnorm  # (theta = w = 0 exactly: no size to be relative to; the level stands)
+        failed = failed | ((level > math.sqrt(eps) * scale) & (scale > 0))
     tol_h = np.broadcast_to(to_numpy(tol_k), shape).copy()
     out = ProxInfo(iterations=to_numpy(iterations), error_bound=to_numpy(bound), tol=tol_h)
     if bool(xp.any(failed)):
@@ -202,41 +229,40 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     return theta, u, (out if info else None)
 
 
-def _wolfe(xp, h_and_grad, x, h, g, gnorm, p, slope, flat, active):
-    """Batched line search along the Newton direction ``p``: ``(x, h, g, accepted)``.
+def _wolfe(xp, h_and_grad, point, gnorm, p, slope, flat, active):
+    """Batched line search along the Newton direction ``p`` from ``point = (x, h, g, E, state)``:
+    ``(new point, accepted)``.
 
     A step ``t`` is accepted when it satisfies the strong Wolfe conditions
     (Armijo, and ``|grad h(x + t p) . p| <= 0.1 |slope|``), or halves
     ``||grad h||`` as the full step or where ``h``'s decrease is below its
     rounding (``flat``: there only the gradient shows progress).  Otherwise
     the bracket on ``t`` shrinks (too long: ``h`` rose or the slope turned
-    positive) or doubles (too short): on saturated logistic margins the
-    quadratic model is wrong by orders of magnitude in both directions, and
-    this search finds the step in a few evaluations where plain halving
-    needed hundreds of iterations.  Entries with no Wolfe step after
-    ``_MAX_HALVINGS`` trials take their best Armijo point, if any.
+    positive) or doubles (too short).  Entries with no Wolfe step after
+    ``_MAX_HALVINGS`` trials take their best Armijo point, if any.  The
+    objective's evaluation at the accepted point (gradient rounding bound,
+    Hessian state) travels with it: nothing is evaluated twice.
     """
+    x, h = point[0], point[1]
+
+    def pick(mask, new, old):
+        return tuple(o if o is None else xp.where(_expand(mask, o), nv, o) for nv, o in zip(new, old))
+
     one = xp.ones_like(h)
     t, lo, hi = one, 0 * one, xp.full_like(h, math.inf)
     done = ~active
-    x_new, h_new, g_new = x, h, g
-    best_h, best_x, best_g = h, x, g  # fallback: best point satisfying Armijo
+    out, best = point, point  # best: the best point satisfying Armijo (fallback)
     for _ in range(_MAX_HALVINGS):
         x_try = x + t[..., None] * p
-        h_try, g_try = h_and_grad(x_try)
+        trial = (x_try,) + tuple(h_and_grad(x_try))
+        h_try, g_try = trial[1], trial[2]
         dphi = xp.vecdot(g_try, p)
         armijo = (h_try <= h + _ARMIJO * t * slope) | flat
         curv = xp.abs(dphi) <= _WOLFE * xp.abs(slope)
         half = ((t == 1) | flat) & (safe_norm(g_try, xp) <= gnorm / 2)
         ok = (armijo & curv) | half
-        take = ok & ~done
-        x_new = xp.where(take[..., None], x_try, x_new)
-        h_new = xp.where(take, h_try, h_new)
-        g_new = xp.where(take[..., None], g_try, g_new)
-        better = ~flat & armijo & (h_try < best_h) & ~done
-        best_x = xp.where(better[..., None], x_try, best_x)
-        best_h = xp.where(better, h_try, best_h)
-        best_g = xp.where(better[..., None], g_try, best_g)
+        out = pick(ok & ~done, trial, out)
+        best = pick(~flat & armijo & (h_try < best[1]) & ~done, trial, best)
         done = done | ok
         if bool(xp.all(done)):
             break
@@ -244,11 +270,15 @@ def _wolfe(xp, h_and_grad, x, h, g, gnorm, p, slope, flat, active):
         hi = xp.where(too_long, t, hi)
         lo = xp.where(too_long, lo, t)
         t = xp.where(done, t, xp.where(hi == math.inf, 2 * t, (lo + hi) / 2))
-    fallback = ~done & (best_h < h)
-    x_new = xp.where(fallback[..., None], best_x, x_new)
-    h_new = xp.where(fallback, best_h, h_new)
-    g_new = xp.where(fallback[..., None], best_g, g_new)
-    return x_new, h_new, g_new, done | fallback
+    fallback = ~done & (best[1] < h)
+    return pick(fallback, best, out), done | fallback
+
+
+def _expand(mask, like):
+    """``mask`` (batch shape) with trailing axes added to broadcast against ``like``."""
+    for _ in range(like.ndim - mask.ndim):
+        mask = mask[..., None]
+    return mask
 
 
 def _ball(xp, G, m, rho):

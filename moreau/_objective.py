@@ -98,6 +98,11 @@ class Objective:
         lo, hi = self.curvature_bounds()
         return self.xp.maximum(self.xp.abs(lo), self.xp.abs(hi))
 
+    def _smoothness_bound(self):
+        """A valid upper bound on ``||hess f(theta)||`` for every theta (Newton's
+        bookkeeping: may be cheaper and looser than :meth:`smoothness`)."""
+        return self.smoothness()
+
     def strong_convexity(self):
         """Largest ``mu`` with ``f - mu/2 ||.||^2`` convex (``lo``).
 
@@ -137,6 +142,17 @@ class Objective:
     def _hess_scale(self, theta, *, hess=True, scale=True):
         """``(hess or None, _grad_rounding or None)`` at one point (overridable to share work)."""
         return (self.hess(theta) if hess else None), (self._grad_rounding(theta) if scale else None)
+
+    def _eval(self, theta):
+        """``(value, grad, _grad_rounding, state)`` at one point; ``state`` (an array
+        whose leading axes are the batch axes, or None) is handed to
+        :meth:`_hess_at` at the same point so that objectives can share work."""
+        v, g = self._value_grad(theta)
+        return v, g, self._grad_rounding(theta), None
+
+    def _hess_at(self, theta, state):
+        """``hess(theta)`` given the ``state`` :meth:`_eval` returned there."""
+        return self.hess(theta)
 
     def _grad_rounding(self, theta):
         r"""An upper bound on ``||fl(grad f(theta)) - grad f(theta)||``, shape ``(...)``.

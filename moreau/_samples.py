@@ -69,6 +69,14 @@ class SampleLoss(Objective):
         G = (xp.matrix_transpose(self.X) * self._p[..., None, :]) @ self.X
         return self._curvature_factor * xp.linalg.eigvalsh(G)[..., -1] + self.mu
 
+    def _smoothness_bound(self):
+        """``factor * sum_j p_j ||x_j||^2 + mu`` (the trace bound, >= L, no eigenvalues)."""
+        xp = self.xp
+        eps = float(xp.finfo(self.dtype).eps)
+        n, d = self.X.shape[-2], self.X.shape[-1]
+        r2 = xp.sum(self._p * self._rownorm**2, axis=-1)
+        return self._curvature_factor * r2 * (1 + 2 * (n + d + 4) * eps) + self.mu
+
     def strong_convexity(self):
         """``mu``: needs no eigenvalues."""
         xp = self.xp
