@@ -118,6 +118,11 @@ def gd_strongly_convex(st, batch, seed=0):
                          (1 - mu * eta) ** t0, "upper", r, sharp="(1 - mu eta)^(2t)",
                          note=f"closed form (1 - mu eta)^(2t) = {(1 - mu * eta) ** (2 * t0):.10g}",
                          feedback=_gd_feedback(st, pep[1], mu, L, eta, t0, name, rate)))
+    mu, L, eta = 0.2, 1.0, 1.95  # outside eta <= 1/L: the class worst case max((1 - mu eta)^2, (1 - L eta)^2)
+    rows.append(_row(name, "L-smooth mu-strongly convex", dict(mu=mu, L=L, eta=eta, t=1),
+                     C.gd_strongly_convex(mu, L, eta, 1), 1 - mu * eta, "upper", None, outside=True,
+                     note="eta = 1.95/L violates eta <= 1/L; closed form max((1 - mu eta)^2, (1 - L eta)^2) = "
+                          f"{max((1 - mu * eta) ** 2, (1 - L * eta) ** 2):.10g}"))
     return rows
 
 

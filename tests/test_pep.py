@@ -218,7 +218,10 @@ def test_run_pep_gd_and_feedback():
     _pep_modules()
     recs = pep.run_pep(["gd.strongly_convex"])
     assert recs and all(r["status"] == "optimal" and r["solver"] == "CLARABEL" for r in recs)
-    for r in recs:
+    (out,) = [r for r in recs if r["outside_conditions"]]  # eta = 1.95/L > 1/L
+    assert out["pep_value"] == pytest.approx(max((1 - 0.2 * 1.95) ** 2, (1 - 1.95) ** 2), rel=RTOL)
+    assert out["verdict"].startswith("fails over the class")
+    for r in [r for r in recs if not r["outside_conditions"]]:
         p = r["parameters"]
         rate = (1 - p["mu"] * p["eta"]) ** p["t"]
         assert r["paper_constant"] == pytest.approx(rate, rel=1e-12)
