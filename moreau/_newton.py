@@ -48,11 +48,15 @@ with the *local* curvature (for logistic the ``sigma'`` of each margin), so
 the level follows the conditioning at the solution, not the global ``L``.
 Stopping requires the certificate itself (not the raw residual) to be below
 ``tol``, so the returned ``error_bound <= tol`` always.  A default level above
-``sqrt(eps) (||theta|| + ||w||)`` means the dtype cannot certify even half its
-digits there: that entry is reported as failed (``ProxConvergenceError``),
-never returned as an answer; pass an explicit ``tol`` to accept a looser
-bound.  (``theta = w = 0`` exactly has no size to be relative to: its level,
-a few ulps of the data's gradient terms, stands.)
+``sqrt(eps) (||theta|| + ||w|| + G / (lam + mu))`` (``G = f._grad_error_scale``,
+the size of the terms summed in ``grad f``: the scale on which the prox
+equation balances, which sets the size when theta is zero by cancellation)
+means the dtype cannot certify even half its digits there: that entry is
+reported as failed (``ProxConvergenceError``), never returned as an answer;
+pass an explicit ``tol`` to accept a looser bound.  Before failing, an
+entry whose level exceeds ``sqrt(eps) (||theta|| + ||w||)`` tries the local
+certificate (below), which is what certifies float32 data with features of
+size 1e4 at small ``lam`` (a relative level of 86 with the global modulus).
 
 Globalisation: a strong-Wolfe line search along the Newton direction
 (``_wolfe``: bracketing that doubles too-short and bisects too-long
@@ -72,7 +76,7 @@ solutions are certified to a few ulps whatever ``lam`` is.  An entry that
 finds no acceptable step is frozen (it cannot progress in this dtype).
 
 Per-entry outcomes: when some entries fail (iteration cap, frozen, or a default
-level above ``sqrt(eps) (||theta|| + ||w||)``) the :class:`~moreau.ProxConvergenceError` names them
+level above the ``sqrt(eps)`` limit) the :class:`~moreau.ProxConvergenceError` names them
 (``failed`` mask, first indices in the message) and carries the whole result
 (``theta``, certified ``error_bound`` for every entry, ``tol``, ``iterations``):
 the converged entries remain usable.
@@ -177,6 +181,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     iterations = xp.zeros(shape, dtype=xp.int64)
     frozen = xp.zeros(shape, dtype=xp.bool)
     moved = xp.full(shape, math.inf, dtype=f.dtype)  # ||x_k - x_{k-1}||
+    polished = xp.zeros(shape, dtype=xp.int64)
     for k in range(max_iter + 1):
         theta = a + x
         gnorm = safe_norm(g, xp)
@@ -184,11 +189,10 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
         bound, bound_x, level = certificate(P, None)
         ok = settled(bound, bound_x, level)
         Hf = None
-        # the local certificate (an eigenvalue per entry) where the global one fails or
-        # certifies less than sqrt(eps) relative, once Newton has nearly stopped moving
-        # (or at the cap): it decides the end, not the path
+        # the local certificate (an eigenvalue per entry) where the global one fails or would
+        # fail the sqrt(eps) rule, once Newton has nearly stopped moving (or at the cap)
         poor = level > math.sqrt(eps) * (P[3] + wnorm) if tol is None else ~ok
-        near = (~ok | poor) & ~frozen & ((moved <= 1e-3 * (P[4] + anorm)) | (k == max_iter))
+        near = (~ok | poor) & (frozen | (moved <= 1e-3 * (P[4] + anorm)) | (k == max_iter))
         if bool(xp.any(near)):
             Hf = f._hess_at(theta, state)
             local = f._local_curvature(theta, Hf)
@@ -200,7 +204,12 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
                 ok = ok | use
         tn = P[3]
         tol_k = level + xp.maximum(bound - bound_x, zero1) if tol is None else tol
-        active = ~ok & ~frozen
+        # polish: a certified entry whose last step was still above a few ulps takes one more
+        # full Newton step (once): the certificate is noise-limited there, the
+        # iterate is not (one step takes 1e-12 to 5e-16 relative at lam = 1e-4)
+        polish = ok & ~frozen & (polished < 1) & (moved > 16 * eps * (P[4] + anorm)) if tol is None \
+            else xp.zeros_like(ok)
+        active = (~ok & ~frozen) | polish
         if k == max_iter or not bool(xp.any(active)):
             break
         if Hf is None:
@@ -210,7 +219,9 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
         slope = xp.vecdot(g, p)
         # predicted decrease below the rounding of h: Armijo cannot see it
         flat = -slope <= 64 * eps * xp.abs(h)
-        new, accepted = _wolfe(xp, h_and_grad, (x, h, g, E_f, state), gnorm, p, slope, flat, active)
+        new, accepted = _wolfe(xp, h_and_grad, (x, h, g, E_f, state), gnorm, p, slope, flat,
+                               active & ~polish, polish)
+        polished = polished + xp.astype(polish, xp.int64)
         # entries that found no acceptable step cannot progress in this dtype:
         # they keep their point and are reported (never moved blindly)
         frozen = frozen | ~accepted
@@ -219,9 +230,9 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
         x, h, g, E_f, state = new
     theta, u = a + x, c + x
     failed = ~ok
-    if tol is None:  # a default level above sqrt(eps) (||theta|| + ||w||) certifies nothing useful
-        scale = tn + wnorm  # (theta = w = 0 exactly: no size to be relative to; the level stands)
-        failed = failed | ((level > math.sqrt(eps) * scale) & (scale > 0))
+    if tol is None:  # a default level above sqrt(eps) * scale certifies nothing useful
+        scale = tn + wnorm + f._grad_error_scale(theta) / modulus
+        failed = failed | (level > math.sqrt(eps) * scale + float(xp.finfo(f.dtype).smallest_normal))
     tol_h = np.broadcast_to(to_numpy(tol_k), shape).copy()
     out = ProxInfo(iterations=to_numpy(iterations), error_bound=to_numpy(bound), tol=tol_h)
     if bool(xp.any(failed)):
@@ -229,7 +240,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     return theta, u, (out if info else None)
 
 
-def _wolfe(xp, h_and_grad, point, gnorm, p, slope, flat, active):
+def _wolfe(xp, h_and_grad, point, gnorm, p, slope, flat, active, force):
     """Batched line search along the Newton direction ``p`` from ``point = (x, h, g, E, state)``:
     ``(new point, accepted)``.
 
@@ -241,7 +252,8 @@ def _wolfe(xp, h_and_grad, point, gnorm, p, slope, flat, active):
     positive) or doubles (too short).  Entries with no Wolfe step after
     ``_MAX_HALVINGS`` trials take their best Armijo point, if any.  The
     objective's evaluation at the accepted point (gradient rounding bound,
-    Hessian state) travels with it: nothing is evaluated twice.
+    Hessian state) travels with it: nothing is evaluated twice.  Entries in
+    ``force`` take the full step unconditionally (polishing a certified iterate).
     """
     x, h = point[0], point[1]
 
@@ -250,7 +262,7 @@ def _wolfe(xp, h_and_grad, point, gnorm, p, slope, flat, active):
 
     one = xp.ones_like(h)
     t, lo, hi = one, 0 * one, xp.full_like(h, math.inf)
-    done = ~active
+    done = ~active & ~force
     out, best = point, point  # best: the best point satisfying Armijo (fallback)
     for _ in range(_MAX_HALVINGS):
         x_try = x + t[..., None] * p
@@ -260,7 +272,8 @@ def _wolfe(xp, h_and_grad, point, gnorm, p, slope, flat, active):
         armijo = (h_try <= h + _ARMIJO * t * slope) | flat
         curv = xp.abs(dphi) <= _WOLFE * xp.abs(slope)
         half = ((t == 1) | flat) & (safe_norm(g_try, xp) <= gnorm / 2)
-        ok = (armijo & curv) | half
+        ok = (armijo & curv) | half | force
+        force = force & ~force  # only at t = 1
         out = pick(ok & ~done, trial, out)
         best = pick(~flat & armijo & (h_try < best[1]) & ~done, trial, best)
         done = done | ok
@@ -329,8 +342,8 @@ def _raise(f, failed, info, theta, max_iter, frozen, default):
     if np.any(failed & frozen):
         why.append("no step decreased h in this dtype (stalled)")
     if np.any(failed & (b <= t)) and default:
-        why.append("the default level (the rounding floor) exceeds sqrt(eps)*||theta||: "
-                   "pass tol= to accept a looser certificate")
+        why.append("the default level (the rounding floor) exceeds sqrt(eps) (||theta|| + ||w|| + "
+                   "G/(lam + mu)): pass tol= to accept a looser certificate")
     k = int(np.argmax(np.where(failed, b, -np.inf)))
     raise ProxConvergenceError(
         f"prox of {type(f).__name__}: {n} of {failed.size} entries not certified "
