@@ -140,7 +140,7 @@ def constructor_namespace(**arrays):
     return xp
 
 
-def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False):
+def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False, copy: bool = True):
     """Convert ``x`` to a new array of ``xp`` with a float32 or float64 dtype.
 
     Integers and bools become the default float (float64); float32 stays
@@ -149,7 +149,8 @@ def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False):
     or any other non-real dtype.  numpy arrays are accepted for a cupy
     ``xp`` only with ``host_ok=True`` (constructors under
     ``MOREAU_BACKEND=cupy``).  The result never aliases ``x`` (a later
-    change to the caller's array cannot reach an objective's caches).  NaN
+    change to the caller's array cannot reach an objective's caches) unless
+    ``copy=False``, for callers that make their own new array from it.  NaN
     or inf anywhere is a ``ValueError`` naming the argument.
     """
     if not is_array_api_obj(x):
@@ -168,7 +169,7 @@ def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False):
         dtype = x.dtype if xp.isdtype(x.dtype, "real floating") else xp.float64
     if dtype not in (xp.float32, xp.float64):
         raise TypeError(f"{name} must be float32 or float64 (got {dtype}); cast it first")
-    x = xp.astype(x, dtype)  # always a copy
+    x = xp.astype(x, dtype) if copy or x.dtype != dtype else x  # astype copies
     if not bool(xp.all(xp.isfinite(x))):
         raise ValueError(f"{name} must be finite (got NaN or inf at "
                          f"{_first_bad(x, xp)})")

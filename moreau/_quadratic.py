@@ -38,7 +38,7 @@ class Quadratic(Objective):
 
     def __init__(self, A, b, c=0.0):
         xp = constructor_namespace(A=A, b=b, c=c)
-        A = as_array(A, xp, "A", host_ok=True)
+        A = as_array(A, xp, "A", host_ok=True, copy=False)  # the symmetrisation below is the copy
         dtype = A.dtype
         b = as_array(b, xp, "b", dtype=dtype, host_ok=True)
         c = as_array(c, xp, "c", dtype=dtype, host_ok=True)
@@ -51,7 +51,8 @@ class Quadratic(Objective):
             raise ValueError(f"b must have shape (..., d) with d={d} matching A "
                              f"(got shape {tuple(b.shape)})")
         _check_symmetric(A, xp)
-        A = A / 2 + xp.matrix_transpose(A) / 2  # halves first: no overflow near the float range
+        A = A / 2  # a new array; halves first: no overflow near the float range
+        A = A + xp.matrix_transpose(A)  # exact for a symmetric A: no second full copy kept
         try:
             shape = np.broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-1]), tuple(c.shape))
         except ValueError:
