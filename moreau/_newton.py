@@ -182,6 +182,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     frozen = xp.zeros(shape, dtype=xp.bool)
     moved = xp.full(shape, math.inf, dtype=f.dtype)  # ||x_k - x_{k-1}||
     polished = xp.zeros(shape, dtype=xp.int64)
+    H = None
     for k in range(max_iter + 1):
         theta = a + x
         gnorm = safe_norm(g, xp)
@@ -212,9 +213,12 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
         active = (~ok & ~frozen) | polish
         if k == max_iter or not bool(xp.any(active)):
             break
-        if Hf is None:
-            Hf = f._hess_at(theta, state)
-        H = Hf + lam[..., None, None] * eye
+        if Hf is None and H is not None and not bool(xp.any(active & ~polish)):
+            pass  # only polishing left: the previous Hessian (a chord step, within ulps here)
+        else:
+            if Hf is None:
+                Hf = f._hess_at(theta, state)
+            H = Hf + lam[..., None, None] * eye
         p = -_solve(xp, H, g, eps)
         slope = xp.vecdot(g, p)
         # predicted decrease below the rounding of h: Armijo cannot see it
