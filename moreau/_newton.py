@@ -89,13 +89,11 @@ import numpy as np
 
 from ._backend import safe_norm, to_numpy
 from ._errors import ProxConvergenceError
+from ._newton_steps import _ball, _solve, _wolfe
 from ._objective import ProxInfo
 
 __all__ = ["newton_prox", "newton_displacement", "check_max_iter"]
 
-_ARMIJO = 1e-4
-_MAX_HALVINGS = 60
-_WOLFE = 0.1  # strong Wolfe curvature constant
 
 
 def check_max_iter(max_iter):
@@ -242,88 +240,6 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
     if bool(xp.any(failed)):
         _raise(f, to_numpy(failed), out, theta, max_iter, to_numpy(frozen), tol is None)
     return theta, u, (out if info else None)
-
-
-def _wolfe(xp, h_and_grad, point, gnorm, p, slope, flat, active, force):
-    """Batched line search along the Newton direction ``p`` from ``point = (x, h, g, E, state)``:
-    ``(new point, accepted)``.
-
-    A step ``t`` is accepted when it satisfies the strong Wolfe conditions
-    (Armijo, and ``|grad h(x + t p) . p| <= 0.1 |slope|``), or halves
-    ``||grad h||`` as the full step or where ``h``'s decrease is below its
-    rounding (``flat``: there only the gradient shows progress).  Otherwise
-    the bracket on ``t`` shrinks (too long: ``h`` rose or the slope turned
-    positive) or doubles (too short).  Entries with no Wolfe step after
-    ``_MAX_HALVINGS`` trials take their best Armijo point, if any.  The
-    objective's evaluation at the accepted point (gradient rounding bound,
-    Hessian state) travels with it: nothing is evaluated twice.  Entries in
-    ``force`` take the full step unconditionally (polishing a certified iterate).
-    """
-    x, h = point[0], point[1]
-
-    def pick(mask, new, old):
-        return tuple(o if o is None else xp.where(_expand(mask, o), nv, o) for nv, o in zip(new, old))
-
-    one = xp.ones_like(h)
-    t, lo, hi = one, 0 * one, xp.full_like(h, math.inf)
-    done = ~active & ~force
-    out, best = point, point  # best: the best point satisfying Armijo (fallback)
-    for _ in range(_MAX_HALVINGS):
-        x_try = x + t[..., None] * p
-        trial = (x_try,) + tuple(h_and_grad(x_try))
-        h_try, g_try = trial[1], trial[2]
-        dphi = xp.vecdot(g_try, p)
-        armijo = (h_try <= h + _ARMIJO * t * slope) | flat
-        curv = xp.abs(dphi) <= _WOLFE * xp.abs(slope)
-        half = ((t == 1) | flat) & (safe_norm(g_try, xp) <= gnorm / 2)
-        ok = (armijo & curv) | half | force
-        force = force & ~force  # only at t = 1
-        out = pick(ok & ~done, trial, out)
-        best = pick(~flat & armijo & (h_try < best[1]) & ~done, trial, best)
-        done = done | ok
-        if bool(xp.all(done)):
-            break
-        too_long = ~armijo | (dphi > 0)
-        hi = xp.where(too_long, t, hi)
-        lo = xp.where(too_long, lo, t)
-        t = xp.where(done, t, xp.where(hi == math.inf, 2 * t, (lo + hi) / 2))
-    fallback = ~done & (best[1] < h)
-    return pick(fallback, best, out), done | fallback
-
-
-def _expand(mask, like):
-    """``mask`` (batch shape) with trailing axes added to broadcast against ``like``."""
-    for _ in range(like.ndim - mask.ndim):
-        mask = mask[..., None]
-    return mask
-
-
-def _ball(xp, G, m, rho):
-    r"""Smallest ``r`` with ``m r - rho r^2 / 2 >= G`` (``inf`` if none).
-
-    If ``||grad h(theta)|| <= G``, ``hess h(theta) >= m I`` and the Hessian is
-    ``rho``-Lipschitz, then on the sphere ``||v|| = r``
-    ``<grad h(theta + v), v> >= -G r + m r^2 - rho r^3 / 2 > 0`` for ``r``
-    just above this root, so the minimiser of the convex ``h`` lies within
-    ``r`` of ``theta``: a certificate from the *local* curvature.
-    """
-    disc = m * m - 2 * rho * G
-    ok = disc > 0
-    r = 2 * G / (m + xp.sqrt(xp.where(ok, disc, xp.zeros_like(disc))))
-    return xp.where(ok, r, xp.full_like(r, math.inf))
-
-
-def _solve(xp, H, g, eps):
-    """Newton direction ``H^{-1} g``; a (float32-)singular H gets a relative diagonal shift, never a LinAlgError."""
-    try:
-        return xp.linalg.solve(H, g[..., None])[..., 0]
-    except Exception as exc:  # numpy.linalg.LinAlgError / cupy's: singular to working precision
-        if "singular" not in str(exc).lower() and "LinAlg" not in type(exc).__name__:
-            raise
-    d = H.shape[-1]
-    scale = xp.sum(xp.abs(H), axis=(-2, -1)) / d
-    shift = xp.eye(d, dtype=H.dtype) * (math.sqrt(eps) * scale)[..., None, None]
-    return xp.linalg.solve(H + shift, g[..., None])[..., 0]
 
 
 def _check_finite(xp, f, h, g, w):
