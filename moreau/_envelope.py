@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._backend import as_array, to_numpy
+from ._backend import as_array, safe_norm, to_numpy
 from ._objective import Objective, ProxInfo
 
 __all__ = ["prox", "envelope", "meta_objective", "Envelope", "MetaObjective"]
@@ -137,13 +137,31 @@ class Envelope(Objective):
         theta, u, inf = self.f._solve(w, inner, tol=tol if tol is not None else self.tol,
                                       max_iter=max_iter, info=info)
         scale = lam / (lam + gamma)
+        u_in, theta_in = u, theta
         u = scale[..., None] * u
         theta = (lam[..., None] * theta + gamma[..., None] * w) / (lam + gamma)[..., None]
         if inf is not None:
-            s = np.asarray(to_numpy(scale))
-            inf = ProxInfo(iterations=inf.iterations, error_bound=inf.error_bound * s,
-                           tol=None if inf.tol is None else inf.tol * s)
+            inf = self._certificate(inf, scale, inner, theta_in, u_in, w, gamma)
         return theta, u, inf
+
+    def _certificate(self, inf, scale, inner, theta_in, u_in, w, gamma):
+        r"""The inner bound carried to ``theta = (lam theta* + gamma w)/(lam + gamma)``:
+        ``s (b + 3u ||u*|| inner/(inner + mu))(1 + 4u) + 6u (lam ||theta*|| + gamma ||w||)/(lam + gamma)``,
+        ``s = lam/(lam + gamma)``, ``u`` the unit roundoff: the inner parameter
+        ``lam gamma/(lam + gamma)`` is rounded (relative ``3u``; the prox moves by at most
+        ``|d inner| ||u*|| / (inner + mu)``) and forming theta costs five roundings."""
+        xp = self.xp
+        ur = float(xp.finfo(self.dtype).eps) / 2
+        h = [np.asarray(to_numpy(v), dtype=float) for v in
+             (scale, inner, inner + self.f.strong_convexity(), self.lam, gamma)]
+        s, inn, mod, lam, gam = np.broadcast_arrays(*h)
+        norm = [np.asarray(to_numpy(safe_norm(v, xp)), dtype=float) for v in (u_in, theta_in, w)]
+        un, tn, wn = np.broadcast_arrays(*norm, s)[:3]
+        b = np.broadcast_to(inf.error_bound, s.shape)
+        extra = 6 * ur * (lam * tn + gam * wn) / (lam + gam)
+        bound = s * (b + 3 * ur * un * inn / mod) * (1 + 4 * ur) + extra
+        tol = None if inf.tol is None else np.broadcast_to(inf.tol, s.shape) * s + (bound - s * b)
+        return ProxInfo(iterations=inf.iterations, error_bound=bound, tol=tol)
 
 
 class MetaObjective(Objective):

@@ -18,6 +18,11 @@ __all__ = ["logistic_prox", "multinomial_prox", "quadratic_prox", "error"]
 mp.mp.dps = 50
 
 
+def _num(v):
+    """An mpmath number as given, any other number converted exactly from its float value."""
+    return v if isinstance(v, mp.mpf) else mp.mpf(float(v))
+
+
 def _vec(a):
     return mp.matrix([mp.mpf(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)])
 
@@ -54,7 +59,7 @@ def logistic_prox(X, y, weights, mu, w, lam, start):
     Z = [[mp.mpf(float(y[j])) * mp.mpf(float(X[j, k])) for k in range(d)] for j in range(n)]
     wt = [mp.mpf(float(v)) for v in weights]
     p = [v / mp.fsum(wt) for v in wt]
-    mu, lam, w = mp.mpf(float(mu)), mp.mpf(float(lam)), _vec(w)
+    mu, lam, w = mp.mpf(float(mu)), _num(lam), _vec(w)
 
     def gh(t):
         g = mu * t + lam * (t - w)
@@ -80,7 +85,7 @@ def multinomial_prox(X, y, weights, C, mu, w, lam, start):
     x = [[mp.mpf(float(X[j, k])) for k in range(d)] for j in range(n)]
     wt = [mp.mpf(float(v)) for v in weights]
     p = [v / mp.fsum(wt) for v in wt]
-    mu, lam, w = mp.mpf(float(mu)), mp.mpf(float(lam)), _vec(w)
+    mu, lam, w = mp.mpf(float(mu)), _num(lam), _vec(w)
 
     def gh(t):
         g = mu * t + lam * (t - w)

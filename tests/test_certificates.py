@@ -221,3 +221,21 @@ def test_one_failing_client_keeps_the_others():
     for i in (0, 1, 3):
         ref = logistic_prox(X[i], host(f.y)[i], np.ones(6), 0.0, w[i], 1.0, good[i])
         assert error(err.theta[i], ref) <= err.error_bound[i] <= 1e-10
+
+
+@pytest.mark.parametrize("lam,gamma", [(1.0, 3.0), (1e4, 0.5), (1e-3, 1e3)])
+def test_prox_of_envelope(lam, gamma):
+    """prox of the envelope = (lam theta* + gamma w)/(lam + gamma), theta* = prox_f(w, lam gamma/(lam+gamma)):
+    the bound covers the inner bound, the rounded inner parameter and the rounding of the combination."""
+    import mpmath as mp
+
+    rng = np.random.default_rng(11)
+    X, y = rng.normal(size=(5, 2)), rng.choice([-1.0, 1.0], 5)
+    f = mo.Logistic(X, y, mu=0.1)
+    w = rng.normal(size=2) * 3
+    theta, info = mo.prox(mo.envelope(f, lam), w, gamma, return_info=True)
+    L, G = mp.mpf(lam), mp.mpf(gamma)
+    inner = L * G / (L + G)
+    ts = logistic_prox(X, y, np.ones(5), 0.1, w, inner, theta)  # the exact inner parameter
+    ref = (L * ts + G * mp.matrix([mp.mpf(float(v)) for v in w])) / (L + G)
+    assert error(theta, ref) <= info.error_bound <= info.tol
