@@ -19,9 +19,11 @@ class Quadratic(Objective):
     ``A`` is symmetric with shape ``(..., d, d)`` (convex or indefinite),
     ``b`` has shape ``(..., d)`` and ``c`` shape ``(...)`` or is a scalar; the
     batch shape is their broadcast.  With :math:`A = V\,\mathrm{diag}(a)V^\top`
-    (``a`` ascending, computed once and cached) the constants are exact:
-    curvature bounds ``(a_1, a_d)``, smoothness ``max|a_k|``, strong
-    convexity ``a_1`` (negative: ``(-a_1)``-weakly convex).
+    (``a`` ascending, computed once and cached) the constants are the
+    computed eigenvalues, exact up to :meth:`eigenvalue_error` (``4 d eps
+    ||A||_F``: absolute, so an eigenvalue much smaller than ``||A||`` has few
+    correct digits): curvature bounds ``(a_1, a_d)``, smoothness ``max|a_k|``,
+    strong convexity ``a_1`` (negative: ``(-a_1)``-weakly convex).
 
     The prox is the closed form
 
@@ -29,7 +31,8 @@ class Quadratic(Objective):
               = w + V\,\mathrm{diag}\big(1/(a+\lambda)\big)V^\top (b - A w),
 
     computed through the cached eigendecomposition, so a new ``lam`` or ``w``
-    costs :math:`O(d^2)` per client.  It exists iff ``lam > -a_1``.
+    costs :math:`O(d^2)` per client.  It exists iff ``lam > -a_1``; moreau
+    requires ``lam > eigenvalue_error() - a_hat_1``, which certifies it.
 
     Formula (sympy): prox = (b + lam*w)/(a + lam)
 
