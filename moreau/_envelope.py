@@ -18,14 +18,20 @@ def prox(f, w, lam, *, tol=None, max_iter=100, return_info=False):
     batch shape.  A λ-sweep over ``m`` clients is one call: ``lam`` of shape
     ``(L, 1)`` gives a result of shape ``(L, m, d)``.
 
-    Quadratics use their closed form; other objectives a batched damped
-    Newton that stops on the certified bound
-    ``||theta - prox(w)|| <= ||grad h(theta)|| / (lam + mu) <= tol``
-    (default tolerance and its justification: ``moreau._newton``).  With
-    ``return_info=True`` returns ``(theta, ProxInfo)`` carrying iterations and
-    the certified bound per entry.  Raises
-    :class:`~moreau.ProxConvergenceError` (with the bound reached) if
-    ``max_iter`` Newton iterations do not reach ``tol``.
+    Quadratics use their closed form; other objectives a batched Newton
+    that stops when a rigorous bound on ``||theta - prox(w)||`` for the
+    returned floating-point theta (the residual ``||grad h(theta)||`` plus
+    an a-priori bound on its rounding and on the rounding of forming theta,
+    over ``lam + mu`` or a local-curvature radius) is at most ``tol``
+    (default tolerance, derivation and assumptions: ``moreau._newton``).
+    With ``return_info=True`` returns ``(theta, ProxInfo)`` carrying
+    iterations and that bound per entry.  Raises
+    :class:`~moreau.ProxConvergenceError` when some entries cannot be
+    certified (``tol`` below the rounding floor, the ``max_iter`` cap, a
+    stalled line search, or a default level above ``sqrt(eps)`` relative):
+    it names them and carries the whole partial result; ``ValueError`` when
+    ``lam`` is too close to a quadratic's nonconvex threshold to certify that
+    the prox exists.
 
     References: pFedMe eq. (4) (with λ as the papers write it); THEOREMS.md, "Conventions".
     """
