@@ -73,7 +73,9 @@ def evaluate_logistic(batch, claim, parts):
               "sr": "numpy eig of the round matrix with A_i = hess L_i at the optimum (the exact local rate)",
               "w~": f"moreau.fl.fedprox_optimum, certified to {np.max(info.error_bound):.1e}"}
     r = sr[app] / rho[app]
-    note = (f"max sr/rho {r.max():.4f}; K from {K[app].min()} to {K[app].max()}; below K_min (eta <= 0.05/L_l, K = 2): "
+    within = (f"max sr/rho {r.max():.4f}; K from {K[app].min()} to {K[app].max()}" if app.any()
+              else "no instance meets (12)")
+    note = (f"{within}; below K_min (eta <= 0.05/L_l, K = 2): "
             f"sr > rho on {np.sum(sr[~app] > rho[~app])}/{np.sum(~app)}")
     return {
         SIM_PART: Sides(np.abs(measured - sr) / sr, 1e-3, "exact", constants=consts,

@@ -98,9 +98,15 @@ CONFIGS = np.array([(10, 5, 1.0, 4.0, 1.0), (10, 5, 0.1, 10.0, 0.3), (10, 5, 1.0
 
 
 
+#: fewest Monte Carlo draws per grid point: the intervals are normal (CLT) intervals, meaningless
+#: for a handful of draws (one draw has no spread at all); a smaller --trials is raised to this
+MC_MIN = 30
+
+
 def instances(family, trials, rng):
     """The configurations of ``CONFIGS`` (logistic: ``CONFIGS_LOGISTIC``); ``trials`` is the Monte
-    Carlo draws (data sets) per grid point."""
+    Carlo draws (data sets) per grid point, at least ``MC_MIN``."""
+    trials = None if trials is None else max(int(trials), MC_MIN)
     if family == "logistic":
         return logistic_batch(trials, rng)
     T = len(CONFIGS)
@@ -301,7 +307,8 @@ STATEMENTS = (
               r" + \frac{\rho^2}{nR^2}1\{R > n^{-1/2}\}",
         text="with the adaptive λ, FedProx's global and local statistical errors are at most C1/N + C2 (1/n ∧ R/√n) "
              "and C3/N + C4 (1/n ∧ R/√n) + 16 (ρ²/(μ²n) ∧ R²): O(1/n) like LocalTrain for R > n^-1/2, "
-             "O(1/(mn)) like GlobalTrain as R → 0 (--trials: Monte Carlo draws per grid point, default 1000)",
+             "O(1/(mn)) like GlobalTrain as R → 0 (--trials: Monte Carlo draws per grid point, default 1000, "
+             "at least 30)",
         assumptions=("Assumption 1: ‖w⋆⁽ⁱ⁾ − w⋆⁽ᵍ⁾‖ <= R", "Assumption 2: every client's sample average is "
                      "μ-strongly convex", "Assumption 3: E‖∇ℓ(w⋆⁽ⁱ⁾, z)‖² <= ρ²", "n_i = n, p_i = 1/m"),
         families={"quadratic": ("least squares, fixed designs, Gaussian noise",),

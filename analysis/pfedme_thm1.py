@@ -171,13 +171,17 @@ def evaluate(batch, claim):
         PARTS[3]: rate_sides(drift[0], drift[1], claim["drift_exponent_eta"], kind="equal", atol=0.02,
                              applicable=~ident & (R > 1), constants=consts, level=0.95,
                              note=f"eta = eta_max 2^-k, k = 0..5; w_inf - w* exact and without cancellation; atol 0.02 for the O(eta) "
-                                  f"curvature; F-gap at eta_max: {np.min(gap[~ident & (R > 1), 0]):.2e}.."
-                                  f"{np.max(gap[~ident & (R > 1), 0]):.2e}; the limit does not depend on beta "
-                                  f"(I - Q = beta (I - mean C_i^R))"),
+                                  f"curvature; {_range('F-gap at eta_max', gap[~ident & (R > 1), 0])}; the limit does not "
+                                  f"depend on beta (I - Q = beta (I - mean C_i^R))"),
         PARTS[4]: rate_sides(sD, ciD, claim["nbhd_exponent_D"], kind="at most", atol=0.1, constants=consts,
                              level=0.99, note=noteD),
         PARTS[5]: Sides(nb_lhs, claim["nbhd"](lam, NB_DELTA, mu_F), "upper", constants=consts, note=nb_note),
     }
+
+
+def _range(what, x):
+    """``what: min..max`` of ``x``, or that no instance has it (small --trials)."""
+    return f"{what}: {np.min(x):.2e}..{np.max(x):.2e}" if np.size(x) else f"{what}: no such instance"
 
 
 def _evaluate_logistic(batch, claim):
