@@ -18,12 +18,14 @@ __all__ = ["add_check_parser", "cmd_check"]
 
 def add_check_parser(sub):
     p = sub.add_parser("check", help="check the theorem catalogue on concrete instances",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("ids", nargs="*", metavar="ID", help="statement ids (default: the whole catalogue)")
-    p.add_argument("--family", choices=("quadratic", "logistic", "multinomial", "all"), default="all")
+    p.add_argument("--family", choices=("quadratic", "logistic", "multinomial", "all"), default="all",
+                   help="instance family to check on (default: every family a statement covers)")
     p.add_argument("--trials", type=_positive, default=None,
                    help="instances per (id, family) (default: each checker's own, sized for a < 1 min run)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0,
+                   help="seed of the instances (an integer >= 0; each (id, family) derives its own stream)")
     p.add_argument("--mutants", action="store_true", help="run every mutant; each must be rejected")
     p.add_argument("--search", type=_positive, default=0, metavar="N",
                    help="also search N hypothesis examples per (id, family) for a failing instance "
@@ -33,15 +35,64 @@ def add_check_parser(sub):
     p.add_argument("--save-counterexamples", metavar="DIR", help="save failing instances as .npz")
     p.add_argument("--replay", metavar="FILE", help="re-check one saved instance (.npz)")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    p.add_argument("--describe", action="store_true",
+                   help="print the documentation of the given ids (default: all) and exit (docs/catalogue.md)")
     p.set_defaults(func=cmd_check)
     return p
 
 
 def _positive(s):
-    v = int(s)
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1 (got {s!r})") from None
     if v < 1:
-        raise argparse.ArgumentTypeError(f"--trials must be >= 1 (got {v})")
+        raise argparse.ArgumentTypeError(f"must be >= 1 (got {v})")
     return v
+
+
+def _seed(s):
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0 (got {s!r})") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (got {v})")
+    return v
+
+
+def _fail(msg) -> int:
+    print(f"moreau check: {msg}", file=sys.stderr)
+    return 2
+
+
+def _writable_file(path) -> str | None:
+    """Why ``path`` cannot be written (None if it can), checked before a long run."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        return f"{path} is a directory"
+    if not parent.is_dir():
+        return f"directory {parent} does not exist"
+    if (p.exists() and not os.access(p, os.W_OK)) or not os.access(parent, os.W_OK):
+        return f"{path} is not writable"
+    return None
+
+
+def _writable_dir(path) -> str | None:
+    from pathlib import Path
+
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        probe = Path(path) / ".moreau-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        return f"{path} is not a writable directory ({exc.strerror or exc})"
+    return None
 
 
 def cmd_check(args) -> int:
@@ -49,19 +100,31 @@ def cmd_check(args) -> int:
     from .registry import catalogue
 
     cat = catalogue()
-    unknown = [i for i in args.ids if i not in cat]
+    ids = list(dict.fromkeys(args.ids))  # a repeated id runs once
+    unknown = [i for i in ids if i not in cat]
     if unknown:
-        print(f"moreau check: unknown id(s) {', '.join(unknown)}; known: {', '.join(cat)}", file=sys.stderr)
-        return 2
+        return _fail(f"unknown id(s) {', '.join(unknown)}; known: {', '.join(cat)}")
     if args.list:
         for s in cat.values():
             print(f"{s.id:22s} {s.source:45s} families: {', '.join(s.families)}  claimed: {s.claimed}")
             print(f"{'':22s} {s.text}")
         return 0
+    if args.describe:
+        from .describe import describe
+
+        print("\n".join(describe(cat[i]) for i in (ids or cat)))
+        return 0
     if args.replay:
         return _replay(args, cat)
+    selected = [(i, f) for i in (ids or cat) for f in cat[i].families if args.family in ("all", f)]
+    if not selected:
+        return _fail(f"no statement of {', '.join(ids or cat)} covers --family {args.family} (nothing to check)")
+    for why in (_writable_file(args.json) if args.json else None,
+                _writable_dir(args.save_counterexamples) if args.save_counterexamples else None):
+        if why:
+            return _fail(why)
     t0 = time.perf_counter()
-    records = runner.run(args.ids, args.family, args.trials, args.seed, args.mutants, args.search)
+    records = runner.run(ids, args.family, args.trials, args.seed, args.mutants, args.search)
     ok = _print_table(records)
     if args.mutants:
         ok &= _print_mutants(records, restricted=args.family != "all")
@@ -71,11 +134,29 @@ def cmd_check(args) -> int:
         from .symbolic_proofs import print_proofs
         ok &= print_proofs()
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump([runner.record_json(r) for r in records], fh, indent=1)
+        payload = [runner.record_json(r, run=runner.run_info(args)) for r in records]
+        try:
+            with open(args.json, "w") as fh:
+                json.dump(payload, fh, indent=1)
+        except OSError as exc:
+            return _fail(f"cannot write --json {args.json}: {exc.strerror or exc}")
         print(f"wrote {args.json} ({len(records)} records)")
-    print(f"{'all statements hold' if ok else 'FAILURES (see above)'}; {time.perf_counter() - t0:.1f} s")
+    _print_gaps(ids or list(cat))
+    untested = sum(1 for r in records for p in r.result.parts if not p.applicable)
+    note = (f"; {untested} part(s) not tested (no instance met their assumptions: not claimed to hold)"
+            if untested else "")
+    print(f"{'all statements hold' if ok else 'FAILURES (see above)'}{note}; {time.perf_counter() - t0:.1f} s")
     return 0 if ok else 1
+
+
+def _print_gaps(ids):
+    """The papers' statements the catalogue does not check: "all statements hold" is not "verified"."""
+    from .gaps import known_gaps
+
+    gaps = known_gaps()
+    if gaps:
+        print(f"not checked (yet), {len(gaps)} statements of the source papers: "
+              + ", ".join(f"{sid} ({paper}, {where})" for sid, paper, where, _ in gaps))
 
 
 def _fmt(x):
@@ -101,6 +182,10 @@ def _print_table(records) -> bool:
                        f"max L/R {_fmt(p.max_ratio)}, {'attained' if p.tight else 'not attained'}"
                        + _ci_measure(p))
             outside = p.instances - p.applicable
+            if not p.applicable:
+                print(f"{'':22s}- {p.name} [{p.claimed}]: NOT TESTED (none of the {p.instances} instances meets its "
+                      f"assumptions; raise --trials)")
+                continue
             scope = f" ({outside} outside its assumptions: not checked)" if outside else ""
             print(f"{'':22s}- {p.name} [{p.claimed}]: holds on {p.applicable - p.failures.size}/{p.applicable}"
                   f"{scope}, {measure}{flag}")
@@ -168,7 +253,8 @@ def mutant_verdicts(records):
 def _print_mutants(records, restricted=False) -> bool:
     """Mutant table; with ``--family`` restricted, a mutant that only another family can
     reject is reported as such and does not fail the run."""
-    print(f"{'mutant':78s} {'verdict'}")
+    width = max([len(f"{sid}: {name}") for sid, name in mutant_verdicts(records)] + [6])
+    print(f"{'mutant':{width}s} {'verdict'}")
     ok = True
     for (sid, name), fams in mutant_verdicts(records).items():
         if fams:
@@ -178,7 +264,7 @@ def _print_mutants(records, restricted=False) -> bool:
         else:
             verdict = "SURVIVED"
             ok = False
-        print(f"{(sid + ': ' + name)[:78]:78s} {verdict}")
+        print(f"{sid + ': ' + name:{width}s} {verdict}")
     print()
     return ok
 
@@ -197,11 +283,14 @@ def _replay(args, cat) -> int:
     claimed-tight bound is attained is a property of a family, not of one instance."""
     from .runner import load_counterexample
 
+    import zipfile
+
     try:
         meta, batch = load_counterexample(args.replay)
-    except (OSError, KeyError, ValueError) as exc:
-        print(f"moreau check: cannot read {args.replay}: {exc}", file=sys.stderr)
-        return 2
+        if not isinstance(meta, dict) or not isinstance(meta.get("family"), str):
+            raise ValueError("its metadata is not a moreau counterexample record")
+    except (OSError, KeyError, ValueError, TypeError, AttributeError, EOFError, zipfile.BadZipFile) as exc:
+        return _fail(f"cannot read {args.replay}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
     if meta.get("id") not in cat:
         print(f"moreau check: {args.replay} is for unknown id {meta.get('id')!r}", file=sys.stderr)
         return 2
@@ -212,7 +301,14 @@ def _replay(args, cat) -> int:
         if mutant is None:
             print(f"moreau check: {st.id} has no mutant {meta['mutant']!r}", file=sys.stderr)
             return 2
-    res = st.run(meta["family"], None, None, mutant=mutant, batch=batch)
+    if meta["family"] not in st.families:
+        return _fail(f"{args.replay}: family {meta['family']!r} is not one of {st.id}'s ({', '.join(st.families)})")
+    try:
+        res = st.run(meta["family"], None, None, mutant=mutant, batch=batch)
+    except (KeyError, ValueError, IndexError, TypeError) as exc:
+        return _fail(f"{args.replay} does not hold a valid {st.id} instance ({type(exc).__name__}: {exc})")
+    if mutant is not None:
+        print(f"replaying mutant of {st.id}: {mutant.name}")
     ok = True
     for p in res.parts:
         s = p.sides

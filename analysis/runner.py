@@ -36,6 +36,13 @@ Parts may carry more keys:
   failing (largest lower end / rhs) ``"worst_instance"``, ``"lhs"``,
   ``"lhs_ci": [lo, hi]`` and ``"rhs"``.
 
+Every part also carries ``"tested"`` (false when no instance met its assumptions: the run
+does not claim it holds).  Records written by the CLI carry ``"run"``: what produced them —
+``seed``, ``trials`` (null: each checker's default), ``family`` (as requested), ``mutants``,
+``search``, ``tolerances`` (``rtol`` of ``lhs <= rhs``, ``tight_rtol`` of attainment; exact parts
+carry their own allowed error as rhs), ``versions`` (moreau, numpy, scipy, ...), ``python``,
+``machine`` and ``git_commit`` (or ``"not a git checkout"``).
+
 Keys may be added; none of the above will be renamed or removed.
 """
 from __future__ import annotations
@@ -127,7 +134,19 @@ def _concat(batch, extra):
         return extra
 
 
-def record_json(rec: Record) -> dict:
+def run_info(args) -> dict:
+    """The ``"run"`` record of a CLI invocation: arguments, tolerances and provenance."""
+    from moreau._provenance import provenance
+
+    from ._core import RTOL, TIGHT_RTOL
+
+    prov = provenance({}, args.seed)
+    return {"seed": args.seed, "trials": args.trials, "family": args.family, "mutants": bool(args.mutants),
+            "search": args.search, "tolerances": {"rtol": RTOL, "tight_rtol": TIGHT_RTOL},
+            **{k: prov[k] for k in ("versions", "python", "machine", "git_commit")}}
+
+
+def record_json(rec: Record, run: dict | None = None) -> dict:
     r, st = rec.result, rec.statement
     tight_parts = [p for p in r.parts if p.claimed == "tight"]
     tight = all(p.tight for p in tight_parts) if tight_parts else any(p.tight for p in r.parts)
@@ -138,12 +157,14 @@ def record_json(rec: Record) -> dict:
         "mutants": [{"name": m.name, "rejected": bool(rej)} for m, rej, _ in rec.mutants],
         "findings": list(st.findings),
         "parts": [_part_json(p) for p in r.parts],
+        **({"run": run} if run is not None else {}),
     }
 
 
 def _part_json(p) -> dict:
     s = p.sides
     out = {"name": p.name, "claimed": p.claimed, "holds": p.holds, "applicable": p.applicable,
+           "tested": bool(p.applicable),
            "max_ratio": _num(p.max_ratio), "tight": p.tight,
            "min_slack": _num(np.min(p.slack[s.applicable])) if p.applicable else None,
            "constants": s.constants, "note": s.note}

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from analysis import registry, runner
-from analysis._core import TIGHT_RTOL, Mutant, Sides, Statement, judge
+from analysis._core import RTOL, TIGHT_RTOL, Mutant, Sides, Statement, judge
 from analysis.cli import mutant_verdicts
 from analysis.symbolic_proofs import MUTANT_PROOFS, PROOFS, certify_nonneg, run_proofs
 from moreau._cli import main
@@ -32,7 +32,8 @@ IDS = list(CAT)
 CASES = [(sid, fam) for sid, st in CAT.items() for fam in st.families]
 RECORD_KEYS = {"id", "source", "family", "instances", "holds", "max_ratio", "tight", "claimed",
                "seconds", "mutants", "findings", "parts"}
-PART_KEYS = {"name", "claimed", "holds", "applicable", "max_ratio", "tight", "min_slack", "constants", "note"}
+PART_KEYS = {"name", "claimed", "holds", "applicable", "max_ratio", "tight", "min_slack", "constants", "note",
+             "tested"}
 # keys a rate part or a Monte Carlo part adds (analysis/runner.py schema)
 OPTIONAL_PART_KEYS = {"slope", "slope_ci", "exponent", "kind", "atol", "level",
                       "worst_instance", "lhs", "lhs_ci", "rhs"}
@@ -284,8 +285,12 @@ def test_cli_json_schema(tmp_path, capsys):
     data = json.loads(path.read_text())
     assert [(d["id"], d["family"]) for d in data] == [(sid, f) for f in runner.FAMILIES if f in CAT[sid].families]
     for d in data:
-        assert set(d) == RECORD_KEYS
+        assert set(d) == RECORD_KEYS | {"run"}
         assert all(set(p) == PART_KEYS for p in d["parts"])
+        run = d["run"]  # provenance of the CLI run
+        assert run["seed"] == 0 and run["trials"] is None and run["family"] == "all" and run["mutants"] is True
+        assert run["tolerances"] == {"rtol": RTOL, "tight_rtol": TIGHT_RTOL}
+        assert run["versions"]["numpy"] == np.__version__ and run["git_commit"]
         assert [m["name"] for m in d["mutants"]] == [m.name for m in CAT[sid].mutants]
         assert all(set(m) == {"name", "rejected"} for m in d["mutants"])
         assert d["holds"] is True and d["instances"] > 0 and d["seconds"] >= 0

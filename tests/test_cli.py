@@ -43,3 +43,110 @@ def test_unknown_or_missing_command_exits_2(argv):
     with pytest.raises(SystemExit) as exc:
         cli.main(argv)
     assert exc.value.code == 2
+
+
+# --- moreau check: every usage error is one line and exit 2; the run says what it did not check ---
+
+def _check(*argv):
+    return cli.main(["check", *map(str, argv)])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["fw.convex", "--family", "logistic"], "nothing to check"),
+    (["pfedme.prop1", "--json", "/nonexistent-dir/x.json"], "does not exist"),
+    (["pfedme.prop1", "--save-counterexamples", "/proc/forbidden"], "not a writable directory"),
+    (["no.such.id"], "unknown id"),
+], ids=["empty-selection", "json-unwritable", "save-unwritable", "unknown-id"])
+def test_check_usage_errors(capsys, argv, message):
+    assert _check(*argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("flag", ["--seed=-1", "--seed=x", "--trials=0", "--search=-3"])
+def test_check_bad_numbers_are_usage_errors(flag):
+    with pytest.raises(SystemExit) as exc:
+        _check("pfedme.prop1", flag)
+    assert exc.value.code == 2
+
+
+def _saved(tmp_path):
+    """A real counterexample file: the first instance of pfedme.prop1 on quadratics."""
+    from analysis import runner
+
+    rec = runner.run(["pfedme.prop1"], "quadratic")[0]
+    path, _ = runner.save_counterexample(rec, 0, tmp_path)
+    return path
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "meta-not-a-record", "wrong-family", "missing-array"])
+def test_replay_of_a_damaged_file_is_a_usage_error(tmp_path, capsys, damage):
+    import json
+
+    import numpy as np
+
+    path = _saved(tmp_path)
+    bad = tmp_path / f"{damage}.npz"
+    if damage == "truncated":
+        bad.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif damage == "garbage":
+        bad.write_bytes(b"not a zip file at all")
+    else:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        meta = json.loads(str(arrays["__meta__"]))
+        if damage == "meta-not-a-record":
+            arrays["__meta__"] = np.array(json.dumps([1, 2, 3]))
+        elif damage == "wrong-family":
+            meta["family"] = "multinomial-nope"
+            arrays["__meta__"] = np.array(json.dumps(meta))
+        else:
+            arrays.pop(next(k for k in arrays if k != "__meta__"))
+        np.savez(bad, **arrays)
+    assert _check("--replay", bad) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("moreau check:") and len(err.splitlines()) == 1
+
+
+def test_replay_of_a_good_file_holds(tmp_path, capsys):
+    assert _check("--replay", _saved(tmp_path)) == 0
+    assert "holds=True" in capsys.readouterr().out
+
+
+def test_repeated_ids_run_once_and_the_run_lists_what_it_did_not_check(tmp_path, capsys):
+    import json
+
+    from analysis.gaps import known_gaps
+
+    path = tmp_path / "r.json"
+    assert _check("pfedme.prop1", "pfedme.prop1", "--family", "quadratic", "--json", path) == 0
+    assert len(json.loads(path.read_text())) == 1
+    out = capsys.readouterr().out
+    gaps = known_gaps()
+    assert ("not checked (yet)" in out) == bool(gaps)
+    assert all(sid in out for sid, *_ in gaps)
+
+
+def test_a_part_without_applicable_instances_is_reported_not_tested(capsys):
+    # one instance per family: some parts' assumptions (e.g. nonconvex, lam > 2L) are met by none
+    assert _check("pfedme.prop1", "--family", "quadratic", "--trials", 1) == 0
+    out = capsys.readouterr().out
+    assert "NOT TESTED" in out and "not tested (no instance met their assumptions" in out
+
+
+def test_describe_prints_the_catalogue_entry(capsys):
+    from analysis.registry import catalogue
+
+    st = catalogue()["fedprox.lemma2"]
+    assert _check("fedprox.lemma2", "--describe") == 0
+    out = capsys.readouterr().out
+    assert f"`{st.id}`" in out and all(m.name in out for m in st.mutants)
+
+
+def test_mutant_names_are_never_cut(capsys):
+    from analysis.registry import catalogue
+
+    st = catalogue()["fedprox.lemma1"]
+    longest = max(st.mutants, key=lambda m: len(m.name))
+    assert _check("fedprox.lemma1", "--family", "quadratic", "--mutants") in (0, 1)
+    assert longest.name in capsys.readouterr().out
