@@ -1,6 +1,6 @@
 r"""The pieces every theorem checker is made of.
 
-A :class:`Statement` is one entry of the catalogue (an id of THEOREMS.md).
+A :class:`Statement` is one entry of the catalogue (an id of docs/catalogue.md).
 It owns
 
 * ``instances(family, trials, rng)`` -> a *batch*: a dict of numpy arrays,
@@ -244,7 +244,7 @@ class Statement:
 
     id: str
     source: str                 # paper, theorem/lemma number, equation
-    paper: str                  # file under shared/papers
+    paper: str                  # source paper key (analysis.gaps.PAPERS)
     latex: str
     text: str
     assumptions: tuple

@@ -72,7 +72,7 @@ def logistic_batch(rng, T, n, d, *, mu=0.0, scale=1.0, well_specified=True):
     """``dict(X (T,n,d), y (T,n), mu (T,), w_star (T,d))``.
 
     Well specified (default): ``P(y = 1 | x) = sigmoid(x^T w_star)``, so
-    ``w_star`` is the population minimiser (THEOREMS.md, "Notes on data").
+    ``w_star`` is the population minimiser (docs/catalogue.md, "Conventions": data for statistical statements).
     Otherwise labels are ``sign(x^T w_star)`` (separable, the public recipe).
     """
     X = rng.standard_normal((T, n, d)) * scale

@@ -10,7 +10,7 @@ w ↦ prox_{L_i/λ}(w) is L_w = λ/(λ+μ)-Lipschitz.
 Assumptions: λ > 0; μ > 0 (Assumption 2; the convex case μ = 0 is
 pfedme.prop1's); L is the smoothness of L_i.  Assumption 4 asks it of every ℓ(·, z), whose
 constant is ≥ that of the average L_i: the checked reading, with the
-smallest valid L, is the strongest one (THEOREMS.md reads it the same way).
+smallest valid L, is the strongest one.
 
 Instances: strongly convex quadratics L_i = ½θᵀAθ − bᵀθ (a_1 = μ > 0,
 exact spectra, μ/L from 0.01 to 1), λ from 0.05 L to 20 L, one point w each.

@@ -32,7 +32,7 @@ for convex f every eigenvalue a ∈ [0, L] gives a(1 − αa)² ≤ a ≤ L, so 
 true constant is at most L: the 4L bound is loose by at least 4× (max ratio
 1/4, reached at α = 0).  For nonconvex f with a_1 = −L and α = 1/L the
 eigenvalue −L(1 + 1)² = −4L attains the bound exactly, so 4L is attained only
-in the nonconvex case: that part is claimed "tight" (THEOREMS.md), the convex
+in the nonconvex case: that part is claimed "tight", the convex
 part "upper".  On logistic data (convex) the sampled ratio is far below 1
 (the Hessian-Lipschitz bound ρ is itself loose).
 """

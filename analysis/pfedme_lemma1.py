@@ -7,7 +7,7 @@ and θ̃ any point with ‖∇h̃(θ̃)‖² ≤ ν (eq. (8)).  Then
     E‖θ̃ − θ̂(w)‖² ≤ δ² = 2/(λ−L)² (γ_f²/|D| + ν)     (Assumption 1(b), λ > L),
 
 θ̂(w) = prox_{f_i/λ}(w), γ_f² the per-sample gradient variance bound of
-Assumption 2.  THEOREMS.md reads it the same way.  The paper file holds no
+Assumption 2.  The paper file holds no
 appendix, so the proof is reconstructed: h̃ is (λ+μ)- (resp. (λ−L)-) strongly
 convex, so ‖θ̃ − θ̂_D‖ ≤ √ν/(λ+μ) and ‖θ̂_D − θ̂‖ ≤ ‖∇f̃(θ̂; D) − ∇f(θ̂)‖/(λ+μ),
 whose expected square is ≤ γ_f²/(|D|(λ+μ)²); then ‖a+b‖² ≤ 2‖a‖² + 2‖b‖².

@@ -1,6 +1,6 @@
 r"""pfedme.lemma2 — pFedMe, Lemma 2 (bounded diversity of the envelopes F_i).
 
-Statement (paper; THEOREMS.md reads it the same way):
+Statement (paper):
 
 (a) f_i μ-strongly convex (Assumption 1(a)):
     (1/N)Σ‖∇F_i(w) − ∇F(w)‖² ≤ 4L_F (F(w) − F(w*)) + 2σ²_{F,1},

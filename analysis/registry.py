@@ -27,7 +27,7 @@ MODULES = (
     "analysis.pfedme_thm1",
 )
 
-#: ids the catalogue must contain (THEOREMS.md)
+#: ids the catalogue must contain
 REQUIRED_IDS = (
     "pfedme.prop1", "pfedme.lemma1", "pfedme.lemma2",
     "fedprox.lemma1", "fedprox.lemma2", "fedprox.lemma3",

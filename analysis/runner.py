@@ -4,7 +4,7 @@ JSON schema (``moreau check --json PATH``), stable: a list with one record
 per (statement id, family)::
 
     {
-      "id": "pfedme.prop1",            # catalogue id (THEOREMS.md)
+      "id": "pfedme.prop1",            # catalogue id (docs/catalogue.md)
       "source": "pFedMe, Proposition 1, eq. (6)",
       "family": "quadratic",           # "quadratic" | "logistic" | "multinomial"
       "instances": 64,                 # instances checked

@@ -5,7 +5,7 @@ problems ``f(x) = a x²/2 − b x``, one per eigenvalue ``a``;
 :func:`moreau.symbolic.quadratic_formulas` derives the prox, the envelope (as
 a minimum: it solves the optimality condition) and the Per-FedAvg
 meta-objective for one eigenvalue.  Each proof here checks one claim of
-THEOREMS.md on that scalar problem and returns ``(proved, detail)``.
+the catalogue (docs/catalogue.md) on that scalar problem and returns ``(proved, detail)``.
 
 How a claim is proved, so that a wrong claim comes out NOT PROVED:
 
@@ -46,7 +46,7 @@ class Proof:
 
     key: str        # short handle; a mutant carries the key of the proof it mutates
     name: str
-    statement: str  # catalogue id (THEOREMS.md) the claim belongs to
+    statement: str  # catalogue id the claim belongs to
     check: Callable
 
 
@@ -296,7 +296,7 @@ PROOFS = (
           meta_hessian),
     Proof("lemma4_2.L_F", "max_{|a|≤L} |a(1 − αa)²| = L(1 + αL)² ≤ 4L for α ≤ 1/L, = 4L at α = 1/L",
           "perfedavg.lemma4_2", meta_smoothness),
-    Proof("nested", "envelope(envelope(f, λ), γ) = envelope(f, λγ/(λ + γ))", "THEOREMS.md nesting",
+    Proof("nested", "envelope(envelope(f, λ), γ) = envelope(f, λγ/(λ + γ))", "envelopes nest (docs/catalogue.md, Conventions)",
           nested_envelope),
 )
 
@@ -327,9 +327,9 @@ MUTANT_PROOFS = (
     Proof("lemma4_2.L_F", "max attained at a = +L: L(1 − αL)²", "perfedavg.lemma4_2",
           partial(meta_smoothness, lambda L, alpha: L * (1 - alpha * L) ** 2)),
     Proof("lemma4_2.L_F", "L_F = 2L", "perfedavg.lemma4_2", partial(meta_smoothness, L_F=lambda L: 2 * L)),
-    Proof("nested", "nested envelope with λ + γ", "THEOREMS.md nesting",
+    Proof("nested", "nested envelope with λ + γ", "envelopes nest (docs/catalogue.md, Conventions)",
           partial(nested_envelope, lambda lam, gam: lam + gam)),
-    Proof("nested", "nested envelope with 2λγ/(λ + γ) (harmonic mean)", "THEOREMS.md nesting",
+    Proof("nested", "nested envelope with 2λγ/(λ + γ) (harmonic mean)", "envelopes nest (docs/catalogue.md, Conventions)",
           partial(nested_envelope, lambda lam, gam: 2 * lam * gam / (lam + gam))),
 )
 

@@ -33,7 +33,7 @@ def prox(f, w, lam, *, tol=None, max_iter=100, return_info=False):
     ``lam`` is too close to a quadratic's nonconvex threshold to certify that
     the prox exists.
 
-    References: pFedMe eq. (4) (with λ as the papers write it); THEOREMS.md, "Conventions".
+    References: pFedMe eq. (4) (with λ as the papers write it); docs/catalogue.md, "Conventions".
     """
     if not isinstance(f, Objective):
         raise TypeError(f"f must be a moreau Objective (got {type(f).__name__})")

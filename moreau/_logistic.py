@@ -33,7 +33,7 @@ class Logistic(SampleLoss):
     sigmoids as ``exp(-logaddexp(0, -z))``: no overflow and no NaN for
     margins of any size.
 
-    References: THEOREMS.md, "Conventions" (logistic).
+    References: docs/catalogue.md, "Conventions" (logistic).
     """
 
     _curvature_factor = 0.25  # sup of l''(z) = sigma(z) sigma(-z)

@@ -30,7 +30,7 @@ class Multinomial(SampleLoss):
     vector to every column of W, so with ``mu = 0`` the loss is not strongly
     convex and a prox needs ``lam > 0`` only.
 
-    References: THEOREMS.md, "Conventions" (multinomial logistic: the model
+    References: docs/catalogue.md, "Conventions" (multinomial logistic: the model
     of the pFedMe and FedProx experiments).
     """
 

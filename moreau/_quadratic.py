@@ -36,7 +36,7 @@ class Quadratic(Objective):
 
     Formula (sympy): prox = (b + lam*w)/(a + lam)
 
-    References: THEOREMS.md, "Closed forms (quadratic)".
+    References: docs/catalogue.md, "Conventions" (quadratic closed forms).
     """
 
     def __init__(self, A, b, c=0.0):
