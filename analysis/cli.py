@@ -13,6 +13,8 @@ import time
 
 import numpy as np
 
+from moreau._argtypes import nonnegative_int, positive_int
+
 __all__ = ["add_check_parser", "cmd_check"]
 
 
@@ -22,12 +24,12 @@ def add_check_parser(sub):
     p.add_argument("ids", nargs="*", metavar="ID", help="statement ids (default: the whole catalogue)")
     p.add_argument("--family", choices=("quadratic", "logistic", "multinomial", "all"), default="all",
                    help="instance family to check on (default: every family a statement covers)")
-    p.add_argument("--trials", type=_positive, default=None,
+    p.add_argument("--trials", type=positive_int, default=None,
                    help="instances per (id, family) (default: each checker's own, sized for a < 1 min run)")
-    p.add_argument("--seed", type=_seed, default=0,
+    p.add_argument("--seed", type=nonnegative_int, default=0,
                    help="seed of the instances (an integer >= 0; each (id, family) derives its own stream)")
     p.add_argument("--mutants", action="store_true", help="run every mutant; each must be rejected")
-    p.add_argument("--search", type=_positive, default=0, metavar="N",
+    p.add_argument("--search", type=positive_int, default=0, metavar="N",
                    help="also search N hypothesis examples per (id, family) for a failing instance "
                         "(and per surviving mutant); a failure is shrunk to one small instance")
     p.add_argument("--symbolic", action="store_true", help="sympy proofs of the quadratic identities")
@@ -39,26 +41,6 @@ def add_check_parser(sub):
                    help="print the documentation of the given ids (default: all) and exit (docs/catalogue.md)")
     p.set_defaults(func=cmd_check)
     return p
-
-
-def _positive(s):
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1 (got {s!r})") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1 (got {v})")
-    return v
-
-
-def _seed(s):
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0 (got {s!r})") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0 (got {v})")
-    return v
 
 
 def _fail(msg) -> int:

@@ -11,6 +11,8 @@ import argparse
 import sys
 import traceback
 
+from moreau._argtypes import nonnegative_int, positive_int
+
 __all__ = ["add_reproduce_parser", "cmd_reproduce"]
 
 
@@ -22,36 +24,16 @@ def add_reproduce_parser(sub):
     p.add_argument("--out", metavar="DIR", help="output directory (default: out/NAME); a rerun with the same "
                    "arguments resumes from its checkpoints")
     p.add_argument("--quick", action="store_true", help="small sizes: every experiment in seconds (CI)")
-    p.add_argument("--trials", type=_positive, default=None, help="Monte Carlo trials per grid point "
+    p.add_argument("--trials", type=positive_int, default=None, help="Monte Carlo trials per grid point "
                    "(experiments that are exact refuse it)")
-    p.add_argument("--seed", type=_seed, default=0, help="run seed (per-point seeds derive from it; default 0)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="run seed (per-point seeds derive from it; default 0)")
     p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy", help="array backend (default numpy)")
-    p.add_argument("--workers", type=_positive, default=None,
+    p.add_argument("--workers", type=positive_int, default=None,
                    help="local worker processes (default: one per core; 1 runs in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run the grid points on this Dask scheduler "
                    "(needs the [dask] extra)")
     p.set_defaults(func=cmd_reproduce)
     return p
-
-
-def _positive(s):
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1 (got {s!r})") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1 (got {v})")
-    return v
-
-
-def _seed(s):
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0 (got {s!r})") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0 (got {v})")
-    return v
 
 
 def _fail(msg, code=2) -> int:
