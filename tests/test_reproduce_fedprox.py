@@ -97,3 +97,22 @@ def test_comm_rounds_grow_with_lambda_like_kappa_g(comm):
     ratio = T / kappa_g_log
     assert ratio.max() / ratio.min() <= 2
     assert all(r["rounds"] != "" for r in rows)
+
+
+def test_rates_below_theorem_1_bounds_with_slope_minus_one(tmp_path):
+    manifest = _sweep.run(get("fedprox-rates"), tmp_path, quick=True, workers=1)
+    with open(tmp_path / "fedprox-rates.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    mu = manifest["arguments"]["params"]["mu"]
+    for r in rows:
+        rho, n, m, R = float(r["rho"]), float(r["n"]), float(r["m"]), float(r["R"])
+        C1 = rho**2 / mu**2
+        C2 = max(((1 + np.sqrt(1 + 2 * mu)) * rho / (2 * mu)) ** 2, 2 * rho / mu)   # eq. (6)
+        assert float(r["global_error"]) <= C1 / (m * n) + C2 * min(1 / n, R / np.sqrt(n))   # eq. (4)
+        assert float(r["local_error_max"]) <= float(r["bound_5"])
+    for sweep in ("n, R large", "n, R = n^-1/2/2", "m, R -> 0"):
+        sel = [r for r in rows if r["sweep"] == sweep]
+        x = np.log([float(r["x"]) for r in sel])
+        for key in ("global_error", "local_error_max"):
+            slope = np.polyfit(x, np.log([float(r[key]) for r in sel]), 1)[0]
+            assert abs(slope + 1) <= 0.1, (sweep, key, slope)
