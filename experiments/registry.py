@@ -14,6 +14,7 @@ __all__ = ["MODULES", "experiments", "get"]
 MODULES = (
     "experiments.pfedme_prop1",
     "experiments.fedprox_fig1a",
+    "experiments.fedprox_fig1d",
     "experiments.fedprox_comm",
     "experiments.fedprox_rates",
 )

@@ -116,3 +116,30 @@ def test_rates_below_theorem_1_bounds_with_slope_minus_one(tmp_path):
         for key in ("global_error", "local_error_max"):
             slope = np.polyfit(x, np.log([float(r[key]) for r in sel]), 1)[0]
             assert abs(slope + 1) <= 0.1, (sweep, key, slope)
+
+
+def test_fig1d_starts_from_zero_and_records_its_claims_honestly(tmp_path):
+    from moreau import data
+
+    exp = get("fedprox-fig1d")
+    manifest = _sweep.run(exp, tmp_path, quick=True, workers=1)
+    p = manifest["arguments"]["params"]
+    with open(tmp_path / "fedprox-fig1d.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    first = next(r for r in rows if r["round"] == "0")
+    point = {"R": float(first["R"]), "lam": float(first["lam"]), "seed": int(first["seed"])}
+    P = data.fedprox_synthetic(_sweep.point_rng(0, exp.name, point), R=point["R"], m=p["m"], n=p["n"], d=p["d"],
+                               mu=p["mu"])
+    # round 0 is w = 0: the total global error is ||w*_g||^2 of the regenerated data set
+    assert float(first["global_total"]) == pytest.approx(float(np.sum(np.asarray(P.w_star_global) ** 2)), rel=1e-12)
+    for claim, v in manifest["claims"].items():  # each verdict is what the CSV says
+        R = float(claim.split("=")[1].split(":")[0])
+        left = []
+        for lam in p["lambdas"]:
+            ratios = []
+            for s in range(p["seeds"]):
+                sel = sorted((r for r in rows if float(r["R"]) == R and float(r["lam"]) == lam and int(r["seed"]) == s),
+                             key=lambda r: int(r["round"]))
+                ratios.append(float(sel[-1]["global_to_optimum"]) / float(sel[0]["global_to_optimum"]))
+            left.append(np.mean(ratios))
+        assert v["holds"] == bool(np.all(np.diff(left) > 0))

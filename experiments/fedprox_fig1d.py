@@ -1,0 +1,95 @@
+r"""``fedprox-fig1d``: total error against communication round (FedProx analysis, Figure 1(d)).
+
+Algorithm 1 (``moreau.fl.fedprox``) on the paper's synthetic logistic data
+(``moreau.data.fedprox_synthetic``, §6.1: 10 clients × 200 samples, d = 60, ridge μ = 0.01 of
+ours since the labels are separable) for λ ∈ {0.02, 0.1, 0.5} with the §6.1 step sizes
+γ = (λ+L)/(λL), η = 1/(L+λ), K = 10 local steps (the paper does not state K for this panel;
+Figure 2 varies it), from zero.  Total errors per round: global
+:math:`\|w_t^{(g)} - w_\star^{(g)}\|^2` and local :math:`\frac1m\sum_i\|w_{t}^{(i)} - w_\star^{(i)}\|^2`
+(mean ± std over seeds, ``--trials`` seeds, default 5, quick 2) at a low and a high
+heterogeneity; the dotted lines are each λ's statistical error (its exact optimum,
+``moreau.fl.fedprox_optimum``), which the total error approaches.
+
+The §6.1 γ equals 1/L_g, the edge of Theorem 2's condition γ < 1/L_g (not met, strictly).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._fedprox_runs import STEP_NOTE, mean_curves, paper_run
+from ._plot import figure, save
+from ._sweep import Experiment
+
+__all__ = ["EXPERIMENT"]
+
+LAMS = (0.02, 0.1, 0.5)
+
+
+def config(quick, trials):
+    return {"seeds": trials or (2 if quick else 5), "rounds": 40 if quick else 200, "K": 10, "m": 10, "n": 200,
+            "d": 20 if quick else 60, "mu": 0.01, "R_levels": [0.1, 2.0], "lambdas": list(LAMS), "steps": STEP_NOTE}
+
+
+def points(params):
+    return [{"R": R, "lam": lam, "seed": s} for R in params["R_levels"] for lam in params["lambdas"]
+            for s in range(params["seeds"])]
+
+
+def compute(params, point, rng):
+    g, loc, to_opt, stat, L = paper_run(rng, R=point["R"], lam=point["lam"], K=params["K"], rounds=params["rounds"],
+                                m=params["m"], n=params["n"], d=params["d"], mu=params["mu"])
+    return [{"R": point["R"], "lam": point["lam"], "seed": point["seed"], "round": t, "global_total": float(g[t]),
+             "local_total": float(loc[t]), "global_to_optimum": float(to_opt[t]), "global_statistical": stat[0], "local_statistical": stat[1], "L": L}
+            for t in range(len(g))]
+
+
+def finish(rows, params, out, seed=0):
+    fig, ax = figure(2, 2, width=6.8, aspect=0.7)
+    finals = {}
+    for r_i, R in enumerate(params["R_levels"]):
+        for c_i, (key, lab) in enumerate((("global_total", r"$\|w_t^{(g)}-w_\star^{(g)}\|^2$"),
+                                          ("local_total", r"$\frac{1}{m}\sum_i\|w_t^{(i)}-w_\star^{(i)}\|^2$"))):
+            a = ax[r_i][c_i]
+            for k, lam in enumerate(params["lambdas"]):
+                t, mean, std = mean_curves(rows, key, R=R, lam=lam)
+                a.plot(t, mean, color=f"C{k}", label=rf"$\lambda={lam:g}$")
+                a.fill_between(t, mean - std, mean + std, color=f"C{k}", alpha=0.2, linewidth=0)
+                stat = np.mean([r[key.replace("total", "statistical")] for r in rows
+                                if r["R"] == R and r["lam"] == lam and r["round"] == 0])
+                a.axhline(stat, color=f"C{k}", linestyle=":", linewidth=0.9)
+                finals[(R, lam, key)] = (mean[0], mean[-1], stat)
+            a.set_yscale("log")
+            a.set(xlabel="communication round t", ylabel=lab,
+                  title=f"({'abcd'[2 * r_i + c_i]}) $R_{{param}}={R:g}$, {'global' if c_i == 0 else 'local'}")
+    handles, labels = ax[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels),
+               title="dotted lines: each lambda's statistical error (exact optimum)", title_fontsize=6)
+    figures = save(fig, out, "fedprox-fig1d")
+    claims = {}
+    for R in params["R_levels"]:
+        left = {lam: _remaining(rows, R, lam) for lam in params["lambdas"]}
+        claims[f"R_param = {R:g}: larger lambda converges more slowly (||w_T - w~||^2/||w_0 - w~||^2 after the "
+               f"last round increases with lambda)"] = {
+            "value": left, "holds": bool(all(np.diff([left[lam] for lam in params["lambdas"]]) > 0))}
+    theorems = {"fedprox.thm2": {"assumptions": {
+        "gamma < 1/L_g (the paper's gamma equals 1/L_g)": False, "eta <= 1/L_l": True,
+        "condition (12) with K = 10": "not checked here (see moreau check fedprox.thm2)"}}}
+    return {"figures": figures, "claims": claims, "theorems": theorems}
+
+
+def _remaining(rows, R, lam):
+    """Mean over seeds of ``||w_T^(g) - w~^(g)||^2 / ||w_0^(g) - w~^(g)||^2`` after the last round:
+    how much of the distance to its own optimum a run has left (the optimisation speed the paper
+    compares; smaller is faster)."""
+    out = []
+    for s in sorted({r["seed"] for r in rows}):
+        sel = sorted((r for r in rows if r["R"] == R and r["lam"] == lam and r["seed"] == s), key=lambda r: r["round"])
+        out.append(sel[-1]["global_to_optimum"] / sel[0]["global_to_optimum"])
+    return float(np.mean(out))
+
+
+EXPERIMENT = Experiment(
+    name="fedprox-fig1d", paper="FedProx analysis", figure="Figure 1(d)",
+    summary="total error vs communication round of Algorithm 1 for lam in {0.02, 0.1, 0.5} (paper's step sizes), "
+            "global and local, low and high heterogeneity",
+    expected=("~4 s", "~1 min"), config=config, points=points, compute=compute, finish=finish)
