@@ -31,16 +31,19 @@ def config(quick, trials):
 
 
 def points(params):
-    return [{"R": R, "lam": lam, "seed": s} for R in params["R_levels"] for lam in params["lambdas"]
-            for s in range(params["seeds"])]
+    return [{"R": R, "seed": s} for R in params["R_levels"] for s in range(params["seeds"])]
 
 
 def compute(params, point, rng):
-    g, loc, to_opt, stat, L = paper_run(rng, R=point["R"], lam=point["lam"], K=params["K"], rounds=params["rounds"],
-                                m=params["m"], n=params["n"], d=params["d"], mu=params["mu"])
-    return [{"R": point["R"], "lam": point["lam"], "seed": point["seed"], "round": t, "global_total": float(g[t]),
-             "local_total": float(loc[t]), "global_to_optimum": float(to_opt[t]), "global_statistical": stat[0], "local_statistical": stat[1], "L": L}
-            for t in range(len(g))]
+    """Every lambda on the same data set (one point per heterogeneity level and seed)."""
+    rows = []
+    for lam, _, g, loc, to_opt, stat, L in paper_run(rng, R=point["R"], lams=params["lambdas"], Ks=[params["K"]],
+                                                     rounds=params["rounds"], m=params["m"], n=params["n"],
+                                                     d=params["d"], mu=params["mu"]):
+        rows += [{"R": point["R"], "lam": lam, "seed": point["seed"], "round": t, "global_total": float(g[t]),
+                  "local_total": float(loc[t]), "global_to_optimum": float(to_opt[t]), "global_statistical": stat[0],
+                  "local_statistical": stat[1], "L": L} for t in range(len(g))]
+    return rows
 
 
 def finish(rows, params, out, seed=0):

@@ -127,7 +127,7 @@ def test_fig1d_starts_from_zero_and_records_its_claims_honestly(tmp_path):
     with open(tmp_path / "fedprox-fig1d.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     first = next(r for r in rows if r["round"] == "0")
-    point = {"R": float(first["R"]), "lam": float(first["lam"]), "seed": int(first["seed"])}
+    point = {"R": float(first["R"]), "seed": int(first["seed"])}
     P = data.fedprox_synthetic(_sweep.point_rng(0, exp.name, point), R=point["R"], m=p["m"], n=p["n"], d=p["d"],
                                mu=p["mu"])
     # round 0 is w = 0: the total global error is ||w*_g||^2 of the regenerated data set
@@ -143,3 +143,25 @@ def test_fig1d_starts_from_zero_and_records_its_claims_honestly(tmp_path):
                 ratios.append(float(sel[-1]["global_to_optimum"]) / float(sel[0]["global_to_optimum"]))
             left.append(np.mean(ratios))
         assert v["holds"] == bool(np.all(np.diff(left) > 0))
+
+
+def test_fig2_compares_K_on_the_same_data_and_reports_the_gain(tmp_path):
+    manifest = _sweep.run(get("fedprox-fig2"), tmp_path, quick=True, workers=1)
+    p = manifest["arguments"]["params"]
+    with open(tmp_path / "fedprox-fig2.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+
+    def curve(lam, K, s):
+        sel = sorted((r for r in rows if float(r["lam"]) == lam and int(r["K"]) == K and int(r["seed"]) == s),
+                     key=lambda r: int(r["round"]))
+        return np.array([float(r["global_to_optimum"]) for r in sel])
+
+    gain = {}
+    for lam in p["lambdas"]:
+        starts = {curve(lam, K, 0)[0] for K in p["Ks"]}
+        assert len(starts) == 1  # same data, same start: only K differs
+        left = {K: np.mean([curve(lam, K, s)[-1] / curve(lam, K, s)[0] for s in range(p["seeds"])]) for K in p["Ks"]}
+        assert all(np.diff([left[K] for K in p["Ks"]]) < 0)  # more local steps, less distance left
+        gain[lam] = left[p["Ks"][0]] / left[p["Ks"][-1]]
+    (claim,) = manifest["claims"].values()
+    assert claim["holds"] == bool(gain[p["lambdas"][0]] > gain[p["lambdas"][1]])
