@@ -18,6 +18,7 @@ MODULES = (
     "experiments.fedprox_fig2",
     "experiments.fedprox_comm",
     "experiments.fedprox_rates",
+    "experiments.perfedavg_vs_pfedme",
 )
 
 
