@@ -21,6 +21,10 @@ DEMOS = {
                       "the prox map shrinking w towards the minimiser"),
     "demo-prox-abs": ("prox_abs.py", "prox of |x| (soft thresholding) and its envelope (Huber); the prox as an "
                       "implicit gradient step, for |x|, a quadratic and the logistic loss"),
+    "demo-personalisation": ("personalisation.py", "the personalisation trade-off in lam on two clients: "
+                             "personalised and global models, price against benefit (exact)"),
+    "demo-fedprox-interpolation": ("fedprox_interpolation.py", "FedProx's local and global models travel from "
+                                   "LocalTrain (lam -> 0) to GlobalTrain (lam -> inf), five 2-D clients, exact"),
     "demo-weakly-convex": ("weakly_convex.py", "a weakly convex quadratic: the envelope exists for lam > L and is "
                            "lam-smooth exactly when lam >= 2L"),
 }
