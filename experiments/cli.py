@@ -46,9 +46,9 @@ def cmd_reproduce(args) -> int:
 
     table = experiments()
     if args.list:
-        print(f"{'name':22s} {'paper / figure':44s} {'quick':>7s} {'full':>7s}  what it shows")
+        print(f"{'name':27s} {'paper / figure':44s} {'quick':>7s} {'full':>7s}  what it shows")
         for name, e in table.items():
-            print(f"{name:22s} {(e.paper + ', ' + e.figure)[:44]:44s} {e.expected[0]:>7s} {e.expected[1]:>7s}  "
+            print(f"{name:27s} {(e.paper + ', ' + e.figure)[:44]:44s} {e.expected[0]:>7s} {e.expected[1]:>7s}  "
                   f"{e.summary}")
         return 0
     if not args.name:

@@ -114,17 +114,22 @@ def finish(rows, params, out, seed=0):
                   else r"heterogeneity $R=\|w_\star^{(i)}-w_\star^{(g)}\|$")
             a.set(xlabel=xl, ylabel=label,
                   title=f"({'abcd'[2 * r_i + c_i]}) {variant}, {'global' if c_i == 0 else 'local'} error")
-    ax[0][0].legend(loc="lower right", ncol=2, fontsize=5)
+    handles, labels = ax[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=6,
+               title="mean ± standard deviation over seeds; every model the exact minimiser", title_fontsize=6)
     figures = save(fig, out, "fedprox-fig1a")
 
     claims = {}
     for variant in ("paper synthetic", "well specified"):
         t = _table(rows, variant, "local_error")
         lt, gt, ad = t["LocalTrain"][1], t["GlobalTrain"][1], t["FedProx adaptive λ"][1]
+        se = t["GlobalTrain"][2] / np.sqrt(max(params["seeds"] - 1, 1))  # standard error of each mean
         claims[f"{variant}: LocalTrain's local error varies less than 2x across heterogeneity"] = {
             "value": float(lt.max() / lt.min()), "holds": bool(lt.max() / lt.min() < 2)}
-        claims[f"{variant}: GlobalTrain's local error grows with heterogeneity"] = {
-            "value": gt.tolist(), "holds": bool(np.all(np.diff(gt) > 0))}
+        claims[f"{variant}: GlobalTrain's local error grows with heterogeneity (no decrease beyond 2 standard "
+               f"errors between levels, and the largest level above the smallest)"] = {
+            "value": gt.tolist(),
+            "holds": bool(np.all(np.diff(gt) > -2 * np.hypot(se[1:], se[:-1])) and gt[-1] > gt[0] + 2 * np.hypot(se[-1], se[0]))}
         ratio = ad / np.minimum(lt, gt)
         claims[f"{variant}: adaptive FedProx within 1.5x of min(LocalTrain, GlobalTrain) at every level"] = {
             "value": float(ratio.max()), "holds": bool(np.all(ratio <= 1.5))}
