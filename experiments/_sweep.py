@@ -55,7 +55,7 @@ class Experiment:
     paper: str
     figure: str
     summary: str
-    expected: tuple  # (quick, full) expected run time, as measured on a 2-core CPU
+    expected: tuple  # (quick, full) run time measured on a 2-core CPU with 2 workers
     config: Callable
     points: Callable
     compute: Callable

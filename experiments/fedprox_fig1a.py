@@ -145,4 +145,4 @@ EXPERIMENT = Experiment(
     name="fedprox-fig1a", paper="FedProx analysis", figure="Figure 1(a) (and its local-error companion)",
     summary="statistical error vs heterogeneity: LocalTrain, GlobalTrain, FedProx lam in {0.02, 0.1, 0.5} and "
             "the adaptive lam; the paper's synthetic data and a well-specified variant",
-    expected=("~10 s", "~3 min"), config=config, points=points, compute=compute, finish=finish)
+    expected=("~4 s", "~50 s"), config=config, points=points, compute=compute, finish=finish)

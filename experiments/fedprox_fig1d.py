@@ -95,4 +95,4 @@ EXPERIMENT = Experiment(
     name="fedprox-fig1d", paper="FedProx analysis", figure="Figure 1(d)",
     summary="total error vs communication round of Algorithm 1 for lam in {0.02, 0.1, 0.5} (paper's step sizes), "
             "global and local, low and high heterogeneity",
-    expected=("~4 s", "~1 min"), config=config, points=points, compute=compute, finish=finish)
+    expected=("~4 s", "~20 s"), config=config, points=points, compute=compute, finish=finish)

@@ -65,4 +65,4 @@ def finish(rows, params, out, seed=0):
 EXPERIMENT = Experiment(
     name="fedprox-fig2", paper="FedProx analysis", figure="Figure 2",
     summary="distance to the optimum per round for K in {1, 5, 20, 50} local steps, small and large lambda",
-    expected=("~6 s", "~2 min"), config=config, points=points, compute=compute, finish=finish)
+    expected=("~3 s", "~16 s"), config=config, points=points, compute=compute, finish=finish)

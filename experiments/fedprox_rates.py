@@ -134,4 +134,4 @@ EXPERIMENT = Experiment(
     name="fedprox-rates", paper="FedProx analysis", figure="Theorem 1 (rates)",
     summary="exact expected statistical error vs n (both regimes), m and R, log-log with the bounds (4)-(5) "
             "and fitted slopes (least squares)",
-    expected=("~3 s", "~10 s"), config=config, points=points, compute=compute, finish=finish)
+    expected=("~2 s", "~3 s"), config=config, points=points, compute=compute, finish=finish)

@@ -111,4 +111,4 @@ EXPERIMENT = Experiment(
     name="perfedavg-vs-pfedme", paper="pFedMe and Per-FedAvg", figure="none (personalisation on quadratics)",
     summary="distance of each method's personalised models to every client's optimum as heterogeneity grows "
             "(pFedMe, Per-FedAvg, GlobalTrain, LocalTrain; exact on quadratics)",
-    expected=("~2 s", "~5 s"), config=config, points=points, compute=compute, finish=finish)
+    expected=("~2 s", "~4 s"), config=config, points=points, compute=compute, finish=finish)

@@ -133,4 +133,4 @@ EXPERIMENT = Experiment(
     name="pfedme-prop1", paper="pFedMe (with FedProx analysis Lemma 2)", figure="none (Proposition 1)",
     summary="envelope smoothness / strong convexity vs lambda on quadratics: pFedMe's lam, FedProx's lam L/(lam+L), "
             "the weakly convex threshold lam = 2L",
-    expected=("~2 s", "~3 s"), config=config, points=points, compute=compute, finish=finish)
+    expected=("~1 s", "~4 s"), config=config, points=points, compute=compute, finish=finish)

@@ -56,5 +56,5 @@ def demo_experiment(name: str):
         ns = run_demo(name, out, seed)
         return {"figures": ns.get("FIGURES", []), "claims": ns.get("CLAIMS", {}), "theorems": ns.get("THEOREMS", {})}
 
-    return Experiment(name=name, paper="teaching demo", figure="demo", summary=summary, expected=("~2 s", "~2 s"),
+    return Experiment(name=name, paper="teaching demo", figure="demo", summary=summary, expected=("~1 s", "~1 s"),
                       config=config, points=lambda params: [{}], compute=compute, finish=finish, kind="demo")
