@@ -15,6 +15,7 @@ MODULES = (
     "experiments.pfedme_prop1",
     "experiments.fedprox_fig1a",
     "experiments.fedprox_fig1d",
+    "experiments.fedprox_fig1b",
     "experiments.fedprox_fig2",
     "experiments.fedprox_comm",
     "experiments.fedprox_rates",
