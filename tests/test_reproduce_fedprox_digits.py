@@ -98,10 +98,11 @@ def test_manifest_records_the_papers_claims_as_the_csv_shows_them(fig1b):
     gt = np.array([_at(rows, "GlobalTrain", s, "global_accuracy") for s in ss])
     others = np.array([[_at(rows, m, s, "global_accuracy") for s in ss]
                        for m in fig1b_module.METHODS if m != "GlobalTrain" and m != "FedProx adaptive λ"])
-    assert claims["GlobalTrain has the best global test accuracy at every s"]["holds"] == bool(np.all(gt >= others.max(0)))
+    best = bool(np.all(gt >= others.max(0)))
+    assert claims["GlobalTrain has the best global test accuracy at every s"]["holds"] == best
     fp = others[1:]
-    key = "FedProx's global test accuracy increases with lambda (towards GlobalTrain) at every s"
-    assert claims[key]["holds"] == bool(np.all(np.diff(fp, axis=0) > 0))
+    key = "FedProx's global test accuracy does not decrease as lambda grows (towards GlobalTrain) at every s"
+    assert claims[key]["holds"] == bool(np.all(np.diff(fp, axis=0) >= 0))
     err = {m: 1 - np.array([_at(rows, m, s, "local_accuracy") for s in ss])
            for m in ("LocalTrain", "GlobalTrain", "FedProx adaptive λ")}
     ratio = err["FedProx adaptive λ"] / np.minimum(err["LocalTrain"], err["GlobalTrain"])
