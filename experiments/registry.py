@@ -20,6 +20,8 @@ MODULES = (
     "experiments.fedprox_comm",
     "experiments.fedprox_rates",
     "experiments.perfedavg_vs_pfedme",
+    "experiments.pfedme_synthetic",
+    "experiments.pfedme_digits",
 )
 
 

@@ -11,6 +11,7 @@ pytest.importorskip("matplotlib", reason="moreau reproduce draws with matplotlib
 from experiments import _sweep  # noqa: E402
 from experiments.perfedavg_vs_pfedme import _maml_quadratic  # noqa: E402
 from experiments.registry import get  # noqa: E402
+import moreau as mo  # noqa: E402
 from moreau import data, fl  # noqa: E402
 
 pytestmark = pytest.mark.reproduce
@@ -51,3 +52,92 @@ def test_perfedavg_vs_pfedme_quick(tmp_path):
     claims = manifest["claims"]
     assert claims["pFedMe (lambda = 15) and Per-FedAvg personalise: gap below GlobalTrain's at every R"]["holds"]
 
+
+
+def _tiny(seed=0, m=4, n=12, d=3, C=3):
+    rng = np.random.default_rng(seed)
+    X = np.concatenate([rng.standard_normal((m, n, d)), np.ones((m, n, 1))], axis=-1)
+    y = rng.integers(0, C, (m, n)).astype(float)
+    wt = (np.arange(n) < rng.integers(n // 2, n + 1, m)[:, None]).astype(float)  # padded clients
+    return X, y, wt, (y[..., None] == np.arange(C)).astype(float), wt.sum(-1).astype(int)
+
+
+def test_minibatch_gradient_is_the_multinomial_gradient():
+    from experiments import _pfedme_runs as runs
+
+    X, y, wt, Y, _ = _tiny()
+    theta = np.random.default_rng(1).standard_normal((4, 12))
+    f = mo.Multinomial(X, y, n_classes=3, mu=0.3, weights=wt)
+    np.testing.assert_allclose(runs.grad(X, Y, wt, 0.3, theta), np.asarray(f.grad(theta)), rtol=1e-12, atol=1e-13)
+
+
+def test_full_batch_runs_equal_moreau_fl():
+    """With full batches and S = N every update is moreau.fl's (an independent implementation)."""
+    from experiments import _pfedme_runs as runs
+
+    X, y, wt, Y, n = _tiny(2)
+    f = mo.Multinomial(X, y, n_classes=3, mu=0.1, weights=wt)
+    rng = np.random.default_rng(0)  # unused: full batches, all clients
+    w = runs.fedavg(rng, X, Y, n, 0.1, eta=0.1, tau=3, rounds=4)
+    np.testing.assert_allclose(w, np.asarray(fl.fedavg(f, eta=0.1, tau=3, rounds=4).w_global[-1]), rtol=1e-12,
+                               atol=1e-13)
+    w, _ = runs.per_fedavg(rng, X, Y, n, 0.1, alpha=0.05, beta=0.1, tau=3, rounds=4)
+    h = fl.per_fedavg(f, alpha=0.05, beta=0.1, tau=3, rounds=4, variant="first_order")
+    np.testing.assert_allclose(w, np.asarray(h.w_global[-1]), rtol=1e-12, atol=1e-13)
+    w, _ = runs.pfedme(rng, X, Y, n, 0.1, lam=2.0, eta=0.05, beta=1.5, R=3, K=4, inner_eta=np.full(4, 0.1),
+                       rounds=3)
+    h = fl.pfedme(f, lam=2.0, eta=0.05, beta=1.5, R=3, rounds=3, inner=4, inner_eta=0.1)
+    np.testing.assert_allclose(w, np.asarray(h.w_global[-1]), rtol=1e-12, atol=1e-13)
+
+
+def _means(rows):
+    out = {}
+    for r in rows:
+        out.setdefault((r["setting"], r["method"]), []).append(float(r["accuracy"]))
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("name", ["pfedme-synthetic", "pfedme-digits"])
+def test_pfedme_comparison_quick(tmp_path, name):
+    if name == "pfedme-digits":
+        pytest.importorskip("sklearn", reason="pfedme-digits needs scikit-learn (extra 'digits')")
+    manifest = _sweep.run(get(name), tmp_path, quick=True, workers=1)
+    with open(tmp_path / f"{name}.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["seed"] for r in rows} == {"0", "1"} and len(rows) == 2 * 2 * 4
+    assert all(0 <= float(r["accuracy"]) <= 100 for r in rows)
+    mean = _means(rows)
+    for setting in ("same", "tuned"):  # the personalised model is far ahead of both global models
+        for other in ("FedAvg", "pFedMe-GM"):
+            assert mean[(setting, "pFedMe-PM")] > mean[(setting, other)] + 10, (setting, other)
+    # the manifest's verdicts agree with the ordering computed here
+    methods = ("FedAvg", "Per-FedAvg", "pFedMe-GM", "pFedMe-PM")
+    paper = ["pFedMe-PM", "Per-FedAvg", "pFedMe-GM", "FedAvg"]
+    measured = sorted(methods, key=lambda m: -mean[("tuned", m)])
+    claims = manifest["claims"]
+    table1 = next(v for k, v in claims.items() if k.startswith("Table 1 ordering"))
+    assert table1["holds"] == (measured == paper)
+    best = claims["pFedMe's personalised model is the most accurate (tuned)"]
+    assert best["holds"] == (measured[0] == "pFedMe-PM")
+    gm = claims["pFedMe-GM beats FedAvg (tuned; 'the global model of pFedMe only performs better than FedAvg')"]
+    assert gm["holds"] == (mean[("tuned", "pFedMe-GM")] > mean[("tuned", "FedAvg")])
+
+
+def test_digits_split_two_labels_per_client():
+    pytest.importorskip("sklearn", reason="pfedme-digits needs scikit-learn (extra 'digits')")
+    from sklearn.datasets import load_digits
+
+    from experiments.pfedme_digits import split
+
+    d = load_digits()
+    X = np.concatenate([d.data / 16.0, np.ones((d.data.shape[0], 1))], axis=1)
+    (Xtr, ytr, wtr), (Xte, yte, wte) = split(X, d.target, 20, np.random.default_rng(0))
+    assert wtr.sum() + wte.sum() == d.target.size  # every image used once
+    for i in range(20):  # a loop in a test, over the 20 clients
+        labs = set(ytr[i][wtr[i] > 0].astype(int)) | set(yte[i][wte[i] > 0].astype(int))
+        assert len(labs) == 2, (i, labs)
+        assert wtr[i].sum() == np.floor(0.75 * (wtr[i].sum() + wte[i].sum()))
+    # the rows kept are the data set's rows: sum of pixel vectors per label is preserved
+    tot = sum(np.einsum("nd,n->d", Xs[i], (ws[i] > 0) * (ys[i] == 3)) for Xs, ys, ws in
+              ((Xtr, ytr, wtr), (Xte, yte, wte)) for i in range(20))
+    np.testing.assert_allclose(tot, X[d.target == 3].sum(axis=0), rtol=1e-12)
