@@ -60,7 +60,7 @@ def summary(rows, setting):
     return out
 
 
-def finish_compare(rows, params, out, stem, paper, data_label):
+def finish_compare(rows, params, out, stem, paper, data_label, paper_label):
     """Figure (one panel per setting: mean ± std over seeds, the paper's Table 1 beside the
     tuned panel) and the ordering claims."""
     fig, ax = figure(2, width=6.8, aspect=0.8)
@@ -69,9 +69,10 @@ def finish_compare(rows, params, out, stem, paper, data_label):
     for a, setting in zip(ax[0], SETTINGS):
         st = stats[setting]
         a.bar(x, [st[m][0] for m in METHODS], yerr=[st[m][1] for m in METHODS], color=[f"C{k}" for k in x],
-              alpha=0.8, capsize=3, label=f"measured (mean ± std, {st[METHODS[0]][2]} seeds)")
+              alpha=0.8, capsize=3)
+        a.bar([0], [0], color="0.6", label=f"measured (mean ± std, {st[METHODS[0]][2]} seeds)")  # legend key
         if setting == "tuned":
-            a.plot(x, [paper[m] for m in METHODS], "k*", markersize=7, label="pFedMe paper, Table 1")
+            a.plot(x, [paper[m] for m in METHODS], "k*", markersize=7, label=f"pFedMe paper, Table 1 ({paper_label})")
         a.set_xticks(x, METHODS)
         a.set(ylabel="test accuracy (%)", ylim=(0, 119),
               title=f"({'a' if setting == 'same' else 'b'}) {data_label}: "

@@ -82,7 +82,7 @@ def compute(params, point, rng):
 
 
 def finish(rows, params, out, seed=0):
-    return finish_compare(rows, params, out, "pfedme-digits", PAPER, "digits 8×8 (MNIST stand-in)")
+    return finish_compare(rows, params, out, "pfedme-digits", PAPER, "digits 8×8 (MNIST stand-in)", "MNIST")
 
 
 EXPERIMENT = Experiment(

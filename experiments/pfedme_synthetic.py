@@ -49,7 +49,7 @@ def compute(params, point, rng):
 
 
 def finish(rows, params, out, seed=0):
-    res = finish_compare(rows, params, out, "pfedme-synthetic", PAPER, "Synthetic(0.5, 0.5)")
+    res = finish_compare(rows, params, out, "pfedme-synthetic", PAPER, "Synthetic(0.5, 0.5)", "Synthetic")
     res["theorems"] = {"pfedme.thm1": {"assumptions": {
         "clients mu-strongly convex (ridge mu > 0)": params["mu"] > 0,
         "beta >= 1 (Theorem 1)": all(params[s]["beta"] >= 1 for s in ("same", "tuned")),
