@@ -33,6 +33,9 @@ def add_check_parser(sub):
                    help="also search N hypothesis examples per (id, family) for a failing instance "
                         "(and per surviving mutant); a failure is shrunk to one small instance")
     p.add_argument("--symbolic", action="store_true", help="sympy proofs of the quadratic identities")
+    p.add_argument("--pep", action="store_true",
+                   help="also the class worst case of each first-order statement by performance estimation "
+                        "(PEPit with the Clarabel solver; needs the pep extra); JSON key \"pep\" per record")
     p.add_argument("--json", metavar="PATH", help="write one record per (id, family); schema in analysis/runner.py")
     p.add_argument("--save-counterexamples", metavar="DIR", help="save failing instances as .npz")
     p.add_argument("--replay", metavar="FILE", help="re-check one saved instance (.npz)")
@@ -105,6 +108,12 @@ def cmd_check(args) -> int:
                 _writable_dir(args.save_counterexamples) if args.save_counterexamples else None):
         if why:
             return _fail(why)
+    if args.pep:
+        from ._pep_solve import require_pep
+        try:
+            require_pep()
+        except ImportError as exc:
+            return _fail(str(exc))
     t0 = time.perf_counter()
     records = runner.run(ids, args.family, args.trials, args.seed, args.mutants, args.search)
     ok = _print_table(records)
@@ -115,8 +124,16 @@ def cmd_check(args) -> int:
     if args.symbolic:
         from .symbolic_proofs import print_proofs
         ok &= print_proofs()
+    pep_records = None
+    if args.pep:
+        from .pep import print_pep, run_pep
+        pep_records = run_pep(ids or None, args.seed)  # None: every statement with a class worst case
+        ok &= print_pep(pep_records)
     if args.json:
         payload = [runner.record_json(r, run=runner.run_info(args)) for r in records]
+        if pep_records is not None:  # --pep: each record gets its statement's class worst cases (a new key)
+            for j in payload:
+                j["pep"] = [p for p in pep_records if p["id"] == j["id"]]
         try:
             with open(args.json, "w") as fh:
                 json.dump(payload, fh, indent=1)

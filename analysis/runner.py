@@ -43,6 +43,9 @@ does not claim it holds).  Records written by the CLI carry ``"run"``: what prod
 carry their own allowed error as rhs), ``versions`` (moreau, numpy, scipy, ...), ``python``,
 ``machine`` and ``git_commit`` (or ``"not a git checkout"``).
 
+With ``--pep``, every record also carries ``"pep"``: its statement's class worst cases (the
+records of ``analysis.pep.run_pep``, the same list on each family's record; [] when none).
+
 Keys may be added; none of the above will be renamed or removed.
 """
 from __future__ import annotations

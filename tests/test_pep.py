@@ -94,6 +94,14 @@ def test_print_pep_exit_status(kw, ok, capsys):
     assert "x.y" in capsys.readouterr().out
 
 
+def test_cli_pep_without_the_extra(monkeypatch, capsys):
+    from moreau import _cli
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cvxpy" else real(name, *a))
+    assert _cli.main(["check", "gd.strongly_convex", "--family", "quadratic", "--pep"]) == 2
+    assert 'extra "pep"' in capsys.readouterr().err
+
+
 def _checker_ratio_at(st, batch, t0):
     bound = lambda L, R, t: np.where(t == t0, 2 * L * R**2 / (t + 2), np.inf)  # noqa: E731
     return st.run("quadratic", None, None, mutant=Mutant("t0", {"bound": bound}), batch=batch).parts[0].ratio[0]
@@ -245,6 +253,21 @@ def test_run_pep_envelope_verdicts(capsys):
     assert recs[-1]["id"] == "pfedme.lemma1" and recs[-1]["verdict"] == "not applicable"
     assert pep.print_pep(recs) is True
     assert "tight over the class" in capsys.readouterr().out
+
+
+@pytest.mark.pep
+def test_cli_pep_json(tmp_path, capsys):
+    _pep_modules()
+    from moreau import _cli
+    path = tmp_path / "report.json"
+    assert _cli.main(["check", "gd.strongly_convex", "fedprox.lemma3", "--family", "quadratic", "--pep",
+                      "--json", str(path)]) == 0
+    data = {r["id"]: r for r in json.loads(path.read_text())}
+    assert data["gd.strongly_convex"]["pep"][0]["solver"] == "CLARABEL"
+    assert [r["verdict"] for r in data["fedprox.lemma3"]["pep"]] == ["not applicable"]
+    assert "class worst case (PEP, solver CLARABEL)" in capsys.readouterr().out
+    assert _cli.main(["check", "gd.strongly_convex", "--family", "quadratic", "--json", str(path)]) == 0
+    assert "pep" not in json.loads(path.read_text())[0]  # the default run stays without it
 
 
 @pytest.mark.pep
