@@ -70,7 +70,8 @@ def finish_compare(rows, params, out, stem, paper, data_label, paper_label):
         st = stats[setting]
         a.bar(x, [st[m][0] for m in METHODS], yerr=[st[m][1] for m in METHODS], color=[f"C{k}" for k in x],
               alpha=0.8, capsize=3)
-        a.bar([0], [0], color="0.6", label=f"measured (mean ± std, {st[METHODS[0]][2]} seeds)")  # legend key
+        k = st[METHODS[0]][2]
+        a.bar([0], [0], color="0.6", label=f"measured (mean ± std, {k} seed{'s' * (k > 1)})")  # legend key
         if setting == "tuned":
             a.plot(x, [paper[m] for m in METHODS], "k*", markersize=7, label=f"pFedMe paper, Table 1 ({paper_label})")
         a.set_xticks(x, METHODS)
