@@ -19,9 +19,11 @@ _RC = {"font.size": 7, "axes.titlesize": 7, "axes.labelsize": 7, "legend.fontsiz
 def figure(ncols=1, nrows=1, *, width=None, aspect=0.75):
     """``(fig, axes)`` sized for a paper: ``width`` inches (default one column per panel, max two)."""
     width = width or COLUMN_WIDTH * min(ncols, 2)
-    plt.rcParams.update(_RC)  # experiments only draw figures: their style is the process's style
+    previous = {k: plt.rcParams[k] for k in _RC}
+    plt.rcParams.update(_RC)  # the style holds while this figure is drawn; save() restores the caller's
     fig, axes = plt.subplots(nrows, ncols, figsize=(width, width / ncols * aspect * nrows), squeeze=False,
                              constrained_layout=True)
+    fig._moreau_rc = previous
     return fig, axes
 
 
@@ -37,4 +39,5 @@ def save(fig, out, stem) -> list:
     for p in paths:
         fig.savefig(p, metadata={"Creator": "moreau reproduce"} if p.suffix == ".pdf" else None)
     plt.close(fig)
+    plt.rcParams.update(getattr(fig, "_moreau_rc", {}))
     return paths
