@@ -183,6 +183,17 @@ def sample_clients(rng, lead, m, S):
     return np.sort(np.argsort(keys, axis=-1)[..., :S], axis=-1)
 
 
+def participation(rng, lead, m, S):
+    """``(mask (*lead, m) bool, indices (*lead, S) or None)``: the clients taking part in a round —
+    all of them when S = m (no draw), else :func:`sample_clients`."""
+    if S >= m:
+        return np.ones(tuple(lead) + (m,), dtype=bool), None
+    idx = sample_clients(rng, lead, m, S)
+    mask = np.zeros(tuple(lead) + (m,), dtype=bool)
+    np.put_along_axis(mask, idx, True, axis=-1)
+    return mask, idx
+
+
 def sample_counts(rng, f, lead, size, *, replace):
     r"""Mini-batch weights ``(*lead, m, n)`` (host): how often each sample is drawn.
 

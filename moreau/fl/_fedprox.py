@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import (History, batched_objective, check_objective, client_weights, count, expand, generator,
-                      lead_shape, minibatch_size, point, positive, sample_clients, sample_counts, sample_size)
+                      lead_shape, minibatch_size, point, participation, positive, sample_counts, sample_size)
 
 __all__ = ["gd", "fedprox", "fedavg"]
 
@@ -126,11 +126,8 @@ def fedavg(objective, *, eta, tau, rounds, S=None, batch_size=None, weights=None
     gs, ls, picks = [w], [xp.broadcast_to(w[..., None, :], lead + (m, f.dim))], []
     evals = np.zeros(lead + (m,), dtype=int)
     for _ in range(rounds):
-        mask = np.ones(lead + (m,), dtype=bool)
-        if S < m:
-            idx = sample_clients(rng, lead, m, S)
-            mask = np.zeros(lead + (m,), dtype=bool)
-            np.put_along_axis(mask, idx, True, axis=-1)
+        mask, idx = participation(rng, lead, m, S)
+        if idx is not None:
             picks.append(idx)
         W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
         for _ in range(tau):

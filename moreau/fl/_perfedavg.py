@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import (History, batched_objective, check_objective, count, expand, generator, lead_shape,
-                      minibatch_size, point, positive, sample_clients, sample_counts, sample_size)
+                      minibatch_size, point, participation, positive, sample_counts, sample_size)
 
 __all__ = ["per_fedavg"]
 
@@ -83,11 +83,8 @@ def per_fedavg(objective, *, alpha, beta, tau, rounds, S=None, D=None, D_prime=N
     count_g = np.zeros(lead + (m,), dtype=int)
     per_step = 4 if variant == "hessian_free" else 2
     for _ in range(rounds):
-        mask = np.ones(lead + (m,), dtype=bool)
-        if S < m:
-            idx = sample_clients(rng, lead, m, S)
-            mask = np.zeros(lead + (m,), dtype=bool)
-            np.put_along_axis(mask, idx, True, axis=-1)
+        mask, idx = participation(rng, lead, m, S)
+        if idx is not None:
             picks.append(idx)
         on = xp.asarray(mask.astype(float), dtype=f.dtype)
         W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
