@@ -33,7 +33,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Experiment", "RunConflict", "run", "point_rng", "atomic_write", "canonical"]
+__all__ = ["Experiment", "RunConflict", "run", "point_rng", "atomic_write", "canonical", "catalogue_verdict"]
 
 
 class RunConflict(RuntimeError):
@@ -94,6 +94,14 @@ def atomic_write(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def catalogue_verdict(sid: str, family: str = "quadratic") -> dict:
+    """The catalogue's verdict on statement ``sid`` (default instances, seed 0), for a manifest."""
+    from analysis.runner import run as run_check
+
+    rec = run_check([sid], family)[0]
+    return {"holds": rec.result.holds, "max_ratio": rec.result.max_ratio, "instances": rec.result.instances}
 
 
 def _compute_point(name: str, params: dict, point: dict, seed: int, backend: str):

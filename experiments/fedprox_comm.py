@@ -26,7 +26,7 @@ import numpy as np
 from moreau import data, fl
 
 from ._plot import figure, save, theory
-from ._sweep import Experiment
+from ._sweep import Experiment, catalogue_verdict
 
 __all__ = ["EXPERIMENT"]
 
@@ -123,15 +123,8 @@ def finish(rows, params, out, seed=0):
     theorems = {"fedprox.cor1": {"assumptions": {
         "eta = 1/(lam + L), gamma = (lam + L)/(2 lam L), K from (12)": True,
         "clients mu-strongly convex and L-smooth (spectrum in [mu, L])": True},
-        "check": _check("fedprox.cor1")}}
+        "check": catalogue_verdict("fedprox.cor1")}}
     return {"figures": figures, "claims": claims, "theorems": theorems}
-
-
-def _check(sid):
-    from analysis.runner import run
-
-    rec = run([sid], "quadratic")[0]
-    return {"holds": rec.result.holds, "instances": rec.result.instances}
 
 
 EXPERIMENT = Experiment(

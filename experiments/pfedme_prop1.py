@@ -25,7 +25,7 @@ import numpy as np
 import moreau as mo
 
 from ._plot import figure, save, theory
-from ._sweep import Experiment
+from ._sweep import Experiment, catalogue_verdict
 
 __all__ = ["EXPERIMENT"]
 
@@ -114,19 +114,11 @@ def finish(rows, params, out, seed=0):
         "pfedme.prop1": {"assumptions": {
             "convex panel: f convex, L-smooth, mu-strongly convex": True,
             "weakly convex panel: points with lam > 2L (the condition)": f"{int(np.sum(lw > 2 * L))} of {len(lw)}"},
-            "check": _check("pfedme.prop1")},
+            "check": catalogue_verdict("pfedme.prop1")},
         "fedprox.lemma2": {"assumptions": {"convex panel: mu-strongly convex, L-smooth": True},
-                           "check": _check("fedprox.lemma2")},
+                           "check": catalogue_verdict("fedprox.lemma2")},
     }
     return {"figures": figures, "claims": claims, "theorems": theorems}
-
-
-def _check(sid):
-    """The catalogue's verdict for ``sid`` on quadratics (default instances, seed 0)."""
-    from analysis.runner import run
-
-    rec = run([sid], "quadratic")[0]
-    return {"holds": rec.result.holds, "max_ratio": rec.result.max_ratio, "instances": rec.result.instances}
 
 
 EXPERIMENT = Experiment(
