@@ -1,4 +1,4 @@
-r"""fedprox.thm2 on logistic clients (the statement is in ``analysis.fedprox_thm2``).
+r"""fedprox.thm2 on logistic clients (the statement is in ``moreau.analysis.fedprox_thm2``).
 
 Clients L_i(w) = (1/n)Σ_j log(1 + exp(−y_j x_jᵀw)) + (μ/2)‖w‖² (``moreau.Logistic``, ridge μ in
 [0.2, 1], n = 20, d = 3, m = 3).  Constants: μ the ridge (the exact inf of the curvature), L the
@@ -8,7 +8,7 @@ with η = v/L_ℓ, v in [0.01, 0.05], and K = 2 (below K_min: not applicable).
 
 At the fixed point (w̃⁽ᵍ⁾, w̃⁽ⁱ⁾) (``moreau.fl.fedprox_optimum``, certified Newton) every local
 iterate of a round equals w̃⁽ⁱ⁾, so the Jacobian of one round of Algorithm 1 there is the round
-matrix of ``analysis._fedprox_rounds`` with A_i = ∇²L_i(w̃⁽ⁱ⁾): its spectral radius is the exact
+matrix of ``moreau.analysis._fedprox_rounds`` with A_i = ∇²L_i(w̃⁽ⁱ⁾): its spectral radius is the exact
 asymptotic (local) contraction factor.  Checked against ``moreau.fl.fedprox`` started at the
 optimum plus 1e-5 times the dominant eigenvector (real and imaginary parts run separately): the
 simulated per-round contraction over 6 rounds equals sr within 1e-3 relative (the nonlinearity

@@ -2,7 +2,7 @@ r"""The class worst cases, one PEP each: envelope and prox constants, GD, Frank�
 
 Every function builds one PEPit problem and returns ``(value, solve)``, ``value`` the worst case
 in the statement's own units (a constant, a contraction factor, a gap) and ``solve`` the
-:class:`analysis._pep_solve.Solve` with the solver's status.  Function classes (PEPit names):
+:class:`moreau.analysis._pep_solve.Solve` with the solver's status.  Function classes (PEPit names):
 ``"convex"`` (closed convex, possibly nonsmooth: ``ConvexFunction``), ``"smooth_convex"``
 (L-smooth, μ-strongly convex, μ ≥ 0: ``SmoothStronglyConvexFunction``), ``"weakly_convex"``
 (L-smooth, curvature in [−L, L]: ``SmoothFunction``), ``"quadratic"`` (½xᵀQx with
@@ -185,7 +185,7 @@ def frank_wolfe(L, R, t, cls="smooth_convex", accept=("optimal",)):
 
     Returns ``(value, solve, trace)``; ``trace`` holds the PEPit points (x^0, the LMO outputs
     s^k, the iterates x^k, x*, and the function F) so a worst case can be read back.  ``accept``:
-    the solver statuses taken (see :func:`analysis._pep_solve.solve`).
+    the solver statuses taken (see :func:`moreau.analysis._pep_solve.solve`).
     """
     from PEPit import PEP
     from PEPit.functions import ConvexIndicatorFunction

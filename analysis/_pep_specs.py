@@ -1,14 +1,14 @@
 r"""Per statement: which PEP, at which parameters, beside which checker part.
 
-Each builder takes the checker's statement, its quadratic-family batch (``analysis.runner``)
+Each builder takes the checker's statement, its quadratic-family batch (``moreau.analysis.runner``)
 and the run's seed (for a seeded search only) and returns rows
 ``dict(part, cls, parameters, pep, paper, orientation, inst, sharp, note, ...)``:
-``pep`` the class worst case (a :class:`analysis._pep_solve.Solve`-valued pair), ``paper`` the
+``pep`` the class worst case (a :class:`moreau.analysis._pep_solve.Solve`-valued pair), ``paper`` the
 paper's constant at the same parameters, ``orientation`` "upper" (the true quantity must stay
 below the paper's: ratio = PEP/paper) or "lower" (a strong-convexity constant: ratio =
 paper/PEP), ``inst`` the checker's LHS/RHS on its worst instance at those parameters.  The
 parameters are those of the checker's worst applicable instance, so the instance's ratio and
-the PEP's ratio are comparable number for number.  ``analysis.pep`` turns rows into records.
+the PEP's ratio are comparable number for number.  ``moreau.analysis.pep`` turns rows into records.
 """
 from __future__ import annotations
 

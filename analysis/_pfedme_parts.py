@@ -1,7 +1,7 @@
 r"""Measurements of pfedme.thm1 (pFedMe, Theorem 1 (a)): client drift over η, the worst-case
-biased neighbourhood (exact, through the round map of ``analysis._pfedme_map``) and the
+biased neighbourhood (exact, through the round map of ``moreau.analysis._pfedme_map``) and the
 mini-batch neighbourhood over |D| (Monte Carlo with ``moreau.fl.pfedme``).  The statement, its
-instances and its sides are in ``analysis.pfedme_thm1``.
+instances and its sides are in ``moreau.analysis.pfedme_thm1``.
 
 References: pFedMe (T Dinh et al., 2020), Algorithm 1, Lemma 1, Theorem 1 (a), Remark 1.
 """
@@ -26,7 +26,7 @@ NB_DELTA = 0.01
 
 def drift_gaps(A, b, lam, eta, beta, R, w_star):
     """F(w_inf) - F* over the eta grid, ``(T, len(ETA_STEPS))``: ½ eᵀHe with e = w_inf - w* from
-    ``analysis._pfedme_map.drift`` (no cancellation), H = mean of the exact envelope Hessians."""
+    ``moreau.analysis._pfedme_map.drift`` (no cancellation), H = mean of the exact envelope Hessians."""
     a, U = np.linalg.eigh(A)
     l3 = lam[:, None, None]
     H = np.mean((U * (l3 * a / (a + l3))[..., None, :]) @ np.swapaxes(U, -1, -2), axis=1)

@@ -2,7 +2,7 @@ r"""Fitted exponents: the least-squares slope of log y on log x, with an interva
 
 A rate claim ``E[y] ∝ x^a`` over a grid ``x_1 < ... < x_G`` is checked through
 the least-squares slope of ``log E[y]`` on ``log x``; :func:`fit_exponent`
-estimates it with a confidence interval, and :func:`analysis._core.rate_sides`
+estimates it with a confidence interval, and :func:`moreau.analysis._core.rate_sides`
 compares the interval with the theory's exponent.
 """
 from __future__ import annotations

@@ -1,10 +1,10 @@
 r"""The catalogue documents itself: ``docs/catalogue.md`` and ``moreau check --describe ID``.
 
 Everything here is generated from the registry (each checker module's
-docstring and its :class:`~analysis._core.Statement`), so the documentation
+docstring and its :class:`~moreau.analysis._core.Statement`), so the documentation
 cannot drift from what is checked; ``tests/test_catalogue_docs.py`` fails when
 the committed ``docs/catalogue.md`` differs from :func:`catalogue_markdown`.
-Regenerate it with ``python -m analysis.describe`` (writes ``docs/catalogue.md``).
+Regenerate it with ``python -m moreau.analysis.describe`` (writes ``docs/catalogue.md``).
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _docstring(statement) -> str:
 
 
 def describe(statement) -> str:
-    """Markdown description of one :class:`~analysis._core.Statement`."""
+    """Markdown description of one :class:`~moreau.analysis._core.Statement`."""
     s = statement
     out = [f"### `{s.id}` — {s.source}", ""]
     out.append(f"*Source:* {paper_citation(s.paper)}, {s.source.split(',', 1)[-1].strip()}.  ")
@@ -94,7 +94,7 @@ def catalogue_markdown(cat=None) -> str:
 
         cat = catalogue()
     out = ["# The theorem catalogue", "",
-           "Generated from the registry by `python -m analysis.describe`; do not edit by hand "
+           "Generated from the registry by `python -m moreau.analysis.describe`; do not edit by hand "
            "(a test keeps it in sync). `moreau check --describe ID` prints one entry.", "",
            "| id | source | families | claimed | mutants |", "|---|---|---|---|---|"]
     for s in cat.values():

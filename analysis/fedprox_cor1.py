@@ -15,7 +15,7 @@ trend with λ (their least-squares slope on log λ is 0, a fitted exponent with 
 with ℓ(λ) = log(16(2 + 64λ²/μ²)), which grows like 2 log(λ/μ); its effect is in the note.
 
 Assumptions: those of Theorem 2 (μ > 0, γ < 1/L_g holds: γL_g = 1/2; η = 1/L_ℓ); K is the
-smallest K satisfying (12) (``analysis._fedprox_rounds.k_min``), = Õ((λ+L)/(λ+μ)).
+smallest K satisfying (12) (``moreau.analysis._fedprox_rounds.k_min``), = Õ((λ+L)/(λ+μ)).
 
 Instances (quadratic): m = 3 clients, d = 3, κ = L/μ log-uniform in [30, 100], λ/L on 11
 log-spaced points in [10⁻³, 10²] (one sweep per instance); every client's A_i has the eigenvalue μ on one shared
@@ -26,9 +26,9 @@ on alternate instances; T is the worse of two starts of error norm 1: a random d
 for every λ) and the slowest mode (the real or imaginary part of M's dominant eigenvector).
 
 Sides: T(λ, ε) is read off the exact error trajectory e_t = M^t e_0 (M the round matrix of
-``analysis._fedprox_rounds``, exact on quadratics); an exact part checks M^t e_0 against
+``moreau.analysis._fedprox_rounds``, exact on quadratics); an exact part checks M^t e_0 against
 ``moreau.fl.fedprox`` (centred at ``moreau.fl.fedprox_optimum``) for 3 rounds at every grid
-point.  Rate parts (``analysis._core.rate_sides``, kind "equal", exponent 0): the slopes of the
+point.  Rate parts (``moreau.analysis._core.rate_sides``, kind "equal", exponent 0): the slopes of the
 two log-ratios on log λ, one sweep per instance, with the residual interval of
 ``fit_exponent`` (95 %) widened by atol = 0.082, the largest least-squares slope on this grid
 of a log-ratio confined to a band of a factor 2 (ln 2 Σ_{c_k>0} c_k, c_k the slope weights).

@@ -13,12 +13,12 @@ Family "quadratic": least squares with fixed designs ``X_iᵀX_i/n = A_i`` (spec
 Gaussian noise σ, ground truth ``w⋆⁽ⁱ⁾ = w⋆⁽ᵍ⁾ + R u_i`` with heterogeneity exactly R; exact
 constants μ = min_i λ_min(A_i), ρ² = σ² max_i tr(A_i) (``moreau.data.least_squares``).  Each
 instance is a configuration (m, d, μ, L, σ, seed); every part sweeps n, R or m on it.  The expectations are computed twice:
-exactly (``analysis._thm1_quadratic``: the FedProx solution is affine in the sufficient statistics)
+exactly (``moreau.analysis._thm1_quadratic``: the FedProx solution is affine in the sufficient statistics)
 and by Monte Carlo over data sets (``--trials`` draws per grid point, default 1000, chunked), and
 the bound is compared with the Monte Carlo interval (99.99% two-sided CLT, Bonferroni over the m
 clients for the max) and with the exact value.
 
-Family "logistic" (``analysis._thm1_logistic``): ``moreau.data.logistic`` (well specified, ridge μ,
+Family "logistic" (``moreau.analysis._thm1_logistic``): ``moreau.data.logistic`` (well specified, ridge μ,
 population-minimiser truth, ρ² by quadrature), ``--trials`` data sets per grid point (default 100)
 solved by the certified ``moreau.fl.fedprox_optimum``; (4) and (5) against the intervals.
 

@@ -16,7 +16,7 @@ weight γμ_g/2 for the inexact gradient): the squared reading is the proof's.  
 
 Assumptions: μ > 0; λ > 0; γ < 1/L_g; η ≤ 1/L_ℓ; K satisfying (12).  Here
 L_w²λ²/μ_g² = λ²/μ², so (12) is (2 + 64λ²/μ²)(1 − ημ_ℓ)^K ≤ (1 − γL_g)⁴ and its smallest K is
-K_min = ⌈log((2 + 64λ²/μ²)/(1 − γL_g)⁴) / −log(1 − ημ_ℓ)⌉ (``analysis._fedprox_rounds.k_min``).
+K_min = ⌈log((2 + 64λ²/μ²)/(1 − γL_g)⁴) / −log(1 − ημ_ℓ)⌉ (``moreau.analysis._fedprox_rounds.k_min``).
 
 Constants: μ = the smallest eigenvalue over the clients' A_i, L = the largest (exact, from the
 constructed spectra); Lemma 2's constants from them (fedprox.lemma2 shows they are exact).
@@ -30,7 +30,7 @@ half have random eigenvectors per client.  Outside the assumptions (not applicab
 the note): K below K_min (γ above the band of its K, or η = v/L_ℓ with v ∈ [0.01, 0.05]);
 γ ∈ (1.3/L_g, 1.9/L_g) with K satisfying (12) for |1 − γL_g|.  Logistic (m = 3, d = 3, n = 20,
 ridge μ in [0.2, 1], μ the ridge and L = max_i λ_max(X_iᵀX_i)/(4n) + μ, both exact extremes of
-the curvature; K = K_min; ``analysis._fedprox_thm2_logistic``): the exact local rate is the
+the curvature; K = K_min; ``moreau.analysis._fedprox_thm2_logistic``): the exact local rate is the
 spectral radius of the round matrix with A_i = ∇²L_i(w̃⁽ⁱ⁾), checked against the simulated
 contraction from the optimum plus 1e-5 times its dominant eigenvector.
 

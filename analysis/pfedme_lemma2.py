@@ -203,7 +203,7 @@ def center_quadratic(A, b, lam):
 
 def newton_center(F, mu_F, max_iter=60):
     r"""Minimiser of (1/N)Σ_i F_i (envelopes with batch (T, N), λ of shape (T, 1)) and the
-    certified bound on its distance to w* (shared solver: ``analysis._solvers.envelope_newton``)."""
+    certified bound on its distance to w* (shared solver: ``moreau.analysis._solvers.envelope_newton``)."""
     T, N = F.batch_shape
     lam = np.broadcast_to(np.asarray(F.lam), (T, 1))[:, 0]
     return envelope_newton(F.f, np.full((T, N), 1.0 / N), lam, mu_F, rtol=NEWTON_TOL, max_iter=max_iter)

@@ -30,13 +30,13 @@ the round Jacobian at w* (``round_map`` with A = ∇²f(w*)), checked against ``
 (certified inner solves) started at w* plus 1e-5 times its dominant eigenvector.  The drift and
 neighbourhood parts are checked on quadratics only.
 
-Sides.  Exact inner solves make one round an affine map w ↦ Qw + q (``analysis._pfedme_map``),
+Sides.  Exact inner solves make one round an affine map w ↦ Qw + q (``moreau.analysis._pfedme_map``),
 checked against ``moreau.fl.pfedme`` for 4 rounds (and its w̄_T against the weighted average of
 the map's iterates).  (a), linear rate (identical clients, δ = 0, S = N): the exact asymptotic
 exponent of F(w̄_T) − F* per round, −2 log max(1 − ημ_F/2, ρ(Q)), against the claimed one.
 (a), limit point (heterogeneous, δ = 0): R = 1 gives w* exactly (against fedprox_optimum); R > 1
 leaves a client-drift bias whose F-gap, fitted over η = η_max 2^{−k}, k = 0..5 (½eᵀHe with e =
-w_∞ − w* from ``analysis._pfedme_map.drift``, free of cancellation), scales like η² (the Õ
+w_∞ − w* from ``moreau.analysis._pfedme_map.drift``, free of cancellation), scales like η² (the Õ
 third term, which decays like 1/T², with η ~ 1/T).  (a), neighbourhood: (i) mini-batches (R = 1, β = 256): E[F(w_t) − F*] from w_0 = w*
 (mean over rounds 41..80 and 32 seeds, standard errors over seeds) against |D| = 2..32, fitted
 exponent (99 % interval) "at most" −1 (δ² ∝ 1/|D|); (ii) a worst-case bias: every inexact solve

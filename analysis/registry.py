@@ -1,7 +1,7 @@
 """The theorem catalogue: every checker module and the statements it defines.
 
 A checker module exposes ``STATEMENTS``, a tuple of
-:class:`analysis._core.Statement`.  Add a module name to ``MODULES`` to add
+:class:`moreau.analysis._core.Statement`.  Add a module name to ``MODULES`` to add
 its statements to ``moreau check``, the JSON report and the test suite.
 """
 from __future__ import annotations
@@ -12,19 +12,19 @@ from functools import lru_cache
 __all__ = ["MODULES", "REQUIRED_IDS", "catalogue", "get"]
 
 MODULES = (
-    "analysis.pfedme_prop1",
-    "analysis.pfedme_lemma1",
-    "analysis.pfedme_lemma2",
-    "analysis.fedprox_lemma1",
-    "analysis.fedprox_lemma2",
-    "analysis.fedprox_lemma3",
-    "analysis.fedprox_thm1",
-    "analysis.perfedavg_lemma4_2",
-    "analysis.perfedavg_lemma4_4",
-    "analysis.thesis_rates",
-    "analysis.fedprox_thm2",
-    "analysis.fedprox_cor1",
-    "analysis.pfedme_thm1",
+    "moreau.analysis.pfedme_prop1",
+    "moreau.analysis.pfedme_lemma1",
+    "moreau.analysis.pfedme_lemma2",
+    "moreau.analysis.fedprox_lemma1",
+    "moreau.analysis.fedprox_lemma2",
+    "moreau.analysis.fedprox_lemma3",
+    "moreau.analysis.fedprox_thm1",
+    "moreau.analysis.perfedavg_lemma4_2",
+    "moreau.analysis.perfedavg_lemma4_4",
+    "moreau.analysis.thesis_rates",
+    "moreau.analysis.fedprox_thm2",
+    "moreau.analysis.fedprox_cor1",
+    "moreau.analysis.pfedme_thm1",
 )
 
 #: ids the catalogue must contain

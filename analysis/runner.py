@@ -27,7 +27,7 @@ Parts may carry more keys:
 * a rate part (``"claimed": "rate"``, a fitted exponent per instance, one
   instance a sweep over a grid): ``"slope": [...]``, ``"slope_ci": [[lo, hi], ...]``,
   ``"exponent": [...]`` (the theory's), one entry per instance;
-  ``"kind": "equal" | "at most" | "at least"``, ``"atol"`` (see ``analysis._core.rate_sides``),
+  ``"kind": "equal" | "at most" | "at least"``, ``"atol"`` (see ``moreau.analysis._core.rate_sides``),
   ``"level"`` (two-sided level of the intervals, or null); ``max_ratio`` is
   max slope/exponent and ``min_slack`` the smallest margin by which an
   interval (widened by atol) meets the claim;
@@ -44,7 +44,7 @@ carry their own allowed error as rhs), ``versions`` (moreau, numpy, scipy, ...),
 ``machine`` and ``git_commit`` (or ``"not a git checkout"``).
 
 With ``--pep``, every record also carries ``"pep"``: its statement's class worst cases (the
-records of ``analysis.pep.run_pep``, the same list on each family's record; [] when none).
+records of ``moreau.analysis.pep.run_pep``, the same list on each family's record; [] when none).
 
 Keys may be added; none of the above will be renamed or removed.
 """

@@ -98,7 +98,7 @@ def atomic_write(path: Path, text: str) -> None:
 
 def catalogue_verdict(sid: str, family: str = "quadratic") -> dict:
     """The catalogue's verdict on statement ``sid`` (default instances, seed 0), for a manifest."""
-    from analysis.runner import run as run_check
+    from moreau.analysis.runner import run as run_check
 
     rec = run_check([sid], family)[0]
     return {"holds": rec.result.holds, "max_ratio": rec.result.max_ratio, "instances": rec.result.instances}

@@ -16,7 +16,7 @@ Three panels, every number computed by moreau (certified prox, exact envelopes):
 λ is ``lam`` (the papers' convention, γ = 1/λ elsewhere).  Writes ``envelope_demo.png``
 and ``envelope_demo.json`` (the plotted arrays, parameters, seed, versions, git commit)::
 
-    python -m experiments.envelope_demo --out DIR [--seed S] [--lams 0.5 2 8] [--quad-lams 1.5 2 8]
+    python -m moreau.experiments.envelope_demo --out DIR [--seed S] [--lams 0.5 2 8] [--quad-lams 1.5 2 8]
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 from scipy.optimize import brentq  # noqa: E402
 
 import moreau as mo  # noqa: E402
-from experiments._artifact import write_json  # noqa: E402
+from moreau.experiments._artifact import write_json  # noqa: E402
 
 MU, A, B, N_SAMPLES, N_GRID = 0.1, -1.0, 1.0, 20, 401
 
@@ -117,7 +117,7 @@ def _positive(s):
 
 def main(argv=None):
     """Parse ``argv``, compute, write the PNG and the JSON into ``--out``; returns 0."""
-    ap = argparse.ArgumentParser(prog="python -m experiments.envelope_demo", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m moreau.experiments.envelope_demo", description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="output folder")
     ap.add_argument("--seed", type=int, default=0, help="seed of the logistic data set (default 0)")
     ap.add_argument("--lams", type=_positive, nargs="+", default=[0.5, 2.0, 8.0],

@@ -12,16 +12,16 @@ from functools import lru_cache
 __all__ = ["MODULES", "experiments", "get"]
 
 MODULES = (
-    "experiments.pfedme_prop1",
-    "experiments.fedprox_fig1a",
-    "experiments.fedprox_fig1d",
-    "experiments.fedprox_fig1b",
-    "experiments.fedprox_fig2",
-    "experiments.fedprox_comm",
-    "experiments.fedprox_rates",
-    "experiments.perfedavg_vs_pfedme",
-    "experiments.pfedme_synthetic",
-    "experiments.pfedme_digits",
+    "moreau.experiments.pfedme_prop1",
+    "moreau.experiments.fedprox_fig1a",
+    "moreau.experiments.fedprox_fig1d",
+    "moreau.experiments.fedprox_fig1b",
+    "moreau.experiments.fedprox_fig2",
+    "moreau.experiments.fedprox_comm",
+    "moreau.experiments.fedprox_rates",
+    "moreau.experiments.perfedavg_vs_pfedme",
+    "moreau.experiments.pfedme_synthetic",
+    "moreau.experiments.pfedme_digits",
 )
 
 

@@ -6,6 +6,8 @@ import platform
 import sys
 from importlib import metadata
 
+from ._provenance import DISTRIBUTION
+
 __all__ = ["main"]
 
 
@@ -19,7 +21,7 @@ def _version(name: str) -> str:
 def cmd_info(args) -> int:
     from ._backend import get_backend, gpu_status
 
-    print(f"moreau {_version('moreau')}  python {platform.python_version()}  ({platform.platform()})")
+    print(f"moreau {_version(DISTRIBUTION)}  python {platform.python_version()}  ({platform.platform()})")
     for name in ("numpy", "scipy", "sympy", "array-api-compat", "array-api-strict", "hypothesis",
                  "matplotlib", "cupy-cuda12x", "cupy"):
         print(f"  {name:18s} {_version(name)}")
@@ -43,13 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, backends found, whether a GPU is usable")
     try:
-        from analysis.cli import add_check_parser
+        from moreau.analysis.cli import add_check_parser
     except ImportError:  # analysis not installed alongside
         add_check_parser = None
     if add_check_parser is not None:
         add_check_parser(sub)
     try:
-        from experiments.cli import add_reproduce_parser
+        from moreau.experiments.cli import add_reproduce_parser
     except ImportError:  # experiments not installed alongside
         add_reproduce_parser = None
     if add_reproduce_parser is not None:

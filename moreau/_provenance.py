@@ -6,9 +6,11 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["versions", "git_commit", "provenance", "PACKAGES"]
+__all__ = ["DISTRIBUTION", "versions", "git_commit", "provenance", "PACKAGES"]
 
-PACKAGES = ("moreau", "numpy", "scipy", "sympy", "array-api-compat", "matplotlib", "hypothesis")
+#: the distribution name on the package index ("moreau" there is an unrelated conic solver)
+DISTRIBUTION = "moreau-pfl"
+PACKAGES = (DISTRIBUTION, "numpy", "scipy", "sympy", "array-api-compat", "matplotlib", "hypothesis")
 
 
 def versions(packages=PACKAGES) -> dict:

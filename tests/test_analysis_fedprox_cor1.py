@@ -5,8 +5,8 @@ import numpy as np
 import moreau as mo
 from moreau.fl import fedprox, fedprox_optimum
 
-from analysis import fedprox_cor1 as cor1
-from analysis._fedprox_rounds import round_matrix
+from moreau.analysis import fedprox_cor1 as cor1
+from moreau.analysis._fedprox_rounds import round_matrix
 
 
 def test_rounds_to_eps_matches_fedprox_run_to_eps():

@@ -6,10 +6,10 @@ import pytest
 import moreau as mo
 from moreau.fl import fedprox_optimum
 
-from analysis import fedprox_lemma1 as lemma1
-from analysis import runner
-from analysis._core import TIGHT_RTOL
-from analysis.registry import get
+from moreau.analysis import fedprox_lemma1 as lemma1
+from moreau.analysis import runner
+from moreau.analysis._core import TIGHT_RTOL
+from moreau.analysis.registry import get
 
 IDS = ("fedprox.lemma1", "fedprox.lemma2", "fedprox.lemma3")
 SEEDS = (0, 1)

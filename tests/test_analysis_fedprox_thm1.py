@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis import fedprox_thm1 as thm1
-from analysis._thm1_quadratic import baseline_errors, error_maps, exact_errors, monte_carlo_errors
+from moreau.analysis import fedprox_thm1 as thm1
+from moreau.analysis._thm1_quadratic import baseline_errors, error_maps, exact_errors, monte_carlo_errors
 from moreau.data import least_squares
 from moreau.fl import fedprox_optimum, global_train, local_train
 
@@ -131,7 +131,7 @@ def test_logistic_family_intervals_bracket_the_estimate_and_rigorous_solver_marg
     """Logistic: certified solves widen the squared errors by the solver bound; the interval brackets
     the estimate; the truth is the population minimiser, so local errors shrink as n grows
     (n = 50 -> 200 at R = 0.5: about 4x, the LocalTrain regime)."""
-    from analysis._thm1_logistic import _solve, logistic_parts
+    from moreau.analysis._thm1_logistic import _solve, logistic_parts
     st = thm1.STATEMENTS[0]
     batch = st.instances("logistic", 60, np.random.default_rng(0))
     parts = logistic_parts({k: v[0] for k, v in batch.items()}, thm1.CLAIM, thm1.LEVEL)

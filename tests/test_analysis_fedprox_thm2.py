@@ -6,9 +6,9 @@ import numpy as np
 import moreau as mo
 from moreau.fl import fedprox, fedprox_optimum
 
-from analysis import runner
-from analysis._fedprox_rounds import condition_12, k_min, lemma2, round_matrix, spectral_radius
-from analysis._instances import orthogonal
+from moreau.analysis import runner
+from moreau.analysis._fedprox_rounds import condition_12, k_min, lemma2, round_matrix, spectral_radius
+from moreau.analysis._instances import orthogonal
 
 
 def _clients(rng, T=6, m=3, d=3):

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import moreau as mo
-from analysis import runner, thesis_rates
-from analysis._core import Mutant, TIGHT_RTOL
-from analysis.cli import mutant_verdicts
-from analysis.registry import get
+from moreau.analysis import runner, thesis_rates
+from moreau.analysis._core import Mutant, TIGHT_RTOL
+from moreau.analysis.cli import mutant_verdicts
+from moreau.analysis.registry import get
 
 IDS = ("perfedavg.lemma4_2", "perfedavg.lemma4_4", "gd.strongly_convex", "gd.nonconvex", "fw.convex")
 #: max-ratio comparisons: both sides are closed forms or eigvalsh of d <= 4 matrices,

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import moreau as mo
-from analysis import pfedme_lemma1 as l1
-from analysis import pfedme_lemma2 as l2
-from analysis.runner import rng_for, run
+from moreau.analysis import pfedme_lemma1 as l1
+from moreau.analysis import pfedme_lemma2 as l2
+from moreau.analysis.runner import rng_for, run
 
 IDS = ("pfedme.lemma1", "pfedme.lemma2")
 

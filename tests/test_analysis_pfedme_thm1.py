@@ -6,9 +6,9 @@ import numpy as np
 import moreau as mo
 from moreau.fl import fedprox_optimum, pfedme
 
-from analysis import pfedme_thm1 as thm1
-from analysis._instances import orthogonal
-from analysis._pfedme_map import average_error, average_exponent, constants, drift, limit_point, round_map
+from moreau.analysis import pfedme_thm1 as thm1
+from moreau.analysis._instances import orthogonal
+from moreau.analysis._pfedme_map import average_error, average_exponent, constants, drift, limit_point, round_map
 
 
 def _clients(rng, T=3, N=3, d=2):

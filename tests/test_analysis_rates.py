@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis import registry, runner
-from analysis._core import Mutant, Sides, Statement, fit_exponent, judge, rate_sides
-from analysis.cli import mutant_verdicts
+from moreau.analysis import registry, runner
+from moreau.analysis._core import Mutant, Sides, Statement, fit_exponent, judge, rate_sides
+from moreau.analysis.cli import mutant_verdicts
 from moreau._cli import main
 
 GRID = np.array([50.0, 100.0, 200.0, 500.0, 1000.0, 5000.0])
@@ -202,7 +202,7 @@ def test_rate_cli_line(rate_catalogue, capsys):
 
 def test_monte_carlo_bound_part_json():
     """An upper bound with lhs_ci reports its level and the interval at the instance closest to failing."""
-    from analysis._core import Result
+    from moreau.analysis._core import Result
     st = TOY_RATE
     sides = Sides([1.0, 2.0, 0.5], [3.0, 2.5, 1.0], lhs_ci=([0.9, 1.9, 0.1], [1.1, 2.1, 0.9]), confidence=0.95)
     rec = runner.Record(st, Result(st.id, "quadratic", 3, [judge("bound", sides)], 0.0))

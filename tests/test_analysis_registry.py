@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import registry, runner
-from analysis._core import RTOL, TIGHT_RTOL, Mutant, Sides, Statement, judge
-from analysis.cli import mutant_verdicts
-from analysis.symbolic_proofs import MUTANT_PROOFS, PROOFS, certify_nonneg, run_proofs
+from moreau.analysis import registry, runner
+from moreau.analysis._core import RTOL, TIGHT_RTOL, Mutant, Sides, Statement, judge
+from moreau.analysis.cli import mutant_verdicts
+from moreau.analysis.symbolic_proofs import MUTANT_PROOFS, PROOFS, certify_nonneg, run_proofs
 from moreau._cli import main
 
 REPO = Path(__file__).resolve().parents[1]

@@ -3,8 +3,8 @@ none to the statements."""
 import numpy as np
 import pytest
 
-from analysis.registry import catalogue
-from analysis.search import search
+from moreau.analysis.registry import catalogue
+from moreau.analysis.search import search
 
 CAT = catalogue()
 

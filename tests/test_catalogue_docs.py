@@ -1,15 +1,15 @@
 """The catalogue documentation is generated from the registry and kept in sync."""
 from __future__ import annotations
 
-from analysis import gaps
-from analysis.describe import DOC_PATH, catalogue_markdown, describe
-from analysis.registry import catalogue
+from moreau.analysis import gaps
+from moreau.analysis.describe import DOC_PATH, catalogue_markdown, describe
+from moreau.analysis.registry import catalogue
 
 
 def test_committed_catalogue_doc_matches_the_registry():
-    assert DOC_PATH.exists(), f"{DOC_PATH} is missing: run `python -m analysis.describe`"
+    assert DOC_PATH.exists(), f"{DOC_PATH} is missing: run `python -m moreau.analysis.describe`"
     assert DOC_PATH.read_text(encoding="utf-8") == catalogue_markdown(), (
-        "docs/catalogue.md is out of date with the registry: regenerate it with `python -m analysis.describe`")
+        "docs/catalogue.md is out of date with the registry: regenerate it with `python -m moreau.analysis.describe`")
 
 
 def test_every_statement_is_described_with_its_mutants_and_findings():

@@ -13,7 +13,7 @@ import pytest
 from _tol import assert_close
 
 pytest.importorskip("matplotlib", reason="the envelope demo draws with matplotlib (extra 'plots')")
-from experiments import envelope_demo  # noqa: E402
+from moreau.experiments import envelope_demo  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 H = 1e-4  # spacing of the brute-force grids

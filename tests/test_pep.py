@@ -18,11 +18,11 @@ import json
 import numpy as np
 import pytest
 
-from analysis import pep
-from analysis._core import Mutant
-from analysis._pep_boxes import search_boxes
-from analysis._pep_instances import fw_replay, quadratic_through, snap
-from analysis.registry import get
+from moreau.analysis import pep
+from moreau.analysis._core import Mutant
+from moreau.analysis._pep_boxes import search_boxes
+from moreau.analysis._pep_instances import fw_replay, quadratic_through, snap
+from moreau.analysis.registry import get
 
 # the solves stop at a relative duality gap of ~1e-8 (Clarabel defaults); 1e-6 leaves room
 RTOL = 1e-6
@@ -32,7 +32,7 @@ def _pep_modules():
     pytest.importorskip("PEPit", reason="needs the pep extra (pip install -e '.[pep]')")
     pytest.importorskip("cvxpy", reason="needs the pep extra (pip install -e '.[pep]')")
     pytest.importorskip("clarabel", reason="needs the pep extra (pip install -e '.[pep]')")
-    from analysis import _pep_classes, _pep_solve
+    from moreau.analysis import _pep_classes, _pep_solve
     return _pep_classes, _pep_solve
 
 

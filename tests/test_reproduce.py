@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="moreau reproduce draws with matplotlib (extra 'plots')")
 import moreau._cli as cli  # noqa: E402
-from experiments import _sweep  # noqa: E402
-from experiments.registry import experiments, get  # noqa: E402
+from moreau.experiments import _sweep  # noqa: E402
+from moreau.experiments.registry import experiments, get  # noqa: E402
 
 NAME = "pfedme-prop1"
 
@@ -156,9 +156,9 @@ def test_a_directory_holding_another_run_is_refused(tmp_path, capsys):
     assert json.loads((out / "manifest.json").read_text())["resumed_points"] > 0
 
 
-@pytest.mark.parametrize("name", list(__import__("experiments.demos", fromlist=["DEMOS"]).DEMOS))
+@pytest.mark.parametrize("name", list(__import__("moreau.experiments.demos", fromlist=["DEMOS"]).DEMOS))
 def test_every_demo_runs_and_its_claims_hold(tmp_path, name):
-    from experiments.demos import run_demo
+    from moreau.experiments.demos import run_demo
 
     ns = run_demo(name, tmp_path, seed=0)
     assert ns["FIGURES"] and all(p.exists() for p in ns["FIGURES"])
@@ -166,7 +166,7 @@ def test_every_demo_runs_and_its_claims_hold(tmp_path, name):
 
 
 def test_demo_numbers_against_closed_forms(tmp_path):
-    from experiments.demos import run_demo
+    from moreau.experiments.demos import run_demo
 
     ns = run_demo("demo-prox-abs", tmp_path)
     lam, a, k = ns["lam_q"], ns["a"], np.arange(len(ns["implicit"]))

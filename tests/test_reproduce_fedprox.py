@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("matplotlib", reason="moreau reproduce draws with matplotlib (extra 'plots')")
-from experiments import _sweep  # noqa: E402
-from experiments.registry import get  # noqa: E402
+from moreau.experiments import _sweep  # noqa: E402
+from moreau.experiments.registry import get  # noqa: E402
 
 pytestmark = pytest.mark.reproduce
 

@@ -11,9 +11,9 @@ pytest.importorskip("sklearn", reason="fedprox-fig1b needs scikit-learn's digits
 from scipy.optimize import minimize  # noqa: E402
 from scipy.special import logsumexp  # noqa: E402
 
-from experiments import _sweep  # noqa: E402
-from experiments import fedprox_fig1b as fig1b_module  # noqa: E402
-from experiments.registry import get  # noqa: E402
+from moreau.experiments import _sweep  # noqa: E402
+from moreau.experiments import fedprox_fig1b as fig1b_module  # noqa: E402
+from moreau.experiments.registry import get  # noqa: E402
 
 pytestmark = pytest.mark.reproduce
 

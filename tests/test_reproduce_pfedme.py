@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="moreau reproduce draws with matplotlib (extra 'plots')")
 
-from experiments import _sweep  # noqa: E402
-from experiments.perfedavg_vs_pfedme import _maml_quadratic  # noqa: E402
-from experiments.registry import get  # noqa: E402
+from moreau.experiments import _sweep  # noqa: E402
+from moreau.experiments.perfedavg_vs_pfedme import _maml_quadratic  # noqa: E402
+from moreau.experiments.registry import get  # noqa: E402
 import moreau as mo  # noqa: E402
 from moreau import data, fl  # noqa: E402
 
@@ -63,7 +63,7 @@ def _tiny(seed=0, m=4, n=12, d=3, C=3):
 
 
 def test_minibatch_gradient_is_the_multinomial_gradient():
-    from experiments import _pfedme_runs as runs
+    from moreau.experiments import _pfedme_runs as runs
 
     X, y, wt, Y, _ = _tiny()
     theta = np.random.default_rng(1).standard_normal((4, 12))
@@ -73,7 +73,7 @@ def test_minibatch_gradient_is_the_multinomial_gradient():
 
 def test_full_batch_runs_equal_moreau_fl():
     """With full batches and S = N every update is moreau.fl's (an independent implementation)."""
-    from experiments import _pfedme_runs as runs
+    from moreau.experiments import _pfedme_runs as runs
 
     X, y, wt, Y, n = _tiny(2)
     f = mo.Multinomial(X, y, n_classes=3, mu=0.1, weights=wt)
@@ -127,7 +127,7 @@ def test_digits_split_two_labels_per_client():
     pytest.importorskip("sklearn", reason="pfedme-digits needs scikit-learn (extra 'digits')")
     from sklearn.datasets import load_digits
 
-    from experiments.pfedme_digits import split
+    from moreau.experiments.pfedme_digits import split
 
     d = load_digits()
     X = np.concatenate([d.data / 16.0, np.ones((d.data.shape[0], 1))], axis=1)

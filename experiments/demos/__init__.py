@@ -39,7 +39,7 @@ def run_demo(name: str, out, seed: int = 0) -> dict:
 
 
 def demo_experiment(name: str):
-    """The :class:`~experiments._sweep.Experiment` that runs demo ``name`` (one point, no grid)."""
+    """The :class:`~moreau.experiments._sweep.Experiment` that runs demo ``name`` (one point, no grid)."""
     from .._sweep import Experiment
 
     script, summary = DEMOS[name]

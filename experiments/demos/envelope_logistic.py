@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import envelope_demo
+from moreau.experiments import envelope_demo
 
 OUT = Path(globals().get("OUT") or os.environ.get("MOREAU_DEMO_OUT", "out/demos"))
 SEED = int(globals().get("SEED") or 0)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments._plot import figure, save
+from moreau.experiments._plot import figure, save
 from moreau import data, fl
 
 OUT = Path(globals().get("OUT") or os.environ.get("MOREAU_DEMO_OUT", "out/demos"))

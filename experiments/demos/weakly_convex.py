@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 import moreau as mo
-from experiments._plot import figure, save, theory
+from moreau.experiments._plot import figure, save, theory
 
 OUT = Path(globals().get("OUT") or os.environ.get("MOREAU_DEMO_OUT", "out/demos"))
 OUT.mkdir(parents=True, exist_ok=True)
