@@ -25,6 +25,14 @@ MODULES = (
     "moreau.analysis.fedprox_thm2",
     "moreau.analysis.fedprox_cor1",
     "moreau.analysis.pfedme_thm1",
+    "moreau.analysis.thesis_sgd",
+    "moreau.analysis.pfedme_thm2",
+    "moreau.analysis.pfedme_cor",
+    "moreau.analysis.perfedavg_lemma4_3",
+    "moreau.analysis.perfedavg_appendix_h",
+    "moreau.analysis.perfedavg_tv_w1",
+    "moreau.analysis.perfedavg_propf1",
+    "moreau.analysis.perfedavg_thm4_5",
 )
 
 #: ids the catalogue must contain

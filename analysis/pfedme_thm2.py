@@ -1,0 +1,2 @@
+"""Placeholder: this checker module is being written (issue 10)."""
+STATEMENTS = ()
