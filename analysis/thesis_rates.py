@@ -9,9 +9,14 @@ inf over "B", read as R^d, with a non-empty solution set).
   valid whenever it is finite.
 * Theorem 5: Frank–Wolfe, η_t = 2/(t+2): F(x^t) − F* ≤ 2LR²/(t+2).  The
   thesis gives no range for t and lets x^0 ∈ R^d; the standard theorem (Jaggi
-  2013, Thm. 1) is for t ≥ 1 (x^1 = s^0 ∈ B whatever x^0), which is checked.
-  At t = 0 the printed bound fails even for x^0 ∈ B (``findings``; mutant
-  "range t >= 0").
+  2013, Thm. 1) is for x^0 ∈ B and t ≥ 1, which is checked.  x^1 = s^0 lies in
+  B whatever x^0 (η_0 = 1), but that does not give the bound: the proof's first
+  step F(x^1) ≤ F(x^0) + ⟨∇F(x^0), s^0 − x^0⟩ + (L/2)‖s^0 − x^0‖² ≤ F* + LR²/2
+  needs ‖s^0 − x^0‖ ≤ R, i.e. x^0 ∈ B, and from x^0 outside B the LMO picks
+  s^0 by the gradient at a point outside B, possibly the vertex farthest from
+  the minimiser.  Both printed readings fail (``findings``): at t = 0 even for
+  x^0 ∈ B (mutant "range t >= 0"), and at t ≥ 1 for x^0 outside B (mutant
+  "x^0 anywhere in R^d").
 
 Assumptions: F L-smooth and η ≤ 1/L (Theorems 1, 2; steps η ∈ (1/L, 2/L) are
 generated and reported not applicable); F μ-strongly convex (Theorem 1);
@@ -20,8 +25,9 @@ L-smooth, B compact convex with diameter R (Theorem 5).
 
 Instances.  GD: quadratics ½xᵀAx − bᵀx, d = 4, with b = Az, so F* = F(z) and
 F(x) − F* = ½(x − z)ᵀA(x − z) without cancellation; Theorem 1 on strongly
-convex ones with μ/L ≤ 1/4 (after 30 steps the bound stays far above
-rounding), x^0 − z along the eigenvector of μ for a quarter; Theorem 2 on
+convex ones with μ/L ≤ 1/4 and, on an eighth (η = 1/L), 1/4 ≤ μ/L ≤ 0.95
+(iterates counted while (1 − μη)^t ≥ 1e-12, far above rounding), x^0 − z
+along the eigenvector of μ for a quarter; Theorem 2 on
 convex (a_1 = 0) and strongly convex ones, a quarter with η = 1/L and x^0 − z
 along the top eigenvector (GD stops after one step: the bound is attained).
 Nonconvex quadratics are not used: their inf is −∞.  Logistic: Theorem 1 on
@@ -34,7 +40,11 @@ FW: convex quadratics (a_1 = 0 or > 0, d = 3) on boxes [−h, h], R = 2‖h‖
 (the box's diameter; the LMO picks the vertex given by the gradient's signs);
 minimisers inside, just outside, far outside, and next to a vertex with
 curvature L along the diagonal (x^0 at that vertex: F(x^1) − F* → LR²/2);
-x^0 random in the box or at its worst vertex.  F* is bracketed by enumerating
+x^0 random in the box or at its worst vertex; a quarter of the instances start
+outside B (not applicable to the reading checked; they reject the printed x^0 ∈ R^d):
+half of the far-minimiser ones at x^0 = 2z beyond the minimiser z (the finding's
+construction), half of the just-outside ones at random points up to 20h
+outside the box.  F* is bracketed by enumerating
 the 3^d active sets (candidates clipped to B; upper end min F, lower end
 max F(x) − gap(x), the Frank–Wolfe duality gap): certified, width ~1e-16.
 
@@ -74,6 +84,7 @@ CLAIM_NC = {
 CLAIM_FW = {
     "bound": lambda L, R, t: 2 * L * R**2 / (t + 2),
     "t_min": 1,
+    "start": lambda x0, h: np.all(np.abs(x0) <= h, axis=-1),  # x^0 in B = [-h, h] (see findings)
 }
 
 
@@ -128,6 +139,8 @@ def instances_sc(family, trials, rng):
         frac = log_uniform(rng, 0.01, 0.25, T)
         viol = np.array_split(np.arange(T), 4)[3]
         frac[viol] = rng.uniform(0.1, 0.25, viol.size)  # (1 - eta L)^2 > 1 - mu eta needs mu/L > 2 - eta L
+        well = np.array_split(np.arange(T), 4)[2][::2]  # well conditioned, eta = 1/L: 1 - mu eta down to 0.05
+        frac[well] = rng.uniform(0.25, 0.95, well.size)
         return _gd_quadratic(rng, T, frac, 0, (1.95, 2.0))
     T = trials or 16
     batch = _logistic(rng, T, log_uniform(rng, 0.05, 0.3, T))
@@ -173,6 +186,12 @@ def instances_fw(family, trials, rng):
     Fv = 0.5 * np.einsum("tvi,tij,tvj->tv", V, A, V) - np.einsum("tvi,ti->tv", V, b)
     worst = V[np.arange(T), np.argmax(Fv, axis=1)]
     x0[::2], x0[grp[2]] = worst[::2], worst[grp[2]]  # start at the worst vertex: half, and all far ones
+    # x^0 outside B (the thesis lets x^0 be anywhere in R^d): a quarter of the far-minimiser instances
+    # start beyond the minimiser (x^0 = 2 z: the LMO at x^0 picks the vertex away from z, as in the
+    # finding's d = 1 instance), a quarter of the others at random points outside the box
+    far, near = grp[2][: (grp[2].size + 1) // 2], grp[1][: (grp[1].size + 1) // 2]
+    x0[far] = 2 * z[far]
+    x0[near] = h[near] * rng.choice([-1.0, 1.0], (near.size, d)) * rng.uniform(1.2, 20.0, (near.size, d))
     # adversarial: curvature L along the diagonal h, minimiser next to the vertex -h, x^0 = -h:
     # the LMO jumps to +h and F(x^1) - F* -> L R^2/2, ratio -> 3/4 at t = 1
     j = grp[3]
@@ -211,7 +230,10 @@ def evaluate_sc(batch, claim):
         x = x - eta[:, None] * q.grad(x)
         gaps.append(_quad_value_gap(batch["A"], x - batch["z"]) if "A" in batch else q.value(x) - Fstar)
     gaps = np.array(gaps)
-    lhs, rhs = worst_point(gaps[1:], claim["rate"](mu, L, eta, t) * gaps[0], np.ones_like(gaps[1:], bool))
+    # iterates whose true factor (1 - mu eta)^t is >= 1e-12 (t = 1 always): below it F - F* is at the
+    # rounding floor of x^t - x* (~1e-32 relative) on well-conditioned instances, not a statement about GD
+    ok = (1 - mu * eta) ** t >= 1e-12
+    lhs, rhs = worst_point(gaps[1:], claim["rate"](mu, L, eta, t) * gaps[0], ok)
     return {"F(x^t) - F* <= (1 - mu eta)^t (F(x^0) - F*), t = 1..30": Sides(
         lhs, rhs, "upper", applicable=claim["condition"](eta, L), constants=consts, note=note)}
 
@@ -274,6 +296,9 @@ def _box_qp_min(A, b, lo, hi):
     return best_lo, best_hi
 
 
+FW_PART = "F(x^t) - F* <= 2 L R^2/(t + 2), t = 1..100, x^0 in B"
+
+
 def evaluate_fw(batch, claim):
     A, b, L, h, x = batch["A"], batch["b"], batch["L"], batch["h"], batch["x0"]
     lo, hi = -h, h
@@ -291,9 +316,10 @@ def evaluate_fw(batch, claim):
     consts = {"L": "exact (a_d)", "R": "exact: diameter 2 ||h|| of the box [-h, h]",
               "F*": "certified bracket by active-set enumeration and the FW duality gap; lower end used"}
     return {
-        "F(x^t) - F* <= 2 L R^2/(t + 2), t = 1..100": Sides(
-            *worst_point(lhs, rhs, t >= claim["t_min"]), "upper", constants=consts,
-            note="t = 0 excluded (Jaggi's range; x^0 is arbitrary)"),
+        FW_PART: Sides(
+            *worst_point(lhs, rhs, t >= claim["t_min"]), "upper", applicable=claim["start"](batch["x0"], h), constants=consts,
+            note="t = 0 excluded and x^0 in B (Jaggi's theorem); x^0 outside B is drawn and not applicable "
+                 "(the printed x^0 in R^d fails there: findings)"),
         "F* bracket width (certificate, not the thesis)": Sides(
             F_hi - F_lo, 1e-13 * (np.abs(F_hi) + L * R**2), "exact", constants=consts,
             note="upper end min F at the candidates, lower end max F - gap (observed <= 1e-16 relative; "
@@ -347,10 +373,11 @@ STATEMENTS = (
     ),
     Statement(
         id="fw.convex", source=f"{_SRC}, Theorem 5", paper="dadras-thesis-personalized-fl.md",
-        latex=r"\eta_t = \tfrac{2}{t+2}:\ F(x^t) - F^* \le \frac{2LR^2}{t+2}\ (t \ge 1)",
+        latex=r"\eta_t = \tfrac{2}{t+2}:\ F(x^t) - F^* \le \frac{2LR^2}{t+2}\ (t \ge 1,\ x^0 \in \mathcal{B})",
         text="Frank-Wolfe with eta_t = 2/(t+2) on a compact convex set of diameter R: "
-             "F(x^t) - F* <= 2 L R^2/(t + 2) for t >= 1",
-        assumptions=("F convex, L-smooth", "B compact convex, diameter R", "eta_t = 2/(t+2)"),
+             "F(x^t) - F* <= 2 L R^2/(t + 2) for t >= 1 and x^0 in B",
+        assumptions=("F convex, L-smooth", "B compact convex, diameter R", "eta_t = 2/(t+2)",
+                     "x^0 in B (printed: x^0 in R^d; see findings)"),
         families={"quadratic": ("convex on a box", "strongly_convex on a box")}, claimed="rate",
         instances=instances_fw, evaluate=evaluate_fw, claim=CLAIM_FW,
         mutants=(
@@ -359,12 +386,19 @@ STATEMENTS = (
             Mutant("R the radius (R/2) instead of the diameter",
                    {"bound": lambda L, R, t: 2 * L * (R / 2) ** 2 / (t + 2)}),
             Mutant("range t >= 0 (as printed: no range given)", {"t_min": 0}),
-            Mutant("inequality reversed", {"flip": ("F(x^t) - F* <= 2 L R^2/(t + 2), t = 1..100",)}),
+            Mutant("x^0 anywhere in R^d (as printed)", {"start": lambda x0, h: np.ones(x0.shape[0], bool)}),
+            Mutant("inequality reversed", {"flip": (FW_PART,)}),
         ),
         findings=(
             "Theorem 5 as printed (no range for t, x^0 in R^d) fails at t = 0: with x^0 in B, d = 1, "
             "B = [-1, 1] (R = 2), F(x) = x^2/2 - 5x (L = 1), x^0 = -1: F(x^0) - F* = 5.5 - (-4.5) = 10 > "
-            "2 L R^2/2 = 4. The standard statement (Jaggi 2013, Theorem 1) is for t >= 1, which holds.",
+            "2 L R^2/2 = 4 (mutant 'range t >= 0').",
+            "Theorem 5 as printed (x^0 in R^d) fails at t >= 1 when x^0 is outside B: d = 1, B = [-1, 1] "
+            "(R = 2), F(x) = (x - 10)^2/2 (L = 1, F* = F(1) = 40.5), x^0 = 20: s^0 = -1 = x^1, "
+            "F(x^1) - F* = 60.5 - 40.5 = 20 > 2 L R^2/3 = 8/3 (ratio 7.5; 3.11 at t = 2, 1.06 at t = 5); "
+            "with 100 for 10 and x^0 = 200 the ratio is 75 at t = 1 and stays above 1 up to t = 50 "
+            "(mutant 'x^0 anywhere in R^d'). The standard statement (Jaggi 2013, Theorem 1: x^0 in B, "
+            "t >= 1) holds and is what is checked.",
         ),
     ),
 )

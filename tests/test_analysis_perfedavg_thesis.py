@@ -5,6 +5,8 @@ and ``thesis_rates.py``; this file asserts what their reports claim.
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -143,6 +145,47 @@ def test_fw_printed_range_fails_at_t0_on_the_finding_instance():
     res = st.run("quadratic", None, None, mutant=m, batch=batch)
     assert not res.holds and abs(res.parts[0].max_ratio - 10 / 4) <= RATIO_TOL
     assert st.findings
+
+
+def _fw_1d_exact(c, x0, steps):
+    """Frank-Wolfe on B = [-1, 1] for F = (x - c)^2/2 in exact rationals: F(x^t) - F* for t = 1..steps."""
+    F = lambda x: (x - c) ** 2 / 2  # noqa: E731
+    Fstar = min(F(Fraction(v)) for v in (-1, 1, max(-1, min(1, c))))  # convex: the clipped minimiser
+    x, out = Fraction(x0), []
+    for t in range(steps):
+        s = Fraction(-1) if x - c > 0 else Fraction(1)   # LMO of [-1, 1] at the gradient x - c
+        x += Fraction(2, t + 2) * (s - x)
+        out.append(F(x) - Fstar)
+    return out
+
+
+def test_fw_start_outside_B_fails_at_t1_on_the_finding_instance():
+    # d = 1, B = [-1, 1] (R = 2), F = (x - 10)^2/2 (L = 1), x^0 = 20: x^1 = s^0 = -1, F(x^1) - F* = 20 > 8/3
+    gaps = _fw_1d_exact(10, 20, 5)
+    assert gaps[0] == 20 and gaps[0] / Fraction(8, 3) == Fraction(15, 2)
+    assert all(g > Fraction(8, t + 3) for t, g in enumerate(gaps))  # fails at t = 1..5
+    far = _fw_1d_exact(100, 200, 60)
+    assert far[0] / Fraction(8, 3) == 75
+    assert [t + 1 for t, g in enumerate(far) if g > Fraction(8, t + 3)] == list(range(1, 51))
+    st = get("fw.convex")
+    batch = {"A": np.ones((1, 1, 1)), "b": np.full((1, 1), 10.0), "L": np.ones(1), "h": np.ones((1, 1)),
+             "x0": np.full((1, 1), 20.0)}
+    res = st.run("quadratic", None, None, batch=batch)
+    assert res.holds and res.parts[0].applicable == 0  # outside the reading checked (x^0 in B)
+    (m,) = [m for m in st.mutants if m.name == "x^0 anywhere in R^d (as printed)"]
+    res = st.run("quadratic", None, None, mutant=m, batch=batch)
+    assert not res.holds and abs(res.parts[0].max_ratio - 7.5) <= RATIO_TOL
+    assert any("x^0 = 20" in f for f in st.findings)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fw_draws_starts_outside_B_and_they_are_not_applicable(seed):
+    rec = _record("fw.convex", "quadratic", seed)
+    b = rec.batch
+    outside = np.any(np.abs(b["x0"]) > b["h"], axis=-1)
+    part = rec.result.parts[0]
+    assert outside.sum() >= 4 and not part.sides.applicable[outside].any()
+    assert np.any(part.ratio[outside] > 1)  # the printed x^0 in R^d fails on drawn instances
 
 
 def test_fw_bound_reaches_three_quarters_at_t1_and_F_star_is_certified():
