@@ -11,7 +11,12 @@ It owns
   side in plain code;
 * ``claim``: the paper's formulas (constants, exponents, conditions) as a
   dict; ``evaluate`` reads every formula from the claim it is given, so a
-  :class:`Mutant` is the same dict with one entry changed.
+  :class:`Mutant` is the same dict with one entry changed;
+* optionally ``prepare(batch)`` -> the claim-independent quantities of a
+  batch (certified proxes, spectra, Monte Carlo draws: whatever no formula
+  of the claim enters).  With ``prepare`` set, ``evaluate`` receives its
+  output instead of the batch, and the runner prepares each batch once for
+  the statement and all its mutants, which then cost only the formulas.
 
 Every part is normalised to ``lhs <= rhs`` (a lower bound ``c <= mu_true`` has
 ``lhs = c``).  An instance on which the part's assumptions are not met is
@@ -257,8 +262,16 @@ class Statement:
     equivalent_mutants: dict = field(default_factory=dict)  # name -> why it cannot be rejected
     findings: tuple = ()        # documented findings about the statement
     strategy: Callable | None = None  # optional: family -> hypothesis strategy of batches (analysis.search)
+    prepare: Callable | None = None   # optional: batch -> claim-independent data that evaluate receives
 
-    def run(self, family: str, trials: int, rng, mutant: Mutant | None = None, batch=None) -> Result:
+    def prepared(self, batch):
+        """What ``evaluate`` receives for ``batch``: ``prepare(batch)``, or the batch itself."""
+        return batch if self.prepare is None else self.prepare(batch)
+
+    def run(self, family: str, trials: int, rng, mutant: Mutant | None = None, batch=None,
+            prepared=None) -> Result:
+        """Check the statement (or ``mutant``) on ``batch`` (drawn when None).  ``prepared``: the
+        output of :meth:`prepared` for this batch, when the caller has it already."""
         if family not in self.families:
             raise ValueError(f"{self.id} does not apply to family {family!r} "
                              f"(it covers {sorted(self.families)})")
@@ -274,7 +287,8 @@ class Statement:
             if unknown:
                 raise KeyError(f"mutant {mutant.name!r} of {self.id} changes unknown claim entries {unknown}")
             claim.update(changes)
-        parts = evaluate_claim(self.evaluate, batch, claim, flip)
+        data = prepared if prepared is not None else self.prepared(batch)
+        parts = evaluate_claim(self.evaluate, data, claim, flip)
         n = _batch_size(batch)
         return Result(self.id, family, n, parts, time.perf_counter() - t0)
 

@@ -131,8 +131,8 @@ def logistic_instances(rng, T):
     return {"Xl": X, "yl": y, "mu": mu, "lam": mu * log_uniform(rng, 0.2, 20.0, T), "beta": beta, "R": R.astype(int)}
 
 
-def logistic_rate(batch, claim):
-    """``(sim_gap, claimed, exact, consts)``: the exact local exponent of F(w_bar_T) - F* at w* from the round
+def logistic_rate(batch):
+    """``(sim_gap, (eta, eta_hat, mu_F), exact, consts, printed)``: the exact local exponent of F(w_bar_T) - F* at w* from the round
     Jacobian Q (``round_map`` with A = hess f(w*), b = 0) and the simulated contraction's relative gap to rho(Q)."""
     X, y, mu, lam, beta, R = (batch[k] for k in ("Xl", "yl", "mu", "lam", "beta", "R"))
     T = lam.size
@@ -157,4 +157,4 @@ def logistic_rate(batch, claim):
     exact = -2 * np.log(np.maximum(1 - eta * mu_F / 2, rho))
     consts = {"mu": "exact inf: the ridge", "w*": f"moreau.fl.fedprox_optimum, certified to {np.max(info.error_bound):.0e}",
               "rho(Q)": "round Jacobian at w* from hess f(w*) (exact local rate)"}
-    return gap, claim["exponent"](eta, eta_hat, mu_F), exact, consts, eta_hat * mu_F / 2
+    return gap, (eta, eta_hat, mu_F), exact, consts, eta_hat * mu_F / 2

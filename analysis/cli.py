@@ -173,7 +173,7 @@ def _print_table(records) -> bool:
         r, st = rec.result, rec.statement
         j = record_json(rec)
         print(f"{st.id:20s} {st.source[:38]:38s} {r.family:9s} {r.instances:5d} {'yes' if r.holds else 'NO':>5s} "
-              f"{_fmt(r.max_ratio):>9s} {'yes' if j['tight'] else 'no':>5s} {r.seconds:6.2f}")
+              f"{_fmt(r.max_ratio):>9s} {'yes' if j['tight'] else 'no':>5s} {r.seconds + rec.mutant_seconds:6.2f}")
         for p in r.parts:
             flag = "" if p.holds else "   <-- FAILS"
             measure = (f"max error/allowed {_fmt(p.max_ratio)}" if p.claimed == "exact" else

@@ -152,7 +152,7 @@ def _logistic_instances(rng, T):
 
 
 def evaluate(batch, claim):
-    return _quadratic(batch, claim) if "A" in batch else _logistic(batch, claim)
+    return finish(prepare(batch), claim)
 
 
 def quadratic_sq_errors(batch, idx):
@@ -186,7 +186,32 @@ def quadratic_sq_errors(batch, idx):
     return (np.sum((theta_t - theta_hat[:, None]) ** 2, axis=-1), np.sum(resid**2, axis=-1), gamma2)
 
 
-def _quadratic(batch, claim):
+def prepare(batch):
+    """The claim-independent side: the exact (quadratic) or Monte Carlo (logistic) mean square error."""
+    return _quadratic(batch) if "A" in batch else _logistic(batch)
+
+
+def finish(prep, claim):
+    if prep["family"] == "quadratic":
+        lam, L, a1, m, gamma2, nu = (prep[k] for k in ("lam", "L", "a1", "m", "gamma2", "nu"))
+        sc = a1 > 0
+        nc = (a1 < 0) & claim["condition_nc"](lam, L)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rhs_sc = claim["delta2_sc"](lam, a1, L, gamma2, m, nu)
+            rhs_nc = claim["delta2_nc"](lam, a1, L, gamma2, m, nu)
+        return {
+            PARTS[0]: Sides(prep["lhs"], rhs_sc, "upper", applicable=sc, constants=prep["consts"],
+                            note="attained (ratio 1) by b_j = b̄ ± s v_1, |D| = 1, ν = γ², r aligned with e"),
+            PARTS[1]: Sides(prep["lhs"], rhs_nc, "upper", applicable=nc, constants=prep["consts"],
+                            note="a_1 = -L: attained by the same data; λ <= L instances are not applicable"),
+        }
+    lam, mu, L, gamma2, m, nu = (prep[k] for k in ("lam", "mu", "L", "gamma2", "m", "nu"))
+    return {PARTS[0]: Sides(prep["mean"], claim["delta2_sc"](lam, mu, L, gamma2, m, nu), "upper",
+                            lhs_ci=prep["ci"], confidence=CONFIDENCE, constants=prep["consts"],
+                            note="not attained on logistic data: γ_f² is a sup bound, and the data add curvature")}
+
+
+def _quadratic(batch):
     T, n, _ = batch["B"].shape
     lhs, nu, gamma2 = np.empty(T), np.empty(T), np.empty(T)
     for m in np.unique(batch["m"]):  # exact expectation: all n^m equally likely ordered batches
@@ -199,20 +224,10 @@ def _quadratic(batch, claim):
               "gamma_f^2": "exact: (1/n) sum |b_j - b̄|^2 (shared A: grad l_j - grad f = b̄ - b_j for all θ)",
               "nu": "measured: max over mini-batches of |grad h̃(θ̃)|^2",
               "expectation": "exact: mean over all n^|D| ordered mini-batches (sampling with replacement)"}
-    sc = a1 > 0
-    nc = (a1 < 0) & claim["condition_nc"](lam, L)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rhs_sc = claim["delta2_sc"](lam, a1, L, gamma2, m, nu)
-        rhs_nc = claim["delta2_nc"](lam, a1, L, gamma2, m, nu)
-    return {
-        PARTS[0]: Sides(lhs, rhs_sc, "upper", applicable=sc, constants=consts,
-                        note="attained (ratio 1) by b_j = b̄ ± s v_1, |D| = 1, ν = γ², r aligned with e"),
-        PARTS[1]: Sides(lhs, rhs_nc, "upper", applicable=nc, constants=consts,
-                        note="a_1 = -L: attained by the same data; λ <= L instances are not applicable"),
-    }
+    return dict(family="quadratic", lhs=lhs, nu=nu, gamma2=gamma2, lam=lam, L=L, a1=a1, m=m, consts=consts)
 
 
-def _logistic(batch, claim):
+def _logistic(batch):
     X, y, mu, lam, w = batch["X"], batch["y"], batch["mu"], batch["lam"], batch["w"]
     counts = np.moveaxis(batch["counts"], 1, 0).astype(float)  # (K, T, n)
     K = counts.shape[0]
@@ -265,9 +280,8 @@ def _logistic(batch, claim):
               "nu": "measured: max over mini-batches of |grad h̃(θ̃)|^2",
               "expectation": f"Monte Carlo, K={K} mini-batches, empirical Bernstein interval "
                              f"(Maurer-Pontil Thm 4), {CONFIDENCE} two-sided per instance"}
-    return {PARTS[0]: Sides(mean, claim["delta2_sc"](lam, mu, f.smoothness(), gamma2, batch["m"], nu), "upper",
-                            lhs_ci=ci, confidence=CONFIDENCE, constants=consts,
-                            note="not attained on logistic data: γ_f² is a sup bound, and the data add curvature")}
+    return dict(family="logistic", mean=mean, ci=ci, lam=lam, mu=mu, L=f.smoothness(), gamma2=gamma2,
+                m=batch["m"], nu=nu, consts=consts)
 
 
 _SC, _NC = PARTS
@@ -287,7 +301,8 @@ STATEMENTS = (
         families={"quadratic": ("strongly_convex", "weakly_convex"), "logistic": ("mu > 0",)},
         claimed="upper",
         instances=instances,
-        evaluate=evaluate,
+        prepare=prepare,
+        evaluate=finish,
         claim=CLAIM,
         mutants=(
             Mutant("no factor 2: 1/(λ+μ)² (γ²/|D| + ν)",

@@ -89,42 +89,62 @@ def instances(family, trials, rng):
     return batch
 
 
-def evaluate(batch, claim):
+def prepare(batch):
+    """Everything the claim does not enter: certified proxes, envelope spectra, references."""
     lam = batch["lam"]
-    if "A" in batch:
-        return _quadratic(batch, claim, lam)
-    return _logistic(batch, claim, lam)
+    return _quadratic(batch, lam) if "A" in batch else _logistic(batch, lam)
 
 
-def _quadratic(batch, claim, lam):
+def finish(prep, claim):
+    """Both sides of every part from the prepared quantities and the claim's formulas."""
+    lam, L, consts = prep["lam"], prep["L"], prep["consts"]
+    err = np.linalg.norm(prep["g_ref"] - claim["grad"](lam, prep["w"], prep["theta"]), axis=-1)
+    if prep["quadratic"]:
+        a1 = prep["a1"]
+        return {
+            PARTS[0]: Sides(err, prep["tol"], "exact", constants=consts,
+                            note="gradient vs lam (A + lam I)^-1 (A w - b)"),
+            PARTS[1]: Sides(prep["smooth_F"], claim["L_F"](lam, L), "upper", applicable=a1 >= 0, constants=consts,
+                            note="true constant lam L/(lam + L) < lam: never attained"),
+            PARTS[2]: Sides(prep["smooth_F"], claim["L_F_nonconvex"](lam, L), "upper",
+                            applicable=(a1 < 0) & claim["condition"](lam, L), constants=consts,
+                            note="a_1 = -L: true constant lam L/(lam - L) = lam exactly at lam = 2L (threshold)"),
+            PARTS[3]: Sides(claim["mu_F"](lam, np.maximum(a1, 0)), prep["strong_F"], "tight", applicable=a1 > 0,
+                            constants=consts, note="lhs: claimed mu_F; rhs: true strong convexity of F"),
+        }
+    lo = prep["lo"]
+    err = np.max(err, axis=0)  # over the sampled points
+    return {
+        PARTS[0]: Sides(err, prep["tol"], "exact", constants=consts, note="gradient vs central differences of F"),
+        PARTS[1]: Sides(prep["smooth_F"], claim["L_F"](lam, L), "upper", constants=consts, note=prep["sup_note"]),
+        PARTS[3]: Sides(claim["mu_F"](lam, lo), prep["strong_F"], "upper", applicable=lo > 0, constants=consts,
+                        note="rhs sampled (>= the true inf); at the far points the curvature of f has "
+                             "decayed to mu in floating point, so the inf is reached there"),
+    }
+
+
+def evaluate(batch, claim):
+    return finish(prepare(batch), claim)
+
+
+def _quadratic(batch, lam):
     A, b, w = batch["A"], batch["b"], batch["w"]
     q = mo.Quadratic(A, b)
     F = mo.envelope(q, lam)
     a1, L = batch["eig"][:, 0], batch["L"]  # the instance's exact spectrum
     eig_F = np.linalg.eigvalsh(F.hess(w))
-    smooth_F, strong_F = np.max(np.abs(eig_F), axis=1), eig_F[:, 0]
     theta = mo.prox(q, w, lam)
     d = A.shape[-1]
     M = A + lam[:, None, None] * np.eye(d)
     g_ref = lam[:, None] * np.linalg.solve(M, (A @ w[..., None])[..., 0:1] - b[..., None])[..., 0]
-    err = np.linalg.norm(g_ref - claim["grad"](lam, w, theta), axis=1)
     # allowed rounding: a few hundred ulps of the quantities combined (cond(A + lam I) <= ~400 here)
     tol = 1e-12 * (np.linalg.norm(g_ref, axis=1) + lam * (np.linalg.norm(w, axis=1) + np.linalg.norm(theta, axis=1)))
     consts = {"L": "exact (eigenvalues of A)", "mu": "exact (a_1)", "envelope constants": "exact (eigvalsh of hess F)"}
-    return {
-        PARTS[0]: Sides(err, tol, "exact", constants=consts,
-                        note="gradient vs lam (A + lam I)^-1 (A w - b)"),
-        PARTS[1]: Sides(smooth_F, claim["L_F"](lam, L), "upper", applicable=a1 >= 0, constants=consts,
-                        note="true constant lam L/(lam + L) < lam: never attained"),
-        PARTS[2]: Sides(smooth_F, claim["L_F_nonconvex"](lam, L), "upper",
-                        applicable=(a1 < 0) & claim["condition"](lam, L), constants=consts,
-                        note="a_1 = -L: true constant lam L/(lam - L) = lam exactly at lam = 2L (threshold)"),
-        PARTS[3]: Sides(claim["mu_F"](lam, np.maximum(a1, 0)), strong_F, "tight", applicable=a1 > 0,
-                        constants=consts, note="lhs: claimed mu_F; rhs: true strong convexity of F"),
-    }
+    return {"quadratic": True, "lam": lam, "L": L, "a1": a1, "w": w, "theta": theta, "g_ref": g_ref, "tol": tol,
+            "smooth_F": np.max(np.abs(eig_F), axis=1), "strong_F": eig_F[:, 0], "consts": consts}
 
 
-def _logistic(batch, claim, lam):
+def _logistic(batch, lam):
     if "n_classes" in batch:
         f = mo.Multinomial(batch["X"], batch["y"], n_classes=int(batch["n_classes"][0]), mu=batch["mu"])
     else:
@@ -135,15 +155,11 @@ def _logistic(batch, claim, lam):
     W = np.concatenate([batch["w"], w0[:, None, :]], axis=1).transpose(1, 0, 2)  # (P, T, d)
     lo, L = (np.asarray(c) for c in f.curvature_bounds())
     eig_F = np.linalg.eigvalsh(F.hess(W))  # (P, T, d)
-    smooth_F = np.max(np.abs(eig_F), axis=(0, 2))
-    strong_F = np.min(eig_F[..., 0], axis=0)
     theta = mo.prox(f, W, lam)
-    g = claim["grad"](lam, W, theta)
     # central differences of the certified envelope value; h balances truncation
     # (h^2 |F'''|) against rounding (eps |F| / h): error ~1e-10 relative, tolerance 1e-6
     h = 1e-5
     fd = np.stack([(F.value(W + h * e) - F.value(W - h * e)) / (2 * h) for e in np.eye(d)], axis=-1)
-    err = np.max(np.linalg.norm(fd - g, axis=-1), axis=0)
     tol = 1e-6 * (1 + np.max(np.linalg.norm(fd, axis=-1), axis=0))
     if isinstance(f, mo.Multinomial):
         L_how = "valid bound: lambda_max(X^T X)/(2n) + mu (lambda_max(diag p - p p^T) <= 1/2; not attained)"
@@ -153,13 +169,9 @@ def _logistic(batch, claim, lam):
         sup_note = "sup of curvature of F is lam L/(lam + L), attained at w = grad f(0)/lam"
     consts = {"L": L_how, "mu": "exact inf (mu)",
               "envelope constants": "sampled: max/min eigenvalue of hess F over points incl. w = grad f(0)/lam"}
-    return {
-        PARTS[0]: Sides(err, tol, "exact", constants=consts, note="gradient vs central differences of F"),
-        PARTS[1]: Sides(smooth_F, claim["L_F"](lam, L), "upper", constants=consts, note=sup_note),
-        PARTS[3]: Sides(claim["mu_F"](lam, lo), strong_F, "upper", applicable=lo > 0, constants=consts,
-                        note="rhs sampled (>= the true inf); at the far points the curvature of f has "
-                             "decayed to mu in floating point, so the inf is reached there"),
-    }
+    return {"quadratic": False, "lam": lam, "L": L, "lo": lo, "w": W, "theta": theta, "g_ref": fd, "tol": tol,
+            "smooth_F": np.max(np.abs(eig_F), axis=(0, 2)), "strong_F": np.min(eig_F[..., 0], axis=0),
+            "consts": consts, "sup_note": sup_note}
 
 
 STATEMENTS = (
@@ -176,7 +188,8 @@ STATEMENTS = (
                   "multinomial": ("3 classes, mu = 0", "3 classes, mu > 0")},
         claimed="upper",
         instances=instances,
-        evaluate=evaluate,
+        prepare=prepare,
+        evaluate=finish,
         claim=CLAIM,
         mutants=(
             Mutant("gradient sign flipped: lam (prox(w) - w)", {"grad": lambda lam, w, t: lam[..., None] * (t - w)}),

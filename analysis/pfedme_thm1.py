@@ -139,33 +139,47 @@ def _sim_error(batch, Q, q, eta):
     return err
 
 
-def evaluate(batch, claim):
+def prepare(batch):
+    """Everything Theorem 1's claim does not enter: round maps, optimum, simulations, drift sweeps."""
     if "Xl" in batch:
-        return _evaluate_logistic(batch, claim)
+        return {"logistic": logistic_rate(batch)}
     A, b, mu, lam, beta, R, ident = (batch[k] for k in ("A", "b", "mu", "lam", "beta", "R", "ident"))
     mu_F, L_F, kappa_F, eta_hat = constants(lam, mu, beta)
     eta = eta_hat / (beta * R)
     Q, q = round_map(A, b, lam, eta, beta, R)
     w_star, _ = fedprox_optimum(mo.Quadratic(A, b), lam)
     scale = 1 + np.max(np.abs(w_star), axis=-1)
-    consts = {"mu, L": "exact (constructed spectra)", "mu_F, L_F, kappa_F": "Proposition 1 (L_F = lam as printed)",
-              "eta": "eta_hat_1/(beta R), the largest Theorem 1 allows", "w*": "moreau.fl.fedprox_optimum"}
     p = 1 - eta * mu_F / 2
     measured = average_exponent(Q, p)
-    claimed = claim["exponent"](eta, eta_hat, mu_F)
     w_inf = limit_point(Q, q)
     gap = drift_gaps(A, b, lam, eta, beta, R, w_star)
     s_eta, ci_eta = fit_exponent(ETA_STEPS, gap[~ident & (R > 1)]) if np.any(~ident & (R > 1)) else (np.zeros(0),) * 2
     drift = np.zeros(len(lam)), (np.zeros(len(lam)), np.zeros(len(lam)))
     if s_eta.size:
         drift[0][~ident & (R > 1)], drift[1][0][~ident & (R > 1)], drift[1][1][~ident & (R > 1)] = s_eta, *ci_eta
-    (sD, ciD, sdD), noteD = minibatch(batch)
-    nb_lhs, nb_note = biased_neighbourhood(A, b, lam, eta, beta, w_star)
+    return dict(lam=lam, beta=beta, R=R, ident=ident, mu_F=mu_F, eta=eta, eta_hat=eta_hat, scale=scale,
+                measured=measured, w_star=w_star, w_inf=w_inf, gap=gap, drift=drift,
+                sim_error=_sim_error(batch, Q, q, eta), minibatch=minibatch(batch),
+                neighbourhood=biased_neighbourhood(A, b, lam, eta, beta, w_star),
+                notes=_step_note(A, b, lam, eta, beta, R))
+
+
+def finish(prep, claim):
+    """Theorem 1's parts from the prepared quantities and the claim's exponents and neighbourhood."""
+    if "logistic" in prep:
+        return _finish_logistic(prep["logistic"], claim)
+    lam, beta, R, ident, mu_F, eta, eta_hat, scale, measured, w_star, w_inf, gap, drift = (prep[k] for k in (
+        "lam", "beta", "R", "ident", "mu_F", "eta", "eta_hat", "scale", "measured", "w_star", "w_inf", "gap", "drift"))
+    consts = {"mu, L": "exact (constructed spectra)", "mu_F, L_F, kappa_F": "Proposition 1 (L_F = lam as printed)",
+              "eta": "eta_hat_1/(beta R), the largest Theorem 1 allows", "w*": "moreau.fl.fedprox_optimum"}
+    claimed = claim["exponent"](eta, eta_hat, mu_F)
+    (sD, ciD, sdD), noteD = prep["minibatch"]
+    nb_lhs, nb_note = prep["neighbourhood"]
     return {
-        PARTS[0]: Sides(_sim_error(batch, Q, q, eta), 1e-10 * scale, "exact", constants=consts,
+        PARTS[0]: Sides(prep["sim_error"], 1e-10 * scale, "exact", constants=consts,
                         note="4 rounds of moreau.fl.pfedme(inner='exact') against w -> Qw + q; allowed 1e-10 (1 + |w*|)"),
         PARTS[1]: Sides(claimed, measured, "upper", applicable=ident, constants=consts, note=_rate_note(
-            claimed, measured, eta_hat, mu_F, beta, R, ident) + _step_note(A, b, lam, eta, beta, R)),
+            claimed, measured, eta_hat, mu_F, beta, R, ident) + prep["notes"]),
         PARTS[2]: Sides(np.max(np.abs(w_inf - w_star), axis=-1), 1e-10 * scale, "exact", applicable=~ident & (R == 1),
                         constants=consts, note="fixed point of the round map against fedprox_optimum"),
         PARTS[3]: rate_sides(drift[0], drift[1], claim["drift_exponent_eta"], kind="equal", atol=0.02,
@@ -179,13 +193,18 @@ def evaluate(batch, claim):
     }
 
 
+def evaluate(batch, claim):
+    return finish(prepare(batch), claim)
+
+
 def _range(what, x):
     """``what: min..max`` of ``x``, or that no instance has it (small --trials)."""
     return f"{what}: {np.min(x):.2e}..{np.max(x):.2e}" if np.size(x) else f"{what}: no such instance"
 
 
-def _evaluate_logistic(batch, claim):
-    gap, claimed, exact, consts, printed = logistic_rate(batch, claim)
+def _finish_logistic(prepared, claim):
+    gap, args, exact, consts, printed = prepared
+    claimed = claim["exponent"](*args)
     note = (f"identical logistic clients; exact exponent / printed: {np.min(exact / printed):.3f}.."
             f"{np.max(exact / printed):.3f}; printed exceeds exact on {np.sum(printed > exact)}/{exact.size} (beta R > 2)")
     return {
@@ -292,7 +311,8 @@ STATEMENTS = (
                   "logistic": ("identical clients: the linear-rate part at w*",)},
         claimed="rate",
         instances=instances,
-        evaluate=evaluate,
+        prepare=prepare,
+        evaluate=finish,
         claim=CLAIM,
         mutants=(
             Mutant("exponent as printed: eta_hat_1 mu_F/2", {"exponent": lambda eta, eta_hat, mu_F: eta_hat * mu_F / 2}),

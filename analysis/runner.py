@@ -13,8 +13,14 @@ per (statement id, family)::
       "tight": true,                   # every part claimed tight is attained (max ratio >= 1 - 1e-6);
                                        # with no part claimed tight: some part attains its bound
       "claimed": "upper",              # what the paper claims: "upper" | "tight" | "rate"
-      "seconds": 0.12,
-      "mutants": [{"name": "...", "rejected": true}],   # [] without --mutants; per family
+      "seconds": 0.12,                 # statement_seconds + mutant_seconds
+      "statement_seconds": 0.1,        # the statement (instances, prepare step, judging)
+      "mutant_seconds": 0.02,          # all its mutants on this family (0 without --mutants)
+      "mutants": [{"name": "...", "rejected": true,     # [] without --mutants; per family
+                   "rejected_by": "part name", "instance": 3,   # the first failing part and instance
+                   "margin": 0.25}],   # |lhs - rhs| / max(|lhs|, |rhs|) at its worst failing instance
+                                       # (rate parts: distance of the interval from the exponent);
+                                       # the last three only when rejected on this family
                                        # (the CLI's verdict: rejected by at least one family)
       "findings": ["..."],             # documented findings about the statement (may be empty)
       "parts": [{"name": ..., "claimed": "upper"|"tight"|"exact", "holds": ..., "applicable": ...,
@@ -51,6 +57,7 @@ Keys may be added; none of the above will be renamed or removed.
 from __future__ import annotations
 
 import json
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +85,8 @@ class Record:
     result: Result
     mutants: list = field(default_factory=list)  # (Mutant, rejected: bool, Result)
     batch: dict | None = None
+    mutant_batches: list = field(default_factory=list)  # per mutant: the batch its verdict was reached on
+    mutant_seconds: float = 0.0
 
 
 def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examples=0):
@@ -107,26 +116,42 @@ def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examp
                 found = search(st, fam, max_examples=search_examples, seed=seed)
                 if found is not None:
                     batch = _concat(batch, found)
-            rec = Record(st, st.run(fam, trials, rng, batch=batch), batch=batch)
+            t0 = time.perf_counter()
+            prepared = st.prepared(batch)  # claim-independent work, once for the statement and its mutants
+            rec = Record(st, st.run(fam, trials, rng, batch=batch, prepared=prepared), batch=batch)
+            rec.result.seconds = time.perf_counter() - t0
             if mutants:
-                # a mutant is searched for on this batch and, when --trials
-                # was given, also on the checker's default batch: its
-                # adversarial instances must not disappear with a small --trials
-                extra = st.instances(fam, None, rng_for(seed, sid, fam, "default")) if trials else None
-                for m in st.mutants:
-                    res = st.run(fam, trials, rng, mutant=m, batch=batch)
-                    rejected = not res.holds
-                    if not rejected and extra is not None:
-                        res = st.run(fam, None, rng, mutant=m, batch=extra)
-                        rejected = not res.holds
-                    if not rejected and search_examples:
-                        found = search(st, fam, m, max_examples=search_examples, seed=seed)
-                        if found is not None:
-                            res = st.run(fam, None, rng, mutant=m, batch=found)
-                            rejected = not res.holds
-                    rec.mutants.append((m, rejected, res))
+                t1 = time.perf_counter()
+                _run_mutants(rec, st, fam, trials, rng, batch, prepared, seed, search_examples)
+                rec.mutant_seconds = time.perf_counter() - t1
             records.append(rec)
     return records
+
+
+def _run_mutants(rec, st, fam, trials, rng, batch, prepared, seed, search_examples):
+    """Judge every mutant: on the record's batch, then (when --trials was given) on the checker's
+    default batch, then (with --search) on a searched instance; the first that rejects it wins."""
+    # a mutant is searched for on this batch and, when --trials was given, also on the
+    # checker's default batch: its adversarial instances must not disappear with a small --trials
+    extra = extra_prepared = None
+    if trials:
+        extra = st.instances(fam, None, rng_for(seed, st.id, fam, "default"))
+    for m in st.mutants:
+        res = st.run(fam, trials, rng, mutant=m, batch=batch, prepared=prepared)
+        where = (batch, res)
+        if res.holds and extra is not None:
+            if extra_prepared is None:
+                extra_prepared = st.prepared(extra)
+            res = st.run(fam, None, rng, mutant=m, batch=extra, prepared=extra_prepared)
+            where = (extra, res)
+        if res.holds and search_examples:
+            found = search(st, fam, m, max_examples=search_examples, seed=seed)
+            if found is not None:
+                res = st.run(fam, None, rng, mutant=m, batch=found)
+                where = (found, res)
+        rejected = not res.holds
+        rec.mutants.append((m, rejected, res))
+        rec.mutant_batches.append(where[0])
 
 
 def _concat(batch, extra):
@@ -156,12 +181,41 @@ def record_json(rec: Record, run: dict | None = None) -> dict:
     return {
         "id": st.id, "source": st.source, "family": r.family, "instances": r.instances,
         "holds": r.holds, "max_ratio": _num(r.max_ratio), "tight": bool(tight), "claimed": st.claimed,
-        "seconds": round(r.seconds, 4),
-        "mutants": [{"name": m.name, "rejected": bool(rej)} for m, rej, _ in rec.mutants],
+        "seconds": round(r.seconds + rec.mutant_seconds, 4),
+        "statement_seconds": round(r.seconds, 4), "mutant_seconds": round(rec.mutant_seconds, 4),
+        "mutants": [_mutant_json(m, rej, res) for m, rej, res in rec.mutants],
         "findings": list(st.findings),
         "parts": [_part_json(p) for p in r.parts],
         **({"run": run} if run is not None else {}),
     }
+
+
+def _mutant_json(m, rejected, res) -> dict:
+    """A mutant's verdict with the margin it fails by: the rejecting part and its worst ratio
+    (for a flipped inequality, the smallest ratio: the mutant claims lhs >= rhs)."""
+    out = {"name": m.name, "rejected": bool(rejected)}
+    failing = [p for p in res.parts if not p.holds]
+    if failing:
+        p = failing[0]
+        out.update(rejected_by=p.name, instance=int(p.failures[0]) if p.failures.size else None,
+                   margin=_num(_margin(p)))
+    return out
+
+
+def _margin(p):
+    """By how much a failing part fails, at its worst failing instance: the relative gap
+    |lhs - rhs| / max(|lhs|, |rhs|) of an inequality or identity, the distance of the interval
+    from the claimed exponent for a rate part."""
+    f = p.failures
+    if not f.size:
+        return float("nan")
+    if p.claimed == "rate":
+        return float(np.max(np.abs(p.slack[f])))
+    lhs, rhs = p.sides.lhs[f], p.sides.rhs[f]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.abs(lhs - rhs) / np.maximum(np.abs(lhs), np.abs(rhs))
+    rel = rel[~np.isnan(rel)]
+    return float(np.max(rel)) if rel.size else float("nan")
 
 
 def _part_json(p) -> dict:

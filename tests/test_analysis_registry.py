@@ -31,7 +31,7 @@ except Exception as exc:  # reported by test_catalogue_loads, not as a collectio
 IDS = list(CAT)
 CASES = [(sid, fam) for sid, st in CAT.items() for fam in st.families]
 RECORD_KEYS = {"id", "source", "family", "instances", "holds", "max_ratio", "tight", "claimed",
-               "seconds", "mutants", "findings", "parts"}
+               "seconds", "statement_seconds", "mutant_seconds", "mutants", "findings", "parts"}
 PART_KEYS = {"name", "claimed", "holds", "applicable", "max_ratio", "tight", "min_slack", "constants", "note",
              "tested"}
 # keys a rate part or a Monte Carlo part adds (analysis/runner.py schema)
@@ -142,6 +142,54 @@ def test_mutants_rejected(sid):
     assert {name for (_, name) in verdicts} == {m.name for m in CAT[sid].mutants}
     survivors = [name for (_, name), fams in verdicts.items() if not fams]
     assert not survivors, f"{sid}: mutants not rejected by any family: {survivors}"
+
+
+PREPARED = [(sid, fam) for sid, fam in CASES if CAT[sid].prepare is not None]
+
+
+@pytest.mark.parametrize("case", PREPARED, ids=_case_id)
+def test_prepared_mutants_equal_a_fresh_evaluation(case):
+    """The prepare step only moves work: a mutant judged on the shared prepared data gives the
+    same sides as one whose evaluation prepares its own (fresh) data."""
+    sid, fam = case
+    st = CAT[sid]
+    batch = st.instances(fam, None, runner.rng_for(0, sid, fam))
+    shared = st.prepared(batch)
+    for m in (None, *st.mutants[:4]):
+        a = st.run(fam, None, None, mutant=m, batch=batch, prepared=shared)
+        b = st.run(fam, None, None, mutant=m, batch=batch)  # prepares afresh
+        assert a.holds == b.holds
+        for pa, pb in zip(a.parts, b.parts):
+            assert pa.name == pb.name
+            np.testing.assert_array_equal(pa.sides.lhs, pb.sides.lhs)
+            np.testing.assert_array_equal(pa.sides.rhs, pb.sides.rhs)
+
+
+def test_runner_prepares_each_batch_once_and_times_mutants(monkeypatch):
+    calls = []
+
+    def prepare(batch):
+        calls.append(1)
+        return {"x2": batch["x"] ** 2}
+
+    st = Statement(id="toy.prep", source="toy", paper="none.md", latex="x^2 <= c x^2", text="x^2 <= c x^2",
+                   assumptions=(), families={"quadratic": ("toy",)}, claimed="upper", instances=_toy_instances,
+                   prepare=prepare,
+                   evaluate=lambda d, claim: {"p": Sides(d["x2"], claim["c"] * d["x2"], "upper")},
+                   claim={"c": 1.0}, mutants=(Mutant("c = 1/2", {"c": 0.5}), Mutant("c = 0.9", {"c": 0.9}),
+                                               Mutant("c = 2 (survives)", {"c": 2.0})))
+    monkeypatch.setattr(runner, "catalogue", lambda: {"toy.prep": st})
+    (rec,) = runner.run(mutants=True)
+    assert len(calls) == 1 and rec.result.holds
+    j = runner.record_json(rec)
+    assert j["seconds"] == pytest.approx(j["statement_seconds"] + j["mutant_seconds"], abs=2e-4)
+    assert j["mutant_seconds"] > 0
+    m_half, m_09, m_2 = j["mutants"]
+    assert m_half["rejected"] and m_half["rejected_by"] == "p" and m_half["margin"] == pytest.approx(0.5)
+    assert m_09["margin"] == pytest.approx(0.1)
+    assert not m_2["rejected"] and "margin" not in m_2
+    (rec,) = runner.run(trials=5, mutants=True)  # --trials: survivors are also tried on the default batch
+    assert len(calls) == 3  # this batch, and the default batch once for all survivors
 
 
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
