@@ -1,11 +1,14 @@
 r"""Weighted, l2-regularised binary logistic regression, batched over clients."""
 from __future__ import annotations
 
+import copy
 import math
+from functools import cached_property
 
 import numpy as np
 
 from ._backend import safe_norm, to_numpy
+from ._newton_steps import take_batch
 from ._samples import SampleLoss
 
 __all__ = ["Logistic"]
@@ -84,14 +87,19 @@ class Logistic(SampleLoss):
 
     def _eval(self, theta):
         """Value, gradient, their rounding bound and the Hessian weights ``p sigma'`` from
-        one evaluation of the margins (Newton's evaluations: nothing computed twice)."""
+        one evaluation of the margins (Newton's evaluations: nothing computed twice;
+        ``theta`` is Newton's own validated iterate)."""
         xp = self.xp
-        z = self.margins(theta)
-        loss, s, s_neg = self._pieces(z)
-        v = xp.sum(self._p * loss, axis=-1) + self.mu / 2 * xp.vecdot(theta, theta)
-        r = -self._p * s_neg
-        g = (xp.matrix_transpose(self._Z) @ r[..., None])[..., 0] + self._mu_theta(theta)
-        c = self._p * s * s_neg
+        z = (self._Z @ theta[..., None])[..., 0]
+        e = xp.exp(-xp.abs(z))
+        big = 1 / (1 + e)  # sigma(|z|)
+        small = e * big    # sigma(-|z|)
+        s_neg = xp.where(z >= 0, small, big)
+        loss = xp.log1p(e) + xp.clip(-z, min=0)
+        v = xp.vecdot(self._p, loss) + self.mu / 2 * xp.vecdot(theta, theta)
+        ps = self._p * s_neg
+        g = self._mu_theta(theta) - (xp.matrix_transpose(self._Z) @ ps[..., None])[..., 0]
+        c = self._p * (small * big)  # p sigma(z) sigma(-z)
         return v, g, self._rounding(theta, s_neg, c), c
 
     def _hess_at(self, theta, c):
@@ -133,30 +141,50 @@ class Logistic(SampleLoss):
         * ``Z^T r``: :math:`\gamma_n \sum_j R_j |r_j|`; ``+ mu theta``: ``2u`` of each part.
 
         Gradual underflow adds at most ``n + d + 8`` subnormal units per sum.
+
+        Evaluated from per-sample constants computed once (``_rounding_constants``):
+        ``delta_j`` enters the slope through ``exp(min(delta_max, 1))`` with
+        ``delta_max = gamma_d max_j R_j ||theta|| >= delta_j`` (exp is increasing),
+        and the remaining terms are two dot products over the samples.
         """
         xp = self.xp
         eps = float(xp.finfo(self.dtype).eps)
+        n, d = self._Z.shape[-2], self.dim
+        A, B, cap, K, rmax, T0 = self._rounding_constants
+        tn = safe_norm(theta, xp) * (1 + (d + 4) * eps)
+        q = K * xp.exp(xp.minimum(rmax * tn, 1.0))
+        slope = xp.minimum(cap, c * q[..., None])
+        E = xp.vecdot(s_neg, A) + tn * xp.vecdot(slope, B) + eps * self.mu * tn + T0
+        return E * (1 + 8 * (n + d + 8) * eps)
+
+    @cached_property
+    def _rounding_constants(self):
+        """Per-sample factors of :meth:`_rounding` (cached; one pass over the samples;
+        dropped by ``with_weights`` like every weight-dependent cache)."""
+        xp = self.xp
+        eps = float(xp.finfo(self.dtype).eps)
         u = eps / 2
-        n, d = self.X.shape[-2], self.dim
+        n, d = self._Z.shape[-2], self.dim
 
         def gam(k):
             return k * u / (1 - k * u)
 
         R = self._rownorm * (1 + (d + 4) * eps)
-        tn = safe_norm(theta, xp) * (1 + (d + 4) * eps)
-        delta = gam(d) * R * tn[..., None]
-        slope = xp.minimum(self._p * 0.25 * (1 + gam(n + 1)),
-                           c * (1 + 16 * eps) * (1 + gam(n + 1)) * xp.exp(xp.minimum(delta, 1.0)))
-        ps = self._p * s_neg * (1 + gam(n + 2))
-        terms = R * (ps * (gam(n) + gam(n + 2) + 25 * u) + slope * delta)
+        # s_neg_j A_j = R_j ps_j (gamma_n + gamma_{n+2} + 25u) + 2u R_j ps_j, ps_j = p_j s_neg_j (1 + gamma_{n+2})
+        A = R * self._p * ((1 + gam(n + 2)) * (gam(n) + gam(n + 2) + 27 * u))
+        B = gam(d) * R * R  # slope_j delta_j R_j = tn * slope_j B_j
+        cap = self._p * (0.25 * (1 + gam(n + 1)))
+        K = (1 + 16 * eps) * (1 + gam(n + 1))
+        rmax = gam(d) * xp.max(R, axis=-1)  # delta_max / ||theta||
         tiny = float(xp.finfo(self.dtype).smallest_normal) * eps * (n + d + 8)
-        E = xp.sum(terms, axis=-1) + 2 * u * (xp.sum(R * ps, axis=-1) + self.mu * tn) \
-            + tiny * (1 + xp.sum(R, axis=-1) + self.mu)
-        return E * (1 + 8 * (n + d + 8) * eps)
+        T0 = tiny * (1 + xp.sum(R, axis=-1) + self.mu)
+        return A, B, cap, K, rmax, T0
 
-    def _local_curvature(self, theta, Hf):
-        r"""``(m, rho)``: ``m <= lambda_min`` of the exact Hessian at ``theta`` (from the
-        computed one, ``Hf``) and the Hessian's Lipschitz constant ``rho``.
+    def _local_curvature(self, theta, c):
+        r"""``(err, rho)``: ``lambda_min`` of the exact Hessian at ``theta`` is at least
+        ``lambda_min`` of the computed one (``_hess_at(theta, c)``, eigenvalues from
+        ``eigvalsh``) minus ``err``; ``rho`` is the Hessian's Lipschitz constant.
+        ``c`` is the state :meth:`_eval` returned at ``theta``.
 
         ``|fl(c_j) - p_j sigma'(z_j)| <= fl(c_j) (50u + gamma_{n+1} + expm1(delta_j))``
         (two sigmoids, two products, the weights, the margins' error ``delta_j``
@@ -167,14 +195,11 @@ class Logistic(SampleLoss):
         xp = self.xp
         eps = float(xp.finfo(self.dtype).eps)
         u = eps / 2
-        n, d = self.X.shape[-2], self.dim
+        n, d = self._Z.shape[-2], self.dim
 
         def gam(k):
             return k * u / (1 - k * u)
 
-        z = self.margins(theta)
-        _, s, s_neg = self._pieces(z, loss=False)
-        c = self._p * s * s_neg
         R = self._rownorm * (1 + (d + 4) * eps)
         tn = safe_norm(theta, xp) * (1 + (d + 4) * eps)
         delta = xp.minimum(gam(d) * R * tn[..., None], 40.0)
@@ -184,9 +209,26 @@ class Logistic(SampleLoss):
         err = xp.sum(cr * (rel + gam(n + 1) + 2 * u), axis=-1) * (1 + 4 * eps) + 2 * u * self.mu \
             + float(xp.finfo(self.dtype).smallest_normal) * (n + 8)
         err = (err + 4 * d * eps * (tr + d * self.mu) * (1 + (n + d) * eps)) * (1 + 8 * eps)
-        lo = xp.linalg.eigvalsh(Hf)[..., 0] - err
         rho = self.hessian_lipschitz() * (1 + (n + 8) * eps) + float(xp.finfo(self.dtype).smallest_normal)
-        return lo, rho
+        return err, rho
+
+    def _take(self, idx, shape):
+        """Newton's working copy for the entries ``idx`` (flat indices into the batch
+        ``shape``): batch ``(k,)``, only what Newton's hooks read (``X``, ``y`` and
+        ``weights`` are dropped; shared data is not copied)."""
+        xp = self.xp
+        new = copy.copy(self)
+        new.__dict__ = {"_rownorm": take_batch(xp, self._rownorm, 1, idx, shape)}
+        for k_, v in vars(self).items():
+            if k_ in ("_Z", "_p"):
+                new.__dict__[k_] = take_batch(xp, v, 2 if k_ == "_Z" else 1, idx, shape)
+            elif k_ == "mu":
+                new.__dict__[k_] = take_batch(xp, v, 0, idx, shape)
+            elif k_ in ("xp", "dtype", "dim"):
+                new.__dict__[k_] = v
+        new.X = new.y = new.weights = None
+        new.batch_shape = (int(idx.shape[0]),)
+        return new
 
     def hvp(self, theta, v):
         xp = self.xp

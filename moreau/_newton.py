@@ -111,142 +111,237 @@ def newton_displacement(f, w, lam, *, tol=None, max_iter=100, info=False):
     return u, inf
 
 
-def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False):
+def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     """``(theta, u, ProxInfo or None)``: the prox, the displacement ``theta - w``, both
-    from the same iterate (each without the rounding of forming it from the other)."""
+    from the same iterate (each without the rounding of forming it from the other).
+    ``compact=False`` keeps every entry in the batch to the end (the results are the
+    same: tests compare the two)."""
     xp = f.xp
     max_iter = check_max_iter(max_iter)
     d = f.dim
     shape = tuple(np.broadcast_shapes(f.batch_shape, tuple(w.shape[:-1]), tuple(lam.shape)))
-    w = xp.broadcast_to(w, shape + (d,))
-    lam = xp.broadcast_to(lam, shape)
-    modulus = lam + xp.broadcast_to(f.strong_convexity(), shape)
+    N = math.prod(shape)
     eps = float(xp.finfo(f.dtype).eps)
     if tol is not None:
         tol = _tolerance(tol, xp, f.dtype, shape)
-    eye = xp.eye(d, dtype=f.dtype)
-    hi = xp.broadcast_to(f._smoothness_bound(), shape)  # a cheap valid upper bound on ||hess f||
+
+    def flat(v, tail=()):
+        return xp.reshape(xp.broadcast_to(v, shape + tail), (N,) + tail)
+
+    w = flat(w, (d,))
+    lam = flat(lam)
+    modulus = lam + flat(f.strong_convexity())
+    hi = flat(f._smoothness_bound())  # a cheap valid upper bound on ||hess f||
     # iterate on x with theta = a + x: a = w (x is the displacement) when lam
     # dominates the curvature, a = 0 (x is theta) otherwise; theta - w = c + x
     # with c = a - w exactly 0 or -w.  See the module doc.
     disp = lam >= hi
     zero = xp.zeros_like(w)
-    a = xp.where(disp[..., None], w, zero)
-    c = xp.where(disp[..., None], zero, -w)
-    zero1 = xp.zeros(shape, dtype=f.dtype)
-    anorm, wnorm = safe_norm(a, xp), safe_norm(w, xp)
-
-    def h_and_grad(x):
-        """(h, grad h, rounding bound of grad f, objective state for the Hessian) at a + x."""
-        theta, u = a + x, c + x
-        fv, fg, E, state = f._eval(theta)
-        return fv + lam / 2 * xp.vecdot(u, u), fg + lam[..., None] * u, E, state
-
-    def pieces(x, g, E_f):
-        """(||g|| rounded up, rounding terms for theta and for x, ||theta||, ||x||); module doc."""
-        theta, u = a + x, c + x
-        ur = eps / 2
-        gn, un, tn = safe_norm(g, xp), safe_norm(u, xp), safe_norm(theta, xp)
-        # what rounding adds on top of the computed ||g||, common to theta and x
-        rnd = E_f + ur * (gn + lam * un + lam * xp.where(disp, zero1, un))
-        # theta: lam * u_hat differs from lam (theta - w) by the rounding of theta = fl(w + x);
-        # x (= u when disp): grad f is evaluated at fl(w + x), within L u_r ||theta|| of grad f(w + x)
-        rnd_t = (rnd + xp.where(disp, lam * ur * tn, zero1)) * (1 + 4 * eps)
-        rnd_x = (rnd + xp.where(disp, hi * ur * tn, zero1)) * (1 + 4 * eps)
-        return gn * (1 + (d + 4) * eps), rnd_t, rnd_x, tn, safe_norm(x, xp)
-
-    def certificate(P, local):
-        """(bound on theta, bound on the iterate x, default level for x): global modulus,
-        or the local-curvature ball where ``local = (m, rho)`` is given."""
-        gn, rnd_t, rnd_x, _, xn = P
-        if local is not None:
-            m_loc = xp.maximum(lam + local[0], modulus) * (1 - 4 * eps)
-
-        def radius(G):  # smallest certified distance for a gradient norm <= G
-            r = G / modulus
-            if local is not None:
-                r = xp.minimum(r, _ball(xp, G, m_loc, local[1]))
-            return r * (1 + 8 * eps)
-
-        return radius(gn + rnd_t), radius(gn + rnd_x), 2 * radius(rnd_x) + 4 * eps * xn
-
-    def settled(bound, bound_x, level):
-        return (bound_x <= level) if tol is None else (bound <= tol)
-
-    x = xp.zeros(shape + (d,), dtype=f.dtype)
-    h, g, E_f, state = h_and_grad(x)
-    _check_finite(xp, f, h, g, w)
-    iterations = xp.zeros(shape, dtype=xp.int64)
-    frozen = xp.zeros(shape, dtype=xp.bool)
-    moved = xp.full(shape, math.inf, dtype=f.dtype)  # ||x_k - x_{k-1}||
-    polished = xp.zeros(shape, dtype=xp.int64)
-    H = None
+    a = xp.where(disp[:, None], w, zero)
+    c = xp.where(disp[:, None], zero, -w)
+    # the working set: per-entry arrays (leading axis: the entries still in the batch)
+    S = {"J": xp.arange(N), "lam": lam, "modulus": modulus, "hi": hi, "disp": disp, "a": a, "c": c,
+         "anorm": safe_norm(a, xp), "wnorm": safe_norm(w, xp), "x": xp.zeros((N, d), dtype=f.dtype),
+         "iterations": xp.zeros(N, dtype=xp.int64), "frozen": xp.zeros(N, dtype=xp.bool),
+         "moved": xp.full(N, math.inf, dtype=f.dtype),  # ||x_k - x_{k-1}||
+         "polished": xp.zeros(N, dtype=xp.bool), "has_prev": xp.zeros(N, dtype=xp.bool)}
+    if tol is not None:
+        S["tol"] = flat(tol)
+    view = _View(f, shape)
+    S["h"], S["g"], S["E"], S["state"] = _h_and_grad(view, S, S["x"])
+    _check_finite(xp, f, S["h"], S["g"], w, shape)
+    blocks = []  # finished entries: (J, x, bound, level, tol_k, ok, frozen, iterations, ||theta||)
+    Hprev = None
     for k in range(max_iter + 1):
-        theta = a + x
-        gnorm = safe_norm(g, xp)
-        P = pieces(x, g, E_f)
-        bound, bound_x, level = certificate(P, None)
-        ok = settled(bound, bound_x, level)
-        Hf = None
+        x, g, lam, modulus = S["x"], S["g"], S["lam"], S["modulus"]
+        theta = S["a"] + x
+        P = _pieces(xp, S, x, g, eps, d)
+        gn, rnd_t, rnd_x, tn, xn, gnorm = P
+        bound, bound_x, level = _certificate(xp, S, P, None, eps)
+        ok = _settled(S, tol, bound, bound_x, level)
+        frozen, moved = S["frozen"], S["moved"]
         # the local certificate (an eigenvalue per entry) where the global one fails or would
-        # fail the sqrt(eps) rule, once Newton has nearly stopped moving (or at the cap)
-        poor = level > math.sqrt(eps) * (P[3] + wnorm) if tol is None else ~ok
-        near = (~ok | poor) & (frozen | (moved <= 1e-3 * (P[4] + anorm)) | (k == max_iter))
+        # fail the sqrt(eps) rule, once Newton has nearly stopped moving (or at the cap), and
+        # only where it can settle: m_loc <= max(lam + hi, lam + mu) bounds what it can reach
+        poor = level > math.sqrt(eps) * (tn + S["wnorm"]) if tol is None else ~ok
+        near = (~ok | poor) & (frozen | (moved <= 1e-3 * (xn + S["anorm"])) | (k == max_iter))
+        Hf = None
         if bool(xp.any(near)):
-            Hf = f._hess_at(theta, state)
-            local = f._local_curvature(theta, Hf)
-            if local is not None:
-                lb, lbx, llev = certificate(P, local)
-                use = near & settled(lb, lbx, llev) & (~ok | (llev < level))
-                bound, bound_x, level = (xp.where(use, lb, bound), xp.where(use, lbx, bound_x),
-                                         xp.where(use, llev, level))
-                ok = ok | use
-        tn = P[3]
-        tol_k = level + xp.maximum(bound - bound_x, zero1) if tol is None else tol
+            top = xp.maximum(lam + S["hi"], modulus) * 1.01
+            reach = (gn + rnd_x <= top * (2 * rnd_x / modulus + 4 * eps * xn)) if tol is None \
+                else (gn + rnd_t <= top * S["tol"])
+            cand = near & reach
+            if bool(xp.any(cand)):
+                Hf = view.hess(theta, S["state"])
+                local = view.local(theta, S["state"])
+                if local is not None:
+                    lo = xp.full(lam.shape, -math.inf, dtype=f.dtype)
+                    lo[cand] = xp.linalg.eigvalsh(Hf[cand])[..., 0] - local[0][cand]
+                    lb, lbx, llev = _certificate(xp, S, P, (lo, local[1]), eps)
+                    use = cand & _settled(S, tol, lb, lbx, llev) & (~ok | (llev < level))
+                    bound, bound_x, level = (xp.where(use, lb, bound), xp.where(use, lbx, bound_x),
+                                             xp.where(use, llev, level))
+                    ok = ok | use
+        tol_k = level + xp.maximum(bound - bound_x, xp.zeros_like(bound)) if tol is None else S["tol"]
         # polish: a certified entry whose last step was still above a few ulps takes one more
         # full Newton step (once): the certificate is noise-limited there, the
         # iterate is not (one step takes 1e-12 to 5e-16 relative at lam = 1e-4)
-        polish = ok & ~frozen & (polished < 1) & (moved > 16 * eps * (P[4] + anorm)) if tol is None \
+        polish = ok & ~frozen & ~S["polished"] & (moved > 16 * eps * (xn + S["anorm"])) if tol is None \
             else xp.zeros_like(ok)
         active = (~ok & ~frozen) | polish
-        if k == max_iter or not bool(xp.any(active)):
+        n_active = int(xp.sum(xp.astype(active, xp.int64)))
+        fields = (bound, level, tol_k, ok, tn)
+        if k == max_iter or n_active == 0:
+            blocks.append(_finished(S, fields, None))
             break
-        if Hf is None and H is not None and not bool(xp.any(active & ~polish)):
-            pass  # only polishing left: the previous Hessian (a chord step, within ulps here)
-        else:
-            if Hf is None:
-                Hf = f._hess_at(theta, state)
-            H = Hf + lam[..., None, None] * eye
+        if compact and n_active <= 0.75 * int(S["J"].shape[0]):
+            keep = xp.nonzero(active)[0]
+            sub = f._take(xp.take(S["J"], keep, axis=0), shape)
+            if sub is None:
+                compact = False  # the objective cannot hand out part of its batch
+            else:  # finished entries leave the batch: they cost nothing from here on
+                blocks.append(_finished(S, fields, ~active))
+                S = {key: (v if v is None else xp.take(v, keep, axis=0)) for key, v in S.items()}
+                gnorm, active, polish = (xp.take(v, keep, axis=0) for v in (gnorm, active, polish))
+                Hf, Hprev = (None if v is None else xp.take(v, keep, axis=0) for v in (Hf, Hprev))
+                view = _View(sub, None)
+                x, g, lam, theta = S["x"], S["g"], S["lam"], S["a"] + S["x"]
+        # Newton's matrix: the fresh Hessian, or for a polishing entry the previous one
+        # (a chord step, within ulps here: its last step was a full Newton step)
+        chord = polish & S["has_prev"]
+        if Hf is None and bool(xp.any(active & ~chord)):
+            Hf = view.hess(theta, S["state"])
+        H = Hprev if Hf is None else Hf + lam[:, None, None] * xp.eye(d, dtype=f.dtype)
+        if Hf is not None and Hprev is not None and bool(xp.any(chord)):
+            H = xp.where(chord[:, None, None], Hprev, H)
         p = -_solve(xp, H, g, eps)
         slope = xp.vecdot(g, p)
+        h = S["h"]
         # predicted decrease below the rounding of h: Armijo cannot see it
-        flat = -slope <= 64 * eps * xp.abs(h)
-        new, accepted = _wolfe(xp, h_and_grad, (x, h, g, E_f, state), gnorm, p, slope, flat,
-                               active & ~polish, polish)
-        polished = polished + xp.astype(polish, xp.int64)
+        flat_ = -slope <= 64 * eps * xp.abs(h)
+        new, accepted = _wolfe(xp, lambda v, S=S, view=view: _h_and_grad(view, S, v),
+                               (x, h, g, S["E"], S["state"]), gnorm, p, slope, flat_, active & ~polish, polish)
+        S["polished"] = S["polished"] | polish
         # entries that found no acceptable step cannot progress in this dtype:
         # they keep their point and are reported (never moved blindly)
-        frozen = frozen | ~accepted
-        moved = xp.where(active, safe_norm(new[0] - x, xp), moved)
-        iterations = iterations + xp.astype(active & accepted, xp.int64)
-        x, h, g, E_f, state = new
+        S["frozen"] = S["frozen"] | ~accepted
+        S["moved"] = xp.where(active, safe_norm(new[0] - x, xp), S["moved"])
+        S["iterations"] = S["iterations"] + xp.astype(active & accepted, xp.int64)
+        S["x"], S["h"], S["g"], S["E"], S["state"] = new
+        Hprev, S["has_prev"] = H, active
+    J, x, bound, level, tol_k, ok, frozen, iterations, tn = _assemble(xp, blocks)
     theta, u = a + x, c + x
     failed = ~ok
     if tol is None:  # a default level above sqrt(eps) * scale certifies nothing useful
-        scale = tn + wnorm + f._grad_error_scale(theta) / modulus
-        failed = failed | (level > math.sqrt(eps) * scale + float(xp.finfo(f.dtype).smallest_normal))
-    tol_h = np.broadcast_to(to_numpy(tol_k), shape).copy()
-    out = ProxInfo(iterations=to_numpy(iterations), error_bound=to_numpy(bound), tol=tol_h)
+        tiny = float(xp.finfo(f.dtype).smallest_normal)
+        wnorm = safe_norm(w, xp)
+        if bool(xp.any(level > math.sqrt(eps) * (tn + wnorm) + tiny)):  # G >= 0: only these can fail
+            G = flat(f._grad_error_scale(xp.reshape(theta, shape + (d,))))
+            failed = failed | (level > math.sqrt(eps) * (tn + wnorm + G / modulus) + tiny)
+    host = lambda v: np.reshape(to_numpy(v), shape)  # noqa: E731
+    out = ProxInfo(iterations=host(iterations), error_bound=host(bound), tol=host(tol_k).copy())
+    theta, u = xp.reshape(theta, shape + (d,)), xp.reshape(u, shape + (d,))
     if bool(xp.any(failed)):
-        _raise(f, to_numpy(failed), out, theta, max_iter, to_numpy(frozen), tol is None)
+        _raise(f, host(failed), out, theta, max_iter, host(frozen), tol is None)
     return theta, u, (out if info else None)
 
 
-def _check_finite(xp, f, h, g, w):
+class _View:
+    """``f``'s evaluation hooks on a flat batch ``(k,)``: ``f`` itself with points reshaped to
+    the batch ``shape`` it broadcasts against, or a compacted copy (``f._take``, ``shape=None``)."""
+
+    def __init__(self, f, shape):
+        self.f, self.shape, self.xp = f, shape, f.xp
+
+    def _in(self, v):
+        return v if self.shape is None or v is None else self.xp.reshape(v, self.shape + tuple(v.shape[1:]))
+
+    def _out(self, v, tail=()):
+        if self.shape is None or v is None:
+            return v
+        return self.xp.reshape(self.xp.broadcast_to(v, self.shape + tail), (math.prod(self.shape),) + tail)
+
+    def eval(self, theta):
+        v, g, E, state = self.f._eval(self._in(theta))
+        if self.shape is not None and state is not None:  # leading axes: the batch
+            state = self.xp.reshape(state, (math.prod(self.shape),) + tuple(state.shape[len(self.shape):]))
+        return self._out(v), self._out(g, tuple(theta.shape[1:])), self._out(E), state
+
+    def hess(self, theta, state):
+        d = theta.shape[-1]
+        return self._out(self.f._hess_at(self._in(theta), self._in(state)), (d, d))
+
+    def local(self, theta, state):
+        got = self.f._local_curvature(self._in(theta), self._in(state))
+        return None if got is None else (self._out(got[0]), self._out(got[1]))
+
+
+def _h_and_grad(view, S, x):
+    """(h, grad h, rounding bound of grad f, objective state for the Hessian) at a + x."""
+    xp = view.xp
+    theta, u = S["a"] + x, S["c"] + x
+    fv, fg, E, state = view.eval(theta)
+    return fv + S["lam"] / 2 * xp.vecdot(u, u), fg + S["lam"][:, None] * u, E, state
+
+
+def _pieces(xp, S, x, g, eps, d):
+    """(||g|| rounded up, rounding terms for theta and for x, ||theta||, ||x||, ||g||); module doc."""
+    lam, disp, zero1 = S["lam"], S["disp"], xp.zeros_like(S["lam"])
+    theta, u = S["a"] + x, S["c"] + x
+    ur = eps / 2
+    gn, un, tn = safe_norm(g, xp), safe_norm(u, xp), safe_norm(theta, xp)
+    # what rounding adds on top of the computed ||g||, common to theta and x
+    rnd = S["E"] + ur * (gn + lam * un + lam * xp.where(disp, zero1, un))
+    # theta: lam * u_hat differs from lam (theta - w) by the rounding of theta = fl(w + x);
+    # x (= u when disp): grad f is evaluated at fl(w + x), within L u_r ||theta|| of grad f(w + x)
+    rnd_t = (rnd + xp.where(disp, lam * ur * tn, zero1)) * (1 + 4 * eps)
+    rnd_x = (rnd + xp.where(disp, S["hi"] * ur * tn, zero1)) * (1 + 4 * eps)
+    xn = xp.where(disp, un, tn)  # x is u when disp, theta otherwise
+    return gn * (1 + (d + 4) * eps), rnd_t, rnd_x, tn, xn, gn
+
+
+def _certificate(xp, S, P, local, eps):
+    """(bound on theta, bound on the iterate x, default level for x): global modulus,
+    or the local-curvature ball where ``local = (m, rho)`` is given."""
+    gn, rnd_t, rnd_x, _, xn, _ = P
+    modulus = S["modulus"]
+    if local is not None:
+        m_loc = xp.maximum(S["lam"] + local[0], modulus) * (1 - 4 * eps)
+
+    def radius(G):  # smallest certified distance for a gradient norm <= G
+        r = G / modulus
+        if local is not None:
+            r = xp.minimum(r, _ball(xp, G, m_loc, local[1]))
+        return r * (1 + 8 * eps)
+
+    return radius(gn + rnd_t), radius(gn + rnd_x), 2 * radius(rnd_x) + 4 * eps * xn
+
+
+def _settled(S, tol, bound, bound_x, level):
+    return (bound_x <= level) if tol is None else (bound <= S["tol"])
+
+
+def _finished(S, fields, mask):
+    """The record of the entries ``mask`` (all when None) leaving the working set."""
+    bound, level, tol_k, ok, tn = fields
+    out = (S["J"], S["x"], bound, level, tol_k, ok, S["frozen"], S["iterations"], tn)
+    return out if mask is None else tuple(v[mask] for v in out)
+
+
+def _assemble(xp, blocks):
+    """The finished records in the order of the batch."""
+    if len(blocks) == 1:
+        return blocks[0]
+    cols = [xp.concat([b[i] for b in blocks], axis=0) for i in range(len(blocks[0]))]
+    order = xp.argsort(cols[0])
+    return tuple(xp.take(v, order, axis=0) for v in cols)
+
+
+def _check_finite(xp, f, h, g, w, shape):
     """The subproblem must be representable at its start: an overflow there is bad input."""
     ok = xp.isfinite(h) & xp.all(xp.isfinite(g), axis=-1)
     if not bool(xp.all(ok)):
-        i = tuple(int(k) for k in np.argwhere(~to_numpy(ok))[0])
+        i = tuple(int(k) for k in np.unravel_index(int(np.argwhere(~to_numpy(ok))[0, 0]), shape))
         raise ValueError(f"prox of {type(f).__name__}: the subproblem overflows {f.dtype} at w (batch index "
                          f"{i}, max |w| {float(xp.max(xp.abs(w))):.3g}): the value or gradient of f + lam/2 "
                          f"||theta - w||^2 is not finite there; rescale w or the data")

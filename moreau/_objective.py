@@ -170,11 +170,20 @@ class Objective:
         return (self.dim + 8) * eps * (self._grad_error_scale(theta)
                                        + self.smoothness() * xp.linalg.vector_norm(theta, axis=-1))
 
-    def _local_curvature(self, theta, Hf):
-        """``(m, rho)`` with ``m <= lambda_min(hess f(theta))`` (exact Hessian, from the
-        computed ``Hf``) and ``rho`` a Lipschitz constant of the Hessian, rigorous;
-        ``None`` where the objective provides none (then only the global modulus
-        ``lam + mu`` certifies the prox)."""
+    def _local_curvature(self, theta, state):
+        """``(err, rho)``, rigorous: ``lambda_min`` of the exact Hessian at ``theta`` is at
+        least the smallest eigenvalue ``eigvalsh`` computes for ``_hess_at(theta, state)``
+        minus ``err``, and ``rho`` is a Lipschitz constant of the Hessian (``state``: what
+        :meth:`_eval` returned at ``theta``); ``None`` where the objective provides none
+        (then only the global modulus ``lam + mu`` certifies the prox)."""
+        return None
+
+    def _take(self, idx, shape):
+        """A copy for Newton holding only the batch entries ``idx`` (flat indices into
+        the batch ``shape`` it broadcasts against), batch shape ``(len(idx),)``, on which
+        :meth:`_eval`, :meth:`_hess_at`, :meth:`_local_curvature` and
+        :meth:`_grad_error_scale` give what they give on those entries of ``self``; ``None``
+        where the objective cannot (then converged entries stay in Newton's batch)."""
         return None
 
     def _grad_error_scale(self, theta):
