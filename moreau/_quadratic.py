@@ -8,9 +8,15 @@ import numpy as np
 
 from ._backend import as_array, constructor_namespace, safe_norm, to_numpy
 from ._errors import ProxConvergenceError
-from ._objective import Objective, ProxInfo
+from ._objective import Objective, ProxInfo, _broadcast, _scalar
+from ._tridiag import chol_solve, is_numpy, tri_min_eig, tri_solve, tridiagonalize
 
 __all__ = ["Quadratic"]
+
+#: Systems per matrix (lam values per client) up to which the prox takes the certified
+#: Cholesky route; above it one tridiagonal reduction (numpy) or eigendecomposition is
+#: cheaper (crossover measured in benchmarks/RESULTS.md, section 1).
+CHOL_MAX_SYSTEMS = 4
 
 
 class Quadratic(Objective):
@@ -41,7 +47,7 @@ class Quadratic(Objective):
 
     def __init__(self, A, b, c=0.0):
         xp = constructor_namespace(A=A, b=b, c=c)
-        A = as_array(A, xp, "A", host_ok=True, copy=False)  # the symmetrisation below is the copy
+        A = as_array(A, xp, "A", host_ok=True)  # the one copy of A that is kept
         dtype = A.dtype
         b = as_array(b, xp, "b", dtype=dtype, host_ok=True)
         c = as_array(c, xp, "c", dtype=dtype, host_ok=True)
@@ -53,9 +59,10 @@ class Quadratic(Objective):
         if b.ndim < 1 or b.shape[-1] != d:
             raise ValueError(f"b must have shape (..., d) with d={d} matching A "
                              f"(got shape {tuple(b.shape)})")
-        _check_symmetric(A, xp)
-        A = A / 2  # a new array; halves first: no overflow near the float range
-        A = A + xp.matrix_transpose(A)  # exact for a symmetric A: no second full copy kept
+        if not _check_symmetric(A, xp):  # an exactly symmetric A is kept as given
+            for sl in _blocks(A):  # in place, by blocks: no full-size temporary
+                h = A[sl] / 2  # halves first: no overflow near the float range
+                A[sl] = h + xp.matrix_transpose(h)
         try:
             shape = np.broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-1]), tuple(c.shape))
         except ValueError:
@@ -154,11 +161,16 @@ class Quadratic(Objective):
 
     @cached_property
     def _fro(self):
-        """``||A||_F`` per batch entry (an upper bound on ``||A||_2`` and ``|| |A| ||_2``)."""
+        """``||A||_F`` per batch entry (an upper bound on ``||A||_2`` and ``|| |A| ||_2``), by blocks."""
         xp = self.xp
-        m = xp.max(xp.abs(self.A), axis=(-2, -1))
-        safe = xp.where(m > 0, m, xp.ones_like(m))
-        return m * xp.sqrt(xp.sum((self.A / safe[..., None, None]) ** 2, axis=(-2, -1)))
+
+        def fro(B):
+            m = xp.max(xp.abs(B), axis=(-2, -1))
+            safe = xp.where(m > 0, m, xp.ones_like(m))
+            return m * xp.sqrt(xp.sum((B / safe[..., None, None]) ** 2, axis=(-2, -1)))
+        if self.A.ndim == 2:
+            return fro(self.A)
+        return xp.concat([fro(self.A[sl]) for sl in _blocks(self.A)], axis=0)
 
     def eigenvalue_error(self):
         r"""Bound ``delta`` on the error of the computed eigenvalues, shape ``(...)``.
@@ -177,16 +189,89 @@ class Quadratic(Objective):
         tiny = float(xp.finfo(self.dtype).smallest_normal) * eps
         return xp.broadcast_to(4 * self.dim * eps * self._fro + tiny, self.batch_shape)
 
-    def _solve(self, w, lam, *, tol=None, max_iter=None, info=False, want_u=True):
-        r"""Closed forms ``prox(w) = V diag(1/(a+lam)) V^T (b + lam w)`` and
-        ``prox(w) - w = V diag(1/(a+lam)) V^T (b - A w)``, both computed.
+    # -- prox: the route is chosen by the work ---------------------------------
+    @cached_property
+    def _tri(self):
+        """``(Q, D, E)``: ``A = Q tridiag(E, D, E) Q^T`` (numpy; :func:`moreau._tridiag.tridiagonalize`)."""
+        return tridiagonalize(to_numpy(self.A))
 
-        No iterations (``max_iter`` does not apply).  Existence is certified
-        first: the true smallest eigenvalue is at least ``a_hat_1 - delta``
-        (:meth:`eigenvalue_error`), so ``lam > delta - a_hat_1`` is required
-        (``ValueError`` when ``lam`` is within ``delta`` of the nonconvex
-        threshold: the prox may not exist).  The certificate of the returned
-        theta (``u`` the unit roundoff, ``gamma_k = k u/(1 - k u)``)::
+    @cached_property
+    def _tri_a1(self):
+        """Smallest eigenvalue of the computed tridiagonal ``T`` (bisection), shape ``A.shape[:-2]``."""
+        Q, D, E = self._tri
+        return tri_min_eig(D, E)
+
+    def _route(self, lam, w, need_cert):
+        """``'eigh'``, ``'tri'`` or ``'chol'`` (see :meth:`_solve`)."""
+        if "_eigh" in self.__dict__:
+            return "eigh"
+        if "_tri" in self.__dict__:
+            return "tri"
+        systems = math.prod(np.broadcast_shapes(self.batch_shape, tuple(lam.shape), tuple(w.shape[:-1])))
+        per_matrix = systems / max(1, math.prod(self.A.shape[:-2]))
+        if not need_cert and per_matrix <= CHOL_MAX_SYSTEMS:
+            return "chol"
+        return "tri" if is_numpy(self.xp) else "eigh"
+
+    def prox(self, w, lam, *, tol=None, max_iter=100, return_info=False):
+        r"""``argmin_theta f(theta) + (lam/2) ||theta - w||^2``; see :func:`moreau.prox`.
+
+        ``lam`` is checked here for its range only: whether the prox exists
+        (``lam > -a_1``) is certified by the route that computes it (:meth:`_solve`),
+        without an eigendecomposition where that is cheaper."""
+        from ._newton import check_max_iter
+
+        check_max_iter(max_iter)
+        w = self._point(w, "w")
+        lam = self._lam(lam, convexity=False)
+        theta, _, info = self._solve(w, lam, tol=tol, max_iter=max_iter, info=return_info, want_u=False)
+        return (theta, info) if return_info else theta
+
+    def _lam(self, lam, name="lam", convexity=True):
+        if convexity:
+            return super()._lam(lam, name)
+        # Objective._lam without its curvature test (which needs the eigenvalues)
+        xp = self.xp
+        lam = as_array(lam, xp, name, dtype=self.dtype) if not isinstance(lam, float | int) \
+            else _scalar(lam, xp, self.dtype, name)
+        if not bool(xp.all(lam > 0)):
+            bad = to_numpy(lam).reshape(-1)
+            raise ValueError(f"{name} must be > 0 (got {float(bad[bad <= 0][0]):g})")
+        fi = xp.finfo(self.dtype)
+        if not bool(xp.all((lam >= fi.smallest_normal) & xp.isfinite(lam))):
+            raise ValueError(f"{name} must lie in [{float(fi.smallest_normal):.3g}, {float(fi.max):.3g}] "
+                             f"(normal {self.dtype} numbers: 1/lam and the certificate must not overflow); "
+                             f"got min {float(xp.min(lam)):.3g}, max {float(xp.max(lam)):.3g}")
+        _broadcast(self.batch_shape, tuple(lam.shape), name)
+        return lam
+
+    def _solve(self, w, lam, *, tol=None, max_iter=None, info=False, want_u=True, route=None):
+        r"""Closed forms ``prox(w) = (A + lam I)^{-1} (b + lam w)`` and
+        ``prox(w) - w = (A + lam I)^{-1} (b - A w)``, both computed.
+
+        No iterations (``max_iter`` does not apply).  Three routes, chosen by the
+        work (``route`` forces one, for tests):
+
+        * ``'eigh'`` (the eigendecomposition is cached, or a non-numpy backend
+          with many systems or a certificate asked for): ``V diag(1/(a+lam)) V^T``.
+        * ``'tri'`` (numpy; many ``lam`` per matrix, or a certificate asked
+          for): ``A = Q T Q^T`` once, a tridiagonal solve per ``lam``
+          (:mod:`moreau._tridiag`).  ``a_hat_1`` is then the smallest eigenvalue
+          of the computed ``T``.
+        * ``'chol'`` (at most ``CHOL_MAX_SYSTEMS`` systems per matrix and no
+          certificate asked for): certified Cholesky per system, no
+          eigenvalue computed; its success proves that the prox exists
+          (:func:`moreau._tridiag.chol_solve`).  Where it cannot certify a system
+          the spectral route runs instead (which then says why).
+
+        Existence on the spectral routes: the true smallest eigenvalue is at
+        least ``a_hat_1 - delta`` (:meth:`eigenvalue_error`; for ``'tri'`` the
+        same model constant covers the Householder reduction's backward error and
+        the bisection's ``eps ||T|| + 2.5 eps max|E|``), so ``lam > delta - a_hat_1``
+        is required (``ValueError`` when ``lam`` is within ``delta`` of the
+        nonconvex threshold: the prox may not exist).  The certificate of the
+        returned theta, on every route (``u`` the unit roundoff,
+        ``gamma_k = k u/(1 - k u)``)::
 
             ||theta - prox(w)|| <= ||A theta - b + lam (theta - w)|| / (lam + a_hat_1 - delta)
 
@@ -194,35 +279,56 @@ class Quadratic(Objective):
         evaluated at the returned theta and bounded by
         ``||r_hat|| (1 + (d+4) eps) + (gamma_d + 3u) ||A||_F ||theta|| + 3u ||b||
         + 5u lam ||fl(theta - w)||`` (Higham's bound for the product, one
-        rounding per operation after it).  With ``tol`` given, a bound above
-        it raises ProxConvergenceError (a tolerance below the closed form's
-        rounding level).
+        rounding per operation after it).  It does not depend on how theta was
+        computed.  With ``tol`` given, a bound above it raises
+        ProxConvergenceError (a tolerance below the closed form's rounding level).
         """
         xp = self.xp
-        a, V = self._eigh
-        delta = self.eigenvalue_error()
-        margin = lam + (a[..., 0] - delta)
-        if not bool(xp.all(margin > 0)):
-            lam_h, a_h, d_h = np.broadcast_arrays(to_numpy(lam), to_numpy(a[..., 0]), to_numpy(delta))
-            k = tuple(int(i) for i in np.argwhere(lam_h + a_h - d_h <= 0)[0])
-            raise ValueError(
-                f"lam={lam_h[k]:.17g} is too close to the nonconvex threshold -a_1 = {-a_h[k]:.17g} "
-                f"of this Quadratic (batch index {k}) to certify that the prox exists: the computed "
-                f"smallest eigenvalue is exact only to {d_h[k]:.3g} (4 d eps ||A||_F); "
-                f"lam must exceed {d_h[k] - a_h[k]:.17g}")
+        need_cert = info or tol is not None
+        need_u = want_u or need_cert
+        route = route or self._route(lam, w, need_cert)
         lam_ = lam[..., None]
-        wt = _matvec(xp.matrix_transpose(V), w)
-        inv = 1 / (a + lam_)
-        theta = _matvec(V, (self._bt + lam_ * wt) * inv)
+        theta = u = None
+        if route == "chol":
+            R = self.b + lam_ * w
+            if need_u:
+                R = xp.stack(xp.broadcast_arrays(R, self.b - _matvec(self.A, w)), axis=-1)
+            else:
+                R = R[..., None]
+            out = chol_solve(self.A, lam, R, xp)
+            if out is not None:
+                theta, u = out[0][..., 0], (out[0][..., 1] if need_u else None)
+            else:  # not certified: the spectral route decides (and explains a refusal)
+                route = "tri" if is_numpy(xp) else "eigh"
+        if route != "chol" or need_cert:  # existence (and the certificate's modulus) from the spectrum
+            spec = route if route != "chol" else ("tri" if is_numpy(xp) else "eigh")
+            a1 = xp.asarray(self._tri_a1) if spec == "tri" else self._eigh[0][..., 0]
+            margin = self._check_exists(lam, a1, self.eigenvalue_error())
+        if route == "eigh":
+            a, V = self._eigh
+            wt = _matvec(xp.matrix_transpose(V), w)
+            inv = 1 / (a + lam_)
+            theta = _matvec(V, (self._bt + lam_ * wt) * inv)
+            if need_u:
+                u = _matvec(V, (self._bt - a * wt) * inv)
+        elif route == "tri":
+            Q, D, E = self._tri
+            Qt = np.swapaxes(Q, -1, -2)
+            R = _matvec(Qt, self.b) + lam_ * _matvec(Qt, w)
+            if need_u:
+                R = np.stack(np.broadcast_arrays(R, _matvec(Qt, self.b - _matvec(self.A, w))), axis=0)
+            Y = tri_solve(D, E, lam, R[..., None] if not need_u else np.moveaxis(R, 0, -1))
+            Y = np.moveaxis(Y, -1, 0)  # (k, ..., d): one GEMM for every column
+            Z = _matvec(Q, Y)
+            theta, u = Z[0], (Z[1] if need_u else None)
         shape = tuple(np.broadcast_shapes(self.batch_shape, tuple(theta.shape[:-1]), tuple(lam.shape)))
         theta = xp.broadcast_to(theta, shape + (self.dim,))
-        need_u = want_u or info or tol is not None
-        u = xp.broadcast_to(_matvec(V, (self._bt - a * wt) * inv), shape + (self.dim,)) if need_u else None
+        u = xp.broadcast_to(u, shape + (self.dim,)) if u is not None else None
         if not bool(xp.all(xp.isfinite(theta))) or (u is not None and not bool(xp.all(xp.isfinite(u)))):
             raise ValueError(f"prox of Quadratic overflows {self.dtype}: lam * w or b is near the float "
                              f"range (max |w| {float(xp.max(xp.abs(w))):.3g}, max lam {float(xp.max(lam)):.3g}); "
                              f"rescale the problem")
-        if not info and tol is None:
+        if not need_cert:
             return theta, u, None
         eps = float(xp.finfo(self.dtype).eps)
         ur, d = eps / 2, self.dim
@@ -253,6 +359,29 @@ class Quadratic(Objective):
         return theta, u, ProxInfo(iterations=np.zeros(shape, dtype=int), error_bound=bound,
                            tol=None if tol is None else t.copy())
 
+    def _check_exists(self, lam, a1, delta):
+        """``lam + a1 - delta`` (the certified modulus), or ValueError where it is not > 0:
+        ``lam`` below ``-a1 - delta`` (certainly nonconvex), or within ``delta`` of ``-a1``."""
+        xp = self.xp
+        margin = lam + (a1 - delta)
+        if bool(xp.all(margin > 0)):
+            return margin
+        lam_h, a_h, d_h = np.broadcast_arrays(to_numpy(lam), to_numpy(a1), to_numpy(delta))
+        below = lam_h + a_h + d_h <= 0  # below the threshold even allowing for the eigenvalue error
+        if np.any(below):
+            i = tuple(int(k) for k in np.argwhere(below)[0])
+            raise ValueError(
+                f"prox of this {type(self).__name__} needs lam > {-a_h[i]:.6g} "
+                f"(= minus its curvature lower bound: it is nonconvex) at batch "
+                f"index {i}; got lam={lam_h[i]:.6g}")
+        k = tuple(int(i) for i in np.argwhere(lam_h + a_h - d_h <= 0)[0])
+        raise ValueError(
+            f"lam={lam_h[k]:.17g} is too close to the nonconvex threshold -a_1 = {-a_h[k]:.17g} "
+            f"of this Quadratic (batch index {k}) to certify that the prox exists: the computed "
+            f"smallest eigenvalue is exact only to {d_h[k]:.3g} (4 d eps ||A||_F); "
+            f"lam must exceed {d_h[k] - a_h[k]:.17g} (the prox needs lam > {-a_h[k]:.6g}; "
+            f"got lam={lam_h[k]:.6g})")
+
 
 def _matvec(M, x):
     """``M @ x`` over the last axis with broadcasting, shapes ``(*bm, d, d)``, ``(*bx, d)``.
@@ -281,12 +410,34 @@ def _ns(x):
     return array_namespace(x)
 
 
+def _blocks(A, size=1 << 21):
+    """Slices of ``A``'s first axis holding about ``size`` elements each (the whole array for
+    a single matrix): reductions and updates by blocks keep the transient memory small."""
+    if A.ndim == 2:
+        return [(...,)]
+    per = math.prod(A.shape[1:])
+    step = max(1, size // max(per, 1))
+    return [(slice(i, min(i + step, A.shape[0])), ...) for i in range(0, A.shape[0], step)]
+
+
+def _block_max(A, fn, xp):
+    """``max`` over the last two axes of ``fn(A_block)``, shape ``A.shape[:-2]``, by blocks."""
+    if A.ndim == 2:
+        return xp.max(fn(A), axis=(-2, -1))
+    return xp.concat([xp.max(fn(A[sl]), axis=(-2, -1)) for sl in _blocks(A)], axis=0)
+
+
 def _check_symmetric(A, xp):
-    asym = xp.max(xp.abs(A - xp.matrix_transpose(A)), axis=(-2, -1))
-    scale = xp.max(xp.abs(A), axis=(-2, -1))
+    """True if ``A`` is exactly symmetric; False if within ``100 eps max|A|`` of it;
+    ``ValueError`` otherwise.  By blocks (no full-size temporary)."""
+    asym = _block_max(A, lambda B: xp.abs(B - xp.matrix_transpose(B)), xp)
+    if bool(xp.all(asym == 0)):
+        return True
+    scale = _block_max(A, xp.abs, xp)
     tol = 100 * xp.finfo(A.dtype).eps * scale
     if not bool(xp.all(asym <= tol)):
         asym_h, tol_h = to_numpy(asym), to_numpy(tol)
         i = tuple(int(k) for k in np.argwhere(asym_h > tol_h)[0])
         raise ValueError(f"A must be symmetric: max |A - A^T| = {asym_h[i]:.3g} at batch index "
                          f"{i} (tolerance {tol_h[i]:.3g} = 100 eps max|A|)")
+    return False

@@ -1,0 +1,310 @@
+r"""Routes of the quadratic prox that need no eigendecomposition.
+
+``prox(w) = (A + lam I)^{-1}(b + lam w)`` for a batch of symmetric ``A``; which
+route runs is chosen by :meth:`moreau.Quadratic._solve` from the work (number
+of systems per matrix) and from what is cached.
+
+* :func:`chol_solve` (few ``lam``): a Cholesky factorization of
+  ``fl(A + (lam - sigma) I)`` per system, one step of iterative refinement
+  against the exact ``A + lam I``.  The factorization *certifies* that the
+  prox exists (``lambda_min(A + lam I) >= mu > 0``, derivation below); no
+  eigenvalue is computed.  numpy: LAPACK ``potrf``/``potrs`` per system in
+  blocks; other array-API backends: a batched ``linalg.cholesky`` and a
+  substitution vectorised over the systems.
+* :func:`tridiagonalize` + :func:`tri_solve` (many ``lam``, numpy with scipy):
+  ``A = Q T Q^T`` (LAPACK ``sytrd`` + ``orgqr`` per matrix, about 5 batched
+  solves of work against about 10 for ``eigh``), then per ``lam`` a tridiagonal
+  ``LDL^T`` solve vectorised over every (lam, client) and one batched GEMM with
+  ``Q``.  ``T + lam I`` is positive definite wherever the caller certified the
+  prox exists, and Gaussian elimination without pivoting on a symmetric
+  positive definite tridiagonal matrix is backward stable (Higham, *Accuracy and
+  Stability of Numerical Algorithms*, 2nd ed., Thm 9.12 and §9.5).  The smallest
+  eigenvalue of ``T`` (bisection, LAPACK ``stebz``) plays the part of
+  ``eigh``'s ``a_hat_1`` in the existence check and in the certificate.
+
+Certified Cholesky (Higham 2002, Thm 10.3; the criterion of Rump, BIT 46
+(2006) 433-452, "Verification of positive definiteness").  Let ``u`` be the
+unit roundoff, ``gamma_k = k u / (1 - k u)``, ``s = fl(lam - sigma)`` and
+``At = fl(A + s I)``: only the diagonal is rounded, ``At = A + s I + D`` with
+``|D_ii| <= u/(1-u) |At_ii|``.  If floating-point Cholesky of ``At`` runs to
+completion (every pivot positive) the computed factor satisfies
+``R^T R = At + E`` with ``|E| <= gamma_{d+1} |R^T| |R|`` whatever the order of
+the inner products (blocked LAPACK included).  Then ``||E||_2 <=
+gamma_{d+1} ||R||_F^2`` and ``||R||_F^2 = tr(At) + tr(E) <= tr(At) +
+gamma_{d+1} ||R||_F^2``, so ``||E||_2 <= gamma_{d+1}/(1 - gamma_{d+1}) tr|At|``.
+As ``R^T R`` is positive semidefinite,
+
+    lambda_min(A + lam I) >= (lam - s) - gamma_{d+1}/(1 - gamma_{d+1}) sum_i |At_ii| - u/(1-u) max_i |At_ii| =: mu.
+
+``sigma = 4 [gamma' (sum|A_ii| + d lam) + u' (max|A_ii| + lam)]`` makes
+``mu`` about ``3 sigma / 4 > 0`` whenever the factorization completes; ``mu``
+is evaluated with every rounding of its own evaluation bounded (factors
+``1 +- k eps``), so ``mu > 0`` is a theorem about ``A + lam I`` (no underflow
+assumed, as in Higham's analysis).  ``sigma`` is ``~4 d^2 u ||A||``: the
+solve with ``At`` is off by ``sigma / lambda_min(A + lam I)`` relative, which
+the refinement step removes (error after it: that ratio squared, plus the
+usual backward-stable rounding); a correction above ``sqrt(eps) ||x||`` means
+the ratio was not small and the route reports failure (the caller then takes
+the spectral route).  The route returns no error bound: ``mu`` is a tiny
+lower bound (``~sigma``), useless as a modulus, so callers that want a
+certificate take a spectral route.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["chol_solve", "tridiagonalize", "tri_solve", "tri_min_eig", "is_numpy"]
+
+_BLOCK = 1 << 21  # elements of A per block of systems: bounds the transient memory
+
+
+def is_numpy(xp):
+    """True for numpy itself or array-api-compat's numpy namespace (the LAPACK routes)."""
+    return getattr(xp, "__name__", "") in ("numpy", "array_api_compat.numpy")
+
+
+def _shift(A2, lam_f, idx, eps):
+    """``(s, sigma)`` per system (see the module doc), host numpy float64."""
+    d = A2.shape[-1]
+    u = eps / 2
+    g = (d + 1) * u / (1 - (d + 1) * u)
+    g = g / (1 - g)
+    diag = np.abs(np.diagonal(A2, axis1=-2, axis2=-1))
+    tr, mx = diag.sum(-1)[idx], diag.max(-1)[idx]
+    lam_abs = np.abs(lam_f)
+    sigma = 4 * (g * (tr + d * lam_abs) + u / (1 - u) * (mx + lam_abs)) * (1 + 8 * eps) \
+        + 4 * (d + 1) * np.finfo(A2.dtype).smallest_normal
+    return sigma
+
+
+def _mu(At_diag, lam, s, eps):
+    """The certified lower bound ``mu`` on ``lambda_min(A + lam I)`` (module doc), per system."""
+    d = At_diag.shape[-1]
+    u = eps / 2
+    g = (d + 1) * u / (1 - (d + 1) * u)
+    g = g / (1 - g)
+    a = np.abs(At_diag)
+    gap = (lam - s) * (1 - 2 * eps)  # lam - s >= fl(lam - s)(1 - u)
+    loss = (g * a.sum(-1) * (1 + (d + 4) * eps) + u / (1 - u) * a.max(-1)) * (1 + 4 * eps)
+    return gap - loss
+
+
+def _flatten(A, lam, R, xp):
+    """``(A2 (mA, d, d), idx (N,) host, lam_f (N,), R_f (N, d, k), shape)``: one row per system."""
+    d = A.shape[-1]
+    batch = tuple(A.shape[:-2])
+    shape = tuple(np.broadcast_shapes(batch, tuple(lam.shape), tuple(R.shape[:-2])))
+    mA = math.prod(batch)
+    N = math.prod(shape)
+    A2 = xp.reshape(A, (mA, d, d))
+    idx = np.broadcast_to(np.arange(mA).reshape(batch), shape).reshape(N)
+    lam_f = xp.reshape(xp.broadcast_to(lam, shape), (N,))
+    R_f = xp.reshape(xp.broadcast_to(R, shape + tuple(R.shape[-2:])), (N, d, R.shape[-1]))
+    return A2, idx, lam_f, R_f, shape
+
+
+def chol_solve(A, lam, R, xp):
+    r"""``(A + lam I)^{-1} R`` by certified Cholesky with one refinement step.
+
+    ``A`` ``(*batch, d, d)`` symmetric, ``lam`` broadcastable to the systems'
+    shape, ``R`` ``(..., d, k)`` (k right-hand sides per system).  Returns
+    ``(X (shape, d, k), mu (shape) host)`` with ``mu > 0`` a certified lower
+    bound on ``lambda_min(A + lam I)`` for every system, or ``None`` where the
+    certificate fails for some system (breakdown, or a refinement correction
+    above ``sqrt(eps)``).
+    """
+    d, k = A.shape[-1], R.shape[-1]
+    eps = float(xp.finfo(A.dtype).eps)
+    A2, idx, lam_f, R_f, shape = _flatten(A, lam, R, xp)
+    N = idx.shape[0]
+    lam_h = np.asarray(_host(lam_f), dtype=np.float64)
+    A2h = _host(A2) if is_numpy(xp) else None
+    sigma = _shift(A2h if A2h is not None else _host(A2), lam_h, idx, eps)
+    s_h = (lam_h - sigma).astype(_np_dtype(A.dtype))
+    mu = np.empty(N)
+    X = xp.empty((N, d, k), dtype=A.dtype) if not is_numpy(xp) else np.empty((N, d, k), dtype=A2h.dtype)
+    step = max(1, _BLOCK // (d * d))
+    for j0 in range(0, N, step):
+        j1 = min(N, j0 + step)
+        sl = slice(j0, j1)
+        out = _chol_block_np(A2h, idx[sl], lam_h[sl], s_h[sl], _host(R_f[sl]), eps) if A2h is not None \
+            else _chol_block_xp(A2, idx[sl], lam_f[sl], s_h[sl], R_f[sl], eps, xp)
+        if out is None:
+            return None
+        X[sl], mu[sl] = out
+    if not np.all(mu > 0):
+        return None
+    return xp.reshape(X, shape + (d, k)), mu.reshape(shape)
+
+
+def _chol_block_np(A2, idx, lam, s, R, eps):
+    from scipy.linalg import get_lapack_funcs
+
+    potrf, potrs = get_lapack_funcs(("potrf", "potrs"), (A2,))
+    n, d = idx.shape[0], A2.shape[-1]
+    cont = n > 1 and bool(np.all(np.diff(idx) == 1))
+    Ab = A2[idx[0]:idx[-1] + 1] if cont else A2[idx]
+    At = np.array(Ab, copy=True)
+    flat = At.reshape(n, d * d)
+    flat[:, ::d + 1] += s[:, None].astype(At.dtype)
+    mu = _mu(np.diagonal(At, axis1=-2, axis2=-1).astype(np.float64), lam, s.astype(np.float64), eps)
+    if not np.all(mu > 0):
+        return None
+    X = np.empty((n, d, R.shape[-1]), dtype=At.dtype)
+    for j in range(n):
+        c, info = potrf(At[j].T, lower=1, clean=0, overwrite_a=1)  # At[j] symmetric: .T is its Fortran view
+        if info != 0:
+            return None
+        X[j], info = potrs(c, R[j], lower=1)
+        At[j] = c.T  # keep the factor (overwrite_a normally already did)
+    lam_c = lam.astype(At.dtype)[:, None, None]
+    res = R - (Ab @ X + lam_c * X)
+    dX = np.empty_like(X)
+    for j in range(n):
+        dX[j], info = potrs(At[j].T, res[j], lower=1)
+    X += dX
+    if not _converged(dX, X, eps):
+        return None
+    return X, mu
+
+
+def _chol_block_xp(A2, idx, lam, s, R, eps, xp):
+    d = A2.shape[-1]
+    ix = xp.asarray(idx)
+    Ab = xp.take(A2, ix, axis=0)
+    eye = xp.eye(d, dtype=A2.dtype)
+    s_x = xp.asarray(s, dtype=A2.dtype)
+    At = Ab + s_x[:, None, None] * eye
+    At_diag = np.asarray(_host(xp.linalg.diagonal(At)), dtype=np.float64)
+    mu = _mu(At_diag, _host(lam).astype(np.float64), s.astype(np.float64), eps)
+    if not np.all(mu > 0):
+        return None
+    try:
+        Lf = xp.linalg.cholesky(At)
+    except Exception:  # numpy-based namespaces raise LinAlgError on a failed pivot
+        return None
+    dg = xp.linalg.diagonal(Lf)
+    if not bool(xp.all(xp.isfinite(dg) & (dg > 0))):  # cupy: NaN instead of an exception
+        return None
+    X = _chol_subst(Lf, R, xp)
+    res = R - (Ab @ X + lam[:, None, None] * X)
+    dX = _chol_subst(Lf, res, xp)
+    X = X + dX
+    if not _converged(dX, X, eps, xp):
+        return None
+    return X, mu
+
+
+def _chol_subst(Lf, R, xp):
+    """``(L L^T)^{-1} R`` by forward and back substitution, vectorised over the systems."""
+    n, d, k = R.shape
+    Y = xp.zeros((n, d, k), dtype=R.dtype)
+    for i in range(d):
+        acc = R[:, i, :] - (Lf[:, i:i + 1, :i] @ Y[:, :i, :])[:, 0, :] if i else R[:, i, :]
+        Y[:, i, :] = acc / Lf[:, i, i][:, None]
+    X = xp.zeros((n, d, k), dtype=R.dtype)
+    for i in range(d - 1, -1, -1):
+        col = xp.matrix_transpose(Lf[:, i + 1:, i:i + 1])  # (n, 1, d-i-1): L[j, i] for j > i
+        acc = Y[:, i, :] - (col @ X[:, i + 1:, :])[:, 0, :] if i < d - 1 else Y[:, i, :]
+        X[:, i, :] = acc / Lf[:, i, i][:, None]
+    return X
+
+
+def _converged(dX, X, eps, xp=np):
+    m_dx = xp.max(xp.abs(dX), axis=1)
+    m_x = xp.max(xp.abs(X), axis=1)
+    return bool(xp.all(m_dx <= math.sqrt(eps) * m_x))
+
+
+def tridiagonalize(A):
+    r"""``(Q, D, E)`` with ``A = Q T Q^T``, ``T`` tridiagonal (diagonal ``D`` ``(*batch, d)``,
+    off-diagonal ``E`` ``(*batch, d-1)``), ``Q`` ``(*batch, d, d)`` orthogonal to
+    working precision; numpy ``A`` (LAPACK ``sytrd`` then ``orgqr`` on the
+    reflectors, one call each per matrix: LAPACK's ``orgtr`` for ``uplo='L'``).
+    """
+    from scipy.linalg import get_lapack_funcs
+
+    sytrd, orgqr, lw_f = get_lapack_funcs(("sytrd", "orgqr", "sytrd_lwork"), (A,))
+    d = A.shape[-1]
+    batch = tuple(A.shape[:-2])
+    A2 = A.reshape((-1, d, d))
+    m = A2.shape[0]
+    Q = np.zeros_like(A2)
+    Q[:, 0, 0] = 1
+    D = np.empty((m, d), dtype=A.dtype)
+    E = np.empty((m, max(d - 1, 0)), dtype=A.dtype)
+    lw = max(1, int(lw_f(d, lower=1)[0]))
+    lw_q = max(1, 64 * (d - 1))
+    for j in range(m):
+        c, D[j], e, tau, info = sytrd(A2[j].T, lower=1, lwork=lw)  # A symmetric: .T is the same matrix
+        if info != 0:
+            raise RuntimeError(f"LAPACK sytrd failed (info={info})")  # pragma: no cover
+        if d > 1:
+            E[j] = e
+            q, _, info = orgqr(c[1:, :-1], tau, lwork=lw_q)
+            Q[j, 1:, 1:] = q
+    return Q.reshape(batch + (d, d)), D.reshape(batch + (d,)), E.reshape(batch + (max(d - 1, 0),))
+
+
+def tri_min_eig(D, E):
+    r"""Smallest eigenvalue of each tridiagonal ``T = tridiag(E, D, E)`` by bisection
+    (LAPACK ``stebz``, default absolute tolerance: error at most ``eps ||T||``
+    plus the Sturm count's backward error ``2.5 eps max|E|``), shape ``D.shape[:-1]``."""
+    from scipy.linalg import get_lapack_funcs
+
+    (stebz,) = get_lapack_funcs(("stebz",), (D,))
+    d = D.shape[-1]
+    D2, E2 = D.reshape((-1, d)), E.reshape((-1, max(d - 1, 0)))
+    out = np.empty(D2.shape[0], dtype=D.dtype)
+    for j in range(D2.shape[0]):
+        if d == 1:
+            out[j] = D2[j, 0]
+            continue
+        _, wv, _, _, info = stebz(D2[j], E2[j], 2, 0.0, 0.0, 1, 1, 0.0, "E")
+        if info != 0:
+            raise RuntimeError(f"LAPACK stebz failed (info={info})")  # pragma: no cover
+        out[j] = wv[0]
+    return out.reshape(D.shape[:-1])
+
+
+def tri_solve(D, E, lam, R):
+    r"""``(T + lam I)^{-1} R`` for tridiagonal ``T`` (``D`` ``(*b, d)``, ``E`` ``(*b, d-1)``),
+    ``lam`` and ``R`` ``(..., d, k)`` broadcasting with ``b``: ``LDL^T`` without pivoting
+    (``T + lam I`` must be positive definite), vectorised over every system, a loop over ``d``."""
+    d, k = R.shape[-2], R.shape[-1]
+    shape = tuple(np.broadcast_shapes(tuple(D.shape[:-1]), tuple(lam.shape), tuple(R.shape[:-2])))
+    Rt = np.moveaxis(np.broadcast_to(R, shape + (d, k)), -2, 0).copy()  # (d, *shape, k): rows contiguous
+    pad = (1,) * (len(shape) - (D.ndim - 1))
+    Dt = np.moveaxis(D, -1, 0).reshape((d,) + pad + tuple(D.shape[:-1]))  # (d, *b) aligned with shape
+    Et = np.moveaxis(E, -1, 0).reshape((max(d - 1, 0),) + pad + tuple(E.shape[:-1]))
+    lam_k = lam[..., None]
+    P = np.empty((d,) + shape + (1,), dtype=R.dtype)
+    np.add(Dt[..., None], lam_k, out=P)  # diagonal of T + lam I, then overwritten by the pivots
+    l_ = np.empty(shape + (1,), dtype=R.dtype)
+    tmp = np.empty(shape + (1,), dtype=R.dtype)
+    for i in range(1, d):
+        e = Et[i - 1][..., None]
+        np.divide(e, P[i - 1], out=l_)
+        np.multiply(e, l_, out=tmp)
+        P[i] -= tmp
+        Rt[i] -= l_ * Rt[i - 1]
+    Rt[d - 1] /= P[d - 1]
+    for i in range(d - 2, -1, -1):
+        Rt[i] -= Et[i][..., None] * Rt[i + 1]
+        Rt[i] /= P[i]
+    return np.moveaxis(Rt, 0, -2)
+
+
+def _host(x):
+    from ._backend import to_numpy
+
+    return np.asarray(to_numpy(x))
+
+
+def _np_dtype(dtype):
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return np.dtype(str(dtype).rsplit(".", 1)[-1])
