@@ -104,8 +104,8 @@ def instances(family, trials, rng):
     delta[adv, :, 0] = signs * L[adv, None] * log_uniform(rng, 0.1, 3.0, adv.size)[:, None]
     tau[half[0]] = rng.choice([5, 8], half[0].size)
     beta[half[0]] = 1 / (10 * tau[half[0]] * LF[half[0]])   # rejects gamma_F^2 -> gamma_G^2 in (58a)
-    beta[half[1]] = rng.uniform(1.0, 3.0, half[1].size) / LF[half[1]]  # large steps: the exponents
-    tau[half[1]] = TMAX
+    tau[half[1]] = TMAX                                      # large steps: the exponents, and beyond the
+    beta[half[1]] = rng.uniform(8.0, 10.0, half[1].size) / (TMAX * LF[half[1]])  # Corollary's condition
     alpha[half[1][-1]] = 4 / L[half[1][-1]]                  # not applicable; rejects alpha <= 4/L
     delta -= delta.mean(axis=1, keepdims=True)
     noise = rng.standard_normal((T, N, M, DIM)) * L[:, None, None, None] * rng.uniform(0.1, 2.0, (T, 1, 1, 1))
