@@ -7,14 +7,15 @@ optimum.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._backend import to_numpy
+from .._backend import safe_norm, to_numpy
 from .._quadratic import Quadratic, _matvec
 from ._common import check_objective, client_weights, positive
-from ._newton import NEWTON_RTOL, envelope_newton, minimize
+from ._newton import NEWTON_RTOL, envelope_certificate, envelope_newton, gamma, minimize
 
 __all__ = ["fedprox_optimum", "local_train", "global_train", "FedProxInfo"]
 
@@ -23,17 +24,23 @@ __all__ = ["fedprox_optimum", "local_train", "global_train", "FedProxInfo"]
 class FedProxInfo:
     r"""Certificate of :func:`fedprox_optimum` (host numpy arrays).
 
-    ``error_bound`` ``(*lead,)``: a rigorous bound on :math:`\|w - \tilde w^{(g)}\|`,
-    ``(\|\nabla\Phi(w)\| + \lambda\sum_i p_i e_i)/\mu_\Phi`` with e_i the certified errors of the
-    proxes that evaluate :math:`\nabla\Phi(w) = \lambda\sum_i p_i (w - \mathrm{prox}_{f_i/\lambda}(w))`
-    and :math:`\mu_\Phi` (``mu``) the strong convexity modulus of Φ (quadratics: the exact smallest
-    eigenvalue of :math:`\sum_i p_i\nabla^2F_i`; else :math:`\sum_i p_i\lambda\mu_i/(\lambda+\mu_i)`,
-    which is at least FedProx Lemma 2's :math:`\mu_g = \lambda\mu/(\lambda+\mu)`);
+    ``error_bound`` ``(*lead,)``: a rigorous bound on :math:`\|w - \tilde w^{(g)}\|` for the
+    returned floating-point ``w`` (:func:`moreau.fl._newton.envelope_certificate`): the norm of
+    :math:`\nabla\Phi(w) = \lambda\sum_i p_i (w - \mathrm{prox}_{f_i/\lambda}(w))` evaluated with
+    the certified proxes (their errors e_i added) *plus the a-priori rounding bound of that
+    evaluation*, over ``mu``; ``mu`` ``(*lead,)``: a rigorous lower bound on the strong convexity
+    modulus :math:`\mu_\Phi` of Φ, rounding included (quadratics: the computed smallest
+    eigenvalue of :math:`\sum_i p_i\nabla^2F_i` minus an a-posteriori bound on its error, or
+    :math:`\sum_i p_i\lambda a_i/(\lambda+a_i)` at the clients' certified smallest eigenvalues
+    a_i, whichever is larger; else :math:`\sum_i p_i\lambda\mu_i/(\lambda+\mu_i)` rounded down,
+    at least FedProx Lemma 2's :math:`\mu_g = \lambda\mu/(\lambda+\mu)`);
     ``local_error_bound`` ``(*lead, m)``: :math:`e_i + \lambda/(\lambda+\mu_i)` times the global bound
-    (the prox is :math:`\lambda/(\lambda+\mu_i)`-Lipschitz, FedProx Lemma 2's L_w), on
-    :math:`\|w^{(i)} - \tilde w^{(i)}\|`; ``iterations``: Newton iterations (0 for closed forms).
-    Both bounds are evaluated in floating point at the returned point (as ``moreau.ProxInfo``):
-    they certify up to the rounding of :math:`\nabla\Phi` itself.
+    (the prox is :math:`\lambda/(\lambda+\mu_i)`-Lipschitz, FedProx Lemma 2's L_w; :math:`\mu_i` a
+    certified lower curvature bound of client i), on :math:`\|w^{(i)} - \tilde w^{(i)}\|` for the
+    returned personal models (the proxes at the returned ``w``, certified as returned);
+    ``iterations``: Newton iterations (0 for closed forms).  The bounds hold for the problem the
+    floats represent: ``lam``, the data and the weights as held in the objective's dtype, with
+    the exact normalisation :math:`p_i = \mathrm{weights}_i/\sum_j\mathrm{weights}_j`.
     """
 
     error_bound: object
@@ -67,7 +74,9 @@ def fedprox_optimum(objective, lam, weights=None, *, return_info=False):
     the trial shape ``(...)`` (``(L, 1)`` over trials ``(T,)`` is a sweep); ``weights`` ``(m,)``
     or ``(..., m)``.  Returns ``w_global`` ``(*lead, d)`` and ``w_local`` ``(*lead, m, d)``,
     ``lead`` the broadcast of ``lam`` with ``(...)``; with ``return_info=True`` also a
-    :class:`FedProxInfo`.  Needs Φ strongly convex (ValueError otherwise).
+    :class:`FedProxInfo`.  Needs Φ strongly convex (ValueError otherwise; with
+    ``return_info=True`` also when its modulus is within its own rounding of 0, so that no
+    certificate can be given).
 
     References: FedProx analysis (Yu et al.), eqs. (1), (7), (8), Lemma 2; pFedMe eq. (2), Prop. 1.
     """
@@ -78,33 +87,82 @@ def fedprox_optimum(objective, lam, weights=None, *, return_info=False):
     f._lam(lam[..., None] if lam.ndim else lam)  # nonconvex clients need lam > -mu_i
     lead = tuple(np.broadcast_shapes(tuple(lam.shape), tuple(f.batch_shape[:-1]), tuple(p.shape[:-1])))
     lam_l = xp.broadcast_to(lam, lead)
+    p_l = xp.broadcast_to(p, lead + (m,))
     if isinstance(f, Quadratic):
-        w_g, mu_phi = _quadratic_optimum(f, lam_l, p)
+        w_g, mu_lo, mu_i = _quadratic_optimum(f, lam_l, p_l, certify=return_info)
         iterations = np.zeros(lead, dtype=int)
     else:
         mu_i = xp.broadcast_to(f.strong_convexity(), lead + (m,))
-        mu_phi = xp.sum(p * lam_l[..., None] * mu_i / (lam_l[..., None] + mu_i), axis=-1)
-        if not bool(xp.all(mu_phi > 0)):
+        mu_hat, mu_lo = _modulus(xp, p_l, lam_l[..., None] * mu_i / (lam_l[..., None] + mu_i), f.dtype)
+        if not bool(xp.all(mu_hat > 0)):
             raise ValueError("fedprox_optimum needs sum_i p_i F_i strongly convex: the clients' strong "
-                             f"convexity gives modulus {float(xp.min(mu_phi)):.3g} <= 0 (add a ridge mu > 0)")
-        w_g, _, iterations = envelope_newton(f, xp.broadcast_to(p, lead + (m,)), lam_l, mu_phi,
-                                             rtol=NEWTON_RTOL)
+                             f"convexity gives modulus {float(xp.min(mu_hat)):.3g} <= 0 (add a ridge mu > 0)")
+        _check_certified(xp, mu_hat, mu_lo)
+        w_g, _, iterations = envelope_newton(f, p_l, lam_l, mu_lo, rtol=NEWTON_RTOL)
     W = xp.broadcast_to(w_g[..., None, :], lead + (m, f.dim))
     if not return_info:
         return w_g, f.prox(W, lam_l[..., None])
     w_loc, pinfo = f.prox(W, lam_l[..., None], return_info=True)
+    bound, _ = envelope_certificate(f, p_l, lam_l, w_g, w_loc, pinfo.error_bound, mu_lo)
+    eps = float(xp.finfo(f.dtype).eps)
     e = xp.asarray(pinfo.error_bound, dtype=f.dtype)
-    grad = xp.sum(p[..., None] * lam_l[..., None, None] * (W - w_loc), axis=-2)
-    bound = (xp.linalg.vector_norm(grad, axis=-1) + lam_l * xp.sum(p * e, axis=-1)) / mu_phi
-    mu_i = xp.broadcast_to(f.strong_convexity(), lead + (m,))
-    local = e + lam_l[..., None] / (lam_l[..., None] + mu_i) * bound[..., None]
+    e = e + e * eps  # the float64 bound cast to the dtype, rounded up
+    lip = lam_l[..., None] / (lam_l[..., None] + mu_i) * (1 + 4 * eps)  # mu_i a certified lower bound
+    local = (e + lip * bound[..., None]) * (1 + 4 * eps)
     info = FedProxInfo(error_bound=np.asarray(to_numpy(bound)), local_error_bound=np.asarray(to_numpy(local)),
-                       mu=np.asarray(to_numpy(mu_phi)), iterations=iterations)
+                       mu=np.asarray(to_numpy(mu_lo)), iterations=np.asarray(to_numpy(iterations)))
     return w_g, w_loc, info
 
 
-def _quadratic_optimum(f, lam, p):
-    """``(w_g (*lead, d), exact modulus (*lead,))`` from the eigendecomposition."""
+def _modulus(xp, p, c, dtype):
+    r"""``(computed, rigorous lower bound)`` of :math:`\sum_i p_i c_i` for the exact weights:
+    each :math:`c_i` computed with at most 3 roundings (``lam mu/(lam + mu)``, or
+    ``lam a/(lam + a)``), the products and the sum of m terms (``gamma_{m+4}``), the weights'
+    normalisation (``2 delta_p``), all against :math:`\sum_i p_i|c_i|` (terms of either sign)."""
+    eps = float(xp.finfo(dtype).eps)
+    m = p.shape[-1]
+    mu = xp.sum(p * c, axis=-1)
+    slack = (gamma(m + 4, eps) + 2 * gamma(m + 1, eps)) * xp.sum(p * xp.abs(c), axis=-1) * (1 + 2 * gamma(m, eps))
+    return mu, (mu - slack * (1 + 2 * eps)) * (1 - 2 * eps)
+
+
+def _check_certified(xp, mu_hat, mu_lo):
+    if not bool(xp.all(mu_lo > 0)):
+        k = int(xp.argmin(xp.reshape(mu_lo, (-1,))))
+        raise ValueError(
+            "fedprox_optimum cannot certify that sum_i p_i F_i is strongly convex: its computed modulus "
+            f"{float(xp.reshape(mu_hat, (-1,))[k]):.3g} is within its rounding error of 0 (certified lower "
+            f"bound {float(xp.reshape(mu_lo, (-1,))[k]):.3g} <= 0 at flat index {k}); lam is too close to "
+            "where Phi loses strong convexity for this dtype: move lam away or rescale the clients")
+
+
+def _quadratic_optimum(f, lam, p, *, certify):
+    r"""``(w_g (*lead, d), mu_lo (*lead,) or None, mu_i (*lead, m) or None)`` from the
+    eigendecomposition; with ``certify``, ``mu_lo`` a rigorous lower bound on Φ's modulus and
+    ``mu_i`` certified lower curvature bounds of the clients.
+
+    A-posteriori check of the computed eigendecomposition :math:`A \approx \hat V\hat\Lambda\hat V^\top`
+    (nothing assumed about it): :math:`\eta \ge \|\hat V^\top\hat V - I\|_2` (Frobenius norm of
+    the computed product, plus ``gamma_d ||V||_F^2`` for its rounding) bounds the distance
+    :math:`\|\hat V - Q\| \le \eta` to its orthogonal polar factor Q (singular values:
+    :math:`|\sigma - 1| \le |\sigma^2 - 1|`), and :math:`\epsilon \ge \|Q\hat\Lambda Q^\top - A\|_2
+    = \|AQ - Q\hat\Lambda\|_2 \le \|A\hat V - \hat V\hat\Lambda\| + (\|A\|_F + \max|\hat a|)\eta` (the
+    residual's rounding, ``gamma_{d+2} (||A||_F + max|a|) ||V||_F``, added).  So the true
+    eigenvalues are within ε of the computed ones (Weyl), and with
+    :math:`c(X) = \lambda X(X + \lambda I)^{-1} = \lambda I - \lambda^2(X + \lambda I)^{-1}`::
+
+        ||c(A) - c(Q diag(a) Q^T)|| <= lam^2 eps / ((lam + a_1 - eps)(lam + a_1))
+        ||Q C Q^T - V C V^T||       <= (2 eta + eta^2) max|c(a)|
+
+    The computed :math:`\hat H = fl(\sum_i \hat p_i \hat V_i c(\hat a_i)\hat V_i^\top)`, symmetrised,
+    adds ``gamma_{d+5} max|c| ||V||_F^2`` per client and ``gamma_m`` of the sum, ``u ||H||_F`` for
+    the symmetrisation, ``2 delta_p`` of the weights' normalisation; its computed smallest
+    eigenvalue is within ``4 d eps ||H||_F`` (the convention of :meth:`Quadratic.eigenvalue_error`).
+    ``mu_lo`` is the larger of that eigenvalue minus all these, and
+    :math:`\sum_i p_i c(\hat a_{i,1} - \epsilon_i)` rounded down (valid since
+    :math:`\nabla^2 F_i \succeq c(a_{i,1}) I` and c is increasing; the better one when the clients
+    are strongly convex, the other one when some are singular).
+    """
     xp = f.xp
     a, V = f._eigh
     bt = f._bt
@@ -118,7 +176,52 @@ def _quadratic_optimum(f, lam, p):
     if not bool(xp.all(mu > 0)):
         raise ValueError("fedprox_optimum needs sum_i p_i F_i strongly convex: its Hessian "
                          f"sum_i p_i V_i diag(lam a/(lam + a)) V_i^T has smallest eigenvalue {float(xp.min(mu)):.3g}")
-    return xp.linalg.solve(H, r[..., None])[..., 0], mu
+    w_g = xp.linalg.solve(H, r[..., None])[..., 0]
+    if not certify:
+        return w_g, None, None
+    eps = float(xp.finfo(f.dtype).eps)
+    u, d, m = eps / 2, f.dim, p.shape[-1]
+    lam1 = lam[..., None]
+    up_f = 1 + (d * d / 2 + 4) * eps  # a computed Frobenius norm, rounded up
+    # a-posteriori eigendecomposition check: eta >= ||V^T V - I||, eps_q >= ||Q diag(a) Q^T - A||
+    vf2 = xp.sum(V * V, axis=(-2, -1)) * (1 + 2 * gamma(d * d, eps))
+    eye = xp.eye(d, dtype=f.dtype)
+    eta = (_fro(xp, xp.matrix_transpose(V) @ V - eye) * up_f * (1 + u) + gamma(d + 1, eps) * vf2) * (1 + 4 * eps)
+    amax = xp.max(xp.abs(a), axis=-1)
+    fro_a = f._fro * up_f
+    res = _fro(xp, f.A @ V - V * a[..., None, :]) * up_f
+    eps_q = (res + gamma(d + 2, eps) * (fro_a + amax) * xp.sqrt(vf2) * (1 + eps)
+             + (fro_a + amax) * eta) * (1 + 8 * eps)
+    a1 = a[..., 0]
+    # option A: sum_i p_i c(a_1 - eps_q) (c increasing; the prox exists, so lam + a_1 > 0)
+    lo = a1 - eps_q
+    lo = lo - xp.abs(lo) * eps  # rounded down
+    ok_a = (lam1 + lo) > 0
+    one, inf = xp.asarray(1.0, dtype=f.dtype), xp.asarray(math.inf, dtype=f.dtype)
+    c_lo = xp.where(ok_a, lam1 * lo / xp.where(ok_a, lam1 + lo, one), -inf)
+    c_lo = c_lo - xp.abs(c_lo) * (4 * eps)  # the three roundings of c, down
+    _, mu_a = _modulus(xp, p, c_lo, f.dtype)
+    # option B: the computed eigenvalue of H minus the bound on its error
+    gap_lo = (lam1 + a1 - eps_q) * (1 - 4 * eps)
+    ok_b = gap_lo > 0
+    term_e = xp.where(ok_b, lam1 * lam1 * eps_q / xp.where(ok_b, gap_lo * (lam1 + a1), one), inf)
+    term_e = term_e * (1 + 8 * eps)
+    cmax = xp.max(xp.abs(curv), axis=-1) * (1 + 8 * eps)
+    per = (term_e + (2 * eta + eta * eta) * cmax + gamma(d + 5, eps) * cmax * vf2
+           + 2 * gamma(m + 1, eps) * (cmax * (1 + 3 * eta) + term_e))
+    up_m = 1 + 2 * gamma(m, eps)
+    delta = (xp.sum(p * per, axis=-1) + gamma(m, eps) * xp.sum(p * cmax * vf2, axis=-1)) * up_m \
+        + (u + 4 * d * eps) * _fro(xp, H) * up_f
+    mu_b = (mu - delta * (1 + 4 * eps)) * (1 - 2 * eps)
+    mu_lo = xp.where(xp.isnan(mu_b), mu_a, xp.maximum(mu_a, mu_b))
+    _check_certified(xp, mu, mu_lo)
+    mu_i = xp.broadcast_to(lo, tuple(lam.shape) + (m,))
+    return w_g, mu_lo, mu_i
+
+
+def _fro(xp, M):
+    """Frobenius norm over the last two axes, scaled (no overflow)."""
+    return safe_norm(xp.reshape(M, tuple(M.shape[:-2]) + (-1,)), xp)
 
 
 def local_train(objective):
