@@ -28,7 +28,7 @@ along the eigenvectors of μ or L, or random, at scales 0.01..100.  Step sizes f
 0.05 to the bound of the condition, with the condition's boundary value (δ = 2L(M+1)/μ)
 drawn, and an eighth outside the condition (η_t up to 2/(L(M+1)): not applicable).
 Theorem 4 on convex (a_1 = 0, F* = 0 attained) and strongly convex quadratics, T =
-1, 2, 4, ..., 1024, η_0 at the square-root branch, at the min with the first branch
+1, 2, 4, ..., 256, η_0 at the square-root branch, at the min with the first branch
 active, a fraction 0.01..1 of the min, or above 1/(L(M+1)).
 
 Sides, exact: the second moment P_t = E[(x^t − z)(x^t − z)ᵀ] obeys
@@ -37,12 +37,16 @@ E[ξ | x^t] = 0), so E F(x^t) − F* = ½ tr(A P_t) and E‖∇F(x^t)‖² = tr(
 (tests: Monte Carlo with intervals).  Per instance the iterate t = 1..400 (Theorem 3)
 or horizon T (Theorem 4) with the largest lhs/rhs.
 
-Claimed by the thesis: rates (upper bounds).  What the check shows: Theorem 3 holds; (ii)
-is approached at κ = 1 with η → 1/(L(M+1)) (noise floor ησ²/(2(2 − ημ)) with the noise
-along the eigenvector of μ, transient factor (1 − ημ)² + η²μ²M → 1 − ημ), (i) reaches
-about 1/3 (noise floor 2σ²/(3μ(t + δ)) along the eigenvector of μ against 2Lσ²/(μ²(t + δ))).
-Theorem 4 at the square-root branch holds with ratio at most 1/2 (at T = 1, where the left
-side is ‖∇F(x^0)‖² ≤ 2L(F(x^0) − F*)); the proof bound holds for every η_0 ≤ 1/(L(M+1)).
+Claimed by the thesis: rates (upper bounds).  What the check shows: Theorem 3 holds (max
+ratios about 0.99 on the default run); (ii) is approached at κ = 1 with η → 1/(L(M+1)) (noise
+floor ησ²/(2(2 − ημ)) with the noise along the eigenvector of μ, transient factor
+(1 − ημ)² + η²μ²M → 1 − ημ); (i) at t = 1 with δ = 2L(M+1)/μ and a large κ (F barely moves
+along the eigenvector of μ while ν/(1 + δ) = F(x^0) − F*), and its noise term reaches about
+1/3 (floor 2σ²/(3μ(t + δ)) at κ = 1 from x^0 = x*, against 2Lσ²/(μ²(t + δ))).
+Theorem 4 at the square-root branch holds with ratios about 1/2 (at T = 1 the left side is
+‖∇F(x^0)‖² ≤ 2L(F(x^0) − F*) against ≥ 4L(F(x^0) − F*)); the proof bound holds for every
+η_0 ≤ 1/(L(M+1)) (ratio up to about 0.99).  Findings: the printed step rule (η_0 ≤ the min)
+fails when the min is 1/(L(M+1)) or η_0 is below it; the left side needs an expectation.
 """
 from __future__ import annotations
 
@@ -272,6 +276,24 @@ def evaluate_nc(batch, claim):
 
 _SRC = "Dadras thesis, ch. 2"
 _PAPER = "dadras-thesis-personalized-fl.md"
+_NC_FINDINGS = (
+    "Theorem 4 as printed (any eta_0 <= min{1/(L(M+1)), sqrt(2(F(x^0) - F*)/(L sigma^2))}) fails when the min is "
+    "1/(L(M+1)): d = 1, F(x) = x^2/2 (L = 1, F* = 0), x^0 = 1, M = 0, sigma^2 = 0.01 (eta_0 = min{1, 10} = 1): "
+    "at T = 1 the left side is ||grad F(x^0)||^2 = 1 > sqrt(8 * 0.5 * 0.01) = 0.2 (ratio 5); at T = 256 the exact "
+    "E-average is 0.03257 > 0.0125 (ratio 2.6); with sigma^2 = 0 (gradient descent) the bound is 0 at every T. "
+    "The proof gives 2(F(x^0) - F*)/(eta_0 sqrt T) + L eta_0 sigma^2/sqrt T (checked), which is the printed bound "
+    "only at eta_0 = sqrt(2(F(x^0) - F*)/(L sigma^2)).",
+    "Theorem 4 as printed also fails for eta_0 below the min (printed '<='): d = 1, F(x) = x^2/2, x^0 = 1, M = 0, "
+    "sigma^2 = 1 (both branches of the min are 1), eta_0 = 0.1: the exact (1/T) sum_{t<T} E||grad F(x^t)||^2 is "
+    "1.41 times sqrt(8 (F(x^0) - F*) L sigma^2/T) at T = 16 and 2.42 times at T = 256 (eta_0 = 0.01: 6.85 at "
+    "T = 256).",
+    "Theorem 4's left side is printed without an expectation: read surely it fails with positive probability "
+    "even at the square-root branch: d = 1, F(x) = x^2/2, x^0 = 1, M = 0, Rademacher noise xi = +-1 (sigma^2 = 1, "
+    "eta_0 = 1 = both branches), T = 16 (eta = 1/4): the path with xi = -1 at every step stays at x^t = 1, so "
+    "(1/T) sum ||grad F(x^t)||^2 = 1 > sqrt(8 * 0.5)/4 = 0.5 (probability 2^-16), while the expectation is "
+    "0.53 * 0.5 (checked).",
+)
+
 SC_I = "(i) eta_t = 2/(mu(t + delta)): E F(x^t) - F* <= nu/(t + delta), t = 1..400"
 SC_II = "(ii) eta < 1/(L(M+1)): E F(x^t) - F* <= (1 - eta mu)^t (F(x^0) - F*) + eta L sigma^2/(2 mu), t = 1..400"
 NC_PRINTED = ("printed: (1/T) sum_{t<T} E||grad F(x^t)||^2 <= sqrt(8 (F(x^0) - F*) L sigma^2 / T), "
@@ -341,6 +363,6 @@ STATEMENTS = (
                    {"eta0_ok": lambda eta0, L, M: eta0 <= 2 / (L * (M + 1))}),
             Mutant("inequalities reversed", {"flip": (NC_PRINTED, NC_PROOF)}),
         ),
-        findings=(),
+        findings=_NC_FINDINGS,
     ),
 )
