@@ -94,6 +94,9 @@ from ._objective import ProxInfo
 
 __all__ = ["newton_prox", "newton_displacement", "check_max_iter"]
 
+_REACH = 1.01  # slack on the necessary condition for the local certificate (tests set inf)
+_COMPACT = 0.75  # entries leave the batch once at most this fraction of it is still active
+
 
 
 def check_max_iter(max_iter):
@@ -167,7 +170,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         near = (~ok | poor) & (frozen | (moved <= 1e-3 * (xn + S["anorm"])) | (k == max_iter))
         Hf = None
         if bool(xp.any(near)):
-            top = xp.maximum(lam + S["hi"], modulus) * 1.01
+            top = xp.maximum(lam + S["hi"], modulus) * _REACH
             reach = (gn + rnd_x <= top * (2 * rnd_x / modulus + 4 * eps * xn)) if tol is None \
                 else (gn + rnd_t <= top * S["tol"])
             cand = near & reach
@@ -194,7 +197,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         if k == max_iter or n_active == 0:
             blocks.append(_finished(S, fields, None))
             break
-        if compact and n_active <= 0.75 * int(S["J"].shape[0]):
+        if compact and n_active <= _COMPACT * int(S["J"].shape[0]):
             keep = xp.nonzero(active)[0]
             sub = f._take(xp.take(S["J"], keep, axis=0), shape)
             if sub is None:
