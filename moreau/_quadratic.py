@@ -315,11 +315,9 @@ class Quadratic(Objective):
             Q, D, E = self._tri
             Qt = np.swapaxes(Q, -1, -2)
             R = _matvec(Qt, self.b) + lam_ * _matvec(Qt, w)
-            if need_u:
-                R = np.stack(np.broadcast_arrays(R, _matvec(Qt, self.b - _matvec(self.A, w))), axis=0)
-            Y = tri_solve(D, E, lam, R[..., None] if not need_u else np.moveaxis(R, 0, -1))
-            Y = np.moveaxis(Y, -1, 0)  # (k, ..., d): one GEMM for every column
-            Z = _matvec(Q, Y)
+            R = np.stack(np.broadcast_arrays(R, _matvec(Qt, self.b - _matvec(self.A, w))), axis=0) \
+                if need_u else R[None]
+            Z = _matvec(Q, tri_solve(D, E, lam, R))  # (k, ..., d): one GEMM for every column
             theta, u = Z[0], (Z[1] if need_u else None)
         shape = tuple(np.broadcast_shapes(self.batch_shape, tuple(theta.shape[:-1]), tuple(lam.shape)))
         theta = xp.broadcast_to(theta, shape + (self.dim,))
@@ -430,9 +428,9 @@ def _block_max(A, fn, xp):
 def _check_symmetric(A, xp):
     """True if ``A`` is exactly symmetric; False if within ``100 eps max|A|`` of it;
     ``ValueError`` otherwise.  By blocks (no full-size temporary)."""
-    asym = _block_max(A, lambda B: xp.abs(B - xp.matrix_transpose(B)), xp)
-    if bool(xp.all(asym == 0)):
+    if all(bool(xp.all(A[k] == xp.matrix_transpose(A[k]))) for k in _blocks(A)):
         return True
+    asym = _block_max(A, lambda B: xp.abs(B - xp.matrix_transpose(B)), xp)
     scale = _block_max(A, xp.abs, xp)
     tol = 100 * xp.finfo(A.dtype).eps * scale
     if not bool(xp.all(asym <= tol)):

@@ -5,8 +5,8 @@ route runs is chosen by :meth:`moreau.Quadratic._solve` from the work (number
 of systems per matrix) and from what is cached.
 
 * :func:`chol_solve` (few ``lam``): a Cholesky factorization of
-  ``fl(A + (lam - sigma) I)`` per system, one step of iterative refinement
-  against the exact ``A + lam I``.  The factorization *certifies* that the
+  ``fl(A + (lam - sigma) I)`` per system, then the first-order correction to
+  the exact ``A + lam I``.  The factorization *certifies* that the
   prox exists (``lambda_min(A + lam I) >= mu > 0``, derivation below); no
   eigenvalue is computed.  numpy: LAPACK ``potrf``/``potrs`` per system in
   blocks; other array-API backends: a batched ``linalg.cholesky`` and a
@@ -41,11 +41,11 @@ As ``R^T R`` is positive semidefinite,
 is evaluated with every rounding of its own evaluation bounded (factors
 ``1 +- k eps``), so ``mu > 0`` is a theorem about ``A + lam I`` (no underflow
 assumed, as in Higham's analysis).  ``sigma`` is ``~4 d^2 u ||A||``: the
-solve with ``At`` is off by ``sigma / lambda_min(A + lam I)`` relative, which
-the refinement step removes (error after it: that ratio squared, plus the
-usual backward-stable rounding); a correction above ``sqrt(eps) ||x||`` means
-the ratio was not small and the route reports failure (the caller then takes
-the spectral route).  The route returns no error bound: ``mu`` is a tiny
+solve with ``At`` is off by ``g / lambda_min(A + lam I)`` relative
+(``g = lam - s``), which the first-order correction ``x - g At^{-1} x`` removes
+(error after it: that ratio squared, plus the usual backward-stable rounding);
+a correction above ``sqrt(eps) |x|`` means the ratio was not small and the
+route reports failure (the caller then takes the spectral route).  The route returns no error bound: ``mu`` is a tiny
 lower bound (``~sigma``), useless as a modulus, so callers that want a
 certificate take a spectral route.
 """
@@ -57,7 +57,7 @@ import numpy as np
 
 __all__ = ["chol_solve", "tridiagonalize", "tri_solve", "tri_min_eig", "is_numpy"]
 
-_BLOCK = 1 << 21  # elements of A per block of systems: bounds the transient memory
+_BLOCK = 1 << 18  # elements of A per block of systems (2 MB in float64): cache-sized, bounds the transient memory
 
 
 def is_numpy(xp):
@@ -106,13 +106,13 @@ def _flatten(A, lam, R, xp):
 
 
 def chol_solve(A, lam, R, xp):
-    r"""``(A + lam I)^{-1} R`` by certified Cholesky with one refinement step.
+    r"""``(A + lam I)^{-1} R`` by certified Cholesky and a first-order shift correction.
 
     ``A`` ``(*batch, d, d)`` symmetric, ``lam`` broadcastable to the systems'
     shape, ``R`` ``(..., d, k)`` (k right-hand sides per system).  Returns
     ``(X (shape, d, k), mu (shape) host)`` with ``mu > 0`` a certified lower
     bound on ``lambda_min(A + lam I)`` for every system, or ``None`` where the
-    certificate fails for some system (breakdown, or a refinement correction
+    certificate fails for some system (breakdown, or a shift correction
     above ``sqrt(eps)``).
     """
     d, k = A.shape[-1], R.shape[-1]
@@ -131,7 +131,7 @@ def chol_solve(A, lam, R, xp):
         sl = slice(j0, j1)
         out = _chol_block_np(A2h, idx[sl], lam_h[sl], s_h[sl], _host(R_f[sl]), eps) if A2h is not None \
             else _chol_block_xp(A2, idx[sl], lam_f[sl], s_h[sl], R_f[sl], eps, xp)
-        if out is None:
+        if out is None or out[0] is None:
             return None
         X[sl], mu[sl] = out
     if not np.all(mu > 0):
@@ -142,43 +142,42 @@ def chol_solve(A, lam, R, xp):
 def _chol_block_np(A2, idx, lam, s, R, eps):
     from scipy.linalg import get_lapack_funcs
 
-    potrf, potrs = get_lapack_funcs(("potrf", "potrs"), (A2,))
+    posv, potrs = get_lapack_funcs(("posv", "potrs"), (A2,))
     n, d = idx.shape[0], A2.shape[-1]
     cont = n > 1 and bool(np.all(np.diff(idx) == 1))
-    Ab = A2[idx[0]:idx[-1] + 1] if cont else A2[idx]
-    At = np.array(Ab, copy=True)
+    At = np.array(A2[idx[0]:idx[-1] + 1] if cont else A2[idx], copy=True)
     flat = At.reshape(n, d * d)
     flat[:, ::d + 1] += s[:, None].astype(At.dtype)
     mu = _mu(np.diagonal(At, axis1=-2, axis2=-1).astype(np.float64), lam, s.astype(np.float64), eps)
     if not np.all(mu > 0):
         return None
     X = np.empty((n, d, R.shape[-1]), dtype=At.dtype)
-    for j in range(n):
-        c, info = potrf(At[j].T, lower=1, clean=0, overwrite_a=1)  # At[j] symmetric: .T is its Fortran view
+    Y = np.empty_like(X)
+    for j in range(n):  # At[j] is symmetric: At[j].T is the same matrix in Fortran order (no copy)
+        c, X[j], info = posv(At[j].T, R[j], lower=1, overwrite_a=1)
         if info != 0:
             return None
-        X[j], info = potrs(c, R[j], lower=1)
-        At[j] = c.T  # keep the factor (overwrite_a normally already did)
-    lam_c = lam.astype(At.dtype)[:, None, None]
-    res = R - (Ab @ X + lam_c * X)
-    dX = np.empty_like(X)
-    for j in range(n):
-        dX[j], info = potrs(At[j].T, res[j], lower=1)
-    X += dX
-    if not _converged(dX, X, eps):
-        return None
-    return X, mu
+        Y[j], info = potrs(c, X[j], lower=1)
+    return _shift_back(X, Y, lam, s, eps, np), mu
+
+
+def _shift_back(X, Y, lam, s, eps, xp):
+    """``X - (lam - s) Y`` with ``Y = At^{-1} X``: the first-order correction from
+    ``At = A + s I`` to ``A + lam I`` (``(At + g I)^{-1} = At^{-1} - g At^{-2} + O(g^2)``);
+    ``None`` when the correction exceeds ``sqrt(eps) |X|`` (then ``g`` was not small)."""
+    g = xp.asarray((lam - s).astype(np.float64))
+    dX = xp.astype(g, X.dtype)[:, None, None] * Y
+    X = X - dX
+    return X if _converged(dX, X, eps, xp) else None
 
 
 def _chol_block_xp(A2, idx, lam, s, R, eps, xp):
     d = A2.shape[-1]
-    ix = xp.asarray(idx)
-    Ab = xp.take(A2, ix, axis=0)
-    eye = xp.eye(d, dtype=A2.dtype)
-    s_x = xp.asarray(s, dtype=A2.dtype)
-    At = Ab + s_x[:, None, None] * eye
+    Ab = xp.take(A2, xp.asarray(idx), axis=0)
+    At = Ab + xp.asarray(s, dtype=A2.dtype)[:, None, None] * xp.eye(d, dtype=A2.dtype)
     At_diag = np.asarray(_host(xp.linalg.diagonal(At)), dtype=np.float64)
-    mu = _mu(At_diag, _host(lam).astype(np.float64), s.astype(np.float64), eps)
+    lam_h = _host(lam).astype(np.float64)
+    mu = _mu(At_diag, lam_h, s.astype(np.float64), eps)
     if not np.all(mu > 0):
         return None
     try:
@@ -189,12 +188,7 @@ def _chol_block_xp(A2, idx, lam, s, R, eps, xp):
     if not bool(xp.all(xp.isfinite(dg) & (dg > 0))):  # cupy: NaN instead of an exception
         return None
     X = _chol_subst(Lf, R, xp)
-    res = R - (Ab @ X + lam[:, None, None] * X)
-    dX = _chol_subst(Lf, res, xp)
-    X = X + dX
-    if not _converged(dX, X, eps, xp):
-        return None
-    return X, mu
+    return _shift_back(X, _chol_subst(Lf, X, xp), lam_h, s, eps, xp), mu
 
 
 def _chol_subst(Lf, R, xp):
@@ -271,30 +265,31 @@ def tri_min_eig(D, E):
 
 def tri_solve(D, E, lam, R):
     r"""``(T + lam I)^{-1} R`` for tridiagonal ``T`` (``D`` ``(*b, d)``, ``E`` ``(*b, d-1)``),
-    ``lam`` and ``R`` ``(..., d, k)`` broadcasting with ``b``: ``LDL^T`` without pivoting
-    (``T + lam I`` must be positive definite), vectorised over every system, a loop over ``d``."""
-    d, k = R.shape[-2], R.shape[-1]
-    shape = tuple(np.broadcast_shapes(tuple(D.shape[:-1]), tuple(lam.shape), tuple(R.shape[:-2])))
-    Rt = np.moveaxis(np.broadcast_to(R, shape + (d, k)), -2, 0).copy()  # (d, *shape, k): rows contiguous
+    ``lam`` and ``R`` ``(k, ..., d)`` (k right-hand sides first) broadcasting with ``b``:
+    ``LDL^T`` without pivoting (``T + lam I`` must be positive definite), vectorised over
+    every system (the systems are the innermost, contiguous axis), a loop over ``d``."""
+    k, d = R.shape[0], R.shape[-1]
+    shape = tuple(np.broadcast_shapes(tuple(D.shape[:-1]), tuple(lam.shape), tuple(R.shape[1:-1])))
+    Rt = np.moveaxis(np.broadcast_to(R, (k,) + shape + (d,)), -1, 0).copy()  # (d, k, *shape)
     pad = (1,) * (len(shape) - (D.ndim - 1))
     Dt = np.moveaxis(D, -1, 0).reshape((d,) + pad + tuple(D.shape[:-1]))  # (d, *b) aligned with shape
     Et = np.moveaxis(E, -1, 0).reshape((max(d - 1, 0),) + pad + tuple(E.shape[:-1]))
-    lam_k = lam[..., None]
-    P = np.empty((d,) + shape + (1,), dtype=R.dtype)
-    np.add(Dt[..., None], lam_k, out=P)  # diagonal of T + lam I, then overwritten by the pivots
-    l_ = np.empty(shape + (1,), dtype=R.dtype)
-    tmp = np.empty(shape + (1,), dtype=R.dtype)
+    P = np.empty((d,) + shape, dtype=R.dtype)
+    np.add(Dt, lam, out=P)  # the diagonal of T + lam I, overwritten by the pivots
+    l_ = np.empty(shape, dtype=R.dtype)
+    tmp = np.empty((k,) + shape, dtype=R.dtype)
     for i in range(1, d):
-        e = Et[i - 1][..., None]
-        np.divide(e, P[i - 1], out=l_)
-        np.multiply(e, l_, out=tmp)
-        P[i] -= tmp
-        Rt[i] -= l_ * Rt[i - 1]
+        np.divide(Et[i - 1], P[i - 1], out=l_)
+        np.multiply(Et[i - 1], l_, out=tmp[0])
+        P[i] -= tmp[0]
+        np.multiply(l_, Rt[i - 1], out=tmp)
+        Rt[i] -= tmp
     Rt[d - 1] /= P[d - 1]
     for i in range(d - 2, -1, -1):
-        Rt[i] -= Et[i][..., None] * Rt[i + 1]
+        np.multiply(Et[i], Rt[i + 1], out=tmp)
+        Rt[i] -= tmp
         Rt[i] /= P[i]
-    return np.moveaxis(Rt, 0, -2)
+    return np.moveaxis(Rt, 0, -1)  # (k, *shape, d)
 
 
 def _host(x):
