@@ -114,6 +114,8 @@ class PartResult:
     holds_each: np.ndarray = None   # per instance (True where not applicable)
     slack: np.ndarray = None        # per instance: rhs - lhs (negative: violated)
     ratio: np.ndarray = None        # per instance: lhs / rhs
+    index: np.ndarray = None        # global instance index of each row of ``sides`` (None: the row itself;
+                                    # a chunked run keeps only some rows, see moreau.analysis._chunks)
 
 
 @dataclass

@@ -2,7 +2,11 @@
 
 Exit status: 0 every statement holds (and, with ``--mutants``, every mutant
 is rejected; with ``--symbolic``, every identity is proved); 1 otherwise;
-2 usage errors.
+2 usage errors; 3 an internal error.  ``--replay`` of a mutant's saved
+instance exits 0 when the mutant is rejected on it, 1 when it is not.
+
+A large ``--trials`` is drawn, judged and reduced in chunks of 2048 instances
+(memory bounded by one chunk; a progress bar on a terminal).
 """
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ def add_check_parser(sub):
     p.add_argument("--family", choices=("quadratic", "logistic", "multinomial", "all"), default="all",
                    help="instance family to check on (default: every family a statement covers)")
     p.add_argument("--trials", type=positive_int, default=None,
-                   help="instances per (id, family) (default: each checker's own, sized for a < 1 min run)")
+                   help="instances per (id, family) (default: each checker's own, sized for a < 1 min run); "
+                        "above 2048 they are drawn and judged in chunks, in bounded memory")
     p.add_argument("--seed", type=nonnegative_int, default=0,
                    help="seed of the instances (an integer >= 0; each (id, family) derives its own stream)")
     p.add_argument("--mutants", action="store_true", help="run every mutant; each must be rejected")
@@ -37,7 +42,9 @@ def add_check_parser(sub):
                    help="also the class worst case of each first-order statement by performance estimation "
                         "(PEPit with the Clarabel solver; needs the pep extra); JSON key \"pep\" per record")
     p.add_argument("--json", metavar="PATH", help="write one record per (id, family); schema in analysis/runner.py")
-    p.add_argument("--save-counterexamples", metavar="DIR", help="save failing instances as .npz")
+    p.add_argument("--save-counterexamples", metavar="DIR",
+                   help="save failing instances, and the instance that rejects each mutant, as .npz "
+                        "(each printed with the command that replays it)")
     p.add_argument("--replay", metavar="FILE", help="re-check one saved instance (.npz)")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
     p.add_argument("--describe", action="store_true",
@@ -115,7 +122,7 @@ def cmd_check(args) -> int:
         except ImportError as exc:
             return _fail(str(exc))
     t0 = time.perf_counter()
-    records = runner.run(ids, args.family, args.trials, args.seed, args.mutants, args.search)
+    records = runner.run(ids, args.family, args.trials, args.seed, args.mutants, args.search, progress=True)
     ok = _print_table(records)
     if args.mutants:
         ok &= _print_mutants(records, restricted=args.family != "all")
@@ -197,7 +204,7 @@ def _print_table(records) -> bool:
             ok = False
             i = int(r.failures[0]) if r.failures.size else None
             if i is not None:
-                print(f"{'':22s}  first failing instance: #{i}: " + _describe(rec.batch, i))
+                print(f"{'':22s}  first failing instance: #{i}: " + _describe(rec.batch, rec.local(i)))
     print()
     return ok
 
@@ -269,12 +276,18 @@ def _print_mutants(records, restricted=False) -> bool:
 
 
 def _save(records, directory):
-    from .runner import save_counterexample
+    """The first failing instances of every statement (at most 5 per record), and the instance that
+    rejects each mutant (when one instance does), each with the command that replays it."""
+    from .runner import save_counterexample, save_instance
 
     for rec in records:
         for i in rec.result.failures[:5]:
             path, cmd = save_counterexample(rec, int(i), directory)
             print(f"saved {path}; reproduce: {cmd}")
+        for (m, rejected, _), (where, one, i) in zip(rec.mutants, rec.mutant_batches):
+            if rejected and one is not None:
+                path, cmd = save_instance(one, rec.statement.id, rec.result.family, f"{where}{i}", directory, m.name)
+                print(f"saved {path} (rejects mutant {m.name!r}); replay: {cmd}")
 
 
 def _replay(args, cat) -> int:
@@ -318,4 +331,7 @@ def _replay(args, cat) -> int:
         ok &= holds
         print(f"{st.id} [{meta['family']}] {p.name}: lhs={s.lhs[0]:.17g} rhs={s.rhs[0]:.17g} "
               f"holds={holds}")
+    if mutant is not None:  # a mutant's instance is meant to reject it: exit 0 when it does
+        print(f"mutant {mutant.name!r}: {'rejected' if not ok else 'NOT rejected'} on this instance")
+        return 0 if not ok else 1
     return 0 if ok else 1

@@ -17,7 +17,12 @@ per (statement id, family)::
       "statement_seconds": 0.1,        # the statement (instances, prepare step, judging)
       "mutant_seconds": 0.02,          # all its mutants on this family (0 without --mutants)
       "mutants": [{"name": "...", "rejected": true,     # [] without --mutants; per family
-                   "rejected_by": "part name", "instance": 3,   # the first failing part and instance
+                   "rejected_by": "part name",  # the first failing part
+                   "found_on": "run",           # the batch that rejects it: "run" (the record's
+                                                # instances), "default" (the checker's default batch,
+                                                # tried when --trials was given), "search" (--search)
+                   "instance": 3,               # its index there (null: no single instance fails,
+                                                # a claimed-tight bound not attained as a whole)
                    "margin": 0.25}],   # |lhs - rhs| / max(|lhs|, |rhs|) at its worst failing instance
                                        # (rate parts: distance of the interval from the exponent);
                                        # the last three only when rejected on this family
@@ -64,11 +69,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ._core import Result, take
+from ._chunks import ChunkReducer
+from ._core import Result, _batch_size, take
 from .registry import catalogue
 from .search import search
 
-__all__ = ["Record", "run", "record_json", "save_counterexample", "load_counterexample", "rng_for"]
+__all__ = ["Record", "run", "record_json", "save_counterexample", "save_instance", "load_counterexample",
+           "rng_for", "CHUNK"]
 
 FAMILIES = ("quadratic", "logistic", "multinomial")
 
@@ -79,17 +86,36 @@ def rng_for(seed: int, statement_id: str, family: str, mutant: str = "") -> np.r
     return np.random.default_rng(key)
 
 
+#: instances drawn, prepared and judged at a time when ``trials`` exceeds it (memory stays that of
+#: one chunk however large ``--trials`` is; see ``moreau.analysis._chunks``)
+CHUNK = 2048
+
+
 @dataclass
 class Record:
     statement: object
     result: Result
     mutants: list = field(default_factory=list)  # (Mutant, rejected: bool, Result)
     batch: dict | None = None
-    mutant_batches: list = field(default_factory=list)  # per mutant: the batch its verdict was reached on
+    # per mutant: (where, batch, index) of its verdict: where "run" | "default" | "search", batch the
+    # one instance that rejects it and its index in that batch (None when it survived or when no
+    # single instance does)
+    mutant_batches: list = field(default_factory=list)
     mutant_seconds: float = 0.0
+    index: np.ndarray | None = None  # global instance index of each row of ``batch`` (None: the row itself)
+
+    def local(self, i: int) -> int:
+        """The row of ``batch`` that holds global instance ``i``."""
+        if self.index is None:
+            return int(i)
+        k = int(np.searchsorted(self.index, i))
+        if k >= self.index.size or self.index[k] != i:
+            raise KeyError(f"instance {i} was not kept (chunked run: only the worst and failing instances are)")
+        return k
 
 
-def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examples=0):
+def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examples=0, chunk=None,
+        progress=False):
     """Run statements; returns a list of :class:`Record` (one per id and family).
 
     A mutant is rejected when the batch, or the checker's default batch, or
@@ -97,6 +123,13 @@ def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examp
     it fails.  With ``search_examples > 0`` the statement itself is also
     searched: a failing instance found that way is appended to the record's
     batch and counted like any other instance.
+
+    ``trials`` above ``chunk``: instances are drawn, prepared and judged ``chunk`` at a time
+    (chunk k > 0 from its own stream ``rng_for(seed, id, family, "chunk k")``), the results reduced
+    as they come (:class:`moreau.analysis._chunks.ChunkReducer`), and each mutant judged chunk by chunk
+    until one rejects it.  A checker whose ``trials`` is not a count of instances (its batch size
+    differs from the trials asked) gets one call, as with a small ``trials``.  ``progress``: a
+    tqdm bar over the chunks (when tqdm is installed).
     """
     cat = catalogue()
     ids = list(cat) if not ids else list(ids)
@@ -104,54 +137,123 @@ def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examp
     if unknown:
         raise KeyError(f"unknown statement id(s) {unknown}; known: {', '.join(cat)}")
     fams = FAMILIES if family == "all" else (family,)
+    chunk = CHUNK if chunk is None else chunk
     records = []
     for sid in ids:
         st = cat[sid]
         for fam in fams:
-            if fam not in st.families:
-                continue
-            rng = rng_for(seed, sid, fam)
-            batch = st.instances(fam, trials, rng)
-            if search_examples:
-                found = search(st, fam, max_examples=search_examples, seed=seed)
-                if found is not None:
-                    batch = _concat(batch, found)
-            t0 = time.perf_counter()
-            prepared = st.prepared(batch)  # claim-independent work, once for the statement and its mutants
-            rec = Record(st, st.run(fam, trials, rng, batch=batch, prepared=prepared), batch=batch)
-            rec.result.seconds = time.perf_counter() - t0
-            if mutants:
-                t1 = time.perf_counter()
-                _run_mutants(rec, st, fam, trials, rng, batch, prepared, seed, search_examples)
-                rec.mutant_seconds = time.perf_counter() - t1
-            records.append(rec)
+            if fam in st.families:
+                records.append(_run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress))
     return records
 
 
-def _run_mutants(rec, st, fam, trials, rng, batch, prepared, seed, search_examples):
-    """Judge every mutant: on the record's batch, then (when --trials was given) on the checker's
-    default batch, then (with --search) on a searched instance; the first that rejects it wins."""
-    # a mutant is searched for on this batch and, when --trials was given, also on the
-    # checker's default batch: its adversarial instances must not disappear with a small --trials
-    extra = extra_prepared = None
-    if trials:
+def _chunks(st, fam, trials, seed, chunk):
+    """``(size, batch, number of chunks)`` per chunk, lazily; one chunk when trials <= chunk or
+    when the checker's batch size does not follow ``trials``."""
+    rng = rng_for(seed, st.id, fam)
+    if trials is None or trials <= chunk:
+        yield trials, st.instances(fam, trials, rng), 1
+        return
+    first = st.instances(fam, chunk, rng)
+    if _batch_size(first) != chunk:  # --trials is not a number of instances for this checker
+        del first
+        yield trials, st.instances(fam, trials, rng_for(seed, st.id, fam)), 1
+        return
+    n = -(-trials // chunk)
+    yield chunk, first, n
+    del first
+    for k in range(1, n):
+        size = min(chunk, trials - k * chunk)
+        yield size, st.instances(fam, size, rng_for(seed, st.id, fam, f"chunk {k}")), n
+
+
+def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
+    reducer, rec, bar = ChunkReducer(), None, None
+    pending = list(st.mutants) if mutants else []
+    verdicts = {}  # mutant name -> (rejected, Result, where, one-instance batch, its index there)
+    t_mut, offset = 0.0, 0
+    rng = rng_for(seed, st.id, fam)
+    for k, (size, batch, n_chunks) in enumerate(_chunks(st, fam, trials, seed, chunk)):
+        if k == 0 and progress and n_chunks > 1:
+            bar = _bar(n_chunks, f"{st.id} [{fam}]")
+        if search_examples and k == n_chunks - 1:
+            found = search(st, fam, max_examples=search_examples, seed=seed)
+            if found is not None:
+                batch = _concat(batch, found)
+        t0 = time.perf_counter()
+        prepared = st.prepared(batch)  # claim-independent work, once for the statement and its mutants
+        res = st.run(fam, size, rng, batch=batch, prepared=prepared)
+        res.seconds = time.perf_counter() - t0
+        if n_chunks == 1:
+            rec = Record(st, res, batch=batch)
+        else:
+            reducer.add(batch, res)
+        t1 = time.perf_counter()
+        for m in list(pending):
+            r = st.run(fam, size, rng, mutant=m, batch=batch, prepared=prepared)
+            verdicts[m.name] = (not r.holds, r, "run", *_rejecting_instance(batch, r, offset))
+            if not r.holds:
+                pending.remove(m)
+        t_mut += time.perf_counter() - t1
+        offset += res.instances
+        del batch, prepared
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    if rec is None:
+        rec = Record(st, reducer.result(st.id, fam), batch=reducer.batch, index=reducer.index)
+    if mutants:
+        t1 = time.perf_counter()
+        _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts)
+        for m in st.mutants:
+            rejected, r, where, one, i = verdicts[m.name]
+            rec.mutants.append((m, rejected, r))
+            rec.mutant_batches.append((where, one, i))
+        rec.mutant_seconds = t_mut + time.perf_counter() - t1
+    return rec
+
+
+def _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts):
+    """Mutants the run's batch did not reject: tried on the checker's default batch (when --trials
+    was given: its adversarial instances must not disappear with a small --trials), then (with
+    --search) on a hypothesis search's instance."""
+    if pending and trials:
         extra = st.instances(fam, None, rng_for(seed, st.id, fam, "default"))
-    for m in st.mutants:
-        res = st.run(fam, trials, rng, mutant=m, batch=batch, prepared=prepared)
-        where = (batch, res)
-        if res.holds and extra is not None:
-            if extra_prepared is None:
-                extra_prepared = st.prepared(extra)
-            res = st.run(fam, None, rng, mutant=m, batch=extra, prepared=extra_prepared)
-            where = (extra, res)
-        if res.holds and search_examples:
+        prepared = st.prepared(extra)
+        for m in list(pending):
+            r = st.run(fam, None, None, mutant=m, batch=extra, prepared=prepared)
+            if not r.holds:
+                verdicts[m.name] = (True, r, "default", *_rejecting_instance(extra, r))
+                pending.remove(m)
+    if pending and search_examples:
+        for m in list(pending):
             found = search(st, fam, m, max_examples=search_examples, seed=seed)
             if found is not None:
-                res = st.run(fam, None, rng, mutant=m, batch=found)
-                where = (found, res)
-        rejected = not res.holds
-        rec.mutants.append((m, rejected, res))
-        rec.mutant_batches.append(where[0])
+                r = st.run(fam, None, None, mutant=m, batch=found)
+                if not r.holds:
+                    verdicts[m.name] = (True, r, "search", *_rejecting_instance(found, r))
+                    pending.remove(m)
+
+
+def _rejecting_instance(batch, res, offset=0):
+    """``(one-instance batch, its index)`` of the first instance on which ``res`` fails, or
+    ``(None, None)`` (it holds, or it fails only as a whole: a claimed-tight bound not attained)."""
+    f = res.failures
+    return (take(batch, f[:1]), offset + int(f[0])) if f.size else (None, None)
+
+
+def _bar(total, label):
+    """A tqdm bar over chunks on a terminal (stderr), nothing otherwise."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=label, unit="chunk", file=sys.stderr, leave=False)
 
 
 def _concat(batch, extra):
@@ -183,22 +285,21 @@ def record_json(rec: Record, run: dict | None = None) -> dict:
         "holds": r.holds, "max_ratio": _num(r.max_ratio), "tight": bool(tight), "claimed": st.claimed,
         "seconds": round(r.seconds + rec.mutant_seconds, 4),
         "statement_seconds": round(r.seconds, 4), "mutant_seconds": round(rec.mutant_seconds, 4),
-        "mutants": [_mutant_json(m, rej, res) for m, rej, res in rec.mutants],
+        "mutants": [_mutant_json(m, rej, res, *where) for (m, rej, res), where in
+                    zip(rec.mutants, rec.mutant_batches or [(None, None, None)] * len(rec.mutants))],
         "findings": list(st.findings),
         "parts": [_part_json(p) for p in r.parts],
         **({"run": run} if run is not None else {}),
     }
 
 
-def _mutant_json(m, rejected, res) -> dict:
-    """A mutant's verdict with the margin it fails by: the rejecting part and its worst ratio
-    (for a flipped inequality, the smallest ratio: the mutant claims lhs >= rhs)."""
+def _mutant_json(m, rejected, res, where=None, one=None, index=None) -> dict:
+    """A mutant's verdict, the part that rejects it, the margin it fails by and where."""
     out = {"name": m.name, "rejected": bool(rejected)}
     failing = [p for p in res.parts if not p.holds]
-    if failing:
+    if rejected and failing:
         p = failing[0]
-        out.update(rejected_by=p.name, instance=int(p.failures[0]) if p.failures.size else None,
-                   margin=_num(_margin(p)))
+        out.update(rejected_by=p.name, found_on=where, instance=index, margin=_num(_margin(p)))
     return out
 
 
@@ -232,7 +333,7 @@ def _part_json(p) -> dict:
                    exponent=[_num(v) for v in s.rhs], kind=s.kind, atol=float(s.atol), level=level)
     elif s.lhs_ci is not None and p.applicable:
         i = worst_ci_instance(s)
-        out.update(level=level, worst_instance=i, lhs=_num(s.lhs[i]),
+        out.update(level=level, worst_instance=int(p.index[i]) if p.index is not None else i, lhs=_num(s.lhs[i]),
                    lhs_ci=[_num(s.lhs_ci[0][i]), _num(s.lhs_ci[1][i])], rhs=_num(s.rhs[i]))
     return out
 
@@ -251,15 +352,21 @@ def _num(x):
 
 
 def save_counterexample(rec: Record, index: int, directory, mutant: str = "") -> tuple[Path, str]:
-    """Save instance ``index`` of the record's batch as ``.npz`` (no pickle); return (path, command)."""
+    """Save global instance ``index`` of the record's batch as ``.npz`` (no pickle); return (path, command)."""
+    one = take(rec.batch, [rec.local(index)])
+    return save_instance(one, rec.statement.id, rec.result.family, index, directory, mutant)
+
+
+def save_instance(one: dict, statement_id: str, family: str, index, directory, mutant: str = "") -> tuple[Path, str]:
+    """Save a one-instance batch as ``.npz`` with its id, family and (for a mutant's rejecting
+    instance) the mutant's name; return ``(path, the command that replays it)``."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    one = take(rec.batch, [index])
-    tag = f"{rec.statement.id}-{rec.result.family}-{index}" + (f"-{zlib.crc32(mutant.encode()):08x}" if mutant else "")
+    tag = f"{statement_id}-{family}-{index}" + (f"-mutant-{zlib.crc32(mutant.encode()):08x}" if mutant else "")
     path = directory / f"{tag}.npz"
-    meta = {"id": rec.statement.id, "family": rec.result.family, "mutant": mutant}
+    meta = {"id": statement_id, "family": family, "mutant": mutant}
     np.savez(path, __meta__=np.array(json.dumps(meta)), **{k: np.asarray(v) for k, v in one.items()})
-    cmd = f"moreau check {rec.statement.id} --family {rec.result.family} --replay {path}"
+    cmd = f"moreau check {statement_id} --family {family} --replay {path}"
     return path, cmd
 
 

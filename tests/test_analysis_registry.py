@@ -340,7 +340,9 @@ def test_cli_json_schema(tmp_path, capsys):
         assert run["tolerances"] == {"rtol": RTOL, "tight_rtol": TIGHT_RTOL}
         assert run["versions"]["numpy"] == np.__version__ and run["git_commit"]
         assert [m["name"] for m in d["mutants"]] == [m.name for m in CAT[sid].mutants]
-        assert all(set(m) == {"name", "rejected"} for m in d["mutants"])
+        for m in d["mutants"]:  # a rejection says by which part, on which batch and instance, by how much
+            assert set(m) == ({"name", "rejected", "rejected_by", "found_on", "instance", "margin"} if m["rejected"]
+                              else {"name", "rejected"})
         assert d["holds"] is True and d["instances"] > 0 and d["seconds"] >= 0
 
 
@@ -430,3 +432,63 @@ def test_cli_symbolic(toy_catalogue, capsys):
     assert main(["check", "toy.true", "--symbolic"]) == 0
     out = capsys.readouterr().out
     assert f"{len(PROOFS)}/{len(PROOFS)} proved" in out and "NOT PROVED" not in out
+
+
+# --- chunked runs: --trials beyond one chunk, in bounded memory --------------------------------
+
+def _toy_chunk_statement():
+    """x ~ U(0.5, 2); the part 'x <= c' fails where x > c: failures known independently."""
+    return Statement(id="toy.chunks", source="toy", paper="none.md", latex="x <= c", text="x <= c",
+                     assumptions=(), families={"quadratic": ("toy",)}, claimed="upper",
+                     instances=lambda family, trials, rng: {"x": rng.uniform(0.5, 2.0, trials or 16)},
+                     evaluate=lambda b, claim: {"x <= c": Sides(b["x"], claim["c"], "upper"),
+                                                "x^2 <= 4": Sides(b["x"] ** 2, 4.0, "upper")},
+                     claim={"c": 1.9}, mutants=(Mutant("c = 1.99", {"c": 1.99}), Mutant("c = 3", {"c": 3.0})))
+
+
+def test_chunked_run_equals_the_chunks_judged_by_hand(monkeypatch, tmp_path, capsys):
+    st = _toy_chunk_statement()
+    monkeypatch.setattr(runner, "catalogue", lambda: {"toy.chunks": st})
+    monkeypatch.setattr(registry, "catalogue", lambda: {"toy.chunks": st})
+    trials, chunk = 1000, 64
+    (rec,) = runner.run(trials=trials, chunk=chunk, mutants=True)
+    # the same instances drawn independently: chunk 0 from the run's stream, chunk k from "chunk k"
+    xs = [runner.rng_for(0, "toy.chunks", "quadratic").uniform(0.5, 2.0, chunk)]
+    for k in range(1, -(-trials // chunk)):
+        xs.append(runner.rng_for(0, "toy.chunks", "quadratic", f"chunk {k}").uniform(0.5, 2.0, min(chunk, trials - k * chunk)))
+    x = np.concatenate(xs)
+    r = rec.result
+    assert r.instances == trials and not r.holds
+    p = r.parts[0]
+    np.testing.assert_array_equal(p.failures, np.flatnonzero(x > 1.9 * (1 + RTOL)))
+    assert p.max_ratio == pytest.approx(np.max(x) / 1.9, rel=1e-15)
+    assert runner.record_json(rec)["parts"][0]["min_slack"] == pytest.approx(1.9 - np.max(x), rel=1e-12)
+    assert r.parts[1].holds and r.parts[1].failures.size == 0
+    # bounded: the kept rows do not grow with the number of chunks
+    assert rec.batch["x"].size <= 2 * (3 + 5)
+    i = int(p.failures[0])
+    assert rec.batch["x"][rec.local(i)] == x[i]
+    # mutants: c = 1.99 is rejected (some x > 1.99), c = 3 survives every chunk
+    verdict = {m.name: rej for m, rej, _ in rec.mutants}
+    assert verdict == {"c = 1.99": bool(np.any(x > 1.99 * (1 + RTOL))), "c = 3": False}
+    # counterexamples of a chunked run replay (the statement's and the mutant's)
+    monkeypatch.setattr(runner, "CHUNK", chunk)
+    assert main(["check", "toy.chunks", "--trials", str(trials), "--mutants", "--save-counterexamples",
+                 str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    files = sorted(tmp_path.glob("*.npz"))
+    assert len(files) == 5 + 1 and "rejects mutant 'c = 1.99'" in out
+    mutant_file = next(f for f in files if "mutant" in f.name)
+    plain = next(f for f in files if "mutant" not in f.name)
+    assert main(["check", "--replay", str(plain)]) == 1
+    assert main(["check", "--replay", str(mutant_file)]) == 0
+    assert "replaying mutant of toy.chunks: c = 1.99" in capsys.readouterr().out
+
+
+def test_checker_whose_trials_is_not_a_count_runs_in_one_call(monkeypatch):
+    st = _toy_chunk_statement()
+    fixed = Statement(**{**st.__dict__, "id": "toy.fixed",
+                         "instances": lambda family, trials, rng: {"x": rng.uniform(0.5, 1.5, 7)}})
+    monkeypatch.setattr(runner, "catalogue", lambda: {"toy.fixed": fixed})
+    (rec,) = runner.run(trials=500, chunk=10)
+    assert rec.result.instances == 7 and rec.index is None
