@@ -45,9 +45,9 @@ solve with ``At`` is off by ``g / lambda_min(A + lam I)`` relative
 (``g = lam - s``), which the first-order correction ``x - g At^{-1} x`` removes
 (error after it: that ratio squared, plus the usual backward-stable rounding);
 a correction above ``sqrt(eps) |x|`` means the ratio was not small and the
-route reports failure (the caller then takes the spectral route).  The route returns no error bound: ``mu`` is a tiny
-lower bound (``~sigma``), useless as a modulus, so callers that want a
-certificate take a spectral route.
+route reports failure (the caller then takes the spectral route).  The route
+returns no error bound: ``mu`` is a tiny lower bound (``~sigma``), useless as
+a modulus, so callers that want a certificate take a spectral route.
 """
 from __future__ import annotations
 
@@ -270,6 +270,8 @@ def tri_solve(D, E, lam, R):
     every system (the systems are the innermost, contiguous axis), a loop over ``d``."""
     k, d = R.shape[0], R.shape[-1]
     shape = tuple(np.broadcast_shapes(tuple(D.shape[:-1]), tuple(lam.shape), tuple(R.shape[1:-1])))
+    if shape == ():  # one system: give it an axis (0-d slices are scalars, not arrays)
+        return tri_solve(D, E, np.reshape(lam, (1,)), np.reshape(R, (k, 1, d)))[:, 0, :]
     Rt = np.moveaxis(np.broadcast_to(R, (k,) + shape + (d,)), -1, 0).copy()  # (d, k, *shape)
     pad = (1,) * (len(shape) - (D.ndim - 1))
     Dt = np.moveaxis(D, -1, 0).reshape((d,) + pad + tuple(D.shape[:-1]))  # (d, *b) aligned with shape
