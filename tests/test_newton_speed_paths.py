@@ -249,7 +249,7 @@ def test_logistic_rounding_bound_covers_the_gradient_error(seed):
     f = mo.Logistic(X, y, mu=[0.0, 0.3][seed % 3 == 0], weights=rng.uniform(0.1, 1.0, n))
     theta = (rng.normal(size=d) * 10.0 ** rng.uniform(-2, 1.5)).astype(dtype)
     _, g, E, _ = f._eval(theta)
-    Z, p, mu = host(f._Z), host(f._p), float(host(f.mu))
+    Z, p, mu = host(f.y)[:, None] * host(f.X), host(f._p), float(host(f.mu))
     with mp.workdps(50):
         th = [mp.mpf(float(t)) for t in theta]
         exact = [mu * th[i] for i in range(d)]
@@ -279,7 +279,7 @@ def test_logistic_rounding_bound_with_cancelling_margins(dtype):
     f = mo.Logistic(X, rng.choice([-1.0, 1.0], n).astype(dtype))
     theta = np.array([1e4, 1e4 + 0.37], dtype)
     _, g, E, _ = f._eval(theta)
-    Z, p = host(f._Z), host(f._p)
+    Z, p = host(f.y)[:, None] * host(f.X), host(f._p)
     with mp.workdps(50):
         th = [mp.mpf(float(t)) for t in theta]
         exact = [mp.mpf(0), mp.mpf(0)]
@@ -290,3 +290,25 @@ def test_logistic_rounding_bound_with_cancelling_margins(dtype):
                 exact[i] -= mp.mpf(float(p[j])) * s_neg * mp.mpf(float(Z[j, i]))
         err = mp.sqrt(mp.fsum((mp.mpf(float(g[i])) - exact[i]) ** 2 for i in range(2)))
     assert 20 * float(np.finfo(dtype).eps) < err <= float(E), (float(err), float(E))  # the regime is reached
+
+
+@pytest.mark.parametrize("batch", ["per-client", "shared-X", "partly-broadcast"])
+def test_blocked_hessian_equals_the_formula(xp, monkeypatch, batch):
+    """The Hessian formed in blocks of clients is X^T diag(c) X + mu I (float64 reference),
+    for per-client, shared and partly broadcast data; one block reproduces it exactly."""
+    import moreau._logistic as lg
+    rng = np.random.default_rng(4)
+    Xs = {"per-client": (7, 9, 3), "shared-X": (9, 3), "partly-broadcast": (1, 7, 9, 3)}[batch]
+    X = rng.normal(size=Xs)
+    ys = (2, 7, 9) if batch != "per-client" else (7, 9)
+    f = mo.Logistic(xp.asarray(X), xp.asarray(rng.choice([-1.0, 1.0], ys)), mu=0.2)
+    theta = xp.asarray(rng.normal(size=ys[:-1] + (3,)))
+    c = f._eval(theta)[3]
+    whole = host(f._hess_at(theta, c))
+    monkeypatch.setattr(lg, "_BLOCK_BYTES", 2 * 9 * 3 * 8)  # blocks of two clients
+    blocked = host(f._hess_at(theta, c))
+    ch, Xb = host(c), np.broadcast_to(X, ys[:-1] + X.shape[-2:])
+    ref = np.einsum("...ni,...n,...nj->...ij", Xb, ch, Xb) + 0.2 * np.eye(3)
+    assert blocked.shape == ref.shape == whole.shape
+    np.testing.assert_allclose(blocked, ref, rtol=1e-13, atol=1e-14)
+    np.testing.assert_array_equal(blocked, whole)
