@@ -67,6 +67,7 @@ import moreau as mo
 
 from ._core import Mutant, Sides, Statement, worst_point
 from ._instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
+from ._thesis_fw import STATEMENT as FW_NONCONVEX
 
 __all__ = ["STATEMENTS"]
 
@@ -401,4 +402,5 @@ STATEMENTS = (
             "t >= 1) holds and is what is checked.",
         ),
     ),
+    FW_NONCONVEX,  # Theorem 6: analysis/_thesis_fw.py
 )

@@ -5,18 +5,19 @@ and ``thesis_rates.py``; this file asserts what their reports claim.
 """
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import moreau as mo
-from moreau.analysis import runner, thesis_rates
+from moreau.analysis import _thesis_fw, runner, thesis_rates
 from moreau.analysis._core import Mutant, TIGHT_RTOL
 from moreau.analysis.cli import mutant_verdicts
 from moreau.analysis.registry import get
 
-IDS = ("perfedavg.lemma4_2", "perfedavg.lemma4_4", "gd.strongly_convex", "gd.nonconvex", "fw.convex")
+IDS = ("perfedavg.lemma4_2", "perfedavg.lemma4_4", "gd.strongly_convex", "gd.nonconvex", "fw.convex", "fw.nonconvex")
 #: max-ratio comparisons: both sides are closed forms or eigvalsh of d <= 4 matrices,
 #: exact to a few eps; 1e-12 (~4500 eps) separates rounding from a wrong constant
 RATIO_TOL = 1e-12
@@ -193,3 +194,62 @@ def test_fw_bound_reaches_three_quarters_at_t1_and_F_star_is_certified():
     rate, bracket = rec.result.parts
     assert 0.74 <= rate.max_ratio < 0.75  # -> 3/4 as the minimiser approaches the vertex (eps = 1e-3)
     assert bracket.holds
+
+
+def test_fw_nonconvex_box_min_against_multistart_lbfgsb():
+    from scipy.optimize import minimize
+
+    b = _record("fw.nonconvex", "quadratic").batch
+    Fstar, xs = _thesis_fw.box_min(b["A"], b["b"], b["h"])
+    grid = np.array(list(itertools.product((-0.8, 0.0, 0.8), repeat=3)))
+    for i in range(b["A"].shape[0]):
+        A, bb, h = b["A"][i], b["b"][i], b["h"][i]
+        f = lambda x: 0.5 * x @ A @ x - bb @ x  # noqa: E731
+        best = min(minimize(f, g * h, jac=lambda x: A @ x - bb, method="L-BFGS-B",
+                            bounds=list(zip(-h, h)), options={"ftol": 1e-15, "gtol": 1e-12}).fun for g in grid)
+        scale = abs(best) + b["L"][i] * np.sum(h**2)
+        assert Fstar[i] <= best + 1e-12 * scale          # nothing the local solver finds is lower ...
+        assert best - Fstar[i] <= 1e-7 * scale           # ... and it finds the same minimum (its own tolerance)
+        assert np.all(np.abs(xs[i]) <= h) and abs(f(xs[i]) - Fstar[i]) <= 1e-12 * scale
+
+
+def test_fw_nonconvex_gap_is_the_max_over_vertices():
+    b = _record("fw.nonconvex", "quadratic").batch
+    gaps, _ = _thesis_fw.fw_gaps(b["A"], b["b"], b["h"], b["x0"])
+    V = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
+    g0 = np.einsum("tij,tj->ti", b["A"], b["x0"]) - b["b"]
+    brute = np.max(np.einsum("ti,tvi->tv", g0, b["x0"][:, None, :] - V[None] * b["h"][:, None, :]), axis=1)
+    assert np.allclose(gaps[0], brute, rtol=1e-12, atol=1e-12 * np.max(np.abs(brute)))
+
+
+def test_fw_nonconvex_finding_start_outside_B():
+    # d = 1, B = [-1, 1], F = (x - 10)^2/2, x^0 = 19: F(x^0) = F*, bound 4/sqrt(T); exact rationals
+    x, gaps = Fraction(19), []
+    for t in range(6):
+        g = x - 10
+        s = Fraction(-1) if g > 0 else Fraction(1)
+        gaps.append(g * (x - s))
+        x += Fraction(2, t + 2) * (s - x)
+    assert gaps[:5] == [180, 22, Fraction(58, 9), Fraction(28, 9), Fraction(46, 25)]
+    ratios = [float(min(gaps[:T])) / (4 / np.sqrt(T)) for T in range(1, 7)]
+    assert all(r > 1 for r in ratios[:5]) and ratios[5] < 1
+    assert ratios[0] == 45.0 and abs(ratios[4] - 1.0286) < 1e-4
+    st = get("fw.nonconvex")
+    batch = {"A": np.ones((1, 1, 1)), "b": np.full((1, 1), 10.0), "L": np.ones(1), "h": np.ones((1, 1)),
+             "x0": np.full((1, 1), 19.0)}
+    assert st.run("quadratic", None, None, batch=batch).holds  # x^0 outside B: not applicable
+    (m,) = [m for m in st.mutants if m.name == "x^0 anywhere in R^d (as printed)"]
+    res = st.run("quadratic", None, None, mutant=m, batch=batch)
+    assert not res.holds and abs(res.parts[0].max_ratio - 45.0) <= RATIO_TOL
+    assert st.findings
+
+
+def test_fw_nonconvex_instances_are_nonconvex_and_start_outside():
+    rec = _record("fw.nonconvex", "quadratic")
+    b = rec.batch
+    lo = np.linalg.eigvalsh(b["A"])[:, 0]
+    assert np.sum(lo < -1e-9) >= len(lo) // 2 and np.any(np.isclose(lo, -b["L"]))
+    outside = np.any(np.abs(b["x0"]) > b["h"], axis=-1)
+    assert outside.sum() >= 4
+    for p in rec.result.parts:
+        assert not p.sides.applicable[outside].any() and np.any(p.ratio[outside] > 1)
