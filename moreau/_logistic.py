@@ -1,14 +1,13 @@
 r"""Weighted, l2-regularised binary logistic regression, batched over clients."""
 from __future__ import annotations
 
-import copy
 import math
 from functools import cached_property
 
 import numpy as np
 
 from ._backend import safe_norm, to_numpy
-from ._newton_steps import take_batch
+from ._newton_steps import take_object
 from ._samples import SampleLoss
 
 __all__ = ["Logistic"]
@@ -238,19 +237,8 @@ class Logistic(SampleLoss):
         """Newton's working copy for the entries ``idx`` (flat indices into the batch
         ``shape``): batch ``(k,)``, only what Newton's hooks read (``weights`` is
         dropped; data shared by the whole batch is not copied)."""
-        xp = self.xp
-        new = copy.copy(self)
-        new.__dict__ = {"_rownorm": take_batch(xp, self._rownorm, 1, idx, shape)}
-        for k_, v in vars(self).items():
-            if k_ in ("X", "y", "_p"):
-                new.__dict__[k_] = take_batch(xp, v, 2 if k_ == "X" else 1, idx, shape)
-            elif k_ == "mu":
-                new.__dict__[k_] = take_batch(xp, v, 0, idx, shape)
-            elif k_ in ("xp", "dtype", "dim"):
-                new.__dict__[k_] = v
-        new.weights = None
-        new.batch_shape = (int(idx.shape[0]),)
-        return new
+        self._rownorm  # noqa: B018  (computed once on the whole batch, then taken)
+        return take_object(self, idx, shape, {"X": 2, "y": 1, "_p": 1, "mu": 0, "_rownorm": 1})
 
     def hvp(self, theta, v):
         xp = self.xp

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._backend import safe_norm, to_numpy
+from ._newton_steps import take_object
 from ._samples import SampleLoss
 
 __all__ = ["Multinomial"]
@@ -113,6 +114,14 @@ class Multinomial(SampleLoss):
         H = xp.permute_dims(blocks, tuple(range(k - 4)) + (k - 2, k - 4, k - 1, k - 3))  # (..., d, C, d, C)
         H = xp.reshape(H, tuple(H.shape[:-4]) + (self.dim, self.dim))
         return H + self.mu[..., None, None] * xp.eye(self.dim, dtype=self.dtype)
+
+    def _take(self, idx, shape):
+        """Newton's working copy for the entries ``idx`` of the batch ``shape`` (see
+        :meth:`Objective._take`); ``L`` is taken when already computed, else computed
+        for those entries only if needed."""
+        self._rownorm  # noqa: B018  (computed once on the whole batch, then taken)
+        arrays = {"X": 2, "y": 1, "_Y": 2, "_p": 1, "mu": 0, "_rownorm": 1, "_L": 0}
+        return take_object(self, idx, shape, arrays)
 
     def curvature_bounds(self):
         """``(mu, lambda_max(X^T W X)/(2 sum w) + mu)``: valid bounds (the upper one is not attained in general)."""

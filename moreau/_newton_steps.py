@@ -3,11 +3,15 @@ line search, the local-curvature radius, a solve that never leaks LinAlgError an
 gather that objectives use to hand Newton a compacted batch (``take_batch``)."""
 from __future__ import annotations
 
+import copy
 import math
+from functools import cached_property
+
+from array_api_compat import is_array_api_obj
 
 from ._backend import safe_norm
 
-__all__ = ["_wolfe", "_ball", "_solve", "take_batch"]
+__all__ = ["_wolfe", "_ball", "_solve", "take_batch", "take_object"]
 
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 60
@@ -112,3 +116,21 @@ def take_batch(xp, arr, tail, idx, shape):
         if ax >= off and bshape[ax - off] > 1:
             j, stride = j + i_ax * stride, stride * bshape[ax - off]
     return xp.take(xp.reshape(arr, (-1,) + tshape), j, axis=0)
+
+
+def take_object(obj, idx, shape, arrays):
+    """A shallow copy of ``obj`` with batch shape ``(len(idx),)`` whose per-entry arrays
+    (``arrays``: attribute name -> number of trailing per-entry axes) hold the entries
+    ``idx`` of the batch ``shape``; other arrays and cached properties are dropped (the
+    copy recomputes a cache for its own entries if it needs it), plain attributes shared."""
+    xp = obj.xp
+    cached = {k for cls in type(obj).__mro__ for k, v in vars(cls).items() if isinstance(v, cached_property)}
+    new = copy.copy(obj)
+    new.__dict__ = {}
+    for k, v in vars(obj).items():
+        if k in arrays:
+            new.__dict__[k] = take_batch(xp, v, arrays[k], idx, shape)
+        elif not is_array_api_obj(v) and k not in cached:
+            new.__dict__[k] = v
+    new.batch_shape = (int(idx.shape[0]),)
+    return new

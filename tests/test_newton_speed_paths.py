@@ -312,3 +312,22 @@ def test_blocked_hessian_equals_the_formula(xp, monkeypatch, batch):
     assert blocked.shape == ref.shape == whole.shape
     np.testing.assert_allclose(blocked, ref, rtol=1e-13, atol=1e-14)
     np.testing.assert_array_equal(blocked, whole)
+
+
+@pytest.mark.parametrize("cache_L", [False, True])
+def test_multinomial_compaction_changes_nothing(monkeypatch, cache_L):
+    """Multinomial hands out part of its batch too (with or without its cached L)."""
+    from moreau._multinomial import Multinomial
+    rng = np.random.default_rng(6)
+    m, n, d, C = 10, 8, 2, 3
+    X = rng.normal(size=(m, n, d)) * 10.0 ** rng.uniform(-1, 1.3, (m, 1, 1))
+    f = mo.Multinomial(X, rng.integers(0, C, (m, n)), n_classes=C)
+    if cache_L:
+        f.smoothness()
+    w = rng.normal(size=(m, d * C))
+    calls = []
+    orig = Multinomial._take
+    monkeypatch.setattr(Multinomial, "_take", lambda self, idx, shape: calls.append(1) or orig(self, idx, shape))
+    fast = _run(f, w, 1e-2, True)
+    assert calls
+    _assert_same(fast, _run(f, w, 1e-2, False))
