@@ -130,7 +130,11 @@ def w1_closed_form_batch(rng, T, d=3):
             h[t] = scale * (Z[t] @ rng.standard_normal((2, 2)) + c * dist * rng.standard_normal(2))
             u[t] = _unit(rng, d) * omega
     D = np.linalg.norm(Z[:, :, None] - Z[:, None, :], axis=-1)
-    return {"P": P, "A": A, "g": g, "h": h, "u": u, "D": D}
+    # the O(1/sqrt m) remark after (16): one sweep in each data dimension 1, 3, 4 (0: no sweep)
+    rate_dim = np.zeros(T, dtype=int)
+    rate_dim[:3] = [1, 3, 4][:T]
+    return {"P": P, "A": A, "g": g, "h": h, "u": u, "D": D, "rate_dim": rate_dim,
+            "rate_seed": rng.integers(0, 2**31, T)}
 
 
 def logistic_atoms_batch(rng, T, d=2):

@@ -26,10 +26,11 @@ All functions take arrays with a leading instance axis T.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linprog
+from scipy.optimize import linear_sum_assignment, linprog
+from scipy.spatial.distance import cdist
 
 __all__ = ["dyadic_weights", "reference", "tv", "w1_lp", "w1_batch", "closed_form_sups", "trig_sup",
-           "logistic_sups", "COUNTS"]
+           "logistic_sups", "w1_homogeneous_sweep", "COUNTS"]
 
 #: samples per client: weights are multiples of 1/COUNTS (exact sums and differences)
 COUNTS = 1024
@@ -138,3 +139,24 @@ def logistic_sups(Delta, X, y, W, hess_norm="spectral"):
     Hn = np.linalg.norm(dH, ord=2 if hess_norm == "spectral" else "fro", axis=(-2, -1))
     H2 = np.mean(Hn**2, axis=-1).max(axis=0)
     return G2, H2
+
+
+def w1_homogeneous_sweep(rng, k, ms, reps):
+    r"""Monte Carlo E W₁(p_1, p) for n = 2 homogeneous clients, p_i empirical of m samples of p_u = U[0, 1]^k.
+
+    W₁(p_1, (p_1 + p_2)/2) = ½ W₁(p_1, p_2) (Kantorovich–Rubinstein: the sup of ½(E_{p_1} − E_{p_2})g), and
+    between two uniform m-point measures the optimal coupling is a permutation (Birkhoff), so each draw is an
+    assignment problem (``scipy.optimize.linear_sum_assignment``).  Returns ``(mean, se)`` over ``reps`` draws,
+    one per m in ``ms``."""
+    if int(k) < 1 or int(reps) < 2:
+        raise ValueError(f"k must be >= 1 and reps >= 2 (got k={k!r}, reps={reps!r})")
+    means, ses = [], []
+    for m in ms:
+        v = np.empty(int(reps))
+        for r in range(int(reps)):
+            C = cdist(rng.random((int(m), int(k))), rng.random((int(m), int(k))))
+            i, j = linear_sum_assignment(C)
+            v[r] = C[i, j].mean() / 2
+        means.append(v.mean())
+        ses.append(v.std(ddof=1) / np.sqrt(v.size))
+    return np.array(means), np.array(ses)

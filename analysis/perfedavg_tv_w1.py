@@ -44,6 +44,17 @@ closed forms (∞ for quadratics with A_k ≠ A_l), for logistic the valid bound
 max(‖a_k‖, ‖a_l‖, ‖a_k − a_l‖)/d_kl, a = y x (and ¼ max(‖x_k‖², ‖x_l‖²,
 ‖x_kx_kᵀ − x_lx_lᵀ‖₂)/d_kl for ρ_𝒵), d = ‖x_k − x_l‖ + |y_k − y_l|.
 
+The remark after (16) (homogeneous clients, each p_i the empirical measure
+of m samples of p_u: W₁(p_i, p_u) = O(1/√m), hence γ_G, γ_H = O(1/√m)) is a
+rate part of the ``quadratic`` family: n = 2, p_u uniform on [0, 1]^k,
+W₁(p_1, p) = ½ W₁(p_1, p_2) (Kantorovich–Rubinstein) computed exactly as an
+optimal assignment, 24 draws for each m = 16..256, slope of log E W₁ on log m
+with a 99% interval (``fit_exponent``), one sweep each for k = 1, 3, 4 (k = 2
+has a log factor, sqrt(log m / m), that a slope cannot separate): as printed
+(exponent −1/2 in every dimension) a mutant, rejected at k = 3 and 4 (the
+second finding); checked reading: exponent −1/k for k ≥ 3, −1/2 for k = 1
+("at most", atol 0.05 for the finite-m curvature).
+
 Claimed by the paper: upper bounds ("Assumption 5 holds with").  Both are
 sharp: on two-group instances (clients 1, 2 hold q₁, clients 3, 4 hold q₂)
 with losses aligned to sign(q₁ − q₂) (TV), or q₂ a shift of q₁ along a line
@@ -55,9 +66,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core import Mutant, Sides, Statement
+from ._core import Mutant, Sides, Statement, fit_exponent, rate_sides
 from ._perfedavg_div_instances import logistic_atoms_batch, tv_closed_form_batch, w1_closed_form_batch
-from ._perfedavg_div_losses import closed_form_sups, logistic_sups, reference, tv, w1_batch
+from ._perfedavg_div_losses import (closed_form_sups, logistic_sups, reference, tv, w1_batch,
+                                    w1_homogeneous_sweep)
 
 __all__ = ["STATEMENTS"]
 
@@ -78,12 +90,18 @@ CLAIM_W1 = {
     "gamma_H2": lambda LZ, rhoZ, dist: rhoZ**2 * _mean_sq(dist),
     "distance": "w1",
     "f": "mean",
+    # remark after (16): W1(p_i, p) = O(m^rate) for homogeneous clients with m samples each in dimension k;
+    # printed O(1/sqrt m) for every k; the checked reading -1/k for k >= 3 (Dudley), -1/2 for k = 1
+    "rate_exponent": lambda k: -1.0 / np.maximum(k, 2),
 }
+#: the m grid and draws of the O(1/sqrt m) sweeps (n = 2, p_u uniform on [0, 1]^k)
+RATE_MS, RATE_REPS, RATE_LEVEL, RATE_ATOL = (16, 32, 64, 128, 256), 24, 0.99, 0.05
 TV_PARTS = ("(14a) gradient: (1/n) sum ||grad f_i - grad f||^2 <= 4 B^2 (1/n) sum TV(p_i, p)^2 for all w",
             "(14a) Hessian: (1/n) sum ||hess f_i - hess f||^2 <= 4 L^2 (1/n) sum TV(p_i, p)^2 for all w",
             "(14a) Hessian under the Hessian bound alone (quadratic in w: ||grad l|| unbounded, B = inf)")
 W1_PARTS = ("(16) gradient: (1/n) sum ||grad f_i - grad f||^2 <= L_Z^2 (1/n) sum W1(p_i, p)^2 for all w",
-            "(16) Hessian: (1/n) sum ||hess f_i - hess f||^2 <= rho_Z^2 (1/n) sum W1(p_i, p)^2 for all w")
+            "(16) Hessian: (1/n) sum ||hess f_i - hess f||^2 <= rho_Z^2 (1/n) sum W1(p_i, p)^2 for all w",
+            "after (16): homogeneous clients, m samples each in dimension k: E W1(p_i, p) = O(m^(-1/k)), k != 2")
 
 
 def instances_tv(family, trials, rng):
@@ -175,10 +193,29 @@ def _lipschitz(batch):
     return LZ, _pair_max(dA + om**2 * dh, D)
 
 
+def prepare_w1(batch):
+    """The claim-independent work, once per batch: TV, W1 (linear programs), L_Z, rho_Z, the rate sweeps."""
+    P = batch["P"]
+    p = P.mean(axis=1)
+    out = dict(batch, _tv=tv(P, p), _w1=w1_batch(P, p, batch["D"]))
+    out["_LZ"], out["_rhoZ"] = _lipschitz(batch)
+    if "rate_dim" in batch:
+        T = P.shape[0]
+        slope, lo, hi = np.full(T, np.nan), np.full(T, np.nan), np.full(T, np.nan)
+        ms = np.array(RATE_MS, dtype=float)
+        for t in np.flatnonzero(batch["rate_dim"] > 0):
+            mean, se = w1_homogeneous_sweep(np.random.default_rng(int(batch["rate_seed"][t])),
+                                            int(batch["rate_dim"][t]), RATE_MS, RATE_REPS)
+            s, (a, b) = fit_exponent(ms, mean, y_se=se, level=RATE_LEVEL)
+            slope[t], lo[t], hi[t] = s, a, b
+        out["_rate"] = (slope, lo, hi)
+    return out
+
+
 def evaluate_w1(batch, claim):
-    dist = _distance(batch, claim)
+    dist = batch["_w1"] if claim["distance"] == "w1" else batch["_tv"]
     G2, H2 = _sups(batch, claim)
-    LZ, rhoZ = _lipschitz(batch)
+    LZ, rhoZ = batch["_LZ"], batch["_rhoZ"]
     consts = {"W1": "linear program over couplings (scipy linprog, HiGHS)" if claim["distance"] == "w1"
               else "TV (mutant)",
               "L_Z, rho_Z": ("valid bounds: max over atom pairs of vertex bounds / d" if "X" in batch else
@@ -188,12 +225,25 @@ def evaluate_w1(batch, claim):
         gG, gH = claim["gamma_G2"](LZ, rhoZ, dist), claim["gamma_H2"](LZ, rhoZ, dist)
     ok = np.isfinite(LZ)
     logi = "X" in batch
-    return {W1_PARTS[0]: Sides(G2, gG, "upper", applicable=ok, constants=consts,
-                               note="lhs: max over 41 points w; L_Z a valid bound" if logi else
-                               "exact; equality on shifted two-group instances (stochastic order)"),
-            W1_PARTS[1]: Sides(H2, gH, "upper", applicable=ok, constants=consts,
-                               note="lhs: max over 41 points w; rho_Z a valid bound" if logi else
-                               "exact; shared-A quadratics: both sides 0 (rho_Z = 0)")}
+    out = {W1_PARTS[0]: Sides(G2, gG, "upper", applicable=ok, constants=consts,
+                              note="lhs: max over 41 points w; L_Z a valid bound" if logi else
+                              "exact; equality on shifted two-group instances (stochastic order)"),
+           W1_PARTS[1]: Sides(H2, gH, "upper", applicable=ok, constants=consts,
+                              note="lhs: max over 41 points w; rho_Z a valid bound" if logi else
+                              "exact; shared-A quadratics: both sides 0 (rho_Z = 0)")}
+    if "_rate" in batch:
+        k = batch["rate_dim"]
+        slope, lo, hi = batch["_rate"]
+        app = k > 0
+        fill = lambda x: np.where(app, x, 0.0)  # noqa: E731  (no sweep on the other instances)
+        out[W1_PARTS[2]] = rate_sides(
+            fill(slope), (fill(lo), fill(hi)), claim["rate_exponent"](np.maximum(k, 1)), kind="at most",
+            atol=RATE_ATOL, level=RATE_LEVEL, applicable=app,
+            constants={"E W1(p_1, p)": f"Monte Carlo, {RATE_REPS} draws per m in {RATE_MS}, exact W1 = half the "
+                                       "optimal assignment between the two clients' samples"},
+            note="slope of log E W1 on log m (p_u uniform on [0, 1]^k, n = 2); instances 0, 1, 2: k = 1, 3, 4; "
+                 "atol 0.05: finite-m curvature")
+    return out
 
 
 _FINDING = ("Assumption 5 as printed defines f(w) = sum_i f_i(w) (no 1/n), and with it (14a) and (16) fail "
@@ -201,6 +251,15 @@ _FINDING = ("Assumption 5 as printed defines f(w) = sum_i f_i(w) (no 1/n), and w
             "l(z; w) = w (B = 1, L = 0; L_Z = rho_Z = 0): TV = W1 = 0, so gamma_G^2 = 0 by (14a) and (16), but "
             "grad f_i - grad f = 1 - 2 = -1 and (1/n) sum ||grad f_i - grad f||^2 = 1. Checked reading: "
             "f = (1/n) sum_i f_i as in eq. (1) and App. B (p the average).")
+
+_FINDING_RATE = (
+    "The remark after (16), 'each p_i an empirical distribution of m samples from p_u: W1(p_i, p_u) = "
+    "O(1/sqrt m) [41], hence gamma_G, gamma_H = O(1/sqrt m)', fails for data in dimension k >= 3 "
+    "(W1 of an empirical measure decays like m^(-1/k) there, Dudley 1969; the paper's footnote 1 "
+    "concedes the slowness in dimension but keeps O(1/sqrt m)). Minimal instance: k = 3, n = 2, p_u "
+    "uniform on [0, 1]^3, W1(p_1, p) = W1(p_1, p_2)/2: over m = 16..256 (24 draws each) E W1(p_1, p) "
+    "decays with slope about -0.33 (k = 4: about -0.26), 99% intervals far above -1/2. Checked reading: "
+    "O(m^(-1/k)) for k >= 3 and O(1/sqrt m) for k = 1.")
 
 _SRC = "Per-FedAvg, Section 4.1"
 STATEMENTS = (
@@ -241,7 +300,8 @@ STATEMENTS = (
         assumptions=("shared loss l, f_i = E_{p_i} l, p = (1/n) sum p_i, bounded supports",
                      "(15) uniformly in w, on Z = the atoms (a finite metric space)",
                      "f = (1/n) sum f_i (Assumption 5 prints sum f_i)"),
-        families={"quadratic": ("shared-A quadratic (rho_Z = 0)", "trigonometric (exact sups)"),
+        families={"quadratic": ("shared-A quadratic (rho_Z = 0)", "trigonometric (exact sups)",
+                                "O(1/sqrt m) sweeps, k = 1, 3, 4"),
                   "logistic": ("mu = 0, d = ||x - x'|| + |y - y'|",)},
         claimed="upper", instances=instances_w1, evaluate=evaluate_w1, claim=CLAIM_W1,
         mutants=(
@@ -253,12 +313,16 @@ STATEMENTS = (
             Mutant("gamma_H with L_Z in place of rho_Z", {"gamma_H2": lambda LZ, rZ, x: LZ**2 * _mean_sq(x)}),
             Mutant("f = sum_i f_i (Assumption 5 as printed)", {"f": "sum"}),
             Mutant("inequality reversed", {"flip": (W1_PARTS[0],)}),
+            Mutant("O(1/sqrt m) in every dimension (the remark as printed)",
+                   {"rate_exponent": lambda k: -0.5 + 0.0 * k}),
+            Mutant("O(m^(-2/k)) (O(1/m) in dimension 1)", {"rate_exponent": lambda k: -2.0 / np.maximum(k, 2)}),
         ),
         equivalent_mutants={
             "W2 in place of W1": "true and weaker: W1 <= W2",
             "Frobenius norms on both sides of (15) and (16)": "also true (E||g(X) - g(Y)|| over a coupling bounds "
                                                               "the difference of means in any norm)",
         },
-        findings=(_FINDING,),
+        findings=(_FINDING, _FINDING_RATE),
+        prepare=prepare_w1,
     ),
 )
