@@ -129,11 +129,11 @@ def chol_solve(A, lam, R, xp):
     for j0 in range(0, N, step):
         j1 = min(N, j0 + step)
         sl = slice(j0, j1)
-        out = _chol_block_np(A2h, idx[sl], lam_h[sl], s_h[sl], _host(R_f[sl]), eps) if A2h is not None \
-            else _chol_block_xp(A2, idx[sl], lam_f[sl], s_h[sl], R_f[sl], eps, xp)
+        out = _chol_block_np(A2h, idx[sl], lam_h[sl], s_h[sl], _host(R_f[sl, ...]), eps) if A2h is not None \
+            else _chol_block_xp(A2, idx[sl], lam_f[sl], s_h[sl], R_f[sl, ...], eps, xp)
         if out is None or out[0] is None:
             return None
-        X[sl], mu[sl] = out
+        X[sl, ...], mu[sl] = out
     if not np.all(mu > 0):
         return None
     return xp.reshape(X, shape + (d, k)), mu.reshape(shape)
@@ -250,7 +250,8 @@ def tri_min_eig(D, E):
 
     (stebz,) = get_lapack_funcs(("stebz",), (D,))
     d = D.shape[-1]
-    D2, E2 = D.reshape((-1, d)), E.reshape((-1, max(d - 1, 0)))
+    D2 = D.reshape((-1, d))
+    E2 = E.reshape((D2.shape[0], max(d - 1, 0)))
     out = np.empty(D2.shape[0], dtype=D.dtype)
     for j in range(D2.shape[0]):
         if d == 1:
