@@ -60,6 +60,9 @@ class Sides:
     ``kind``, ``atol``: rate parts only (see :func:`rate_sides`).
     ``applicable``: boolean mask (assumptions met); default all.
     ``constants``: how each constant was obtained ("exact", "bound: ...").
+    ``role``: "theorem" (a part of the paper's statement, the default) or "auxiliary" (a check
+    of the checker's own machinery or estimates: how loose a computed constant is, a proof
+    step); a record's ``max_ratio`` is LHS/RHS of the theorem's own parts.
     """
 
     lhs: np.ndarray
@@ -72,6 +75,7 @@ class Sides:
     note: str = ""
     kind: str = ""
     atol: float = 0.0
+    role: str = "theorem"
 
     def __post_init__(self):
         self.lhs = np.atleast_1d(np.asarray(self.lhs, dtype=float))
@@ -81,6 +85,8 @@ class Sides:
         self.applicable = np.broadcast_to(np.asarray(self.applicable, dtype=bool), self.lhs.shape).copy()
         if self.claimed not in ("upper", "tight", "exact", "rate"):
             raise ValueError(f"claimed must be 'upper', 'tight', 'exact' or 'rate' (got {self.claimed!r})")
+        if self.role not in ("theorem", "auxiliary"):
+            raise ValueError(f"role must be 'theorem' or 'auxiliary' (got {self.role!r})")
         if self.claimed == "rate" and self.kind not in RATE_KINDS:
             raise ValueError(f"a rate part needs kind in {RATE_KINDS} (got {self.kind!r})")
         if self.lhs_ci is not None:
@@ -134,9 +140,11 @@ class Result:
 
     @property
     def max_ratio(self) -> float:
-        """Max LHS/RHS over the inequality parts (exact parts report error/allowed and rate parts
-        slope/exponent, not a ratio of bounds; they count only when a statement has nothing else)."""
-        bounds = [p for p in self.parts if p.claimed in ("upper", "tight")] or self.parts
+        """Max LHS/RHS over the theorem's own inequality parts (exact parts report error/allowed
+        and rate parts slope/exponent, not a ratio of bounds, and auxiliary parts check the
+        checker's estimates: they count only when a statement has nothing else)."""
+        ineq = [p for p in self.parts if p.claimed in ("upper", "tight")]
+        bounds = [p for p in ineq if p.sides.role == "theorem"] or ineq or self.parts
         r = [p.max_ratio for p in bounds if np.isfinite(p.max_ratio)]
         return max(r) if r else float("nan")
 

@@ -41,6 +41,8 @@ def add_check_parser(sub):
     p.add_argument("--pep", action="store_true",
                    help="also the class worst case of each first-order statement by performance estimation "
                         "(PEPit with the Clarabel solver; needs the pep extra); JSON key \"pep\" per record")
+    p.add_argument("--slack-threshold", type=_ratio_arg, default=None, metavar="R",
+                   help="flag a bound that holds with max LHS/RHS below R as LOOSE (default 0.1)")
     p.add_argument("--json", metavar="PATH", help="write one record per (id, family); schema in analysis/runner.py")
     p.add_argument("--save-counterexamples", metavar="DIR",
                    help="save failing instances, and the instance that rejects each mutant, as .npz "
@@ -51,6 +53,17 @@ def add_check_parser(sub):
                    help="print the documentation of the given ids (default: all) and exit (docs/catalogue.md)")
     p.set_defaults(func=cmd_check)
     return p
+
+
+def _ratio_arg(text):
+    """A ratio in (0, 1]."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1] (got {text!r})") from None
+    if not 0 < x <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1] (got {text!r})")
+    return x
 
 
 def _fail(msg) -> int:
@@ -123,7 +136,9 @@ def cmd_check(args) -> int:
             return _fail(str(exc))
     t0 = time.perf_counter()
     records = runner.run(ids, args.family, args.trials, args.seed, args.mutants, args.search, progress=True)
-    ok = _print_table(records)
+    if args.slack_threshold is None:
+        args.slack_threshold = runner.SLACK_THRESHOLD
+    ok = _print_table(records, args.slack_threshold)
     if args.mutants:
         ok &= _print_mutants(records, restricted=args.family != "all")
     if args.save_counterexamples:
@@ -137,7 +152,8 @@ def cmd_check(args) -> int:
         pep_records = run_pep(ids or None, args.seed)  # None: every statement with a class worst case
         ok &= print_pep(pep_records)
     if args.json:
-        payload = [runner.record_json(r, run=runner.run_info(args)) for r in records]
+        payload = [runner.record_json(r, run=runner.run_info(args), slack_threshold=args.slack_threshold)
+                   for r in records]
         if pep_records is not None:  # --pep: each record gets its statement's class worst cases (a new key)
             for j in payload:
                 j["pep"] = [p for p in pep_records if p["id"] == j["id"]]
@@ -169,8 +185,10 @@ def _fmt(x):
     return "-" if x is None or not np.isfinite(x) else f"{x:.4g}"
 
 
-def _print_table(records) -> bool:
-    from .runner import record_json
+def _print_table(records, slack_threshold=None) -> bool:
+    from .runner import SLACK_THRESHOLD, is_loose, record_json
+
+    threshold = SLACK_THRESHOLD if slack_threshold is None else slack_threshold
 
     head = f"{'id':20s} {'source':38s} {'family':9s} {'inst':>5s} {'holds':>5s} {'max L/R':>9s} {'tight':>5s} {'time':>6s}"
     print(head)
@@ -182,7 +200,8 @@ def _print_table(records) -> bool:
         print(f"{st.id:20s} {st.source[:38]:38s} {r.family:9s} {r.instances:5d} {'yes' if r.holds else 'NO':>5s} "
               f"{_fmt(r.max_ratio):>9s} {'yes' if j['tight'] else 'no':>5s} {r.seconds + rec.mutant_seconds:6.2f}")
         for p in r.parts:
-            flag = "" if p.holds else "   <-- FAILS"
+            flag = ("   <-- FAILS" if not p.holds else
+                    f"   LOOSE (max L/R < {threshold:g} on every instance)" if is_loose(p, threshold) else "")
             measure = (f"max error/allowed {_fmt(p.max_ratio)}" if p.claimed == "exact" else
                        _rate_measure(p) if p.claimed == "rate" else
                        f"max L/R {_fmt(p.max_ratio)}, {'attained' if p.tight else 'not attained'}"
@@ -193,7 +212,8 @@ def _print_table(records) -> bool:
                       f"assumptions; raise --trials)")
                 continue
             scope = f" ({outside} outside its assumptions: not checked)" if outside else ""
-            print(f"{'':22s}- {p.name} [{p.claimed}]: holds on {p.applicable - p.failures.size}/{p.applicable}"
+            role = ", auxiliary" if p.sides.role == "auxiliary" else ""
+            print(f"{'':22s}- {p.name} [{p.claimed}{role}]: holds on {p.applicable - p.failures.size}/{p.applicable}"
                   f"{scope}, {measure}{flag}")
             if p.sides.note:
                 print(f"{'':24s}{p.sides.note}")

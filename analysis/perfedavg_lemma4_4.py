@@ -127,9 +127,9 @@ def evaluate(batch, claim):
                   "gamma_H^2": "bound: (1/n) sum min(1/4 sum |d_ik - 1/n| p ||x||^2, max(L_i, L_f))^2 "
                                "(the PSD bound max(L_i, L_f) is the smaller here)"}
         out = {PARTS[1]: Sides(np.max(sG, axis=0), gG2, "upper", constants=consts,
-                               note="sampled sup <= true sup <= our bound; ratio = how loose the bound is"),
+                               note="sampled sup <= true sup <= our bound; ratio = how loose the bound is", role="auxiliary"),
                PARTS[2]: Sides(np.max(sH, axis=0), gH2, "upper", constants=consts,
-                               note="sampled sup <= true sup <= our bound")}
+                               note="sampled sup <= true sup <= our bound", role="auxiliary")}
         note = "valid sup bounds for gamma_G, gamma_H; 192 gamma_G^2 dominates"
     g = np.asarray(mo.meta_objective(f, alpha[:, None]).grad(W))  # (P, T, n, d)
     lhs = np.mean(np.sum((g - g.mean(axis=2, keepdims=True)) ** 2, axis=-1), axis=2)  # (P, T)

@@ -9,7 +9,8 @@ per (statement id, family)::
       "family": "quadratic",           # "quadratic" | "logistic" | "multinomial"
       "instances": 64,                 # instances checked
       "holds": true,                   # every part holds on every applicable instance
-      "max_ratio": 1.0,                # max LHS/RHS over parts and instances
+      "max_ratio": 1.0,                # max LHS/RHS over the theorem's own (not auxiliary)
+                                       # inequality parts and instances
       "tight": true,                   # every part claimed tight is attained (max ratio >= 1 - 1e-6);
                                        # with no part claimed tight: some part attains its bound
       "claimed": "upper",              # what the paper claims: "upper" | "tight" | "rate"
@@ -29,7 +30,10 @@ per (statement id, family)::
                                        # (the CLI's verdict: rejected by at least one family)
       "findings": ["..."],             # documented findings about the statement (may be empty)
       "parts": [{"name": ..., "claimed": "upper"|"tight"|"exact", "holds": ..., "applicable": ...,
+                 "role": "theorem" | "auxiliary",   # auxiliary: a check of the checker's own
+                                                    # estimates or a proof step, not the statement
                  "max_ratio": ..., "tight": ..., "min_slack": ...,   # min over instances of rhs - lhs
+                 "loose": false,   # a theorem's bound holding with max_ratio < run.slack_threshold
                  "constants": {...}, "note": "..."}]
     }
 
@@ -51,7 +55,7 @@ Every part also carries ``"tested"`` (false when no instance met its assumptions
 does not claim it holds).  Records written by the CLI carry ``"run"``: what produced them —
 ``seed``, ``trials`` (null: each checker's default), ``family`` (as requested), ``mutants``,
 ``search``, ``tolerances`` (``rtol`` of ``lhs <= rhs``, ``tight_rtol`` of attainment; exact parts
-carry their own allowed error as rhs), ``versions`` (moreau, numpy, scipy, ...), ``python``,
+carry their own allowed error as rhs), ``slack_threshold`` (below which a bound is "loose"), ``versions`` (moreau, numpy, scipy, ...), ``python``,
 ``machine`` and ``git_commit`` (or ``"not a git checkout"``).
 
 With ``--pep``, every record also carries ``"pep"``: its statement's class worst cases (the
@@ -74,10 +78,14 @@ from ._core import Result, _batch_size, take
 from .registry import catalogue
 from .search import search
 
-__all__ = ["Record", "run", "record_json", "save_counterexample", "save_instance", "load_counterexample",
+__all__ = ["SLACK_THRESHOLD", "is_loose", "Record", "run", "record_json", "save_counterexample", "save_instance", "load_counterexample",
            "rng_for", "CHUNK"]
 
 FAMILIES = ("quadratic", "logistic", "multinomial")
+#: a theorem's bound that holds with max LHS/RHS below this on every instance tried is flagged
+#: "loose" (report and JSON; ``moreau check --slack-threshold``): the instances never come within
+#: a factor 10 of it, so either the bound is loose or the instances miss its worst case
+SLACK_THRESHOLD = 0.1
 
 
 def rng_for(seed: int, statement_id: str, family: str, mutant: str = "") -> np.random.Generator:
@@ -273,10 +281,15 @@ def run_info(args) -> dict:
     prov = provenance({}, args.seed)
     return {"seed": args.seed, "trials": args.trials, "family": args.family, "mutants": bool(args.mutants),
             "search": args.search, "tolerances": {"rtol": RTOL, "tight_rtol": TIGHT_RTOL},
+            "slack_threshold": getattr(args, "slack_threshold", SLACK_THRESHOLD),
             **{k: prov[k] for k in ("versions", "python", "machine", "git_commit")}}
 
 
-def record_json(rec: Record, run: dict | None = None) -> dict:
+def record_json(rec: Record, run: dict | None = None, slack_threshold: float = None) -> dict:
+    """The JSON record of one (statement, family); ``slack_threshold``: a theorem's inequality part
+    that holds with max LHS/RHS below it is flagged ``"loose"`` (default :data:`SLACK_THRESHOLD`)."""
+    if slack_threshold is None:
+        slack_threshold = SLACK_THRESHOLD
     r, st = rec.result, rec.statement
     tight_parts = [p for p in r.parts if p.claimed == "tight"]
     tight = all(p.tight for p in tight_parts) if tight_parts else any(p.tight for p in r.parts)
@@ -288,7 +301,7 @@ def record_json(rec: Record, run: dict | None = None) -> dict:
         "mutants": [_mutant_json(m, rej, res, *where) for (m, rej, res), where in
                     zip(rec.mutants, rec.mutant_batches or [(None, None, None)] * len(rec.mutants))],
         "findings": list(st.findings),
-        "parts": [_part_json(p) for p in r.parts],
+        "parts": [_part_json(p, slack_threshold) for p in r.parts],
         **({"run": run} if run is not None else {}),
     }
 
@@ -319,11 +332,18 @@ def _margin(p):
     return float(np.max(rel)) if rel.size else float("nan")
 
 
-def _part_json(p) -> dict:
+def is_loose(p, threshold) -> bool:
+    """A theorem's inequality part that holds, tested, with max LHS/RHS below ``threshold``."""
+    return bool(p.claimed in ("upper", "tight") and p.sides.role == "theorem" and p.holds and p.applicable
+                and np.isfinite(p.max_ratio) and p.max_ratio < threshold)
+
+
+def _part_json(p, slack_threshold=None) -> dict:
     s = p.sides
-    out = {"name": p.name, "claimed": p.claimed, "holds": p.holds, "applicable": p.applicable,
+    out = {"name": p.name, "claimed": p.claimed, "role": s.role, "holds": p.holds, "applicable": p.applicable,
            "tested": bool(p.applicable),
            "max_ratio": _num(p.max_ratio), "tight": p.tight,
+           "loose": is_loose(p, SLACK_THRESHOLD if slack_threshold is None else slack_threshold),
            "min_slack": _num(np.min(p.slack[s.applicable])) if p.applicable else None,
            "constants": s.constants, "note": s.note}
     level = None if s.confidence is None else float(s.confidence)

@@ -32,7 +32,7 @@ IDS = list(CAT)
 CASES = [(sid, fam) for sid, st in CAT.items() for fam in st.families]
 RECORD_KEYS = {"id", "source", "family", "instances", "holds", "max_ratio", "tight", "claimed",
                "seconds", "statement_seconds", "mutant_seconds", "mutants", "findings", "parts"}
-PART_KEYS = {"name", "claimed", "holds", "applicable", "max_ratio", "tight", "min_slack", "constants", "note",
+PART_KEYS = {"name", "claimed", "role", "loose", "holds", "applicable", "max_ratio", "tight", "min_slack", "constants", "note",
              "tested"}
 # keys a rate part or a Monte Carlo part adds (analysis/runner.py schema)
 OPTIONAL_PART_KEYS = {"slope", "slope_ci", "exponent", "kind", "atol", "level",
@@ -492,3 +492,30 @@ def test_checker_whose_trials_is_not_a_count_runs_in_one_call(monkeypatch):
     monkeypatch.setattr(runner, "catalogue", lambda: {"toy.fixed": fixed})
     (rec,) = runner.run(trials=500, chunk=10)
     assert rec.result.instances == 7 and rec.index is None
+
+
+def test_loose_bounds_are_flagged_and_auxiliary_parts_do_not_set_max_ratio(monkeypatch, tmp_path, capsys):
+    st = Statement(id="toy.loose", source="toy", paper="none.md", latex="x <= 100", text="x <= 100",
+                   assumptions=(), families={"quadratic": ("toy",)}, claimed="upper",
+                   instances=lambda family, trials, rng: {"x": rng.uniform(0.5, 2.0, trials or 16)},
+                   evaluate=lambda b, claim: {"x <= c": Sides(b["x"], claim["c"], "upper"),
+                                              "estimate <= x": Sides(b["x"] / 2, b["x"], "upper", role="auxiliary")},
+                   claim={"c": 100.0})
+    monkeypatch.setattr(runner, "catalogue", lambda: {"toy.loose": st})
+    monkeypatch.setattr(registry, "catalogue", lambda: {"toy.loose": st})
+    (rec,) = runner.run()
+    assert rec.result.max_ratio == pytest.approx(np.max(rec.batch["x"]) / 100)  # not the auxiliary 0.5
+    path = tmp_path / "r.json"
+    assert main(["check", "--json", str(path)]) == 0
+    assert "LOOSE (max L/R < 0.1" in capsys.readouterr().out
+    (j,) = json.loads(path.read_text())
+    assert [(p["role"], p["loose"]) for p in j["parts"]] == [("theorem", True), ("auxiliary", False)]
+    assert j["run"]["slack_threshold"] == runner.SLACK_THRESHOLD
+    assert main(["check", "--json", str(path), "--slack-threshold", "0.01"]) == 0
+    (j,) = json.loads(path.read_text())
+    assert j["parts"][0]["loose"] is False and j["run"]["slack_threshold"] == 0.01
+    with pytest.raises(SystemExit) as exc:
+        main(["check", "--slack-threshold", "0"])
+    assert exc.value.code == 2
+    with pytest.raises(ValueError, match="role"):
+        Sides([1.0], [2.0], role="side")
