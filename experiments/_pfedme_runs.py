@@ -1,15 +1,17 @@
 r"""pFedMe, FedAvg and Per-FedAvg on multinomial logistic regression with gathered mini-batches.
 
 The pFedMe comparison (its §5) runs these algorithms on data sets of up to 25,810 samples
-per client.  ``moreau.fl`` draws a mini-batch as a weight vector over all of a client's
-samples and, in ``moreau.fl.pfedme``, certifies every round's personalised models
-:math:`\mathrm{prox}_{f_i/\lambda}(w_t)` by Newton on the ``(d+1)C``-dimensional softmax
-Hessian (88 s for one round on 100 Synthetic clients of at most 200 samples, measured), so
-the figures use this module instead: the same updates, each mini-batch gathered as the
-``|D|`` rows it holds, and the personalised model evaluated as the paper does (the
-δ-approximate :math:`\tilde\theta_i` of pFedMe's last inner solve; Per-FedAvg's one step
-from the global model).  With full batches (``B=None``) and ``S = N`` every update equals
-``moreau.fl``'s (tested).
+per client.  pFedMe runs :func:`moreau.fl.pfedme` (mini-batches gathered as the ``|D|`` rows
+drawn, the inner step :math:`1/(L_i + \lambda)` per client, ``personal="inner"``: the
+personalised model is the δ-approximate :math:`\tilde\theta_i` of the last inner solve, as
+the paper evaluates it, and no certified prox per round), one round per call so that the
+server's client sampling keeps this module's draw (``rng.permutation``, below; moreau.fl
+samples with ``rng.random`` keys): the seed stream, and so every number, is the one of the
+hand-written loop it replaces (tested to 1e-12).  FedAvg and Per-FedAvg keep their own loops
+here: ``moreau.fl.fedavg`` and ``per_fedavg`` draw a mini-batch as a weight vector over all
+of a client's samples (a gradient over up to 25,810 rows where this loop takes 20) and
+sample clients from another stream.  With full batches (``B=None``) and ``S = N`` every
+update equals ``moreau.fl``'s (tested).
 
 Data: ``X`` ``(m, n, D)``, one-hot ``Y`` ``(m, n, C)``, ``n`` ``(m,)`` the number of valid
 rows of each client (padding after them), ``mu`` the ridge; models ``(m, D*C)`` flattened
@@ -22,7 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["grad", "batch", "pfedme", "fedavg", "per_fedavg", "accuracy"]
+from moreau import Multinomial, fl
+
+__all__ = ["grad", "batch", "objective", "pfedme", "fedavg", "per_fedavg", "accuracy"]
 
 
 def grad(Xb, Yb, wb, mu, theta):
@@ -57,22 +61,34 @@ def _pick(rng, m, S):
     return mask
 
 
-def pfedme(rng, X, Y, n, mu, *, lam, eta, beta, R, K, inner_eta, rounds, S=None, B=None):
+def objective(X, Y, n, mu):
+    """The clients' :class:`moreau.Multinomial` (training rows, padding of weight 0)."""
+    valid = (np.arange(X.shape[1]) < n[:, None]).astype(X.dtype)
+    return Multinomial(X, np.argmax(Y, axis=-1), n_classes=Y.shape[-1], mu=mu, weights=valid)
+
+
+def pfedme(rng, X, Y, n, mu, *, lam, eta, beta, R, K, inner_eta, rounds, S=None, B=None, f=None):
     r"""pFedMe, Algorithm 1 with the inner problem (7) solved by K gradient steps of size
-    ``inner_eta`` ``(m,)`` from :math:`\theta = w_{i,r}^t` (as the paper's experiments); every client
-    runs its R local rounds, the server averages S sampled ones with the β-step.  Returns
-    ``(w_T (D*C,), theta_tilde (m, D*C))``, the last inner solutions."""
+    ``inner_eta`` from :math:`\theta = w_{i,r}^t` (as the paper's experiments): ``"client"`` for
+    :math:`1/(L_i + \lambda)`, or one number (an array equal across clients is that number);
+    every client runs its R local rounds (:func:`moreau.fl.pfedme`, one round per call), the
+    server averages S sampled ones with the β-step.  ``f``: the clients' objective if already
+    built (else :func:`objective`).  Returns ``(w_T (D*C,), theta_tilde (m, D*C))``, the last
+    inner solutions."""
     m, DC = X.shape[0], X.shape[-1] * Y.shape[-1]
+    f = objective(X, Y, n, mu) if f is None else f
+    if not isinstance(inner_eta, str):
+        step = np.unique(np.asarray(inner_eta, dtype=float))
+        if step.size != 1:
+            raise ValueError("inner_eta must be 'client' (1/(L_i + lam)) or one step for every client "
+                             f"(got {step.size} different values)")
+        inner_eta = float(step[0])
     w = np.zeros(DC)
     theta = np.zeros((m, DC))
     for _ in range(rounds):
-        W = np.broadcast_to(w, (m, DC)).copy()
-        for _ in range(R):
-            Xb, Yb, wb = batch(rng, X, Y, n, B)
-            theta = W.copy()
-            for _ in range(K):
-                theta -= inner_eta[:, None] * (grad(Xb, Yb, wb, mu, theta) + lam * (theta - W))
-            W -= eta * lam * (W - theta)
+        h = fl.pfedme(f, lam=lam, eta=eta, beta=1.0, R=R, rounds=1, batch_size=B, inner=K, inner_eta=inner_eta,
+                      w0=w, rng=rng, personal="inner")
+        W, theta = np.asarray(h.w_local[1]), np.asarray(h.theta[1])
         mask = _pick(rng, m, S)
         w = (1 - beta) * w + beta * W[mask].mean(axis=0)
     return w, theta

@@ -160,3 +160,156 @@ def test_parameter_sweep_equals_separate_runs_on_the_same_draws():
         one = fl.pfedme(f, lam=float(lams[k, 0]), rng=Replay(rec.log, k), **kw)
         assert_close(h.w_global[:, k], one.w_global, factor=10)
         assert_close(h.theta[:, k], one.theta, factor=10)
+
+
+# --- personalised models without per-round certified proxes; gathered mini-batches -------------
+
+def _multinomial_raw(seed, m=5, n=9, D=3, C=3):
+    """Padded multinomial clients: raw (X, one-hot Y, valid rows n_i) and the objective."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, n, D))
+    y = rng.integers(0, C, (m, n))
+    nv = rng.integers(3, n + 1, m)
+    wts = (np.arange(n) < nv[:, None]).astype(float)
+    return (X, (y[..., None] == np.arange(C)).astype(float), nv), mo.Multinomial(X, y, n_classes=C, mu=0.2,
+                                                                                   weights=wts)
+
+
+def _softmax_grad(X, Y, mu, theta):
+    """Mean softmax cross-entropy gradient over the rows given, plus the ridge (numpy, per client)."""
+    Z = X @ theta.reshape(X.shape[-1], -1)
+    P = np.exp(Z - Z.max(axis=-1, keepdims=True))
+    P /= P.sum(axis=-1, keepdims=True)
+    return (X.T @ (P - Y) / X.shape[0]).reshape(-1) + mu * theta
+
+
+def _raw_pfedme(rng, X, Y, nv, mu, L, *, lam, eta, beta, R, K, rounds, S, B):
+    """pFedMe from the raw rows, one client at a time (the loop experiments/_pfedme_runs.py ran before
+    it called moreau.fl): per local round one draw rng.random((m, B)), row floor(u n_i); inner step
+    1/(L_i + lam); clients picked by rng.permutation(m)[:S] (the experiment's stream)."""
+    m, DC = X.shape[0], X.shape[-1] * Y.shape[-1]
+    w, theta = np.zeros(DC), np.zeros((m, DC))
+    for _ in range(rounds):
+        W = np.tile(w, (m, 1))
+        for _ in range(R):
+            u = rng.random((m, B))
+            for i in range(m):
+                rows = np.minimum((u[i] * nv[i]).astype(int), nv[i] - 1)
+                th = W[i].copy()
+                for _ in range(K):
+                    th = th - (_softmax_grad(X[i, rows], Y[i, rows], mu, th) + lam * (th - W[i])) / (L[i] + lam)
+                theta[i] = th
+                W[i] = W[i] - eta * lam * (W[i] - th)
+        mask = np.zeros(m, dtype=bool)
+        mask[rng.permutation(m)[:S] if S < m else np.arange(m)] = True
+        w = (1 - beta) * w + beta * W[mask].mean(axis=0)
+    return w, theta
+
+
+def test_client_step_gathered_batches_and_inner_personal_against_raw_rows():
+    """inner_eta='client', mini-batches gathered from the drawn rows, personal='inner' (the last inner
+    solution), S = N: the raw per-client loop on the same draws."""
+    (X, Y, nv), f = _multinomial_raw(0)
+    L = host(f.smoothness())
+    kw = dict(lam=3.0, eta=0.05, beta=1.4, R=3, K=4, rounds=4)
+    h = fl.pfedme(f, batch_size=4, inner=4, inner_eta="client", rng=np.random.default_rng(5), personal="inner",
+                  **{k: v for k, v in kw.items() if k != "K"})
+    w, theta = _raw_pfedme(np.random.default_rng(5), X, Y, nv, 0.2, L, S=5, B=4, **kw)
+    assert_close(h.w_global[-1], w, factor=10)
+    assert_close(h.theta[-1], theta, factor=10)
+    assert h.theta.shape == h.w_local.shape and np.array_equal(host(h.theta[0]), host(h.w_local[0]))
+
+
+def test_experiment_pfedme_is_the_loop_it_replaced():
+    """experiments/_pfedme_runs.pfedme (moreau.fl.pfedme, one round per call, the experiment's client
+    sampling) equals the raw loop with client sampling, mini-batches and per-client steps to rounding."""
+    from moreau.experiments import _pfedme_runs as runs
+
+    (X, Y, nv), _ = _multinomial_raw(1, m=6)
+    f = runs.objective(X, Y, nv, 0.2)
+    L = host(f.smoothness())
+    for S, B in ((2, 3), (6, None)):
+        kw = dict(lam=5.0, eta=0.03, beta=2.0, R=2, K=3, rounds=4, S=S)
+        w, theta = runs.pfedme(np.random.default_rng(9), X, Y, nv, 0.2, inner_eta="client", B=B, **kw)
+        ref_w, ref_theta = _raw_pfedme(np.random.default_rng(9), X, Y, nv, 0.2, L, B=B or 0, **kw) if B else \
+            _full_batch_reference(X, Y, nv, L, **kw)
+        assert_close(w, ref_w, factor=10)
+        assert_close(theta, ref_theta, factor=10)
+    with pytest.raises(ValueError, match="one step for every client"):
+        runs.pfedme(np.random.default_rng(0), X, Y, nv, 0.2, inner_eta=np.arange(1.0, 7.0) / 10, lam=1.0, eta=0.1,
+                    beta=1.0, R=1, K=1, rounds=1)
+
+
+def _full_batch_reference(X, Y, nv, L, *, lam, eta, beta, R, K, rounds, S):
+    """B = None: every valid row each step, S = N (no draw)."""
+    m, DC = X.shape[0], X.shape[-1] * Y.shape[-1]
+    w, theta = np.zeros(DC), np.zeros((m, DC))
+    for _ in range(rounds):
+        W = np.tile(w, (m, 1))
+        for _ in range(R):
+            for i in range(m):
+                th = W[i].copy()
+                for _ in range(K):
+                    th = th - (_softmax_grad(X[i, :nv[i]], Y[i, :nv[i]], 0.2, th) + lam * (th - W[i])) / (L[i] + lam)
+                theta[i] = th
+                W[i] = W[i] - eta * lam * (W[i] - th)
+        w = (1 - beta) * w + beta * W.mean(axis=0)
+    return w, theta
+
+
+@pytest.mark.parametrize("family", ["least_squares", "logistic", "multinomial"])
+def test_gathered_minibatch_is_the_weighted_one(family):
+    """The gathered mini-batch draws what sample_counts draws (same stream, same rows, as counts) and
+    is the same function as the counts-weighted objective."""
+    from moreau.fl._common import sample_counts
+    from moreau.fl._pfedme import _minibatch
+
+    if family == "least_squares":
+        f = least_squares(11)[1]
+    elif family == "logistic":
+        rng = np.random.default_rng(11)
+        f = mo.Logistic(rng.standard_normal((2, 3, 7, 3)), rng.choice([-1.0, 1.0], (2, 3, 7)), mu=0.1,
+                        weights=(np.arange(7) < rng.integers(2, 8, (2, 3))[..., None]).astype(float))
+    else:
+        f = _multinomial_raw(11)[1]
+    lead = tuple(f.batch_shape[:-1])
+    fb = _minibatch(f, np.random.default_rng(4), lead, 5)
+    counts = sample_counts(np.random.default_rng(4), f, lead, 5, replace=True)
+    fw = f.with_weights(counts)
+    theta = np.random.default_rng(0).standard_normal(tuple(f.batch_shape) + (f.dim,))
+    assert fb.X.shape[-2] == 5
+    assert_close(fb.grad(theta), fw.grad(theta))
+    assert_close(fb.value(theta), fw.value(theta))
+    assert_close(fb.smoothness(), fw.smoothness())
+    if family == "least_squares":
+        assert_close(fb.A, fw.A)  # the exact inner solve uses A and b
+        assert_close(fb.b, fw.b)
+
+
+def test_personal_options_leave_the_iterates_unchanged():
+    (X, y, wts, mu), f = least_squares(12)
+    kw = dict(lam=2.0, eta=0.2, beta=1.3, R=1, rounds=4)
+    cert = fl.pfedme(f, **kw)
+    inner = fl.pfedme(f, personal="inner", **kw)
+    none = fl.pfedme(f, personal="none", **kw)
+    assert none.theta is None and none.params["personal"] == "none"
+    for h in (inner, none):
+        assert np.array_equal(host(h.w_global), host(cert.w_global))
+    # R = 1, exact inner, full batches: round t's inner solution is prox(w_t), the certified model
+    assert_close(inner.theta[1:], cert.theta[:-1])
+    assert np.array_equal(host(inner.theta[0]), np.broadcast_to(host(inner.w_global[0])[..., None, :],
+                                                                 inner.theta.shape[1:]))
+
+
+PFEDME_BAD = [
+    ("personal unknown", dict(personal="prox"), ValueError, "personal must be one of"),
+    ("inner_eta unknown string", dict(inner=2, inner_eta="global"), ValueError, "or 'client'"),
+    ("inner_eta client with exact inner", dict(inner_eta="client"), TypeError, "applies only to an inner"),
+]
+
+
+@pytest.mark.parametrize("kw, exc, match", [b[1:] for b in PFEDME_BAD], ids=[b[0] for b in PFEDME_BAD])
+def test_bad_personal_and_step_arguments(kw, exc, match):
+    _, f = least_squares(13)
+    with pytest.raises(exc, match=match):
+        fl.pfedme(f, lam=1.0, eta=0.1, beta=1.0, R=1, rounds=1, **kw)

@@ -4,15 +4,20 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import to_numpy
+from .._least_squares import LeastSquares
+from .._logistic import Logistic
+from .._multinomial import Multinomial
 from .._quadratic import Quadratic
 from ._common import (History, batched_objective, check_objective, count, expand, generator, lead_shape,
                       minibatch_size, point, positive, sample_clients, sample_counts, sample_size)
+
+PERSONAL = ("certified", "inner", "none")
 
 __all__ = ["pfedme"]
 
 
 def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inner="exact", inner_eta=None,
-           nu=None, w0=None, rng=None):
+           nu=None, w0=None, rng=None, personal="certified"):
     r"""pFedMe, Algorithm 1: R local rounds on the Moreau envelopes, then a β-step of the server.
 
     Per global round t, every client i = 1..N (N = m) starts from :math:`w_{i,0}^t = w_t` and for
@@ -30,15 +35,29 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
 
     :math:`\mathcal D_i` is a fresh mini-batch of ``batch_size`` samples drawn i.i.d. (with
     replacement: an unbiased gradient estimate, as the paper's Lemma 1 assumes) from the client's
-    samples of positive weight; with ``batch_size`` None, :math:`\tilde f_i = f_i`.  The
-    personalised problem (7) is solved by ``inner``: ``"exact"``, a certified prox
-    (``moreau.prox``: to rounding for quadratics, certified Newton otherwise; a fresh
-    least-squares mini-batch by one linear solve :math:`(A_{\mathcal D} + \lambda I)^{-1}(b_{\mathcal D} + \lambda w)`); or an int K: K
-    gradient steps of size ``inner_eta`` (default :math:`1/(L_{\mathcal D} + \lambda)`,
-    :math:`L_{\mathcal D}` the smoothness of :math:`\tilde f_i`) from :math:`\theta = w_{i,r}^t`;
+    samples of positive weight; with ``batch_size`` None, :math:`\tilde f_i = f_i`.  For
+    :class:`~moreau.LeastSquares`, :class:`~moreau.Logistic` and :class:`~moreau.Multinomial`
+    the mini-batch objective is built from the ``batch_size`` drawn rows (gathered: its cost does
+    not grow with the client's sample count); other objectives take the draw as sample weights
+    (``with_weights``): the same function.  The personalised problem (7) is solved by ``inner``:
+    ``"exact"``, a certified prox (``moreau.prox``: to rounding for quadratics, certified Newton
+    otherwise; a fresh least-squares mini-batch by one linear solve
+    :math:`(A_{\mathcal D} + \lambda I)^{-1}(b_{\mathcal D} + \lambda w)`); or an int K: K gradient
+    steps of size ``inner_eta`` (default :math:`1/(L_{\mathcal D} + \lambda)`, :math:`L_{\mathcal D}`
+    the smoothness of :math:`\tilde f_i`) from :math:`\theta = w_{i,r}^t`;
     with ``nu`` also given, each client stops as soon as (8) holds,
     :math:`\|\nabla\tilde h_i(\tilde\theta_i)\|^2 \le \nu`, and a client that has not reached it
-    after K steps raises ``RuntimeError``.
+    after K steps raises ``RuntimeError``.  ``inner_eta="client"``: the fixed step
+    :math:`1/(L_i + \lambda)`, :math:`L_i` the smoothness of client i on all its samples
+    (``objective.smoothness()``; one step per client for the whole run, as pFedMe's experiments).
+
+    ``personal`` chooses what ``History.theta`` records (the personalised models):
+    ``"certified"`` (default) :math:`\hat\theta_i(w_t) = \mathrm{prox}_{f_i/\lambda}(w_t)`, eq. (3),
+    one certified prox per client and round on all the client's samples (on multinomial data
+    with D = 610 one such prox takes ~90 s: the cost of the whole run can be there);
+    ``"inner"``: the last inner solution of each round, :math:`\tilde\theta_i(w_{i,R-1}^t)` of
+    eq. (7) (the δ-approximate personalised model that pFedMe's experiments evaluate), no extra
+    work; ``"none"``: ``theta`` is None.
 
     With S = N, R = 1, exact inner solves and full batches this is gradient descent with step βη
     on :math:`F = \frac1N\sum_i F_i` (its minimiser is :func:`fedprox_optimum` with uniform
@@ -51,9 +70,10 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
 
     Returns a :class:`History`: ``w_global`` ``(rounds+1, *lead, d)`` (:math:`w_t`),
     ``w_local`` ``(rounds+1, *lead, m, d)`` (:math:`w_{i,R}^t` at index t+1, :math:`w_0` at 0),
-    ``theta`` ``(rounds+1, *lead, m, d)``, the personalised models :math:`\hat\theta_i(w_t) =
-    \mathrm{prox}_{f_i/\lambda}(w_t)` (eq. (3), certified; Theorem 1(b) evaluates their
-    δ-approximations :math:`\tilde\theta_i(w_T)`), ``w_bar`` ``(*lead, d)``, Theorem 1's
+    ``theta`` ``(rounds+1, *lead, m, d)``, the personalised models (``personal="certified"``:
+    :math:`\hat\theta_i(w_t) = \mathrm{prox}_{f_i/\lambda}(w_t)`, eq. (3), certified; Theorem 1(b)
+    evaluates their δ-approximations :math:`\tilde\theta_i(w_T)`; ``"inner"``: round t's last
+    inner solution at index t+1, :math:`w_0` at 0; ``"none"``: None), ``w_bar`` ``(*lead, d)``, Theorem 1's
     :math:`\bar w_T = \sum_{t=0}^{T-1}\alpha_t w_t/A_T`, :math:`\alpha_t = (1-\eta\mu_F/2)^{-(t+1)}`,
     :math:`\mu_F = \lambda\mu/(\lambda+\mu)`, μ the smallest strong convexity of the clients (NaN
     where μ <= 0 or :math:`\eta\mu_F \ge 2`); ``local_steps = R``; ``prox_evals`` (exact inner:
@@ -70,18 +90,24 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
     S = sample_size(S, m)
     size = minibatch_size(batch_size, f, replace=True)
     exact, K, inner_eta, nu = _inner(inner, inner_eta, nu, f)
+    if personal not in PERSONAL:
+        raise ValueError(f"personal must be one of {PERSONAL} (got {personal!r})")
     rng = generator(rng, S < m or size is not None, "S < N or batch_size is set")
-    lead = lead_shape(f, lam, eta, beta, *(x for x in (inner_eta, nu) if x is not None))
+    lead = lead_shape(f, lam, eta, beta, *(x for x in (inner_eta, nu) if x is not None and not isinstance(x, str)))
     f._lam(expand(lam, 1))  # nonconvex clients need lam > -mu_i
     w = point(w0, f, lead, "w0")
     lam1, lam2, eta2, beta1 = expand(lam, 1), expand(lam, 2), expand(eta, 2), expand(beta, 1)
-    gs, ls, thetas, picks = [w], [xp.broadcast_to(w[..., None, :], lead + (m, f.dim))], [], []
+    fixed = (1 / (f.smoothness() + lam1))[..., None] if isinstance(inner_eta, str) \
+        else None if inner_eta is None else expand(inner_eta, 2)
+    W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
+    gs, ls, thetas, picks = [w], [W], ([W] if personal == "inner" else []), []
     evals = xp.zeros(lead + (m,), dtype=xp.int64)
     for _ in range(rounds):
-        thetas.append(f.prox(xp.broadcast_to(w[..., None, :], lead + (m, f.dim)), lam1))
         W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
+        if personal == "certified":
+            thetas.append(f.prox(W, lam1))
         for _ in range(R):
-            fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=True))
+            fk = f if size is None else _minibatch(f, rng, lead, size)
             if exact and fk is not f and isinstance(fk, Quadratic):
                 # a fresh mini-batch least squares: one linear solve, cheaper than its eigendecomposition
                 eye = xp.eye(f.dim, dtype=f.dtype)
@@ -89,9 +115,12 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
             elif exact:
                 theta = fk.prox(W, lam1)
             else:
-                theta, used = _inner_gd(fk, W, lam1, lam2, K, inner_eta, nu, lead)
+                step = fixed if fixed is not None else (1 / (fk.smoothness() + lam1))[..., None]
+                theta, used = _inner_gd(fk, W, lam2, K, step, nu, lead)
                 evals = evals + used
             W = W - eta2 * lam2 * (W - theta)
+        if personal == "inner":
+            thetas.append(xp.broadcast_to(theta, lead + (m, f.dim)))
         if S < m:
             idx = sample_clients(rng, lead, m, S)
             picks.append(idx)
@@ -102,14 +131,16 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
         w = (1 - beta1) * w + beta1 * avg
         gs.append(w)
         ls.append(W)
-    thetas.append(f.prox(xp.broadcast_to(w[..., None, :], lead + (m, f.dim)), lam1))
+    if personal == "certified":
+        thetas.append(f.prox(xp.broadcast_to(w[..., None, :], lead + (m, f.dim)), lam1))
     w_hist = xp.stack(gs)
     grad_evals = 0 if exact else (rounds * R * K if nu is None else np.asarray(to_numpy(evals)))
-    return History(w_global=w_hist, w_local=xp.stack(ls), theta=xp.stack(thetas), rounds=rounds, local_steps=R,
+    return History(w_global=w_hist, w_local=xp.stack(ls), theta=xp.stack(thetas) if thetas else None,
+                   rounds=rounds, local_steps=R,
                    grad_evals=grad_evals, prox_evals=rounds * R if exact else 0,
                    w_bar=_theorem1_average(f, w_hist[:-1, ...], lam, eta, lead),
                    params={"lam": lam, "eta": eta, "beta": beta, "R": R, "S": S, "batch_size": size,
-                           "inner": inner, "inner_eta": inner_eta, "nu": nu},
+                           "inner": inner, "inner_eta": inner_eta, "nu": nu, "personal": personal},
                    sampled=np.stack(picks) if picks else None)
 
 
@@ -123,14 +154,42 @@ def _inner(inner, inner_eta, nu, f):
                 raise TypeError(f"{name} applies only to an inner gradient solve (inner=K); got inner='exact'")
         return True, 0, None, None
     K = count(inner, "inner")
-    return (False, K, None if inner_eta is None else positive(inner_eta, "inner_eta", f),
-            None if nu is None else positive(nu, "nu", f))
+    if isinstance(inner_eta, str) and inner_eta != "client":
+        raise ValueError(f"inner_eta must be a positive number or array, or 'client' (got {inner_eta!r})")
+    return (False, K, inner_eta if inner_eta is None or isinstance(inner_eta, str) else
+            positive(inner_eta, "inner_eta", f), None if nu is None else positive(nu, "nu", f))
 
 
-def _inner_gd(fk, W, lam1, lam2, K, inner_eta, nu, lead):
-    r"""K gradient steps on :math:`\tilde h_i` from θ = W (stopping per client on (8) with ``nu``)."""
+def _minibatch(f, rng, lead, size):
+    r"""The mini-batch objective ``(*lead, m)``: ``size`` rows drawn i.i.d. uniformly from each
+    client's rows of positive weight with one draw ``rng.random((*lead, m, size))`` (the draw and
+    its map to the k-th valid row are :func:`~moreau.fl._common.sample_counts`'s, so the counts of
+    the gathered rows are its counts), the drawn rows gathered into a new objective of the same
+    type with unit weights (LeastSquares, Logistic, Multinomial); any other objective gets the
+    counts as sample weights."""
+    if type(f) not in (LeastSquares, Logistic, Multinomial):
+        return batched_objective(f, sample_counts(rng, f, lead, size, replace=True))
+    xp = f.xp
+    m, n = f.batch_shape[-1], f.X.shape[-2]
+    valid = np.broadcast_to(np.asarray(to_numpy(f.weights)) > 0, tuple(lead) + (m, n))
+    nvalid = valid.sum(axis=-1)
+    u = rng.random(tuple(lead) + (m, size))
+    k = np.minimum((u * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)  # k-th valid sample
+    idx = np.take_along_axis(np.argsort(~valid, axis=-1, kind="stable"), k, axis=-1)
+    idx = xp.asarray(idx)
+    X = xp.broadcast_to(f.X, tuple(lead) + (m, n, f.X.shape[-1]))
+    y = xp.broadcast_to(f.y, tuple(lead) + (m, n))
+    Xb = xp.take_along_axis(X, xp.broadcast_to(idx[..., None], tuple(idx.shape) + (1,)), axis=-2)
+    yb = xp.take_along_axis(y, idx, axis=-1)
+    if type(f) is Multinomial:
+        return Multinomial(Xb, yb, n_classes=f.n_classes, mu=f.mu)
+    return type(f)(Xb, yb, mu=f.mu)
+
+
+def _inner_gd(fk, W, lam2, K, step, nu, lead):
+    r"""K gradient steps of size ``step`` on :math:`\tilde h_i` from θ = W (stopping per client on
+    (8) with ``nu``)."""
     xp = fk.xp
-    step = expand(inner_eta, 2) if inner_eta is not None else (1 / (fk.smoothness() + lam1))[..., None]
     theta = W
     used = xp.zeros(lead + (fk.batch_shape[-1],), dtype=xp.int64)
     active = xp.ones(lead + (fk.batch_shape[-1],), dtype=xp.bool)
