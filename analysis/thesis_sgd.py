@@ -29,7 +29,10 @@ along the eigenvectors of μ or L, or random, at scales 0.01..100.  Step sizes f
 drawn, and an eighth outside the condition (η_t up to 2/(L(M+1)): not applicable).
 Theorem 4 on convex (a_1 = 0, F* = 0 attained) and strongly convex quadratics, T =
 1, 2, 4, ..., 256, η_0 at the square-root branch, at the min with the first branch
-active, a fraction 0.01..1 of the min, or above 1/(L(M+1)).
+active, a fraction 0.01..1 of the min, or above 1/(L(M+1)); and (the nonconvex case,
+which quadratics bounded below cannot give) on logistic models with μ = 0 and on
+Per-FedAvg meta-objectives F(w) = f(w − α∇f(w)), α = 1/L_f, by Monte Carlo with 99.9 %
+intervals (``moreau.analysis._thesis_sgd_mc``: T ∈ {1, 4, 16, 64}, 64 paths).
 
 Sides, exact: the second moment P_t = E[(x^t − z)(x^t − z)ᵀ] obeys
 P_{t+1} = (I − η_t A) P_t (I − η_t A) + η_t² (C A P_t A Cᵀ + S) (cross terms vanish as
@@ -52,8 +55,12 @@ from __future__ import annotations
 
 import numpy as np
 
+import moreau as mo
+
+from . import _thesis_sgd_mc as mc
 from ._core import Mutant, Sides, Statement, worst_point
 from ._instances import log_uniform, orthogonal
+from .thesis_rates import _newton_min
 
 __all__ = ["STATEMENTS", "second_moments"]
 
@@ -215,6 +222,8 @@ def evaluate_sc(batch, claim):
 
 
 def instances_nc(family, trials, rng):
+    if family == "logistic":
+        return mc.instances(rng, trials or 8, _newton_min)
     T = trials or 32
     r = _groups(T, 4)  # eta_0: square-root branch / min = 1/(L(M+1)) / below the min / above 1/(L(M+1))
     frac = np.where(np.arange(T) % 2 == 0, 0.0, log_uniform(rng, 0.01, 1.0, T))  # convex / strongly convex
@@ -252,7 +261,31 @@ def averages_nc(batch):
     return (csum[T - 1, np.arange(n * G)] / T).reshape(n, G).T
 
 
+def _evaluate_nc_logistic(batch, claim):
+    L, M, s2, eta0, x0 = (batch[k] for k in ("L", "M", "s2", "eta0", "x0"))
+    f = mo.Logistic(batch["X"], batch["y"])
+    h0 = np.asarray(mo.meta_objective(f, batch["alpha"]).value(x0)) - batch["Fstar"]
+    mean, se = mc.path_averages(batch)
+    lo, hi = mc.interval(mean, se)
+    T, idx = mc.T_MC[:, None], np.arange(x0.shape[0])
+    consts = {"L": "bound: L_f + alpha rho B (alpha = 0: exact L_f)",
+              "F*": "min f by Newton (>= inf F: F(x^0) - F* errs low, the bound with it)",
+              "M, sigma^2": "exact: E||xi||^2 = M ||grad F||^2 + sigma^2 (equality)",
+              "E (1/T) sum ||grad F||^2": f"Monte Carlo, {mc.PATHS} paths, normal interval at level {mc.LEVEL}"}
+    out = {}
+    for name, rhs, app in ((NC_PRINTED, claim["printed"](h0, L, s2, T), claim["eta0_printed"](eta0, L, M, h0, s2)),
+                           (NC_PROOF, claim["proof"](h0, eta0, L, s2, T), claim["eta0_ok"](eta0, L, M))):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            k = np.argmax(np.nan_to_num(lo / rhs, nan=-np.inf), axis=0)  # the horizon closest to failing
+        out[name] = Sides(mean[k, idx], rhs[k, idx], "upper", applicable=app, lhs_ci=(lo[k, idx], hi[k, idx]),
+                          confidence=mc.LEVEL, constants=consts,
+                          note="T in {1, 4, 16, 64}; half F = f (convex), half F = f(w - grad f(w)/L_f) (nonconvex)")
+    return out
+
+
 def evaluate_nc(batch, claim):
+    if "X" in batch:
+        return _evaluate_nc_logistic(batch, claim)
     L, M, s2, eta0 = (batch[k] for k in ("L", "M", "s2", "eta0"))
     e0, A = batch["e0"], batch["A"]
     h0 = 0.5 * np.einsum("ti,tij,tj->t", e0, A, e0)
@@ -349,7 +382,8 @@ STATEMENTS = (
                      "eta = eta_0/sqrt(T), eta_0 = sqrt(2(F(x^0) - F*)/(L sigma^2)) <= 1/(L(M+1)) "
                      "(printed: eta_0 <= min{1/(L(M+1)), sqrt(2(F(x^0) - F*)/(L sigma^2))})",
                      "left side read as an expectation (printed without E)"),
-        families={"quadratic": ("convex", "strongly_convex")}, claimed="rate",
+        families={"quadratic": ("convex", "strongly_convex"),
+                  "logistic": ("mu = 0", "Per-FedAvg meta-objective (nonconvex)")}, claimed="rate",
         instances=instances_nc, evaluate=evaluate_nc, claim=CLAIM_NC,
         mutants=(
             Mutant("eta_0 <= min{1/(L(M+1)), sqrt(2(F(x^0) - F*)/(L sigma^2))} (as printed)",

@@ -181,3 +181,29 @@ def test_nonconvex_reading_is_checked_on_instances_and_printed_rule_is_drawn():
     assert printed.applicable >= 4 and np.sum(allowed & ~printed.sides.applicable) >= 8
     assert np.any(printed.ratio[allowed & ~printed.sides.applicable] > 1)  # the finding, on drawn instances
     assert 0.45 < printed.max_ratio <= 0.55 + 0.05  # about 1/2 (T = 1, gradient along the top eigenvector)
+
+
+def test_meta_gradient_matches_moreau_meta_objective_and_instances_are_nonconvex():
+    import moreau as mo
+    from moreau.analysis import _thesis_sgd_mc as mc
+
+    b = runner.run(["sgd.nonconvex"], "logistic", None, 0)[0].batch
+    f = mo.Logistic(b["X"], b["y"])
+    W = 2 * np.random.default_rng(4).standard_normal((30,) + b["x0"].shape)
+    ref = np.asarray(mo.meta_objective(f, b["alpha"]).grad(W))
+    assert np.allclose(mc.meta_grad(f, b["alpha"], W), ref, rtol=1e-12, atol=1e-14)
+    lowest = np.linalg.eigvalsh(np.asarray(mo.meta_objective(f, b["alpha"]).hess(W)))[..., 0].min(axis=0)
+    meta = b["alpha"] > 0
+    assert np.sum(lowest[meta] < 0) >= meta.sum() // 2  # negative curvature somewhere on most meta-objectives
+    # the gradient bound that makes the path averages bounded variables: ||grad F|| <= (1 + alpha L_f) B
+    assert np.all(np.linalg.norm(ref, axis=-1) <= b["B"] * (1 + 1e-12))
+
+
+def test_logistic_monte_carlo_is_seeded_by_the_batch():
+    from moreau.analysis import _thesis_sgd_mc as mc
+
+    b = runner.run(["sgd.nonconvex"], "logistic", None, 0)[0].batch
+    m1, s1 = mc.path_averages(b)
+    m2, s2 = mc.path_averages({k: np.copy(v) for k, v in b.items()})
+    assert np.array_equal(m1, m2) and np.array_equal(s1, s2)
+    assert np.all(s1[1:] > 0) and np.allclose(s1[0], 0)  # T = 1: the left side is deterministic
