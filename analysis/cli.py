@@ -141,6 +141,8 @@ def cmd_check(args) -> int:
     ok = _print_table(records, args.slack_threshold)
     if args.mutants:
         ok &= _print_mutants(records, restricted=args.family != "all")
+    if args.search:
+        _print_searches(records, args.search)
     if args.save_counterexamples:
         _save(records, args.save_counterexamples)
     if args.symbolic:
@@ -293,6 +295,22 @@ def _print_mutants(records, restricted=False) -> bool:
         print(f"{sid + ': ' + name:{width}s} {verdict}")
     print()
     return ok
+
+
+def _print_searches(records, n):
+    """What --search searched: per (id, family), the statement's search and each surviving mutant's."""
+    print(f"hypothesis search (at most {n} generated batches before a failure, then shrinking):")
+    for rec in records:
+        for name, rep in rec.searches:
+            what = f"{rec.statement.id} [{rec.result.family}]" + (f" mutant {name!r}" if name else "")
+            if rep["found"]:
+                inst = "; ".join(f"{k}={np.array2string(np.asarray(v), precision=4, threshold=8)}"
+                                 for k, v in rep["instance"].items())
+                print(f"  {what}: FAILURE after {rep['before_failure']} batches, shrunk in {rep['shrinks']} steps to "
+                      f"{rep['batch_size']} instance(s); smallest failing instance: {inst}")
+            else:
+                print(f"  {what}: no failure in {rep['examples']} batches")
+    print()
 
 
 def _save(records, directory):

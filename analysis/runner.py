@@ -51,6 +51,11 @@ Parts may carry more keys:
   failing (largest lower end / rhs) ``"worst_instance"``, ``"lhs"``,
   ``"lhs_ci": [lo, hi]`` and ``"rhs"``.
 
+With ``--search N``, a record also carries ``"search"``: one entry per search run (the
+statement's, then each mutant that survived the batches): ``mutant`` ("" for the statement),
+``examples`` (batches evaluated), ``before_failure``, ``shrinks``, ``failing``, ``found`` and, when
+found, ``batch_size`` and ``instance`` (the shrunk failing instance; see ``moreau.analysis.search``).
+
 Every part also carries ``"tested"`` (false when no instance met its assumptions: the run
 does not claim it holds).  Records written by the CLI carry ``"run"``: what produced them —
 ``seed``, ``trials`` (null: each checker's default), ``family`` (as requested), ``mutants``,
@@ -111,6 +116,7 @@ class Record:
     mutant_batches: list = field(default_factory=list)
     mutant_seconds: float = 0.0
     index: np.ndarray | None = None  # global instance index of each row of ``batch`` (None: the row itself)
+    searches: list = field(default_factory=list)  # --search: (mutant name or "", report dict) per search run
 
     def local(self, i: int) -> int:
         """The row of ``batch`` that holds global instance ``i``."""
@@ -179,13 +185,15 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
     reducer, rec, bar = ChunkReducer(), None, None
     pending = list(st.mutants) if mutants else []
     verdicts = {}  # mutant name -> (rejected, Result, where, one-instance batch, its index there)
-    t_mut, offset = 0.0, 0
+    t_mut, offset, searches = 0.0, 0, []
     rng = rng_for(seed, st.id, fam)
     for k, (size, batch, n_chunks) in enumerate(_chunks(st, fam, trials, seed, chunk)):
         if k == 0 and progress and n_chunks > 1:
             bar = _bar(n_chunks, f"{st.id} [{fam}]")
         if search_examples and k == n_chunks - 1:
-            found = search(st, fam, max_examples=search_examples, seed=seed)
+            report = {}
+            found = search(st, fam, max_examples=search_examples, seed=seed, report=report)
+            searches.append(("", report))
             if found is not None:
                 batch = _concat(batch, found)
         t0 = time.perf_counter()
@@ -213,16 +221,17 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
         rec = Record(st, reducer.result(st.id, fam), batch=reducer.batch, index=reducer.index)
     if mutants:
         t1 = time.perf_counter()
-        _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts)
+        _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, searches)
         for m in st.mutants:
             rejected, r, where, one, i = verdicts[m.name]
             rec.mutants.append((m, rejected, r))
             rec.mutant_batches.append((where, one, i))
         rec.mutant_seconds = t_mut + time.perf_counter() - t1
+    rec.searches = searches
     return rec
 
 
-def _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts):
+def _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, searches):
     """Mutants the run's batch did not reject: tried on the checker's default batch (when --trials
     was given: its adversarial instances must not disappear with a small --trials), then (with
     --search) on a hypothesis search's instance."""
@@ -236,7 +245,9 @@ def _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts):
                 pending.remove(m)
     if pending and search_examples:
         for m in list(pending):
-            found = search(st, fam, m, max_examples=search_examples, seed=seed)
+            report = {}
+            found = search(st, fam, m, max_examples=search_examples, seed=seed, report=report)
+            searches.append((m.name, report))
             if found is not None:
                 r = st.run(fam, None, None, mutant=m, batch=found)
                 if not r.holds:
@@ -302,6 +313,7 @@ def record_json(rec: Record, run: dict | None = None, slack_threshold: float = N
                     zip(rec.mutants, rec.mutant_batches or [(None, None, None)] * len(rec.mutants))],
         "findings": list(st.findings),
         "parts": [_part_json(p, slack_threshold) for p in r.parts],
+        **({"search": [{"mutant": name, **rep} for name, rep in rec.searches]} if rec.searches else {}),
         **({"run": run} if run is not None else {}),
     }
 

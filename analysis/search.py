@@ -46,23 +46,47 @@ def batch_strategy(statement, family):
     return batches()
 
 
-def search(statement, family, mutant=None, *, max_examples=60, seed=0):
+def search(statement, family, mutant=None, *, max_examples=60, seed=0, report=None):
     """A one-instance batch on which the statement (or ``mutant``) fails, or ``None``.
 
-    Deterministic for a given ``seed``; ``max_examples`` batches are tried.
+    Deterministic for a given ``seed``; at most ``max_examples`` batches are generated before a
+    failure (hypothesis then shrinks it).  ``report``: a dict filled with what was searched —
+    ``examples`` (batches evaluated in all), ``before_failure`` (batches generated until the first
+    failure; all of them when none fails), ``shrinks`` (evaluations while shrinking),
+    ``failing`` (evaluations that failed), ``found`` and, when found, ``batch_size`` (instances in
+    the shrunk batch) and ``instance`` (the returned failing instance's arrays, as lists).
     """
+    count = {"examples": 0, "failing": 0, "first": None}
 
     def failures(batch):
         return statement.run(family, None, None, mutant=mutant, batch=batch).failures
 
     def fails(batch):
-        return failures(batch).size > 0
+        bad = failures(batch).size > 0
+        count["examples"] += 1
+        if bad:
+            count["failing"] += 1
+            if count["first"] is None:
+                count["first"] = count["examples"]
+        return bad
 
     cfg = settings(max_examples=max_examples, database=None, deadline=None,
                    suppress_health_check=list(HealthCheck))
     try:
         found = find(batch_strategy(statement, family), fails, settings=cfg, random=random.Random(seed))
     except NoSuchExample:
-        return None
-    one = take(found, failures(found)[:1])
-    return one if fails(one) else found
+        found = None
+    if found is not None:
+        one = take(found, failures(found)[:1])
+        result = one if failures(one).size else found
+    else:
+        result = None
+    if report is not None:
+        first = count["first"]
+        report.update(examples=count["examples"], before_failure=first if first else count["examples"],
+                      shrinks=count["examples"] - first if first else 0, failing=count["failing"],
+                      found=result is not None)
+        if result is not None:
+            report.update(batch_size=int(len(next(v for v in found.values() if np.ndim(v) > 0))),
+                          instance={k: np.asarray(v).tolist() for k, v in result.items()})
+    return result

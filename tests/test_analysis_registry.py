@@ -519,3 +519,20 @@ def test_loose_bounds_are_flagged_and_auxiliary_parts_do_not_set_max_ratio(monke
     assert exc.value.code == 2
     with pytest.raises(ValueError, match="role"):
         Sides([1.0], [2.0], role="side")
+
+
+def test_search_reports_what_it_searched(toy_catalogue, tmp_path, capsys):
+    recs = {r.statement.id: r for r in runner.run(search_examples=15, mutants=True)}
+    ((name, rep),) = recs["toy.false"].searches  # the statement's search (its mutant is rejected by the batch)
+    assert name == "" and rep["found"] and rep["failing"] >= 1
+    assert rep["examples"] == rep["before_failure"] + rep["shrinks"] and 1 <= rep["batch_size"] <= 8
+    (x,) = rep["instance"]["x"]
+    assert x > 0.9 * (1 + RTOL)  # the returned instance does fail x^2 <= 0.9 x^2
+    ((name, rep),) = recs["toy.true"].searches
+    assert not rep["found"] and rep["examples"] == 15 and rep["shrinks"] == 0
+    path = tmp_path / "r.json"
+    assert main(["check", "--search", "15", "--json", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "toy.false [quadratic]: FAILURE after" in out and "toy.true [quadratic]: no failure in 15 batches" in out
+    by_id = {j["id"]: j for j in json.loads(path.read_text())}
+    assert by_id["toy.false"]["search"][0]["found"] is True and by_id["toy.true"]["search"][0]["found"] is False
