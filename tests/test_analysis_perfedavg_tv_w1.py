@@ -84,6 +84,19 @@ def test_aligned_instances_attain_equality_exactly():
                 assert abs(s.lhs[t] / s.rhs[t] - 1) <= RATIO_TOL, (name, t)
 
 
+def test_w1_shifted_instances_attain_equality_exactly():
+    """Two groups, q2 = q1 shifted along a line, losses linear in z: lhs = rhs > 0 (gradient; Hessian too
+    for the trigonometric ones), not only a max ratio of 1 reached through 0/0."""
+    st = STATEMENTS["perfedavg.w1"]
+    batch = w1_closed_form_batch(np.random.default_rng(11), 12)
+    parts = st.evaluate(st.prepared(batch), st.claim)
+    for t in (0, 1, 10, 11):                     # the aligned instances: (t // 2) % 5 == 0
+        trig = np.any(batch["h"][t] != 0)
+        for name in mod.W1_PARTS[:2] if trig else mod.W1_PARTS[:1]:
+            s = parts[name]
+            assert s.lhs[t] > 0 and abs(s.lhs[t] / s.rhs[t] - 1) <= 1e-9, (name, t, s.lhs[t], s.rhs[t])
+
+
 # --- closed forms against brute force ---------------------------------------------------------------
 
 def _trig_direct(Delta, h, u, W):
