@@ -66,28 +66,75 @@ def instances(rng, T, newton_min):
             "noise_seed": rng.integers(0, 2**62, T)}
 
 
+def _simulate(grad, x0, C, S, seeds, steps, value=None):
+    """SGD paths with the noise ζ C∇F + S^{1/2}w; ``steps`` ``(N, n)``.  Returns per path the sums
+    Σ_{t<N} ‖∇F(x^t)‖² ``(P, n)`` and, with ``value``, ``value(x^t)`` for t = 0..N ``(N + 1, P, n)``."""
+    ev, V = np.linalg.eigh(S)
+    Sh = (V * np.sqrt(np.maximum(ev, 0))[:, None, :]) @ np.swapaxes(V, 1, 2)
+    gens = [np.random.default_rng(int(s)) for s in seeds]
+    N, (n, d) = steps.shape[0], x0.shape
+    zeta = np.stack([g.choice([-1.0, 1.0], (N, PATHS)) for g in gens], axis=-1)      # (N, P, n)
+    w = np.stack([g.standard_normal((N, PATHS, d)) for g in gens], axis=-2)           # (N, P, n, d)
+    x, acc = np.broadcast_to(x0, (PATHS, n, d)).copy(), np.zeros((PATHS, n))
+    vals = [] if value is None else [value(x)]
+    for t in range(N):
+        g = grad(x)
+        acc += np.sum(g**2, axis=-1)
+        xi = zeta[t][..., None] * np.einsum("nij,pnj->pni", C, g) + np.einsum("nij,pnj->pni", Sh, w[t])
+        x = x - steps[t][:, None] * (g + xi)
+        if value is not None:
+            vals.append(value(x))
+    return acc, (np.array(vals) if value is not None else None)
+
+
 def path_averages(batch):
     """``(mean, se)``, each ``(len(T_MC), n)``: (1/T) Σ_{t<T} ‖∇F(x^t)‖² over ``PATHS`` SGD paths."""
     f = mo.Logistic(batch["X"], batch["y"])
-    alpha, C, S, x0 = batch["alpha"], batch["C"], batch["S"], batch["x0"]
-    ev, V = np.linalg.eigh(S)
-    Sh = (V * np.sqrt(np.maximum(ev, 0))[:, None, :]) @ np.swapaxes(V, 1, 2)
-    gens = [np.random.default_rng(int(s)) for s in batch["noise_seed"]]
-    n, d = x0.shape
-    mean, se = np.zeros((T_MC.size, n)), np.zeros((T_MC.size, n))
+    grad = lambda x: meta_grad(f, batch["alpha"], x)  # noqa: E731
+    mean, se = np.zeros((T_MC.size, batch["x0"].shape[0])), np.zeros((T_MC.size, batch["x0"].shape[0]))
     for k, T in enumerate(T_MC):
-        zeta = np.stack([g.choice([-1.0, 1.0], (T, PATHS)) for g in gens], axis=-1)      # (T, P, n)
-        w = np.stack([g.standard_normal((T, PATHS, d)) for g in gens], axis=-2)           # (T, P, n, d)
-        eta = (batch["eta0"] / np.sqrt(T))[:, None]
-        x, acc = np.broadcast_to(x0, (PATHS, n, d)).copy(), np.zeros((PATHS, n))
-        for t in range(T):
-            g = meta_grad(f, alpha, x)
-            acc += np.sum(g**2, axis=-1)
-            xi = zeta[t][..., None] * np.einsum("nij,pnj->pni", C, g) + np.einsum("nij,pnj->pni", Sh, w[t])
-            x = x - eta * (g + xi)
+        steps = np.broadcast_to(batch["eta0"] / np.sqrt(T), (T, batch["eta0"].size))
+        # a separate stream per horizon: the seed and T together
+        acc, _ = _simulate(grad, batch["x0"], batch["C"], batch["S"], batch["noise_seed"] + int(T), steps)
         avg = acc / T
         mean[k], se[k] = avg.mean(axis=0), avg.std(axis=0, ddof=1) / np.sqrt(PATHS)
     return mean, se
+
+
+def instances_sc(rng, T, newton_min):
+    """Strongly convex logistic models (ridge mu in [0.05, 0.3]) with the noise model above."""
+    lb = logistic_batch(rng, T, 40, 3, mu=log_uniform(rng, 0.05, 0.3, T), scale=2.0)
+    f = mo.Logistic(lb["X"], lb["y"], mu=lb["mu"])
+    mu, L = (np.asarray(c) for c in f.curvature_bounds())
+    xs = newton_min(f, np.zeros((T, 3)))
+    Fstar = f.value(xs) - np.sum(np.asarray(f.grad(xs)) ** 2, axis=-1) / (2 * mu)  # certified lower bound
+    x0 = 2 * rng.standard_normal((T, 3)) * log_uniform(rng, 0.3, 3.0, T)[:, None]
+    x0[::4] = xs[::4]  # start at the minimiser: the noise floor alone
+    M = np.where(np.arange(T) % 3 == 0, 0.0, rng.uniform(0.0, 2.0, T))
+    s2 = log_uniform(rng, 1e-2, 10.0, T)
+    U = orthogonal(rng, T, 3)
+    W = rng.standard_normal((T, 3, 3))
+    S = W @ np.swapaxes(W, 1, 2)
+    S = S * (s2 / np.trace(S, axis1=1, axis2=2))[:, None, None]
+    v = np.where(np.arange(T) % 2 == 0, 1.0, log_uniform(rng, 1.0, 5.0, T))  # delta = v 2L(M+1)/mu
+    u = np.where(np.arange(T) % 2 == 1, 0.999, rng.uniform(0.3, 1.0, T))     # eta = u/(L(M+1))
+    return {"X": lb["X"], "y": lb["y"], "mu": lb["mu"], "Fstar": Fstar, "x0": x0, "M": M, "s2": s2,
+            "C": np.sqrt(M)[:, None, None] * U, "S": (S + np.swapaxes(S, 1, 2)) / 2,
+            "eta": u / (L * (M + 1)), "delta": v * 2 * L * (M + 1) / mu, "noise_seed": rng.integers(0, 2**62, T)}
+
+
+def gaps_sc(batch, N):
+    """``(mean, se)`` of F(x^t) − F* for t = 0..N, each ``(N + 1, n)``, for the decreasing rule (i) and the
+    constant step (ii): a tuple of two pairs."""
+    f = mo.Logistic(batch["X"], batch["y"], mu=batch["mu"])
+    mu = np.asarray(f.curvature_bounds()[0])
+    value = lambda x: np.asarray(f.value(x)) - batch["Fstar"]  # noqa: E731
+    t = np.arange(N)[:, None]
+    out = []
+    for k, steps in enumerate((2 / (mu * (t + batch["delta"])), np.broadcast_to(batch["eta"], (N, mu.size)))):
+        _, v = _simulate(f.grad, batch["x0"], batch["C"], batch["S"], batch["noise_seed"] + k, steps, value)
+        out.append((v.mean(axis=1), v.std(axis=1, ddof=1) / np.sqrt(PATHS)))
+    return tuple(out)
 
 
 def interval(mean, se):

@@ -27,7 +27,7 @@ def _record(sid, seed=0):
     return rec
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("sid", IDS)
 def test_statement_holds_and_every_mutant_is_rejected(sid, seed):
     records = runner.run([sid], "all", None, seed, mutants=True)
@@ -207,3 +207,22 @@ def test_logistic_monte_carlo_is_seeded_by_the_batch():
     m2, s2 = mc.path_averages({k: np.copy(v) for k, v in b.items()})
     assert np.array_equal(m1, m2) and np.array_equal(s1, s2)
     assert np.all(s1[1:] > 0) and np.allclose(s1[0], 0)  # T = 1: the left side is deterministic
+
+
+def test_monte_carlo_simulator_against_the_exact_recursion_on_a_quadratic():
+    """The logistic family's path simulator, run on a quadratic gradient, matches the exact expectations."""
+    from moreau.analysis import _thesis_sgd_mc as mc
+
+    full = _record("sgd.strongly_convex").batch
+    (idx,) = np.nonzero((full["M"] == 0) & (full["s2"] > 0))
+    b = take(full, idx[:6])
+    A = b["A"]
+    grad = lambda e: np.einsum("nij,pnj->pni", A, e)  # noqa: E731  (F(z + e) - F* = e^T A e / 2)
+    value = lambda e: 0.5 * np.einsum("pni,nij,pnj->pn", e, A, e)  # noqa: E731
+    N = 30
+    steps = np.broadcast_to(b["eta"], (N, b["eta"].size))
+    _, v = mc._simulate(grad, b["e0"], b["C"], b["S"], np.arange(6) + 11, steps, value)
+    h, _ = thesis_sgd.second_moments(A, b["C"], b["S"], b["e0"], np.ascontiguousarray(steps.T))
+    mean, se = v.mean(axis=1), v.std(axis=1, ddof=1) / np.sqrt(mc.PATHS)
+    z = np.abs(mean[1:] - h[1:]) / se[1:]
+    assert np.mean(z <= 3.29) >= 0.95 and np.max(z) < 6  # 99.9% intervals: coverage, no gross misses
