@@ -38,10 +38,13 @@ against the smallest rhs over φ ∈ 10^[-4, 4] (49 points) and φ = 1/(2τ).  T
 checked against Per-FedAvg itself (``moreau.fl.per_fedavg``) and a brute-force simulation in the tests.
 
 Claimed by the paper: upper bounds.  What the check shows: all four hold on every instance and are
-loose.  The sharp deterministic drift here is 4[(1 + βL_F)^t − 1]/L_F · γ_G (ratio to (57a) at most
-4/(2√192) ≈ 0.14 at t = 1); (58a) is loose by 4/(4√192) at t = 1 but its γ_F² = 192γ_G² is what
-saves it: with γ_F² = γ_G² it fails at the boundary β = 1/(10τL_F) for τ ≥ 2 (the (1 + 1/(5τ))^{t−1}
-≤ e^{0.2} step is nearly attained).  No finding.
+loose (max ratios 0.14, 0.021, 0.075, 0.0026 for (57a), (57b), (58a), (58b)).  The sharp
+deterministic drift here is 4[(1 + βL_F)^t − 1]/L_F · γ_G (at a_1 = −L, α = 1/L, equal client
+offsets), so the ratio to (57a) is at most 4/(2√192) ≈ 0.14 (t = 1); (58a) keeps a factor √192 of
+slack, and with γ_F² = γ_G² instead of 192γ_G² it fails at β = 1/(10τL_F), t = τ ≥ 2 (the proof's
+(1 + 1/(5τ))^{t−1} ≤ e^{0.2} step is nearly attained there).  Adversarial large steps (τ = 8,
+β ∈ [8, 10]/(τL_F), outside the Corollary's condition) reject its relaxation to β ≤ 10/(τL_F), and
+α = 4/L the relaxation α ≤ 4/L.  No finding.
 """
 from __future__ import annotations
 
@@ -213,8 +216,8 @@ STATEMENTS = (
         ),
         equivalent_mutants={
             "35 -> 12e (~32.6) in (58b)": "the proof's own constant 4 (1 + 2 tau) tau^-1 e <= 12 e; still true",
-            "sigma_F terms dropped": "not refutable on these instances when the heterogeneity term dominates; "
-                                     "the noise is covered by the 192 gamma_G^2 slack on every drawn instance",
+            "sigma_F terms dropped": "not refuted here (not known to be true): the heterogeneity term with its "
+                                     "192 gamma_G^2 covers the batch noise on every drawn instance",
         },
     ),
 )
