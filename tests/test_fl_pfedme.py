@@ -257,12 +257,12 @@ def _full_batch_reference(X, Y, nv, L, *, lam, eta, beta, R, K, rounds, S):
     return w, theta
 
 
-@pytest.mark.parametrize("family", ["least_squares", "logistic", "multinomial"])
+@pytest.mark.parametrize("family", ["least_squares", "logistic", "multinomial", "scattered padding"])
 def test_gathered_minibatch_is_the_weighted_one(family):
     """The gathered mini-batch draws what sample_counts draws (same stream, same rows, as counts) and
-    is the same function as the counts-weighted objective."""
+    is the same function as the counts-weighted objective; zero weights anywhere, not only after."""
     from moreau.fl._common import sample_counts
-    from moreau.fl._pfedme import _minibatch
+    from moreau.fl._pfedme import _minibatch, _valid_rows
 
     if family == "least_squares":
         f = least_squares(11)[1]
@@ -270,10 +270,17 @@ def test_gathered_minibatch_is_the_weighted_one(family):
         rng = np.random.default_rng(11)
         f = mo.Logistic(rng.standard_normal((2, 3, 7, 3)), rng.choice([-1.0, 1.0], (2, 3, 7)), mu=0.1,
                         weights=(np.arange(7) < rng.integers(2, 8, (2, 3))[..., None]).astype(float))
-    else:
+    elif family == "multinomial":
         f = _multinomial_raw(11)[1]
+    else:
+        rng = np.random.default_rng(12)
+        wts = (rng.random((2, 3, 9)) < 0.5).astype(float)
+        wts[..., 4] = 1.0  # every client keeps a row
+        f = mo.Logistic(rng.standard_normal((2, 3, 9, 3)), rng.choice([-1.0, 1.0], (2, 3, 9)), mu=0.1, weights=wts)
     lead = tuple(f.batch_shape[:-1])
-    fb = _minibatch(f, np.random.default_rng(4), lead, 5)
+    rows = _valid_rows(f, lead)
+    assert (rows[1] is not None) == (family == "scattered padding")
+    fb = _minibatch(f, np.random.default_rng(4), lead, 5, rows)
     counts = sample_counts(np.random.default_rng(4), f, lead, 5, replace=True)
     fw = f.with_weights(counts)
     theta = np.random.default_rng(0).standard_normal(tuple(f.batch_shape) + (f.dim,))

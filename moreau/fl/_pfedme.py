@@ -102,12 +102,13 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
     W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
     gs, ls, thetas, picks = [w], [W], ([W] if personal == "inner" else []), []
     evals = xp.zeros(lead + (m,), dtype=xp.int64)
+    rows = None if size is None else _valid_rows(f, lead)
     for _ in range(rounds):
         W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
         if personal == "certified":
             thetas.append(f.prox(W, lam1))
         for _ in range(R):
-            fk = f if size is None else _minibatch(f, rng, lead, size)
+            fk = f if size is None else _minibatch(f, rng, lead, size, rows)
             if exact and fk is not f and isinstance(fk, Quadratic):
                 # a fresh mini-batch least squares: one linear solve, cheaper than its eigendecomposition
                 eye = xp.eye(f.dim, dtype=f.dtype)
@@ -160,22 +161,34 @@ def _inner(inner, inner_eta, nu, f):
             positive(inner_eta, "inner_eta", f), None if nu is None else positive(nu, "nu", f))
 
 
-def _minibatch(f, rng, lead, size):
+def _valid_rows(f, lead):
+    """``(nvalid (*lead, m), order (*lead, m, n) or None)``: each client's count of rows of positive
+    weight and their indices first (None when they already are the first rows: padding after)."""
+    if type(f) not in (LeastSquares, Logistic, Multinomial):
+        return None
+    n = f.X.shape[-2]
+    valid = np.broadcast_to(np.asarray(to_numpy(f.weights)) > 0, tuple(lead) + (f.batch_shape[-1], n))
+    nvalid = valid.sum(axis=-1)
+    prefix = np.array_equal(valid, np.arange(n) < nvalid[..., None])
+    return nvalid, None if prefix else np.argsort(~valid, axis=-1, kind="stable")
+
+
+def _minibatch(f, rng, lead, size, rows):
     r"""The mini-batch objective ``(*lead, m)``: ``size`` rows drawn i.i.d. uniformly from each
     client's rows of positive weight with one draw ``rng.random((*lead, m, size))`` (the draw and
     its map to the k-th valid row are :func:`~moreau.fl._common.sample_counts`'s, so the counts of
     the gathered rows are its counts), the drawn rows gathered into a new objective of the same
-    type with unit weights (LeastSquares, Logistic, Multinomial); any other objective gets the
-    counts as sample weights."""
-    if type(f) not in (LeastSquares, Logistic, Multinomial):
+    type with unit weights (LeastSquares, Logistic, Multinomial; ``rows`` from :func:`_valid_rows`);
+    any other objective gets the counts as sample weights."""
+    if rows is None:
         return batched_objective(f, sample_counts(rng, f, lead, size, replace=True))
     xp = f.xp
     m, n = f.batch_shape[-1], f.X.shape[-2]
-    valid = np.broadcast_to(np.asarray(to_numpy(f.weights)) > 0, tuple(lead) + (m, n))
-    nvalid = valid.sum(axis=-1)
+    nvalid, order = rows
     u = rng.random(tuple(lead) + (m, size))
-    k = np.minimum((u * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)  # k-th valid sample
-    idx = np.take_along_axis(np.argsort(~valid, axis=-1, kind="stable"), k, axis=-1)
+    idx = np.minimum((u * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)  # k-th valid sample
+    if order is not None:
+        idx = np.take_along_axis(order, idx, axis=-1)
     idx = xp.asarray(idx)
     X = xp.broadcast_to(f.X, tuple(lead) + (m, n, f.X.shape[-1]))
     y = xp.broadcast_to(f.y, tuple(lead) + (m, n))
