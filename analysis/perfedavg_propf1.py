@@ -40,9 +40,9 @@ checked against Per-FedAvg itself (``moreau.fl.per_fedavg``) and a brute-force s
 
 Claimed by the paper: upper bounds.  What the check shows: all four hold on every instance and are
 loose (max ratios ≈ 0.15 (upper end of the first-moment bracket), 0.021, 0.075, 0.0026 for (57a),
-(57b), (58a), (58b)).  The sharp
-deterministic drift here is 4[(1 + βL_F)^t − 1]/L_F · γ_G (at a_1 = −L, α = 1/L, equal client
-offsets), so the ratio to (57a) is at most 4/(2√192) ≈ 0.14 (t = 1); (58a) keeps a factor √192 of
+(57b), (58a), (58b)).  The sharp deterministic drift here is 4[(1 + βL_F)^t − 1]/L_F · γ_G (at
+a_1 = −L, α = 1/L, equal client offsets), so with full batches the ratio to (57a) is at most
+4/(2√192) ≈ 0.14 (t = 1); (58a) keeps a factor √192 of
 slack, and with γ_F² = γ_G² instead of 192γ_G² it fails at β = 1/(10τL_F), t = τ ≥ 2 (the proof's
 (1 + 1/(5τ))^{t−1} ≤ e^{0.2} step is nearly attained there).  Adversarial large steps (τ = 8,
 β ∈ [8, 10]/(τL_F), outside the Corollary's condition) reject its relaxation to β ≤ 10/(τL_F), and
