@@ -54,10 +54,16 @@ Parts (numbers in the notes of the default run):
   1500), F's minimiser, w_∞, points near the clients and far away; it holds pointwise, so in
   expectation over t*.
 
-Claimed by the paper: rates (O(·)).  What the check shows: the first term holds in the βRη
-reading (ratio up to about 1/2: the descent constant is ~1); as printed (η̂₂ whatever η) it
-fails by a factor up to 2^k at k = 8; the drift is exactly ∝ η² and within the derived bound;
-(b) holds pointwise with Lemma 2(b)'s constants.
+Claimed by the paper: rates (O(·)).  What the check shows (default run, seed 0): the first term
+holds in the βRη reading with ratio up to 0.495 (the descent constant is ~1: at the largest
+step the printed term with constant 1 is met to 0.1 %); read as printed (η̂₂ whatever η ≤
+η̂₂/(βR)) it fails at k = 8 (finding 1).  Where a client sits on its concave piece at w_∞ (7 of
+the 12 heterogeneous instances; 4 with R > 1 and λ in range) ‖∇F(w_∞)‖² is 1e-13..4e-11 and
+∝ η² (slopes 2.000..2.001), within the derived bound (ratio ≤ 4e-4: Cauchy–Schwarz over the
+clients and Lemma 2(b)'s sup σ_f² are loose); elsewhere w_∞ is stationary to rounding (the
+clients' maps share their slope).  The (b) identity holds to 2e-15 and the Lemma 2(b) form of (b)
+with ratio 0.49..0.98 (1/λ² ... 1 − 8L²/λ² on identical clients).  Not covered: S < N (the
+second term), δ > 0 (inexact inner solves), stochastic gradients (Assumption 2 with γ_f > 0).
 """
 from __future__ import annotations
 
@@ -321,7 +327,7 @@ _FINDING_DRIFT = (
     "other finding (L = a = 1) shifted by s = (0.9, 0.1, -0.8), lam = 4, beta = 1, R = 2, eta = eta_hat_2/2 = "
     "1/9600, exact prox, w_0 = argmin F = -0.2 (F* = 0.086, Delta_F = 0; client 2 on its concave piece there): "
     "|grad F(w_1)|^2 = 7.5e-20, |grad F(w_t)|^2 grows to |grad F(w_inf)|^2 = 2.197e-10 (w_inf = -0.200167; exact in "
-    "rationals), against the printed bound 0 for every T. What holds (checked): |grad F(w_inf)|^2 ∝ eta^2 (slope "
+    "rationals), against the printed bound 0 for every T (with Delta_F = 0 no tuning of eta > 0 rescues it: the bound forces w_t to stay stationary). What holds (checked): |grad F(w_inf)|^2 ∝ eta^2 (slope "
     "2.000) and |grad F(w_inf)|^2 <= 2 k^2 sigma_F2^2/(1 - k^2 lam^2/(lam^2 - 8L^2)), k = (1/R) sum_{r<R} "
     "((1 + eta lam)^r - 1): the T^(-2/3) term is only reached with eta shrinking like T^(-1/3), i.e. again for a "
     "tuned eta, not for every eta <= eta_hat_2/(beta R). Command: moreau check pfedme.thm2 --mutants (mutant '(a) "
@@ -363,5 +369,11 @@ STATEMENTS = (
             Mutant("(b) inequality reversed", {"flip": (PARTS[5],)}),
         ),
         findings=(_FINDING_ETA, _FINDING_DRIFT),
+        equivalent_mutants={
+            "eta_hat_2 larger (e.g. 1/(75 L_F) for 1/(75 L_F lam^2))":
+                "eta_hat_2 only sets the instances' steps; the checked readings hold for any step with "
+                "beta R eta lam small (the descent factor 1 - O(beta R eta lam)), so a larger eta_hat_2 is not "
+                "rejected on these instances (not expressible as a claim entry either)",
+        },
     ),
 )
