@@ -165,7 +165,8 @@ def evaluate(batch, claim):
 
 STATEMENT = Statement(
     id="fw.nonconvex", source="Dadras thesis, ch. 2, Theorem 6, eq. (2.5)", paper="dadras-thesis-personalized-fl.md",
-    latex=r"\min_{0\le t\le T-1} \mathrm{gap}(x^t) \le \frac{\max\{2(F(x^0) - F^*), LR^2\}}{\sqrt T}\ (x^0 \in \mathcal{B})",
+    latex=r"\min_{0\le t\le T-1} \mathrm{gap}(x^t) \le \frac{\max\{2(F(x^0) - F^*), LR^2\}}{\sqrt T}"
+          r"\ (x^0 \in \mathcal{B})",
     text="Frank-Wolfe on an L-smooth (possibly nonconvex) F over a compact convex set of diameter R: "
          "min_{t<T} gap(x^t) <= max{2(F(x^0) - F*), L R^2}/sqrt(T), for x^0 in B (printed: x^0 in R^d)",
     assumptions=("F L-smooth, not necessarily convex", "B compact convex, diameter R",

@@ -318,7 +318,8 @@ def evaluate_fw(batch, claim):
               "F*": "certified bracket by active-set enumeration and the FW duality gap; lower end used"}
     return {
         FW_PART: Sides(
-            *worst_point(lhs, rhs, t >= claim["t_min"]), "upper", applicable=claim["start"](batch["x0"], h), constants=consts,
+            *worst_point(lhs, rhs, t >= claim["t_min"]), "upper", applicable=claim["start"](batch["x0"], h),
+            constants=consts,
             note="t = 0 excluded and x^0 in B (Jaggi's theorem); x^0 outside B is drawn and not applicable "
                  "(the printed x^0 in R^d fails there: findings)"),
         "F* bracket width (certificate, not the thesis)": Sides(

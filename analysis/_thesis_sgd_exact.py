@@ -1,0 +1,79 @@
+r"""SGD on quadratics with additive and multiplicative noise: exact expectations (thesis ch. 2).
+
+F(x) = ½(x − z)ᵀA(x − z) (F* = 0 at z: no cancellation), g(x) = ∇F(x) + ξ(x) with
+ξ = ζ C∇F(x) + S^{1/2}w, ζ a zero-mean sign with E ζ² = 1 and w any zero-mean vector with
+E wwᵀ = I, independent: E‖ξ‖² = ‖C∇F‖² + tr S = M‖∇F‖² + σ² for C = √M U (U orthogonal)
+and tr S = σ², Assumption 1 ((M, σ²)-bounded noise) with equality.  The second moment
+P_t = E[(x^t − z)(x^t − z)ᵀ] obeys an exact linear recursion (:func:`second_moments`).
+Used by ``sgd.strongly_convex`` (analysis/thesis_sgd.py) and ``sgd.nonconvex``
+(analysis/_thesis_sgd_nc.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._instances import log_uniform, orthogonal
+
+__all__ = ["D", "second_moments", "quadratic", "noise", "groups"]
+
+D = 3
+
+
+def second_moments(A, C, S, e0, steps):
+    r"""Exact ``(E F(x^t) − F*, E‖∇F(x^t)‖²)`` of SGD on ½(x − z)ᵀA(x − z), ``t = 0..N``.
+
+    .. math::
+
+        P_{t+1} = (I − η_t A) P_t (I − η_t A) + η_t^2 (C A P_t A C^\top + S),\quad
+        P_0 = e_0 e_0^\top,
+
+    for the noise ξ = ζ C∇F(x) + S^{1/2}w (ζ, w independent, zero mean, E ζ² = 1,
+    E wwᵀ = I); then E F(x^t) − F* = ½ tr(A P_t), E‖∇F(x^t)‖² = tr(A P_t A).  Shapes:
+    ``A, C, S`` ``(n, d, d)``, ``e0 = x^0 − z`` ``(n, d)``, ``steps`` ``(n, N)``;
+    returns two ``(N + 1, n)`` arrays.
+    """
+    P = e0[:, :, None] * e0[:, None, :]
+    I = np.eye(A.shape[-1])
+    Ct = np.swapaxes(C, 1, 2)
+    h, g = [], []
+    for k in range(steps.shape[1] + 1):
+        AP = A @ P
+        h.append(0.5 * np.trace(AP, axis1=1, axis2=2))
+        APA = AP @ A
+        g.append(np.trace(APA, axis1=1, axis2=2))
+        if k == steps.shape[1]:
+            break
+        eta = steps[:, k, None, None]
+        B = I - eta * A
+        P = B @ P @ B + eta**2 * (C @ APA @ Ct + S)
+        P = (P + np.swapaxes(P, 1, 2)) / 2
+    return np.array(h), np.array(g)
+
+
+def quadratic(rng, T, frac):
+    """Spectrum a_1 = frac L <= a_2 <= a_3 = L: ``(A, eig, V, L)``."""
+    L = log_uniform(rng, 0.1, 10.0, T)
+    a = np.sort(L[:, None] * rng.uniform(frac[:, None], 1.0, (T, D)), axis=1)
+    a[:, 0], a[:, -1] = frac * L, L
+    V = orthogonal(rng, T, D)
+    A = (V * a[:, None, :]) @ np.swapaxes(V, 1, 2)
+    return (A + np.swapaxes(A, 1, 2)) / 2, a, V, L
+
+
+def noise(rng, T, V, M, s2, where_C, where_S):
+    """``C = sqrt(M) U`` and ``S`` with ``tr S = s2``; ``where_*``: 0 aligned (identity / eigvec of mu),
+    1 random (Haar U / random PSD), 2 eigvec of L (S only)."""
+    U = orthogonal(rng, T, D)
+    U[where_C == 0] = np.eye(D)
+    C = np.sqrt(M)[:, None, None] * U
+    W = rng.standard_normal((T, D, D))
+    S = W @ np.swapaxes(W, 1, 2)
+    v1, vd = V[:, :, 0], V[:, :, -1]
+    S = np.where((where_S == 0)[:, None, None], v1[:, :, None] * v1[:, None, :], S)
+    S = np.where((where_S == 2)[:, None, None], vd[:, :, None] * vd[:, None, :], S)
+    S = S * (s2 / np.trace(S, axis1=1, axis2=2))[:, None, None]
+    return C, (S + np.swapaxes(S, 1, 2)) / 2
+
+
+def groups(T, k):
+    return np.array_split(np.arange(T), k)
