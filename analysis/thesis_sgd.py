@@ -32,9 +32,9 @@ instance the iterate with the largest lhs/rhs (Monte Carlo: largest lower end / 
 Claimed by the thesis: rates (upper bounds).  What the check shows: both parts hold (max
 ratios about 0.98–0.99 on quadratics, 0.8–0.95 on logistic).  (ii) is approached at κ = 1
 with η → 1/(L(M+1)): the noise floor ησ²/(2(2 − ημ)) with the noise along the eigenvector of
-μ, the transient factor (1 − ημ)² + η²μ²M → 1 − ημ.  (i) is approached at t = 1 with
-δ = 2L(M+1)/μ and a large κ (F barely moves along the eigenvector of μ while ν/(1 + δ) =
-F(x^0) − F*); its noise term reaches about 1/3 (floor 2σ²/(3μ(t + δ)) at κ = 1 from x^0 = x*,
+μ, the transient factor (1 − ημ)² + η²μ²M → 1 − ημ.  (i) is approached at t = 1 whenever
+μη_0 = 2/δ is small (δ far above its bound, or a large κ): F barely moves while
+ν/(1 + δ) = F(x^0) − F*; its noise term reaches about 1/3 (floor 2σ²/(3μ(t + δ)) at κ = 1 from x^0 = x*,
 against 2Lσ²/(μ²(t + δ))).  ν with δ(F(x^0) − F*) instead of (δ + 1)(F(x^0) − F*) is also
 true (an equivalent mutant: the + 1 comes from the indexing of Bottou, Curtis & Nocedal 2018,
 Theorem 4.7, from k = 1).
