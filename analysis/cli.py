@@ -38,6 +38,9 @@ def add_check_parser(sub):
                    help="also search N hypothesis examples per (id, family) for a failing instance "
                         "(and per surviving mutant); a failure is shrunk to one small instance")
     p.add_argument("--symbolic", action="store_true", help="sympy proofs of the quadratic identities")
+    p.add_argument("--analyse", action="store_true",
+                   help="also drop each condition in turn (which are necessary), rescale the problem (is "
+                        "the statement scale-consistent) and report the sharpest constants; JSON key \"analyse\"")
     p.add_argument("--pep", action="store_true",
                    help="also the class worst case of each first-order statement by performance estimation "
                         "(PEPit with the Clarabel solver; needs the pep extra); JSON key \"pep\" per record")
@@ -143,6 +146,11 @@ def cmd_check(args) -> int:
         ok &= _print_mutants(records, restricted=args.family != "all")
     if args.search:
         _print_searches(records, args.search)
+    analyses = None
+    if args.analyse:
+        from .analyse import analyse, print_analyses
+        analyses = [analyse(r) for r in records]
+        print_analyses(records, analyses)
     if args.save_counterexamples:
         _save(records, args.save_counterexamples)
     if args.symbolic:
@@ -156,6 +164,9 @@ def cmd_check(args) -> int:
     if args.json:
         payload = [runner.record_json(r, run=runner.run_info(args), slack_threshold=args.slack_threshold)
                    for r in records]
+        if analyses is not None:
+            for j, a in zip(payload, analyses):
+                j["analyse"] = a
         if pep_records is not None:  # --pep: each record gets its statement's class worst cases (a new key)
             for j in payload:
                 j["pep"] = [p for p in pep_records if p["id"] == j["id"]]

@@ -77,7 +77,7 @@ import numpy as np
 import moreau as mo
 import moreau.fl  # noqa: F401  (mo.fl)
 
-from ._core import Mutant, Sides, Statement
+from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._instances import log_uniform
 from ._solvers import envelope_newton  # noqa: F401  (re-exported for the tests)
 
@@ -273,6 +273,8 @@ STATEMENTS = (
              "for every data set",
         assumptions=("lam > 0", "p_i >= 0, sum p_i = 1", "every L_i mu-strongly convex (Assumption 2)",
                      "||w*_i - w*_g||^2 <= R^2 (Assumption 1)"),
+        scaling={"quadratic": scale_fields({"X": (-1, 0.5), "y": (0, 0.5), "w_star": (1, 0), "lam": (-2, 1)}),
+                 "logistic": scale_fields({**LOGISTIC_SCALING, "w_star": (1, 0)}, c_free=False)},
         families={"quadratic": KINDS_LS, "logistic": ("ridge mu in [0.01, 1], well-specified labels",)},
         claimed="upper",
         instances=instances,

@@ -48,7 +48,7 @@ import numpy as np
 
 import moreau as mo
 
-from ._core import Mutant, Sides, Statement
+from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._instances import log_uniform, logistic_batch, quadratic_batch
 
 __all__ = ["STATEMENTS"]
@@ -166,6 +166,7 @@ STATEMENTS = (
         text="F_i is lam mu/(lam+mu)-strongly convex and lam L/(lam+L)-smooth; h_i is (mu+lam)-strongly convex "
              "and (L+lam)-smooth; w -> prox(w) is lam/(lam+mu)-Lipschitz",
         assumptions=("lam > 0", "L_i mu-strongly convex (Assumption 2)", "L_i L-smooth (Assumption 4)"),
+        scaling={"quadratic": scale_fields(QUADRATIC_SCALING), "logistic": scale_fields(LOGISTIC_SCALING, c_free=False)},
         families={"quadratic": ("strongly_convex",), "logistic": ("ridge mu in [0.01, 1]",)},
         claimed="upper",
         instances=instances,

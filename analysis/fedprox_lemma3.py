@@ -39,7 +39,7 @@ import numpy as np
 
 import moreau as mo
 
-from ._core import Mutant, Sides, Statement
+from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._instances import log_uniform, logistic_batch, quadratic_batch
 
 __all__ = ["STATEMENTS"]
@@ -144,6 +144,7 @@ STATEMENTS = (
         latex=r"F_i \in C^1,\ \nabla F_i(w) = \lambda\,(w - \mathrm{prox}_{L_i/\lambda}(w))",
         text="F_i is continuously differentiable with grad F_i(w) = lam (w - prox_{L_i/lam}(w))",
         assumptions=("lam > 0", "L_i mu-strongly convex (Assumption 2)"),
+        scaling={"quadratic": scale_fields(QUADRATIC_SCALING), "logistic": scale_fields(LOGISTIC_SCALING, c_free=False)},
         families={"quadratic": ("strongly_convex",), "logistic": ("ridge mu in [0.01, 1]",)},
         claimed="upper",
         instances=instances,

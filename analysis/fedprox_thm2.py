@@ -63,7 +63,7 @@ import numpy as np
 import moreau as mo
 from moreau.fl import fedprox, fedprox_optimum
 
-from ._core import Mutant, Sides, Statement
+from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._fedprox_rounds import condition_12, lemma2, round_matrix, spectral_radius
 from ._fedprox_thm2_logistic import evaluate_logistic, instances_logistic
 from ._instances import log_uniform, orthogonal
@@ -236,6 +236,9 @@ STATEMENTS = (
              "optimum (global and local models) at rate 1 - gamma mu_g/2 - (gamma mu_g)^2/2",
         assumptions=("L_i mu-strongly convex (Assumption 2)", "l(., z) L-smooth (Assumption 4)",
                      "gamma < 1/L_g", "eta <= 1/L_l", "K satisfies (12)"),
+        scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "eta": (2, -1), "gamma": (2, -1), "e0": (1, 0)}),
+                 "logistic": scale_fields({**LOGISTIC_SCALING, "L": (-2, 0), "eta": (2, 0), "gamma": (2, 0)},
+                                          c_free=False)},
         families={"quadratic": ("strongly_convex, shared or random eigenvectors",),
                   "logistic": ("ridge mu in [0.2, 1]; local rate at the optimum",)},
         claimed="rate",

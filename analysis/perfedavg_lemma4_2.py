@@ -42,7 +42,7 @@ import numpy as np
 
 import moreau as mo
 
-from ._core import Mutant, Sides, Statement
+from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._instances import logistic_batch, quadratic_batch
 
 __all__ = ["STATEMENTS", "quadratic_kinds"]
@@ -185,6 +185,8 @@ STATEMENTS = (
              "grad F_i = (I - alpha hess f_i(w)) grad f_i(w - alpha grad f_i(w))",
         assumptions=("alpha in [0, 1/L]", "f_i L-smooth with ||grad f_i|| <= B (Assumption 2)",
                      "hess f_i rho-Lipschitz (Assumption 3)"),
+        scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "alpha": (2, -1)}),
+                 "logistic": scale_fields({**LOGISTIC_SCALING, "alpha": (2, 0)}, c_free=False)},
         families={"quadratic": ("convex", "strongly_convex", "weakly_convex"), "logistic": ("mu = 0",)},
         claimed="upper",
         instances=instances,

@@ -49,7 +49,7 @@ import numpy as np
 
 import moreau as mo
 
-from ._core import Mutant, Sides, Statement
+from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._instances import logistic_batch
 from .perfedavg_lemma4_2 import quadratic_kinds
 
@@ -179,6 +179,8 @@ STATEMENTS = (
         assumptions=("alpha in [0, 1/L], L = max L_i", "||grad f_i|| <= B (Assumption 2)",
                      "hess f_i rho-Lipschitz (Assumption 3)",
                      "gradient / Hessian diversity <= gamma_G^2 / gamma_H^2 at every w (Assumption 5)"),
+        scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "alpha": (2, -1)}),
+                 "logistic": scale_fields({**LOGISTIC_SCALING, "alpha": (2, 0)}, c_free=False)},
         families={"quadratic": ("shared A: convex", "strongly_convex", "weakly_convex"), "logistic": ("mu = 0",)},
         claimed="upper",
         instances=instances,

@@ -34,7 +34,7 @@ import numpy as np
 
 import moreau as mo
 
-from ._core import Mutant, Sides, Statement
+from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._instances import log_uniform, logistic_batch, quadratic_batch, split_counts
 
 __all__ = ["STATEMENTS"]
@@ -184,6 +184,8 @@ STATEMENTS = (
         text="grad F = lam (w - prox(w)); F is lam-smooth (lam > 2L if f nonconvex); "
              "F is lam mu/(lam + mu)-strongly convex if f is mu-strongly convex",
         assumptions=("lam > 0", "f convex, or L-smooth nonconvex with lam > 2L", "mu-strong convexity for mu_F"),
+        scaling={"quadratic": scale_fields(QUADRATIC_SCALING), "logistic": scale_fields(LOGISTIC_SCALING, c_free=False),
+                 "multinomial": scale_fields(LOGISTIC_SCALING, c_free=False)},
         families={"quadratic": ("convex", "strongly_convex", "weakly_convex"), "logistic": ("mu = 0", "mu > 0"),
                   "multinomial": ("3 classes, mu = 0", "3 classes, mu > 0")},
         claimed="upper",

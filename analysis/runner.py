@@ -63,6 +63,15 @@ does not claim it holds).  Records written by the CLI carry ``"run"``: what prod
 carry their own allowed error as rhs), ``slack_threshold`` (below which a bound is "loose"), ``versions`` (moreau, numpy, scipy, ...), ``python``,
 ``machine`` and ``git_commit`` (or ``"not a git checkout"``).
 
+With ``--analyse``, every record also carries ``"analyse"``: ``conditions`` (per condition
+dropped: ``condition``, ``kind`` "claim" | "part", ``verdict`` "necessary" | "appears
+unnecessary" | "not exercised" | "undefined", and the counterexample's ``part``, ``instance``,
+``ratio`` or the number ``admitted``), ``scale_declared``, ``scales_tried`` (the (s, c) pairs
+the family can express), ``scale`` (the inconsistencies found:
+``s``, ``c``, ``part``, ``instance``, ``what``, ``before``, ``after``; [] when consistent, null
+when not declared) and ``sharpest`` (per theorem inequality part: ``sharpest_factor``,
+``instance``, ``worst_parameters``, ``dependence``); see ``moreau.analysis.analyse``.
+
 With ``--pep``, every record also carries ``"pep"``: its statement's class worst cases (the
 records of ``moreau.analysis.pep.run_pep``, the same list on each family's record; [] when none).
 

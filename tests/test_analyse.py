@@ -1,0 +1,115 @@
+"""``moreau check --analyse``: condition necessity, scale consistency and sharpest constants can
+each find something (toy statements whose answer is known), and run on the real catalogue."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from moreau._cli import main
+from moreau.analysis import registry, runner
+from moreau.analysis._core import Sides, Statement, scale_fields
+from moreau.analysis.analyse import SCALES, analyse
+
+
+def _instances(family, trials, rng):
+    T = trials or 40
+    return {"L": rng.uniform(0.5, 4.0, T), "lam": rng.uniform(0.1, 10.0, T), "w": rng.standard_normal(T)}
+
+
+def _evaluate(batch, claim):
+    L, lam, w = batch["L"], batch["lam"], batch["w"]
+    env = lam * L / (lam + L)  # the true smoothness of the envelope of L w^2/2
+    return {
+        # the envelope is lam-smooth: true for every lam > 0; the claim's condition lam > 2L is not needed
+        "env <= lam (lam > 2L)": Sides(env, lam, "upper", applicable=claim["condition"](lam, L)),
+        # a bound that holds only where lam >= L: its applicability mask carries a necessary assumption
+        "lam L/(lam + L) <= L/2 (lam <= L)": Sides(env, L / 2, "upper", applicable=lam <= L),
+        # not scale-consistent: |w| (a length) against 3 (a number)
+        "|w| <= 3": Sides(np.abs(w), 3.0 + 0 * w, "upper"),
+    }
+
+
+TOY = Statement(id="toy.analyse", source="toy", paper="none.md", latex="", text="toy", assumptions=(),
+                families={"quadratic": ("toy",)}, claimed="upper", instances=_instances, evaluate=_evaluate,
+                claim={"condition": lambda lam, L: lam > 2 * L},
+                scaling={"quadratic": scale_fields({"L": (-2, 1), "lam": (-2, 1), "w": (1, 0)})})
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    cat = {"toy.analyse": TOY}
+    monkeypatch.setattr(registry, "catalogue", lambda: cat)
+    monkeypatch.setattr(runner, "catalogue", lambda: cat)
+    return cat
+
+
+def test_analyses_find_what_the_toy_hides(toy):
+    (rec,) = runner.run(seed=3)
+    a = analyse(rec)
+    by = {c["condition"]: c for c in a["conditions"]}
+    assert by["condition"]["verdict"] == "appears unnecessary" and by["condition"]["admitted"] > 0
+    part = by["assumptions of part 'lam L/(lam + L) <= L/2 (lam <= L)'"]
+    assert part["verdict"] == "necessary"
+    i = part["instance"]
+    assert rec.batch["lam"][i] > rec.batch["L"][i]  # the counterexample lies outside the assumption
+    # scale: only the |w| <= 3 part changes (by the factor s), under every (s, c) with s != 1
+    assert a["scale_declared"] and {e["part"] for e in a["scale"]} == {"|w| <= 3"}
+    e = a["scale"][0]
+    assert e["after"] == pytest.approx(e["before"] * e["s"])
+    # sharpest constants: the first part is attained as lam -> inf (ratio < 1), the worst instance is
+    # the one with the largest L/(lam + L)... i.e. the largest ratio; reported with its parameters
+    sh = {x["part"]: x for x in a["sharpest"]}
+    first = sh["env <= lam (lam > 2L)"]
+    app = rec.batch["lam"] > 2 * rec.batch["L"]
+    L, lam = rec.batch["L"][app], rec.batch["lam"][app]
+    assert first["sharpest_factor"] == pytest.approx(np.max(L / (lam + L)))
+    assert set(first["worst_parameters"]) == {"L", "lam", "w"}
+    assert first["dependence"]["L"]["upper half"] >= first["dependence"]["L"]["lower half"]
+
+
+def test_analyse_flag_reports_and_writes_json(toy, tmp_path, capsys):
+    path = tmp_path / "r.json"
+    assert main(["check", "--analyse", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "condition condition: appears unnecessary" in out
+    assert "NOT SCALE-CONSISTENT: |w| <= 3" in out and "NECESSARY" in out
+    (j,) = json.loads(path.read_text())
+    assert set(j["analyse"]) == {"conditions", "scale", "scale_declared", "scales_tried", "sharpest"}
+    assert j["analyse"]["scales_tried"] == [list(p) for p in SCALES]
+
+
+def test_statement_without_a_scaling_is_reported_as_not_analysed(monkeypatch, capsys):
+    bare = Statement(**{**TOY.__dict__, "id": "toy.bare", "scaling": {}})
+    monkeypatch.setattr(registry, "catalogue", lambda: {"toy.bare": bare})
+    monkeypatch.setattr(runner, "catalogue", lambda: {"toy.bare": bare})
+    assert main(["check", "--analyse"]) == 0
+    assert "scale consistency: not analysed" in capsys.readouterr().out
+
+
+DECLARED = [(sid, fam) for sid, st in registry.catalogue().items() for fam in st.scaling]
+
+
+@pytest.mark.parametrize("case", DECLARED, ids=lambda c: f"{c[0]}-{c[1]}")
+def test_declared_scalings_of_the_catalogue_are_consistent(case):
+    """Every statement whose checker declares its scaling is scale-consistent on its default batch
+    (a failure here is either a finding or a wrong declaration: read the instance)."""
+    sid, fam = case
+    (rec,) = runner.run([sid], fam)
+    a = analyse(rec)
+    assert a["scale_declared"] and a["scales_tried"]
+    assert a["scale"] == [], a["scale"][:3]
+
+
+def test_a_wrong_scaling_of_a_real_checker_is_caught(monkeypatch):
+    """L declared dimensionless (it is a curvature, c/s^2): the condition lam > 2L of pfedme.prop1's
+    nonconvex part then admits other instances after rescaling."""
+    from moreau.analysis._core import QUADRATIC_SCALING
+    st = registry.catalogue()["pfedme.prop1"]
+    wrong = Statement(**{**st.__dict__, "scaling": {"quadratic": scale_fields(
+        {k: v for k, v in QUADRATIC_SCALING.items() if k != "L"})}})
+    monkeypatch.setattr(runner, "catalogue", lambda: {"pfedme.prop1": wrong})
+    (rec,) = runner.run(["pfedme.prop1"], "quadratic")
+    issues = analyse(rec)["scale"]
+    assert issues and {e["what"] for e in issues} == {"applicability"}
