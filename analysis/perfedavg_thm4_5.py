@@ -71,6 +71,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import moreau as mo
+
 from ._core import Mutant, Sides, Statement, fit_exponent, rate_sides
 from ._instances import log_uniform, logistic_batch
 from ._perfedavg_rate_logistic import logistic_constants, logistic_lhs
@@ -235,7 +237,6 @@ def _eval_logistic(batch, claim):
     alpha, beta, tau, S, D = batch["alpha"], batch["beta"], batch["tau"], batch["S"], batch["D"]
     K = float(LOG["K"])
     mean, lo, hi, gap = (np.zeros(T) for _ in range(4))
-    import moreau as mo
     for i in range(T):
         rng = np.random.default_rng(int(batch["seed"][i]))
         mean[i], lo[i], hi[i] = logistic_lhs(batch["X"][i], batch["y"][i], alpha[i], beta[i], int(tau[i]), int(K),
