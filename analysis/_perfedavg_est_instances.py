@@ -65,19 +65,22 @@ def _adversarial_shared(rng, T, alpha_scale):
     stat = np.arange(T) % 2 == 1
     w[stat] = np.linalg.solve(A[stat], bbar[stat][..., None])[..., 0]  # stationary point: grad f(w) = 0
     sizes = np.array([[1, 1, 1], [HUGE, 4, 1], [4, HUGE, 1], [2, 3, 5]], float)[np.arange(T) % 4]
+    delta = log_uniform(rng, 0.1, 10.0, T) / L
+    delta[::2] = 10 / L[::2]     # the alpha^2/(2 delta^2 D'') term of H.2 small: its 12 sigma_G^2 terms compared
     return dict(A=np.repeat(A[:, None], N_Q, axis=1), b=b, w=w, u=alpha_scale,
-                D=sizes[:, 0], D1=sizes[:, 1], D2=sizes[:, 2], delta=log_uniform(rng, 0.1, 10.0, T) / L)
+                D=sizes[:, 0], D1=sizes[:, 1], D2=sizes[:, 2], delta=delta)
 
 
 def _hessian_noise(rng, T):
     L = log_uniform(rng, 0.2, 5.0, T)
-    s = L * rng.uniform(0.2, 0.9, T)
+    s = L * rng.uniform(0.01, 0.05, T)   # small: the hull of the HF points stays close to the likely ones
     A = (-L[:, None, None, None] + s[:, None, None, None] * _SIGNS[None, :, None, None]) * np.eye(D_Q)
     w = rng.standard_normal((T, D_Q))
     b = rng.standard_normal((T, 1, D_Q)) * L[:, None, None] + s[:, None, None] * _SIGNS[None, :, None] * w[:, None]
     D2 = np.where(np.arange(T) % 2 == 0, 1.0, 4.0)
-    return dict(A=A, b=b, w=w, u=np.ones(T), D=np.full(T, HUGE), D1=np.full(T, HUGE), D2=D2,
-                delta=log_uniform(rng, 0.1, 10.0, T) / L)
+    delta = log_uniform(rng, 0.1, 10.0, T) / L
+    delta[1::2] = 10 / L[1::2]   # w + delta h far out: the variance there carries H.2's alpha^2/(2 delta^2 D'') term
+    return dict(A=A, b=b, w=w, u=np.ones(T), D=np.full(T, HUGE), D1=np.full(T, HUGE), D2=D2, delta=delta)
 
 
 def _identical(rng, T):

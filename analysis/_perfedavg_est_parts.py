@@ -169,8 +169,9 @@ ZERO_PART = "where a bound is 0 (alpha = 0, or no sampling noise): lhs = 0"
 ZERO_RTOL = 1e-12
 
 
-def bound_sides(entries, applicable, constants, scale, level=None):
-    """``{name: Sides}`` for ``entries = [(name, lhs, rhs, ci or None, power, note)]``, plus :data:`ZERO_PART`.
+def bound_sides(entries, constants, level=None):
+    """``{name: Sides}`` for ``entries = [(name, lhs, rhs, ci or None, power, applicable, scale, note)]``,
+    plus :data:`ZERO_PART`.
 
     An instance whose bound is exactly 0 (α = 0 zeroes the bias bounds; σ_G = σ_H = 0 the
     second-moment bound) would report lhs/rhs = 0/0, an "attained" ratio 1, in the bound's part:
@@ -178,8 +179,8 @@ def bound_sides(entries, applicable, constants, scale, level=None):
     unbiased, resp. deterministic, there), with the allowed error ``(ZERO_RTOL scale)^power``
     (``power`` 1 for a bias, 2 for a second moment; ``scale (T,)`` the size of the gradients
     involved).  Each bound's part reports its ratio where the bound is positive."""
-    out, zl, zr, zany = {}, 0.0, 0.0, np.zeros(np.shape(applicable), bool)
-    for name, lhs, rhs, ci, power, note in entries:
+    out, zl, zr, zany = {}, 0.0, 0.0, False
+    for name, lhs, rhs, ci, power, applicable, scale, note in entries:
         z = applicable & (rhs == 0)
         out[name] = Sides(lhs, rhs, "upper", applicable=applicable & ~z, lhs_ci=ci,
                           confidence=None if ci is None else level, constants=constants, note=note)
