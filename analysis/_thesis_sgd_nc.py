@@ -31,7 +31,8 @@ run per horizon T (η depends on T); per instance the horizon with the largest l
 Claimed by the thesis: a rate (an upper bound).  What the check shows: at the square-root
 branch the printed bound holds with ratios about 1/2 (at T = 1 the left side is
 ‖∇F(x^0)‖² ≤ 2L(F(x^0) − F*) against ≥ 4L(F(x^0) − F*)); the proof bound holds for every
-η_0 ≤ 1/(L(M+1)) (ratios up to about 0.99).  Findings: the printed step rule (η_0 ≤ the min)
+η_0 ≤ 1/(L(M+1)) and is attained at T = 1 (σ² = 0, M = 0, η_0 = 1/L, x^0 − z along the top
+eigenvector: ‖∇F(x^0)‖² = 2L(F(x^0) − F*) = 2(F(x^0) − F*)/η_0; drawn with more --trials).  Findings: the printed step rule (η_0 ≤ the min)
 fails when the min is 1/(L(M+1)) or η_0 is below it; the left side needs an expectation.
 """
 from __future__ import annotations
