@@ -9,7 +9,7 @@ import numpy as np
 from ._backend import as_array, constructor_namespace, safe_norm, to_numpy
 from ._errors import ProxConvergenceError
 from ._objective import Objective, ProxInfo, _broadcast, _scalar
-from ._tridiag import chol_solve, is_numpy, tri_min_eig, tri_solve, tridiagonalize
+from ._tridiag import chol_solve, is_numpy, tri_certifies, tri_min_eig, tri_prox, tridiagonalize
 
 __all__ = ["Quadratic"]
 
@@ -164,8 +164,14 @@ class Quadratic(Objective):
         """``||A||_F`` per batch entry (an upper bound on ``||A||_2`` and ``|| |A| ||_2``), by blocks."""
         xp = self.xp
 
+        fi = xp.finfo(self.dtype)
+        lo, hi = float(fi.smallest_normal) ** 0.5 * 2 ** 10, float(fi.max) ** 0.5 / 2 ** 10
+
         def fro(B):
-            m = xp.max(xp.abs(B), axis=(-2, -1))
+            n = xp.sqrt(xp.sum(B * B, axis=(-2, -1)))  # plain: exact to d eps unless squares under/overflow
+            if bool(xp.all((n >= lo) & (n <= hi))):
+                return n
+            m = xp.max(xp.abs(B), axis=(-2, -1))  # scaled by the largest entry where they might
             safe = xp.where(m > 0, m, xp.ones_like(m))
             return m * xp.sqrt(xp.sum((B / safe[..., None, None]) ** 2, axis=(-2, -1)))
         if self.A.ndim == 2:
@@ -300,7 +306,9 @@ class Quadratic(Objective):
                 theta, u = out[0][..., 0], (out[0][..., 1] if need_u else None)
             else:  # not certified: the spectral route decides (and explains a refusal)
                 route = "tri" if is_numpy(xp) else "eigh"
-        if route != "chol" or need_cert:  # existence (and the certificate's modulus) from the spectrum
+        if route == "tri" and not need_cert and self._sturm_certifies(lam):
+            pass  # existence certified by one Sturm count per matrix; no modulus needed
+        elif route != "chol" or need_cert:  # existence (and the certificate's modulus) from the spectrum
             spec = route if route != "chol" else ("tri" if is_numpy(xp) else "eigh")
             a1 = xp.asarray(self._tri_a1) if spec == "tri" else self._eigh[0][..., 0]
             margin = self._check_exists(lam, a1, self.eigenvalue_error())
@@ -313,12 +321,8 @@ class Quadratic(Objective):
                 u = _matvec(V, (self._bt - a * wt) * inv)
         elif route == "tri":
             Q, D, E = self._tri
-            Qt = np.swapaxes(Q, -1, -2)
-            R = _matvec(Qt, self.b) + lam_ * _matvec(Qt, w)
-            R = np.stack(np.broadcast_arrays(R, _matvec(Qt, self.b - _matvec(self.A, w))), axis=0) \
-                if need_u else R[None]
-            Z = _matvec(Q, tri_solve(D, E, lam, R))  # (k, ..., d): one GEMM for every column
-            theta, u = Z[0], (Z[1] if need_u else None)
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+                theta, u = tri_prox(Q, D, E, self.A, self.b, w, lam, need_u)
         shape = tuple(np.broadcast_shapes(self.batch_shape, tuple(theta.shape[:-1]), tuple(lam.shape)))
         theta = xp.broadcast_to(theta, shape + (self.dim,))
         u = xp.broadcast_to(u, shape + (self.dim,)) if u is not None else None
@@ -356,6 +360,25 @@ class Quadratic(Objective):
                     iterations=np.zeros(shape, dtype=int), failed=failed, theta=to_numpy(theta))
         return theta, u, ProxInfo(iterations=np.zeros(shape, dtype=int), error_bound=bound,
                            tol=None if tol is None else t.copy())
+
+    def _sturm_certifies(self, lam):
+        """Existence for every system from one Sturm count per matrix at its smallest ``lam``
+        (:func:`moreau._tridiag.tri_certifies`); False hands over to the bisection."""
+        Q, D, E = self._tri
+        ab = tuple(self.A.shape[:-2])
+        shape = tuple(np.broadcast_shapes(ab, tuple(lam.shape)))
+        pad = (1,) * (len(shape) - len(ab)) + ab
+        axes = tuple(i for i in range(len(shape)) if pad[i] == 1 and shape[i] > 1)
+        lam_min = np.min(np.broadcast_to(lam, shape), axis=axes, keepdims=True) if axes \
+            else np.broadcast_to(lam, shape)
+        lam_min = np.reshape(lam_min, tuple(lam_min.shape[len(shape) - len(ab):]))
+        eps = float(np.finfo(self.dtype).eps)
+        if "_fro" in self.__dict__:
+            fro = self._fro
+        else:  # ||A||_F = ||T||_F up to the reduction's backward error, at O(d) cost per matrix
+            fro = np.sqrt(np.sum(D * D, axis=-1) + 2 * np.sum(E * E, axis=-1)) * (1 + 4 * self.dim * eps)
+        delta = 4 * self.dim * eps * fro + float(np.finfo(self.dtype).smallest_normal) * eps
+        return bool(np.all(np.isfinite(delta))) and tri_certifies(D, E, lam_min, delta, eps)
 
     def _check_exists(self, lam, a1, delta):
         """``lam + a1 - delta`` (the certified modulus), or ValueError where it is not > 0:

@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-__all__ = ["chol_solve", "tridiagonalize", "tri_solve", "tri_min_eig", "is_numpy"]
+__all__ = ["chol_solve", "tridiagonalize", "tri_solve", "tri_prox", "tri_certifies", "tri_min_eig", "is_numpy"]
 
 _BLOCK = 1 << 18  # elements of A per block of systems (2 MB in float64): cache-sized, bounds the transient memory
 
@@ -225,7 +225,9 @@ def tridiagonalize(A):
     batch = tuple(A.shape[:-2])
     A2 = A.reshape((-1, d, d))
     m = A2.shape[0]
-    Q = np.zeros_like(A2)
+    Q = np.empty_like(A2)
+    Q[:, 0, :] = 0
+    Q[:, :, 0] = 0
     Q[:, 0, 0] = 1
     D = np.empty((m, d), dtype=A.dtype)
     E = np.empty((m, max(d - 1, 0)), dtype=A.dtype)
@@ -264,35 +266,115 @@ def tri_min_eig(D, E):
     return out.reshape(D.shape[:-1])
 
 
-def tri_solve(D, E, lam, R):
-    r"""``(T + lam I)^{-1} R`` for tridiagonal ``T`` (``D`` ``(*b, d)``, ``E`` ``(*b, d-1)``),
-    ``lam`` and ``R`` ``(k, ..., d)`` (k right-hand sides first) broadcasting with ``b``:
-    ``LDL^T`` without pivoting (``T + lam I`` must be positive definite), vectorised over
-    every system (the systems are the innermost, contiguous axis), a loop over ``d``."""
-    k, d = R.shape[0], R.shape[-1]
-    shape = tuple(np.broadcast_shapes(tuple(D.shape[:-1]), tuple(lam.shape), tuple(R.shape[1:-1])))
-    if shape == ():  # one system: give it an axis (0-d slices are scalars, not arrays)
-        return tri_solve(D, E, np.reshape(lam, (1,)), np.reshape(R, (k, 1, d)))[:, 0, :]
-    Rt = np.moveaxis(np.broadcast_to(R, (k,) + shape + (d,)), -1, 0).copy()  # (d, k, *shape)
-    pad = (1,) * (len(shape) - (D.ndim - 1))
-    Dt = np.moveaxis(D, -1, 0).reshape((d,) + pad + tuple(D.shape[:-1]))  # (d, *b) aligned with shape
-    Et = np.moveaxis(E, -1, 0).reshape((max(d - 1, 0),) + pad + tuple(E.shape[:-1]))
-    P = np.empty((d,) + shape, dtype=R.dtype)
+def _dfirst(x, nd):
+    """``x`` ``(*s, d)`` as ``(d, 1, ..., 1, *s)`` with ``nd`` axes after ``d`` (a view):
+    the layout in which every system is the innermost, contiguous axis."""
+    return np.moveaxis(x, -1, 0).reshape((x.shape[-1],) + (1,) * (nd - (x.ndim - 1)) + tuple(x.shape[:-1]))
+
+
+def tri_solve(Dt, Et, lam, Rt):
+    r"""``(T + lam I)^{-1} R`` in place for tridiagonal ``T``, everything with ``d`` first:
+    diagonal ``Dt`` ``(d, *s)``, off-diagonal ``Et`` ``(d-1, *s)``, ``lam`` ``(*s)`` and the
+    right-hand sides ``Rt`` ``(d, *systems)``, ``s`` broadcasting against ``systems``.
+    ``LDL^T`` without pivoting (``T + lam I`` must be positive definite), vectorised
+    over every system (contiguous innermost axes), a loop over ``d``."""
+    d = Rt.shape[0]
+    if Rt.ndim == 1:  # one system: give it an axis (0-d slices are scalars, not arrays)
+        return tri_solve(Dt[..., None], Et[..., None], np.reshape(lam, (1,)), Rt[:, None])[:, 0]
+    pshape = tuple(np.broadcast_shapes(tuple(Dt.shape[1:]), tuple(np.shape(lam))))
+    Dt = Dt.reshape((d,) + (1,) * (len(pshape) - Dt.ndim + 1) + tuple(Dt.shape[1:]))  # d stays first
+    Et = Et.reshape((d - 1,) + (1,) * (len(pshape) - Et.ndim + 1) + tuple(Et.shape[1:]))
+    P = np.empty((d,) + pshape, dtype=Rt.dtype)
     np.add(Dt, lam, out=P)  # the diagonal of T + lam I, overwritten by the pivots
-    l_ = np.empty(shape, dtype=R.dtype)
-    tmp = np.empty((k,) + shape, dtype=R.dtype)
-    for i in range(1, d):
-        np.divide(Et[i - 1], P[i - 1], out=l_)
-        np.multiply(Et[i - 1], l_, out=tmp[0])
-        P[i] -= tmp[0]
-        np.multiply(l_, Rt[i - 1], out=tmp)
-        Rt[i] -= tmp
-    Rt[d - 1] /= P[d - 1]
-    for i in range(d - 2, -1, -1):
-        np.multiply(Et[i], Rt[i + 1], out=tmp)
-        Rt[i] -= tmp
-        Rt[i] /= P[i]
-    return np.moveaxis(Rt, 0, -1)  # (k, *shape, d)
+    l_ = np.empty(pshape, dtype=Rt.dtype)
+    tmp = np.empty(Rt.shape[1:], dtype=Rt.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by the caller
+        for i in range(1, d):
+            np.divide(Et[i - 1], P[i - 1], out=l_)
+            P[i] -= Et[i - 1] * l_
+            np.multiply(l_, Rt[i - 1], out=tmp)
+            Rt[i] -= tmp
+        Rt[d - 1] /= P[d - 1]
+        for i in range(d - 2, -1, -1):
+            np.multiply(Et[i], Rt[i + 1], out=tmp)
+            Rt[i] -= tmp
+            Rt[i] /= P[i]
+    return Rt
+
+
+def tri_certifies(D, E, lam, delta, eps):
+    r"""True when the Sturm count certifies ``lam + lambda_min(A) > 0`` for every system.
+
+    ``D``, ``E``: the computed ``T`` (``(*b, d)``, ``(*b, d-1)``); ``lam`` and ``delta``
+    broadcast against ``b`` (pass the smallest ``lam`` per matrix: the test is monotone
+    in ``lam``).  With ``x = delta - lam (1 - 2 eps)`` the pivots of ``T - x I``
+    (``p_1 = D_1 - x``, ``p_k = (D_k - x) - E_{k-1}^2 / p_{k-1}``) are computed; all
+    positive means, by the backward stability of the Sturm count (Kahan; Demmel,
+    *Applied Numerical Linear Algebra*, §5.3.4: the computed pivots are exact for
+    ``T - x I`` with ``E`` perturbed by ``2.5 eps`` relative and each ``D_k - x`` by
+    ``eps`` relative), ``lambda_min(T) > x - 6u ||T|| - u |x|``, hence
+    ``lam + lambda_min(A) > delta - delta_red - 6u ||T||`` with ``delta_red`` the
+    reduction's backward error: ``delta`` (:meth:`Quadratic.eigenvalue_error`, the model
+    constant ``4 d eps ||A||_F`` that also covers ``eigh``) covers both terms.  False
+    means "not certified here" (then the bisection decides), never "does not exist".
+    """
+    d = D.shape[-1]
+    x = delta - lam * (1 - 2 * eps)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        p = D[..., 0] - x
+        ok = p > 0
+        for i in range(1, d):
+            p = (D[..., i] - x) - E[..., i - 1] ** 2 / p
+            ok &= p > 0
+    return bool(np.all(ok))
+
+
+def tri_prox(Q, D, E, A, b, w, lam, need_u):
+    r"""``(theta, u or None)``: ``theta = Q (T + lam I)^{-1} Q^T (b + lam w)`` and
+    ``u = Q (T + lam I)^{-1} Q^T (b - A w)``, numpy, any broadcasting of ``b``, ``w``
+    (``(..., d)``) and ``lam`` against the batch of ``Q``; one tridiagonal solve
+    vectorised over every (lam, client) and one batched GEMM for all of them."""
+    d = Q.shape[-1]
+    qb = tuple(Q.shape[:-2])
+    Qt = np.swapaxes(Q, -1, -2)
+    cb, cw = (Qt @ b[..., None])[..., 0], (Qt @ w[..., None])[..., 0]
+    shape = tuple(np.broadcast_shapes(tuple(cb.shape[:-1]), tuple(cw.shape[:-1]), tuple(lam.shape)))
+    k = 2 if need_u else 1
+    cg = (Qt @ (b - (A @ w[..., None])[..., 0])[..., None])[..., 0] if need_u else None
+    nq = len(qb)
+    if qb != shape[len(shape) - nq:]:  # Q broadcast against the systems: general layout
+        nd = len(shape)
+        Rt = np.empty((d, k) + shape, dtype=Q.dtype)
+        np.multiply(lam, _dfirst(cw, nd), out=Rt[:, 0])
+        Rt[:, 0] += _dfirst(cb, nd)
+        if need_u:
+            Rt[:, 1] = _dfirst(cg, nd)
+        tri_solve(_dfirst(D, nd), _dfirst(E, nd), lam, Rt)
+        Z = (Q @ np.moveaxis(Rt, 0, -1)[..., None])[..., 0]
+        return Z[0], (Z[1] if need_u else None)
+    # shape = lead + qb: systems laid out (client, k, lead) so that each client's block of
+    # right-hand sides is one BLAS-ready (d, k * #lead) matrix for the GEMM with Q
+    lead = shape[:len(shape) - nq]
+    mq, pl = math.prod(qb), math.prod(lead)
+
+    def arrange(x, tail):  # (..., *tail) broadcast to shape + tail, as (*tail, mq, pl)
+        x = np.broadcast_to(x, shape + tail)
+        t = len(tail)
+        order = tuple(range(len(shape), len(shape) + t)) + tuple(range(len(lead), len(shape))) \
+            + tuple(range(len(lead)))
+        return np.transpose(x, order).reshape(tail + (mq, pl))
+    Rt = np.empty((d, mq, k, pl), dtype=Q.dtype)
+    np.multiply(arrange(lam, ()), arrange(cw, (d,)), out=Rt[:, :, 0])
+    Rt[:, :, 0] += arrange(cb, (d,))
+    if need_u:
+        Rt[:, :, 1] = arrange(cg, (d,))
+    lam_a = arrange(lam, ())[:, None, :]  # (mq, 1, pl)
+    D2, E2 = D.reshape(mq, d).T[:, :, None, None], E.reshape(mq, max(d - 1, 0)).T[:, :, None, None]
+    tri_solve(D2, E2, lam_a, Rt)
+    out = np.empty((k * pl, mq, d), dtype=Q.dtype)
+    np.matmul(Q.reshape(mq, d, d), Rt.reshape(d, mq, k * pl).transpose(1, 0, 2), out=out.transpose(1, 2, 0))
+    Z = out.reshape((k,) + shape + (d,))
+    return Z[0], (Z[1] if need_u else None)
 
 
 def _host(x):

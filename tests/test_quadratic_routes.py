@@ -81,7 +81,7 @@ def test_routes_agree(sweep, route):
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("shape", ["scalar", "per-client", "one-matrix"])
+@pytest.mark.parametrize("shape", ["scalar", "per-client", "one-matrix", "batch-of-one"])
 def test_route_broadcasting(route, shape):
     rng = np.random.default_rng(2)
     A = make_A(rng, (0.5, 4.0), 4, 5)
@@ -90,8 +90,11 @@ def test_route_broadcasting(route, shape):
         lam = 0.7
     elif shape == "per-client":
         lam = np.array([0.1, 1.0, 10.0, 100.0])
-    else:  # one matrix shared by four b and w
+    elif shape == "one-matrix":  # one matrix shared by four b and w
         A = A[0]
+        lam = np.array([[0.3], [3.0]])
+    else:  # a batch of one matrix broadcast against four clients (the general layout)
+        A = A[:1]
         lam = np.array([[0.3], [3.0]])
     theta = solve(mo.Quadratic(A, b), w, lam, route)[0]
     ref = dense_ref(A, b, w, np.asarray(lam, dtype=float))
@@ -251,7 +254,8 @@ def test_tridiagonal_solve_against_dense():
     T = np.zeros((3, 6, 6))
     i = np.arange(6)
     T[:, i, i], T[:, i[:-1], i[1:]], T[:, i[1:], i[:-1]] = D, E, E
-    X = tri_solve(D, E, lam, R)
+    Dt, Et = np.moveaxis(D, -1, 0), np.moveaxis(E, -1, 0)  # d first, against systems (2, 2, 3)
+    X = np.moveaxis(tri_solve(Dt, Et, lam, np.moveaxis(R, -1, 0).copy()), 0, -1)
     ref = np.linalg.solve(T + lam[..., None, None] * np.eye(6), R[..., None])[..., 0]
     assert X.shape == (2, 2, 3, 6)
     assert_close(X, ref, factor=10)
