@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import moreau as mo
-from moreau._tridiag import _mu, chol_solve, tri_min_eig, tri_solve, tridiagonalize
+from moreau._tridiag import _mu, chol_solve, tri_certifies, tri_min_eig, tri_solve, tridiagonalize
 from _mpref import error, quadratic_prox
 from _tol import assert_close, eps, host
 
@@ -217,6 +217,22 @@ def test_cholesky_refuses_a_singular_matrix_that_factors_without_the_shift():
         mo.prox(q, np.zeros(6), lam)
     diag = np.diagonal(G, axis1=-2, axis2=-1)
     assert np.all(_mu(diag, np.full(40, lam), np.full(40, lam), eps(np.float64)) < 0)
+
+
+def test_sturm_count_certifies_only_with_the_eigenvalue_error():
+    """The tridiagonal route's existence test on the singular A + lam I above: never
+    certified with delta = 4 d eps ||A||_F; the mutant delta = 0 certifies about half of
+    them (rounding of the reduction); lam 1e-9 above the threshold is certified."""
+    rng = np.random.default_rng(5)
+    M = rng.integers(-3, 4, size=(40, 5, 6)).astype(float)
+    lam = 2.0 ** -30
+    A = np.swapaxes(M, -1, -2) @ M - lam * np.eye(6)
+    _, D, E = tridiagonalize(A)
+    e = eps(np.float64)
+    delta = 4 * 6 * e * np.linalg.norm(A, axis=(-2, -1))
+    assert not any(tri_certifies(D[j], E[j], lam, delta[j], e) for j in range(40))
+    assert sum(tri_certifies(D[j], E[j], lam, 0.0, e) for j in range(40)) >= 5
+    assert tri_certifies(D, E, np.full(40, lam + 1e-9), delta, e)
 
 
 def test_cholesky_hands_over_near_the_threshold():
