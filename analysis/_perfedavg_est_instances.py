@@ -174,7 +174,7 @@ def _logistic_group(rng, T, kind):
     R = np.max(np.linalg.norm(X, axis=-1), axis=-1)
     u = rng.uniform(0.0, 1.0, T)
     u[::4], u[1::4] = 1.0, 0.0
-    w = rng.standard_normal((T, D_L)) / R[:, None] * rng.choice([0.0, 1.0, 4.0], (T, 1))
+    w = rng.standard_normal((T, D_L)) / R[:, None] * rng.choice([0.0, 1.0, 4.0, 20.0], (T, 1))  # 20: saturated margins
     small = np.array([1, 2, 3])
     D, D1 = rng.choice(small, T).astype(float), rng.choice(small, T).astype(float)
     D2 = rng.choice([1.0, 2.0, 5.0, 40.0], T)

@@ -40,7 +40,7 @@ D = 10, 40.
 Claimed by the paper: upper bounds.  What the check shows: the bias bound holds with much room
 on these families (0 on quadratics; max ratio about 0.13 on logistic, at shared features, α =
 1/L, D = 1); its constant is approached only by losses whose Hessian jumps from −L to +L (the
-tests build one: ratio > 0.9).  The second-moment bound is loose by a factor 3: on quadratics
+tests build one: ratio > 0.97).  The second-moment bound is loose by a factor 3: on quadratics
 E‖∇̃F − ∇F‖² = E‖Me₂‖² + E‖e₁h‖² exactly (M = I − α∇²f(w), h = ∇̃f(u, D')), at most
 4σ_G²(1/D' + (αL)²/D) + α²σ_H²(B² + σ_G²(…))/D'', so the ratio is at most 1/3, attained on
 shared A with a_1 = −L, α = 1/L and the sample noise along v_1 (σ_H = 0), and by Hessian noise
