@@ -232,7 +232,8 @@ def _strong_convexity(batch, f):
 
 # --- sides ---------------------------------------------------------------------------------
 
-def evaluate(batch, claim):
+def prepare(batch):
+    """The claim-independent part: the FedProx solution, the strong convexity, the inner products."""
     p, lam, w_star, mask = batch["p"], batch["lam"], batch["w_star"], batch["mask"]
     f = risks(batch)
     mu = _strong_convexity(batch, f)
@@ -240,14 +241,19 @@ def evaluate(batch, claim):
     delta = w_loc - w_star
     inner = np.einsum("tmnd,tmd->tmn", _sample_grads(batch), delta)
     wts = mask * (p / mask.sum(axis=-1))[..., None]  # p_i / n_i on the real samples, 0 on padding
-    lhs_paper = np.sum(wts * claim["term"](mu[:, None, None], np.sum(delta**2, axis=-1)[..., None], inner),
-                       axis=(1, 2))
     het2 = np.sum((w_star - np.einsum("tm,tmd->td", p, w_star)[:, None]) ** 2, axis=-1)
     spread = np.sum(p * np.sum((w_loc - w_g[:, None]) ** 2, axis=-1), axis=-1)
+    return dict(p=p, lam=lam, mu=mu, delta2=np.sum(delta**2, axis=-1), inner=inner, wts=wts, het2=het2,
+                spread=spread, bound=bound, quad="mu" not in batch)
+
+
+def finish(prep, claim):
+    p, lam, mu, delta2, inner, wts, het2, spread, bound, quad = (prep[k] for k in (
+        "p", "lam", "mu", "delta2", "inner", "wts", "het2", "spread", "bound", "quad"))
+    lhs_paper = np.sum(wts * claim["term"](mu[:, None, None], delta2[..., None], inner), axis=(1, 2))
     rhs_paper = claim["rhs"](lam, claim["R2"](het2, p), spread)
     rhs_proof = claim["rhs"](lam, claim["R2_proof"](het2, p), spread)
     shift = lam / 2 * spread - np.sum(wts * inner, axis=(1, 2))  # same on both sides: see the docstring
-    quad = "mu" not in batch
     consts = {"mu": "min_i eigvalsh(X_i^T X_i / n_i)" if quad else "ridge mu (exact global modulus)",
               "R2": "max_i ||w*_i - w*_g||^2 (paper), sum_i p_i ||w*_i - w*_g||^2 (proof)",
               "FedProx solution": "closed form (moreau.fl.fedprox_optimum)" if quad else
@@ -259,6 +265,10 @@ def evaluate(batch, claim):
         PARTS[1]: Sides(lhs_paper + shift, rhs_proof + shift, claimed, constants=consts,
                         note="the proof needs only R^2 >= sum p_i ||w*_i - w*_g||^2"),
     }
+
+
+def evaluate(batch, claim):
+    return finish(prepare(batch), claim)
 
 
 STATEMENTS = (
@@ -278,7 +288,8 @@ STATEMENTS = (
         families={"quadratic": KINDS_LS, "logistic": ("ridge mu in [0.01, 1], well-specified labels",)},
         claimed="upper",
         instances=instances,
-        evaluate=evaluate,
+        prepare=prepare,
+        evaluate=finish,
         claim=CLAIM,
         mutants=(
             Mutant("lam/4 instead of lam/2 on the right side",

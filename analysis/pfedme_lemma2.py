@@ -186,8 +186,30 @@ def _logistic_instances(rng, T):
     return batch
 
 
+def prepare(batch):
+    """The claim-independent part: stationary point, envelope gradients, gaps and diversities."""
+    return _quadratic(batch) if "A" in batch else _logistic(batch)
+
+
+def finish(p, claim):
+    a = _part_a(claim, p["lhs"], p["gap"], p["sigma2"], p["lam"], p["L"], p["mu"], p["app_a"], p["consts"])
+    if "sigma_f2" not in p:
+        return {PARTS[0]: a}
+    lam, L, mu, shared, lhs = p["lam"], p["L"], p["mu"], p["shared"], p["lhs"]
+    app_b = shared & (mu < 0) & claim["condition_b"](lam, L)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rhs_b = np.where(shared, claim["rhs_b"](lam, L, p["gradF2"], p["sigma_f2"]), np.inf)
+    lb, rb = worst_point(lhs, rhs_b)
+    return {
+        PARTS[0]: a,
+        PARTS[1]: Sides(lb, rb, "upper", applicable=app_b, constants=p["consts"],
+                        note="lhs independent of w (shared A); worst at the stationary point of F: "
+                             "ratio (λ²−8L²)/(2(λ−L)²) <= 0.571 (λ = 8L)"),
+    }
+
+
 def evaluate(batch, claim):
-    return _quadratic(batch, claim) if "A" in batch else _logistic(batch, claim)
+    return finish(prepare(batch), claim)
 
 
 def center_quadratic(A, b, lam):
@@ -238,7 +260,7 @@ def _part_a(claim, lhs, gap, sigma2, lam, L, mu, applicable, consts):
     return Sides(lw, rw, "upper", applicable=applicable, constants=consts, note=note)
 
 
-def _quadratic(batch, claim):
+def _quadratic(batch):
     A, b, lam, eig = batch["A"], batch["b"], batch["lam"], batch["eig"]
     center, H = center_quadratic(A, b, lam)
     F = mo.envelope(mo.Quadratic(A, b), lam[:, None])
@@ -258,19 +280,11 @@ def _quadratic(batch, claim):
               "sigma_f^2": "exact for shared A: (1/N) sum |b_i - b̄|^2 (infinite otherwise)"}
     bbar = b.mean(axis=1)
     sigma_f2 = np.where(shared, np.mean(np.sum((b - bbar[:, None]) ** 2, axis=-1), axis=-1), np.inf)
-    app_b = shared & (mu < 0) & claim["condition_b"](lam, L)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rhs_b = np.where(shared, claim["rhs_b"](lam, L, gradF2, sigma_f2), np.inf)
-    lb, rb = worst_point(lhs, rhs_b)
-    return {
-        PARTS[0]: _part_a(claim, lhs, gap, sigma2, lam, L, mu, mu > 0, consts),
-        PARTS[1]: Sides(lb, rb, "upper", applicable=app_b, constants=consts,
-                        note="lhs independent of w (shared A); worst at the stationary point of F: "
-                             "ratio (λ²−8L²)/(2(λ−L)²) <= 0.571 (λ = 8L)"),
-    }
+    return dict(lhs=lhs, gap=gap, sigma2=sigma2, lam=lam, L=L, mu=mu, app_a=mu > 0, consts=consts,
+                shared=shared, gradF2=gradF2, sigma_f2=sigma_f2)
 
 
-def _logistic(batch, claim):
+def _logistic(batch):
     lam, mu = batch["lam"], batch["mu"]
     f = mo.Logistic(batch["X"], batch["y"], mu=mu[:, None])
     F = mo.envelope(f, lam[:, None])
@@ -290,7 +304,7 @@ def _logistic(batch, claim):
               "w*": f"damped Newton on F, certified |ŵ - w*| <= |grad F(ŵ)|/mu_F <= {NEWTON_TOL} (1 + |ŵ|)",
               "F(w) - F(w*)": "F(w) - F(ŵ) (<= the true gap) from envelope values",
               "sigma_F1^2": "certified lower bound (sqrt(sigma2(ŵ)) - lam |ŵ - w*|)^2"}
-    return {PARTS[0]: _part_a(claim, lhs, gap, sigma2, lam, L, mu, np.ones(lam.shape, bool), consts)}
+    return dict(lhs=lhs, gap=gap, sigma2=sigma2, lam=lam, L=L, mu=mu, app_a=np.ones(lam.shape, bool), consts=consts)
 
 
 _A, _B = PARTS
@@ -308,7 +322,8 @@ STATEMENTS = (
         families={"quadratic": ("strongly_convex", "weakly_convex (shared A)"), "logistic": ("mu > 0",)},
         claimed="upper",
         instances=instances,
-        evaluate=evaluate,
+        prepare=prepare,
+        evaluate=finish,
         claim=CLAIM,
         mutants=(
             Mutant("4 L_F -> L_F/4", {"rhs_a": lambda L_F, gap, s2: L_F / 4 * gap + 2 * s2}),
