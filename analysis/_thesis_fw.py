@@ -50,7 +50,7 @@ import itertools
 
 import numpy as np
 
-from ._core import Mutant, Sides, Statement, worst_point
+from ._core import Mutant, Sides, Statement, scale_fields, worst_point
 from ._instances import log_uniform, orthogonal
 
 __all__ = ["STATEMENT", "box_min", "fw_gaps"]
@@ -174,6 +174,7 @@ STATEMENT = Statement(
                  "x^0 in B (printed: x^0 in R^d; see findings)"),
     families={"quadratic": ("indefinite, concave, convex, strongly convex on a box",)}, claimed="rate",
     instances=instances, evaluate=evaluate, claim=CLAIM,
+    scaling={"quadratic": scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0)})},
     mutants=(
         Mutant("x^0 anywhere in R^d (as printed)", {"start": lambda x0, h: np.ones(x0.shape[0], bool)}),
         Mutant("max{F(x^0) - F*, L R^2/2} (both branches halved)",

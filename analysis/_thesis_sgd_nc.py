@@ -42,7 +42,7 @@ import numpy as np
 import moreau as mo
 
 from . import _thesis_sgd_mc as mc
-from ._core import Mutant, Sides, Statement, worst_point
+from ._core import Mutant, Sides, Statement, scale_fields, worst_point
 from ._instances import log_uniform
 from ._thesis_sgd_exact import D, groups, noise, quadratic, second_moments
 from .thesis_rates import _newton_min
@@ -110,11 +110,20 @@ def averages_nc(batch):
     return (csum[T - 1, np.arange(n * G)] / T).reshape(n, G).T
 
 
-def _evaluate_nc_logistic(batch, claim):
-    L, M, s2, eta0, x0 = (batch[k] for k in ("L", "M", "s2", "eta0", "x0"))
+def prepare_nc(batch):
+    """The claim-independent part, once per batch: ``h0`` and the left sides (quadratics: ``lhs``
+    exactly per horizon; logistic: Monte Carlo ``mean, se``)."""
+    if "X" not in batch:
+        h0 = 0.5 * np.einsum("ti,tij,tj->t", batch["e0"], batch["A"], batch["e0"])
+        return dict(batch, h0=h0, lhs=averages_nc(batch))
     f = mo.Logistic(batch["X"], batch["y"])
-    h0 = np.asarray(mo.meta_objective(f, batch["alpha"]).value(x0)) - batch["Fstar"]
-    mean, se = mc.path_averages(batch)
+    h0 = np.asarray(mo.meta_objective(f, batch["alpha"]).value(batch["x0"])) - batch["Fstar"]
+    return dict(batch, h0=h0, mc=mc.path_averages(batch))
+
+
+def _evaluate_nc_logistic(batch, claim):
+    L, M, s2, eta0, x0, h0 = (batch[k] for k in ("L", "M", "s2", "eta0", "x0", "h0"))
+    mean, se = batch["mc"]
     lo, hi = mc.interval(mean, se)
     T, idx = mc.T_MC[:, None], np.arange(x0.shape[0])
     consts = {"L": "bound: L_f + alpha rho B (alpha = 0: exact L_f)",
@@ -135,10 +144,8 @@ def _evaluate_nc_logistic(batch, claim):
 def evaluate_nc(batch, claim):
     if "X" in batch:
         return _evaluate_nc_logistic(batch, claim)
-    L, M, s2, eta0 = (batch[k] for k in ("L", "M", "s2", "eta0"))
-    e0, A = batch["e0"], batch["A"]
-    h0 = 0.5 * np.einsum("ti,tij,tj->t", e0, A, e0)
-    lhs, T = averages_nc(batch), T_GRID[:, None]
+    L, M, s2, eta0, h0 = (batch[k] for k in ("L", "M", "s2", "eta0", "h0"))
+    lhs, T = batch["lhs"], T_GRID[:, None]
     consts = {"L": "exact (spectrum)", "F*": "exact: 0 at z (convex or strongly convex quadratic)",
               "M, sigma^2": "exact: E||xi||^2 = M ||grad F||^2 + sigma^2 (equality)",
               "E ||grad F(x^t)||^2": "exact second-moment recursion (docstring)"}
@@ -195,7 +202,9 @@ STATEMENT = Statement(
                  "left side read as an expectation (printed without E)"),
     families={"quadratic": ("convex", "strongly_convex"),
               "logistic": ("mu = 0", "Per-FedAvg meta-objective (nonconvex)")}, claimed="rate",
-    instances=instances_nc, evaluate=evaluate_nc, claim=CLAIM_NC,
+    instances=instances_nc, evaluate=evaluate_nc, claim=CLAIM_NC, prepare=prepare_nc,
+    scaling={"quadratic": scale_fields({"A": (-2, 1), "L": (-2, 1), "e0": (1, 0), "S": (-2, 2), "s2": (-2, 2),
+                                        "eta0": (2, -1)})},
     mutants=(
         Mutant("eta_0 <= min{1/(L(M+1)), sqrt(2(F(x^0) - F*)/(L sigma^2))} (as printed)",
                {"eta0_printed": lambda eta0, L, M, h0, s2: eta0 <= np.minimum(1 / (L * (M + 1)),

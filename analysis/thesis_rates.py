@@ -65,7 +65,7 @@ import numpy as np
 
 import moreau as mo
 
-from ._core import Mutant, Sides, Statement, worst_point
+from ._core import Mutant, Sides, Statement, scale_fields, worst_point
 from ._instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
 from ._thesis_fw import STATEMENT as FW_NONCONVEX
 
@@ -274,7 +274,7 @@ def evaluate_nc(batch, claim):
             note=note),
         "proof step: F* replaced by F(x^T)": Sides(
             *worst_point(lhs, claim["bound"](F[0] - F[1:], eta, T), ok), "upper", applicable=app, constants=consts,
-            note="descent lemma telescoped; stronger than the theorem"),
+            note="descent lemma telescoped; stronger than the theorem", role="auxiliary"),
     }
 
 
@@ -323,13 +323,16 @@ def evaluate_fw(batch, claim):
             note="t = 0 excluded and x^0 in B (Jaggi's theorem); x^0 outside B is drawn and not applicable "
                  "(the printed x^0 in R^d fails there: findings)"),
         "F* bracket width (certificate, not the thesis)": Sides(
-            F_hi - F_lo, 1e-13 * (np.abs(F_hi) + L * R**2), "exact", constants=consts,
+            F_hi - F_lo, 1e-13 * (np.abs(F_hi) + L * R**2), "exact", constants=consts, role="auxiliary",
             note="upper end min F at the candidates, lower end max F - gap (observed <= 1e-16 relative; "
                  "1e-13 ~ 450 eps)"),
     }
 
 
 _SRC = "Dadras thesis, ch. 2"
+#: GD's quadratic batches under theta -> s theta, f -> c f (curvatures c/s^2, points s, b c/s, steps s^2/c)
+_GD_SCALING = scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "mu": (-2, 1), "z": (1, 0), "x0": (1, 0),
+                            "eta": (2, -1)})
 STATEMENTS = (
     Statement(
         id="gd.strongly_convex", source=f"{_SRC}, Theorem 1", paper="dadras-thesis-personalized-fl.md",
@@ -337,7 +340,7 @@ STATEMENTS = (
         text="GD with eta <= 1/L on an L-smooth mu-strongly convex F: F(x^t) - F* <= (1 - mu eta)^t (F(x^0) - F*)",
         assumptions=("F L-smooth, mu-strongly convex", "eta <= 1/L"),
         families={"quadratic": ("strongly_convex",), "logistic": ("mu > 0",)}, claimed="rate",
-        instances=instances_sc, evaluate=evaluate_sc, claim=CLAIM_SC,
+        instances=instances_sc, evaluate=evaluate_sc, claim=CLAIM_SC, scaling={"quadratic": _GD_SCALING},
         mutants=(
             Mutant("rate (1 - mu eta)^(3t)", {"rate": lambda mu, L, eta, t: (1 - mu * eta) ** (3 * t)}),
             Mutant("rate (1 - L eta)^t (L for mu)", {"rate": lambda mu, L, eta, t: (1 - L * eta) ** t}),
@@ -359,6 +362,7 @@ STATEMENTS = (
         assumptions=("F L-smooth", "F* = inf F finite", "eta <= 1/L"),
         families={"quadratic": ("convex", "strongly_convex"), "logistic": ("mu = 0", "Per-FedAvg meta-objective")},
         claimed="rate", instances=instances_nc, evaluate=evaluate_nc, claim=CLAIM_NC,
+        scaling={"quadratic": _GD_SCALING},
         mutants=(
             Mutant("constant 2 -> 1/2", {"bound": lambda gap, eta, T: gap / (2 * eta * T)}),
             Mutant("constant 2 -> 1", {"bound": lambda gap, eta, T: gap / (eta * T)}),
@@ -382,6 +386,7 @@ STATEMENTS = (
                      "x^0 in B (printed: x^0 in R^d; see findings)"),
         families={"quadratic": ("convex on a box", "strongly_convex on a box")}, claimed="rate",
         instances=instances_fw, evaluate=evaluate_fw, claim=CLAIM_FW,
+        scaling={"quadratic": scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0)})},
         mutants=(
             Mutant("2 L R^2 -> L R^2 / 4", {"bound": lambda L, R, t: L * R**2 / (4 * (t + 2))}),
             Mutant("rate 2 L R^2/(t + 2)^2", {"bound": lambda L, R, t: 2 * L * R**2 / (t + 2) ** 2}),

@@ -46,7 +46,7 @@ import numpy as np
 import moreau as mo
 
 from . import _thesis_sgd_mc as mc
-from ._core import Mutant, Sides, Statement, worst_point
+from ._core import Mutant, Sides, Statement, scale_fields, worst_point
 from ._instances import log_uniform
 from ._thesis_sgd_exact import D, groups, noise, quadratic, second_moments
 from ._thesis_sgd_nc import STATEMENT as SGD_NONCONVEX
@@ -64,6 +64,11 @@ CLAIM_SC = {
     "constant": lambda h0, mu, eta, t, L, s2: (1 - eta * mu) ** t * h0 + eta * L * s2 / (2 * mu),
     "eta_ok": lambda eta, L, M: eta < 1 / (L * (M + 1)),
 }
+
+
+#: under theta -> s theta, f -> c f: curvatures c/s^2, points s, gradient-noise covariance (c/s)^2, steps s^2/c
+SC_SCALING = {"A": (-2, 1), "L": (-2, 1), "mu": (-2, 1), "e0": (1, 0), "S": (-2, 2), "s2": (-2, 2),
+              "eta": (2, -1)}
 
 
 def instances_sc(family, trials, rng):
@@ -109,11 +114,25 @@ def instances_sc(family, trials, rng):
             "eta": u / (L * (M + 1)), "delta": v * 2 * L * (M + 1) / mu}
 
 
-def _evaluate_sc_logistic(batch, claim):
+def prepare_sc(batch):
+    """The claim-independent part, once per batch for the statement and its mutants: the batch with
+    ``h_i, h_c`` (quadratics: exact E F(x^t) − F*, t = 0..400, both rules) or the Monte Carlo means and
+    standard errors ``sims`` and ``h0, mu, L`` (logistic)."""
+    if "X" not in batch:
+        A, C, S, e0, mu, eta, delta = (batch[k] for k in ("A", "C", "S", "e0", "mu", "eta", "delta"))
+        t = np.arange(N_SC)
+        h_i, _ = second_moments(A, C, S, e0, 2 / (mu[:, None] * (t[None, :] + delta[:, None])))
+        h_c, _ = second_moments(A, C, S, e0, np.repeat(eta[:, None], N_SC, axis=1))
+        return dict(batch, h_i=h_i, h_c=h_c)
     f = mo.Logistic(batch["X"], batch["y"], mu=batch["mu"])
     mu, L = (np.asarray(c) for c in f.curvature_bounds())
+    return dict(batch, sims=mc.gaps_sc(batch, N_MC), h0=np.asarray(f.value(batch["x0"])) - batch["Fstar"],
+                mu_exact=mu, L_exact=L)
+
+
+def _evaluate_sc_logistic(batch, claim):
+    mu, L, h0 = batch["mu_exact"], batch["L_exact"], batch["h0"]
     M, s2, eta, delta, x0 = (batch[k] for k in ("M", "s2", "eta", "delta", "x0"))
-    h0 = np.asarray(f.value(x0)) - batch["Fstar"]
     t, idx = np.arange(1, N_MC + 1)[:, None], np.arange(x0.shape[0])
     consts = {"L, mu": "exact sup / inf of the curvature",
               "F*": "Newton value minus ||grad||^2/(2 mu): a certified lower bound",
@@ -122,7 +141,7 @@ def _evaluate_sc_logistic(batch, claim):
     out = {}
     rhs_i = claim["decreasing"](claim["nu"](h0, L, s2, mu, delta), t, delta)
     rhs_c = claim["constant"](h0, mu, eta, t, L, s2)
-    sims = mc.gaps_sc(batch, N_MC)
+    sims = batch["sims"]
     for name, (mean, se), rhs, app in ((SC_I, sims[0], rhs_i, claim["delta_ok"](delta, mu, L, M)),
                                        (SC_II, sims[1], rhs_c, claim["eta_ok"](eta, L, M))):
         lo, hi = mc.interval(mean[1:], se[1:])
@@ -135,13 +154,9 @@ def _evaluate_sc_logistic(batch, claim):
 def evaluate_sc(batch, claim):
     if "X" in batch:
         return _evaluate_sc_logistic(batch, claim)
-    A, C, S, e0, L, mu, M, s2 = (batch[k] for k in ("A", "C", "S", "e0", "L", "mu", "M", "s2"))
-    eta, delta = batch["eta"], batch["delta"]
-    t = np.arange(N_SC + 1)
-    steps_i = 2 / (mu[:, None] * (t[None, :-1] + delta[:, None]))
-    h_i, _ = second_moments(A, C, S, e0, steps_i)
-    h_c, _ = second_moments(A, C, S, e0, np.repeat(eta[:, None], N_SC, axis=1))
-    h0, tt = h_i[0], t[1:, None]
+    L, mu, M, s2, eta, delta = (batch[k] for k in ("L", "mu", "M", "s2", "eta", "delta"))
+    h_i, h_c = batch["h_i"], batch["h_c"]
+    h0, tt = h_i[0], np.arange(1, N_SC + 1)[:, None]
     consts = {"L, mu": "exact (spectrum)", "M, sigma^2": "exact: E||xi||^2 = M ||grad F||^2 + sigma^2 (equality)",
               "E F(x^t) - F*": "exact second-moment recursion (docstring)"}
     ok = np.ones((N_SC, h0.size), bool)
@@ -177,7 +192,8 @@ STATEMENTS = (
                      "(ii) eta < 1/(L(M+1))"),
         families={"quadratic": ("strongly_convex, additive and multiplicative noise",),
                   "logistic": ("mu > 0 (Monte Carlo)",)}, claimed="rate",
-        instances=instances_sc, evaluate=evaluate_sc, claim=CLAIM_SC,
+        instances=instances_sc, evaluate=evaluate_sc, claim=CLAIM_SC, prepare=prepare_sc,
+        scaling={"quadratic": scale_fields(SC_SCALING)},
         mutants=(
             Mutant("(i) nu's noise term 2 L sigma^2/mu^2 -> L sigma^2/(2 mu^2)",
                    {"nu": lambda h0, L, s2, mu, delta: np.maximum((delta + 1) * h0, L * s2 / (2 * mu**2))}),
