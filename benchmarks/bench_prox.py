@@ -3,8 +3,9 @@ r"""Benchmarks of moreau's prox against the usual ways of computing it.
 
     python benchmarks/bench_prox.py [--quick] [--backend numpy|cupy] [--json PATH] [--seed N]
 
-1. Quadratic lambda-sweep: moreau's closed form through one cached eigendecomposition
-   vs a batched ``numpy.linalg.solve`` per lambda vs a per-client ``scipy.linalg.solve`` loop.
+1. Quadratic lambda-sweep at 1, 5, 50 and 200 lambdas: moreau's prox (its route chosen by the work:
+   certified Cholesky, tridiagonal reduction, eigh when cached; each route also forced) vs a batched
+   ``numpy.linalg.solve`` per lambda vs a per-client ``scipy.linalg.solve`` loop.
 2. Logistic prox: moreau's batched certified Newton vs a per-client L-BFGS-B loop
    (and cvxpy when it is importable) and the vectorised baselines a user would write (a plain
    batched Newton, also run one step further to moreau's accuracy, and a batched numpy
@@ -74,13 +75,13 @@ LD_EPS = float(np.finfo(LD).eps)
 # --------------------------------------------------------------------------- sizes
 SIZES = {
     "default": dict(
-        q_m=1000, q_d=60, q_L=50, q_loop_clients=1000,
+        q_m=1000, q_d=60, q_Ls=(1, 5, 50, 200), q_loop_clients=100,
         l_m=1000, l_n=200, l_d=20, l_lam=1.0, lbfgs_clients=250, cvxpy_clients=20,
         a_m=1000, a_n=200, a_d=20, a_K=5,
         repeat=5, repeat_slow=3,
     ),
     "quick": dict(
-        q_m=100, q_d=20, q_L=50, q_loop_clients=100,
+        q_m=100, q_d=20, q_Ls=(1, 5, 50), q_loop_clients=20,
         l_m=100, l_n=50, l_d=10, l_lam=1.0, lbfgs_clients=20, cvxpy_clients=5,
         a_m=100, a_n=50, a_d=10, a_K=5,
         repeat=3, repeat_slow=2,
@@ -88,6 +89,8 @@ SIZES = {
 }
 ACC_LAMS = (1e-4, 1e-2, 1.0, 1e2, 1e4)
 TARGETS = {"quad_vs_batched": 8.0, "quad_vs_loop": 25.0, "logistic_vs_lbfgs": 5.0}
+#: quadratic: moreau including construction vs the batched solve, per number of lambdas
+QUAD_TARGETS = {1: 1.0, 5: 1.0, 50: 8.0, 200: 15.0}
 
 
 # --------------------------------------------------------------------------- backends
@@ -393,34 +396,63 @@ def rel_err_u(u, U_ref):
 
 # --------------------------------------------------------------------------- benchmark 1
 def bench_quadratic(cfg, backends, seed, results):
-    m, d, L = cfg["q_m"], cfg["q_d"], cfg["q_L"]
+    m, d = cfg["q_m"], cfg["q_d"]
     nloop = min(cfg["q_loop_clients"], m)
     k, ks = cfg["repeat"], cfg["repeat_slow"]
     rng = np.random.default_rng(seed)
     A = spd_batch(rng, m, d)
     b = rng.standard_normal((m, d))
     w = rng.standard_normal((m, d))
-    lam = np.logspace(-2, 2, L)
-    print(f"\n=== 1. Quadratic lambda-sweep: m = {m} clients, d = {d}, {L} lambdas logspace(1e-2, 1e2), "
-          f"float64; seed {seed} ===")
+    print(f"\n=== 1. Quadratic lambda-sweep: m = {m} clients, d = {d}, L = {', '.join(map(str, cfg['q_Ls']))} "
+          f"lambdas logspace(1e-2, 1e2), float64; seed {seed} ===")
     print("  data: A = M M^T/d + 0.01 I (M ~ N(0,1), SPD), b, w ~ N(0, I); "
           "solves (A + lam I) theta = b + lam w for every (lam, client)")
+    print("  moreau rows include Quadratic() (copy, symmetry check) and whatever decomposition the route needs;")
+    print("  routes: chol = certified Cholesky per system, tri = tridiagonal reduction + tridiagonal solves + GEMM,")
+    print("  eigh = batched eigendecomposition; 'auto' is what moreau.prox chooses.")
+    out_all = {}
+    for L in cfg["q_Ls"]:
+        out_all[str(L)] = _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends)
+    results["quadratic_sweep"] = {
+        "params": {"m": m, "d": d, "n_lambda": list(cfg["q_Ls"]), "lambda": [1e-2, 1e2, "logspace"],
+                   "seed": seed, "loop_clients_timed": nloop, "A": "M M^T/d + 0.01 I"},
+        "per_n_lambda": out_all,
+    }
+
+
+def _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends):
+    m, d = A.shape[0], A.shape[-1]
+    lam = np.logspace(-2, 2, L)
     rows, outs = [], {}
+    budget = 20
     for be in backends:
         xp, tag = be.xp, ("" if be.name == "numpy" else " [cupy]")
         A_, b_, w_, lam_ = be.asarray(A), be.asarray(b), be.asarray(w), be.asarray(lam)
         eye = xp.eye(d)
+        q0 = mo.Quadratic(A_, b_)
+        route = q0._route(q0._lam(lam_[:, None], convexity=False), w_, need_cert=False)
 
         def full():
             return mo.prox(mo.Quadratic(A_, b_), w_, lam_[:, None])
-        t, out = measure(full, k, sync=be.sync, budget_s=30)
-        rows.append({"key": f"moreau{tag}", "label": f"(a) moreau.prox, incl. Quadratic() + eigh{tag}",
-                     "timing": t})
+        t, out = measure(full, k, sync=be.sync, budget_s=budget)
+        rows.append({"key": f"moreau{tag}", "label": f"(a) moreau.prox incl. Quadratic(), auto route = {route}{tag}",
+                     "timing": t, "route": route})
         outs[f"moreau{tag}"] = be.host(out)
+        forced = ("chol", "tri", "eigh") if be.name == "numpy" else ("chol", "eigh")
+        for r in forced:
+            if r == "chol" and L > 50:
+                continue  # L Cholesky sweeps: as slow as the batched solve, nothing to learn
 
+            def one(r=r):
+                q = mo.Quadratic(A_, b_)
+                return q._solve(w_, q._lam(lam_[:, None], convexity=False), route=r, want_u=False)[0]
+            t, out = measure(one, k, sync=be.sync, budget_s=budget)
+            rows.append({"key": f"route-{r}{tag}", "label": f"(a) route {r} forced, incl. Quadratic(){tag}",
+                         "timing": t})
+            outs[f"route-{r}{tag}"] = be.host(out)
         q = mo.Quadratic(A_, b_)
         q.eigenvalues  # eigendecomposition computed and cached here, outside the clock
-        t, _ = measure(lambda: mo.prox(q, w_, lam_[:, None]), k, sync=be.sync, budget_s=30)
+        t, _ = measure(lambda: mo.prox(q, w_, lam_[:, None]), k, sync=be.sync, budget_s=budget)
         rows.append({"key": f"moreau-cached{tag}",
                      "label": f"(a') moreau.prox, eigh cached (sweep only){tag}", "timing": t})
 
@@ -430,13 +462,12 @@ def bench_quadratic(cfg, backends, seed, results):
                 li = float(lam[i])
                 out[i] = xp.linalg.solve(A_ + li * eye, (b_ + li * w_)[..., None])[..., 0]
             return out
-        t, out = measure(batched, ks, sync=be.sync, budget_s=30)
+        t, out = measure(batched, ks, sync=be.sync, budget_s=budget)
         name = "numpy" if be.name == "numpy" else "cupy"
         rows.append({"key": f"batched{tag}", "label": f"(b) {name}.linalg.solve, batched over clients, "
                      f"loop over {L} lam{tag}", "timing": t})
         outs[f"batched{tag}"] = be.host(out)
 
-    # (c) per-client scipy loop (CPU)
     eye = np.eye(d)
 
     def loop(nc):
@@ -453,15 +484,10 @@ def bench_quadratic(cfg, backends, seed, results):
         label += f"  *timed on {nloop} of {m} clients, x{m / nloop:g}"
     rows.append({"key": "loop", "label": label, "timing": t})
 
-    print_table("  times (one call = the whole sweep: all lambdas x all clients)", rows,
-                ["batched", "loop"] + (["moreau", "batched [cupy]"] if len(backends) > 1 else []))
+    print_table(f"  --- L = {L} lambdas: times (one call = the whole sweep: all lambdas x all clients)", rows,
+                ["batched", "loop"] + (["batched [cupy]"] if len(backends) > 1 else []))
     by = {r["key"]: r["timing"] for r in rows}
-    print(f"  amortized moreau per lambda with eigh cached: best {fmt_t(by['moreau-cached']['best'] / L).strip()}"
-          f", median {fmt_t(by['moreau-cached']['median'] / L).strip()}  (sweep time / {L})")
-    if nloop < m:
-        print(f"  * (c) was timed on the first {nloop} clients and scaled linearly to {m} (all {L} lambdas each).")
 
-    # accuracy
     mo_, ba_ = outs["moreau"], outs["batched"]
     rhs = b[None] + lam[:, None, None] * w[None]
 
@@ -472,55 +498,33 @@ def bench_quadratic(cfg, backends, seed, results):
         "max_abs_theta": float(np.abs(mo_).max()),
         "moreau_vs_batched": float(np.abs(mo_ - ba_).max()),
         "moreau_vs_loop": float(np.abs(mo_[:, :nloop] - out_loop).max()),
-        "batched_vs_loop": float(np.abs(ba_[:, :nloop] - out_loop).max()),
         "rel_residual_moreau": resid(mo_),
         "rel_residual_batched": resid(ba_),
-        "rel_residual_loop": resid(np.concatenate([out_loop, ba_[:, nloop:]], axis=1)) if nloop == m else None,
+        "routes_vs_eigh": {r: float(np.abs(outs[f"route-{r}"] - outs["route-eigh"]).max())
+                           for r in ("chol", "tri") if f"route-{r}" in outs},
     }
     if len(backends) > 1:
         acc["moreau_cupy_vs_numpy"] = float(np.abs(outs["moreau [cupy]"] - mo_).max())
-        acc["batched_cupy_vs_loop"] = float(np.abs(outs["batched [cupy]"][:, :nloop] - out_loop).max())
-    print(f"  accuracy (max over all lambdas and clients; max|theta| = {acc['max_abs_theta']:.3g}):")
-    print(f"    max|moreau - batched solve| = {acc['moreau_vs_batched']:.2e}   "
-          f"max|moreau - scipy loop| = {acc['moreau_vs_loop']:.2e}   "
-          f"max|batched - scipy loop| = {acc['batched_vs_loop']:.2e}"
-          + (f"  (loop: first {nloop} clients)" if nloop < m else ""))
-    print(f"    max relative residual ||(A+lam I)theta - (b+lam w)|| / ||b+lam w||:  moreau "
-          f"{acc['rel_residual_moreau']:.2e}   batched {acc['rel_residual_batched']:.2e}"
-          + (f"   scipy loop {acc['rel_residual_loop']:.2e}" if acc["rel_residual_loop"] is not None else ""))
-    if len(backends) > 1:
-        print(f"    max|moreau cupy - moreau numpy| = {acc['moreau_cupy_vs_numpy']:.2e}   "
-              f"max|cupy batched - scipy loop| = {acc['batched_cupy_vs_loop']:.2e}")
-
+    print(f"  accuracy (max over all lambdas and clients; max|theta| = {acc['max_abs_theta']:.3g}): "
+          f"max|moreau - batched| = {acc['moreau_vs_batched']:.2e}, max|moreau - scipy loop| = "
+          f"{acc['moreau_vs_loop']:.2e}" + (f" (first {nloop} clients)" if nloop < m else ""))
+    print(f"    routes vs eigh: " + ", ".join(f"{r} {v:.2e}" for r, v in acc["routes_vs_eigh"].items())
+          + f";  relative residuals: moreau {acc['rel_residual_moreau']:.2e}, batched {acc['rel_residual_batched']:.2e}")
     print("  ratios (numpy):")
     ratios = {
-        "full_vs_batched": ratio_line("moreau incl. eigh  vs (b) batched solve", by["moreau"], by["batched"],
-                                      TARGETS["quad_vs_batched"]),
-        "full_vs_loop": ratio_line("moreau incl. eigh  vs (c) scipy loop   ", by["moreau"], by["loop"],
-                                   TARGETS["quad_vs_loop"]),
-        "cached_vs_batched": ratio_line("moreau eigh cached vs (b) batched solve", by["moreau-cached"],
+        "full_vs_batched": ratio_line(f"L={L:<3} moreau incl. set-up vs (b) batched solve", by["moreau"],
+                                      by["batched"], QUAD_TARGETS.get(L)),
+        "full_vs_loop": ratio_line(f"L={L:<3} moreau incl. set-up vs (c) scipy loop   ", by["moreau"], by["loop"]),
+        "cached_vs_batched": ratio_line(f"L={L:<3} moreau eigh cached vs (b) batched solve", by["moreau-cached"],
                                         by["batched"]),
-        "cached_vs_loop": ratio_line("moreau eigh cached vs (c) scipy loop   ", by["moreau-cached"], by["loop"]),
     }
     if len(backends) > 1:
-        print("  ratios (cupy):")
-        ratios["cupy_full_vs_numpy_full"] = ratio_line("moreau cupy incl. eigh vs moreau numpy incl. eigh",
-                                                       by["moreau [cupy]"], by["moreau"])
         ratios["cupy_full_vs_cupy_batched"] = ratio_line(
-            "moreau cupy incl. eigh vs cupy batched solve", by["moreau [cupy]"], by["batched [cupy]"],
-            TARGETS["quad_vs_batched"])
-        ratios["cupy_full_vs_loop"] = ratio_line("moreau cupy incl. eigh vs (c) scipy loop", by["moreau [cupy]"],
-                                                 by["loop"], TARGETS["quad_vs_loop"])
-        ratios["cupy_cached_vs_numpy_cached"] = ratio_line("moreau cupy cached vs moreau numpy cached",
-                                                           by["moreau-cached [cupy]"], by["moreau-cached"])
-    results["quadratic_sweep"] = {
-        "params": {"m": m, "d": d, "n_lambda": L, "lambda": [1e-2, 1e2, "logspace"], "seed": seed,
-                   "loop_clients_timed": nloop, "A": "M M^T/d + 0.01 I"},
-        "rows": [{"key": r["key"], "label": r["label"], **r["timing"]} for r in rows],
-        "amortized_per_lambda_cached": {"best": by["moreau-cached"]["best"] / L,
-                                        "median": by["moreau-cached"]["median"] / L},
-        "accuracy": acc, "ratios": ratios,
-    }
+            f"L={L:<3} moreau cupy incl. set-up vs cupy batched solve", by["moreau [cupy]"], by["batched [cupy]"],
+            QUAD_TARGETS.get(L))
+    return {"n_lambda": L, "route": rows[0]["route"],
+            "rows": [{"key": r["key"], "label": r["label"], **r["timing"]} for r in rows],
+            "accuracy": acc, "ratios": ratios}
 
 
 # --------------------------------------------------------------------------- benchmark 2

@@ -14,9 +14,11 @@ from ._tridiag import chol_solve, is_numpy, tri_certifies, tri_min_eig, tri_prox
 __all__ = ["Quadratic"]
 
 #: Systems per matrix (lam values per client) up to which the prox takes the certified
-#: Cholesky route; above it one tridiagonal reduction (numpy) or eigendecomposition is
-#: cheaper (crossover measured in benchmarks/RESULTS.md, section 1).
-CHOL_MAX_SYSTEMS = 4
+#: Cholesky route, for d < 40 and for d >= 40; above it one tridiagonal reduction (numpy)
+#: or eigendecomposition is cheaper (crossovers measured in benchmarks/RESULTS.md, section 1:
+#: a Cholesky costs about a sixth of the reduction at d = 60, a third at d = 20, where
+#: the per-call overhead of LAPACK from Python weighs more).
+CHOL_MAX_SYSTEMS = (3, 5)
 
 
 class Quadratic(Objective):
@@ -215,7 +217,7 @@ class Quadratic(Objective):
             return "tri"
         systems = math.prod(np.broadcast_shapes(self.batch_shape, tuple(lam.shape), tuple(w.shape[:-1])))
         per_matrix = systems / max(1, math.prod(self.A.shape[:-2]))
-        if not need_cert and per_matrix <= CHOL_MAX_SYSTEMS:
+        if not need_cert and per_matrix <= CHOL_MAX_SYSTEMS[self.dim >= 40]:
             return "chol"
         return "tri" if is_numpy(self.xp) else "eigh"
 
