@@ -144,7 +144,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     c = xp.where(disp[:, None], zero, -w)
     # the working set: per-entry arrays (leading axis: the entries still in the batch)
     S = {"J": xp.arange(N), "lam": lam, "modulus": modulus, "hi": hi, "disp": disp, "a": a, "c": c,
-         "anorm": safe_norm(a, xp), "wnorm": safe_norm(w, xp), "x": xp.zeros((N, d), dtype=f.dtype),
+         "anorm": safe_norm(a, xp), "wnorm": safe_norm(w, xp), "x": xp.where((8 * lam >= hi)[:, None], -c, zero),
          "iterations": xp.zeros(N, dtype=xp.int64), "frozen": xp.zeros(N, dtype=xp.bool),
          "moved": xp.full(N, math.inf, dtype=f.dtype),  # ||x_k - x_{k-1}||
          "polished": xp.zeros(N, dtype=xp.bool), "has_prev": xp.zeros(N, dtype=xp.bool)}
@@ -168,14 +168,37 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         # only where it can settle: m_loc <= max(lam + hi, lam + mu) bounds what it can reach
         poor = level > math.sqrt(eps) * (tn + S["wnorm"]) if tol is None else ~ok
         near = (~ok | poor) & (frozen | (moved <= 1e-3 * (xn + S["anorm"])) | (k == max_iter))
-        Hf = None
+        Hf, Hmask = None, xp.zeros_like(ok)  # the fresh Hessian, on the rows Hmask so far
+
+        def fresh(want):
+            """The fresh Hessian on the rows ``want``: on those entries only (a compacted
+            copy of the objective) when they are at most half of the batch."""
+            nonlocal Hf, Hmask, compact
+            want = want & ~Hmask
+            cnt, kk = int(xp.sum(xp.astype(want, xp.int64))), int(S["J"].shape[0])
+            if cnt == 0:
+                return
+            sub = None
+            if compact and 2 * cnt <= kk:
+                idx = xp.nonzero(want)[0]
+                sub = f._take(xp.take(S["J"], idx, axis=0), shape)
+                compact = sub is not None
+            if sub is None:
+                Hn, want = view.hess(theta, S["state"]), xp.ones_like(want)
+            else:
+                Hn = xp.zeros((kk, d, d), dtype=f.dtype)
+                st = S["state"]
+                Hn[want] = _View(sub, None).hess(xp.take(theta, idx, axis=0),
+                                                  None if st is None else xp.take(st, idx, axis=0))
+            Hf = Hn if Hf is None else xp.where(want[:, None, None], Hn, Hf)
+            Hmask = Hmask | want
         if bool(xp.any(near)):
             top = xp.maximum(lam + S["hi"], modulus) * _REACH
             reach = (gn + rnd_x <= top * (2 * rnd_x / modulus + 4 * eps * xn)) if tol is None \
                 else (gn + rnd_t <= top * S["tol"])
             cand = near & reach
             if bool(xp.any(cand)):
-                Hf = view.hess(theta, S["state"])
+                fresh(cand)
                 local = view.local(theta, S["state"])
                 if local is not None:
                     lo = xp.full(lam.shape, -math.inf, dtype=f.dtype)
@@ -206,14 +229,13 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
                 blocks.append(_finished(S, fields, ~active))
                 S = {key: (v if v is None else xp.take(v, keep, axis=0)) for key, v in S.items()}
                 gnorm, active, polish = (xp.take(v, keep, axis=0) for v in (gnorm, active, polish))
-                Hf, Hprev = (None if v is None else xp.take(v, keep, axis=0) for v in (Hf, Hprev))
+                Hf, Hprev, Hmask = (None if v is None else xp.take(v, keep, axis=0) for v in (Hf, Hprev, Hmask))
                 view = _View(sub, None)
                 x, g, lam, theta = S["x"], S["g"], S["lam"], S["a"] + S["x"]
         # Newton's matrix: the fresh Hessian, or for a polishing entry the previous one
         # (a chord step, within ulps here: its last step was a full Newton step)
         chord = polish & S["has_prev"]
-        if Hf is None and bool(xp.any(active & ~chord)):
-            Hf = view.hess(theta, S["state"])
+        fresh(active & ~chord)
         H = Hprev if Hf is None else Hf + lam[:, None, None] * xp.eye(d, dtype=f.dtype)
         if Hf is not None and Hprev is not None and bool(xp.any(chord)):
             H = xp.where(chord[:, None, None], Hprev, H)
