@@ -36,7 +36,11 @@ Representation: Newton iterates on ``x`` with ``theta = a + x``.  When
 ``lam >= L`` (``L = f.smoothness()``) the anchor is ``a = w`` and ``x`` is the
 displacement ``u``: ``u`` is tiny, and keeping it as its own variable keeps
 envelope gradients ``-lam u`` accurate to ulps of ``u``.  When ``lam < L``
-the anchor is ``0`` and ``x`` is ``theta``.
+the anchor is ``0`` and ``x`` is ``theta``.  (``L`` here is the cheap trace bound
+``f._smoothness_bound()``, no eigenvalues.)  Newton starts at ``theta = w`` where
+``lam >= L / 8`` (the prox is then within ``||grad f|| / lam`` of ``w``) and at ``0``
+otherwise: on the benchmark data the mean iteration count at ``lam = 1`` drops from
+5.0 to 4.2, and it is unchanged at the other ``lam``.
 
 Default tolerance (per batch entry)::
 
@@ -74,6 +78,25 @@ smaller of the global one and the radius ``r`` with
 ``(lam + m) r - rho r^2 / 2 = ||grad h||`` (``_ball``): well-conditioned
 solutions are certified to a few ulps whatever ``lam`` is.  An entry that
 finds no acceptable step is frozen (it cannot progress in this dtype).
+
+Work follows the entries that still need it, and the results do not depend on
+which other entries share the batch (``compact=False`` keeps them all; the tests
+compare the two to a few ulps):
+
+* compaction: once at most ``_COMPACT`` (3/4) of the batch is still active, the
+  finished entries leave it (their results are recorded) and the objective hands
+  Newton a copy holding only the active ones (``f._take``; Logistic and
+  Multinomial do, other objectives keep every entry, masked);
+* the fresh Hessian is formed only on the rows that need it (on a copy of those
+  entries when they are at most half the batch); a polishing entry takes a chord
+  step with its previous Hessian, whatever the others do;
+* the local certificate's eigenvalues are computed only for entries where it can
+  settle: it needs ``gn + rnd <= m_loc (2 rnd / (lam + mu) + 4 eps ||x||)`` (default
+  level; ``gn + rnd <= m_loc tol`` with ``tol``), and ``m_loc <= max(lam + hi,
+  lam + mu)`` since the certified ``lambda_min`` never exceeds ``||hess f|| <= hi``
+  (``_REACH`` is a 1% slack on this necessary condition; a test turns it off and
+  compares).  Before, the route was tried on 990 of 1000 entries one iteration
+  early at ``lam = 1`` and failed on all of them.
 
 Per-entry outcomes: when some entries fail (iteration cap, frozen, or a default
 level above the ``sqrt(eps)`` limit) the :class:`~moreau.ProxConvergenceError` names them
