@@ -11,11 +11,13 @@ Quadratic family (``n = 4`` samples ``½xᵀA_jx − b_jᵀx``, ``d = 3``), grou
    at w, σ_G² small), α = 1/L, D = D' = 10⁶: the σ_H terms dominate.
 3. identical samples (σ_G = σ_H = 0), ``a_1 = −L`` and ∇f(w) along v_1: the first-order bias
    αL‖∇f(w − α∇f(w))‖ is attained.
-4. shared A of each kind (strongly convex, convex, weakly convex), random b_j;
-5. least squares ``A_j = x_jx_jᵀ``, ``b_j = y_jx_j``;
-6. general symmetric (indefinite) A_j.
+4. batch reuse: ``A_j = (L ± L/2)I``, ``b_j = 0``, α = 1/(2L), D = 10⁶, D' = 1, where Algorithm 1 as
+   printed (the Hessian on D') is biased by L‖w‖/16 whatever D;
+5. shared A of each kind (strongly convex, convex, weakly convex), random b_j;
+6. least squares ``A_j = x_jx_jᵀ``, ``b_j = y_jx_j``;
+7. general symmetric (indefinite) A_j.
 
-Groups 4-6: α uniform in [0, 1/L] (every fourth 0, every fourth 1/L), w standard normal × 3
+Groups 5-7: α uniform in [0, 1/L] (every fourth 0, every fourth 1/L), w standard normal × 3
 (every fifth 0), batch sizes from {1, 2, 3, 5, 40}, δ log-uniform in [10⁻², 10]/‖A‖.
 
 Logistic family (``n = 6`` samples, ``d = 2``, μ = 0): heterogeneous features (exact enumeration,
@@ -96,6 +98,15 @@ def _identical(rng, T):
                 delta=log_uniform(rng, 0.1, 10.0, T) / L)
 
 
+def _batch_reuse(rng, T):
+    """A_j = (L ± L/2) I, b_j = 0, α = 1/(2L), D = 10⁶, D' = 1: eq. (8) is unbiased here, Algorithm 1
+    as printed (Hessian on D') has bias L‖w‖/16 for every D (the finding's instance, scaled)."""
+    L = log_uniform(rng, 0.2, 5.0, T)
+    A = (L[:, None, None, None] * (1 + 0.5 * _SIGNS[None, :, None, None])) * np.eye(D_Q)
+    return dict(A=A, b=np.zeros((T, N_Q, D_Q)), w=rng.standard_normal((T, D_Q)), u=np.full(T, 0.5),
+                D=np.full(T, HUGE), D1=np.ones(T), D2=np.ones(T), delta=log_uniform(rng, 0.1, 10.0, T) / L)
+
+
 def _random(rng, T, kind):
     if kind == "least_squares":
         x = rng.standard_normal((T, N_Q, D_Q)) * log_uniform(rng, 0.3, 3.0, T)[:, None, None]
@@ -132,9 +143,9 @@ def _beyond(rng, k):
 
 def quadratic_instances(rng, T):
     """The quadratic batch (see the module docstring); ``T >= 1`` instances."""
-    g = split_counts(T, 9)
+    g = split_counts(T, 10)
     make = [lambda k: _adversarial_shared(rng, k, np.ones(k)), lambda k: _adversarial_shared(rng, k, _beyond(rng, k)),
-            lambda k: _hessian_noise(rng, k), lambda k: _identical(rng, k),
+            lambda k: _hessian_noise(rng, k), lambda k: _identical(rng, k), lambda k: _batch_reuse(rng, k),
             lambda k: _random(rng, k, "strongly_convex"), lambda k: _random(rng, k, "convex"),
             lambda k: _random(rng, k, "weakly_convex"), lambda k: _random(rng, k, "least_squares"),
             lambda k: _random(rng, k, "general")]

@@ -17,9 +17,9 @@ import numpy as np
 
 from ._core import Sides
 from ._perfedavg_est_instances import logistic_smoothness
-from ._perfedavg_est_quadratic import quadratic_constants, quadratic_moments
+from ._perfedavg_est_quadratic import algorithm1_bias, quadratic_constants, quadratic_moments
 from ._perfedavg_est_samples import (LogisticSamples, compositions, configuration_moments, local_constants,
-                                     pieces_at, variance)
+                                     pieces_at, variance, algorithm1_shift)
 
 __all__ = ["quadratic_parts", "logistic_parts", "bound_sides", "LEVEL", "OUTER", "ZERO_PART"]
 
@@ -40,8 +40,11 @@ def quadratic_parts(batch, kind, divisor=2.0):
     c = quadratic_constants(A, b, w, alpha, batch["delta"] if kind == "hessian_free" else None)
     r = np.einsum("tnij,tj->tni", A, w) - b
     scale = (1 + alpha * c["L"]) ** 2 * (np.max(np.linalg.norm(r, axis=-1), axis=-1) + c["B"])
-    return dict(bias=np.linalg.norm(bias, axis=-1), second=second, L=c["L"], sG2=c["sG2"],
-                sG2_hf=c.get("sG2_hf", c["sG2"]), sH2=c["sH2"], B=c["B"], rho=np.zeros_like(alpha), scale=scale)
+    out = dict(bias=np.linalg.norm(bias, axis=-1), second=second, L=c["L"], sG2=c["sG2"],
+               sG2_hf=c.get("sG2_hf", c["sG2"]), sH2=c["sH2"], B=c["B"], rho=np.zeros_like(alpha), scale=scale)
+    if kind == "hessian":
+        out["bias_alg1"] = np.linalg.norm(algorithm1_bias(A, b, w, alpha, batch["D1"]), axis=-1)
+    return out
 
 
 def _eb(samples, lo, hi, level):
@@ -66,7 +69,7 @@ def _norm_interval(Xs, bound, level):
 
 
 def _as_bounds(model, Xf, w, alpha, D1, D2, delta, kind, divisor):
-    """Almost-sure bounds ``(‖X‖, phi)`` of one drawn configuration, from smoothness.
+    """Almost-sure bounds ``(‖X‖, phi, b_q)`` of one drawn configuration, from smoothness.
 
     With ``L`` (f) and ``L_max = max_j‖x_j‖²/4`` (per sample): ``‖u − v‖ ≤ Δ = α max_j‖g_j − ḡ‖``
     (u averages the ``w − αg_j``), so ``‖q̄ − G‖ ≤ LΔ`` and every per-sample deviation at u is at
@@ -85,13 +88,14 @@ def _as_bounds(model, Xf, w, alpha, D1, D2, delta, kind, divisor):
     MG = np.einsum("tij,tj->ti", M, G)
     if kind == "first_order":
         bx = L * Delta + np.linalg.norm(G - MG, axis=-1)
-        return bx, bx**2 + bq**2 / D1
+        return bx, bx**2 + bq**2 / D1, bq
     if kind == "hessian":
         Ht = H - Hb[:, None]
         C = (alpha**2 / D2)[:, None, None] * np.einsum("tnij,tnjk->tik", Ht, Ht) / H.shape[-3]
         normC = np.linalg.norm(C, ord=2, axis=(-2, -1))
         bx = normM * L * Delta
-        return bx, bx**2 + normC * (np.linalg.norm(G, axis=-1) + L * Delta) ** 2 + (normM**2 + normC) * bq**2 / D1
+        return (bx, bx**2 + normC * (np.linalg.norm(G, axis=-1) + L * Delta) ** 2 + (normM**2 + normC) * bq**2 / D1,
+                bq)
     kappa = divisor
     step = delta[:, None] * G
     dif = (model.grads(w + step) - model.grads(w - step)) / (kappa * delta)[:, None, None]
@@ -101,7 +105,7 @@ def _as_bounds(model, Xf, w, alpha, D1, D2, delta, kind, divisor):
     bx = L * Delta + alpha * (2 * L / kappa * Dh + e0)
     bz = Dh + alpha * (2 * L / kappa * Dh + e0)
     bd = np.max(np.linalg.norm(dif - db[:, None], axis=-1), axis=-1) + 2 / kappa * (Lmax + L) * Dh
-    return bx, bz**2 + alpha**2 * bd**2 / D2
+    return bx, bz**2 + alpha**2 * bd**2 / D2, bq
 
 
 def logistic_parts(batch, kind, divisor=2.0, level=LEVEL):
@@ -112,7 +116,7 @@ def logistic_parts(batch, kind, divisor=2.0, level=LEVEL):
     hf = kind == "hessian_free"
     delta = batch["delta"] if hf else None
     out = {k: np.empty(T) for k in ("bias", "second", "sG2", "sG2_hf", "sH2", "B", "bias_lo", "bias_hi", "sec_lo",
-                                    "sec_hi")}
+                                    "sec_hi", "bias_alg1", "alg1_lo", "alg1_hi")}
     mc = batch["cD"].sum(axis=-1)[:, 0] > 0
     groups = [(np.flatnonzero(mc), None)]
     keys = np.stack([batch["D"], batch["D1"] if hf else np.ones(T)], axis=1)
@@ -139,6 +143,9 @@ def logistic_parts(batch, kind, divisor=2.0, level=LEVEL):
         Xs, phi, pts, hf_pts = configuration_moments(model, ws, a, cD, sub["D1"], sub["D2"], kind, cD1=cD1,
                                              delta=None if delta is None else delta[sel], divisor=divisor)
         bias, second = np.einsum("p,ptd->td", p, Xs), p @ phi
+        if kind == "hessian":   # Algorithm 1 as printed: the Hessian on D'
+            X1 = Xs + algorithm1_shift(model, ws, a, pts, sub["D1"])
+            out["bias_alg1"][sel] = np.linalg.norm(np.einsum("p,ptd->td", p, X1), axis=-1)
         vertices = ws - a[:, None] * np.moveaxis(model.grads(ws), -2, 0)   # D copies of one sample
         consts = local_constants(model, ws, a, np.concatenate([pts, vertices]))
         for k in ("sG2", "sH2", "B"):
@@ -147,17 +154,22 @@ def logistic_parts(batch, kind, divisor=2.0, level=LEVEL):
             consts["sG2"], np.max(variance(model.grads(hf_pts)), axis=0))
         out["bias"][sel], out["second"][sel] = np.linalg.norm(bias, axis=-1), second
         if key is None:
-            bx, bphi = _as_bounds(model, sub["X"], ws, a, sub["D1"], sub["D2"],
+            bx, bphi, bq = _as_bounds(model, sub["X"], ws, a, sub["D1"], sub["D2"],
                                   None if delta is None else delta[sel], kind, divisor)
             out["bias_lo"][sel], out["bias_hi"][sel] = _norm_interval(Xs, bx, level)
+            if kind == "hessian":  # the shift's norm is at most (α/D') L_max b_q (PSD Hessians, deviations)
+                Lmax = np.max(np.sum(sub["X"] ** 2, axis=-1), axis=-1) / 4
+                out["alg1_lo"][sel], out["alg1_hi"][sel] = _norm_interval(X1, bx + a / sub["D1"] * Lmax * bq, level)
             out["sec_lo"][sel], out["sec_hi"][sel] = _eb(phi, np.zeros_like(bphi), bphi, level)
         else:
             out["bias_lo"][sel] = out["bias_hi"][sel] = out["bias"][sel]
+            out["alg1_lo"][sel] = out["alg1_hi"][sel] = out["bias_alg1"][sel]
             out["sec_lo"][sel] = out["sec_hi"][sel] = second
     out["L"] = logistic_smoothness(X)
     out["rho"] = np.mean(np.linalg.norm(X, axis=-1) ** 3, axis=-1) / (6 * np.sqrt(3))
     out["bias_ci"] = (out.pop("bias_lo"), out.pop("bias_hi"))
     out["second_ci"] = (out.pop("sec_lo"), out.pop("sec_hi"))
+    out["bias_alg1_ci"] = (out.pop("alg1_lo"), out.pop("alg1_hi"))
     out["mc"] = mc
     out["scale"] = (1 + alpha * out["L"]) ** 2 * np.max(np.linalg.norm(X, axis=-1), axis=-1)  # R >= every gradient
     return out

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["quadratic_moments", "quadratic_constants", "variance_at"]
+__all__ = ["quadratic_moments", "quadratic_constants", "variance_at", "algorithm1_bias"]
 
 
 def _sym(M):
@@ -115,3 +115,19 @@ def quadratic_constants(A, b, w, alpha, delta=None):
         pts = np.concatenate([w + delta[:, None] * H, w - delta[:, None] * H]).reshape(-1, *w.shape)
         out["sG2_hf"] = np.maximum(sG2, np.max(variance_at(A, b, pts), axis=0))
     return out
+
+
+def algorithm1_bias(A, b, w, alpha, D1):
+    r"""``E X − ∇F (T, d)`` for Algorithm 1 as printed: the Hessian on D' (the outer gradient's batch)
+    instead of an independent D''.  With :math:`C = E_j\tilde A_j\tilde r_j`:
+
+    .. math:: E X - \nabla F = -\frac{\alpha}{D'}\big(C - \alpha E_j[\tilde A_j^2]\,\bar r\big)
+
+    (E[Ā_{D'} r̄_{D'}] = Ā r̄ + C/D', E[Ā_{D'}²] = Ā² + E[Ã²]/D'), whatever D: not O(1/√D)."""
+    Ab = A.mean(axis=1)
+    At = A - Ab[:, None]
+    r = np.einsum("tnij,tj->tni", A, w) - b
+    rb = r.mean(axis=1)
+    C = np.einsum("tnij,tnj->ti", At, r - rb[:, None]) / r.shape[1]
+    EA2 = np.einsum("tnij,tnjk->tik", At, At) / r.shape[1]
+    return -(alpha / D1)[:, None] * (C - alpha[:, None] * np.einsum("tij,tj->ti", EA2, rb))

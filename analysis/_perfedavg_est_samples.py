@@ -37,7 +37,7 @@ from math import factorial
 import numpy as np
 
 __all__ = ["compositions", "LogisticSamples", "QuadraticSamples", "configuration_moments",
-           "local_constants", "variance", "pieces_at"]
+           "local_constants", "variance", "pieces_at", "algorithm1_shift"]
 
 
 @lru_cache(maxsize=64)
@@ -178,3 +178,12 @@ def local_constants(model, w, alpha, points):
     sG2 = np.maximum(variance(g), np.max(variance(model.grads(points)), axis=0))
     sH2 = np.mean(np.max(np.abs(np.linalg.eigvalsh(H - Hb[:, None])), axis=-1) ** 2, axis=-1)
     return {"sG2": sG2, "sH2": sH2, "B": np.linalg.norm(G, axis=-1)}
+
+
+def algorithm1_shift(model, w, alpha, u, D1):
+    """``(P, T, d)``: what Algorithm 1's estimate (Hessian on D', not an independent D'') adds to
+    the conditional mean of eq. (8) given D: ``−(α/D') E_k[(H_k(w) − H(w))(q_k(u) − q̄(u))]``."""
+    g, H, Hb, M, G = pieces_at(model, w, alpha)
+    q = model.grads(u)
+    qdev = q - _mean(q)[..., None, :]
+    return -(alpha / D1)[:, None] * np.einsum("tkij,ptkj->pti", H - Hb[:, None], qdev) / q.shape[-2]

@@ -26,7 +26,8 @@ printed); the local reading is then the only informative one.
 Instances (``moreau.analysis._perfedavg_est_instances``): quadratic samples ½xᵀA_jx − b_jᵀx
 (n = 4, d = 3: shared A of every kind with a_1 = −L, least squares, indefinite A_j, Hessian
 noise A_j = (−L ± s)I, identical samples; α from 0 to 1/L, and αL ∈ (1, 4] not applicable;
-batch sizes 1 to 10⁶) and logistic clients (n = 6, d = 2, μ = 0: heterogeneous features,
+batch sizes 1 to 10⁶; a batch-reuse group where Algorithm 1 as printed, with the Hessian on D',
+is biased) and logistic clients (n = 6, d = 2, μ = 0: heterogeneous features,
 shared features with mixed labels, identical samples, and batches of 10 and 40).
 
 Sides (lhs <= rhs): quadratic: the exact mean and second moment, closed forms in the sample
@@ -62,6 +63,9 @@ CLAIM = {
     "sigma_F2": lambda B, sG2, sH2, alpha, L, D, D1, D2: (
         12 * (B**2 + sG2 * (1 / D1 + (alpha * L) ** 2 / D)) * (1 + sH2 * alpha**2 / (4 * D2)) - 12 * B**2),
     "condition": lambda alpha, L: (alpha >= 0) & (alpha <= 1 / L),
+    # the batch of the Hessian estimate: D'' independent of D and D' (eq. (8), Lemma 4.3); "D'" is
+    # Algorithm 1 as printed (bias part only: its second moment is not computed)
+    "hessian_batch": "D''",
 }
 
 PARTS = ("bias: ||E grad~F - grad F|| <= 2 alpha L sigma_G / sqrt(D)",
@@ -108,10 +112,13 @@ def evaluate(v, claim):
     ci, consts, level = v["ci"], v["consts"], v["level"]
     alpha, L, D, D1, D2 = v["alpha"], v["L"], v["D"], v["D1"], v["D2"]
     rhs_b = claim["bias"](alpha, L, np.sqrt(v["sG2"]), D)
+    if claim["hessian_batch"] not in ("D''", "D'"):
+        raise ValueError(f"hessian_batch must be \"D''\" or \"D'\" (got {claim['hessian_batch']!r})")
+    bias, bias_ci = (v["bias"], ci[0]) if claim["hessian_batch"] == "D''" else (v["bias_alg1"], v.get("bias_alg1_ci"))
     rhs_s = claim["sigma_F2"](v["B"], v["sG2"], v["sH2"], alpha, L, D, D1, D2)
     app = claim["condition"](alpha, L)
     return bound_sides([
-        (PARTS[0], v["bias"], rhs_b, ci[0], 1, app, v["scale"],
+        (PARTS[0], bias, rhs_b, bias_ci, 1, app, v["scale"],
          "quadratics: unbiased (lhs = 0); logistic max ratio ~0.13 (shared features, alpha = 1/L, D = 1)"),
         (PARTS[1], v["second"], rhs_s, ci[1], 2, app, v["scale"],
          "at most 1/3 on quadratics, attained (a_1 = -L, alpha = 1/L, noise along v_1)"),
@@ -119,6 +126,13 @@ def evaluate(v, claim):
 
 
 _FINDINGS = (
+    "Algorithm 1 as printed vs Lemma 4.3: Algorithm 1 (and the two-stage update of §3) takes the Hessian estimate "
+    "on D', the batch of the outer gradient; eq. (8) and Lemma 4.3 on an independent D''. With D' reused the "
+    "estimate is biased by -(alpha/D') (E_j[(A_j - A)(r_j - r)] - alpha E_j[(A_j - A)^2] r) on quadratic samples, "
+    "whatever D, and the lemma's bias bound fails for large D: d = 1, two samples a x^2/2 with a = 1.5, 0.5 (L = 1), "
+    "w = 1, alpha = 0.5, D' = 1, D = 100: bias 0.0625 > 2 alpha L sigma_G/sqrt(D) = 0.05 (sigma_G = 0.5; eq. (8) is "
+    "unbiased there). moreau check perfedavg.lemma4_3 --mutants: the mutant 'Algorithm 1 as printed: Hessian on D'' "
+    "is rejected. moreau.fl.per_fedavg follows eq. (8).",
     "Lemma 4.3, second moment: the constant 12 is 3 times the sharp one on quadratic samples. There "
     "E||grad~F - grad F||^2 = E||M e_2||^2 + E||e_1 h||^2 exactly (M = I - alpha hess f(w), the cross "
     "terms vanish), at most 4 sigma_G^2 (1/D' + (alpha L)^2/D) + alpha^2 sigma_H^2 (B^2 + sigma_G^2 (1/D' + "
@@ -179,6 +193,7 @@ STATEMENTS = (
                 12 * g * (1 / D1 + (a * L) ** 2 / D))}),
             Mutant("bias: 2 alpha L -> alpha L/8", {"bias": lambda a, L, sG, D: a * L * sG / (8 * np.sqrt(D))}),
             Mutant("condition relaxed: alpha <= 4/L", {"condition": lambda a, L: (a >= 0) & (a <= 4 / L)}),
+            Mutant("Algorithm 1 as printed: Hessian on D' (bias part)", {"hessian_batch": "D'"}),
             Mutant("inequality reversed (second moment)", {"flip": (PARTS[1],)}),
         ),
         equivalent_mutants={

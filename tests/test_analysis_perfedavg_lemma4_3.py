@@ -264,3 +264,62 @@ def test_compositions_probabilities_and_bad_input():
     with pytest.raises(ValueError, match="kind"):
         configuration_moments(QuadraticSamples(np.zeros((1, 1, 1, 1)), np.zeros((1, 1, 1))), np.zeros((1, 1)),
                               np.zeros(1), np.ones((1, 1, 1), int), np.ones(1), np.ones(1), "second_order")
+
+
+def test_finding_algorithm1_batch_reuse_breaks_the_bias_bound():
+    """Two samples a x²/2, a = (1.5, 0.5), w = 1, α = 0.5, D' = 1: with the Hessian on D' (Algorithm 1)
+    the bias is 0.0625 for every D (the D-batches enumerated by their binomial counts), above
+    2αLσ_G/√D = 0.05 at D = 100; with an independent D'' (eq. (8)) it is 0."""
+    from math import comb
+    a, w, alpha = np.array([1.5, 0.5]), 1.0, 0.5
+    grad_F = (1 - alpha * a.mean()) * a.mean() * (w - alpha * a.mean() * w)
+    def bias(D, same):
+        total = 0.0
+        for k in range(D + 1):                     # k copies of sample 0 in D
+            u = w - alpha * (k * a[0] + (D - k) * a[1]) * w / D
+            for j in range(2):                      # D' = 1
+                hess = [a[j]] if same else a        # D'' = 1, independent: both samples
+                total += comb(D, k) / 2**D / 2 * np.mean([(1 - alpha * h) * a[j] * u for h in hess])
+        return total - grad_F
+    var = lambda x: np.mean((a * x - np.mean(a * x)) ** 2)  # noqa: E731
+    sG = np.sqrt(max(var(w), *(var(w - alpha * a[j] * w) for j in range(2))))
+    assert sG == 0.5
+    for D in (1, 100, 1000):
+        assert bias(D, True) == pytest.approx(-0.0625, rel=1e-12) and abs(bias(D, False)) < 1e-14
+    bound = CLAIM["bias"](alpha, 1.0, sG, 100)
+    assert bound == pytest.approx(0.05) and abs(bias(100, True)) > bound
+    # the checker's closed form agrees
+    from moreau.analysis._perfedavg_est_quadratic import algorithm1_bias
+    A = a[None, :, None, None]
+    np.testing.assert_allclose(algorithm1_bias(A, np.zeros((1, 2, 1)), np.array([[w]]), np.array([alpha]),
+                                               np.array([1.0])), [[-0.0625]], rtol=1e-14)
+
+
+def test_algorithm1_bias_against_enumeration():
+    from moreau.analysis._perfedavg_est_quadratic import algorithm1_bias
+    rng = np.random.default_rng(12)
+    T, n, d, (D, D1) = 2, 3, 2, (2, 2)
+    A = rng.standard_normal((T, n, d, d))
+    A = (A + np.swapaxes(A, -1, -2)) / 2
+    b, w, alpha = rng.standard_normal((T, n, d)), rng.standard_normal((T, d)), rng.uniform(0.1, 0.6, T)
+    got = algorithm1_bias(A, b, w, alpha, np.full(T, float(D1)))
+    for t in range(T):
+        grad = lambda x, idx: np.mean([A[t, j] @ x - b[t, j] for j in idx], axis=0)  # noqa: E731
+        Ab = A[t].mean(axis=0)
+        gF = (np.eye(d) - alpha[t] * Ab) @ grad(w[t] - alpha[t] * grad(w[t], range(n)), range(n))
+        vals = [(np.eye(d) - alpha[t] * np.mean(A[t, list(i2)], axis=0)) @ grad(w[t] - alpha[t] * grad(w[t], i1), i2)
+                for i1 in itertools.product(range(n), repeat=D) for i2 in itertools.product(range(n), repeat=D1)]
+        np.testing.assert_allclose(got[t], np.mean(vals, axis=0) - gF, atol=1e-13)
+    # logistic samples: the engine's shift (exact enumeration) against the same brute force
+    X, y = rng.standard_normal((T, n, d)) * 1.5, np.where(rng.uniform(size=(T, n)) < 0.5, 1.0, -1.0)
+    f = mo.Logistic(X, y)
+    alpha = 0.8 / np.asarray(f.curvature_bounds()[1])
+    batch = dict(X=X, y=y, w=w, alpha=alpha, D=np.full(T, float(D)), D1=np.full(T, float(D1)), D2=np.ones(T),
+                 cD=np.zeros((T, 4, n), int))
+    v = logistic_parts(batch, "hessian")
+    for t in range(T):
+        target = np.asarray(mo.meta_objective(mo.Logistic(X[t], y[t]), alpha[t]).grad(w[t]))
+        vals = [(np.eye(d) - alpha[t] * _logistic_hess(X[t], y[t], w[t], i2))
+                @ _logistic_grad(X[t], y[t], w[t] - alpha[t] * _logistic_grad(X[t], y[t], w[t], i1), i2)
+                for i1 in itertools.product(range(n), repeat=D) for i2 in itertools.product(range(n), repeat=D1)]
+        assert v["bias_alg1"][t] == pytest.approx(np.linalg.norm(np.mean(vals, axis=0) - target), rel=1e-9)
