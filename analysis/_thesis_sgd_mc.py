@@ -6,8 +6,9 @@ F = f (logistic, μ = 0: convex, inf F = min f) or F(w) = f(w − α∇f(w)) wit
 enters the step rule and the bound consistently).  ∇F(w) = (I − α∇²f(w))∇f(w − α∇f(w))
 (eq. (5) of Per-FedAvg; tests compare it with ``moreau.meta_objective``).
 
-Noise ξ = ζ C∇F(x) + S^{1/2}w with ζ a Rademacher sign, w standard Gaussian, C = √M U (U
-orthogonal), tr S = σ²: E‖ξ‖² = M‖∇F‖² + σ² exactly.  The draws come from the instance's
+Noise ξ = ζ C∇F(x) + ζ'‖∇F(x)‖q + S^{1/2}w with ζ, ζ' Rademacher signs, w standard Gaussian,
+C = √M U (U orthogonal) and q = 0, or C = 0 and ‖q‖² = M (a fixed random direction), tr S = σ²:
+E‖ξ‖² = M‖∇F‖² + σ² exactly.  The draws come from the instance's
 ``noise_seed`` (the batch replays).  For each horizon T ∈ {1, 4, 16, 64}, P paths of SGD
 with η = η_0/√T; per path the average of ‖∇F(x^t)‖² over t < T, which is bounded by (2B)²,
 so the normal interval of the mean over paths (level ``LEVEL``) is a CLT interval of a
@@ -33,6 +34,15 @@ def meta_grad(f, alpha, w):
     a = np.asarray(alpha)[..., None]
     g2 = np.asarray(f.grad(w - a * np.asarray(f.grad(w))))
     return g2 - a * np.asarray(f.hvp(w, g2))
+
+
+def _multiplicative(rng, M):
+    """``C = sqrt(M) U`` (Haar U) on even instances, ``q = sqrt(M) v`` (a random direction) on odd ones."""
+    T = M.size
+    U, v = orthogonal(rng, T, 3), rng.standard_normal((T, 3))
+    odd = (np.arange(T) % 2 == 1)
+    return {"C": np.where(odd[:, None, None], 0.0, np.sqrt(M)[:, None, None] * U),
+            "q": np.where(odd[:, None], np.sqrt(M)[:, None] * v / np.linalg.norm(v, axis=-1, keepdims=True), 0.0)}
 
 
 def instances(rng, T, newton_min):
@@ -62,25 +72,26 @@ def instances(rng, T, newton_min):
     S = W @ np.swapaxes(W, 1, 2)
     S = S * (s2 / np.trace(S, axis1=1, axis2=2))[:, None, None]
     return {"X": X, "y": y, "alpha": alpha, "L": L, "B": (1 + alpha * Lf) * B, "Fstar": Fstar, "x0": x0,
-            "M": M, "s2": s2, "eta0": eta0, "C": np.sqrt(M)[:, None, None] * U, "S": (S + np.swapaxes(S, 1, 2)) / 2,
+            "M": M, "s2": s2, "eta0": eta0, **_multiplicative(rng, M), "S": (S + np.swapaxes(S, 1, 2)) / 2,
             "noise_seed": rng.integers(0, 2**62, T)}
 
 
-def _simulate(grad, x0, C, S, seeds, steps, value=None):
-    """SGD paths with the noise ζ C∇F + S^{1/2}w; ``steps`` ``(N, n)``.  Returns per path the sums
+def _simulate(grad, x0, C, S, q, seeds, steps, value=None):
+    """SGD paths with the noise ζ C∇F + ζ'‖∇F‖q + S^{1/2}w; ``steps`` ``(N, n)``.  Returns per path the sums
     Σ_{t<N} ‖∇F(x^t)‖² ``(P, n)`` and, with ``value``, ``value(x^t)`` for t = 0..N ``(N + 1, P, n)``."""
     ev, V = np.linalg.eigh(S)
     Sh = (V * np.sqrt(np.maximum(ev, 0))[:, None, :]) @ np.swapaxes(V, 1, 2)
     gens = [np.random.default_rng(int(s)) for s in seeds]
     N, (n, d) = steps.shape[0], x0.shape
-    zeta = np.stack([g.choice([-1.0, 1.0], (N, PATHS)) for g in gens], axis=-1)      # (N, P, n)
+    zeta = np.stack([g.choice([-1.0, 1.0], (N, PATHS, 2)) for g in gens], axis=-2)   # (N, P, n, 2)
     w = np.stack([g.standard_normal((N, PATHS, d)) for g in gens], axis=-2)           # (N, P, n, d)
     x, acc = np.broadcast_to(x0, (PATHS, n, d)).copy(), np.zeros((PATHS, n))
     vals = [] if value is None else [value(x)]
     for t in range(N):
         g = grad(x)
         acc += np.sum(g**2, axis=-1)
-        xi = zeta[t][..., None] * np.einsum("nij,pnj->pni", C, g) + np.einsum("nij,pnj->pni", Sh, w[t])
+        xi = (zeta[t][..., 0, None] * np.einsum("nij,pnj->pni", C, g) + np.einsum("nij,pnj->pni", Sh, w[t])
+              + zeta[t][..., 1, None] * np.linalg.norm(g, axis=-1, keepdims=True) * q)
         x = x - steps[t][:, None] * (g + xi)
         if value is not None:
             vals.append(value(x))
@@ -95,7 +106,7 @@ def path_averages(batch):
     for k, T in enumerate(T_MC):
         steps = np.broadcast_to(batch["eta0"] / np.sqrt(T), (T, batch["eta0"].size))
         # a separate stream per horizon: the seed and T together
-        acc, _ = _simulate(grad, batch["x0"], batch["C"], batch["S"], batch["noise_seed"] + int(T), steps)
+        acc, _ = _simulate(grad, batch["x0"], batch["C"], batch["S"], batch["q"], batch["noise_seed"] + int(T), steps)
         avg = acc / T
         mean[k], se[k] = avg.mean(axis=0), avg.std(axis=0, ddof=1) / np.sqrt(PATHS)
     return mean, se
@@ -119,7 +130,7 @@ def instances_sc(rng, T, newton_min):
     v = np.where(np.arange(T) % 2 == 0, 1.0, log_uniform(rng, 1.0, 5.0, T))  # delta = v 2L(M+1)/mu
     u = np.where(np.arange(T) % 2 == 1, 0.999, rng.uniform(0.3, 1.0, T))     # eta = u/(L(M+1))
     return {"X": lb["X"], "y": lb["y"], "mu": lb["mu"], "Fstar": Fstar, "x0": x0, "M": M, "s2": s2,
-            "C": np.sqrt(M)[:, None, None] * U, "S": (S + np.swapaxes(S, 1, 2)) / 2,
+            **_multiplicative(rng, M), "S": (S + np.swapaxes(S, 1, 2)) / 2,
             "eta": u / (L * (M + 1)), "delta": v * 2 * L * (M + 1) / mu, "noise_seed": rng.integers(0, 2**62, T)}
 
 
@@ -132,7 +143,8 @@ def gaps_sc(batch, N):
     t = np.arange(N)[:, None]
     out = []
     for k, steps in enumerate((2 / (mu * (t + batch["delta"])), np.broadcast_to(batch["eta"], (N, mu.size)))):
-        _, v = _simulate(f.grad, batch["x0"], batch["C"], batch["S"], batch["noise_seed"] + k, steps, value)
+        _, v = _simulate(f.grad, batch["x0"], batch["C"], batch["S"], batch["q"], batch["noise_seed"] + k, steps,
+                         value)
         out.append((v.mean(axis=1), v.std(axis=1, ddof=1) / np.sqrt(PATHS)))
     return tuple(out)
 

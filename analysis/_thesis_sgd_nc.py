@@ -32,8 +32,9 @@ Claimed by the thesis: a rate (an upper bound).  What the check shows: at the sq
 branch the printed bound holds with ratios about 1/2 (at T = 1 the left side is
 ‖∇F(x^0)‖² ≤ 2L(F(x^0) − F*) against ≥ 4L(F(x^0) − F*)); the proof bound holds for every
 η_0 ≤ 1/(L(M+1)) and is attained at T = 1 (σ² = 0, M = 0, η_0 = 1/L, x^0 − z along the top
-eigenvector: ‖∇F(x^0)‖² = 2L(F(x^0) − F*) = 2(F(x^0) − F*)/η_0; drawn with more --trials).  Findings: the printed step rule (η_0 ≤ the min)
-fails when the min is 1/(L(M+1)) or η_0 is below it; the left side needs an expectation.
+eigenvector: ‖∇F(x^0)‖² = 2L(F(x^0) − F*) = 2(F(x^0) − F*)/η_0; drawn with more --trials).
+Findings: the printed step rule (η_0 ≤ the min) fails when the min is 1/(L(M+1)) or η_0 is
+below it; the left side needs an expectation.
 """
 from __future__ import annotations
 
@@ -95,8 +96,8 @@ def instances_nc(family, trials, rng):
     eta0[r[0]] = _sqrt_branch(h0, L, s2)[r[0]]
     eta0[r[2]] *= rng.uniform(0.01, 1.0, r[2].size)
     eta0[r[3]] = first[r[3]] * rng.uniform(1.1, 1.99, r[3].size)
-    C, S = noise(rng, T, V, M, s2, rng.integers(0, 2, T), rng.integers(0, 3, T))
-    return {"A": A, "C": C, "S": S, "e0": e0, "L": L, "M": M, "s2": s2, "eta0": eta0}
+    C, S, q = noise(rng, T, V, M, s2, rng.integers(0, 4, T), rng.integers(0, 3, T))
+    return {"A": A, "C": C, "S": S, "q": q, "e0": e0, "L": L, "M": M, "s2": s2, "eta0": eta0}
 
 
 def averages_nc(batch):
@@ -104,7 +105,8 @@ def averages_nc(batch):
     n, G = batch["eta0"].size, T_GRID.size
     rep = lambda k: np.repeat(batch[k], G, axis=0)  # noqa: E731  (row = instance i, horizon j: i G + j)
     eta = np.tile(1 / np.sqrt(T_GRID), n) * rep("eta0")
-    _, g = second_moments(rep("A"), rep("C"), rep("S"), rep("e0"), np.repeat(eta[:, None], T_GRID[-1], axis=1))
+    _, g = second_moments(rep("A"), rep("C"), rep("S"), rep("e0"), np.repeat(eta[:, None], T_GRID[-1], axis=1),
+                          rep("q"))
     csum = np.cumsum(g[:-1], axis=0)  # (T_max, n G)
     T = np.tile(T_GRID, n)
     return (csum[T - 1, np.arange(n * G)] / T).reshape(n, G).T

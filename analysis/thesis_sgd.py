@@ -11,9 +11,10 @@ analysis/_thesis_sgd_nc.py.)
 Assumptions: as above; the checked range t = 1..400 (quadratics), 1..60 (logistic).
 
 Instances (quadratic, d = 3; ``moreau.analysis._thesis_sgd_exact``): F(x) = ½(x − z)ᵀA(x − z),
-spectrum μ = a_1 ≤ a_2 ≤ a_3 = L, κ = L/μ from 1.0 to 100, noise ξ = ζ C∇F(x) + S^{1/2}w
-with C = √M U (U the identity: noise along the gradient, or Haar-random) and tr S = σ²:
-Assumption 1 with equality.  S is rank one along the eigenvector of μ or of L, or random;
+spectrum μ = a_1 ≤ a_2 ≤ a_3 = L, κ = L/μ from 1.0 to 100, noise ξ = ζ C∇F(x) + ζ'‖∇F(x)‖q
++ S^{1/2}w with the multiplicative part C = √M U (U the identity: along the gradient, or
+Haar-random) or ‖q‖² = M (a fixed direction: the eigenvector of L, the descent lemma's worst
+case, or random), and tr S = σ²: Assumption 1 with equality.  S is rank one along the eigenvector of μ or of L, or random;
 σ² = 0 and M = 0 (gradient descent) are drawn.  x^0 − z zero (the noise floor alone),
 along the eigenvectors of μ or L, or random, at scales 0.01..100.  Step sizes η = u/(L(M+1))
 with u in [0.05, 1), δ = v·2L(M+1)/μ with v = 1 (the boundary) on a third and up to
@@ -94,12 +95,12 @@ def instances_sc(family, trials, rng):
     s2 = np.where(rng.uniform(size=T) < 0.2, 0.0, log_uniform(rng, 1e-3, 1e2, T)) * (h0 + (h0 == 0)) * L
     s2[g[0]] = log_uniform(rng, 0.1, 10.0, g[0].size)
     s2[g[1]] = 0.0
-    where_C = rng.integers(0, 2, T)
+    where_C = rng.integers(0, 4, T)
     where_C[np.concatenate([g[0], g[1], g[7]])] = 0
     where_S = rng.integers(0, 3, T)
     where_S[g[0]] = 0
     where_S[g[7]] = 1
-    C, S = noise(rng, T, V, M, s2, where_C, where_S)
+    C, S, q = noise(rng, T, V, M, s2, where_C, where_S)
     mu = a[:, 0]
     u = rng.uniform(0.05, 1.0, T)                            # eta = u/(L(M+1)), u < 1
     u[tight] = rng.uniform(0.95, 1.0, tight.size)
@@ -109,8 +110,8 @@ def instances_sc(family, trials, rng):
     v[g[7]] = rng.uniform(0.5, 0.55, g[7].size)
     # small noise on the outside group: nu = (delta + 1) h0 and eta_0 ~ 2/(L(M+1)) leaves F - F* flat at t = 1
     s2[g[7]] = 0.25 * (v[g[7]] * 2 * L[g[7]] * (M[g[7]] + 1) / mu[g[7]] + 1) * h0[g[7]] * mu[g[7]] ** 2 / L[g[7]]
-    C[g[7]], S[g[7]] = noise(rng, g[7].size, V[g[7]], M[g[7]], s2[g[7]], where_C[g[7]], where_S[g[7]])
-    return {"A": A, "C": C, "S": S, "e0": e0, "L": L, "mu": mu, "M": M, "s2": s2,
+    C[g[7]], S[g[7]], q[g[7]] = noise(rng, g[7].size, V[g[7]], M[g[7]], s2[g[7]], where_C[g[7]], where_S[g[7]])
+    return {"A": A, "C": C, "S": S, "q": q, "e0": e0, "L": L, "mu": mu, "M": M, "s2": s2,
             "eta": u / (L * (M + 1)), "delta": v * 2 * L * (M + 1) / mu}
 
 
@@ -121,8 +122,9 @@ def prepare_sc(batch):
     if "X" not in batch:
         A, C, S, e0, mu, eta, delta = (batch[k] for k in ("A", "C", "S", "e0", "mu", "eta", "delta"))
         t = np.arange(N_SC)
-        h_i, _ = second_moments(A, C, S, e0, 2 / (mu[:, None] * (t[None, :] + delta[:, None])))
-        h_c, _ = second_moments(A, C, S, e0, np.repeat(eta[:, None], N_SC, axis=1))
+        q = batch["q"]
+        h_i, _ = second_moments(A, C, S, e0, 2 / (mu[:, None] * (t[None, :] + delta[:, None])), q)
+        h_c, _ = second_moments(A, C, S, e0, np.repeat(eta[:, None], N_SC, axis=1), q)
         return dict(batch, h_i=h_i, h_c=h_c)
     f = mo.Logistic(batch["X"], batch["y"], mu=batch["mu"])
     mu, L = (np.asarray(c) for c in f.curvature_bounds())

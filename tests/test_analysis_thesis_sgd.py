@@ -43,14 +43,19 @@ def test_noise_model_meets_assumption_1_with_equality():
     b = _record("sgd.strongly_convex").batch
     rng = np.random.default_rng(3)
     v = rng.standard_normal(b["e0"].shape)  # any gradient direction
-    # ||C v||^2 = M ||v||^2 for every v (C = sqrt(M) x orthogonal) and tr S = sigma^2, S PSD
-    assert np.allclose(np.sum(np.einsum("tij,tj->ti", b["C"], v) ** 2, -1), b["M"] * np.sum(v**2, -1), rtol=1e-12)
+    # ||C v||^2 + ||v||^2 ||q||^2 = M ||v||^2 for every v (C = sqrt(M) x orthogonal, q = 0, or C = 0 and
+    # ||q||^2 = M) and tr S = sigma^2, S PSD: E||xi||^2 = M ||grad F||^2 + sigma^2
+    Cv2 = np.sum(np.einsum("tij,tj->ti", b["C"], v) ** 2, -1) + np.sum(v**2, -1) * np.sum(b["q"] ** 2, -1)
+    assert np.allclose(Cv2, b["M"] * np.sum(v**2, -1), rtol=1e-12)
+    both = (np.abs(b["C"]).max(axis=(1, 2)) > 0) & (np.abs(b["q"]).max(axis=1) > 0)
+    assert not both.any() and np.sum(np.abs(b["q"]).max(axis=1) > 0) >= 4  # the directional noise is drawn
     assert np.allclose(np.trace(b["S"], axis1=1, axis2=2), b["s2"], rtol=1e-12, atol=1e-300)
     assert np.all(np.linalg.eigvalsh(b["S"])[:, 0] >= -1e-12 * np.maximum(b["s2"], 1e-300))
 
 
-def _sgd_paths(A, C, S, e0, steps, zeta, w):
-    """e^t for explicit noise draws: zeta (P, N) and w (P, N, d) give xi = zeta C A e + S^(1/2) w."""
+def _sgd_paths(A, C, S, e0, steps, zeta, w, q=None, zeta2=None):
+    """e^t for explicit noise draws: zeta, zeta2 (P, N) and w (P, N, d) give
+    xi = zeta C A e + zeta2 ||A e|| q + S^(1/2) w."""
     ev, V = np.linalg.eigh(S)
     Sh = (V * np.sqrt(np.maximum(ev, 0))) @ V.T
     e = np.broadcast_to(e0, (zeta.shape[0], e0.size)).copy()
@@ -58,23 +63,31 @@ def _sgd_paths(A, C, S, e0, steps, zeta, w):
     for k, eta in enumerate(steps):
         grad = e @ A.T
         xi = zeta[:, k, None] * (grad @ C.T) + w[:, k] @ Sh.T
+        if q is not None:
+            xi = xi + zeta2[:, k, None] * np.linalg.norm(grad, axis=-1, keepdims=True) * q
         e = e - eta * (grad + xi)
         out.append(e)
     return np.array(out)  # (N + 1, P, d)
 
 
-@pytest.mark.parametrize("i", [0, 7, 13, 20, 30, 41])
+def _enumeration_cases():
+    b = _record("sgd.strongly_convex").batch
+    directional = np.flatnonzero(np.abs(b["q"]).max(axis=1) > 0)
+    return [0, 7, 13, 20, 30, 41] + directional[:3].tolist()
+
+
+@pytest.mark.parametrize("i", _enumeration_cases())
 def test_recursion_equals_enumeration_of_every_noise_path(i):
-    """Rademacher zeta and w: 2^(1 + d) equally likely draws per step; N = 3 steps: every path."""
+    """Rademacher zeta, zeta' and w: 2^(2 + d) equally likely draws per step; N = 3 steps: every path."""
     b = take(_record("sgd.strongly_convex").batch, [i])
-    A, C, S, e0 = b["A"][0], b["C"][0], b["S"][0], b["e0"][0]
+    A, C, S, e0, q = b["A"][0], b["C"][0], b["S"][0], b["e0"][0], b["q"][0]
     d, N = e0.size, 3
     steps = np.array([b["eta"][0], 0.5 * b["eta"][0], 0.25 * b["eta"][0]])
-    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=(1 + d) * N))).reshape(-1, N, 1 + d)
-    e = _sgd_paths(A, C, S, e0, steps, signs[:, :, 0], signs[:, :, 1:])
+    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=(2 + d) * N))).reshape(-1, N, 2 + d)
+    e = _sgd_paths(A, C, S, e0, steps, signs[:, :, 0], signs[:, :, 2:], q, signs[:, :, 1])
     F = 0.5 * np.einsum("tpi,ij,tpj->tp", e, A, e).mean(axis=1)
     G = np.sum(np.einsum("ij,tpj->tpi", A, e) ** 2, axis=-1).mean(axis=1)
-    h, g = thesis_sgd.second_moments(b["A"], b["C"], b["S"], b["e0"], steps[None])
+    h, g = thesis_sgd.second_moments(b["A"], b["C"], b["S"], b["e0"], steps[None], b["q"])
     assert np.allclose(h[:, 0], F, rtol=1e-10, atol=1e-14 * (F[0] + b["s2"][0]))
     assert np.allclose(g[:, 0], G, rtol=1e-10, atol=1e-14 * (G[0] + b["s2"][0]))
 
@@ -135,8 +148,8 @@ def test_finding_first_branch_of_the_min():
     lhs = _mean_avg_grad2_1d(1, s2, 1, 256)
     assert abs(float(lhs) - 0.03257) < 5e-6 and float(lhs) / np.sqrt(float(8 * h0 * s2) / 256) > 2.6
     st = get("sgd.nonconvex")
-    batch = {"A": np.ones((1, 1, 1)), "C": np.zeros((1, 1, 1)), "S": np.full((1, 1, 1), 0.01), "e0": np.ones((1, 1)),
-             "L": np.ones(1), "M": np.zeros(1), "s2": np.full(1, 0.01), "eta0": np.ones(1)}
+    batch = {"A": np.ones((1, 1, 1)), "C": np.zeros((1, 1, 1)), "q": np.zeros((1, 1)), "S": np.full((1, 1, 1), 0.01),
+             "e0": np.ones((1, 1)), "L": np.ones(1), "M": np.zeros(1), "s2": np.full(1, 0.01), "eta0": np.ones(1)}
     assert st.run("quadratic", None, None, batch=batch).holds  # not the reading checked (not applicable) ...
     (m,) = [m for m in st.mutants if m.name.endswith("(as printed)")]
     res = st.run("quadratic", None, None, mutant=m, batch=batch)  # ... the printed step rule fails
@@ -221,8 +234,8 @@ def test_monte_carlo_simulator_against_the_exact_recursion_on_a_quadratic():
     value = lambda e: 0.5 * np.einsum("pni,nij,pnj->pn", e, A, e)  # noqa: E731
     N = 30
     steps = np.broadcast_to(b["eta"], (N, b["eta"].size))
-    _, v = mc._simulate(grad, b["e0"], b["C"], b["S"], np.arange(6) + 11, steps, value)
-    h, _ = thesis_sgd.second_moments(A, b["C"], b["S"], b["e0"], np.ascontiguousarray(steps.T))
+    _, v = mc._simulate(grad, b["e0"], b["C"], b["S"], b["q"], np.arange(6) + 11, steps, value)
+    h, _ = thesis_sgd.second_moments(A, b["C"], b["S"], b["e0"], np.ascontiguousarray(steps.T), b["q"])
     mean, se = v.mean(axis=1), v.std(axis=1, ddof=1) / np.sqrt(mc.PATHS)
     z = np.abs(mean[1:] - h[1:]) / se[1:]
     assert np.mean(z <= 3.29) >= 0.95 and np.max(z) < 6  # 99.9% intervals: coverage, no gross misses
