@@ -29,7 +29,7 @@ Sides: quadratics exactly, E‖∇F(x^t)‖² = tr(A P_t A) from the second-mome
 run per horizon T (η depends on T); per instance the horizon with the largest lhs/rhs.
 
 Claimed by the thesis: a rate (an upper bound).  What the check shows: at the square-root
-branch the printed bound holds with ratios about 1/2 (at T = 1 the left side is
+branch the printed bound holds with ratios about 1/2 (0.47–0.54, seeds 0–3; at T = 1 the left side is
 ‖∇F(x^0)‖² ≤ 2L(F(x^0) − F*) against ≥ 4L(F(x^0) − F*)); the proof bound holds for every
 η_0 ≤ 1/(L(M+1)) and is attained at T = 1 (σ² = 0, M = 0, η_0 = 1/L, x^0 − z along the top
 eigenvector: ‖∇F(x^0)‖² = 2L(F(x^0) − F*) = 2(F(x^0) − F*)/η_0; drawn with more --trials).

@@ -31,7 +31,7 @@ normal intervals (a part fails only where the whole interval is above the bound)
 instance the iterate with the largest lhs/rhs (Monte Carlo: largest lower end / rhs).
 
 Claimed by the thesis: rates (upper bounds).  What the check shows: both parts hold (max
-ratios about 0.98–0.99 on quadratics, 0.8–0.95 on logistic).  (ii) is approached at κ = 1
+ratios 0.95–0.99 on quadratics, 0.65–0.95 on logistic, seeds 0–3).  (ii) is approached at κ = 1
 with η → 1/(L(M+1)): the noise floor ησ²/(2(2 − ημ)) with the noise along the eigenvector of
 μ, the transient factor (1 − ημ)² + η²μ²M → 1 − ημ.  (i) is approached at t = 1 whenever
 μη_0 = 2/δ is small (δ far above its bound, or a large κ): F barely moves while
