@@ -31,8 +31,8 @@ import numpy as np
 
 from ._instances import log_uniform, orthogonal, quadratic_batch, split_counts
 
-__all__ = ["quadratic_instances", "logistic_instances", "quadratic_smoothness", "logistic_smoothness", "N_Q", "D_Q", "N_L", "D_L", "K_MC", "EXACT_MAX",
-           "HUGE"]
+__all__ = ["quadratic_instances", "logistic_instances", "quadratic_smoothness", "logistic_smoothness", "N_Q", "D_Q",
+           "N_L", "D_L", "K_MC", "EXACT_MAX", "HUGE"]
 
 N_Q, D_Q = 4, 3
 N_L, D_L = 6, 2
