@@ -420,53 +420,68 @@ def bench_quadratic(cfg, backends, seed, results):
     }
 
 
+def measure_interleaved(fns, k, *, sync=lambda: None, budget_s=60):
+    """Time every callable of ``fns`` (key -> (fn, warmup or None)) in rounds: one warm-up
+    each, then k rounds in which each runs once, so that a change of machine load hits
+    all methods alike (ratios stay meaningful on a shared machine).  Rounds stop early
+    (not below 2) when they would exceed ``budget_s``.  Returns (timings, last outputs)."""
+    times, outs = {key: [] for key in fns}, {}
+    t_round = 0.0
+    for key, (fn, warm) in fns.items():
+        sync()
+        t0 = time.perf_counter()
+        outs[key] = (warm or fn)()
+        sync()
+        t_round += time.perf_counter() - t0
+    k = max(2, min(k, int(budget_s / max(t_round, 1e-9))))
+    for _ in range(k):
+        for key, (fn, _) in fns.items():
+            sync()
+            t0 = time.perf_counter()
+            outs[key] = fn()
+            sync()
+            times[key].append(time.perf_counter() - t0)
+    return ({key: {"best": min(v), "median": statistics.median(v), "k": k, "times": v}
+             for key, v in times.items()}, outs)
+
+
 def _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends):
     m, d = A.shape[0], A.shape[-1]
     lam = np.logspace(-2, 2, L)
-    rows, outs = [], {}
-    budget = 20
+    fns, labels, routes, syncs = {}, {}, {}, []
     for be in backends:
         xp, tag = be.xp, ("" if be.name == "numpy" else " [cupy]")
         A_, b_, w_, lam_ = be.asarray(A), be.asarray(b), be.asarray(w), be.asarray(lam)
         eye = xp.eye(d)
+        syncs.append(be.sync)
         q0 = mo.Quadratic(A_, b_)
-        route = q0._route(q0._lam(lam_[:, None], convexity=False), w_, need_cert=False)
-
-        def full():
-            return mo.prox(mo.Quadratic(A_, b_), w_, lam_[:, None])
-        t, out = measure(full, k, sync=be.sync, budget_s=budget)
-        rows.append({"key": f"moreau{tag}", "label": f"(a) moreau.prox incl. Quadratic(), auto route = {route}{tag}",
-                     "timing": t, "route": route})
-        outs[f"moreau{tag}"] = be.host(out)
-        forced = ("chol", "tri", "eigh") if be.name == "numpy" else ("chol", "eigh")
-        for r in forced:
+        routes[tag] = q0._route(q0._lam(lam_[:, None], convexity=False), w_, need_cert=False)
+        fns[f"moreau{tag}"] = (lambda A_=A_, b_=b_, w_=w_, lam_=lam_:
+                               mo.prox(mo.Quadratic(A_, b_), w_, lam_[:, None]), None)
+        labels[f"moreau{tag}"] = f"(a) moreau.prox incl. Quadratic(), auto route = {routes[tag]}{tag}"
+        for r in (("chol", "tri", "eigh") if be.name == "numpy" else ("chol", "eigh")):
             if r == "chol" and L > 50:
                 continue  # L Cholesky sweeps: as slow as the batched solve, nothing to learn
 
-            def one(r=r):
+            def one(r=r, A_=A_, b_=b_, w_=w_, lam_=lam_):
                 q = mo.Quadratic(A_, b_)
                 return q._solve(w_, q._lam(lam_[:, None], convexity=False), route=r, want_u=False)[0]
-            t, out = measure(one, k, sync=be.sync, budget_s=budget)
-            rows.append({"key": f"route-{r}{tag}", "label": f"(a) route {r} forced, incl. Quadratic(){tag}",
-                         "timing": t})
-            outs[f"route-{r}{tag}"] = be.host(out)
+            fns[f"route-{r}{tag}"] = (one, None)
+            labels[f"route-{r}{tag}"] = f"(a) route {r} forced, incl. Quadratic(){tag}"
         q = mo.Quadratic(A_, b_)
         q.eigenvalues  # eigendecomposition computed and cached here, outside the clock
-        t, _ = measure(lambda: mo.prox(q, w_, lam_[:, None]), k, sync=be.sync, budget_s=budget)
-        rows.append({"key": f"moreau-cached{tag}",
-                     "label": f"(a') moreau.prox, eigh cached (sweep only){tag}", "timing": t})
+        fns[f"moreau-cached{tag}"] = (lambda q=q, w_=w_, lam_=lam_: mo.prox(q, w_, lam_[:, None]), None)
+        labels[f"moreau-cached{tag}"] = f"(a') moreau.prox, eigh cached (sweep only){tag}"
 
-        def batched():
+        def batched(xp=xp, A_=A_, b_=b_, w_=w_, eye=eye):
             out = xp.empty((L, m, d))
             for i in range(L):
                 li = float(lam[i])
                 out[i] = xp.linalg.solve(A_ + li * eye, (b_ + li * w_)[..., None])[..., 0]
             return out
-        t, out = measure(batched, ks, sync=be.sync, budget_s=budget)
+        fns[f"batched{tag}"] = (batched, None)
         name = "numpy" if be.name == "numpy" else "cupy"
-        rows.append({"key": f"batched{tag}", "label": f"(b) {name}.linalg.solve, batched over clients, "
-                     f"loop over {L} lam{tag}", "timing": t})
-        outs[f"batched{tag}"] = be.host(out)
+        labels[f"batched{tag}"] = f"(b) {name}.linalg.solve, batched over clients, loop over {L} lam{tag}"
 
     eye = np.eye(d)
 
@@ -477,12 +492,18 @@ def _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends):
             for i in range(L):
                 out[i, j] = scipy.linalg.solve(Aj + lam[i] * eye, bj + lam[i] * wj, assume_a="pos")
         return out
-    t, out_loop = measure(lambda: loop(nloop), ks, warmup=lambda: loop(min(5, nloop)))
+    fns["loop"] = (lambda: loop(nloop), lambda: loop(min(5, nloop)))
     label = "(c) scipy.linalg.solve(assume_a='pos') loop over clients x lam"
     if nloop < m:
-        t = scaled(t, m / nloop)
         label += f"  *timed on {nloop} of {m} clients, x{m / nloop:g}"
-    rows.append({"key": "loop", "label": label, "timing": t})
+    labels["loop"] = label
+    timings, outs0 = measure_interleaved(fns, k, sync=lambda: [s() for s in syncs])
+    if nloop < m:
+        timings["loop"] = scaled(timings["loop"], m / nloop)
+    outs = {key: (backends[-1].host(v) if key.endswith("[cupy]") else v) for key, v in outs0.items()}
+    out_loop = outs["loop"]
+    rows = [{"key": key, "label": labels[key], "timing": timings[key]} for key in fns]
+    rows[0]["route"] = routes[""]
 
     print_table(f"  --- L = {L} lambdas: times (one call = the whole sweep: all lambdas x all clients)", rows,
                 ["batched", "loop"] + (["batched [cupy]"] if len(backends) > 1 else []))
