@@ -93,14 +93,14 @@ class Logistic(SampleLoss):
         ``theta`` is Newton's own validated iterate)."""
         xp = self.xp
         z = self.y * (self.X @ theta[..., None])[..., 0]
-        e = xp.exp(-xp.abs(z))
+        nz = -z
+        e = xp.exp(xp.minimum(z, nz))  # exp(-|z|)
         big = 1 / (1 + e)  # sigma(|z|)
         small = e * big    # sigma(-|z|)
         s_neg = xp.where(z >= 0, small, big)
-        loss = xp.log1p(e) + xp.clip(-z, min=0)
+        loss = xp.log1p(e) + xp.clip(nz, min=0)
         v = xp.vecdot(self._p, loss) + self.mu / 2 * xp.vecdot(theta, theta)
-        ps = self._p * s_neg
-        g = self._mu_theta(theta) - (xp.matrix_transpose(self.X) @ (self.y * ps)[..., None])[..., 0]
+        g = self._mu_theta(theta) - (xp.matrix_transpose(self.X) @ (self._py * s_neg)[..., None])[..., 0]
         c = self._p * (small * big)  # p sigma(z) sigma(-z)
         return v, g, self._rounding(theta, s_neg, c), c
 
@@ -177,6 +177,11 @@ class Logistic(SampleLoss):
         slope = xp.minimum(cap, c * q[..., None])
         E = xp.vecdot(s_neg, A) + tn * xp.vecdot(slope, B) + eps * self.mu * tn + T0
         return E * (1 + 8 * (n + d + 8) * eps)
+
+    @cached_property
+    def _py(self):
+        """``p_j y_j``: the gradient is ``mu theta - X^T (p y sigma(-z))`` (exact: y = +-1)."""
+        return self._p * self.y
 
     @cached_property
     def _rounding_constants(self):

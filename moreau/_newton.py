@@ -193,36 +193,49 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         near = (~ok | poor) & (frozen | (moved <= 1e-3 * (xn + S["anorm"])) | (k == max_iter))
         Hf, Hmask = None, xp.zeros_like(ok)  # the fresh Hessian, on the rows Hmask so far
 
-        def fresh(want):
-            """The fresh Hessian on the rows ``want``: on those entries only (a compacted
-            copy of the objective) when they are at most half of the batch."""
-            nonlocal Hf, Hmask, compact
+        def part(want):
+            """``(indices, f on those entries)`` when ``want`` is at most half the batch, else None."""
+            nonlocal compact
+            if not compact or 2 * int(xp.sum(xp.astype(want, xp.int64))) > int(S["J"].shape[0]):
+                return None
+            idx = xp.nonzero(want)[0]
+            sub = f._take(xp.take(S["J"], idx, axis=0), shape)
+            compact = sub is not None  # False: the objective cannot hand out part of its batch
+            st = S["state"]
+            return None if sub is None else (idx, _View(sub, None), xp.take(theta, idx, axis=0),
+                                             None if st is None else xp.take(st, idx, axis=0))
+
+        def fresh(want, pt=None):
+            """The fresh Hessian on the rows ``want`` (on those entries only when few)."""
+            nonlocal Hf, Hmask
             want = want & ~Hmask
-            cnt, kk = int(xp.sum(xp.astype(want, xp.int64))), int(S["J"].shape[0])
-            if cnt == 0:
+            if not bool(xp.any(want)):
                 return
-            sub = None
-            if compact and 2 * cnt <= kk:
-                idx = xp.nonzero(want)[0]
-                sub = f._take(xp.take(S["J"], idx, axis=0), shape)
-                compact = sub is not None
-            if sub is None:
+            pt = part(want) if pt is None else pt
+            if pt is None:
                 Hn, want = view.hess(theta, S["state"]), xp.ones_like(want)
             else:
-                Hn = xp.zeros((kk, d, d), dtype=f.dtype)
-                st = S["state"]
-                Hn[want] = _View(sub, None).hess(xp.take(theta, idx, axis=0),
-                                                  None if st is None else xp.take(st, idx, axis=0))
+                Hn = xp.zeros((int(S["J"].shape[0]), d, d), dtype=f.dtype)
+                Hn[want] = pt[1].hess(pt[2], pt[3])
             Hf = Hn if Hf is None else xp.where(want[:, None, None], Hn, Hf)
             Hmask = Hmask | want
+
         if bool(xp.any(near)):
             top = xp.maximum(lam + S["hi"], modulus) * _REACH
             reach = (gn + rnd_x <= top * (2 * rnd_x / modulus + 4 * eps * xn)) if tol is None \
                 else (gn + rnd_t <= top * S["tol"])
             cand = near & reach
             if bool(xp.any(cand)):
-                fresh(cand)
-                local = view.local(theta, S["state"])
+                pt = part(cand)
+                fresh(cand, pt)
+                if pt is None:
+                    local = view.local(theta, S["state"])
+                else:  # the bound's ingredients for those entries only
+                    local = pt[1].local(pt[2], pt[3])
+                    if local is not None:
+                        err, rho = xp.zeros_like(lam), xp.zeros_like(lam)
+                        err[cand], rho[cand] = local
+                        local = (err, rho)
                 if local is not None:
                     lo = xp.full(lam.shape, -math.inf, dtype=f.dtype)
                     lo[cand] = xp.linalg.eigvalsh(Hf[cand])[..., 0] - local[0][cand]
