@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._backend import safe_norm, to_numpy
-from ._newton_steps import take_object
+from ._newton_batch import take_object
 from ._samples import SampleLoss
 
 __all__ = ["Multinomial"]

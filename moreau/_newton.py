@@ -112,6 +112,7 @@ import numpy as np
 
 from ._backend import safe_norm, to_numpy
 from ._errors import ProxConvergenceError
+from ._newton_batch import _assemble, _finished, _h_and_grad, _View
 from ._newton_steps import _ball, _solve, _wolfe
 from ._objective import ProxInfo
 
@@ -307,44 +308,6 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     return theta, u, (out if info else None)
 
 
-class _View:
-    """``f``'s evaluation hooks on a flat batch ``(k,)``: ``f`` itself with points reshaped to
-    the batch ``shape`` it broadcasts against, or a compacted copy (``f._take``, ``shape=None``)."""
-
-    def __init__(self, f, shape):
-        self.f, self.shape, self.xp = f, shape, f.xp
-
-    def _in(self, v):
-        return v if self.shape is None or v is None else self.xp.reshape(v, self.shape + tuple(v.shape[1:]))
-
-    def _out(self, v, tail=()):
-        if self.shape is None or v is None:
-            return v
-        return self.xp.reshape(self.xp.broadcast_to(v, self.shape + tail), (math.prod(self.shape),) + tail)
-
-    def eval(self, theta):
-        v, g, E, state = self.f._eval(self._in(theta))
-        if self.shape is not None and state is not None:  # leading axes: the batch
-            state = self.xp.reshape(state, (math.prod(self.shape),) + tuple(state.shape[len(self.shape):]))
-        return self._out(v), self._out(g, tuple(theta.shape[1:])), self._out(E), state
-
-    def hess(self, theta, state):
-        d = theta.shape[-1]
-        return self._out(self.f._hess_at(self._in(theta), self._in(state)), (d, d))
-
-    def local(self, theta, state):
-        got = self.f._local_curvature(self._in(theta), self._in(state))
-        return None if got is None else (self._out(got[0]), self._out(got[1]))
-
-
-def _h_and_grad(view, S, x):
-    """(h, grad h, rounding bound of grad f, objective state for the Hessian) at a + x."""
-    xp = view.xp
-    theta, u = S["a"] + x, S["c"] + x
-    fv, fg, E, state = view.eval(theta)
-    return fv + S["lam"] / 2 * xp.vecdot(u, u), fg + S["lam"][:, None] * u, E, state
-
-
 def _pieces(xp, S, x, g, eps, d):
     """(||g|| rounded up, rounding terms for theta and for x, ||theta||, ||x||, ||g||); module doc."""
     lam, disp, zero1 = S["lam"], S["disp"], xp.zeros_like(S["lam"])
@@ -380,22 +343,6 @@ def _certificate(xp, S, P, local, eps):
 
 def _settled(S, tol, bound, bound_x, level):
     return (bound_x <= level) if tol is None else (bound <= S["tol"])
-
-
-def _finished(S, fields, mask):
-    """The record of the entries ``mask`` (all when None) leaving the working set."""
-    bound, level, tol_k, ok, tn = fields
-    out = (S["J"], S["x"], bound, level, tol_k, ok, S["frozen"], S["iterations"], tn)
-    return out if mask is None else tuple(v[mask] for v in out)
-
-
-def _assemble(xp, blocks):
-    """The finished records in the order of the batch."""
-    if len(blocks) == 1:
-        return blocks[0]
-    cols = [xp.concat([b[i] for b in blocks], axis=0) for i in range(len(blocks[0]))]
-    order = xp.argsort(cols[0])
-    return tuple(xp.take(v, order, axis=0) for v in cols)
 
 
 def _check_finite(xp, f, h, g, w, shape):

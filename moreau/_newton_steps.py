@@ -1,17 +1,12 @@
 """Newton's steps for the certified prox (``moreau._newton``): the batched strong-Wolfe
-line search, the local-curvature radius, a solve that never leaks LinAlgError and the
-gather that objectives use to hand Newton a compacted batch (``take_batch``)."""
+line search, the local-curvature radius and a solve that never leaks LinAlgError."""
 from __future__ import annotations
 
-import copy
 import math
-from functools import cached_property
-
-from array_api_compat import is_array_api_obj
 
 from ._backend import safe_norm
 
-__all__ = ["_wolfe", "_ball", "_solve", "take_batch", "take_object"]
+__all__ = ["_wolfe", "_ball", "_solve"]
 
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 60
@@ -98,39 +93,3 @@ def _solve(xp, H, g, eps):
     scale = xp.sum(xp.abs(H), axis=(-2, -1)) / d
     shift = xp.eye(d, dtype=H.dtype) * (math.sqrt(eps) * scale)[..., None, None]
     return xp.linalg.solve(H + shift, g[..., None])[..., 0]
-
-
-def take_batch(xp, arr, tail, idx, shape):
-    """The entries ``idx`` (flat indices into the batch ``shape``) of ``arr``, whose
-    leading axes are a batch broadcasting against ``shape`` (right-aligned) and whose
-    last ``tail`` axes are per-entry data: shape ``(len(idx),) + tail shape``.  Data
-    shared by the whole batch (a batch of size 1) is returned without its batch axes
-    and never copied."""
-    nb = arr.ndim - tail
-    bshape, tshape = tuple(arr.shape[:nb]), tuple(arr.shape[nb:])
-    if math.prod(bshape) == 1:
-        return xp.reshape(arr, tshape)
-    j, rem, stride, off = xp.zeros_like(idx), idx, 1, len(shape) - nb
-    for ax in reversed(range(len(shape))):
-        i_ax, rem = rem % shape[ax], rem // shape[ax]
-        if ax >= off and bshape[ax - off] > 1:
-            j, stride = j + i_ax * stride, stride * bshape[ax - off]
-    return xp.take(xp.reshape(arr, (-1,) + tshape), j, axis=0)
-
-
-def take_object(obj, idx, shape, arrays):
-    """A shallow copy of ``obj`` with batch shape ``(len(idx),)`` whose per-entry arrays
-    (``arrays``: attribute name -> number of trailing per-entry axes) hold the entries
-    ``idx`` of the batch ``shape``; other arrays and cached properties are dropped (the
-    copy recomputes a cache for its own entries if it needs it), plain attributes shared."""
-    xp = obj.xp
-    cached = {k for cls in type(obj).__mro__ for k, v in vars(cls).items() if isinstance(v, cached_property)}
-    new = copy.copy(obj)
-    new.__dict__ = {}
-    for k, v in vars(obj).items():
-        if k in arrays:
-            new.__dict__[k] = take_batch(xp, v, arrays[k], idx, shape)
-        elif not is_array_api_obj(v) and k not in cached:
-            new.__dict__[k] = v
-    new.batch_shape = (int(idx.shape[0]),)
-    return new
