@@ -422,8 +422,9 @@ def bench_quadratic(cfg, backends, seed, results):
 
 def measure_interleaved(fns, k, *, sync=lambda: None, budget_s=60):
     """Time every callable of ``fns`` (key -> (fn, warmup or None)) in rounds: one warm-up
-    each, then k rounds in which each runs once, so that a change of machine load hits
-    all methods alike (ratios stay meaningful on a shared machine).  Rounds stop early
+    each, then k rounds in which each runs once, in an order rotated every round, so that
+    a change of machine load (and what the previous method left in the allocator and the
+    caches) hits all methods alike: ratios stay meaningful on a shared machine.  Rounds stop early
     (not below 2) when they would exceed ``budget_s``.  Returns (timings, last outputs)."""
     times, outs = {key: [] for key in fns}, {}
     t_round = 0.0
@@ -434,8 +435,10 @@ def measure_interleaved(fns, k, *, sync=lambda: None, budget_s=60):
         sync()
         t_round += time.perf_counter() - t0
     k = max(2, min(k, int(budget_s / max(t_round, 1e-9))))
-    for _ in range(k):
-        for key, (fn, _) in fns.items():
+    keys = list(fns)
+    for r in range(k):  # the order rotates every round: no method always follows the same one
+        for key in keys[r % len(keys):] + keys[:r % len(keys)]:
+            fn = fns[key][0]
             sync()
             t0 = time.perf_counter()
             outs[key] = fn()

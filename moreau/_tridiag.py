@@ -356,21 +356,25 @@ def tri_prox(Q, D, E, A, b, w, lam, need_u):
     # right-hand sides is one BLAS-ready (d, k * #lead) matrix for the GEMM with Q
     lead = shape[:len(shape) - nq]
     mq, pl = math.prod(qb), math.prod(lead)
+    nl = len(lead)
+    order = (len(shape),) + tuple(range(nl, len(shape))) + tuple(range(nl))  # (d, *qb, *lead)
 
-    def arrange(x, tail):  # (..., *tail) broadcast to shape + tail, as (*tail, mq, pl)
-        x = np.broadcast_to(x, shape + tail)
-        t = len(tail)
-        order = tuple(range(len(shape), len(shape) + t)) + tuple(range(len(lead), len(shape))) \
-            + tuple(range(len(lead)))
-        return np.transpose(x, order).reshape(tail + (mq, pl))
+    def view(x):  # x (..., d) as a (d, *qb, *lead) view: no copy
+        return np.transpose(np.broadcast_to(x, shape + (d,)), order)
     Rt = np.empty((d, mq, k, pl), dtype=Q.dtype)
-    np.multiply(arrange(lam, ()), arrange(cw, (d,)), out=Rt[:, :, 0])
-    Rt[:, :, 0] += arrange(cb, (d,))
+    R6 = Rt.reshape((d,) + qb + (k,) + lead)
+    at = (slice(None),) * (1 + nq)
+    lam_v = np.transpose(np.broadcast_to(lam, shape), order[1:])[None]  # (1, *qb, *lead)
+    np.multiply(lam_v, view(cw), out=R6[at + (0,)])
+    R6[at + (0,)] += view(cb)
     if need_u:
-        Rt[:, :, 1] = arrange(cg, (d,))
-    lam_a = arrange(lam, ())[:, None, :]  # (mq, 1, pl)
+        R6[at + (1,)] = view(cg)
+    lam_a = np.reshape(lam_v, (mq, 1, pl))
     D2, E2 = D.reshape(mq, d).T[:, :, None, None], E.reshape(mq, max(d - 1, 0)).T[:, :, None, None]
-    tri_solve(D2, E2, lam_a, Rt)
+    step = max(1, (1 << 22) // max(1, d * mq * k))  # lambdas per chunk: the pivots stay cache-sized
+    for j0 in range(0, pl, step):
+        sl = slice(j0, min(pl, j0 + step))
+        tri_solve(D2, E2, lam_a[..., sl], Rt[..., sl])
     out = np.empty((k * pl, mq, d), dtype=Q.dtype)
     np.matmul(Q.reshape(mq, d, d), Rt.reshape(d, mq, k * pl).transpose(1, 0, 2), out=out.transpose(1, 2, 0))
     Z = out.reshape((k,) + shape + (d,))
