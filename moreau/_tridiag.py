@@ -361,22 +361,29 @@ def tri_prox(Q, D, E, A, b, w, lam, need_u):
 
     def view(x):  # x (..., d) as a (d, *qb, *lead) view: no copy
         return np.transpose(np.broadcast_to(x, shape + (d,)), order)
-    Rt = np.empty((d, mq, k, pl), dtype=Q.dtype)
-    R6 = Rt.reshape((d,) + qb + (k,) + lead)
-    at = (slice(None),) * (1 + nq)
-    lam_v = np.transpose(np.broadcast_to(lam, shape), order[1:])[None]  # (1, *qb, *lead)
-    np.multiply(lam_v, view(cw), out=R6[at + (0,)])
-    R6[at + (0,)] += view(cb)
-    if need_u:
-        R6[at + (1,)] = view(cg)
-    lam_a = np.reshape(lam_v, (mq, 1, pl))
+    lam_v = np.transpose(np.broadcast_to(lam, shape), order[1:])  # (*qb, *lead) view
+    srcs = [view(cw), view(cb)] + ([view(cg)] if need_u else [])
+    if nl != 1:  # one chunk: flatten the lead axes
+        lam_v = np.reshape(lam_v, qb + (pl,))
+        srcs = [np.reshape(x, (d,) + qb + (pl,)) for x in srcs]
+    Q2 = Q.reshape(mq, d, d)
+    out = np.empty((k, pl, mq, d), dtype=Q.dtype)
     D2, E2 = D.reshape(mq, d).T[:, :, None, None], E.reshape(mq, max(d - 1, 0)).T[:, :, None, None]
-    step = max(1, (1 << 22) // max(1, d * mq * k))  # lambdas per chunk: the pivots stay cache-sized
-    for j0 in range(0, pl, step):
-        sl = slice(j0, min(pl, j0 + step))
-        tri_solve(D2, E2, lam_a[..., sl], Rt[..., sl])
-    out = np.empty((k * pl, mq, d), dtype=Q.dtype)
-    np.matmul(Q.reshape(mq, d, d), Rt.reshape(d, mq, k * pl).transpose(1, 0, 2), out=out.transpose(1, 2, 0))
+    step = max(1, (1 << 20) // max(1, d * mq * k))  # lambdas per chunk: about 8 MB of right-hand sides
+    for j0 in range(0, pl, step):  # chunks: every work array stays cache-sized and is reused
+        j1 = min(pl, j0 + step)
+        c = j1 - j0
+        Rt = np.empty((d, mq, k, c), dtype=Q.dtype)
+        R6 = Rt.reshape((d,) + qb + (k, c))
+        at = (slice(None),) * (1 + nq)
+        lam_c = lam_v[..., j0:j1]
+        np.multiply(lam_c[None], srcs[0][..., j0:j1], out=R6[at + (0,)])
+        R6[at + (0,)] += srcs[1][..., j0:j1]
+        if need_u:
+            R6[at + (1,)] = srcs[2][..., j0:j1]
+        tri_solve(D2, E2, np.reshape(lam_c, (mq, 1, c)), Rt)
+        for kk in range(k):  # one BLAS GEMM per client and column block, written in place
+            np.matmul(Q2, Rt[:, :, kk, :].transpose(1, 0, 2), out=out[kk, j0:j1].transpose(1, 2, 0))
     Z = out.reshape((k,) + shape + (d,))
     return Z[0], (Z[1] if need_u else None)
 
