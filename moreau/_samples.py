@@ -91,7 +91,7 @@ class SampleLoss(Objective):
         Validated as the constructor's ``weights`` (finite, >= 0, a positive sum
         per client); leading axes may extend the batch (one set per draw); host
         numpy weights are accepted on any backend.  Everything that does not
-        depend on the weights (validated ``X``, labels, row norms, per-sample rounding constants)
+        depend on the weights (validated ``X``, labels, row norms)
         is shared with ``self``; caches that do (``L``) are dropped.  Returns
         an objective of the same type.
         """
