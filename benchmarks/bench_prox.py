@@ -422,7 +422,7 @@ def bench_quadratic(cfg, backends, seed, results):
 
 def measure_interleaved(fns, k, *, sync=lambda: None, budget_s=60):
     """Time every callable of ``fns`` (key -> (fn, warmup or None)) in rounds: one warm-up
-    each, then k rounds in which each runs once, in an order rotated every round, so that
+    each, then k rounds in which each runs once, in an order shuffled every round, so that
     a change of machine load (and what the previous method left in the allocator and the
     caches) hits all methods alike: ratios stay meaningful on a shared machine.  Rounds stop early
     (not below 2) when they would exceed ``budget_s``.  Returns (timings, last outputs)."""
@@ -436,8 +436,9 @@ def measure_interleaved(fns, k, *, sync=lambda: None, budget_s=60):
         t_round += time.perf_counter() - t0
     k = max(2, min(k, int(budget_s / max(t_round, 1e-9))))
     keys = list(fns)
-    for r in range(k):  # the order rotates every round: no method always follows the same one
-        for key in keys[r % len(keys):] + keys[:r % len(keys)]:
+    order_rng = np.random.default_rng(len(keys))  # fixed seed: the same orders every run
+    for _ in range(k):  # a new order every round: no method always follows the same one
+        for key in order_rng.permutation(keys):
             fn = fns[key][0]
             sync()
             t0 = time.perf_counter()
