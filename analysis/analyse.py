@@ -129,7 +129,12 @@ def _scale(st, fam, batch, base):
         if scaled is None:  # the family cannot express this (s, c)
             continue
         tried.append((s, c))
-        res = st.run(fam, None, None, batch=scaled)
+        try:
+            res = st.run(fam, None, None, batch=scaled)
+        except Exception as exc:  # the checker cannot even evaluate the rescaled problem
+            out.append({"s": s, "c": c, "part": "(evaluation)", "instance": None, "what": "evaluation",
+                        "before": "ran", "after": f"{type(exc).__name__}: {str(exc)[:200]}"})
+            continue
         for p, b in zip(res.parts, base.parts):
             if p.claimed == "exact":
                 continue  # error/allowed of an identity: rounding, not a statement about the problem

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core import Mutant, Sides, Statement
+from ._core import QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._perfedavg_est_instances import logistic_instances, quadratic_instances
 from ._perfedavg_est_parts import LEVEL, bound_sides, logistic_parts, quadratic_parts
 
@@ -160,6 +160,7 @@ STATEMENTS = (
                      "hess f_i rho-Lipschitz (Assumption 3)",
                      "per-sample gradient variance <= sigma_G^2 (Assumption 4)",
                      "D, D', D'' independent i.i.d. batches (with replacement); delta > 0"),
+        scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "alpha": (2, -1), "delta": (2, -1)})},
         families={"quadratic": ("shared A (all kinds, a_1 = -L)", "least squares", "indefinite A_j",
                                 "Hessian noise", "identical samples"),
                   "logistic": ("mu = 0: heterogeneous, shared features, identical samples, D up to 40",)},

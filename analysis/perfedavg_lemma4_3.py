@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core import Mutant, Statement
+from ._core import QUADRATIC_SCALING, Mutant, Statement, scale_fields
 from ._perfedavg_est_instances import logistic_instances, quadratic_instances
 from ._perfedavg_est_parts import LEVEL, bound_sides, logistic_parts, quadratic_parts
 
@@ -168,6 +168,7 @@ STATEMENTS = (
                      "hess f_i rho-Lipschitz (Assumption 3)",
                      "per-sample gradient / Hessian variance <= sigma_G^2 / sigma_H^2 (Assumption 4)",
                      "D, D', D'' independent i.i.d. batches (with replacement)"),
+        scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "alpha": (2, -1)})},
         families={"quadratic": ("shared A (all kinds, a_1 = -L)", "least squares", "indefinite A_j",
                                 "Hessian noise", "identical samples"),
                   "logistic": ("mu = 0: heterogeneous, shared features, identical samples, D up to 40",)},

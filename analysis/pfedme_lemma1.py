@@ -62,7 +62,7 @@ import numpy as np
 
 import moreau as mo
 
-from ._core import Mutant, Sides, Statement
+from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._instances import log_uniform, logistic_batch, orthogonal, quadratic_batch, split_counts
 
 __all__ = ["STATEMENTS", "quadratic_sq_errors", "CONFIDENCE"]
@@ -298,6 +298,8 @@ STATEMENTS = (
         assumptions=("f̃(.; D) mu-strongly convex (a), or L-smooth with lam > L (b)",
                      "Assumption 2: per-sample gradient variance <= gamma_f^2",
                      "D: |D| i.i.d. uniform samples (with replacement)", "|grad h̃(θ̃)|^2 <= nu"),
+        scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "B": (-1, 1)}),
+                 "logistic": scale_fields(LOGISTIC_SCALING, c_free=False)},
         families={"quadratic": ("strongly_convex", "weakly_convex"), "logistic": ("mu > 0",)},
         claimed="upper",
         instances=instances,

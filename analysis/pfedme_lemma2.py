@@ -63,7 +63,7 @@ import numpy as np
 
 import moreau as mo
 
-from ._core import Mutant, Sides, Statement, worst_point
+from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields, worst_point
 from ._instances import log_uniform, logistic_batch, orthogonal, quadratic_batch, split_counts
 from ._solvers import envelope_newton
 
@@ -319,6 +319,8 @@ STATEMENTS = (
              "<= 8L²/(λ²−8L²) |∇F|² + 2λ²/(λ²−8L²) σ_f² (nonconvex L-smooth f_i, λ > 2√2 L)",
         assumptions=("(a) every f_i mu-strongly convex", "(b) every f_i nonconvex L-smooth, lam > 2 sqrt(2) L",
                      "(b) Assumption 3: sigma_f^2 finite (shared A for quadratics)"),
+        scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "offsets": (1, 0)}),
+                 "logistic": scale_fields({**LOGISTIC_SCALING, "offsets": (1, 0)}, c_free=False)},
         families={"quadratic": ("strongly_convex", "weakly_convex (shared A)"), "logistic": ("mu > 0",)},
         claimed="upper",
         instances=instances,

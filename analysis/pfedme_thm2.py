@@ -71,7 +71,7 @@ import numpy as np
 
 from moreau.fl import pfedme
 
-from ._core import Mutant, Sides, Statement, fit_exponent, rate_sides
+from ._core import Mutant, Sides, Statement, fit_exponent, rate_sides, scale_fields
 from ._instances import log_uniform
 from ._pfedme_thm2_wells import DoubleWell, F_star, envelope, fixed_point, prox, run, sigma_f2
 
@@ -254,12 +254,11 @@ def evaluate(batch, claim):
               "sigma_f^2": "exact sup over w (breakpoints of the grad f_i)",
               "sigma_F2^2": "Lemma 2(b): lam^2 sigma_f^2/(lam^2 - 8L^2)", "L_F": "lam (Proposition 1)",
               "w_inf": "fixed point of the piecewise affine round map, checked |Phi(w) - w| <= 1e-13 (1 + |w|)"}
-    ratio1 = l1[ident & cond] / r1[ident & cond]
     return {
         PARTS[0]: Sides(sim_err, np.full(lam.size, 1e-10), "exact", applicable=lam > L, constants=consts,
                         note="3 rounds, max |w_t - w_t(moreau)|/(1 + |w_t|); allowed 1e-10 (certified Newton prox)"),
         PARTS[1]: Sides(l1, r1, "upper", applicable=ident & cond, constants=consts,
-                        note=f"worst T per instance; ratio {np.min(ratio1):.3g}..{np.max(ratio1):.3g}; "
+                        note=f"worst T per instance; ratio {_ratio_range(l1, r1, ident & cond)}; "
                              f"eta = eta_hat_2/(beta R) 2^-k, k in {sorted(set(K_STEP))}; Delta_F exact"),
         PARTS[2]: rate_sides(slope, ci, claim["drift_exponent_eta"], kind="equal", atol=0.02,
                              applicable=hetero_drift & cond, constants=consts, level=0.95,
@@ -318,6 +317,14 @@ _FINDING_ETA = (
     "the printed term at the largest step: at eta = eta_hat_2 the same instance gives 0.0411, ratio 0.9994 with "
     "constant 1). The printed 'if eta <=' has to be 'for some eta <=' (a step tuned to T), as in Theorem 1. "
     "Command: moreau check pfedme.thm2 --mutants (mutant '(a) as printed ...' rejected).")
+_FINDING_SCALE = (
+    "Theorem 2's conditions are not scale-consistent (found by moreau check --analyse): lam >= sqrt(8L^2 + 1) adds "
+    "a number to a squared curvature, and eta_hat_2 = 1/(75 L_F lam^2) has the units of 1/curvature^3 where a step "
+    "size has those of 1/curvature. The same problem in other units (theta -> s theta) can meet the condition or "
+    "not: L = 1, lam = 3 meets lam^2 >= 8L^2 + 1 with equality; with theta -> 8 theta (L = lam/3 = 1/64, the same "
+    "functions) lam^2 = 9/4096 < 8L^2 + 1; and eta_hat_2 changes by 8^6 where a consistent step changes by 8^2. "
+    "Checked reading: the condition as printed, on the instances' own units (the rescaled analysis reports the "
+    "flips).")
 _FINDING_DRIFT = (
     "pFedMe Theorem 2(a) as printed at a fixed eta: with delta = 0 and S = N every term of the bound carries "
     "Delta_F or delta, so it is 0 when w_0 minimises F, and it tends to 0 as T -> inf for any w_0; but with R >= 2 "
@@ -347,6 +354,8 @@ STATEMENTS = (
         assumptions=("f_i nonconvex, L-smooth, bounded below (double wells)", "lam >= sqrt(8 L^2 + 1)",
                      "Assumption 3: sigma_f^2 finite (exact sup)", "delta = 0 (exact inner solves), S = N",
                      "eta = eta_hat_2/(beta R) 2^-k, beta >= 1"),
+        scaling={"quadratic": scale_fields({"s": (1, 0), "a": (1, 0), "L": (-2, 1), "lam": (-2, 1), "eta": (2, -1),
+                                       "w0": (1, 0)})},
         families={"quadratic": ("piecewise quadratic double wells: identical and heterogeneous clients",)},
         claimed="rate",
         instances=instances,
@@ -368,7 +377,7 @@ STATEMENTS = (
             Mutant("condition relaxed: lam > 2L (Proposition 1's)", {"condition": lambda lam, L: lam > 2 * L}),
             Mutant("(b) inequality reversed", {"flip": (PARTS[5],)}),
         ),
-        findings=(_FINDING_ETA, _FINDING_DRIFT),
+        findings=(_FINDING_ETA, _FINDING_DRIFT, _FINDING_SCALE),
         equivalent_mutants={
             "eta_hat_2 larger (e.g. 1/(75 L_F) for 1/(75 L_F lam^2))":
                 "eta_hat_2 only sets the instances' steps; the checked readings hold for any step with "

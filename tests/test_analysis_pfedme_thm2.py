@@ -231,7 +231,7 @@ def test_statement_holds_and_every_mutant_rejected():
     assert all(p.applicable for p in res.parts)
     survivors = [m.name for m in st.mutants if st.run("quadratic", None, rng, mutant=m, batch=batch).holds]
     assert not survivors
-    assert len(st.findings) == 2
+    assert len(st.findings) == 3
 
 
 def test_instances_cover_the_boundaries():
