@@ -69,7 +69,7 @@ import numpy as np
 import moreau as mo
 from moreau.fl import fedprox_optimum, pfedme
 
-from ._core import Mutant, Sides, Statement, fit_exponent, rate_sides, worst_point
+from ._core import Mutant, Sides, Statement, fit_exponent, rate_sides, scale_fields, worst_point
 from ._instances import log_uniform, orthogonal
 from ._pfedme_map import average_exponent, constants, limit_point, round_map
 from ._pfedme_parts import (DIM, ETA_STEPS, N_CL, N_LS, NB_DELTA, biased_neighbourhood, drift_gaps, logistic_instances,
@@ -295,6 +295,12 @@ _FINDING = ("pFedMe Theorem 1(a) as printed: with S = N, delta = 0 and identical
             "T = 1e5, 1.9e5 at T = 3e5. Checked reading: the "
             "exponent eta mu_F/2 with the eta used (the exact exponent is -2 log(1 - eta mu_F/2)).")
 
+#: theta -> s theta, f -> c f: curvatures c/s^2, linear terms c/s, points s; the mini-batch least
+#: squares (X, y) with f = |X theta - y|^2/(2n): X sqrt(c)/s, y sqrt(c); beta, R dimensionless
+_SCALING = {"A": (-2, 1), "b": (-1, 1), "mu": (-2, 1), "L": (-2, 1), "lam": (-2, 1), "w0": (1, 0),
+            "X": (-1, 0.5), "y": (0, 0.5)}
+_SCALING_LOGISTIC = {"Xl": (-1, 0), "mu": (-2, 0), "lam": (-2, 0)}
+
 STATEMENTS = (
     Statement(
         id="pfedme.thm1",
@@ -307,6 +313,7 @@ STATEMENTS = (
              "and a lam^2 delta^2/mu_F neighbourhood from inexact inner solves",
         assumptions=("f_i mu-strongly convex (Assumption 1(a))", "per-sample gradient variance <= gamma_f^2",
                      "eta = eta_hat_1/(beta R), beta >= 1", "S = N"),
+        scaling={"quadratic": scale_fields(_SCALING), "logistic": scale_fields(_SCALING_LOGISTIC, c_free=False)},
         families={"quadratic": ("identical and heterogeneous clients; 1-d least squares for mini-batches",),
                   "logistic": ("identical clients: the linear-rate part at w*",)},
         claimed="rate",
@@ -342,6 +349,7 @@ STATEMENTS = (
               r" + O\Big(\frac{\sigma_{F,1}^2}{\lambda^2} + \delta^2\Big)",
         text="personalised models are within (1/mu_F) O(F - F*) + O(sigma_F1^2/lam^2 + delta^2) of w* in mean square",
         assumptions=("f_i mu-strongly convex (Assumption 1(a))", "delta = 0 (exact inner solves)"),
+        scaling={"quadratic": scale_fields(_SCALING)},
         families={"quadratic": ("identical and heterogeneous clients",)},
         claimed="upper",
         instances=instances_b,
