@@ -29,8 +29,9 @@ Mutants are hand-written; these three analyses run on every statement without an
 3. **Sharpest constant.**  For each of the theorem's inequality parts: the largest LHS/RHS over
    the applicable instances — the factor by which the right side could be multiplied and still
    hold on every instance tried (a claimed-tight constant has it 1) — the parameters of the
-   worst instance (the batch's per-instance scalars), and how the worst ratio depends on each
-   parameter (max ratio on the lower and the upper half of the instances sorted by it).
+   worst instance (the batch's per-instance scalars and, where the checker declares its scaling,
+   their dimensionless ratios such as λ/L), and how the worst ratio depends on each parameter
+   (max ratio on the lower and the upper half of the instances sorted by it).
 
 Results go into the report and, per record, into the JSON key ``"analyse"``.
 """
@@ -156,9 +157,18 @@ def _scale(st, fam, batch, base):
     return out, tried
 
 
-def _sharpest(st, batch, base):
+def _sharpest(st, fam, batch, base):
     scalars = {k: np.asarray(v, dtype=float) for k, v in batch.items()
                if np.ndim(v) == 1 and np.issubdtype(np.asarray(v).dtype, np.number)}
+    # dimensionless ratios of the per-instance scalars that scale alike (e.g. lam/L), when the
+    # checker declares its scaling: the dependence a reader can compare across units
+    powers = getattr((getattr(st, "scaling", None) or {}).get(fam), "powers", {})
+    dims = [k for k in scalars if k in powers and tuple(powers[k]) != (0, 0)]
+    for i, k1 in enumerate(dims):
+        for k2 in dims[i + 1:]:
+            if tuple(powers[k1]) == tuple(powers[k2]):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    scalars[f"{k1}/{k2}"] = scalars[k1] / scalars[k2]
     out = []
     for p in base.parts:
         if p.claimed not in ("upper", "tight") or p.sides.role != "theorem" or not p.applicable:
@@ -189,7 +199,7 @@ def analyse(rec):
     scale, tried = _scale(st, fam, batch, base)
     return {"conditions": _conditions(st, fam, batch, prepared, base),
             "scale": scale, "scale_declared": scale is not None, "scales_tried": tried,
-            "sharpest": _sharpest(st, batch, base)}
+            "sharpest": _sharpest(st, fam, batch, base)}
 
 
 def print_analyses(records, analyses):

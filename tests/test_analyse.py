@@ -65,7 +65,10 @@ def test_analyses_find_what_the_toy_hides(toy):
     app = rec.batch["lam"] > 2 * rec.batch["L"]
     L, lam = rec.batch["L"][app], rec.batch["lam"][app]
     assert first["sharpest_factor"] == pytest.approx(np.max(L / (lam + L)))
-    assert set(first["worst_parameters"]) == {"L", "lam", "w"}
+    assert set(first["worst_parameters"]) == {"L", "lam", "w", "L/lam"}  # L/lam: both curvatures
+    wp = first["worst_parameters"]
+    assert wp["L/lam"] == pytest.approx(wp["L"] / wp["lam"])
+    assert first["dependence"]["L/lam"]["upper half"] == pytest.approx(first["sharpest_factor"])  # grows with L/lam
     assert first["dependence"]["L"]["upper half"] >= first["dependence"]["L"]["lower half"]
 
 
