@@ -38,9 +38,14 @@ class Quadratic(Objective):
     .. math:: \mathrm{prox}(w) = (A + \lambda I)^{-1}(b + \lambda w)
               = w + V\,\mathrm{diag}\big(1/(a+\lambda)\big)V^\top (b - A w),
 
-    computed through the cached eigendecomposition, so a new ``lam`` or ``w``
-    costs :math:`O(d^2)` per client.  It exists iff ``lam > -a_1``; moreau
-    requires ``lam > eigenvalue_error() - a_hat_1``, which certifies it.
+    computed by the route the work calls for (:meth:`_solve`): a certified
+    Cholesky per system for a few ``lam`` per client, one tridiagonal
+    reduction ``A = Q T Q^T`` (numpy) then :math:`O(d^2)` per ``lam`` for many,
+    the eigendecomposition when it is cached.  The routes agree to the
+    conditioning of the solve; each is cached per objective, so a second sweep
+    reuses it.  The prox exists iff ``lam > -a_1``; moreau certifies it (a
+    successful shifted Cholesky, or ``lam > eigenvalue_error() - a_hat_1``) and
+    refuses a ``lam`` it cannot certify with a ``ValueError``.
 
     Formula (sympy): prox = (b + lam*w)/(a + lam)
 

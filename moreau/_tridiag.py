@@ -65,18 +65,17 @@ def is_numpy(xp):
     return getattr(xp, "__name__", "") in ("numpy", "array_api_compat.numpy")
 
 
-def _shift(A2, lam_f, idx, eps):
-    """``(s, sigma)`` per system (see the module doc), host numpy float64."""
-    d = A2.shape[-1]
+def _shift(diag, lam_f, idx, eps, tiny):
+    """``sigma`` per system (see the module doc), host numpy float64; ``diag`` ``(mA, d)``
+    the diagonals of the matrices, ``idx`` the matrix of each system."""
+    d = diag.shape[-1]
     u = eps / 2
     g = (d + 1) * u / (1 - (d + 1) * u)
     g = g / (1 - g)
-    diag = np.abs(np.diagonal(A2, axis1=-2, axis2=-1))
+    diag = np.abs(diag)
     tr, mx = diag.sum(-1)[idx], diag.max(-1)[idx]
     lam_abs = np.abs(lam_f)
-    sigma = 4 * (g * (tr + d * lam_abs) + u / (1 - u) * (mx + lam_abs)) * (1 + 8 * eps) \
-        + 4 * (d + 1) * np.finfo(A2.dtype).smallest_normal
-    return sigma
+    return 4 * (g * (tr + d * lam_abs) + u / (1 - u) * (mx + lam_abs)) * (1 + 8 * eps) + 4 * (d + 1) * tiny
 
 
 def _mu(At_diag, lam, s, eps):
@@ -120,8 +119,9 @@ def chol_solve(A, lam, R, xp):
     A2, idx, lam_f, R_f, shape = _flatten(A, lam, R, xp)
     N = idx.shape[0]
     lam_h = np.asarray(_host(lam_f), dtype=np.float64)
-    A2h = _host(A2) if is_numpy(xp) else None
-    sigma = _shift(A2h if A2h is not None else _host(A2), lam_h, idx, eps)
+    A2h = _host(A2) if is_numpy(xp) else None  # numpy: a view, no copy
+    diag = np.asarray(_host(xp.linalg.diagonal(A2)), dtype=np.float64)  # only the diagonals leave a device
+    sigma = _shift(diag, lam_h, idx, eps, float(xp.finfo(A.dtype).smallest_normal))
     s_h = (lam_h - sigma).astype(_np_dtype(A.dtype))
     mu = np.empty(N)
     X = xp.empty((N, d, k), dtype=A.dtype) if not is_numpy(xp) else np.empty((N, d, k), dtype=A2h.dtype)
