@@ -303,12 +303,13 @@ class Quadratic(Objective):
         lam_ = lam[..., None]
         theta = u = None
         if route == "chol":
-            R = self.b + lam_ * w
-            if need_u:
-                R = xp.stack(xp.broadcast_arrays(R, self.b - _matvec(self.A, w)), axis=-1)
-            else:
-                R = R[..., None]
-            out = chol_solve(self.A, lam, R, xp)
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+                R = self.b + lam_ * w
+                if need_u:
+                    R = xp.stack(xp.broadcast_arrays(R, self.b - _matvec(self.A, w)), axis=-1)
+                else:
+                    R = R[..., None]
+                out = chol_solve(self.A, lam, R, xp)
             if out is not None:
                 theta, u = out[0][..., 0], (out[0][..., 1] if need_u else None)
             else:  # not certified: the spectral route decides (and explains a refusal)
