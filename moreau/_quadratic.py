@@ -170,12 +170,12 @@ class Quadratic(Objective):
     def _fro(self):
         """``||A||_F`` per batch entry (an upper bound on ``||A||_2`` and ``|| |A| ||_2``), by blocks."""
         xp = self.xp
-
         fi = xp.finfo(self.dtype)
         lo, hi = float(fi.smallest_normal) ** 0.5 * 2 ** 10, float(fi.max) ** 0.5 / 2 ** 10
 
         def fro(B):
-            n = xp.sqrt(xp.sum(B * B, axis=(-2, -1)))  # plain: exact to d eps unless squares under/overflow
+            with np.errstate(over="ignore", under="ignore"):  # plain: exact to d eps unless squares
+                n = xp.sqrt(xp.sum(B * B, axis=(-2, -1)))  # under/overflow (then the scaled pass)
             if bool(xp.all((n >= lo) & (n <= hi))):
                 return n
             m = xp.max(xp.abs(B), axis=(-2, -1))  # scaled by the largest entry where they might
