@@ -200,7 +200,9 @@ class Objective:
         _broadcast(self.batch_shape, tuple(theta.shape[:-1]), name)
         return theta
 
-    def _lam(self, lam, name="lam"):
+    def _lam(self, lam, name="lam", convexity=True):
+        """``lam`` validated: positive normal numbers broadcasting with the batch and, with
+        ``convexity``, above the nonconvex threshold ``-strong_convexity()``."""
         xp = self.xp
         lam = as_array(lam, xp, name, dtype=self.dtype) if not isinstance(lam, float | int) \
             else _scalar(lam, xp, self.dtype, name)
@@ -213,6 +215,8 @@ class Objective:
                              f"(normal {self.dtype} numbers: 1/lam and the certificate must not overflow); "
                              f"got min {float(xp.min(lam)):.3g}, max {float(xp.max(lam)):.3g}")
         _broadcast(self.batch_shape, tuple(lam.shape), name)
+        if not convexity:
+            return lam
         lo = self.strong_convexity()
         if not bool(xp.all((lam + lo) > 0)):
             lam_h, lo_h = np.broadcast_arrays(to_numpy(lam), to_numpy(lo))

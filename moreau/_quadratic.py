@@ -8,7 +8,7 @@ import numpy as np
 
 from ._backend import as_array, constructor_namespace, safe_norm, to_numpy
 from ._errors import ProxConvergenceError
-from ._objective import Objective, ProxInfo, _broadcast, _scalar
+from ._objective import Objective, ProxInfo
 from ._tridiag import chol_solve, is_numpy, tri_certifies, tri_min_eig, tri_prox, tridiagonalize
 
 __all__ = ["Quadratic"]
@@ -240,23 +240,6 @@ class Quadratic(Objective):
         theta, _, info = self._solve(w, lam, tol=tol, max_iter=max_iter, info=return_info, want_u=False)
         return (theta, info) if return_info else theta
 
-    def _lam(self, lam, name="lam", convexity=True):
-        if convexity:
-            return super()._lam(lam, name)
-        # Objective._lam without its curvature test (which needs the eigenvalues)
-        xp = self.xp
-        lam = as_array(lam, xp, name, dtype=self.dtype) if not isinstance(lam, float | int) \
-            else _scalar(lam, xp, self.dtype, name)
-        if not bool(xp.all(lam > 0)):
-            bad = to_numpy(lam).reshape(-1)
-            raise ValueError(f"{name} must be > 0 (got {float(bad[bad <= 0][0]):g})")
-        fi = xp.finfo(self.dtype)
-        if not bool(xp.all((lam >= fi.smallest_normal) & xp.isfinite(lam))):
-            raise ValueError(f"{name} must lie in [{float(fi.smallest_normal):.3g}, {float(fi.max):.3g}] "
-                             f"(normal {self.dtype} numbers: 1/lam and the certificate must not overflow); "
-                             f"got min {float(xp.min(lam)):.3g}, max {float(xp.max(lam)):.3g}")
-        _broadcast(self.batch_shape, tuple(lam.shape), name)
-        return lam
 
     def _solve(self, w, lam, *, tol=None, max_iter=None, info=False, want_u=True, route=None):
         r"""Closed forms ``prox(w) = (A + lam I)^{-1} (b + lam w)`` and
