@@ -275,6 +275,8 @@ class Statement:
     prepare: Callable | None = None   # optional: batch -> claim-independent data that evaluate receives
     scaling: dict = field(default_factory=dict)  # optional: family -> (batch, s, c) -> the batch under
                                                  # theta -> s theta, f -> c f (moreau.analysis.analyse)
+    sharp: dict = field(default_factory=dict)    # optional: family -> {part name: () -> Derivation}, the
+                                                 # sympy-derived sharp constant (moreau.analysis._sharp)
 
     def prepared(self, batch):
         """What ``evaluate`` receives for ``batch``: ``prepare(batch)``, or the batch itself."""

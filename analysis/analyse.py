@@ -33,6 +33,22 @@ Mutants are hand-written; these three analyses run on every statement without an
    their dimensionless ratios such as λ/L), and how the worst ratio depends on each parameter
    (max ratio on the lower and the upper half of the instances sorted by it).
 
+   **Derived sharp constant** (key ``"derived"`` of each entry).  Where the checker declares one
+   (``Statement.sharp``: family -> {part: derivation}, see :mod:`moreau.analysis._sharp`), the
+   part's worst case on quadratics reduces to one eigenvalue a: LHS/RHS is at most
+   ``sup_a g(a)`` (or ``|g|``) over the eigenvalue range the assumptions allow, with ``g``
+   derived from the per-eigenvalue formulas of :mod:`moreau.symbolic`.  sympy maximises over a
+   (endpoints and critical points, ordered by positivity certificates: proved, not sampled) into
+   a closed form in the statement's parameters (``L/(L + lam)`` for pFedMe's convex L_F,
+   ``(L alpha + 1)^2/4`` for Per-FedAvg's 4L on nonconvex f), and also its sup over all
+   admissible parameters (``1 at lam/L = 0, a limit``).  The formula is evaluated on every
+   instance and compared with the ratio it reached: ``value`` (max of the formula over the
+   batch), ``instances_reach`` (the sharpest factor), ``attained_on`` (instances whose ratio
+   equals their formula, 1e-6 relative), ``closest`` (max ratio/formula) and ``exceeded``
+   (instances above their formula beyond the judge's rounding RTOL: must be 0; otherwise the
+   derivation or the checker is wrong, or it is a finding).  Parts without one print
+   "no one-eigenvalue derivation" (``"derived": null``).
+
 Results go into the report and, per record, into the JSON key ``"analyse"``.
 """
 from __future__ import annotations
@@ -41,7 +57,7 @@ import re
 
 import numpy as np
 
-from ._core import judge, scale_fields
+from ._core import RTOL, TIGHT_RTOL, judge, scale_fields
 
 __all__ = ["analyse", "condition_keys", "scale_fields", "SCALES", "SCALE_RTOL"]
 
@@ -187,8 +203,49 @@ def _sharpest(st, fam, batch, base):
             dep[k] = {"lower half": float(np.max(rr[:half])), "upper half": float(np.max(rr[half:])),
                       "split at": float(vals[order][half])}
         out.append({"part": p.name, "sharpest_factor": float(r[i]), "instance": i,
-                    "worst_parameters": {k: float(v[i]) for k, v in scalars.items()}, "dependence": dep})
+                    "worst_parameters": {k: float(v[i]) for k, v in scalars.items()}, "dependence": dep,
+                    "derived": _derived(st, fam, batch, p, i)})
     return out
+
+
+def _num(x):
+    return float(x) if np.isfinite(x) else None
+
+
+def _derived(st, fam, batch, p, worst):
+    """The sympy-derived sharp constant of part ``p`` (``Statement.sharp``) against the instances;
+    None when the checker declares no one-eigenvalue derivation for this part and family."""
+    make = ((getattr(st, "sharp", None) or {}).get(fam) or {}).get(p.name)
+    if make is None:
+        return None
+    try:
+        d = make()
+        vals = d.evaluate(batch)
+    except Exception as exc:  # a derivation that cannot run is reported, not raised
+        return {"formula": None, "proved": False, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    app = p.sides.applicable & np.isfinite(p.ratio)
+    ok = app & np.isfinite(vals)
+    rec = {"formula": d.formula, "ratio": d.ratio, "absolute": d.absolute, "proved": d.proved,
+           "cases": [{k: c[k] for k in ("name", "interval", "formula", "argmax", "sup_over_parameters", "attained")}
+                     for c in d.cases],
+           "sup_over_parameters": max(d.cases, key=lambda c: -np.inf if np.isnan(c["sup_value"]) else c["sup_value"])[
+               "sup_over_parameters"],
+           "sup_value": _num(d.sup_value), "steps": [t for _, t in d.steps],
+           "covered": int(ok.sum()), "uncovered": int((app & ~ok).sum())}
+    if not ok.any():
+        return {**rec, "value": None, "instances_reach": None, "at_worst_instance": None, "exceeded": 0,
+                "attained_on": 0, "closest": None}
+    ratio = p.ratio
+    with np.errstate(divide="ignore", invalid="ignore"):
+        over = ok & (ratio > vals + RTOL * np.maximum(np.abs(vals), np.abs(ratio)))
+        frac = np.where(ok & (vals != 0), ratio / vals, np.nan)
+    first = np.flatnonzero(over)
+    rec.update(value=_num(np.max(vals[ok])), instances_reach=_num(np.max(ratio[ok])),
+               at_worst_instance=_num(vals[worst]) if np.isfinite(vals[worst]) else None,
+               exceeded=int(over.sum()), exceeded_instance=int(first[0]) if first.size else None,
+               attained_on=int(np.sum(ok & (np.abs(ratio - vals) <= TIGHT_RTOL * np.abs(vals)))),
+               closest=_num(np.nanmax(frac)) if np.isfinite(frac).any() else None)
+    return rec
 
 
 def analyse(rec):
@@ -200,6 +257,25 @@ def analyse(rec):
     return {"conditions": _conditions(st, fam, batch, prepared, base),
             "scale": scale, "scale_declared": scale is not None, "scales_tried": tried,
             "sharpest": _sharpest(st, fam, batch, base)}
+
+
+def _derived_line(d):
+    """One line of the report for a sharpest entry's ``derived``."""
+    if d is None:
+        return "derived: no one-eigenvalue derivation"
+    if d.get("formula") is None:
+        return f"derived: the derivation failed ({d.get('error')})"
+    head = (f"derived (sympy, one eigenvalue a, g(a) = {d['ratio']}{', |g|' if d['absolute'] else ''}): "
+            f"sup LHS/RHS = {d['formula']}" + ("" if d["proved"] else " [NOT PROVED]"))
+    if d["value"] is None:
+        return head + "; no applicable instance in its cases"
+    text = (f"{head}; at this batch's parameters <= {d['value']:.4g} (max over instances), the instances reach "
+            f"{d['instances_reach']:.4g}; attained on {d['attained_on']}/{d['covered']} instances; over all "
+            f"admissible parameters: {d['sup_over_parameters']}")
+    if d["exceeded"]:
+        text += (f"; EXCEEDED on {d['exceeded']} instance(s) (first #{d['exceeded_instance']}): a wrong derivation "
+                 "or a finding")
+    return text
 
 
 def print_analyses(records, analyses):
@@ -234,4 +310,5 @@ def print_analyses(records, analyses):
             print(f"  sharpest constant of {sh['part']}: the right side times {sh['sharpest_factor']:.4g} still holds "
                   f"on every instance; worst at {worst or 'instance #' + str(sh['instance'])}"
                   + (f"; max ratio by parameter: {dep}" if dep else ""))
+            print(f"    {_derived_line(sh.get('derived'))}")
     print()

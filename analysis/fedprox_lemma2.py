@@ -48,6 +48,9 @@ import numpy as np
 
 import moreau as mo
 
+from functools import partial
+
+from . import _sharp
 from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._instances import log_uniform, logistic_batch, quadratic_batch
 
@@ -167,6 +170,8 @@ STATEMENTS = (
              "and (L+lam)-smooth; w -> prox(w) is lam/(lam+mu)-Lipschitz",
         assumptions=("lam > 0", "L_i mu-strongly convex (Assumption 2)", "L_i L-smooth (Assumption 4)"),
         scaling={"quadratic": scale_fields(QUADRATIC_SCALING), "logistic": scale_fields(LOGISTIC_SCALING, c_free=False)},
+        sharp={"quadratic": {part: partial(_sharp.fedprox_lemma2, key)
+                             for part, key in zip(PARTS, ("mu_g", "L_g", "mu_l", "L_l", "L_w"))}},
         families={"quadratic": ("strongly_convex",), "logistic": ("ridge mu in [0.01, 1]",)},
         claimed="upper",
         instances=instances,

@@ -42,6 +42,9 @@ import numpy as np
 
 import moreau as mo
 
+from functools import partial
+
+from . import _sharp
 from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._instances import logistic_batch, quadratic_batch
 
@@ -187,6 +190,8 @@ STATEMENTS = (
                      "hess f_i rho-Lipschitz (Assumption 3)"),
         scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "alpha": (2, -1)}),
                  "logistic": scale_fields({**LOGISTIC_SCALING, "alpha": (2, 0)}, c_free=False)},
+        sharp={"quadratic": {PARTS[1]: partial(_sharp.perfedavg_lemma4_2, "convex"),
+                             PARTS[2]: partial(_sharp.perfedavg_lemma4_2, "nonconvex")}},
         families={"quadratic": ("convex", "strongly_convex", "weakly_convex"), "logistic": ("mu = 0",)},
         claimed="upper",
         instances=instances,

@@ -49,6 +49,7 @@ import numpy as np
 
 import moreau as mo
 
+from . import _sharp
 from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._instances import logistic_batch
 from .perfedavg_lemma4_2 import quadratic_kinds
@@ -181,6 +182,7 @@ STATEMENTS = (
                      "gradient / Hessian diversity <= gamma_G^2 / gamma_H^2 at every w (Assumption 5)"),
         scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "alpha": (2, -1)}),
                  "logistic": scale_fields({**LOGISTIC_SCALING, "alpha": (2, 0)}, c_free=False)},
+        sharp={"quadratic": {PARTS[0]: _sharp.perfedavg_lemma4_4}},
         families={"quadratic": ("shared A: convex", "strongly_convex", "weakly_convex"), "logistic": ("mu = 0",)},
         claimed="upper",
         instances=instances,

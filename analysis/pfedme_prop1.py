@@ -34,6 +34,9 @@ import numpy as np
 
 import moreau as mo
 
+from functools import partial
+
+from . import _sharp
 from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._instances import log_uniform, logistic_batch, quadratic_batch, split_counts
 
@@ -186,6 +189,9 @@ STATEMENTS = (
         assumptions=("lam > 0", "f convex, or L-smooth nonconvex with lam > 2L", "mu-strong convexity for mu_F"),
         scaling={"quadratic": scale_fields(QUADRATIC_SCALING), "logistic": scale_fields(LOGISTIC_SCALING, c_free=False),
                  "multinomial": scale_fields(LOGISTIC_SCALING, c_free=False)},
+        sharp={"quadratic": {PARTS[1]: partial(_sharp.pfedme_prop1, "convex"),
+                             PARTS[2]: partial(_sharp.pfedme_prop1, "nonconvex"),
+                             PARTS[3]: partial(_sharp.pfedme_prop1, "mu_F")}},
         families={"quadratic": ("convex", "strongly_convex", "weakly_convex"), "logistic": ("mu = 0", "mu > 0"),
                   "multinomial": ("3 classes, mu = 0", "3 classes, mu > 0")},
         claimed="upper",

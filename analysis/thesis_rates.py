@@ -65,6 +65,7 @@ import numpy as np
 
 import moreau as mo
 
+from . import _sharp
 from ._core import Mutant, Sides, Statement, scale_fields, worst_point
 from ._instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
 from ._thesis_fw import STATEMENT as FW_NONCONVEX
@@ -341,6 +342,7 @@ STATEMENTS = (
         assumptions=("F L-smooth, mu-strongly convex", "eta <= 1/L"),
         families={"quadratic": ("strongly_convex",), "logistic": ("mu > 0",)}, claimed="rate",
         instances=instances_sc, evaluate=evaluate_sc, claim=CLAIM_SC, scaling={"quadratic": _GD_SCALING},
+        sharp={"quadratic": {"F(x^t) - F* <= (1 - mu eta)^t (F(x^0) - F*), t = 1..30": _sharp.gd_strongly_convex}},
         mutants=(
             Mutant("rate (1 - mu eta)^(3t)", {"rate": lambda mu, L, eta, t: (1 - mu * eta) ** (3 * t)}),
             Mutant("rate (1 - L eta)^t (L for mu)", {"rate": lambda mu, L, eta, t: (1 - L * eta) ** t}),
