@@ -23,9 +23,9 @@ The formulas are evaluated on a batch's parameters (:meth:`Derivation.evaluate`)
 by ``moreau.analysis.analyse`` with the ratios the instances reach: no instance may exceed its
 derived sup (a violation is either a finding or a wrong derivation).
 
-``STATEMENTS_SHARP``-style declarations live in the checkers: ``Statement.sharp`` maps a family
-to ``{part name: zero-argument callable returning a Derivation}`` (the functions below, cached;
-sympy is imported only when one is called).
+The declarations live in the checkers: ``Statement.sharp`` maps a family to
+``{part name: zero-argument callable returning a Derivation}`` (the functions below, cached;
+sympy is imported only when one is called, so loading the registry stays cheap).
 """
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def sup_over_interval(g, a, lo, hi, subs, absolute=False):
         elif not outside:
             return None, None, steps
     vals = []
-    for c, kind in cands:
+    for c, _ in cands:
         v = sp.simplify(g.subs(a, c))
         vals.append((v, c))
         if absolute:
@@ -199,7 +199,7 @@ def derive(g, a, cases, params, *, absolute=False, per_step=False):
             sup, where, att = None, f"depends on {sorted(map(str, F.free_symbols - {x}))}", False
         else:
             sup, where, att = _sup_over_x(F, x, sp.sympify(xlo), sp.sympify(xhi), lo_open, hi_open)
-            where = where.replace("x =", f"{xname} =").replace("x->", f"{xname} ->")
+            where = where.replace("x =", f"{xname} =")
         text = None if sup is None else f"{sup} at {where}" + ("" if att else " (a limit, not attained)")
         out.append({"name": case.name, "interval": [str(lo_c), str(hi_c)], "formula": _text(best), "argmax": at,
                     "sup_over_parameters": text, "sup_value": float("nan") if sup is None else float(sup),
