@@ -70,7 +70,11 @@ unnecessary" | "not exercised" | "undefined", and the counterexample's ``part``,
 the family can express), ``scale`` (the inconsistencies found:
 ``s``, ``c``, ``part``, ``instance``, ``what``, ``before``, ``after``; [] when consistent, null
 when not declared) and ``sharpest`` (per theorem inequality part: ``sharpest_factor``,
-``instance``, ``worst_parameters``, ``dependence``); see ``moreau.analysis.analyse``.
+``instance``, ``worst_parameters``, ``dependence`` and ``derived``: null, or for a part whose
+quadratic worst case is one eigenvalue the sympy derivation — ``formula``, ``ratio``, ``proved``,
+``cases``, ``sup_over_parameters``, ``sup_value``, ``value`` (the formula's max over the batch),
+``instances_reach``, ``at_worst_instance``, ``attained_on``, ``closest``, ``exceeded``,
+``exceeded_instance``, ``covered``, ``uncovered``, ``steps``); see ``moreau.analysis.analyse``.
 
 With ``--pep``, every record also carries ``"pep"``: its statement's class worst cases (the
 records of ``moreau.analysis.pep.run_pep``, the same list on each family's record; [] when none).
