@@ -57,6 +57,7 @@ class Multinomial(SampleLoss):
         self.n_features, self.n_classes = self.X.shape[-1], int(C)
         self.dim = self.n_features * self.n_classes
         self._Y = xp.astype(y[..., None] == xp.arange(C, dtype=self.dtype), self.dtype)  # one-hot (..., n, C)
+        self._null_dim = self.n_features  # hess f = mu on the d shift directions v (x) 1 (see _hess_error)
 
     def matrix(self, theta):
         """``theta`` ``(..., d*C)`` as the parameter matrices ``(..., d, C)``."""
@@ -105,6 +106,10 @@ class Multinomial(SampleLoss):
         theta = self._point(theta)
         _, _, P, Q = self._probs(theta, others="label")
         G = xp.matrix_transpose(self.X) @ (self._p[..., None] * self._residual(P, Q))  # (..., d, C)
+        # the loss's gradient has zero class-mean in every row (softmax is invariant to the
+        # shifts v (x) 1): projecting the computed one removes its rounding in those
+        # directions, where only lam + mu curves the prox subproblem (Newton's local certificate)
+        G = G - xp.mean(G, axis=-1, keepdims=True)
         return xp.reshape(G, tuple(G.shape[:-2]) + (self.dim,)) + self.mu[..., None] * theta
 
     def hess(self, theta):
@@ -155,7 +160,11 @@ class Multinomial(SampleLoss):
           capped where both values underflow), the sums ``gamma_C``, the division ``u``;
           ``pi - y`` is formed without a difference at the label, so each entry
           keeps that relative error; ``p`` and the product: ``gamma_{n+2}``;
-        * ``X^T R``: :math:`\gamma_n \sum_j r_j \|R_j\|`; ``+ mu theta``: ``2u`` of each part.
+        * ``X^T R``: :math:`\gamma_n \sum_j r_j \|R_j\|`; ``+ mu theta``: ``2u`` of each part;
+        * the projection ``G - mean_c G`` (a contraction: the errors above do not grow):
+          the row sums :math:`\gamma_C`, the division and the difference ``u`` each, at most
+          :math:`\gamma_{C+3}\|\hat G\|` with :math:`\|\hat G\| \le \sum_j r_j\|R_j\|`
+          plus the errors above.
         """
         xp = self.xp
         theta = self._point(theta)
@@ -177,6 +186,7 @@ class Multinomial(SampleLoss):
         tiny = float(xp.finfo(self.dtype).smallest_normal) * eps * (n + d + C + 8)
         E = xp.sum(r * (gam(n) * Rn + dR), axis=-1) + 2 * u * (xp.sum(r * Rn, axis=-1) + self.mu * tn) \
             + tiny * (1 + xp.sum(r, axis=-1) + self.mu) * C
+        E = E + gam(C + 3) * (xp.sum(r * Rn, axis=-1) + E) * (1 + 4 * eps)  # the projection
         return E * (1 + 8 * (n + d + C + 8) * eps)
 
     def hessian_lipschitz(self):
@@ -275,3 +285,25 @@ class Multinomial(SampleLoss):
                 + math.sqrt(D) * self.mu) * (1 + 4 * eps)
         err = (form + 4 * D * eps * frob) * (1 + 2 * (n + C + 8) * eps)
         return xp.broadcast_to(err, self.batch_shape)
+
+    def _local_curvature(self, theta, state):
+        """``(err, rho)`` for Newton's local certificate: ``_hess_error`` bounds the error of
+        every computed eigenvalue (Newton reads the ``_null_dim``-th, the first one past the
+        shift directions) and ``rho`` the Hessian's Lipschitz constant, rounded up."""
+        xp = self.xp
+        eps = float(xp.finfo(self.dtype).eps)
+        n = self.X.shape[-2]
+        rho = self.hessian_lipschitz() * (1 + (n + 8) * eps) + float(xp.finfo(self.dtype).smallest_normal)
+        return self._hess_error(theta), rho
+
+    def _null_norm(self, v):
+        r"""Upper bound on :math:`\|P v\|` for ``v`` ``(..., d*C)``, ``P`` the orthogonal projector
+        on the shift directions ``a (x) 1``: :math:`\|P v\|^2 = \sum_k (\sum_c V_{kc})^2 / C`;
+        each row sum within :math:`\gamma_{C}\sum_c |V_{kc}|`."""
+        xp = self.xp
+        eps = float(xp.finfo(self.dtype).eps)
+        d, C = self.n_features, self.n_classes
+        V = xp.reshape(v, tuple(v.shape[:-1]) + (d, C))
+        g = C * eps / 2 / (1 - C * eps / 2)
+        rows = xp.abs(xp.sum(V, axis=-1)) + g * xp.sum(xp.abs(V), axis=-1) * (1 + 4 * eps)
+        return safe_norm(rows, xp) / math.sqrt(C) * (1 + (d + 8) * eps)

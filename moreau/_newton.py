@@ -78,6 +78,14 @@ smaller of the global one and the radius ``r`` with
 ``(lam + m) r - rho r^2 / 2 = ||grad h||`` (``_ball``): well-conditioned
 solutions are certified to a few ulps whatever ``lam`` is.  An entry that
 finds no acceptable step is frozen (it cannot progress in this dtype).
+Objectives whose Hessian is ``mu`` on a fixed subspace ``N`` at every point, with
+``grad f - mu theta`` orthogonal to ``N`` (``f._null_dim = dim N``; Multinomial: the
+shifts of all classes' weights by one vector, so ``lambda_min(hess f) = mu`` always
+and the ball above could never beat ``lam + mu``) read the eigenvalue number
+``_null_dim`` instead (the curvature off ``N``) and add the exact error on ``N``,
+where ``h`` is a decoupled quadratic (``_null_error``): the bound is
+``sqrt(ball^2 + e_N^2)``; for them the local certificate is tried wherever the
+global level exceeds ``16 eps`` times the scale (not only where it would fail).
 
 Work follows the entries that still need it, and the results do not depend on
 which other entries share the batch (``compact=False`` keeps them all; the tests
@@ -177,6 +185,10 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     view = _View(f, shape)
     S["h"], S["g"], S["E"], S["state"] = _h_and_grad(view, S, S["x"])
     _check_finite(xp, f, S["h"], S["g"], w, shape)
+    # the local certificate is tried where the global level exceeds floor * scale: sqrt(eps)
+    # (the level that would fail), or 16 eps for objectives with a null subspace (Multinomial:
+    # their global modulus lam + mu ignores all the loss's curvature; _null_error)
+    floor = 16 * eps if getattr(f, "_null_dim", 0) else math.sqrt(eps)
     blocks = []  # finished entries: (J, x, bound, level, tol_k, ok, frozen, iterations, ||theta||)
     Hprev = None
     for k in range(max_iter + 1):
@@ -190,7 +202,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         # the local certificate (an eigenvalue per entry) where the global one fails or would
         # fail the sqrt(eps) rule, once Newton has nearly stopped moving (or at the cap), and
         # only where it can settle: m_loc <= max(lam + hi, lam + mu) bounds what it can reach
-        poor = level > math.sqrt(eps) * (tn + S["wnorm"]) if tol is None else ~ok
+        poor = level > floor * (tn + S["wnorm"]) if tol is None else ~ok
         near = (~ok | poor) & (frozen | (moved <= 1e-3 * (xn + S["anorm"])) | (k == max_iter))
         Hf, Hmask = None, xp.zeros_like(ok)  # the fresh Hessian, on the rows Hmask so far
 
@@ -238,9 +250,11 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
                         err[cand], rho[cand] = local
                         local = (err, rho)
                 if local is not None:
+                    null = getattr(f, "_null_dim", 0)  # hess f = mu on a known subspace (Multinomial)
                     lo = xp.full(lam.shape, -math.inf, dtype=f.dtype)
-                    lo[cand] = xp.linalg.eigvalsh(Hf[cand])[..., 0] - local[0][cand]
-                    lb, lbx, llev = _certificate(xp, S, P, (lo, local[1]), eps)
+                    lo[cand] = xp.linalg.eigvalsh(Hf[cand])[..., null] - local[0][cand]
+                    ext = _null_error(xp, f, S, x, eps) if null else None
+                    lb, lbx, llev = _certificate(xp, S, P, (lo, local[1]), eps, ext)
                     use = cand & _settled(S, tol, lb, lbx, llev) & (~ok | (llev < level))
                     bound, bound_x, level = (xp.where(use, lb, bound), xp.where(use, lbx, bound_x),
                                              xp.where(use, llev, level))
@@ -324,21 +338,55 @@ def _pieces(xp, S, x, g, eps, d):
     return gn * (1 + (d + 4) * eps), rnd_t, rnd_x, tn, xn, gn
 
 
-def _certificate(xp, S, P, local, eps):
+def _certificate(xp, S, P, local, eps, ext=None):
     """(bound on theta, bound on the iterate x, default level for x): global modulus,
-    or the local-curvature ball where ``local = (m, rho)`` is given."""
+    or the local-curvature ball where ``local = (m, rho)`` is given; with ``ext = (e_t, e_x)``
+    (objectives with a null subspace, ``_null_error``) the ball bounds the error off that
+    subspace and ``e`` the error on it: ``sqrt(ball^2 + e^2)``."""
     gn, rnd_t, rnd_x, _, xn, _ = P
     modulus = S["modulus"]
     if local is not None:
         m_loc = xp.maximum(S["lam"] + local[0], modulus) * (1 - 4 * eps)
 
-    def radius(G):  # smallest certified distance for a gradient norm <= G
+    def radius(G, e=None):  # smallest certified distance for a gradient norm <= G
         r = G / modulus
         if local is not None:
-            r = xp.minimum(r, _ball(xp, G, m_loc, local[1]))
+            b = _ball(xp, G, m_loc, local[1])
+            if e is not None:
+                b = xp.sqrt(b * b + e * e) * (1 + 4 * eps)
+            r = xp.minimum(r, b)
         return r * (1 + 8 * eps)
 
-    return radius(gn + rnd_t), radius(gn + rnd_x), 2 * radius(rnd_x) + 4 * eps * xn
+    e_t, e_x = (None, None) if ext is None else ext
+    return radius(gn + rnd_t, e_t), radius(gn + rnd_x, e_x), 2 * radius(rnd_x) + 4 * eps * xn
+
+
+def _null_error(xp, f, S, x, eps):
+    r"""``(e_t, e_x)``: the prox error within the subspace ``N`` where ``hess f = mu`` at every
+    point and ``grad f - mu theta`` is orthogonal to it (``f._null_dim`` > 0; Multinomial: the
+    shifts of every class's weights by one vector).  There ``h`` is the quadratic
+    ``(mu/2)|theta_N|^2 + (lam/2)|theta_N - w_N|^2``, decoupled from the rest, so the error
+    on ``N`` is exactly :math:`\|P_N(\mu\theta + \lambda(\theta - w))\| / (\lambda + \mu)`,
+    and off ``N`` the ball with the curvature of ``hess f`` off ``N`` (its eigenvalue number
+    ``_null_dim``, the first ``_null_dim`` being ``mu``) applies to ``||grad h||``.
+
+    From the computed ``v = fl(lam u_hat + mu theta_hat)``: ``||P_N v||`` rounded up by
+    ``f._null_norm``, ``gamma_2 (lam ||u_hat|| + mu ||theta_hat||)`` for forming ``v``, and the
+    difference between the computed and the exact point (module doc, ``_pieces``): for theta
+    ``lam u_r ||theta||`` (x = u) or ``lam u_r ||u_hat||`` (x = theta); for the iterate x = u
+    ``mu u_r ||theta||``.
+    """
+    lam, disp = S["lam"], S["disp"]
+    mu = xp.maximum(S["modulus"] - lam, xp.zeros_like(lam)) * (1 + 4 * eps) + eps * lam  # >= mu
+    theta, u = S["a"] + x, S["c"] + x
+    ur = eps / 2
+    tn, un = safe_norm(theta, xp), safe_norm(u, xp)
+    pn = f._null_norm(lam[:, None] * u + mu[:, None] * theta)
+    base = pn + 2.1 * ur * (lam * un + mu * tn) * (1 + (x.shape[-1] + 4) * eps)
+    e_t = base + ur * lam * xp.where(disp, tn, un) * (1 + (x.shape[-1] + 4) * eps)
+    e_x = base + ur * xp.where(disp, mu * tn, lam * un) * (1 + (x.shape[-1] + 4) * eps)
+    div = S["modulus"] * (1 - 4 * eps)
+    return e_t / div * (1 + 8 * eps), e_x / div * (1 + 8 * eps)
 
 
 def _settled(S, tol, bound, bound_x, level):
