@@ -85,7 +85,8 @@ and the ball above could never beat ``lam + mu``) read the eigenvalue number
 ``_null_dim`` instead (the curvature off ``N``) and add the exact error on ``N``,
 where ``h`` is a decoupled quadratic (``_null_error``): the bound is
 ``sqrt(ball^2 + e_N^2)``; for them the local certificate is tried wherever the
-global level exceeds ``16 eps`` times the scale (not only where it would fail).
+global level exceeds ``16 eps`` times the scale and ``(lam + hi) / (lam + mu) > 128``
+(not only where it would fail).
 
 Work follows the entries that still need it, and the results do not depend on
 which other entries share the batch (``compact=False`` keeps them all; the tests
@@ -185,10 +186,12 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     view = _View(f, shape)
     S["h"], S["g"], S["E"], S["state"] = _h_and_grad(view, S, S["x"])
     _check_finite(xp, f, S["h"], S["g"], w, shape)
-    # the local certificate is tried where the global level exceeds floor * scale: sqrt(eps)
-    # (the level that would fail), or 16 eps for objectives with a null subspace (Multinomial:
-    # their global modulus lam + mu ignores all the loss's curvature; _null_error)
-    floor = 16 * eps if getattr(f, "_null_dim", 0) else math.sqrt(eps)
+    # the local certificate is tried where the global level exceeds sqrt(eps) * scale (the
+    # level that would fail); for objectives with a null subspace (Multinomial: the global
+    # modulus lam + mu ignores all the loss's curvature; _null_error) also where it exceeds
+    # 16 eps * scale and the largest possible gain (lam + hi) / (lam + mu) is above 128
+    # (measured: at gains of 50 it bought a factor 1.4 at 1.4x the time)
+    nullsp = bool(getattr(f, "_null_dim", 0))
     blocks = []  # finished entries: (J, x, bound, level, tol_k, ok, frozen, iterations, ||theta||)
     Hprev = None
     for k in range(max_iter + 1):
@@ -202,7 +205,9 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         # the local certificate (an eigenvalue per entry) where the global one fails or would
         # fail the sqrt(eps) rule, once Newton has nearly stopped moving (or at the cap), and
         # only where it can settle: m_loc <= max(lam + hi, lam + mu) bounds what it can reach
-        poor = level > floor * (tn + S["wnorm"]) if tol is None else ~ok
+        poor = level > math.sqrt(eps) * (tn + S["wnorm"]) if tol is None else ~ok
+        if nullsp and tol is None:  # see `nullsp` above
+            poor = poor | ((level > 16 * eps * (tn + S["wnorm"])) & (lam + S["hi"] > 128 * modulus))
         near = (~ok | poor) & (frozen | (moved <= 1e-3 * (xn + S["anorm"])) | (k == max_iter))
         Hf, Hmask = None, xp.zeros_like(ok)  # the fresh Hessian, on the rows Hmask so far
 
