@@ -183,6 +183,8 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
          "polished": xp.zeros(N, dtype=xp.bool), "has_prev": xp.zeros(N, dtype=xp.bool)}
     if tol is not None:
         S["tol"] = flat(tol)
+    if getattr(f, "_null_dim", 0):
+        S["mu"] = flat(f.strong_convexity())  # the exact mu (_null_error)
     view = _View(f, shape)
     S["h"], S["g"], S["E"], S["state"] = _h_and_grad(view, S, S["x"])
     _check_finite(xp, f, S["h"], S["g"], w, shape)
@@ -382,7 +384,7 @@ def _null_error(xp, f, S, x, eps):
     ``mu u_r ||theta||``.
     """
     lam, disp = S["lam"], S["disp"]
-    mu = xp.maximum(S["modulus"] - lam, xp.zeros_like(lam)) * (1 + 4 * eps) + eps * lam  # >= mu
+    mu = S["mu"]
     theta, u = S["a"] + x, S["c"] + x
     ur = eps / 2
     tn, un = safe_norm(theta, xp), safe_norm(u, xp)

@@ -258,7 +258,8 @@ def _cert_at(f, w, lam, theta, *, ext=True, shift=0):
     lam_a = np.array([lam], dt)
     S = {"lam": lam_a, "modulus": lam_a + np.asarray(f.strong_convexity(), dt).reshape(1),
          "hi": np.asarray(f._smoothness_bound(), dt).reshape(1), "disp": np.array([False]),
-         "a": np.zeros((1, d), dt), "c": -np.asarray(w, dt)[None]}
+         "a": np.zeros((1, d), dt), "c": -np.asarray(w, dt)[None],
+         "mu": np.asarray(f.strong_convexity(), dt).reshape(1)}
     view = _View(f, ())
     x = np.asarray(theta, dt)[None]
     _, g, S["E"], state = _h_and_grad(view, S, x)
