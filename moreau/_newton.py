@@ -167,6 +167,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     w = flat(w, (d,))
     lam = flat(lam)
     modulus = lam + flat(f.strong_convexity())
+    modulus_all = modulus  # the loop's `modulus` follows the compacted batch
     hi = flat(f._smoothness_bound())  # a cheap valid upper bound on ||hess f||
     # iterate on x with theta = a + x: a = w (x is the displacement) when lam
     # dominates the curvature, a = 0 (x is theta) otherwise; theta - w = c + x
@@ -320,7 +321,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         wnorm = safe_norm(w, xp)
         if bool(xp.any(level > math.sqrt(eps) * (tn + wnorm) + tiny)):  # G >= 0: only these can fail
             G = flat(f._grad_error_scale(xp.reshape(theta, shape + (d,))))
-            failed = failed | (level > math.sqrt(eps) * (tn + wnorm + G / modulus) + tiny)
+            failed = failed | (level > math.sqrt(eps) * (tn + wnorm + G / modulus_all) + tiny)
     host = lambda v: np.reshape(to_numpy(v), shape)  # noqa: E731
     out = ProxInfo(iterations=host(iterations), error_bound=host(bound), tol=host(tol_k).copy())
     theta, u = xp.reshape(theta, shape + (d,)), xp.reshape(u, shape + (d,))

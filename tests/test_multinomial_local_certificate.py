@@ -353,3 +353,31 @@ def test_projected_gradient_within_its_rounding_bound(dtype):
                     g[k * 3 + c] += p[j] * mp.mpf(float(X[j, k])) * r
         dist = float(mp.sqrt(mp.fsum((mp.mpf(float(a)) - b) ** 2 for a, b in zip(f.grad(theta), g))))
         assert dist <= float(f._grad_rounding(theta))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("seed", range(6))
+def test_batched_newton_bound_is_an_upper_bound_where_local(seed, dtype):
+    """A batch of 8 clients (compaction and per-entry candidates exercised), mu in {0, 1e-6},
+    lam 1e-4..1e-1: every client's bound >= its true error (mpmath), the local route is taken."""
+    rng = np.random.default_rng(200 + seed)
+    m, n, d, C = 8, 5, 2, 3
+    X = (rng.normal(size=(m, n, d)) * 10.0 ** rng.uniform(-0.5, 0.5, (m, 1, 1))).astype(dtype)
+    y = rng.integers(0, C, (m, n))
+    mu = [0.0, 1e-6][seed % 2]
+    f = mo.Multinomial(X, y, n_classes=C, mu=mu)
+    w = rng.normal(size=(m, d * C)).astype(dtype)
+    lam = (10.0 ** rng.uniform(-4, -1, m)).astype(dtype)
+    try:
+        theta, info = mo.prox(f, w, lam, return_info=True)
+        bound = info.error_bound
+    except mo.ProxConvergenceError as e:
+        theta, bound = e.theta, e.error_bound
+    local = 0
+    for i in range(m):
+        fi = mo.Multinomial(X[i], y[i], n_classes=C, mu=mu)
+        ref = multinomial_prox(host(fi.X), host(fi.y), host(fi.weights), C, mu, w[i], float(lam[i]),
+                               np.asarray(theta[i], np.float64))
+        assert error(theta[i], ref) <= bound[i], i
+        local += bool(bound[i] < 0.5 * float(_cert_at(fi, w[i], float(lam[i]), theta[i])[1]))
+    assert local >= 1  # not a test of the global route only
