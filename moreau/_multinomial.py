@@ -35,6 +35,12 @@ class Multinomial(SampleLoss):
     vector to every column of W, so with ``mu = 0`` the loss is not strongly
     convex and a prox needs ``lam > 0`` only.
 
+    Prox certificate: the gradient is projected off those shift directions (its
+    exact component there is ``mu theta``), the prox error on them is computed
+    exactly and off them Newton certifies with the local curvature (the
+    ``(d+1)``-th eigenvalue of the Hessian, ``_hess_error``) and the Hessian's
+    Lipschitz constant :meth:`hessian_lipschitz`; see ``moreau._newton``.
+
     References: docs/catalogue.md, "Conventions" (multinomial logistic: the model
     of the pFedMe and FedProx experiments).
     """
