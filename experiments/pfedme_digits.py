@@ -89,5 +89,5 @@ EXPERIMENT = Experiment(
     name="pfedme-digits", paper="pFedMe", figure="Table 1 (MNIST column; digits stand-in)",
     summary="pFedMe (personalised, global), FedAvg and Per-FedAvg on scikit-learn's 8x8 digits split 2 labels "
             "per client (stand-in for MNIST)",
-    expected=("~5 s", "~6 min"),  # full: 140 s measured for two seeds (2 shared cores), 5 seeds
+    expected=("~5 s", "~6 min"),  # full: 286 s measured for the 5 seeds (2 shared cores, one worker)
     config=config, points=points, compute=compute, finish=finish)

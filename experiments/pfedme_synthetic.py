@@ -61,5 +61,5 @@ EXPERIMENT = Experiment(
     name="pfedme-synthetic", paper="pFedMe", figure="Table 1 (Synthetic, MLR) and Fig. 4",
     summary="test accuracy of pFedMe (personalised, global), FedAvg and Per-FedAvg on Synthetic(0.5, 0.5), "
             "mean ± std over seeds beside the paper's Table 1",
-    expected=("~11 s", "~30 min"),  # full: 345 s measured for one seed (2 shared cores), 5 seeds
+    expected=("~11 s", "~30 min"),  # full: 1607 s measured for the 5 seeds (2 shared cores, one worker)
     config=config, points=points, compute=compute, finish=finish)
