@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core import Mutant, Sides, Statement
+from ._core import Mutant, Sides, Statement, scale_fields
 from ._instances import log_uniform, quadratic_batch, split_counts
 from ._perfedavg_rate_quad import client_stats, drift_moments, local_moments
 
@@ -202,6 +202,7 @@ STATEMENTS = (
         assumptions=("alpha in [0, 1/L], L = max L_i", "Assumptions 2-4 (gamma_F also needs Assumption 5)",
                      "every agent runs the local steps (56) from w_{k-1} with independent batches",
                      "(58a), (58b): beta <= 1/(10 tau L_F), 0 <= t <= tau"),
+        scaling={"quadratic": scale_fields({"a": (-2, 1), "C": (-1, 1), "alpha": (2, -1), "beta": (2, -1)})},
         families={"quadratic": ("shared A, per-sample linear terms: convex", "strongly_convex", "weakly_convex",
                                 "full batches and D, D' in {1, 2, 4}")},
         claimed="upper",
