@@ -206,7 +206,9 @@ STATEMENT = Statement(
               "logistic": ("mu = 0", "Per-FedAvg meta-objective (nonconvex)")}, claimed="rate",
     instances=instances_nc, evaluate=evaluate_nc, claim=CLAIM_NC, prepare=prepare_nc,
     scaling={"quadratic": scale_fields({"A": (-2, 1), "L": (-2, 1), "e0": (1, 0), "S": (-2, 2), "s2": (-2, 2),
-                                        "eta0": (2, -1)})},
+                                        "eta0": (2, -1)}),
+             "logistic": scale_fields({"X": (-1, 0), "alpha": (2, 0), "L": (-2, 0), "B": (-1, 0), "x0": (1, 0),
+                                       "s2": (-2, 0), "S": (-2, 0), "eta0": (2, 0)}, c_free=False)},
     mutants=(
         Mutant("eta_0 <= min{1/(L(M+1)), sqrt(2(F(x^0) - F*)/(L sigma^2))} (as printed)",
                {"eta0_printed": lambda eta0, L, M, h0, s2: eta0 <= np.minimum(1 / (L * (M + 1)),

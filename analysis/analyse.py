@@ -24,7 +24,8 @@ Mutants are hand-written; these three analyses run on every statement without an
    inequality's LHS/RHS and every fitted exponent must be unchanged (relative 1e-6), and so
    must every part's applicability.  A change is reported with the instance and both ratios: the
    statement (or a parameter rule in it) is not scale-consistent.  Statements without a
-   declaration are listed as such (not analysed).
+   declaration are listed as such (not analysed); a checker may declare, instead of the
+   function, a string saying why its instances cannot be rescaled (reported as the reason).
 
 3. **Sharpest constant.**  For each of the theorem's inequality parts: the largest LHS/RHS over
    the applicable instances — the factor by which the right side could be multiplied and still
@@ -138,7 +139,7 @@ def _conditions(st, fam, batch, prepared, base):
 
 def _scale(st, fam, batch, base):
     scaling = (getattr(st, "scaling", None) or {}).get(fam)
-    if scaling is None:
+    if scaling is None or isinstance(scaling, str):  # a string: why the checker cannot declare one
         return None, []
     out, tried = [], []
     for s, c in SCALES:
@@ -248,6 +249,13 @@ def _derived(st, fam, batch, p, worst):
     return rec
 
 
+def _why_no_scaling(st, fam):
+    why = (getattr(st, "scaling", None) or {}).get(fam)
+    if isinstance(why, str):
+        return why
+    return None if why is not None else "the checker declares no scaling for this family"
+
+
 def analyse(rec):
     """The three analyses of one record (statement, family, batch); a JSON-ready dict."""
     st, fam, batch = rec.statement, rec.result.family, rec.batch
@@ -256,6 +264,7 @@ def analyse(rec):
     scale, tried = _scale(st, fam, batch, base)
     return {"conditions": _conditions(st, fam, batch, prepared, base),
             "scale": scale, "scale_declared": scale is not None, "scales_tried": tried,
+            "scale_not_declared_because": _why_no_scaling(st, fam),
             "sharpest": _sharpest(st, fam, batch, base)}
 
 
@@ -295,7 +304,7 @@ def print_analyses(records, analyses):
                      else f": a side is undefined without it ({c.get('detail') or c.get('part')})")
             print(f"  condition {c['condition']}: {v.upper() if v == 'necessary' else v}{extra}")
         if not a["scale_declared"]:
-            print("  scale consistency: not analysed (the checker declares no scaling for this family)")
+            print(f"  scale consistency: not analysed ({a['scale_not_declared_because']})")
         elif not a["scale"]:
             print(f"  scale consistency: every part's LHS/RHS, exponent and applicability unchanged under "
                   f"(s, c) in {[(float(s), float(c)) for s, c in a['scales_tried']]}")

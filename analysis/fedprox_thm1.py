@@ -296,6 +296,12 @@ def _swap(rho, R, n):
     return np.where(R <= n**-0.5, rho**2 / (n * R**2), rho / (np.sqrt(n) * R))
 
 
+#: --analyse: why this checker's instances are not rescaled (see moreau.analysis.analyse)
+_NO_SCALING = ("the heterogeneity grid R and the noise level live inside the checker (each instance is a "
+               "sweep drawn from its seed), so a batch cannot be rescaled; the lambda rule's switch at "
+               "R = n^(-1/2) compares a length with a number and is not scale-consistent (README, Findings)")
+
+
 STATEMENTS = (
     Statement(
         id="fedprox.thm1",
@@ -311,6 +317,7 @@ STATEMENTS = (
              "at least 30)",
         assumptions=("Assumption 1: ‖w⋆⁽ⁱ⁾ − w⋆⁽ᵍ⁾‖ <= R", "Assumption 2: every client's sample average is "
                      "μ-strongly convex", "Assumption 3: E‖∇ℓ(w⋆⁽ⁱ⁾, z)‖² <= ρ²", "n_i = n, p_i = 1/m"),
+        scaling={"quadratic": _NO_SCALING, "logistic": _NO_SCALING},
         families={"quadratic": ("least squares, fixed designs, Gaussian noise",),
                   "logistic": ("well-specified logistic with a ridge, population-minimiser truth",)},
         claimed="rate",

@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core import Mutant, Sides, Statement, fit_exponent, rate_sides
+from ._core import Mutant, Sides, Statement, fit_exponent, rate_sides, scale_fields
 from ._perfedavg_div_instances import logistic_atoms_batch, tv_closed_form_batch, w1_closed_form_batch
 from ._perfedavg_div_losses import (closed_form_sups, logistic_sups, reference, tv, w1_batch,
                                     w1_homogeneous_sweep)
@@ -263,6 +263,11 @@ _FINDING_RATE = (
     "O(m^(-1/k)) for k >= 3 and O(1/sqrt m) for k = 1.")
 
 _SRC = "Per-FedAvg, Section 4.1"
+#: theta -> s theta, f -> c f: Hessian terms A c/s^2, linear terms g c/s, trigonometric amplitudes h c
+#: (frequencies u 1/s); the data-space metric D and the weights P are unchanged; logistic: X 1/s (c = 1)
+_SCALING = {"quadratic": scale_fields({"A": (-2, 1), "g": (-1, 1), "h": (0, 1), "u": (-1, 0)}),
+            "logistic": scale_fields({"X": (-1, 0), "W": (1, 0)}, c_free=False)}
+
 STATEMENTS = (
     Statement(
         id="perfedavg.tv", source=f"{_SRC}, eq. (14a), App. B.1", paper="per-fedavg-maml.md",
@@ -272,6 +277,7 @@ STATEMENTS = (
         assumptions=("shared loss l, f_i = E_{p_i} l, p = (1/n) sum p_i, Z countable",
                      "||grad_w l(z; w)|| <= B and ||hess_w l(z; w)||_2 <= L for every z and w",
                      "f = (1/n) sum f_i (Assumption 5 prints sum f_i)"),
+        scaling=_SCALING,
         families={"quadratic": ("linear", "quadratic in w (B = inf)", "trigonometric (exact sups)"),
                   "logistic": ("mu = 0, atoms in R^2",)},
         claimed="upper", instances=instances_tv, evaluate=evaluate_tv, claim=CLAIM_TV,
@@ -301,6 +307,7 @@ STATEMENTS = (
         assumptions=("shared loss l, f_i = E_{p_i} l, p = (1/n) sum p_i, bounded supports",
                      "(15) uniformly in w, on Z = the atoms (a finite metric space)",
                      "f = (1/n) sum f_i (Assumption 5 prints sum f_i)"),
+        scaling=_SCALING,
         families={"quadratic": ("shared-A quadratic (rho_Z = 0)", "trigonometric (exact sups)",
                                 "O(1/sqrt m) sweeps, k = 1, 3, 4"),
                   "logistic": ("mu = 0, d = ||x - x'|| + |y - y'|",)},

@@ -282,6 +282,11 @@ _M2 = (
     Mutant("rate O(1/(TRN)^(1/2)) for the first term", {"first": (-1.5, -1.5)}),
 )
 
+#: --analyse: why these checks have no rescaling (see moreau.analysis.analyse)
+_NO_SCALING = ("no problem instance: each part substitutes the corollary's beta (and T) into the theorem's "
+               "printed terms and compares exponents in T, R, N, which a change of units leaves unchanged")
+
+
 STATEMENTS = (
     Statement(
         id="pfedme.cor1",
@@ -293,6 +298,7 @@ STATEMENTS = (
              "the printed linear / quadratic speedup",
         assumptions=("S = N (no client sampling)", "beta >= 1 (case (i) needs sqrt(N) >= T)",
                      "the O-terms of Theorem 1(a) as printed; first and last terms are not powers (docstring)"),
+        scaling={"quadratic": _NO_SCALING},
         families={"quadratic": ("symbolic: points (T, R, N) in both regimes; no objective is evaluated",)},
         claimed="rate",
         instances=instances_cor1,
@@ -310,6 +316,7 @@ STATEMENTS = (
         text="substituting the corollary's beta and T into Theorem 2(a)'s terms: the exponents of R, N against "
              "the printed sublinear speedup",
         assumptions=("S = N (no client sampling)", "beta >= 1", "the O-terms of Theorem 2(a) as printed"),
+        scaling={"quadratic": _NO_SCALING},
         families={"quadratic": ("symbolic: points (R, N), T = c (NR)^2; no objective is evaluated",)},
         claimed="rate",
         instances=instances_cor2,

@@ -66,7 +66,7 @@ carry their own allowed error as rhs), ``slack_threshold`` (below which a bound 
 With ``--analyse``, every record also carries ``"analyse"``: ``conditions`` (per condition
 dropped: ``condition``, ``kind`` "claim" | "part", ``verdict`` "necessary" | "appears
 unnecessary" | "not exercised" | "undefined", and the counterexample's ``part``, ``instance``,
-``ratio`` or the number ``admitted``), ``scale_declared``, ``scales_tried`` (the (s, c) pairs
+``ratio`` or the number ``admitted``), ``scale_declared``, ``scale_not_declared_because`` (null, or why not), ``scales_tried`` (the (s, c) pairs
 the family can express), ``scale`` (the inconsistencies found:
 ``s``, ``c``, ``part``, ``instance``, ``what``, ``before``, ``after``; [] when consistent, null
 when not declared) and ``sharpest`` (per theorem inequality part: ``sharpest_factor``,

@@ -341,7 +341,9 @@ STATEMENTS = (
         text="GD with eta <= 1/L on an L-smooth mu-strongly convex F: F(x^t) - F* <= (1 - mu eta)^t (F(x^0) - F*)",
         assumptions=("F L-smooth, mu-strongly convex", "eta <= 1/L"),
         families={"quadratic": ("strongly_convex",), "logistic": ("mu > 0",)}, claimed="rate",
-        instances=instances_sc, evaluate=evaluate_sc, claim=CLAIM_SC, scaling={"quadratic": _GD_SCALING},
+        instances=instances_sc, evaluate=evaluate_sc, claim=CLAIM_SC,
+        scaling={"quadratic": _GD_SCALING, "logistic": scale_fields(
+            {"X": (-1, 0), "mu": (-2, 0), "eta": (2, 0), "x0": (1, 0)}, c_free=False)},
         sharp={"quadratic": {"F(x^t) - F* <= (1 - mu eta)^t (F(x^0) - F*), t = 1..30": _sharp.gd_strongly_convex}},
         mutants=(
             Mutant("rate (1 - mu eta)^(3t)", {"rate": lambda mu, L, eta, t: (1 - mu * eta) ** (3 * t)}),
@@ -364,7 +366,8 @@ STATEMENTS = (
         assumptions=("F L-smooth", "F* = inf F finite", "eta <= 1/L"),
         families={"quadratic": ("convex", "strongly_convex"), "logistic": ("mu = 0", "Per-FedAvg meta-objective")},
         claimed="rate", instances=instances_nc, evaluate=evaluate_nc, claim=CLAIM_NC,
-        scaling={"quadratic": _GD_SCALING},
+        scaling={"quadratic": _GD_SCALING, "logistic": scale_fields(
+            {"X": (-1, 0), "mu": (-2, 0), "alpha": (2, 0), "eta": (2, 0), "x0": (1, 0)}, c_free=False)},
         mutants=(
             Mutant("constant 2 -> 1/2", {"bound": lambda gap, eta, T: gap / (2 * eta * T)}),
             Mutant("constant 2 -> 1", {"bound": lambda gap, eta, T: gap / (eta * T)}),

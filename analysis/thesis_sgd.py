@@ -195,7 +195,8 @@ STATEMENTS = (
         families={"quadratic": ("strongly_convex, additive and multiplicative noise",),
                   "logistic": ("mu > 0 (Monte Carlo)",)}, claimed="rate",
         instances=instances_sc, evaluate=evaluate_sc, claim=CLAIM_SC, prepare=prepare_sc,
-        scaling={"quadratic": scale_fields(SC_SCALING)},
+        scaling={"quadratic": scale_fields(SC_SCALING), "logistic": scale_fields(
+            {"X": (-1, 0), "mu": (-2, 0), "x0": (1, 0), "s2": (-2, 0), "S": (-2, 0), "eta": (2, 0)}, c_free=False)},
         mutants=(
             Mutant("(i) nu's noise term 2 L sigma^2/mu^2 -> L sigma^2/(2 mu^2)",
                    {"nu": lambda h0, L, s2, mu, delta: np.maximum((delta + 1) * h0, L * s2 / (2 * mu**2))}),
