@@ -96,9 +96,12 @@ def multinomial_prox(X, y, weights, C, mu, w, lam, start):
             e = [mp.exp(v - m) for v in z]
             s = mp.fsum(e)
             pi = [v / s for v in e]
+            yj = int(y[j])
+            # pi_y - 1 = -(sum of the other classes)/s, without cancelling when pi_y is close to 1
+            resid = [pi[c] if c != yj else -mp.fsum(e[c2] for c2 in range(C) if c2 != yj) / s for c in range(C)]
             for k in range(d):
                 for c in range(C):
-                    g[k * C + c] += p[j] * x[j][k] * (pi[c] - (1 if c == int(y[j]) else 0))
+                    g[k * C + c] += p[j] * x[j][k] * resid[c]
                     for k2 in range(d):
                         for c2 in range(C):
                             S = pi[c] * ((1 if c == c2 else 0) - pi[c2])
