@@ -173,4 +173,4 @@ EXPERIMENT = Experiment(
     name="fedprox-fig1b", paper="FedProx analysis", figure="Figure 1(b) (MNIST-Logit; digits stand-in)",
     summary="test accuracy vs classes per client s on sklearn's 8x8 digits (stand-in for MNIST): LocalTrain, "
             "GlobalTrain, FedProx lam in {0.5, 1.5, 2.5} and the adaptive lam, exact minimisers",
-    expected=("~15 s", "~25 min"), config=config, points=points, compute=compute, finish=finish)
+    expected=("~15 s", "~16 min"), config=config, points=points, compute=compute, finish=finish)
