@@ -35,3 +35,14 @@ def test_moreau_info_returns_zero(capsys):
     assert cli.main(["info"]) == 0
     out = capsys.readouterr().out
     assert "GPU usable:" in out and "constructor backend:" in out
+
+
+def test_readme_counts_match_the_registry():
+    """The README's opening counts (statements, mutants) are the registry's, not a stale number."""
+    from moreau.analysis.registry import catalogue
+    cat = catalogue()
+    text = " ".join(README.read_text(encoding="utf-8").split()[:200])
+    n_statements = len(cat)
+    n_mutants = sum(len(s.mutants) for s in cat.values())
+    assert f"{n_statements} statements of four papers" in text
+    assert f"({n_mutants} in all)" in text
