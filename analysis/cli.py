@@ -325,8 +325,9 @@ def _print_searches(records, n):
 
 
 def _save(records, directory):
-    """The first failing instances of every statement (at most 5 per record), and the instance that
-    rejects each mutant (when one instance does), each with the command that replays it."""
+    """The first failing instances of every statement (at most 5 per record), the instance that
+    rejects each mutant (when one instance does) and, for a mutant that survives, the instance
+    closest to rejecting it (largest LHS/RHS), each with the command that replays it."""
     from .runner import save_counterexample, save_instance
 
     for rec in records:
@@ -334,9 +335,12 @@ def _save(records, directory):
             path, cmd = save_counterexample(rec, int(i), directory)
             print(f"saved {path}; reproduce: {cmd}")
         for (m, rejected, _), (where, one, i) in zip(rec.mutants, rec.mutant_batches):
-            if rejected and one is not None:
-                path, cmd = save_instance(one, rec.statement.id, rec.result.family, f"{where}{i}", directory, m.name)
-                print(f"saved {path} (rejects mutant {m.name!r}); replay: {cmd}")
+            if one is None:
+                continue
+            path, cmd = save_instance(one, rec.statement.id, rec.result.family, f"{where}{i}", directory, m.name)
+            what = (f"rejects mutant {m.name!r}" if rejected else
+                    f"the instance closest to rejecting the surviving mutant {m.name!r}")
+            print(f"saved {path} ({what}); replay: {cmd}")
 
 
 def _replay(args, cat) -> int:

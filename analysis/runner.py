@@ -124,8 +124,8 @@ class Record:
     mutants: list = field(default_factory=list)  # (Mutant, rejected: bool, Result)
     batch: dict | None = None
     # per mutant: (where, batch, index) of its verdict: where "run" | "default" | "search", batch the
-    # one instance that rejects it and its index in that batch (None when it survived or when no
-    # single instance does)
+    # one instance that rejects it and its index in that batch (None when no single instance does);
+    # a surviving mutant: where "closest", the run's instance closest to rejecting it
     mutant_batches: list = field(default_factory=list)
     mutant_seconds: float = 0.0
     index: np.ndarray | None = None  # global instance index of each row of ``batch`` (None: the row itself)
@@ -198,7 +198,7 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
     reducer, rec, bar = ChunkReducer(), None, None
     pending = list(st.mutants) if mutants else []
     verdicts = {}  # mutant name -> (rejected, Result, where, one-instance batch, its index there)
-    t_mut, offset, searches = 0.0, 0, []
+    t_mut, offset, searches, closest = 0.0, 0, [], {}
     rng = rng_for(seed, st.id, fam)
     for k, (size, batch, n_chunks) in enumerate(_chunks(st, fam, trials, seed, chunk)):
         if k == 0 and progress and n_chunks > 1:
@@ -220,9 +220,15 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
         t1 = time.perf_counter()
         for m in list(pending):
             r = st.run(fam, size, rng, mutant=m, batch=batch, prepared=prepared)
-            verdicts[m.name] = (not r.holds, r, "run", *_rejecting_instance(batch, r, offset))
             if not r.holds:
+                verdicts[m.name] = (True, r, "run", *_rejecting_instance(batch, r, offset))
                 pending.remove(m)
+                continue
+            # it survives this chunk: keep the instance closest to rejecting it (largest LHS/RHS)
+            one, i, ratio = _closest_instance(batch, r, offset)
+            if m.name not in verdicts or ratio > closest.get(m.name, -np.inf):
+                verdicts[m.name] = (False, r, "closest", one, i)
+                closest[m.name] = ratio
         t_mut += time.perf_counter() - t1
         offset += res.instances
         del batch, prepared
@@ -266,6 +272,23 @@ def _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, se
                 if not r.holds:
                     verdicts[m.name] = (True, r, "search", *_rejecting_instance(found, r))
                     pending.remove(m)
+
+
+def _closest_instance(batch, res, offset=0):
+    """``(one-instance batch, its index, its ratio)``: the applicable instance with the largest
+    LHS/RHS over the inequality parts of a result that holds (the closest to failing), or
+    ``(None, None, -inf)`` when no inequality part has an applicable instance."""
+    best, where = -np.inf, None
+    for p in res.parts:
+        if p.claimed not in ("upper", "tight") or not p.applicable:
+            continue
+        r = np.where(p.sides.applicable & np.isfinite(p.ratio), p.ratio, -np.inf)
+        k = int(np.argmax(r))
+        if r[k] > best:
+            best, where = float(r[k]), k
+    if where is None:
+        return None, None, -np.inf
+    return take(batch, [where]), offset + where, best
 
 
 def _rejecting_instance(batch, res, offset=0):

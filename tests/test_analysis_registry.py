@@ -477,12 +477,19 @@ def test_chunked_run_equals_the_chunks_judged_by_hand(monkeypatch, tmp_path, cap
                  str(tmp_path)]) == 1
     out = capsys.readouterr().out
     files = sorted(tmp_path.glob("*.npz"))
-    assert len(files) == 5 + 1 and "rejects mutant 'c = 1.99'" in out
-    mutant_file = next(f for f in files if "mutant" in f.name)
+    assert len(files) == 5 + 2 and "rejects mutant 'c = 1.99'" in out
+    assert "the instance closest to rejecting the surviving mutant 'c = 3'" in out
+    mutant_file = next(f for f in files if "mutant" in f.name and "-run" in f.name)
+    closest_file = next(f for f in files if "-closest" in f.name)
     plain = next(f for f in files if "mutant" not in f.name)
     assert main(["check", "--replay", str(plain)]) == 1
     assert main(["check", "--replay", str(mutant_file)]) == 0
     assert "replaying mutant of toy.chunks: c = 1.99" in capsys.readouterr().out
+    assert main(["check", "--replay", str(closest_file)]) == 1  # the survivor is not rejected there
+    out = capsys.readouterr().out
+    assert "mutant 'c = 3': NOT rejected on this instance" in out
+    # it is the largest x of the run (closest to x <= 3)
+    assert f"lhs={np.max(x):.17g}" in out
 
 
 def test_checker_whose_trials_is_not_a_count_runs_in_one_call(monkeypatch):
