@@ -31,7 +31,7 @@ def _worst_rows(p: PartResult) -> set:
         rows.add(int(np.argmax(r)))
         rows.add(int(np.argmin(np.where(app, p.slack, np.inf))))
         if s.lhs_ci is not None and p.claimed != "rate":
-            from .runner import worst_ci_instance
+            from .records import worst_ci_instance
             rows.add(worst_ci_instance(s))
     return rows
 

@@ -46,7 +46,7 @@ def add_check_parser(sub):
                         "(PEPit with the Clarabel solver; needs the pep extra); JSON key \"pep\" per record")
     p.add_argument("--slack-threshold", type=_ratio_arg, default=None, metavar="R",
                    help="flag a bound that holds with max LHS/RHS below R as LOOSE (default 0.1)")
-    p.add_argument("--json", metavar="PATH", help="write one record per (id, family); schema in analysis/runner.py")
+    p.add_argument("--json", metavar="PATH", help="write one record per (id, family); schema in analysis/records.py")
     p.add_argument("--save-counterexamples", metavar="DIR",
                    help="save failing instances, and the instance that rejects each mutant, as .npz "
                         "(each printed with the command that replays it)")
@@ -105,6 +105,7 @@ def _writable_dir(path) -> str | None:
 
 def cmd_check(args) -> int:
     from . import runner
+    from .records import SLACK_THRESHOLD, record_json, run_info
     from .registry import catalogue
 
     cat = catalogue()
@@ -140,7 +141,7 @@ def cmd_check(args) -> int:
     t0 = time.perf_counter()
     records = runner.run(ids, args.family, args.trials, args.seed, args.mutants, args.search, progress=True)
     if args.slack_threshold is None:
-        args.slack_threshold = runner.SLACK_THRESHOLD
+        args.slack_threshold = SLACK_THRESHOLD
     ok = _print_table(records, args.slack_threshold)
     if args.mutants:
         ok &= _print_mutants(records, restricted=args.family != "all")
@@ -162,7 +163,7 @@ def cmd_check(args) -> int:
         pep_records = run_pep(ids or None, args.seed)  # None: every statement with a class worst case
         ok &= print_pep(pep_records)
     if args.json:
-        payload = [runner.record_json(r, run=runner.run_info(args), slack_threshold=args.slack_threshold)
+        payload = [record_json(r, run=run_info(args), slack_threshold=args.slack_threshold)
                    for r in records]
         if analyses is not None:
             for j, a in zip(payload, analyses):
@@ -199,7 +200,7 @@ def _fmt(x):
 
 
 def _print_table(records, slack_threshold=None) -> bool:
-    from .runner import SLACK_THRESHOLD, is_loose, record_json
+    from .records import SLACK_THRESHOLD, is_loose, record_json
 
     threshold = SLACK_THRESHOLD if slack_threshold is None else slack_threshold
 
@@ -262,7 +263,7 @@ def _ci_measure(p):
     s = p.sides
     if s.lhs_ci is None or not p.applicable:
         return ""
-    from .runner import worst_ci_instance
+    from .records import worst_ci_instance
 
     i = worst_ci_instance(s)
     return (f"; closest: {_fmt(s.lhs[i])} in [{_fmt(s.lhs_ci[0][i])}, {_fmt(s.lhs_ci[1][i])}] "
@@ -328,7 +329,7 @@ def _save(records, directory):
     """The first failing instances of every statement (at most 5 per record), the instance that
     rejects each mutant (when one instance does) and, for a mutant that survives, the instance
     closest to rejecting it (largest LHS/RHS), each with the command that replays it."""
-    from .runner import save_counterexample, save_instance
+    from .records import save_counterexample, save_instance
 
     for rec in records:
         for i in rec.result.failures[:5]:
@@ -346,7 +347,7 @@ def _save(records, directory):
 def _replay(args, cat) -> int:
     """Re-check one saved instance.  Exit 1 when an inequality fails on it; whether a
     claimed-tight bound is attained is a property of a family, not of one instance."""
-    from .runner import load_counterexample
+    from .records import load_counterexample
 
     import zipfile
 

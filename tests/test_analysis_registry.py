@@ -34,7 +34,7 @@ RECORD_KEYS = {"id", "source", "family", "instances", "holds", "max_ratio", "tig
                "seconds", "statement_seconds", "mutant_seconds", "mutants", "findings", "parts"}
 PART_KEYS = {"name", "claimed", "role", "loose", "holds", "applicable", "max_ratio", "tight", "min_slack", "constants", "note",
              "tested"}
-# keys a rate part or a Monte Carlo part adds (analysis/runner.py schema)
+# keys a rate part or a Monte Carlo part adds (analysis/records.py schema)
 OPTIONAL_PART_KEYS = {"slope", "slope_ci", "exponent", "kind", "atol", "level",
                       "worst_instance", "lhs", "lhs_ci", "rhs"}
 
