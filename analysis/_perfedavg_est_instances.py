@@ -31,8 +31,13 @@ import numpy as np
 
 from ._instances import log_uniform, orthogonal, quadratic_batch, split_counts
 
-__all__ = ["quadratic_instances", "logistic_instances", "quadratic_smoothness", "logistic_smoothness", "N_Q", "D_Q",
-           "N_L", "D_L", "K_MC", "EXACT_MAX", "HUGE"]
+__all__ = ["FAMILIES", "quadratic_instances", "logistic_instances", "quadratic_smoothness", "logistic_smoothness",
+           "N_Q", "D_Q", "N_L", "D_L", "K_MC", "EXACT_MAX", "HUGE"]
+
+#: the instance kinds each family of perfedavg.lemma4_3 and perfedavg.appendix_h draws (shared by both)
+FAMILIES = {"quadratic": ("shared A (all kinds, a_1 = -L)", "least squares", "indefinite A_j", "Hessian noise",
+                          "identical samples"),
+            "logistic": ("mu = 0: heterogeneous, shared features, identical samples, D up to 40",)}
 
 N_Q, D_Q = 4, 3
 N_L, D_L = 6, 2

@@ -53,7 +53,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._core import QUADRATIC_SCALING, Mutant, Statement, scale_fields
-from ._perfedavg_est_instances import logistic_instances, quadratic_instances
+from ._perfedavg_est_instances import FAMILIES, logistic_instances, quadratic_instances
 from ._perfedavg_est_parts import LEVEL, bound_sides, logistic_parts, quadratic_parts
 
 __all__ = ["STATEMENTS"]
@@ -170,9 +170,7 @@ STATEMENTS = (
                      "D, D', D'' independent i.i.d. batches (with replacement)"),
         scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "alpha": (2, -1)}),
                  "logistic": scale_fields({"X": (-1, 0), "w": (1, 0), "alpha": (2, 0)}, c_free=False)},
-        families={"quadratic": ("shared A (all kinds, a_1 = -L)", "least squares", "indefinite A_j",
-                                "Hessian noise", "identical samples"),
-                  "logistic": ("mu = 0: heterogeneous, shared features, identical samples, D up to 40",)},
+        families=FAMILIES,
         claimed="upper",
         instances=instances,
         evaluate=evaluate,
