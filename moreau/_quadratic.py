@@ -354,7 +354,9 @@ class Quadratic(Objective):
 
     def _sturm_certifies(self, lam):
         """Existence for every system from one Sturm count per matrix at its smallest ``lam``
-        (:func:`moreau._tridiag.tri_certifies`); False hands over to the bisection."""
+        (:func:`moreau._tridiag.tri_certifies`); False hands over to the bisection.  The tridiagonal
+        route runs on the numpy backend only (:meth:`_route`), so ``D``, ``E`` and ``lam`` are host
+        numpy arrays here."""
         Q, D, E = self._tri
         ab = tuple(self.A.shape[:-2])
         shape = tuple(np.broadcast_shapes(ab, tuple(lam.shape)))
