@@ -282,3 +282,64 @@ def test_meta_curvature_without_cancellation_near_alpha_a_one():
         lo = float(mo.meta_objective(q, alpha).curvature_bounds()[0])
         exact = float(mp.mpf(a) * (1 - mp.mpf(alpha) * mp.mpf(a)) ** 2)
         assert abs(lo - exact) <= 8 * np.finfo(float).eps * exact  # a few roundings after an exact 1 - alpha a
+
+
+# -- construction: one checked copy of A (moreau._quadratic._load_matrix) -------------------
+def _spd(m, d, seed=0):
+    rng = np.random.default_rng(seed)
+    G = rng.standard_normal((m, d, d))
+    return G @ np.swapaxes(G, -1, -2) / d + np.eye(d)
+
+
+def test_constructor_owns_a_copy_whatever_the_input_layout():
+    A0 = _spd(40, 30)  # 36,000 entries: the load runs over several blocks
+    b = np.ones((40, 30))
+    layouts = {"C": lambda A: A, "F": np.asfortranarray, "reversed view": lambda A: A[::-1][::-1],
+               "strided view": lambda A: np.repeat(A, 2, axis=0)[::2]}
+    for name, make in layouts.items():
+        given = make(A0.copy())
+        q = mo.Quadratic(given, b)
+        assert q.A.flags.c_contiguous and not np.may_share_memory(q.A, given), name
+        np.testing.assert_array_equal(q.A, A0)
+        theta = mo.prox(q, b, 1.0)
+        given[...] = 0.0  # a later change of the caller's array cannot reach the objective
+        np.testing.assert_array_equal(q.A, A0)
+        np.testing.assert_array_equal(mo.prox(q, b, 1.0), theta)
+
+
+def test_integer_A_is_converted_once_and_checked():
+    A = np.stack([np.eye(4, dtype=np.int64) * (k + 1) for k in range(3)])
+    q = mo.Quadratic(A, np.ones((3, 4)))
+    assert q.A.dtype == np.float64
+    np.testing.assert_array_equal(q.eigenvalues[:, 0], [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nonfinite_entry_found_in_any_block(bad):
+    A = _spd(300, 20)  # 120,000 entries: two blocks of 65,536
+    A[250, 3, 7] = bad  # second block; the asymmetry it creates must not mask the message
+    with pytest.raises(ValueError, match=r"A must be finite.*\(250, 3, 7\)"):
+        mo.Quadratic(A, np.ones((300, 20)))
+
+
+def test_finite_entries_whose_sum_overflows_are_accepted():
+    big = np.finfo(np.float64).max / 4
+    A = np.stack([np.eye(3) * big] * 8)  # every block sum overflows to inf; every entry is finite
+    q = mo.Quadratic(A, np.zeros((8, 3)))
+    np.testing.assert_array_equal(q.A, A)
+    A32 = np.full((2, 2), np.finfo(np.float32).max / 2, dtype=np.float32)
+    assert mo.Quadratic(A32, np.zeros(2, dtype=np.float32)).dtype == np.float32
+
+
+def test_asymmetry_found_in_a_later_block_and_near_symmetry_repaired():
+    A = _spd(300, 20)
+    B = A.copy()
+    B[299, 0, 19] += 1.0
+    with pytest.raises(ValueError, match=r"A must be symmetric.*\(299,\)"):
+        mo.Quadratic(B, np.ones((300, 20)))
+    C = A.copy()
+    C[299, 0, 19] *= 1 + 4 * np.finfo(float).eps  # within 100 eps max|A|: symmetrised
+    q = mo.Quadratic(C, np.ones((300, 20)))
+    np.testing.assert_array_equal(q.A, np.swapaxes(q.A, -1, -2))
+    assert q.A[299, 0, 19] == (C[299, 0, 19] / 2 + C[299, 19, 0] / 2)
+    np.testing.assert_array_equal(q.A[:299], A[:299])  # the exactly symmetric entries kept bit for bit
