@@ -46,7 +46,7 @@ from . import _thesis_sgd_mc as mc
 from ._core import Mutant, Sides, Statement, scale_fields, worst_point
 from ._instances import log_uniform
 from ._thesis_sgd_exact import D, groups, noise, quadratic, second_moments
-from .thesis_rates import _newton_min
+from .thesis_gd import _newton_min
 
 __all__ = ["STATEMENT", "averages_nc"]
 

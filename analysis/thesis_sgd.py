@@ -51,7 +51,7 @@ from ._core import Mutant, Sides, Statement, scale_fields, worst_point
 from ._instances import log_uniform
 from ._thesis_sgd_exact import D, groups, noise, quadratic, second_moments
 from ._thesis_sgd_nc import STATEMENT as SGD_NONCONVEX
-from .thesis_rates import _newton_min
+from .thesis_gd import _newton_min
 
 __all__ = ["STATEMENTS", "second_moments"]
 

@@ -1,7 +1,7 @@
 """Per-FedAvg Lemmas 4.2 / 4.4 and the thesis' chapter-2 rates: holds, mutants, tightness.
 
 The checkers live in ``analysis/perfedavg_lemma4_2.py``, ``perfedavg_lemma4_4.py``
-and ``thesis_rates.py``; this file asserts what their reports claim.
+and ``thesis_gd.py``, ``thesis_fw.py``; this file asserts what their reports claim.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import moreau as mo
-from moreau.analysis import _thesis_fw, runner, thesis_rates
+from moreau.analysis import _thesis_fw, runner, thesis_gd
 from moreau.analysis._core import Mutant, TIGHT_RTOL
 from moreau.analysis.cli import mutant_verdicts
 from moreau.analysis.registry import get
@@ -132,7 +132,7 @@ def test_gd_nonconvex_attained_and_meta_objective_instances_are_nonconvex():
     lowest = np.linalg.eigvalsh(F.hess(W))[..., 0].min(axis=0)
     meta = b["alpha"] > 0
     assert np.mean(lowest[meta] < 0) >= 0.5  # most meta-objectives have negative curvature somewhere
-    xs = thesis_rates._newton_min(f, np.zeros_like(b["x0"]))
+    xs = thesis_gd._newton_min(f, np.zeros_like(b["x0"]))
     assert np.max(np.linalg.norm(f.grad(xs), axis=-1)) < 1e-12
 
 

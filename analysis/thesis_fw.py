@@ -1,0 +1,179 @@
+r"""fw.convex — thesis (Dadras), chapter 2, Theorem 5 (Frank–Wolfe, convex).
+
+Statement (thesis): Frank–Wolfe s^t ∈ argmin_{x∈B} ⟨∇F(x^t), x⟩,
+x^{t+1} = (1 − η_t)x^t + η_t s^t with η_t = 2/(t+2); F* := min_B F.
+* Theorem 5: F(x^t) − F* ≤ 2LR²/(t+2).  The
+  thesis gives no range for t and lets x^0 ∈ R^d; the standard theorem (Jaggi
+  2013, Thm. 1) is for x^0 ∈ B and t ≥ 1, which is checked.  x^1 = s^0 lies in
+  B whatever x^0 (η_0 = 1), but that does not give the bound: the proof's first
+  step F(x^1) ≤ F(x^0) + ⟨∇F(x^0), s^0 − x^0⟩ + (L/2)‖s^0 − x^0‖² ≤ F* + LR²/2
+  needs ‖s^0 − x^0‖ ≤ R, i.e. x^0 ∈ B, and from x^0 outside B the LMO picks
+  s^0 by the gradient at a point outside B, possibly the vertex farthest from
+  the minimiser.  Both printed readings fail (``findings``): at t = 0 even for
+  x^0 ∈ B (mutant "range t >= 0"), and at t ≥ 1 for x^0 outside B (mutant
+  "x^0 anywhere in R^d").
+
+Assumptions: F convex and L-smooth, B compact convex with diameter R.
+
+Instances.  Convex quadratics (a_1 = 0 or > 0, d = 3) on boxes [−h, h], R = 2‖h‖
+(the box's diameter; the LMO picks the vertex given by the gradient's signs);
+minimisers inside, just outside, far outside, and next to a vertex with
+curvature L along the diagonal (x^0 at that vertex: F(x^1) − F* → LR²/2);
+x^0 random in the box or at its worst vertex; a quarter of the instances start
+outside B (not applicable to the reading checked; they reject the printed x^0 ∈ R^d):
+half of the far-minimiser ones at x^0 = 2z beyond the minimiser z (the finding's
+construction), half of the just-outside ones at random points up to 20h
+outside the box.  F* is bracketed by enumerating
+the 3^d active sets (candidates clipped to B; upper end min F, lower end
+max F(x) − gap(x), the Frank–Wolfe duality gap): certified, width ~1e-16.
+
+Sides (lhs <= rhs): per instance the iterate (t = 1..100) with the largest lhs/rhs.
+
+Claimed by the thesis: a rate (an upper bound).  Theorem 5 reaches 3/4 at t = 1
+(h_1 ≤ LR²/2 in the proof's recursion, attained in the limit).  Theorem 6
+(fw.nonconvex, listed after this one): ``_thesis_fw.py``; gradient descent
+(Theorems 1, 2): ``thesis_gd.py``.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ._core import Mutant, Sides, Statement, scale_fields, worst_point
+from ._instances import quadratic_batch
+from ._thesis_fw import STATEMENT as FW_NONCONVEX
+
+__all__ = ["STATEMENTS"]
+
+N_FW = 100
+
+CLAIM_FW = {
+    "bound": lambda L, R, t: 2 * L * R**2 / (t + 2),
+    "t_min": 1,
+    "start": lambda x0, h: np.all(np.abs(x0) <= h, axis=-1),  # x^0 in B = [-h, h] (see findings)
+}
+
+
+# -- instances -------------------------------------------------------------------
+def instances_fw(family, trials, rng):
+    T, d = trials or 32, 3
+    k = [len(a) for a in np.array_split(np.arange(T), 2)]
+    parts = [quadratic_batch(rng, m, d, kind) for m, kind in zip(k, ("convex", "strongly_convex"))]
+    A, L = np.concatenate([p["A"] for p in parts]), np.concatenate([p["L"] for p in parts])
+    h = rng.uniform(0.5, 2.0, (T, d))
+    grp = np.array_split(rng.permutation(T), 4)  # minimiser inside / just outside / far outside / adversarial
+    z = h * rng.uniform(-1, 1, (T, d))
+    z[grp[0]] *= 0.6
+    z[grp[1]] *= 2.0
+    z[grp[2]] = 10 * h[grp[2]] * rng.choice([-1.0, 1.0], (grp[2].size, d))  # large gradients on B
+    x0 = h * rng.uniform(-1, 1, (T, d))
+    V = np.array(list(itertools.product((-1.0, 1.0), repeat=d)))[None] * h[:, None, :]  # vertices (T, 2^d, d)
+    b = np.einsum("tij,tj->ti", A, z)
+    Fv = 0.5 * np.einsum("tvi,tij,tvj->tv", V, A, V) - np.einsum("tvi,ti->tv", V, b)
+    worst = V[np.arange(T), np.argmax(Fv, axis=1)]
+    x0[::2], x0[grp[2]] = worst[::2], worst[grp[2]]  # start at the worst vertex: half, and all far ones
+    # x^0 outside B (the thesis lets x^0 be anywhere in R^d): a quarter of the far-minimiser instances
+    # start beyond the minimiser (x^0 = 2 z: the LMO at x^0 picks the vertex away from z, as in the
+    # finding's d = 1 instance), a quarter of the others at random points outside the box
+    far, near = grp[2][: (grp[2].size + 1) // 2], grp[1][: (grp[1].size + 1) // 2]
+    x0[far] = 2 * z[far]
+    x0[near] = h[near] * rng.choice([-1.0, 1.0], (near.size, d)) * rng.uniform(1.2, 20.0, (near.size, d))
+    # adversarial: curvature L along the diagonal h, minimiser next to the vertex -h, x^0 = -h:
+    # the LMO jumps to +h and F(x^1) - F* -> L R^2/2, ratio -> 3/4 at t = 1
+    j = grp[3]
+    u = h[j] / np.linalg.norm(h[j], axis=-1, keepdims=True)
+    P = np.eye(d) - u[:, :, None] * u[:, None, :]
+    A[j] = L[j, None, None] * u[:, :, None] * u[:, None, :] + P @ A[j] @ P
+    z[j], x0[j] = -(1 - 1e-3) * h[j], -h[j]
+    b[j] = np.einsum("tij,tj->ti", A[j], z[j])
+    return {"A": A, "b": b, "L": L, "h": h, "x0": x0}
+
+
+# -- evaluation ------------------------------------------------------------------
+def _box_qp_min(A, b, lo, hi):
+    """Certified bracket ``(F_lo, F_hi)`` of min over the box of ½xᵀAx − bᵀx (A PSD): 3^d active sets."""
+    T, d = b.shape
+    best_lo, best_hi = np.full(T, -np.inf), np.full(T, np.inf)
+    for pat in itertools.product((0, 1, 2), repeat=d):  # lower / free / upper
+        pat = np.array(pat)
+        free = pat == 1
+        M = np.where(free[None, :, None], A, np.eye(d))
+        r = np.where(free, b, np.where(pat == 0, lo, hi))
+        Mp = np.linalg.pinv(M)
+        x = (Mp @ r[..., None])[..., 0]
+        x = np.clip(x + (Mp @ (r - np.einsum("tij,tj->ti", M, x))[..., None])[..., 0], lo, hi)  # 1 refinement
+        g = np.einsum("tij,tj->ti", A, x) - b
+        F = 0.5 * np.einsum("ti,ti->t", x, g - b)
+        gap = np.sum(g * (x - np.where(g > 0, lo, hi)), axis=-1)  # FW gap >= F(x) - F*
+        best_lo, best_hi = np.maximum(best_lo, F - gap), np.minimum(best_hi, F)
+    return best_lo, best_hi
+
+
+FW_PART = "F(x^t) - F* <= 2 L R^2/(t + 2), t = 1..100, x^0 in B"
+
+
+def evaluate_fw(batch, claim):
+    A, b, L, h, x = batch["A"], batch["b"], batch["L"], batch["h"], batch["x0"]
+    lo, hi = -h, h
+    R = 2 * np.linalg.norm(h, axis=-1)  # diameter of the box
+    value = lambda x: 0.5 * np.einsum("ti,tij,tj->t", x, A, x) - np.sum(b * x, axis=-1)  # noqa: E731
+    F = [value(x)]
+    for t in range(N_FW):
+        s = np.where(np.einsum("tij,tj->ti", A, x) - b > 0, lo, hi)  # LMO of the box
+        x = x + 2 / (t + 2) * (s - x)
+        F.append(value(x))
+    F_lo, F_hi = _box_qp_min(A, b, lo, hi)
+    t = np.arange(N_FW + 1)[:, None]
+    lhs = np.array(F) - F_lo  # with the certified lower end: lhs errs high
+    rhs = claim["bound"](L, R, t)
+    consts = {"L": "exact (a_d)", "R": "exact: diameter 2 ||h|| of the box [-h, h]",
+              "F*": "certified bracket by active-set enumeration and the FW duality gap; lower end used"}
+    return {
+        FW_PART: Sides(
+            *worst_point(lhs, rhs, t >= claim["t_min"]), "upper", applicable=claim["start"](batch["x0"], h),
+            constants=consts,
+            note="t = 0 excluded and x^0 in B (Jaggi's theorem); x^0 outside B is drawn and not applicable "
+                 "(the printed x^0 in R^d fails there: findings)"),
+        "F* bracket width (certificate, not the thesis)": Sides(
+            F_hi - F_lo, 1e-13 * (np.abs(F_hi) + L * R**2), "exact", constants=consts, role="auxiliary",
+            note="upper end min F at the candidates, lower end max F - gap (observed <= 1e-16 relative; "
+                 "1e-13 ~ 450 eps)"),
+    }
+
+
+_SRC = "Dadras thesis, ch. 2"
+STATEMENTS = (
+    Statement(
+        id="fw.convex", source=f"{_SRC}, Theorem 5", paper="dadras-thesis-personalized-fl.md",
+        latex=r"\eta_t = \tfrac{2}{t+2}:\ F(x^t) - F^* \le \frac{2LR^2}{t+2}\ (t \ge 1,\ x^0 \in \mathcal{B})",
+        text="Frank-Wolfe with eta_t = 2/(t+2) on a compact convex set of diameter R: "
+             "F(x^t) - F* <= 2 L R^2/(t + 2) for t >= 1 and x^0 in B",
+        assumptions=("F convex, L-smooth", "B compact convex, diameter R", "eta_t = 2/(t+2)",
+                     "x^0 in B (printed: x^0 in R^d; see findings)"),
+        families={"quadratic": ("convex on a box", "strongly_convex on a box")}, claimed="rate",
+        instances=instances_fw, evaluate=evaluate_fw, claim=CLAIM_FW,
+        scaling={"quadratic": scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0)})},
+        mutants=(
+            Mutant("2 L R^2 -> L R^2 / 4", {"bound": lambda L, R, t: L * R**2 / (4 * (t + 2))}),
+            Mutant("rate 2 L R^2/(t + 2)^2", {"bound": lambda L, R, t: 2 * L * R**2 / (t + 2) ** 2}),
+            Mutant("R the radius (R/2) instead of the diameter",
+                   {"bound": lambda L, R, t: 2 * L * (R / 2) ** 2 / (t + 2)}),
+            Mutant("range t >= 0 (as printed: no range given)", {"t_min": 0}),
+            Mutant("x^0 anywhere in R^d (as printed)", {"start": lambda x0, h: np.ones(x0.shape[0], bool)}),
+            Mutant("inequality reversed", {"flip": (FW_PART,)}),
+        ),
+        findings=(
+            "Theorem 5 as printed (no range for t, x^0 in R^d) fails at t = 0: with x^0 in B, d = 1, "
+            "B = [-1, 1] (R = 2), F(x) = x^2/2 - 5x (L = 1), x^0 = -1: F(x^0) - F* = 5.5 - (-4.5) = 10 > "
+            "2 L R^2/2 = 4 (mutant 'range t >= 0').",
+            "Theorem 5 as printed (x^0 in R^d) fails at t >= 1 when x^0 is outside B: d = 1, B = [-1, 1] "
+            "(R = 2), F(x) = (x - 10)^2/2 (L = 1, F* = F(1) = 40.5), x^0 = 20: s^0 = -1 = x^1, "
+            "F(x^1) - F* = 60.5 - 40.5 = 20 > 2 L R^2/3 = 8/3 (ratio 7.5; 3.11 at t = 2, 1.06 at t = 5); "
+            "with 100 for 10 and x^0 = 200 the ratio is 75 at t = 1 and stays above 1 up to t = 50 "
+            "(mutant 'x^0 anywhere in R^d'). The standard statement (Jaggi 2013, Theorem 1: x^0 in B, "
+            "t >= 1) holds and is what is checked.",
+        ),
+    ),
+    FW_NONCONVEX,  # Theorem 6: analysis/_thesis_fw.py
+)
