@@ -9,7 +9,7 @@ import numpy as np
 from ._backend import _all_finite, _first_bad, as_array, constructor_namespace, safe_norm, to_numpy
 from ._errors import ProxConvergenceError
 from ._objective import Objective, ProxInfo
-from ._tridiag import chol_solve, is_numpy, tri_certifies, tri_min_eig, tri_prox, tridiagonalize
+from ._tridiag import chol_lower_bound, chol_solve, is_numpy, tri_certifies, tri_min_eig, tri_prox, tridiagonalize
 
 __all__ = ["Quadratic"]
 
@@ -43,9 +43,11 @@ class Quadratic(Objective):
     reduction ``A = Q T Q^T`` (numpy) then :math:`O(d^2)` per ``lam`` for many,
     the eigendecomposition when it is cached.  The routes agree to the
     conditioning of the solve; each is cached per objective, so a second sweep
-    reuses it.  The prox exists iff ``lam > -a_1``; moreau certifies it (a
-    successful shifted Cholesky, or ``lam > eigenvalue_error() - a_hat_1``) and
-    refuses a ``lam`` it cannot certify with a ``ValueError``.
+    reuses it.  The prox exists iff ``lam > -a_1``; moreau checks it (a
+    successful certified shifted Cholesky, or ``lam > eigenvalue_error() - a_hat_1``)
+    and refuses a ``lam`` it cannot certify with a ``ValueError``; ``error_bound``
+    (``return_info=True``) rests on a proven lower bound on ``a_1`` (one certified
+    Cholesky per matrix), never on the accuracy of the computed eigenvalues.
 
     Formula (sympy): prox = (b + lam*w)/(a + lam)
 
@@ -189,12 +191,17 @@ class Quadratic(Objective):
         (plus one subnormal unit).  The constants (``eigenvalues``,
         ``strong_convexity()``, ``curvature_bounds()``) are the computed ones:
         exact up to ``delta``, which is large *relative* to an eigenvalue much
-        smaller than ``||A||``.
+        smaller than ``||A||``.  The prox's ``error_bound`` does not rely on
+        this model (see :meth:`_solve`).
         """
-        xp = self.xp
-        eps = float(xp.finfo(self.dtype).eps)
-        tiny = float(xp.finfo(self.dtype).smallest_normal) * eps
-        return xp.broadcast_to(4 * self.dim * eps * self._fro + tiny, self.batch_shape)
+        return self.xp.broadcast_to(self._delta, self.batch_shape)
+
+    @property
+    def _delta(self):
+        """:meth:`eigenvalue_error` per matrix, shape ``A.shape[:-2]``."""
+        eps = float(self.xp.finfo(self.dtype).eps)
+        tiny = float(self.xp.finfo(self.dtype).smallest_normal) * eps
+        return 4 * self.dim * eps * self._fro + tiny
 
     # -- prox: the route is chosen by the work ---------------------------------
     @cached_property
@@ -207,6 +214,35 @@ class Quadratic(Objective):
         """Smallest eigenvalue of the computed tridiagonal ``T`` (bisection), shape ``A.shape[:-2]``."""
         Q, D, E = self._tri
         return tri_min_eig(D, E)
+
+    @cached_property
+    def _a1_proven(self):
+        """Proven lower bound on ``a_1 = lambda_min(A)`` per matrix (host float64, shape
+        ``A.shape[:-2]``): one certified Cholesky per matrix just below the computed smallest
+        eigenvalue less :meth:`eigenvalue_error` (:func:`moreau._tridiag.chol_lower_bound`)."""
+        xp = self.xp
+        if "_eigh" in self.__dict__ or not is_numpy(xp):
+            a1 = self._eigh[0][..., 0]
+        else:
+            a1 = xp.asarray(self._tri_a1)
+        delta = np.asarray(to_numpy(self._delta), dtype=np.float64)  # shape A.shape[:-2]
+        return chol_lower_bound(self.A, np.asarray(to_numpy(a1), dtype=np.float64) - delta, xp)
+
+    def _proven_modulus(self, lam, shape):
+        """``lam + a1_proven`` rounded down (host float64, ``shape``): a proven lower bound on
+        ``lambda_min(A + lam I)``; ``ValueError`` where it is not positive (the prox may not exist)."""
+        lam_h = np.broadcast_to(np.asarray(to_numpy(lam), dtype=np.float64), shape)
+        p = np.broadcast_to(self._a1_proven, shape)
+        modulus = (lam_h + p) * (1 - 2 * float(np.finfo(np.float64).eps))
+        if np.all(modulus > 0):
+            return modulus
+        k = tuple(int(i) for i in np.argwhere(~(modulus > 0))[0])
+        how = ("the certified Cholesky factorization failed even well below the computed smallest "
+               "eigenvalue" if p[k] == -np.inf else f"proven: lambda_min(A) >= {p[k]:.17g}")
+        raise ValueError(
+            f"lam={lam_h[k]:.17g} is too close to the nonconvex threshold of this Quadratic (entry {k}) "
+            f"to prove that the prox exists and bound its error ({how}); lam must exceed "
+            f"{-p[k]:.17g}")
 
     def _route(self, lam, w, need_cert):
         """``'eigh'``, ``'tri'`` or ``'chol'`` (see :meth:`_solve`)."""
@@ -254,16 +290,22 @@ class Quadratic(Objective):
           (:func:`moreau._tridiag.chol_solve`).  Where it cannot certify a system
           the spectral route runs instead (which then says why).
 
-        Existence on the spectral routes: the true smallest eigenvalue is at
-        least ``a_hat_1 - delta`` (:meth:`eigenvalue_error`; for ``'tri'`` the
-        same model constant covers the Householder reduction's backward error and
+        Existence on the spectral routes, without a certificate asked for: the
+        true smallest eigenvalue is taken to be at least ``a_hat_1 - delta``
+        (:meth:`eigenvalue_error`, LAPACK's backward-error *model*; for ``'tri'``
+        the same constant covers the Householder reduction's backward error and
         the bisection's ``eps ||T|| + 2.5 eps max|E|``), so ``lam > delta - a_hat_1``
         is required (``ValueError`` when ``lam`` is within ``delta`` of the
-        nonconvex threshold: the prox may not exist).  The certificate of the
-        returned theta, on every route (``u`` the unit roundoff,
-        ``gamma_k = k u/(1 - k u)``)::
+        nonconvex threshold: the prox may not exist).  With a certificate asked
+        for nothing rests on that model: ``p <= lambda_min(A)`` is *proven* once per
+        matrix by a certified Cholesky just below ``a_hat_1 - delta``
+        (:func:`moreau._tridiag.chol_lower_bound`, cached as ``_a1_proven``; if
+        ``a_hat_1`` was wrong the proof falls back to a weaker but valid ``p``),
+        ``lam + p > 0`` proves that the prox exists (``ValueError`` otherwise), and
+        the certificate of the returned theta, on every route (``u`` the unit
+        roundoff, ``gamma_k = k u/(1 - k u)``), is::
 
-            ||theta - prox(w)|| <= ||A theta - b + lam (theta - w)|| / (lam + a_hat_1 - delta)
+            ||theta - prox(w)|| <= ||A theta - b + lam (theta - w)|| / (lam + p)
 
         with the residual ``r_hat = fl(fl(A theta) - b + lam fl(theta - w))``
         evaluated at the returned theta and bounded by
@@ -296,7 +338,7 @@ class Quadratic(Objective):
         elif route != "chol" or need_cert:  # existence (and the certificate's modulus) from the spectrum
             spec = route if route != "chol" else ("tri" if is_numpy(xp) else "eigh")
             a1 = xp.asarray(self._tri_a1) if spec == "tri" else self._eigh[0][..., 0]
-            margin = self._check_exists(lam, a1, self.eigenvalue_error())
+            self._check_exists(lam, a1, self.eigenvalue_error())
         if route == "eigh":
             a, V = self._eigh
             wt = _matvec(xp.matrix_transpose(V), w)
@@ -325,8 +367,8 @@ class Quadratic(Objective):
         g_d = d * ur / (1 - d * ur)
         rnd = (g_d + 3 * ur) * self._fro * safe_norm(theta, xp) + 3 * ur * safe_norm(self.b, xp) \
             + 5 * ur * lam * safe_norm(diff, xp)
-        bound = (rn + rnd * (1 + 4 * eps)) / margin * (1 + 8 * eps)
-        bound = to_numpy(xp.broadcast_to(bound, shape))
+        num = np.asarray(to_numpy(xp.broadcast_to(rn + rnd * (1 + 4 * eps), shape)), dtype=np.float64)
+        bound = num / self._proven_modulus(lam, shape) * (1 + 8 * eps)
         # ProxInfo and ProxConvergenceError carry host numpy arrays on every backend (documented)
         if tol is not None:
             t = np.asarray(to_numpy(tol))

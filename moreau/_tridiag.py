@@ -47,7 +47,9 @@ solve with ``At`` is off by ``g / lambda_min(A + lam I)`` relative
 a correction above ``sqrt(eps) |x|`` means the ratio was not small and the
 route reports failure (the caller then takes the spectral route).  The route
 returns no error bound: ``mu`` is a tiny lower bound (``~sigma``), useless as
-a modulus, so callers that want a certificate take a spectral route.
+a modulus, so callers that want a certificate take a spectral route, whose
+modulus :func:`chol_lower_bound` proves with the same theorem: a factorization
+of ``A`` shifted to just below its computed smallest eigenvalue.
 """
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ import math
 
 import numpy as np
 
-__all__ = ["chol_solve", "tridiagonalize", "tri_solve", "tri_prox", "tri_certifies", "tri_min_eig", "is_numpy"]
+__all__ = ["chol_solve", "chol_lower_bound", "tridiagonalize", "tri_solve", "tri_prox", "tri_certifies", "tri_min_eig", "is_numpy"]
 
 _BLOCK = 1 << 18  # elements of A per block of systems (2 MB in float64): cache-sized, bounds the transient memory
 
@@ -78,16 +80,123 @@ def _shift(diag, lam_f, idx, eps, tiny):
     return 4 * (g * (tr + d * lam_abs) + u / (1 - u) * (mx + lam_abs)) * (1 + 8 * eps) + 4 * (d + 1) * tiny
 
 
-def _mu(At_diag, lam, s, eps):
-    """The certified lower bound ``mu`` on ``lambda_min(A + lam I)`` (module doc), per system."""
+def _loss(At_diag, eps):
+    """Upper bound on ``gamma_{d+1}/(1 - gamma_{d+1}) tr|At| + u/(1-u) max|At_ii|`` (module doc)
+    from the diagonals of the matrices that were factorized, with the rounding of its own
+    evaluation bounded, per matrix (host float64)."""
     d = At_diag.shape[-1]
     u = eps / 2
     g = (d + 1) * u / (1 - (d + 1) * u)
     g = g / (1 - g)
     a = np.abs(At_diag)
+    return (g * a.sum(-1) * (1 + (d + 4) * eps) + u / (1 - u) * a.max(-1)) * (1 + 4 * eps)
+
+
+def _mu(At_diag, lam, s, eps):
+    """The certified lower bound ``mu`` on ``lambda_min(A + lam I)`` (module doc), per system."""
     gap = (lam - s) * (1 - 2 * eps)  # lam - s >= fl(lam - s)(1 - u)
-    loss = (g * a.sum(-1) * (1 + (d + 4) * eps) + u / (1 - u) * a.max(-1)) * (1 + 4 * eps)
-    return gap - loss
+    return gap - _loss(At_diag, eps)
+
+
+def chol_lower_bound(A, t, xp):
+    r"""Proven lower bounds ``p <= lambda_min(A)``, one per matrix (host float64, shape ``A.shape[:-2]``).
+
+    ``t`` (host, shape ``A.shape[:-2]``): an estimate of ``lambda_min(A)`` from below (the computed
+    smallest eigenvalue less its error allowance).  Each matrix gets one Cholesky factorization of
+    ``At = fl(A + s I)`` with ``s = fl(sigma - t)`` (``sigma`` as in :func:`_shift` at ``lam = -t``:
+    about four times the factorization's backward error, so it completes when ``t`` is below
+    ``lambda_min(A)``).  By the theorem in the module doc a factorization that completes gives
+    ``R^T R = At + E`` with ``||E||_2 <= loss`` (:func:`_loss`, from the diagonal of ``At``; it also
+    covers the rounding of the diagonal shift), so ``lambda_min(A + s I) >= -loss`` and
+
+        lambda_min(A) >= -s - loss =: p,
+
+    evaluated here as ``fl(-s - loss) - 2 eps (|s| + loss)`` (float64: the two roundings are at
+    most ``u (|s| + loss)`` each), a theorem about ``A`` as stored.  ``p`` is about
+    ``t - 1.25 sigma``.  Where a factorization breaks down (``t`` was above ``lambda_min(A)``) the
+    allowance is multiplied by 8 and that matrix retried, twice, then once more from
+    ``-||A||_inf`` (a lower bound on every eigenvalue: a weak ``p``, but a proven one); ``-inf``
+    only where even that fails (not expected for finite ``A``).
+    Numpy: LAPACK ``potrf`` per matrix; other namespaces: a batched ``linalg.cholesky`` (matrix by
+    matrix where the batched call raises).
+    """
+    d = A.shape[-1]
+    batch = tuple(A.shape[:-2])
+    eps = float(xp.finfo(A.dtype).eps)
+    tiny = float(xp.finfo(A.dtype).smallest_normal)
+    A2 = xp.reshape(A, (math.prod(batch), d, d))
+    diag = np.asarray(_host(xp.linalg.diagonal(A2)), dtype=np.float64)
+    t = np.broadcast_to(np.asarray(t, dtype=np.float64), batch).reshape(-1)
+    # every matrix scaled by a power of two c = 2^-e to size ~1 (exact but for entries that become
+    # subnormal: at most d ulps of the smallest subnormal in norm, inside the (d + 2) tiny of the loss),
+    # so that neither the shift nor the loss can overflow or underflow
+    _, e = np.frexp(np.maximum(np.max(np.abs(diag), axis=-1), np.abs(t)))
+    top = np.finfo(_np_dtype(A.dtype)).maxexp - 8
+    e = np.clip(e, -top, top)  # c stays a normal number of A's dtype
+    c = np.ldexp(1.0, -e)
+    diag, t = diag * c[:, None], t * c
+    idx = np.arange(t.shape[0])
+    sigma = _shift(diag, -t, idx, eps, tiny)
+    p = np.full(t.shape[0], -np.inf)
+    todo = idx
+    for widen in (1.0, 8.0, 64.0, None):
+        if todo.size == 0:
+            break
+        if widen is None:  # t was far off: the last try starts below -||A||_inf <= lambda_min(A)
+            rows = _host(xp.max(xp.sum(xp.abs(xp.take(A2, xp.asarray(todo), axis=0)), axis=-1), axis=-1))
+            t[todo] = -np.asarray(rows, dtype=np.float64) * c[todo] * (1 + 2 * (d + 2) * eps) - tiny
+            sigma[todo] = _shift(diag[todo], -t[todo], np.arange(todo.size), eps, tiny)
+            widen = 1.0
+        s = (widen * sigma[todo] - t[todo]).astype(_np_dtype(A.dtype))
+        ok, At_diag = _chol_completes(A2, todo, c[todo], s, xp)
+        loss = _loss(At_diag, eps) + (d + 2) * tiny  # + underflow in the scaling and the inner products
+        s64 = s.astype(np.float64)
+        p_scaled = (-s64 - loss) - 2 * eps * (np.abs(s64) + loss)
+        p[todo[ok]] = np.ldexp(p_scaled, e[todo])[ok] - float(np.finfo(np.float64).smallest_subnormal)
+        todo = todo[~ok]
+    return p.reshape(batch)
+
+
+def _chol_completes(A2, idx, c, s, xp):
+    """``(completed (len(idx),) bool, diagonals of fl(c A + s I) (len(idx), d) float64)``: whether the
+    Cholesky factorization of each scaled, shifted matrix runs to completion, by blocks
+    (``c`` powers of two)."""
+    d = A2.shape[-1]
+    n = idx.shape[0]
+    ok = np.zeros(n, dtype=bool)
+    At_diag = np.empty((n, d))
+    step = max(1, _BLOCK // (d * d))
+    if is_numpy(xp):
+        from scipy.linalg import get_lapack_funcs
+
+        (potrf,) = get_lapack_funcs(("potrf",), (A2,))
+    for j0 in range(0, n, step):
+        sl = slice(j0, min(n, j0 + step))
+        if is_numpy(xp):
+            At = A2[idx[sl]]  # a new C-contiguous array (fancy indexing copies)
+            At *= c[sl, None, None].astype(At.dtype)
+            At.reshape(At.shape[0], d * d)[:, ::d + 1] += s[sl, None]
+            At_diag[sl] = np.diagonal(At, axis1=-2, axis2=-1)
+            for j in range(At.shape[0]):  # At[j] symmetric: its transpose is the Fortran-order matrix
+                _, info = potrf(At[j].T, lower=1, clean=0, overwrite_a=1)
+                ok[j0 + j] = info == 0
+            continue
+        At = xp.take(A2, xp.asarray(idx[sl]), axis=0) * xp.asarray(c[sl], dtype=A2.dtype)[:, None, None] \
+            + xp.asarray(s[sl], dtype=A2.dtype)[:, None, None] * xp.eye(d, dtype=A2.dtype)
+        At_diag[sl] = np.asarray(_host(xp.linalg.diagonal(At)), dtype=np.float64)
+        try:
+            parts = [xp.linalg.cholesky(At)]
+        except Exception:  # numpy-based namespaces raise on a failed pivot: matrix by matrix
+            parts = []
+            for j in range(At.shape[0]):
+                try:
+                    parts.append(xp.linalg.cholesky(At[j:j + 1, ...]))
+                except Exception:
+                    parts.append(xp.full((1, d, d), float("nan"), dtype=At.dtype))
+            parts = [xp.concat(parts, axis=0)]
+        dg = xp.linalg.diagonal(parts[0])  # cupy: NaN instead of an exception
+        ok[sl] = np.asarray(_host(xp.all(xp.isfinite(dg) & (dg > 0), axis=-1)))
+    return ok, At_diag
 
 
 def _flatten(A, lam, R, xp):
