@@ -96,16 +96,18 @@ def multinomial_prox(X, y, weights, C, mu, w, lam, start):
             e = [mp.exp(v - m) for v in z]
             s = mp.fsum(e)
             pi = [v / s for v in e]
+            # 1 - pi_c as the other classes' sum / s: no cancellation when pi_c is close to 1 (in the
+            # gradient's pi_y - 1 and in the Hessian's diagonal pi_c (1 - pi_c))
+            rest = [mp.fsum(e[c2] for c2 in range(C) if c2 != c) / s for c in range(C)]
             yj = int(y[j])
-            # pi_y - 1 = -(sum of the other classes)/s, without cancelling when pi_y is close to 1
-            resid = [pi[c] if c != yj else -mp.fsum(e[c2] for c2 in range(C) if c2 != yj) / s for c in range(C)]
+            resid = [pi[c] if c != yj else -rest[c] for c in range(C)]
+            S = [[pi[c] * rest[c] if c == c2 else -pi[c] * pi[c2] for c2 in range(C)] for c in range(C)]
             for k in range(d):
                 for c in range(C):
                     g[k * C + c] += p[j] * x[j][k] * resid[c]
                     for k2 in range(d):
                         for c2 in range(C):
-                            S = pi[c] * ((1 if c == c2 else 0) - pi[c2])
-                            H[k * C + c, k2 * C + c2] += p[j] * S * x[j][k] * x[j][k2]
+                            H[k * C + c, k2 * C + c2] += p[j] * S[c][c2] * x[j][k] * x[j][k2]
         return g, H
 
     return _newton(gh, start)
