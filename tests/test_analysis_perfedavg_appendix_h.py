@@ -12,37 +12,27 @@ import moreau as mo
 from moreau.analysis import perfedavg_appendix_h as ah
 from moreau.analysis._perfedavg_est_parts import logistic_parts
 from moreau.analysis._perfedavg_est_quadratic import quadratic_constants, quadratic_moments
-from moreau.analysis.runner import run
-from moreau.fl import per_fedavg
+from _perfedavg_fixtures import (assert_every_mutant_rejected, assert_library_estimates_match,
+                                 assert_statement_holds, least_squares_samples, logistic_samples, parts_by_family,
+                                 run_fixture, symmetric_samples)
 
 SID = "perfedavg.appendix_h"
 CLAIM = ah.CLAIM
 
-
-@pytest.fixture(scope="module")
-def with_mutants():
-    return run([SID], "all", None, 0, mutants=True)
+with_mutants = run_fixture(SID)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_statement_holds(seed, with_mutants):
-    records = with_mutants if seed == 0 else run([SID], "all", None, seed)
-    assert {r.result.family for r in records} == {"quadratic", "logistic"}
-    for rec in records:
-        bad = [(p.name, p.failures) for p in rec.result.parts if not p.holds]
-        assert rec.result.holds, f"fails on {rec.result.family} (seed {seed}): {bad}"
+    assert_statement_holds(SID, seed, with_mutants)
 
 
 def test_every_mutant_rejected(with_mutants):
-    rejected = {}
-    for rec in with_mutants:
-        for m, rej, _ in rec.mutants:
-            rejected[m.name] = rejected.get(m.name, False) or rej
-    assert len(rejected) >= 10 and all(rejected.values()), [k for k, v in rejected.items() if not v]
+    assert_every_mutant_rejected(with_mutants, at_least=10)
 
 
 def test_reported_ratios(with_mutants):
-    parts = {(r.result.family, p.name): p for r in with_mutants for p in r.result.parts}
+    parts = parts_by_family(with_mutants)
     assert parts["quadratic", ah.PARTS[0]].max_ratio == pytest.approx(1.0, rel=1e-12)      # H.1 bias attained
     assert parts["quadratic", ah.PARTS[1]].max_ratio == pytest.approx(0.5, rel=1e-9)       # H.1 second: 1/2
     assert parts["quadratic", ah.PARTS[2]].max_ratio == 0.0                                # HF unbiased
@@ -80,8 +70,7 @@ def _quad_grad(A, b):
 def test_quadratic_closed_forms_against_enumeration(kind, divisor, sizes):
     rng = np.random.default_rng(sum(sizes) + int(divisor))
     T, n, d = 2, 3, 2
-    A = rng.standard_normal((T, n, d, d))
-    A = (A + np.swapaxes(A, -1, -2)) / 2
+    A = symmetric_samples(rng, T, n, d)
     b, w, alpha = rng.standard_normal((T, n, d)), rng.standard_normal((T, d)), rng.uniform(0.1, 0.6, T)
     outer = {"first_order": 0 * alpha, "hessian_free": 2 * alpha / divisor}[kind]
     bias, second, gF = quadratic_moments(A, b, w, alpha, outer, *[np.full(T, float(s)) for s in sizes])
@@ -99,7 +88,7 @@ def test_quadratic_closed_forms_against_enumeration(kind, divisor, sizes):
 def test_logistic_hessian_free_exact_against_enumeration():
     rng = np.random.default_rng(4)
     T, n, d, sizes = 2, 3, 2, (1, 2, 2)
-    X, y = rng.standard_normal((T, n, d)) * 1.5, np.where(rng.uniform(size=(T, n)) < 0.5, 1.0, -1.0)
+    X, y = logistic_samples(rng, T, n, d)
     w, delta = rng.standard_normal((T, d)), np.array([0.05, 0.7])
     f = mo.Logistic(X, y)
     alpha = 0.9 / np.asarray(f.curvature_bounds()[1])
@@ -122,30 +111,18 @@ def test_closed_forms_against_library_estimators_monte_carlo(variant):
     """moreau.fl.per_fedavg's FO and HF estimates (one step, β = 1) on least squares: mean and second
     moment over 40000 draws agree with the closed forms within 5 standard errors."""
     rng = np.random.default_rng(8)
-    n, d, K = 5, 2, 40000
-    Xs, ys = rng.standard_normal((n, d)) * 1.3, rng.standard_normal(n)
-    A, b = Xs[:, :, None] * Xs[:, None, :], ys[:, None] * Xs
-    w0 = rng.standard_normal(d)
+    Xs, ys, A, b, w0 = least_squares_samples(rng, n=5, d=2)
     alpha = 0.7 / np.max(np.abs(np.linalg.eigvalsh(A.mean(axis=0))))
     sizes = (2, 1, 3)
     kw = dict(D_second=sizes[2], delta=0.5) if variant == "hessian_free" else {}
-    h = per_fedavg(mo.LeastSquares(Xs[None], ys[None]), alpha=np.full(K, alpha), beta=1.0, tau=1, rounds=1,
-                   D=sizes[0], D_prime=sizes[1], variant=variant, w0=w0, rng=3, **kw)
-    est = w0 - np.asarray(h.w_global[1])
-    one = lambda x: np.array([x], float)  # noqa: E731
-    outer = one(alpha if variant == "hessian_free" else 0.0)
-    bias, second, gF = quadratic_moments(A[None], b[None], w0[None], one(alpha), outer, *map(one, sizes))
-    err = est - gF[0]
-    sq = np.sum(err**2, axis=-1)
-    assert np.all(np.abs(err.mean(axis=0) - bias[0]) < 5 * err.std(axis=0, ddof=1) / np.sqrt(K))
-    assert abs(sq.mean() - second[0]) < 5 * sq.std(ddof=1) / np.sqrt(K)
+    outer = alpha if variant == "hessian_free" else 0.0
+    assert_library_estimates_match(Xs, ys, w0, alpha, outer, sizes, 40000, variant=variant, rng=3, **kw)
 
 
 def test_hessian_free_sigma_G_is_the_max_over_every_batch_pair():
     rng = np.random.default_rng(9)
     T, n, d = 3, 2, 2
-    A = rng.standard_normal((T, n, d, d))
-    A = (A + np.swapaxes(A, -1, -2)) / 2
+    A = symmetric_samples(rng, T, n, d)
     b, w = rng.standard_normal((T, n, d)), rng.standard_normal((T, d))
     alpha, delta = rng.uniform(0.1, 0.8, T), rng.uniform(0.1, 3.0, T)
     c = quadratic_constants(A, b, w, alpha, delta)

@@ -14,39 +14,29 @@ from moreau.analysis._perfedavg_est_parts import ZERO_PART, logistic_parts
 from moreau.analysis._perfedavg_est_quadratic import quadratic_constants, quadratic_moments
 from moreau.analysis._perfedavg_est_samples import (LogisticSamples, QuadraticSamples, compositions,
                                                     configuration_moments)
-from moreau.analysis.runner import rng_for, run
-from moreau.fl import per_fedavg
+from moreau.analysis.runner import rng_for
+from _perfedavg_fixtures import (assert_every_mutant_rejected, assert_library_estimates_match,
+                                 assert_statement_holds, least_squares_samples, logistic_samples, parts_by_family,
+                                 run_fixture, symmetric_samples)
 
 SID = "perfedavg.lemma4_3"
 CLAIM = l43.CLAIM
 
-
-@pytest.fixture(scope="module")
-def with_mutants():
-    return run([SID], "all", None, 0, mutants=True)
+with_mutants = run_fixture(SID)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_statement_holds(seed, with_mutants):
-    records = with_mutants if seed == 0 else run([SID], "all", None, seed)
-    assert {r.result.family for r in records} == {"quadratic", "logistic"}
-    for rec in records:
-        bad = [(p.name, p.failures) for p in rec.result.parts if not p.holds]
-        assert rec.result.holds, f"fails on {rec.result.family} (seed {seed}): {bad}"
-        assert all(p.applicable for p in rec.result.parts), "every part is checked on every family"
+    assert_statement_holds(SID, seed, with_mutants, every_part_applicable=True)
 
 
 def test_every_mutant_rejected(with_mutants):
-    rejected = {}
-    for rec in with_mutants:
-        for m, rej, _ in rec.mutants:
-            rejected[m.name] = rejected.get(m.name, False) or rej
-    assert len(rejected) >= 8 and all(rejected.values()), [k for k, v in rejected.items() if not v]
+    assert_every_mutant_rejected(with_mutants, at_least=8)
 
 
 def test_reported_ratios(with_mutants):
     """Second moment: 1/3 exactly on the adversarial quadratics; bias: 0 on quadratics, ~0.13 on logistic."""
-    parts = {(r.result.family, p.name): p for r in with_mutants for p in r.result.parts}
+    parts = parts_by_family(with_mutants)
     assert parts["quadratic", l43.PARTS[1]].max_ratio == pytest.approx(1 / 3, rel=1e-12)
     assert parts["quadratic", l43.PARTS[0]].max_ratio == 0.0
     assert 0.08 < parts["logistic", l43.PARTS[0]].max_ratio < 0.14
@@ -77,8 +67,7 @@ def _brute_quadratic(A, b, w, alpha, D, D1, D2):
 def test_quadratic_closed_form_against_enumeration(sizes):
     rng = np.random.default_rng(sum(sizes))
     T, n, d = 3, 3, 2
-    A = rng.standard_normal((T, n, d, d))
-    A = (A + np.swapaxes(A, -1, -2)) / 2                # indefinite samples
+    A = symmetric_samples(rng, T, n, d)                # indefinite samples
     b, w, alpha = rng.standard_normal((T, n, d)), rng.standard_normal((T, d)), rng.uniform(0, 0.6, T)
     D = [np.full(T, float(s)) for s in sizes]
     bias, second, _ = quadratic_moments(A, b, w, alpha, alpha, *D)
@@ -108,7 +97,7 @@ def _logistic_hess(X, y, x, idx):
 def test_logistic_exact_moments_against_enumeration():
     rng = np.random.default_rng(3)
     T, n, d = 2, 3, 2
-    X, y = rng.standard_normal((T, n, d)) * 1.5, np.where(rng.uniform(size=(T, n)) < 0.5, 1.0, -1.0)
+    X, y = logistic_samples(rng, T, n, d)
     w, D, D1, D2 = rng.standard_normal((T, d)), 2, 2, 2
     f = mo.Logistic(X, y)
     alpha = 1 / np.asarray(f.curvature_bounds()[1])
@@ -141,32 +130,18 @@ def test_closed_form_against_library_estimator_monte_carlo():
     """moreau.fl.per_fedavg (one step, β = 1) draws the estimate of eq. (8); its sample mean and second
     moment over 40000 independent draws agree with the closed forms within 5 standard errors."""
     rng = np.random.default_rng(7)
-    n, d, K = 5, 2, 40000
-    Xs = rng.standard_normal((n, d)) * 1.3
-    ys = rng.standard_normal(n)
-    A = Xs[:, :, None] * Xs[:, None, :]
-    b = ys[:, None] * Xs
-    w0 = rng.standard_normal(d)
+    Xs, ys, A, b, w0 = least_squares_samples(rng, n=5, d=2)
     L = np.max(np.abs(np.linalg.eigvalsh(A.mean(axis=0))))
     alpha, sizes = 0.8 / L, (2, 1, 3)
-    h = per_fedavg(mo.LeastSquares(Xs[None], ys[None]), alpha=np.full(K, alpha), beta=1.0, tau=1, rounds=1,
-                   D=sizes[0], D_prime=sizes[1], D_second=sizes[2], w0=w0, rng=11)
-    est = w0 - np.asarray(h.w_global[1])                      # (K, d): the estimates
-    one = lambda x: np.array([x], float)  # noqa: E731
-    bias, second, gF = quadratic_moments(A[None], b[None], w0[None], one(alpha), one(alpha), *map(one, sizes))
-    err = est - gF[0]
-    sq = np.sum(err**2, axis=-1)
-    se_mean = err.std(axis=0, ddof=1) / np.sqrt(K)
-    assert np.all(np.abs(err.mean(axis=0) - bias[0]) < 5 * se_mean)   # bias is 0 exactly
-    assert abs(sq.mean() - second[0]) < 5 * sq.std(ddof=1) / np.sqrt(K)
+    # eq. (8): the Hessian term's step is alpha itself; the closed-form bias is 0 exactly
+    assert_library_estimates_match(Xs, ys, w0, alpha, alpha, sizes, 40000, D_second=sizes[2], rng=11)
 
 
 def test_local_sigma_G_is_the_max_over_every_batch():
     """quadratic_constants' σ_G² (hull vertices) equals the max of the variance over w and every u_D."""
     rng = np.random.default_rng(5)
     T, n, d, D = 4, 3, 2, 3
-    A = rng.standard_normal((T, n, d, d))
-    A = (A + np.swapaxes(A, -1, -2)) / 2
+    A = symmetric_samples(rng, T, n, d)
     b, w, alpha = rng.standard_normal((T, n, d)), rng.standard_normal((T, d)), rng.uniform(0.1, 1.0, T)
     c = quadratic_constants(A, b, w, alpha)
     for t in range(T):
@@ -299,8 +274,7 @@ def test_algorithm1_bias_against_enumeration():
     from moreau.analysis._perfedavg_est_quadratic import algorithm1_bias
     rng = np.random.default_rng(12)
     T, n, d, (D, D1) = 2, 3, 2, (2, 2)
-    A = rng.standard_normal((T, n, d, d))
-    A = (A + np.swapaxes(A, -1, -2)) / 2
+    A = symmetric_samples(rng, T, n, d)
     b, w, alpha = rng.standard_normal((T, n, d)), rng.standard_normal((T, d)), rng.uniform(0.1, 0.6, T)
     got = algorithm1_bias(A, b, w, alpha, np.full(T, float(D1)))
     for t in range(T):
@@ -311,7 +285,7 @@ def test_algorithm1_bias_against_enumeration():
                 for i1 in itertools.product(range(n), repeat=D) for i2 in itertools.product(range(n), repeat=D1)]
         np.testing.assert_allclose(got[t], np.mean(vals, axis=0) - gF, atol=1e-13)
     # logistic samples: the engine's shift (exact enumeration) against the same brute force
-    X, y = rng.standard_normal((T, n, d)) * 1.5, np.where(rng.uniform(size=(T, n)) < 0.5, 1.0, -1.0)
+    X, y = logistic_samples(rng, T, n, d)
     f = mo.Logistic(X, y)
     alpha = 0.8 / np.asarray(f.curvature_bounds()[1])
     batch = dict(X=X, y=y, w=w, alpha=alpha, D=np.full(T, float(D)), D1=np.full(T, float(D1)), D2=np.ones(T),
