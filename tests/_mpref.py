@@ -32,6 +32,14 @@ def _mat(a):
     return mp.matrix([[mp.mpf(float(v)) for v in row] for row in a])
 
 
+def _client(X, weights, mu, lam, w):
+    """One client's data in 50 digits: the rows of ``X`` (n lists of d), the weights normalised to
+    sum 1, ``mu``, ``lam`` and ``w``."""
+    x = [[mp.mpf(float(v)) for v in row] for row in np.asarray(X, dtype=np.float64)]
+    wt = [mp.mpf(float(v)) for v in weights]
+    return x, [v / mp.fsum(wt) for v in wt], mp.mpf(float(mu)), _num(lam), _vec(w)
+
+
 def _newton(grad_hess, start, n_max=400):
     """Newton on the gradient, steps halved until the gradient norm decreases (the
     float start is usually within a few ulps; the damping only matters when it is not)."""
@@ -54,12 +62,9 @@ def _newton(grad_hess, start, n_max=400):
 
 def logistic_prox(X, y, weights, mu, w, lam, start):
     """Prox of the weighted logistic loss (one client) in 50 digits; ``y`` in {-1, +1}."""
-    X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
-    Z = [[mp.mpf(float(y[j])) * mp.mpf(float(X[j, k])) for k in range(d)] for j in range(n)]
-    wt = [mp.mpf(float(v)) for v in weights]
-    p = [v / mp.fsum(wt) for v in wt]
-    mu, lam, w = mp.mpf(float(mu)), _num(lam), _vec(w)
+    x, p, mu, lam, w = _client(X, weights, mu, lam, w)
+    n, d = len(x), len(x[0])
+    Z = [[mp.mpf(float(y[j])) * x[j][k] for k in range(d)] for j in range(n)]
 
     def gh(t):
         g = mu * t + lam * (t - w)
@@ -79,13 +84,9 @@ def logistic_prox(X, y, weights, mu, w, lam, start):
 
 def multinomial_prox(X, y, weights, C, mu, w, lam, start):
     """Prox of the weighted softmax loss (theta = W flattened row-major, W (d, C))."""
-    X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
+    x, p, mu, lam, w = _client(X, weights, mu, lam, w)
+    n, d = len(x), len(x[0])
     D = d * C
-    x = [[mp.mpf(float(X[j, k])) for k in range(d)] for j in range(n)]
-    wt = [mp.mpf(float(v)) for v in weights]
-    p = [v / mp.fsum(wt) for v in wt]
-    mu, lam, w = mp.mpf(float(mu)), _num(lam), _vec(w)
 
     def gh(t):
         g = mu * t + lam * (t - w)
