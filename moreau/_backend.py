@@ -245,3 +245,21 @@ def to_numpy(x):
     if isinstance(x, (np.ndarray, np.generic)) or not is_array_api_obj(x):
         return np.asarray(x)
     return np.from_dlpack(x)
+
+
+def is_numpy(xp):
+    """True for numpy itself or array-api-compat's numpy namespace (the LAPACK routes)."""
+    return getattr(xp, "__name__", "") in ("numpy", "array_api_compat.numpy")
+
+
+def host_numpy(x):
+    """:func:`to_numpy` as an ``ndarray`` (also for numpy scalars)."""
+    return np.asarray(to_numpy(x))
+
+
+def numpy_dtype(dtype):
+    """The numpy dtype of the same name as a backend's float dtype."""
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return np.dtype(str(dtype).rsplit(".", 1)[-1])

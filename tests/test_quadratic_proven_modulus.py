@@ -2,7 +2,7 @@
 
 ``Quadratic``'s ``error_bound`` divides the residual by a lower bound on
 ``lambda_min(A + lam I)``.  That lower bound comes from one certified Cholesky per
-matrix (``moreau._tridiag.chol_lower_bound``), so it holds whatever the accuracy of
+matrix (``moreau._chol.chol_lower_bound``), so it holds whatever the accuracy of
 the computed eigenvalues: these tests check it against 50-digit eigenvalues (mpmath),
 across scales and dtypes, and feed it deliberately wrong eigenvalue estimates.
 """
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import moreau as mo
-from moreau._tridiag import chol_lower_bound
+from moreau._chol import chol_lower_bound
 from _mpref import _mat, error, quadratic_prox
 
 

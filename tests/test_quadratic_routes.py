@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import moreau as mo
-from moreau._tridiag import _mu, chol_solve, tri_certifies, tri_min_eig, tri_solve, tridiagonalize
+from moreau._chol import _mu, chol_proves_exists, chol_solve
+from moreau._tridiag import tri_min_eig, tri_solve, tridiagonalize
 from _mpref import error, quadratic_prox
 from _tol import assert_close, eps, host
 
@@ -219,20 +220,23 @@ def test_cholesky_refuses_a_singular_matrix_that_factors_without_the_shift():
     assert np.all(_mu(diag, np.full(40, lam), np.full(40, lam), eps(np.float64)) < 0)
 
 
-def test_sturm_count_certifies_only_with_the_eigenvalue_error():
-    """The tridiagonal route's existence test on the singular A + lam I above: never
-    certified with delta = 4 d eps ||A||_F; the mutant delta = 0 certifies about half of
-    them (rounding of the reduction); lam 1e-9 above the threshold is certified."""
+def test_existence_proof_of_the_spectral_routes():
+    """The tridiagonal route's existence proof (one certified Cholesky per matrix at its
+    smallest lam) on the singular A + lam I above: never proven at lam itself (A + lam I is
+    singular: it cannot be), nor just below; proven 1e-9 above the threshold; and the
+    tridiagonal prox refuses the singular lam with a clear error, as the default route does."""
     rng = np.random.default_rng(5)
     M = rng.integers(-3, 4, size=(40, 5, 6)).astype(float)
     lam = 2.0 ** -30
-    A = np.swapaxes(M, -1, -2) @ M - lam * np.eye(6)
-    _, D, E = tridiagonalize(A)
-    e = eps(np.float64)
-    delta = 4 * 6 * e * np.linalg.norm(A, axis=(-2, -1))
-    assert not any(tri_certifies(D[j], E[j], lam, delta[j], e) for j in range(40))
-    assert sum(tri_certifies(D[j], E[j], lam, 0.0, e) for j in range(40)) >= 5
-    assert tri_certifies(D, E, np.full(40, lam + 1e-9), delta, e)
+    A = np.swapaxes(M, -1, -2) @ M - lam * np.eye(6)  # lambda_min(A) = -lam exactly
+    assert not any(chol_proves_exists(A[j], lam, np) for j in range(40))
+    assert not chol_proves_exists(A, np.full(40, lam * (1 - 1e-6)), np)
+    assert chol_proves_exists(A, np.full(40, lam + 1e-9), np)
+    q = mo.Quadratic(A, np.ones((40, 6)))
+    with pytest.raises(ValueError, match="nonconvex threshold"):
+        q._solve(np.zeros((40, 6)), np.full(40, lam), route="tri", want_u=False)
+    theta = q._solve(np.zeros((40, 6)), np.full(40, lam + 1e-6), route="tri", want_u=False)[0]
+    assert np.all(np.isfinite(theta))
 
 
 def test_cholesky_hands_over_near_the_threshold():

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._backend import safe_norm, to_numpy
-from .._quadratic import Quadratic, _matvec
+from .._matrices import matvec as _matvec
+from .._quadratic import Quadratic
 from ._common import check_objective, client_weights, positive
 from ._newton import NEWTON_RTOL, envelope_certificate, envelope_newton, gamma, minimize
 
