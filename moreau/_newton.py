@@ -181,12 +181,15 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
          "anorm": safe_norm(a, xp), "wnorm": safe_norm(w, xp), "x": xp.where((8 * lam >= hi)[:, None], -c, zero),
          "iterations": xp.zeros(N, dtype=xp.int64), "frozen": xp.zeros(N, dtype=xp.bool),
          "moved": xp.full(N, math.inf, dtype=f.dtype),  # ||x_k - x_{k-1}||
-         "polished": xp.zeros(N, dtype=xp.bool), "has_prev": xp.zeros(N, dtype=xp.bool)}
+         "polished": xp.zeros(N, dtype=xp.bool), "has_prev": xp.zeros(N, dtype=xp.bool),
+         "newton": xp.zeros(N, dtype=xp.bool),  # the last step: a full step with a fresh Hessian
+         "pprev": xp.full(N, math.inf, dtype=f.dtype)}  # ||p|| of that step
     if tol is not None:
         S["tol"] = flat(tol)
     if getattr(f, "_null_dim", 0):
         S["mu"] = flat(f.strong_convexity())  # the exact mu (_null_error)
     view = _View(f, shape)
+    S["low"] = view.low_ok(modulus)  # direction from the float32 Hessian (see module doc)
     S["h"], S["g"], S["E"], S["state"] = _h_and_grad(view, S, S["x"])
     _check_finite(xp, f, S["h"], S["g"], w, shape)
     # the local certificate is tried where the global level exceeds sqrt(eps) * scale (the
@@ -226,20 +229,33 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
             return None if sub is None else (idx, _View(sub, None), xp.take(theta, idx, axis=0),
                                              None if st is None else xp.take(st, idx, axis=0))
 
-        def fresh(want, pt=None):
-            """The fresh Hessian on the rows ``want`` (on those entries only when few)."""
+        def form(rows, lp, pt=None):
+            """``(Hessian, rows it holds)``: on the entries ``rows`` only when few (``part``),
+            else on the whole batch; formed in float32 where ``lp`` (a direction only)."""
+            got = part(rows) if pt is None else pt
+            if got is None:
+                return view.hess(theta, S["state"], lp), xp.ones_like(rows)
+            Hn = xp.zeros((int(S["J"].shape[0]), d, d), dtype=f.dtype)
+            Hn[rows] = got[1].hess(got[2], got[3], lp)
+            return Hn, rows
+
+        def hold(Hn, rows):
+            """Newton's matrix ``Hf`` takes ``Hn`` on the ``rows`` it does not hold yet."""
             nonlocal Hf, Hmask
-            want = want & ~Hmask
-            if not bool(xp.any(want)):
-                return
-            pt = part(want) if pt is None else pt
-            if pt is None:
-                Hn, want = view.hess(theta, S["state"]), xp.ones_like(want)
-            else:
-                Hn = xp.zeros((int(S["J"].shape[0]), d, d), dtype=f.dtype)
-                Hn[want] = pt[1].hess(pt[2], pt[3])
-            Hf = Hn if Hf is None else xp.where(want[:, None, None], Hn, Hf)
-            Hmask = Hmask | want
+            rows = rows & ~Hmask
+            Hf = Hn if Hf is None else xp.where(rows[:, None, None], Hn, Hf)
+            Hmask = Hmask | rows
+
+        def fresh(want):
+            """Newton's matrix on the rows ``want``: the float32-formed Hessian on the rows
+            ``S["low"]``, the float64 one elsewhere; which a row gets depends on the row
+            alone, never on the rest of the batch or on the certificate's Hessian."""
+            for lp in (False, True):
+                mine = S["low"] if lp else ~S["low"]
+                rows = want & ~Hmask & mine
+                if bool(xp.any(rows)):
+                    Hn, held = form(rows, lp)
+                    hold(Hn, held & mine)
 
         if bool(xp.any(near)):
             top = xp.maximum(lam + S["hi"], modulus) * _REACH
@@ -248,7 +264,8 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
             cand = near & reach
             if bool(xp.any(cand)):
                 pt = part(cand)
-                fresh(cand, pt)
+                Hc, held = form(cand, False, pt)  # float64: the certificate's Hessian
+                hold(Hc, held & ~S["low"])
                 if pt is None:
                     local = view.local(theta, S["state"])
                 else:  # the bound's ingredients for those entries only
@@ -260,7 +277,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
                 if local is not None:
                     null = getattr(f, "_null_dim", 0)  # hess f = mu on a known subspace (Multinomial)
                     lo = xp.full(lam.shape, -math.inf, dtype=f.dtype)
-                    lo[cand] = xp.linalg.eigvalsh(Hf[cand])[..., null] - local[0][cand]
+                    lo[cand] = xp.linalg.eigvalsh(Hc[cand])[..., null] - local[0][cand]
                     ext = _null_error(xp, f, S, x, eps) if null else None
                     lb, lbx, llev = _certificate(xp, S, P, (lo, local[1]), eps, ext)
                     use = cand & _settled(S, tol, lb, lbx, llev) & (~ok | (llev < level))
@@ -274,6 +291,9 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         polish = ok & ~frozen & ~S["polished"] & (moved > 16 * eps * (xn + S["anorm"])) if tol is None \
             else xp.zeros_like(ok)
         active = (~ok & ~frozen) | polish
+        # a chord step (the previous Hessian, no fresh one) where the last step was a full
+        # Newton step and the contraction it showed predicts that the chord step settles
+        late = active & ~polish & S["newton"] & _chord_settles(xp, S, P, tol, eps)
         n_active = int(xp.sum(xp.astype(active, xp.int64)))
         fields = (bound, level, tol_k, ok, tn)
         if k == max_iter or n_active == 0:
@@ -287,13 +307,13 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
             else:  # finished entries leave the batch: they cost nothing from here on
                 blocks.append(_finished(S, fields, ~active))
                 S = {key: (v if v is None else xp.take(v, keep, axis=0)) for key, v in S.items()}
-                gnorm, active, polish = (xp.take(v, keep, axis=0) for v in (gnorm, active, polish))
+                gnorm, active, polish, late = (xp.take(v, keep, axis=0) for v in (gnorm, active, polish, late))
                 Hf, Hprev, Hmask = (None if v is None else xp.take(v, keep, axis=0) for v in (Hf, Hprev, Hmask))
                 view = _View(sub, None)
                 x, g, lam, theta = S["x"], S["g"], S["lam"], S["a"] + S["x"]
         # Newton's matrix: the fresh Hessian, or for a polishing entry the previous one
         # (a chord step, within ulps here: its last step was a full Newton step)
-        chord = polish & S["has_prev"]
+        chord = (polish & S["has_prev"]) | late
         fresh(active & ~chord)
         H = Hprev if Hf is None else Hf + lam[:, None, None] * xp.eye(d, dtype=f.dtype)
         if Hf is not None and Hprev is not None and bool(xp.any(chord)):
@@ -309,7 +329,10 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         # entries that found no acceptable step cannot progress in this dtype:
         # they keep their point and are reported (never moved blindly)
         S["frozen"] = S["frozen"] | ~accepted
-        S["moved"] = xp.where(active, safe_norm(new[0] - x, xp), S["moved"])
+        moved, pn = safe_norm(new[0] - x, xp), safe_norm(p, xp)
+        S["moved"] = xp.where(active, moved, S["moved"])
+        S["newton"] = active & ~chord & ~polish & accepted & (xp.abs(moved - pn) <= pn / 1024)
+        S["pprev"] = pn
         S["iterations"] = S["iterations"] + xp.astype(active & accepted, xp.int64)
         S["x"], S["h"], S["g"], S["E"], S["state"] = new
         Hprev, S["has_prev"] = H, active
@@ -328,6 +351,24 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     if bool(xp.any(failed)):
         _raise(f, host(failed), out, theta, max_iter, host(frozen), tol is None)
     return theta, u, (out if info else None)
+
+
+def _chord_settles(xp, S, P, tol, eps):
+    """Where a chord step from here (the previous step's Hessian ``H(x_prev)``, that step a
+    full Newton step ``p_prev``) is predicted to settle the certificate.  A speed choice
+    only (a wrong guess costs one more iteration, never accuracy): the full step showed
+    ``||g|| ~ rho ||p_prev||^2 / 2``; the chord step's gradient is
+    ``(H(x + t p) - H(x_prev)) p``, about ``rho (||p_prev|| + ||p|| / 2) ||p||`` with
+    ``||p|| <= ||g|| / modulus``; with a factor 4 to spare it must be below what the
+    certificate allows (``tol``, or the default level's rounding floor)."""
+    gn, rnd_t, rnd_x, _, xn, gnorm = P
+    modulus, newton = S["modulus"], S["newton"]
+    pprev = xp.where(newton & (S["pprev"] > 0), S["pprev"], xp.ones_like(modulus))
+    pk = gnorm / modulus
+    pred = 4 * (2 * gnorm / (pprev * pprev)) * (pprev + pk / 2) * pk
+    if tol is not None:
+        return newton & (pred + rnd_t <= S["tol"] * modulus * (1 - 1 / 64))
+    return newton & (pred <= rnd_x + 4 * eps * xn * modulus)
 
 
 def _pieces(xp, S, x, g, eps, d):

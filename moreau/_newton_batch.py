@@ -33,9 +33,16 @@ class _View:
             state = self.xp.reshape(state, (math.prod(self.shape),) + tuple(state.shape[len(self.shape):]))
         return self._out(v), self._out(g, tuple(theta.shape[1:])), self._out(E), state
 
-    def hess(self, theta, state):
+    def hess(self, theta, state, low=False):
         d = theta.shape[-1]
-        return self._out(self.f._hess_at(self._in(theta), self._in(state)), (d, d))
+        args = (self._in(theta), self._in(state)) + ((True,) if low else ())
+        return self._out(self.f._hess_at(*args), (d, d))
+
+    def low_ok(self, modulus):
+        """Where the objective's float32 direction Hessian may be used (``_low_hessian_ok``)."""
+        if not hasattr(self.f, "_low_hessian_ok"):
+            return self.xp.zeros(modulus.shape, dtype=self.xp.bool)
+        return self._out(self.f._low_hessian_ok(self._in(modulus)))
 
     def local(self, theta, state):
         got = self.f._local_curvature(self._in(theta), self._in(state))
