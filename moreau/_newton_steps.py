@@ -6,7 +6,7 @@ import math
 
 from ._backend import safe_norm
 
-__all__ = ["_wolfe", "_ball", "_solve"]
+__all__ = ["_wolfe", "_ball", "_solve", "_chord_settles"]
 
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 60
@@ -93,3 +93,21 @@ def _solve(xp, H, g, eps):
     scale = xp.sum(xp.abs(H), axis=(-2, -1)) / d
     shift = xp.eye(d, dtype=H.dtype) * (math.sqrt(eps) * scale)[..., None, None]
     return xp.linalg.solve(H + shift, g[..., None])[..., 0]
+
+
+def _chord_settles(xp, S, P, tol, eps):
+    """Where a chord step from here (the previous step's Hessian ``H(x_prev)``, that step a
+    full Newton step ``p_prev``) is predicted to settle the certificate.  A speed choice
+    only (a wrong guess costs one more iteration, never accuracy): the full step showed
+    ``||g|| ~ rho ||p_prev||^2 / 2``; the chord step's gradient is
+    ``(H(x + t p) - H(x_prev)) p``, about ``rho (||p_prev|| + ||p|| / 2) ||p||`` with
+    ``||p|| <= ||g|| / modulus``; with a factor 4 to spare it must be below what the
+    certificate allows (``tol``, or the default level's rounding floor)."""
+    _, rnd_t, rnd_x, _, xn, gnorm = P
+    modulus, newton = S["modulus"], S["newton"]
+    pprev = xp.where(newton & (S["pprev"] > 0), S["pprev"], xp.ones_like(modulus))
+    pk = gnorm / modulus
+    pred = 4 * (2 * gnorm / (pprev * pprev)) * (pprev + pk / 2) * pk
+    if tol is not None:
+        return newton & (pred + rnd_t <= S["tol"] * modulus * (1 - 1 / 64))
+    return newton & (pred <= rnd_x + 4 * eps * xn * modulus)
