@@ -62,7 +62,7 @@ def describe(statement) -> str:
     out = [f"### `{s.id}` — {s.source}", ""]
     out.append(f"*Source:* {paper_citation(s.paper)}, {s.source.split(',', 1)[-1].strip()}.  ")
     out.append(f"*Claimed by the paper:* {s.claimed}.  ")
-    out.append(f"*Families:* " + "; ".join(f"{fam} ({', '.join(kinds)})" for fam, kinds in s.families.items())
+    out.append("*Families:* " + "; ".join(f"{fam} ({', '.join(kinds)})" for fam, kinds in s.families.items())
                + ".")
     out += ["", f"**Statement.** {s.text}", "", "```", s.latex, "```", ""]
     if s.assumptions:

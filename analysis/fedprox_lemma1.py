@@ -77,7 +77,7 @@ import numpy as np
 import moreau as mo
 import moreau.fl  # noqa: F401  (mo.fl)
 
-from ._core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
+from ._core import LOGISTIC_SCALING, Mutant, Sides, Statement, scale_fields
 from ._instances import log_uniform
 from ._solvers import envelope_newton  # noqa: F401  (re-exported for the tests)
 

@@ -10,7 +10,6 @@ local updates (it needs less communication), a large λ only marginally.
 """
 from __future__ import annotations
 
-import numpy as np
 
 from ._fedprox_runs import STEP_NOTE, mean_curves, paper_run
 from ._plot import figure, save

@@ -37,7 +37,6 @@ def unit_offsets(streams, p, d, equal_norms=True):
     :math:`\|u_i\| \le 1` with maximum 1.
     """
     m = p.shape[0]
-    T = streams.trials
     if not equal_norms:
         e = _unit(streams.normal((d,)))                                   # (*T, d)
         sign = np.where(streams.permutation(m) < (m + 1) // 2, 1.0, -1.0)  # (*T, m)
