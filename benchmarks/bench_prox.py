@@ -459,7 +459,7 @@ def _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends):
         eye = xp.eye(d)
         syncs.append(be.sync)
         q0 = mo.Quadratic(A_, b_)
-        routes[tag] = q0._route(q0._lam(lam_[:, None], convexity=False), w_, need_cert=False)
+        routes[tag] = q0._route(q0._lam(lam_[:, None], convexity=False), w_)
         fns[f"moreau{tag}"] = (lambda A_=A_, b_=b_, w_=w_, lam_=lam_:
                                mo.prox(mo.Quadratic(A_, b_), w_, lam_[:, None]), None)
         labels[f"moreau{tag}"] = f"(a) moreau.prox incl. Quadratic(), auto route = {routes[tag]}{tag}"

@@ -209,8 +209,10 @@ class Quadratic(Objective):
 
     @cached_property
     def _tri_a1(self):
-        """Smallest eigenvalue of the computed tridiagonal ``T`` (bisection), shape ``A.shape[:-2]``."""
-        Q, D, E = self._tri
+        """Smallest eigenvalue of the computed tridiagonal ``T`` (bisection), shape ``A.shape[:-2]``;
+        from the cached reduction, or from ``T`` alone (no ``Q``: half the work, no second array
+        of ``A``'s size) when the tridiagonal route has not run."""
+        _, D, E = self._tri if "_tri" in self.__dict__ else tridiagonalize(to_numpy(self.A), want_q=False)
         return tri_min_eig(D, E)
 
     @cached_property
@@ -226,7 +228,7 @@ class Quadratic(Objective):
         delta = np.asarray(to_numpy(self._delta), dtype=np.float64)  # shape A.shape[:-2]
         return chol_lower_bound(self.A, np.asarray(to_numpy(a1), dtype=np.float64) - delta, xp)
 
-    def _route(self, lam, w, need_cert):
+    def _route(self, lam, w):
         """``'eigh'``, ``'tri'`` or ``'chol'`` (see :meth:`_solve`)."""
         if "_eigh" in self.__dict__:
             return "eigh"
@@ -234,8 +236,8 @@ class Quadratic(Objective):
             return "tri"
         systems = math.prod(np.broadcast_shapes(self.batch_shape, tuple(lam.shape), tuple(w.shape[:-1])))
         per_matrix = systems / max(1, math.prod(self.A.shape[:-2]))
-        if not need_cert and per_matrix <= CHOL_MAX_SYSTEMS[self.dim >= 40]:
-            return "chol"
+        if per_matrix <= CHOL_MAX_SYSTEMS[self.dim >= 40]:
+            return "chol"  # a certificate then adds T alone (for a_hat_1) and one proof per matrix
         return "tri" if is_numpy(self.xp) else "eigh"
 
     def prox(self, w, lam, *, tol=None, max_iter=100, return_info=False):
@@ -261,16 +263,15 @@ class Quadratic(Objective):
         work (``route`` forces one, for tests):
 
         * ``'eigh'`` (the eigendecomposition is cached, or a non-numpy backend
-          with many systems or a certificate asked for): ``V diag(1/(a+lam)) V^T``.
-        * ``'tri'`` (numpy; many ``lam`` per matrix, or a certificate asked
-          for): ``A = Q T Q^T`` once, a tridiagonal solve per ``lam``
-          (:mod:`moreau._tridiag`).  ``a_hat_1`` is then the smallest eigenvalue
-          of the computed ``T``.
-        * ``'chol'`` (at most ``CHOL_MAX_SYSTEMS`` systems per matrix and no
-          certificate asked for): certified Cholesky per system, no
-          eigenvalue computed; its success proves that the prox exists
-          (:func:`moreau._chol.chol_solve`).  Where it cannot certify a system
-          the spectral route runs instead (which then says why).
+          with many systems): ``V diag(1/(a+lam)) V^T``.
+        * ``'tri'`` (numpy, many ``lam`` per matrix): ``A = Q T Q^T`` once, a
+          tridiagonal solve per ``lam`` (:mod:`moreau._tridiag`).
+        * ``'chol'`` (at most ``CHOL_MAX_SYSTEMS`` systems per matrix):
+          certified Cholesky per system, no eigenvalue computed; its success
+          proves that the prox exists (:func:`moreau._chol.chol_solve`).  Where it
+          cannot certify a system the spectral route runs instead (which then
+          says why).  A certificate asked for adds ``a_hat_1`` (the smallest
+          eigenvalue of ``T`` alone on numpy, of ``eigh`` elsewhere) and its proof.
 
         Existence: the Cholesky route proves it system by system; the spectral
         routes prove it with one certified Cholesky per matrix at its smallest
@@ -286,7 +287,7 @@ class Quadratic(Objective):
         xp = self.xp
         need_cert = info or tol is not None
         need_u = want_u  # the certificate needs theta only
-        route = route or self._route(lam, w, need_cert)
+        route = route or self._route(lam, w)
         lam_ = lam[..., None]
         theta = u = None
         if route == "chol":

@@ -26,11 +26,12 @@ import numpy as np
 __all__ = ["tridiagonalize", "tri_solve", "tri_prox", "tri_min_eig"]
 
 
-def tridiagonalize(A):
+def tridiagonalize(A, want_q=True):
     r"""``(Q, D, E)`` with ``A = Q T Q^T``, ``T`` tridiagonal (diagonal ``D`` ``(*batch, d)``,
     off-diagonal ``E`` ``(*batch, d-1)``), ``Q`` ``(*batch, d, d)`` orthogonal to
     working precision; numpy ``A`` (LAPACK ``sytrd`` then ``orgqr`` on the
     reflectors, one call each per matrix: LAPACK's ``orgtr`` for ``uplo='L'``).
+    ``want_q=False``: ``T`` only (``Q`` is None; half the work, no array of ``A``'s size).
     """
     from scipy.linalg import get_lapack_funcs
 
@@ -39,10 +40,12 @@ def tridiagonalize(A):
     batch = tuple(A.shape[:-2])
     A2 = A.reshape((-1, d, d))
     m = A2.shape[0]
-    Q = np.empty_like(A2)
-    Q[:, 0, :] = 0
-    Q[:, :, 0] = 0
-    Q[:, 0, 0] = 1
+    Q = None
+    if want_q:
+        Q = np.empty_like(A2)
+        Q[:, 0, :] = 0
+        Q[:, :, 0] = 0
+        Q[:, 0, 0] = 1
     D = np.empty((m, d), dtype=A.dtype)
     E = np.empty((m, max(d - 1, 0)), dtype=A.dtype)
     lw = max(1, int(lw_f(d, lower=1)[0]))
@@ -53,9 +56,11 @@ def tridiagonalize(A):
             raise RuntimeError(f"LAPACK sytrd failed (info={info})")  # pragma: no cover
         if d > 1:
             E[j] = e
-            q, _, info = orgqr(c[1:, :-1], tau, lwork=lw_q)
-            Q[j, 1:, 1:] = q
-    return Q.reshape(batch + (d, d)), D.reshape(batch + (d,)), E.reshape(batch + (max(d - 1, 0),))
+            if want_q:
+                q, _, info = orgqr(c[1:, :-1], tau, lwork=lw_q)
+                Q[j, 1:, 1:] = q
+    Q = Q.reshape(batch + (d, d)) if want_q else None
+    return Q, D.reshape(batch + (d,)), E.reshape(batch + (max(d - 1, 0),))
 
 
 def tri_min_eig(D, E):

@@ -289,16 +289,16 @@ def test_route_choice_numpy():
     b, w = rng.normal(size=(10, 4)), rng.normal(size=(10, 4))
     q = mo.Quadratic(A, b)
     one, many = q._lam(1.0, convexity=False), q._lam(np.logspace(-1, 1, 50)[:, None], convexity=False)
-    assert q._route(one, w, need_cert=False) == "chol"
-    assert q._route(many, w, need_cert=False) == "tri"
-    assert q._route(one, w, need_cert=True) == "tri"  # a certificate needs the spectrum
+    assert q._route(one, w) == "chol"
+    assert q._route(many, w) == "tri"
+    assert q._route(one, w) == "chol"  # a certificate adds T alone and one proof per matrix
     mo.prox(q, w, 1.0)
     assert "_eigh" not in q.__dict__ and "_tri" not in q.__dict__  # one lam: no decomposition at all
     mo.prox(q, w, np.logspace(-1, 1, 50)[:, None])
     assert "_tri" in q.__dict__ and "_eigh" not in q.__dict__
-    assert q._route(one, w, need_cert=False) == "tri"  # the reduction is cached: reuse it
+    assert q._route(one, w) == "tri"  # the reduction is cached: reuse it
     q.eigenvalues
-    assert q._route(many, w, need_cert=False) == "eigh"
+    assert q._route(many, w) == "eigh"
 
 
 def test_route_choice_array_api_strict():
@@ -309,8 +309,8 @@ def test_route_choice_array_api_strict():
     q = mo.Quadratic(xs.asarray(A), xs.asarray(b))
     wx = xs.asarray(w)
     lams = np.logspace(-1, 1, 20)[:, None]
-    assert q._route(q._lam(1.0, convexity=False), wx, need_cert=False) == "chol"
-    assert q._route(q._lam(xs.asarray(lams), convexity=False), wx, need_cert=False) == "eigh"
+    assert q._route(q._lam(1.0, convexity=False), wx) == "chol"
+    assert q._route(q._lam(xs.asarray(lams), convexity=False), wx) == "eigh"
     for lam in (0.5, lams):
         theta = mo.prox(q, wx, xs.asarray(lam) if isinstance(lam, np.ndarray) else lam)
         assert isinstance(theta, type(wx))
