@@ -8,7 +8,8 @@ Measures, for a batch of ``m`` symmetric ``d x d`` matrices (float64; ``A`` alon
 
 1. ``Quadratic(A, b)`` — its one checked copy of ``A`` (the input stays the caller's);
 2. ``prox`` at one ``lam`` per client (the certified Cholesky route);
-3. ``prox`` at one ``lam`` with ``return_info=True`` (tridiagonal route, proven modulus, certificate);
+3. ``prox`` at one ``lam`` with ``return_info=True`` (Cholesky route, T alone for the smallest
+   eigenvalue, its proof, the certificate);
 
 each above what was allocated before it, in MB, with the size of the output for comparison.
 Timing is reported too (one call each, ``time.perf_counter``), for orientation only.
@@ -81,7 +82,7 @@ def main(argv=None):
     _, pk, kept, dt = measured(lambda: mo.prox(q, w, 1.0))
     rows["prox, 1 lam (chol)"] = dict(peak_mb=pk, retained_mb=kept, seconds=dt)
     _, pk, kept, dt = measured(lambda: mo.prox(q, w, 1.0, return_info=True))
-    rows["prox, 1 lam, return_info (tri + proof)"] = dict(peak_mb=pk, retained_mb=kept, seconds=dt)
+    rows["prox, 1 lam, return_info (chol + T + proof)"] = dict(peak_mb=pk, retained_mb=kept, seconds=dt)
     for k, r in rows.items():
         print(f"  {k:<42} peak {r['peak_mb']:9.1f} MB  retained {r['retained_mb']:9.1f} MB  {r['seconds']:7.2f} s")
     if a.json:
