@@ -76,13 +76,13 @@ LD_EPS = float(np.finfo(LD).eps)
 SIZES = {
     "default": dict(
         q_m=1000, q_d=60, q_Ls=(1, 5, 50, 200), q_loop_clients=100,
-        l_m=1000, l_n=200, l_d=20, l_lam=1.0, lbfgs_clients=250, cvxpy_clients=20,
+        l_m=1000, l_n=200, l_d=20, l_lam=1.0, lbfgs_clients=250, cvxpy_clients=20, l_rounds=9,
         a_m=1000, a_n=200, a_d=20, a_K=5,
         repeat=5, repeat_slow=3,
     ),
     "quick": dict(
         q_m=100, q_d=20, q_Ls=(1, 5, 50), q_loop_clients=20,
-        l_m=100, l_n=50, l_d=10, l_lam=1.0, lbfgs_clients=20, cvxpy_clients=5,
+        l_m=100, l_n=50, l_d=10, l_lam=1.0, lbfgs_clients=20, cvxpy_clients=5, l_rounds=3,
         a_m=100, a_n=50, a_d=10, a_K=5,
         repeat=3, repeat_slow=2,
     ),
@@ -574,71 +574,75 @@ LBFGS_CONFIGS = {
 }
 
 
+def _paired_ratio(timings, fast, slow):
+    """Median over rounds of time(slow) / time(fast) within one round (the same load for both:
+    measure_interleaved runs every method once per round)."""
+    r = [s / f for f, s in zip(timings[fast]["times"], timings[slow]["times"])]
+    return statistics.median(r)
+
+
 def bench_logistic(cfg, backends, seed, results):
     m, n, d, lam, mu = cfg["l_m"], cfg["l_n"], cfg["l_d"], cfg["l_lam"], 0.0
     ns = min(cfg["lbfgs_clients"], m)
-    k, ks = cfg["repeat"], cfg["repeat_slow"]
+    rounds = cfg["l_rounds"]
     rng = np.random.default_rng(seed)
     X, y, w = logistic_data(rng, m, n, d)
     Z = y[..., None] * X
     print(f"\n=== 2. Logistic prox: m = {m} clients, n = {n} samples, d = {d}, lambda = {lam:g}, mu = {mu:g}, "
           f"float64; seed {seed} ===")
     print("  data: X ~ N(0,1), labels from a logistic model with theta* ~ N(0, I), w ~ N(0, I)")
-    rows, acc = [], {}
-    thetas = {}
+    print(f"  timing: every method below once per round, in a shuffled order, {rounds} rounds after one warm-up")
+    print("  each (measure_interleaved): a change of machine load hits all rows alike")
+
+    # L-BFGS-B loops on a subset of clients; 'lbfgs' runs once first: its accuracy is the
+    # tolerance of the matched-accuracy moreau row
+    lb_stats = {key: {} for key in LBFGS_CONFIGS}
+
+    def lb_loop(key, nc=ns):
+        opts = LBFGS_CONFIGS[key][1]
+        out = np.empty((nc, d))
+        nit, nfev = [], []
+        for i in range(nc):
+            out[i], a, b_ = lbfgs_prox(Z[i], w[i], lam, mu, opts)
+            nit.append(a)
+            nfev.append(b_)
+        lb_stats[key].update(nit=nit, nfev=nfev)
+        return out
+    tol_match = max(float(certified_bound_ld(Z[:ns], w[:ns], lam, mu, lb_loop("lbfgs")).max()), 1e-300)
+    print(f"  matched accuracy: tol = L-BFGS-B's (gtol 1e-10) worst certified bound on its {ns} clients = "
+          f"{tol_match:.2e}")
+
+    fns, labels, syncs = {}, {}, []
     for be in backends:
         tag = "" if be.name == "numpy" else " [cupy]"
         X_, y_, w_ = be.asarray(X), be.asarray(y), be.asarray(w)
-
-        def with_ctor():
-            return mo.prox(mo.Logistic(X_, y_, mu=mu), w_, lam, return_info=True)
-        t, (th, info) = measure(with_ctor, k, sync=be.sync, budget_s=30)
-        rows.append({"key": f"moreau{tag}", "label": f"(a) moreau.prox(return_info=True), incl. Logistic(){tag}",
-                     "timing": t})
-        thetas[f"moreau{tag}"] = (be.host(th), info)
-
+        syncs.append(be.sync)
         f = mo.Logistic(X_, y_, mu=mu)
-        t, _ = measure(lambda: mo.prox(f, w_, lam, return_info=True), k, sync=be.sync, budget_s=30)
-        rows.append({"key": f"moreau-prebuilt{tag}", "label": f"(a') moreau.prox(return_info=True), "
-                     f"Logistic prebuilt{tag}", "timing": t})
-
-    # the plain batched Newton a user would write: full steps from 0, stop on max |grad h|
-    t, th_plain = measure(lambda: plain_newton(Z, w, lam, mu), k, budget_s=30)
-    rows.append({"key": "plain", "label": "(p) plain batched numpy Newton (full steps, max|grad h| < 1e-12)",
-                 "timing": t})
-    thetas["plain"] = (th_plain, None)
-    t, th_plain1 = measure(lambda: plain_newton(Z, w, lam, mu, extra=1), k, budget_s=30)
-    rows.append({"key": "plain+1", "label": "(p') the same, one more full step (moreau's accuracy)", "timing": t})
-    thetas["plain+1"] = (th_plain1, None)
-    # L-BFGS vectorised over clients (numpy), at L-BFGS-B's gtol and at a tight one
+        fns[f"moreau{tag}"] = (lambda X_=X_, y_=y_, w_=w_: mo.prox(mo.Logistic(X_, y_, mu=mu), w_, lam,
+                                                                   return_info=True), None)
+        labels[f"moreau{tag}"] = f"(a) moreau.prox(return_info=True), incl. Logistic(){tag}"
+        fns[f"moreau-prebuilt{tag}"] = (lambda f=f, w_=w_: mo.prox(f, w_, lam, return_info=True), None)
+        labels[f"moreau-prebuilt{tag}"] = f"(a') moreau.prox(return_info=True), Logistic prebuilt{tag}"
+        fns[f"moreau-matched{tag}"] = (lambda X_=X_, y_=y_, w_=w_: mo.prox(
+            mo.Logistic(X_, y_, mu=mu), w_, lam, tol=tol_match, return_info=True), None)
+        labels[f"moreau-matched{tag}"] = f"(a\") the same incl. Logistic(), tol = L-BFGS-B's bound {tol_match:.1e}{tag}"
+    fns["plain"] = (lambda: plain_newton(Z, w, lam, mu), None)
+    labels["plain"] = "(p) plain batched numpy Newton (full steps, max|grad h| < 1e-12)"
+    fns["plain+1"] = (lambda: plain_newton(Z, w, lam, mu, extra=1), None)
+    labels["plain+1"] = "(p') the same, one more full step (moreau's accuracy)"
     for key, gtol in (("blbfgs", 1e-10), ("blbfgs-tight", 1e-14)):
-        t, (th_b, it_b) = measure(lambda gtol=gtol: batched_lbfgs(Z, w, lam, mu, gtol=gtol), k, budget_s=30)
-        rows.append({"key": key, "label": f"(l) batched numpy L-BFGS (m=10), max|grad h| < {gtol:g}",
-                     "timing": t})
-        thetas[key] = (th_b, {"iterations": it_b})
-
-    # L-BFGS-B loops on a subset of clients
-    for key, (label, opts) in LBFGS_CONFIGS.items():
-        stats = {}
-
-        def loop(nc=ns, opts=opts, stats=stats):
-            out = np.empty((nc, d))
-            nit, nfev = [], []
-            for i in range(nc):
-                out[i], a, b_ = lbfgs_prox(Z[i], w[i], lam, mu, opts)
-                nit.append(a)
-                nfev.append(b_)
-            stats.update(nit=nit, nfev=nfev)
-            return out
-        t, out = measure(loop, ks, warmup=lambda: loop(min(5, ns)))
-        thetas[key] = (out, stats)
-        lab = f"(b) scipy {label} loop"
+        fns[key] = (lambda gtol=gtol: batched_lbfgs(Z, w, lam, mu, gtol=gtol), None)
+        labels[key] = f"(l) batched numpy L-BFGS (m=10), max|grad h| < {gtol:g}"
+    for key, (label, _) in LBFGS_CONFIGS.items():
+        fns[key] = (lambda key=key: lb_loop(key), lambda key=key: lb_loop(key, min(5, ns)))
+        labels[key] = f"(b) scipy {label} loop" + (f"  *timed on {ns} of {m} clients, x{m / ns:g}" if ns < m else "")
+    timings, outs = measure_interleaved(fns, rounds, sync=lambda: [s() for s in syncs], budget_s=90)
+    for key in LBFGS_CONFIGS:
         if ns < m:
-            t = scaled(t, m / ns)
-            lab += f"  *timed on {ns} of {m} clients, x{m / ns:g}"
-        rows.append({"key": key, "label": lab, "timing": t})
+            timings[key] = scaled(timings[key], m / ns)
+    rows = [{"key": key, "label": labels[key], "timing": timings[key]} for key in fns]
 
-    # cvxpy
+    # cvxpy (slow: timed on its own, a few clients)
     try:
         import cvxpy as cp
     except ImportError:
@@ -657,8 +661,8 @@ def bench_logistic(cfg, backends, seed, results):
                 out[i] = th.value
             return out
         t, out = measure(cvx_loop, 2, warmup=lambda: cvx_loop(1))
-        thetas["cvxpy"] = (out, None)
-        rows.append({"key": "cvxpy", "label": f"(c) cvxpy {cp.__version__} (default solver) loop"
+        outs["cvxpy"] = out
+        rows.append({"key": "cvxpy", "label": f"(c) cvxpy {cp.__version__} (default solver) loop, timed alone"
                      + (f"  *timed on {nc} of {m} clients, x{m / nc:g}" if nc < m else ""),
                      "timing": scaled(t, m / nc) if nc < m else t})
 
@@ -672,9 +676,15 @@ def bench_logistic(cfg, backends, seed, results):
     print("  in long double at each method's float64 theta (same function for all); rel. error vs a long-double")
     print(f"  Newton reference (long double eps = {LD_EPS:.2g})")
     U_ref, B_ref = reference_prox_ld(Z, w, lam, mu)
-    acc["reference_bound_max"] = float(B_ref.max())
+    acc = {"reference_bound_max": float(B_ref.max()), "tol_match": tol_match}
     print(f"  {'method':<51} {'clients':>7} {'max bound':>10} {'median bnd':>10} {'max rel err θ':>13} {'iters':>12}")
-    for key, (th, extra) in thetas.items():
+    for key, out in outs.items():
+        if key.startswith("moreau"):
+            th, extra = backends[-1].host(out[0]) if key.endswith("[cupy]") else out[0], out[1]
+        elif key.startswith("blbfgs"):
+            th, extra = out[0], {"iterations": out[1]}
+        else:
+            th, extra = out, lb_stats.get(key)
         nc = th.shape[0]
         bnd = certified_bound_ld(Z[:nc], w[:nc], lam, mu, th)
         e_th, _ = rel_err(th, w[:nc], U_ref[:nc])
@@ -683,9 +693,10 @@ def bench_logistic(cfg, backends, seed, results):
             own = float(np.max(extra.error_bound))
             acc[key] = {"bound_max": float(bnd.max()), "bound_median": float(np.median(bnd)),
                         "rel_err_theta_max": e_th, "moreau_reported_bound_max": own,
-                        "iterations_max": int(extra.iterations.max())}
-            label = f"moreau{key[6:]} (own info.error_bound max {own:.1e})"
-        elif key.startswith("lbfgs"):
+                        "iterations_max": int(extra.iterations.max()),
+                        "iterations_mean": float(extra.iterations.mean())}
+            label = f"{key} (own error_bound max {own:.1e})"
+        elif key in LBFGS_CONFIGS:
             it = f"max {max(extra['nit'])} mean {np.mean(extra['nit']):.1f}"
             acc[key] = {"bound_max": float(bnd.max()), "bound_median": float(np.median(bnd)),
                         "rel_err_theta_max": e_th, "nit_max": int(max(extra["nit"])),
@@ -698,42 +709,31 @@ def bench_logistic(cfg, backends, seed, results):
         print(f"  {label:<51} {nc:>7} {bnd.max():>10.2e} {np.median(bnd):>10.2e} {e_th:>13.2e} {it:>12}")
     print(f"  (reference's own long-double certified bound: max {B_ref.max():.1e})")
 
-    # moreau at L-BFGS's accuracy: the matched-accuracy comparison
-    tol_match = max(acc["lbfgs"]["bound_max"], 1e-300)
-    be = backends[0]
-    t_match, (th_m, info_m) = measure(lambda: mo.prox(mo.Logistic(X, y, mu=mu), w, lam, tol=tol_match,
-                                                      return_info=True), k)
-    bnd_m = certified_bound_ld(Z, w, lam, mu, th_m)
-    print(f"  matched accuracy: moreau with tol = L-BFGS-B's worst bound ({tol_match:.1e}): best "
-          f"{fmt_t(t_match['best']).strip()}, median {fmt_t(t_match['median']).strip()} (k={t_match['k']}, "
-          f"incl. Logistic()), max bound {bnd_m.max():.1e}, iterations max {int(info_m.iterations.max())}")
-    acc["moreau_matched_tol"] = {"tol": tol_match, "bound_max": float(bnd_m.max()),
-                                 "timing": t_match, "iterations_max": int(info_m.iterations.max())}
-
     by = {r["key"]: r["timing"] for r in rows}
-    print("  ratios (numpy):")
-    ratios = {
-        "moreau_vs_lbfgs": ratio_line("moreau incl. Logistic() vs L-BFGS-B (gtol 1e-10, ftol 1e-15)",
-                                      by["moreau"], by["lbfgs"], TARGETS["logistic_vs_lbfgs"]),
-        "moreau_vs_lbfgs_tight": ratio_line("moreau incl. Logistic() vs L-BFGS-B (gtol 1e-14, ftol 0)    ",
-                                            by["moreau"], by["lbfgs-tight"], TARGETS["logistic_vs_lbfgs"]),
-        "prebuilt_vs_lbfgs": ratio_line("moreau prebuilt        vs L-BFGS-B (gtol 1e-10, ftol 1e-15)",
-                                        by["moreau-prebuilt"], by["lbfgs"]),
-        "matched_vs_lbfgs": ratio_line("moreau at L-BFGS's accuracy, incl. Logistic() vs L-BFGS-B    ",
-                                       t_match, by["lbfgs"], TARGETS["logistic_vs_lbfgs"]),
-        "moreau_vs_plain": ratio_line("moreau incl. Logistic() vs plain batched Newton            ",
-                                      by["moreau"], by["plain"], 1.0),
-        "prebuilt_vs_plain": ratio_line("moreau prebuilt        vs plain batched Newton            ",
-                                        by["moreau-prebuilt"], by["plain"], 1.0),
-        "moreau_vs_plain1": ratio_line("moreau incl. Logistic() vs plain Newton at moreau's accuracy",
-                                       by["moreau"], by["plain+1"], 1.0),
-        "prebuilt_vs_plain1": ratio_line("moreau prebuilt        vs plain Newton at moreau's accuracy",
-                                         by["moreau-prebuilt"], by["plain+1"], 1.0),
-        "moreau_vs_blbfgs": ratio_line("moreau incl. Logistic() vs batched L-BFGS (1e-10)          ",
-                                       by["moreau"], by["blbfgs"]),
-        "moreau_vs_blbfgs_tight": ratio_line("moreau incl. Logistic() vs batched L-BFGS (1e-14)          ",
-                                             by["moreau"], by["blbfgs-tight"]),
+    print("  ratios (numpy; best-of-k and median-of-k times, and the median over rounds of the ratio within a round):")
+    pairs = {
+        "matched_vs_lbfgs": ("moreau at L-BFGS-B's accuracy, incl. Logistic() vs L-BFGS-B", "moreau-matched", "lbfgs",
+                             TARGETS["logistic_vs_lbfgs"]),
+        "moreau_vs_lbfgs": ("moreau incl. Logistic() (default) vs L-BFGS-B (gtol 1e-10)  ", "moreau", "lbfgs", None),
+        "moreau_vs_lbfgs_tight": ("moreau incl. Logistic() (default) vs L-BFGS-B (gtol 1e-14)  ", "moreau",
+                                  "lbfgs-tight", None),
+        "prebuilt_vs_lbfgs": ("moreau prebuilt (default)          vs L-BFGS-B (gtol 1e-10)  ", "moreau-prebuilt",
+                              "lbfgs", None),
+        "moreau_vs_plain1": ("moreau incl. Logistic() vs plain Newton at moreau's accuracy", "moreau", "plain+1", 1.0),
+        "prebuilt_vs_plain1": ("moreau prebuilt        vs plain Newton at moreau's accuracy", "moreau-prebuilt",
+                               "plain+1", 1.0),
+        "moreau_vs_plain": ("moreau incl. Logistic() vs plain batched Newton (1e-12)     ", "moreau", "plain", None),
+        "matched_vs_plain": ("moreau at L-BFGS-B's accuracy vs plain batched Newton (1e-12)", "moreau-matched",
+                             "plain", None),
+        "moreau_vs_blbfgs": ("moreau incl. Logistic() vs batched L-BFGS (1e-10)          ", "moreau", "blbfgs", None),
+        "moreau_vs_blbfgs_tight": ("moreau incl. Logistic() vs batched L-BFGS (1e-14)          ", "moreau",
+                                   "blbfgs-tight", None),
     }
+    ratios = {}
+    for name, (text, fast, slow, target) in pairs.items():
+        ratios[name] = ratio_line(text, by[fast], by[slow], target)
+        ratios[name]["paired_median"] = _paired_ratio(timings, fast, slow)  # loops' times already scaled
+        print(f"    per-round ratio, median over {len(by[fast]['times'])} rounds: {ratios[name]['paired_median']:.2f}x")
     if "cvxpy" in by:
         ratios["moreau_vs_cvxpy"] = ratio_line("moreau incl. Logistic() vs cvxpy", by["moreau"], by["cvxpy"])
     if len(backends) > 1:
@@ -744,6 +744,7 @@ def bench_logistic(cfg, backends, seed, results):
                                              by["moreau [cupy]"], by["lbfgs"], TARGETS["logistic_vs_lbfgs"])
     results["logistic_prox"] = {
         "params": {"m": m, "n": n, "d": d, "lam": lam, "mu": mu, "seed": seed, "lbfgs_clients_timed": ns,
+                   "rounds": rounds, "timing": "measure_interleaved (shuffled order per round)",
                    "lbfgs_options": {k_: v[1] for k_, v in LBFGS_CONFIGS.items()}},
         "rows": [{"key": r["key"], "label": r["label"], **r["timing"]} for r in rows],
         "accuracy": acc, "ratios": ratios,
