@@ -151,7 +151,7 @@ class Logistic(SampleLoss):
             H = xp.astype(H, self.dtype)
         return H + self.mu[..., None, None] * xp.eye(self.dim, dtype=self.dtype)
 
-    def _low_hessian_ok(self, modulus):
+    def _low_hessian_ok(self, modulus, hi=None):
         r"""Where Newton may take its direction from the float32 Hessian (``_hess_at(...,
         low=True)``), given ``modulus = lam + mu <= lambda_min`` of the prox Hessian.
 
@@ -162,7 +162,8 @@ class Logistic(SampleLoss):
         underflow (``R`` the largest row norm).  Newton with a Hessian perturbed by
         ``Delta`` contracts at least at the rate ``||Delta|| / modulus`` near the
         solution: allowed where that is at most ``2^-8`` (one step then gains at least
-        8 bits where Newton gains its quadratic rate), and where no sum can overflow.
+        8 bits where Newton gains its quadratic rate), and where no sum can overflow
+        (``hi``: the trace bound when the caller has it).
         A speed choice only: the gradient, the line search and every certificate stay
         in float64 (tests compare with the float64 path)."""
         xp = self.xp
@@ -170,7 +171,7 @@ class Logistic(SampleLoss):
             return xp.zeros(modulus.shape, dtype=xp.bool)
         u32 = 2.0 ** -24
         n = self.X.shape[-2]
-        hi = xp.broadcast_to(self._smoothness_bound(), modulus.shape)
+        hi = xp.broadcast_to(self._smoothness_bound() if hi is None else hi, modulus.shape)
         R = xp.broadcast_to(xp.max(self._rownorm, axis=-1), modulus.shape)
         under = 2 * n * 2.0 ** -149 * (1 + R) ** 2
         return ((n + 3) * u32 * hi + under <= 2.0 ** -8 * modulus) & (R <= 2.0 ** 50)

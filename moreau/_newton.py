@@ -179,7 +179,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     if getattr(f, "_null_dim", 0):
         S["mu"] = flat(f.strong_convexity())  # the exact mu (_null_error)
     view = _View(f, shape)
-    S["low"] = view.low_ok(modulus)  # direction from the float32 Hessian (see module doc)
+    S["low"] = view.low_ok(modulus, hi)  # direction from the float32 Hessian (see module doc)
     S["h"], S["g"], S["E"], S["state"] = _h_and_grad(view, S, S["x"])
     _check_finite(xp, f, S["h"], S["g"], w, shape)
     # the local certificate is tried where the global level exceeds sqrt(eps) * scale (the

@@ -38,11 +38,11 @@ class _View:
         args = (self._in(theta), self._in(state)) + ((True,) if low else ())
         return self._out(self.f._hess_at(*args), (d, d))
 
-    def low_ok(self, modulus):
+    def low_ok(self, modulus, hi):
         """Where the objective's float32 direction Hessian may be used (``_low_hessian_ok``)."""
         if not hasattr(self.f, "_low_hessian_ok"):
             return self.xp.zeros(modulus.shape, dtype=self.xp.bool)
-        return self._out(self.f._low_hessian_ok(self._in(modulus)))
+        return self._out(self.f._low_hessian_ok(self._in(modulus), self._in(hi)))
 
     def local(self, theta, state):
         got = self.f._local_curvature(self._in(theta), self._in(state))

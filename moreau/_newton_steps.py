@@ -31,6 +31,10 @@ def _wolfe(xp, h_and_grad, point, gnorm, p, slope, flat, active, force):
     x, h = point[0], point[1]
 
     def pick(mask, new, old):
+        if not bool(xp.any(mask)):
+            return old
+        if bool(xp.all(mask)):  # the common case (every entry takes its full step): no copies
+            return new
         return tuple(o if o is None else xp.where(_expand(mask, o), nv, o) for nv, o in zip(new, old))
 
     one = xp.ones_like(h)
@@ -48,10 +52,11 @@ def _wolfe(xp, h_and_grad, point, gnorm, p, slope, flat, active, force):
         ok = (armijo & curv) | half | force
         force = force & ~force  # only at t = 1
         out = pick(ok & ~done, trial, out)
+        if bool(xp.all(done | ok)):  # no fallback needed: best is not read
+            done = done | ok
+            break
         best = pick(~flat & armijo & (h_try < best[1]) & ~done, trial, best)
         done = done | ok
-        if bool(xp.all(done)):
-            break
         too_long = ~armijo | (dphi > 0)
         hi = xp.where(too_long, t, hi)
         lo = xp.where(too_long, lo, t)

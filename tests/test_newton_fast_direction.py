@@ -31,8 +31,8 @@ _ORIG_OK, _ORIG_CHORD = Logistic._low_hessian_ok, newton._chord_settles
 def _modes(monkeypatch, low, chord):
     """Switch the float32 direction and the chord step: 'on' (as shipped), 'off', 'force'."""
     monkeypatch.setattr(Logistic, "_low_hessian_ok", {
-        "on": _ORIG_OK, "off": lambda self, m: np.zeros(np.shape(m), bool),
-        "force": lambda self, m: np.ones(np.shape(m), bool) & (self.dtype == np.float64)}[low])
+        "on": _ORIG_OK, "off": lambda self, m, hi=None: np.zeros(np.shape(m), bool),
+        "force": lambda self, m, hi=None: np.ones(np.shape(m), bool) & (self.dtype == np.float64)}[low])
     monkeypatch.setattr(newton, "_chord_settles", {
         "on": _ORIG_CHORD, "off": lambda xp, S, P, tol, eps: np.zeros(S["lam"].shape, bool),
         "force": lambda xp, S, P, tol, eps: S["newton"]}[chord])
