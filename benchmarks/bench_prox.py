@@ -463,6 +463,9 @@ def _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends):
         fns[f"moreau{tag}"] = (lambda A_=A_, b_=b_, w_=w_, lam_=lam_:
                                mo.prox(mo.Quadratic(A_, b_), w_, lam_[:, None]), None)
         labels[f"moreau{tag}"] = f"(a) moreau.prox incl. Quadratic(), auto route = {routes[tag]}{tag}"
+        fns[f"moreau-info{tag}"] = (lambda A_=A_, b_=b_, w_=w_, lam_=lam_:
+                                    mo.prox(mo.Quadratic(A_, b_), w_, lam_[:, None], return_info=True)[0], None)
+        labels[f"moreau-info{tag}"] = f"(a) the same with return_info=True (certificate, proven modulus){tag}"
         for r in (("chol", "tri", "eigh") if be.name == "numpy" else ("chol", "eigh")):
             if r == "chol" and L > 50:
                 continue  # L Cholesky sweeps: as slow as the batched solve, nothing to learn

@@ -7,9 +7,9 @@ from functools import cached_property
 import numpy as np
 
 from ._backend import as_array, constructor_namespace, is_numpy, safe_norm, to_numpy
-from ._objective import Objective
 from ._chol import chol_lower_bound, chol_proves_exists, chol_solve
 from ._matrices import blocks, load_symmetric, matvec
+from ._objective import Objective
 from ._quadratic_cert import certificate, check_exists, lam_per_matrix, proven_modulus
 from ._tridiag import tri_min_eig, tri_prox, tridiagonalize
 
@@ -45,11 +45,11 @@ class Quadratic(Objective):
     reduction ``A = Q T Q^T`` (numpy) then :math:`O(d^2)` per ``lam`` for many,
     the eigendecomposition when it is cached.  The routes agree to the
     conditioning of the solve; each is cached per objective, so a second sweep
-    reuses it.  The prox exists iff ``lam > -a_1``; moreau checks it (a
-    successful certified shifted Cholesky, or ``lam > eigenvalue_error() - a_hat_1``)
-    and refuses a ``lam`` it cannot certify with a ``ValueError``; ``error_bound``
-    (``return_info=True``) rests on a proven lower bound on ``a_1`` (one certified
-    Cholesky per matrix), never on the accuracy of the computed eigenvalues.
+    reuses it.  The prox exists iff ``lam > -a_1``; moreau proves it (a certified
+    shifted Cholesky that completes: per system on the Cholesky route, per matrix on
+    the others) and refuses a ``lam`` it cannot prove with a ``ValueError`` that says
+    why; ``error_bound`` (``return_info=True``) rests on a proven lower bound on
+    ``a_1``, never on the accuracy of the computed eigenvalues.
 
     Formula (sympy): prox = (b + lam*w)/(a + lam)
 
