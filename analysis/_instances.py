@@ -34,6 +34,17 @@ def log_uniform(rng, lo, hi, size):
     return np.exp(rng.uniform(np.log(lo), np.log(hi), size))
 
 
+def spectral_quadratics(rng, T, d, lo_frac):
+    """``T`` quadratics with ``a_1 = lo_frac L`` and ``a_d = L`` (``L`` log-uniform in
+    [0.1, 10], the rest uniform between), Haar eigenvectors: ``(A, eig, V, L)``."""
+    L = log_uniform(rng, 0.1, 10.0, T)
+    a = np.sort(L[:, None] * rng.uniform(lo_frac[:, None], 1.0, (T, d)), axis=1)
+    a[:, 0], a[:, -1] = lo_frac * L, L
+    V = orthogonal(rng, T, d)
+    A = (V * a[:, None, :]) @ np.swapaxes(V, 1, 2)
+    return (A + np.swapaxes(A, 1, 2)) / 2, a, V, L
+
+
 def quadratic_batch(rng, T, d, kind, *, L=None, adversarial=True):
     """``dict(A (T,d,d), b (T,d), eig (T,d) ascending, L (T,))`` of the given kind.
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._instances import log_uniform, orthogonal
+from ._instances import orthogonal, spectral_quadratics
 
 __all__ = ["D", "second_moments", "quadratic", "noise", "groups"]
 
@@ -55,12 +55,7 @@ def second_moments(A, C, S, e0, steps, q=None):
 
 def quadratic(rng, T, frac):
     """Spectrum a_1 = frac L <= a_2 <= a_3 = L: ``(A, eig, V, L)``."""
-    L = log_uniform(rng, 0.1, 10.0, T)
-    a = np.sort(L[:, None] * rng.uniform(frac[:, None], 1.0, (T, D)), axis=1)
-    a[:, 0], a[:, -1] = frac * L, L
-    V = orthogonal(rng, T, D)
-    A = (V * a[:, None, :]) @ np.swapaxes(V, 1, 2)
-    return (A + np.swapaxes(A, 1, 2)) / 2, a, V, L
+    return spectral_quadratics(rng, T, D, frac)
 
 
 def noise(rng, T, V, M, s2, where_C, where_S):

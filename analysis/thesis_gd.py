@@ -42,7 +42,7 @@ import moreau as mo
 
 from . import _sharp
 from ._core import Mutant, Sides, Statement, scale_fields, worst_point
-from ._instances import log_uniform, logistic_batch, orthogonal
+from ._instances import log_uniform, logistic_batch, spectral_quadratics
 
 __all__ = ["STATEMENTS"]
 
@@ -60,21 +60,11 @@ CLAIM_NC = {
 
 
 # -- instances -------------------------------------------------------------------
-def _spectral(rng, T, d, mu_frac):
-    """Quadratics with a_1 = mu_frac L, a_d = L: ``(A, eig, V, L)``."""
-    L = log_uniform(rng, 0.1, 10.0, T)
-    a = np.sort(L[:, None] * rng.uniform(mu_frac[:, None], 1.0, (T, d)), axis=1)
-    a[:, 0], a[:, -1] = mu_frac * L, L
-    V = orthogonal(rng, T, d)
-    A = (V * a[:, None, :]) @ np.swapaxes(V, 1, 2)
-    return (A + np.swapaxes(A, 1, 2)) / 2, a, V, L
-
-
 def _gd_quadratic(rng, T, mu_frac, tight_col, viol):
     """Quarters: tight start with eta = 1/L; random; eta = 1/L with a random start;
     eta L in ``viol`` (> 1: not applicable) with x^0 - z along the top eigenvector."""
     d = 4
-    A, a, V, L = _spectral(rng, T, d, mu_frac)
+    A, a, V, L = spectral_quadratics(rng, T, d, mu_frac)
     z = rng.standard_normal((T, d)) * 2
     e0 = rng.standard_normal((T, d))
     g = np.array_split(np.arange(T), 4)
