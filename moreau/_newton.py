@@ -83,8 +83,8 @@ compare the two to a few ulps):
 * a chord step also where the last step was a full Newton step and the contraction it
   showed predicts that one step with that Hessian settles the certificate
   (``_chord_settles``: a Hessian saved; a wrong guess costs an iteration, never accuracy;
-  at ``lam = 1`` on the benchmark at L-BFGS-B's accuracy 977 of 1000 entries take it);
-* the direction's Hessian is formed in float32 (``f._hess_at(..., low=True)``, 1.6x
+  at ``lam = 1`` on the benchmark at L-BFGS-B's accuracy 976 of 1000 entries take it);
+* the direction's Hessian is formed in float32 (``f._hess_at(..., low=True)``, 1.4-1.6x
   cheaper on a CPU) on the entries where ``f._low_hessian_ok`` bounds the rate of the
   perturbed Newton by ``2^-8``; gradient, ``h``, line search and certificates stay in the
   dtype, and the local certificate's eigenvalues always come from the float64 Hessian;
