@@ -156,15 +156,17 @@ class Logistic(SampleLoss):
         r"""Where Newton may take its direction from the float32 Hessian (``_hess_at(...,
         low=True)``), given ``modulus = lam + mu <= lambda_min`` of the prox Hessian.
 
-        The float32 product differs from ``X^T diag(c) X`` by at most
-        ``(n + 3) u32 sum_j c_j ||x_j||^2 <= (n + 3) u32 hi`` in norm (rounding of ``X``,
-        of ``c``, of the product and of the sum; ``hi`` the trace bound
-        :meth:`_smoothness_bound`), plus at most ``2 n 2^-149 (1 + R)^2`` from gradual
-        underflow (``R`` the largest row norm).  Newton with a Hessian perturbed by
-        ``Delta`` contracts at least at the rate ``||Delta|| / modulus`` near the
-        solution: allowed where that is at most ``2^-8`` (one step then gains at least
-        8 bits where Newton gains its quadratic rate), and where no sum can overflow
-        (``hi``: the trace bound when the caller has it).
+        Each term ``c_j x_jk x_jl`` of the float32 product carries four roundings (``x_jk``,
+        ``x_jl``, ``c_j``, the scaled row) and the dot product ``gamma_n``, so the product
+        differs from ``X^T diag(c) X`` by at most ``(n + 4) u32 sum_j c_j ||x_j||^2 <=
+        (n + 4) u32 hi`` in norm to first order (Frobenius bounds spectral;
+        ``|| |x| |x|^T ||_F = ||x||^2``; ``hi`` the trace bound :meth:`_smoothness_bound`,
+        ``c_j <= p_j / 4``), plus at most ``2 n 2^-149 (1 + R)^2`` from gradual underflow
+        (``R`` the largest row norm).  Newton with a Hessian perturbed by ``Delta``
+        contracts at about the rate ``||Delta|| / modulus`` near the solution: allowed where
+        that is at most ``2^-8`` (one step then gains at least 8 bits where Newton gains its
+        quadratic rate; the factor 256 also covers the second-order terms), and where no
+        sum can overflow (``hi``: the trace bound when the caller has it).
         A speed choice only: the gradient, the line search and every certificate stay
         in float64 (tests compare with the float64 path)."""
         xp = self.xp
@@ -175,7 +177,7 @@ class Logistic(SampleLoss):
         hi = xp.broadcast_to(self._smoothness_bound() if hi is None else hi, modulus.shape)
         R = xp.broadcast_to(xp.max(self._rownorm, axis=-1), modulus.shape)
         under = 2 * n * 2.0 ** -149 * (1 + R) ** 2
-        return ((n + 3) * u32 * hi + under <= 2.0 ** -8 * modulus) & (R <= 2.0 ** 50)
+        return ((n + 4) * u32 * hi + under <= 2.0 ** -8 * modulus) & (R <= 2.0 ** 50)
 
     def hess(self, theta):
         return self._hess_scale(theta, scale=False)[0]
