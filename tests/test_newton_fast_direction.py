@@ -197,3 +197,28 @@ def test_branch_free_select_is_where():
     np.testing.assert_array_equal(host(g), -(host(f._py) * s_neg))
     np.testing.assert_array_equal(host(c), host(f._p) * (small * big))
     assert np.isfinite(host(v)) and np.isfinite(host(E))
+
+
+@pytest.mark.parametrize("case", ["per-client", "shared-X", "weights-batch", "point-batch"])
+def test_eval_in_place_is_the_formula(case):
+    """``_eval`` (temporaries reused in place) gives the bits of the plain formula
+    ``y * (X theta)``, ``exp(-|z|)``, ``1 / (1 + e)``, ... whichever operand carries the batch."""
+    rng = np.random.default_rng(12)
+    n, d = 9, 3
+    X = rng.normal(size={"per-client": (4, n, d)}.get(case, (n, d))) * 3
+    y = rng.choice([-1.0, 1.0], (4, n) if case in ("per-client", "shared-X") else n)
+    wts = rng.uniform(0.5, 1.0, (4, n)) if case == "weights-batch" else None
+    f = mo.Logistic(X, y, mu=0.2, weights=wts)
+    theta = rng.normal(size=(4, d) if case in ("per-client", "point-batch") else d) * 4
+    v, g, E, c = (host(a) for a in f._eval(theta))
+    p, py = host(f._p), host(f._py)
+    z = y * (X @ theta[..., None])[..., 0]
+    e = np.exp(np.minimum(z, -z))
+    big = 1 / (1 + e)
+    small = e * big
+    s_neg = np.where(z >= 0, small, big)
+    loss = np.log1p(e) + np.clip(-z, 0, None)
+    np.testing.assert_array_equal(v, np.vecdot(p, loss) + 0.2 / 2 * np.vecdot(theta, theta))
+    np.testing.assert_array_equal(g, 0.2 * theta - (np.swapaxes(X, -1, -2) @ (py * s_neg)[..., None])[..., 0])
+    np.testing.assert_array_equal(c, p * (small * big))
+    np.testing.assert_array_equal(E, host(f._rounding(theta, s_neg, p * (small * big))))
