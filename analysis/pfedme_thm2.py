@@ -73,6 +73,7 @@ from moreau.fl import pfedme
 
 from ._core import Mutant, Sides, Statement, fit_exponent, rate_sides, scale_fields
 from ._instances import log_uniform
+from ._pfedme_thm2_parts import PARTS_D, PARTS_S, ext_instances, ext_parts, prepare_ext
 from ._pfedme_thm2_wells import DoubleWell, F_star, envelope, fixed_point, prox, run, sigma_f2
 
 __all__ = ["STATEMENTS", "instances", "evaluate"]
@@ -90,6 +91,15 @@ CLAIM = {
     "drift_exponent_eta": 2.0,
     "drift_bound": lambda k, sF2, lam, L: 2 * k**2 * sF2 / (1 - k**2 * lam**2 / (lam**2 - 8 * L**2)),
     "b_bound": lambda gradF2, sF2, lam, L: gradF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2,
+    # S < N, fixed eta: the descent lemma with the sampling variance c_S (1/N) sum |grad F_i - grad F|^2, Lemma 2(b)
+    "sampling": lambda Delta, eta, beta, R, T, lam, N, S, sF2: (2 * Delta / (beta * R * eta * T)
+                                                               + 2 * lam * beta * R * eta * (N / S - 1) / (N - 1) * sF2),
+    "sampling_exponent": 1.0,
+    "sampling_floor_eta": 1.0,
+    # delta > 0: the descent lemma with the error lam (theta~ - theta^), |.| <= lam delta
+    "delta_a": lambda Delta, eta, beta, R, T, lam, delta: 2 * Delta / (beta * R * eta * T) + (lam * delta) ** 2,
+    "b_delta": lambda gradF2, sF2, lam, L, delta: (2 * (gradF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2)
+                                                   + 2 * delta**2),
 }
 PARTS = ("Algorithm 1 (exact inner) on double wells: closed-form loop = moreau.fl.pfedme (3 rounds)",
          "(a) identical clients, delta = 0, S = N: (1/T) sum_{t<T} |grad F(w_t)|^2 <= 2 Delta_F/(beta R eta T), "
@@ -144,7 +154,7 @@ def instances(family, trials, rng):
     beta[i % 8 == 0], R[i % 8 == 0] = 1.0, 1.0
     eta = eta_hat_2(lam) / (beta * R) * 2.0**-k
     return {"s": s, "a": a, "L": L, "lam": lam, "beta": beta, "R": R.astype(int), "eta": eta, "w0": w0,
-            "ident": ident}
+            "ident": ident, **ext_instances(rng, a, L, lam, N_CL, DIM)}
 
 
 _MEMO = {}
@@ -153,11 +163,11 @@ _MEMO = {}
 def _trajectory(batch):
     """The exact iterates (T_MAX + 1, T, d): independent of the claim, kept for the mutants' re-evaluations
     (keyed on the bytes of the arrays it reads, so a repeated call returns what a fresh one would)."""
-    key = tuple(np.ascontiguousarray(batch[k]).tobytes() for k in ("s", "a", "L", "lam", "eta", "beta", "R", "w0"))
+    key = tuple(np.ascontiguousarray(batch[k]).tobytes() for k in sorted(batch))
     if _MEMO.get("key") != key:
         ws = run(batch["w0"], batch["s"], batch["a"], batch["L"], batch["lam"], batch["eta"], batch["beta"],
                  batch["R"], T_MAX)
-        _MEMO.update(key=key, value=(ws, _drift(batch), _sim_error(batch)))
+        _MEMO.update(key=key, value=(ws, _drift(batch), _sim_error(batch), prepare_ext(batch)))
     return _MEMO["value"]
 
 
@@ -211,7 +221,7 @@ def _k(eta, lam, R):
 
 def evaluate(batch, claim):
     s, a, L, lam, beta, R, eta, ident = (batch[k] for k in ("s", "a", "L", "lam", "beta", "R", "eta", "ident"))
-    ws, (drift2, drift_ok, mixed, x_star, w_inf, rounding), sim_err = _trajectory(batch)
+    ws, (drift2, drift_ok, mixed, x_star, w_inf, rounding), sim_err, ext = _trajectory(batch)
     cond = np.asarray(claim["condition"](lam, L), bool) & (lam > L)
     Fv, gi = envelope(ws, s, a, L, lam)
     gradF2 = np.sum(gi.mean(axis=-2) ** 2, axis=-1)                       # (T_MAX + 1, T)
@@ -250,6 +260,13 @@ def evaluate(batch, claim):
     # + rounding of theta - w (~1e-16 (1 + |w|) per coordinate) where both sides vanish (stationary points)
     rhs5 = np.where(np.isnan(rhs5), -np.inf, rhs5) + (1e-15 * (1 + np.max(np.abs(pts), axis=-1))) ** 2
     l5, r5 = _worst(lhs_b, rhs5)
+    # (b) with delta > 0: the worst theta~ within delta of theta^ moves away from w, |theta~ - w| = |theta^ - w| + delta
+    delta = batch["dl_delta"]
+    lhs_bd = np.mean((np.sqrt(np.sum((th - pts[..., None, :]) ** 2, axis=-1)) + delta[:, None]) ** 2, axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rhs_bd = claim["b_delta"](gF2_pts, sF2, lam, L, delta)
+    rhs_bd = np.where(np.isnan(rhs_bd), -np.inf, rhs_bd)
+    l6, r6 = _worst(lhs_bd, rhs_bd)
     consts = {"L": "exact: |g''| = L on every piece", "F*": "exact: pieces of F enumerated",
               "sigma_f^2": "exact sup over w (breakpoints of the grad f_i)",
               "sigma_F2^2": "Lemma 2(b): lam^2 sigma_f^2/(lam^2 - 8L^2)", "L_F": "lam (Proposition 1)",
@@ -275,6 +292,10 @@ def evaluate(batch, claim):
         PARTS[5]: Sides(l5, r5, "upper", applicable=cond, constants=consts,
                         note=f"worst point per instance; ratio {_ratio_range(l5, r5, cond)}; points: rounds "
                              f"{ROUNDS_B}, F's minimiser, w_inf, 4 near the clients, 1 far"),
+        **ext_parts(batch, ext, claim, cond, consts),
+        PARTS_D[3]: Sides(l6, r6, "upper", applicable=cond, constants=consts,
+                          note=f"worst point per instance (the points of the delta = 0 part); ratio "
+                               f"{_ratio_range(l6, r6, cond)}; delta/a in [0.01, 3.2]"),
     }
 
 
@@ -355,7 +376,8 @@ STATEMENTS = (
                      "Assumption 3: sigma_f^2 finite (exact sup)", "delta = 0 (exact inner solves), S = N",
                      "eta = eta_hat_2/(beta R) 2^-k, beta >= 1"),
         scaling={"quadratic": scale_fields({"s": (1, 0), "a": (1, 0), "L": (-2, 1), "lam": (-2, 1), "eta": (2, -1),
-                                       "w0": (1, 0)})},
+                                       "w0": (1, 0), "sp_c": (1, 0), "sp_s": (1, 0), "sp_w0": (1, 0),
+                                            "dl_w0": (1, 0), "dl_delta": (1, 0), "dl_delta_r": (1, 0)})},
         families={"quadratic": ("piecewise quadratic double wells: identical and heterogeneous clients",)},
         claimed="rate",
         instances=instances,
@@ -376,6 +398,33 @@ STATEMENTS = (
             Mutant("(b) without the |grad F|^2 term", {"b_bound": lambda gF2, sF2, lam, L: 0 * gF2 + 2 * sF2 / lam**2}),
             Mutant("condition relaxed: lam > 2L (Proposition 1's)", {"condition": lambda lam, L: lam > 2 * L}),
             Mutant("(b) inequality reversed", {"flip": (PARTS[5],)}),
+            Mutant("(a) S < N: S = N assumed (the sampling term dropped)",
+                   {"sampling": lambda Delta, eta, beta, R, T, lam, N, S, sF2: 2 * Delta / (beta * R * eta * T)}),
+            Mutant("(a) S < N as printed at fixed eta: + 100 (Delta_F L_F sigma_F2^2 (N/S - 1))^(1/2)/sqrt(TN)",
+                   {"sampling": lambda Delta, eta, beta, R, T, lam, N, S, sF2: (
+                       2 * Delta / (beta * R * eta * T)
+                       + 100 * np.sqrt(np.maximum(Delta, 0) * lam * sF2 * (N / S - 1) / (T * N)))}),
+            Mutant("(a) S < N: exponent of (N/S - 1) 1/2 (the printed, tuned-eta one)", {"sampling_exponent": 0.5}),
+            Mutant("(a) S < N: exponent of (N/S - 1) 2", {"sampling_exponent": 2.0}),
+            Mutant("(a) S < N: sampling floor ∝ eta^2 (as the drift)", {"sampling_floor_eta": 2.0}),
+            Mutant("(a) delta > 0: delta = 0 assumed (the lam^2 delta^2 term dropped)",
+                   {"delta_a": lambda Delta, eta, beta, R, T, lam, delta: 2 * Delta / (beta * R * eta * T)}),
+            Mutant("(a) delta > 0: lam^2 delta^2 -> lam^2 delta^2/2",
+                   {"delta_a": lambda Delta, eta, beta, R, T, lam, delta: (2 * Delta / (beta * R * eta * T)
+                                                                           + (lam * delta) ** 2 / 2)}),
+            Mutant("(a) delta > 0: lam^2 delta for lam^2 delta^2",
+                   {"delta_a": lambda Delta, eta, beta, R, T, lam, delta: (2 * Delta / (beta * R * eta * T)
+                                                                           + lam**2 * delta)}),
+            Mutant("(a) delta > 0: delta^2 without lam^2",
+                   {"delta_a": lambda Delta, eta, beta, R, T, lam, delta: 2 * Delta / (beta * R * eta * T) + delta**2}),
+            Mutant("(b) delta > 0: the delta^2 term dropped",
+                   {"b_delta": lambda gF2, sF2, lam, L, delta: 2 * (gF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2)}),
+            Mutant("(b) delta > 0: 2 delta^2 -> delta^2",
+                   {"b_delta": lambda gF2, sF2, lam, L, delta: (2 * (gF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2)
+                                                                + delta**2)}),
+            Mutant("(b) delta > 0: 2 delta for 2 delta^2",
+                   {"b_delta": lambda gF2, sF2, lam, L, delta: (2 * (gF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2)
+                                                                + 2 * delta)}),
         ),
         findings=(_FINDING_ETA, _FINDING_DRIFT, _FINDING_SCALE),
         equivalent_mutants={
