@@ -147,9 +147,12 @@ def ext_parts(batch, ext, claim, cond, consts):
     lhs, rhs = [], []
     for S in (1, 2):
         lhs.append(ext[f"sp_avg{S}"])
-        rhs.append(np.asarray(claim["sampling"](ext["sp_Delta"], eta, beta, R, Tg, lam, N, S, sF2), float)
-                   * np.ones_like(ext[f"sp_avg{S}"]))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rhs.append(np.asarray(claim["sampling"](ext["sp_Delta"], eta, beta, R, Tg, lam, N, S, sF2), float)
+                       * np.ones_like(ext[f"sp_avg{S}"]))
     l1, r1 = _worst(np.concatenate(lhs), np.concatenate(rhs))
+    with np.errstate(divide="ignore", invalid="ignore"):      # the sampling term alone, at the limit (S = 1)
+        alone = ext["sp_floor1"][:, 0] / (2 * lam * beta * R * eta * sF2)
     # exponent of (N/S - 1): sampling variances of the enumeration, t = 1..T_ENUM
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.log(ext["sp_var1"][1:] / ext["sp_var2"][1:]) / np.log((N / 1 - 1) / (N / 2 - 1))
@@ -178,7 +181,8 @@ def ext_parts(batch, ext, claim, cond, consts):
                                f"certified instances {int(ext['sp_ok'].sum())}/{lam.size}"),
         PARTS_S[1]: Sides(l1, r1, "upper", applicable=sp_ok & (sF2 > 0), constants=consts,
                           note=f"worst (T, S) per instance; ratio {_ratio_range(l1, r1, sp_ok & (sF2 > 0))} (loose: "
-                               f"L_F = lam against F's curvature lam L/(lam + L), Lemma 2(b)'s sup sigma_f^2); limit "
+                               f"L_F = lam against F's curvature lam L/(lam + L), Lemma 2(b)'s sup sigma_f^2: the limit over the "
+                               f"sampling term {_rng(alone[sp_ok & (sF2 > 0)])}); limit "
                                f"E|grad F|^2 at S = 1: {_rng(ext['sp_avg1'][-1][sp_ok])}; Delta_F = 0 on half"),
         PARTS_S[2]: rate_sides(slope, ci, claim["sampling_exponent"], kind="equal", atol=1e-4, applicable=sp_ok,
                                constants=consts,

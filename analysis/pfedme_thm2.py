@@ -338,6 +338,26 @@ _FINDING_ETA = (
     "the printed term at the largest step: at eta = eta_hat_2 the same instance gives 0.0411, ratio 0.9994 with "
     "constant 1). The printed 'if eta <=' has to be 'for some eta <=' (a step tuned to T), as in Theorem 1. "
     "Command: moreau check pfedme.thm2 --mutants (mutant '(a) as printed ...' rejected).")
+_FINDING_SAMPLING = (
+    "pFedMe Theorem 2(a) with client sampling (S < N) at a fixed eta: the second term (Delta_F L_F sigma_F2^2 "
+    "(N/S - 1))^(1/2)/sqrt(TN) carries Delta_F like the others, so with delta = 0 the whole bound is 0 when w_0 "
+    "minimises F and tends to 0 as T -> inf for any w_0; but sampling S of the N clients (Algorithm 1, line 9) moves w "
+    "off the minimiser from round 1 on, already with R = 1 (no client drift): E|grad F(w_t)|^2 > 0 for t >= 1 and "
+    "-> a floor h^2 kappa c_S V/(2 - kappa) ~ (beta R eta h/2) c_S (1/N) sum |grad F_i(w*)|^2 > 0 (clients on "
+    "pieces of curvature h, kappa ~ beta R eta h, c_S = (N/S - 1)/(N - 1), sampling without replacement). Minimal "
+    "instance: N = 2, S = 1, d = 1, the double wells of the other findings (L = a = 1) shifted by s = (-1, -0.8), "
+    "lam = 3 = sqrt(8L^2 + 1), beta = R = 1, eta = eta_hat_2 = 1/2025, exact prox, w_0 = argmin F = 0.1 (F* = 3/800, "
+    "Delta_F = 0; both clients stay on their outer piece on [0, 0.2], h = 3/4): E|grad F(w_1)|^2 = 1/1296000000 = "
+    "7.7e-10 and lim_t E|grad F(w_t)|^2 = 9/8638400 = 1.04e-6 (exact, in rationals), against the printed bound 0 for "
+    "every T (no tuning of eta > 0 rescues it). What holds (checked on N = 3, S = 1, 2, every T <= 2^60, exact "
+    "expectations): (1/T) sum_{t<T} E|grad F(w_t)|^2 <= 2 Delta_F/(beta R eta T) + 2 lam beta R eta c_S sigma_F2^2 "
+    "(the descent lemma with the sampling variance c_S (1/N) sum |grad F_i - grad F|^2 and Lemma 2(b), derived for "
+    "R = 1; the sampling term is loose, its limit ratio <= 0.02: L_F = lam and sup sigma_f^2); the sampling variance "
+    "of grad F(w_t) is exactly proportional to (N/S - 1)^1 (all sampling sequences enumerated) and the floor to "
+    "eta^1. The printed exponent 1/2 of (N/S - 1) and the factor Delta_F^(1/2) are those of eta tuned to "
+    "(Delta_F/T)^(1/2) (the tuned eta is 0 at Delta_F = 0): the printed 'if eta <= eta_hat_2/(beta R)' has to be "
+    "'for a tuned eta' for this term too. Command: moreau check pfedme.thm2 --mutants (mutants '(a) S < N: S = N "
+    "assumed ...' and '(a) S < N as printed at fixed eta ...' rejected).")
 _FINDING_SCALE = (
     "Theorem 2's conditions are not scale-consistent (found by moreau check --analyse): lam >= sqrt(8L^2 + 1) adds "
     "a number to a squared curvature, and eta_hat_2 = 1/(75 L_F lam^2) has the units of 1/curvature^3 where a step "
@@ -426,12 +446,17 @@ STATEMENTS = (
                    {"b_delta": lambda gF2, sF2, lam, L, delta: (2 * (gF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2)
                                                                 + 2 * delta)}),
         ),
-        findings=(_FINDING_ETA, _FINDING_DRIFT, _FINDING_SCALE),
+        findings=(_FINDING_ETA, _FINDING_DRIFT, _FINDING_SAMPLING, _FINDING_SCALE),
         equivalent_mutants={
             "eta_hat_2 larger (e.g. 1/(75 L_F) for 1/(75 L_F lam^2))":
                 "eta_hat_2 only sets the instances' steps; the checked readings hold for any step with "
                 "beta R eta lam small (the descent factor 1 - O(beta R eta lam)), so a larger eta_hat_2 is not "
                 "rejected on these instances (not expressible as a claim entry either)",
+            "(a) S < N: the sampling term's constant 2 -> 1/2 (or c_S's N - 1 -> N)":
+                "the fixed-eta reading's sampling term is loose on double wells (limit over the term <= 0.02: it "
+                "charges L_F = lam where F's curvature is lam L/(lam + L) <= 0.26 lam, and Lemma 2(b)'s sup "
+                "sigma_f^2 where the floor sees (1/N) sum |grad F_i(w*)|^2), so a smaller constant is not rejected; "
+                "the exponent of (N/S - 1) and the floor's exponent of eta are checked exactly instead",
         },
     ),
 )
