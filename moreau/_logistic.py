@@ -267,16 +267,19 @@ class Logistic(SampleLoss):
         return A, B, cap, K, rmax, T0
 
     def _local_curvature(self, theta, c):
-        r"""``(err, rho)``: ``lambda_min`` of the exact Hessian at ``theta`` is at least
-        ``lambda_min`` of the computed one (``_hess_at(theta, c)``, eigenvalues from
-        ``eigvalsh``) minus ``err``; ``rho`` is the Hessian's Lipschitz constant.
-        ``c`` is the state :meth:`_eval` returned at ``theta``.
+        r"""``(err, rho, eig)``: ``lambda_min`` of the exact Hessian at ``theta`` is at least
+        ``lambda_min`` of the computed one (``_hess_at(theta, c)``) minus ``err``; ``rho`` is the
+        Hessian's Lipschitz constant; ``eig`` the eigensolver's error under LAPACK's backward-error
+        model, which Newton does not trust: it proves ``lambda_min`` of the computed Hessian with
+        a certified Cholesky just below ``eigvalsh``'s value less ``eig``
+        (:func:`moreau._newton_cert._proven_min_eig`).  ``c`` is the state :meth:`_eval`
+        returned at ``theta``.
 
         ``|fl(c_j) - p_j sigma'(z_j)| <= fl(c_j) (50u + gamma_{n+1} + expm1(delta_j))``
         (two sigmoids, two products, the weights, the margins' error ``delta_j``
         moved through ``|(log sigma')'| <= 1``); the product ``Z^T diag(c) Z``:
-        ``gamma_{n+1} sum_j c_j ||x_j||^2`` in spectral norm; the eigensolver:
-        Weyl with ``4 d eps`` times the trace (>= the Frobenius norm of a PSD matrix).
+        ``gamma_{n+1} sum_j c_j ||x_j||^2`` in spectral norm; the eigensolver (``eig``): Weyl
+        with ``4 d eps`` times the trace (>= the Frobenius norm of a PSD matrix).
         """
         xp = self.xp
         eps = float(xp.finfo(self.dtype).eps)
@@ -294,9 +297,9 @@ class Logistic(SampleLoss):
         tr = xp.sum(cr, axis=-1)
         err = xp.sum(cr * (rel + gam(n + 1) + 2 * u), axis=-1) * (1 + 4 * eps) + 2 * u * self.mu \
             + float(xp.finfo(self.dtype).smallest_normal) * (n + 8)
-        err = (err + 4 * d * eps * (tr + d * self.mu) * (1 + (n + d) * eps)) * (1 + 8 * eps)
+        eig = 4 * d * eps * (tr + d * self.mu) * (1 + (n + d) * eps) * (1 + 8 * eps)
         rho = self.hessian_lipschitz() * (1 + (n + 8) * eps) + float(xp.finfo(self.dtype).smallest_normal)
-        return err, rho
+        return err * (1 + 8 * eps), rho, eig
 
     def _take(self, idx, shape):
         """Newton's working copy for the entries ``idx`` (flat indices into the batch

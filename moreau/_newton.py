@@ -57,7 +57,12 @@ on the smallest eigenvalue of its Hessian at theta and a Hessian Lipschitz
 constant ``rho`` (``f._local_curvature``: logistic), the bound is the
 smaller of the global one and the radius ``r`` with
 ``(lam + m) r - rho r^2 / 2 = ||grad h||`` (``_ball``): well-conditioned
-solutions are certified to a few ulps whatever ``lam`` is.  An entry that
+solutions are certified to a few ulps whatever ``lam`` is.  ``m`` is proven: where
+the objective returns the eigensolver's modelled error separately (logistic), the smallest
+eigenvalue of the computed Hessian is bounded by a certified Cholesky just below
+``eigvalsh``'s value (``_proven_min_eig``) and only the Hessian's own rounding is
+subtracted; Multinomial's eigenvalue number ``_null_dim`` (below) keeps the eigensolver
+model (a Cholesky cannot single out the curvature off ``N``).  An entry that
 finds no acceptable step is frozen (it cannot progress in this dtype).
 Objectives whose Hessian is ``mu`` on a fixed subspace ``N`` at every point, with
 ``grad f - mu theta`` orthogonal to ``N`` (``f._null_dim = dim N``; Multinomial: the
@@ -111,7 +116,7 @@ import numpy as np
 from ._backend import safe_norm, to_numpy
 from ._errors import ProxConvergenceError
 from ._newton_batch import _assemble, _finished, _h_and_grad, _View
-from ._newton_cert import _certificate, _null_error, _pieces, _settled
+from ._newton_cert import _certificate, _proven_min_eig, _null_error, _pieces, _settled
 from ._newton_steps import _chord_settles, _solve, _wolfe
 from ._objective import ProxInfo
 
@@ -261,13 +266,20 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
                 else:  # the bound's ingredients for those entries only
                     local = pt[1].local(pt[2], pt[3])
                     if local is not None:
-                        err, rho = xp.zeros_like(lam), xp.zeros_like(lam)
-                        err[cand], rho[cand] = local
-                        local = (err, rho)
+                        full = tuple(xp.zeros_like(lam) for _ in local)
+                        for dst, src in zip(full, local):
+                            dst[cand] = src
+                        local = full
                 if local is not None:
                     null = getattr(f, "_null_dim", 0)  # hess f = mu on a known subspace (Multinomial)
                     lo = xp.full(lam.shape, -math.inf, dtype=f.dtype)
-                    lo[cand] = xp.linalg.eigvalsh(Hc[cand])[..., null] - local[0][cand]
+                    ev = xp.linalg.eigvalsh(Hc[cand])[..., null]
+                    if len(local) == 3 and not null:  # the eigensolver's part proven, not modelled
+                        ev = _proven_min_eig(xp, Hc[cand], ev, local[2][cand])
+                        lo[cand] = ev - local[0][cand] - 2 * eps * (xp.abs(ev) + local[0][cand])
+                    else:
+                        lo[cand] = ev - local[0][cand] - (local[2][cand] if len(local) == 3 else 0)
+                    local = local[:2]
                     ext = _null_error(xp, f, S, x, eps) if null else None
                     lb, lbx, llev = _certificate(xp, S, P, (lo, local[1]), eps, ext)
                     use = cand & _settled(S, tol, lb, lbx, llev) & (~ok | (llev < level))

@@ -46,7 +46,7 @@ class _View:
 
     def local(self, theta, state):
         got = self.f._local_curvature(self._in(theta), self._in(state))
-        return None if got is None else (self._out(got[0]), self._out(got[1]))
+        return None if got is None else tuple(self._out(g) for g in got)
 
 
 def _h_and_grad(view, S, x):

@@ -28,10 +28,13 @@ for ``lam``, ``w`` and the data as represented in the objective's dtype.
 """
 from __future__ import annotations
 
-from ._backend import safe_norm
+import numpy as np
+
+from ._backend import numpy_dtype, safe_norm, to_numpy
+from ._chol import chol_lower_bound
 from ._newton_steps import _ball
 
-__all__ = ["_pieces", "_certificate", "_null_error", "_settled"]
+__all__ = ["_pieces", "_certificate", "_null_error", "_settled", "_proven_min_eig"]
 
 
 def _pieces(xp, S, x, g, eps, d):
@@ -103,3 +106,18 @@ def _null_error(xp, f, S, x, eps):
 
 def _settled(S, tol, bound, bound_x, level):
     return (bound_x <= level) if tol is None else (bound <= S["tol"])
+
+
+def _proven_min_eig(xp, H, ev, eig):
+    """A proven lower bound on ``lambda_min`` of each computed matrix ``H`` ``(k, d, d)``,
+    in ``H``'s dtype (rounded down): one certified Cholesky just below ``ev - eig``
+    (``eigvalsh``'s smallest eigenvalue less the eigensolver's modelled error;
+    :func:`moreau._chol.chol_lower_bound`), so the local certificate does not rest on LAPACK's
+    accuracy; a wrong ``ev`` only weakens the bound."""
+    t = np.asarray(to_numpy(ev), dtype=np.float64) - np.asarray(to_numpy(eig), dtype=np.float64)
+    p = chol_lower_bound(H, t, xp)
+    pd = p.astype(numpy_dtype(H.dtype))
+    with np.errstate(invalid="ignore"):
+        up = pd.astype(np.float64) > p  # the cast rounded up: one ulp down
+    pd[up] = np.nextafter(pd[up], pd.dtype.type(-np.inf))
+    return xp.asarray(pd)
