@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core import Sides, rate_sides
+from ._core import Sides, fit_exponent, rate_sides
 from ._pfedme_thm2_ext import (T_GRID, bias_sums, biased_run, c_S, enumerate_sampling, h_outer, kappa, noise_sums,
                                outer_certified, sampling_sums)
 from ._pfedme_thm2_wells import F_star, envelope, sigma_f2
@@ -160,7 +160,6 @@ def ext_parts(batch, ext, claim, cond, consts):
     slope, ci = np.median(p, axis=0), (np.min(p, axis=0), np.max(p, axis=0))
     # the floor's exponent in eta (closed form, eta 2^-j)
     fl = ext["sp_floor1"]
-    from ._core import fit_exponent
     fs, fci = np.zeros(lam.size), (np.zeros(lam.size), np.zeros(lam.size))
     pos = sp_ok & np.all(fl > 0, axis=1)
     if pos.any():

@@ -110,7 +110,7 @@ from moreau.fl import pfedme
 
 from ._core import Mutant, Sides, Statement, fit_exponent, rate_sides, scale_fields
 from ._instances import log_uniform
-from ._pfedme_thm2_parts import PARTS_D, PARTS_S, ext_instances, ext_parts, prepare_ext
+from ._pfedme_thm2_parts import PARTS_D, ext_instances, ext_parts, prepare_ext
 from ._pfedme_thm2_wells import DoubleWell, F_star, envelope, fixed_point, prox, run, sigma_f2
 
 __all__ = ["STATEMENTS", "instances", "evaluate"]

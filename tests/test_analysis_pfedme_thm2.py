@@ -1,8 +1,10 @@
 """pFedMe, Theorem 2, on double-well clients: the closed-form prox, envelope, F*, sigma_f^2 and round map
 against independent computations (scipy, finite differences, dense grids, a plain loop over clients,
-exact rationals), both findings' minimal instances by direct computation, the statement on its default
-run and every mutant rejected."""
+exact rationals), the findings' minimal instances by direct computation, the statement on its default
+run and every mutant rejected; the sampling (S < N) and inexact-solve (delta > 0) closed forms against
+exhaustive enumeration, a written-out loop and seeded Monte Carlo of moreau.fl.pfedme."""
 from fractions import Fraction
+from itertools import combinations, product
 
 import numpy as np
 import pytest
@@ -10,7 +12,10 @@ import scipy.optimize as so
 
 from moreau.analysis import pfedme_thm2 as thm2
 from moreau.analysis import runner
+from moreau.analysis import _pfedme_thm2_ext as X
+from moreau.analysis import _pfedme_thm2_parts as P
 from moreau.analysis import _pfedme_thm2_wells as W
+from moreau.fl import pfedme
 
 
 def _g(u, a, L):            # the double well, written out again (scalars)
@@ -248,12 +253,6 @@ def test_instances_cover_the_boundaries():
 
 # --- client sampling (S < N) and inexact inner solves (delta > 0) ---------------------------------
 
-from itertools import combinations, product  # noqa: E402
-
-from moreau.analysis import _pfedme_thm2_ext as X  # noqa: E402
-from moreau.analysis import _pfedme_thm2_parts as P  # noqa: E402
-from moreau.fl import pfedme  # noqa: E402
-
 
 @pytest.mark.parametrize("N", [2, 3, 4, 6])
 def test_c_S_is_the_variance_of_a_subset_mean(N):
@@ -281,7 +280,7 @@ def _sampling_instance(kappa_target=0.3, S_w0=0.0):
 
 
 def test_enumeration_equals_a_written_out_loop_over_sequences():
-    s, c, side, a, L, lam, eta, beta, R, w0, h = _sampling_instance(0.3, 0.1)
+    s, _, _, a, L, lam, eta, beta, R, w0, _ = _sampling_instance(0.3, 0.1)
     for S in (1, 2):
         E, _ = X.enumerate_sampling(w0, s, a, L, lam, eta, beta, R, S, 3)
         subsets = list(combinations(range(3), S))
@@ -325,7 +324,7 @@ def test_sampling_expectation_against_moreau_pfedme_monte_carlo(S):
     (Maurer & Pontil 2009, Thm 4, two-sided at 1 - alpha, on samples in [0, top]).
     Range (proven): w_t - c_bar = q^t e_0 + kappa sum_{j<t} q^{t-1-j}(m_j - c_bar) with |m_j - c_bar| <= width,
     so |grad F(w_t)| <= h (q^t |e_0| + (1 - q^t) width)."""
-    s, c, side, a, L, lam, eta, beta, R, w0, h = _sampling_instance(0.4, 0.0)
+    s, c, _, a, L, lam, eta, beta, R, w0, h = _sampling_instance(0.4, 0.0)
     M, t, alpha = 40000, 3, 1e-6
     rep = lambda x: np.repeat(x, M, axis=0)  # noqa: E731
     hist = pfedme(W.DoubleWell(rep(s), rep(a), rep(L)), lam=3.0, eta=float(eta[0]), beta=1.0, R=1, rounds=t, S=S,
@@ -378,7 +377,7 @@ def test_bias_closed_form_limit_is_lam_delta():
 def test_random_errors_closed_form_against_monte_carlo():
     """Fresh uniform random unit errors (d = 2, seeded) through the closed-form prox loop: the mean of
     |grad F(w_t)|^2 within its Hoeffding interval around noise_sums' value (range: the certified ball)."""
-    L, a, lam = np.array([1.0]), np.array([1.0]), np.array([3.0])
+    L, lam = np.array([1.0]), np.array([3.0])
     M, t, N, d, alpha = 20000, 4, 3, 2, 1e-6
     h = X.h_outer(L, lam)[0]
     eta, beta, R = np.array([0.5]), np.array([1.0]), np.array([2])
