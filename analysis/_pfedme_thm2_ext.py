@@ -93,9 +93,14 @@ def sampling_sums(e0, V, h, kap, cS, T=T_GRID):
     return _avg(e0, h, kap, floor, T), floor
 
 
-def enumerate_sampling(w0, s, a, L, lam, eta, beta, R, S, t_max):
+def enumerate_sampling(w0, s, a, L, lam, eta, beta, R, S, t_max, block=64):
     """Exact E‖∇F(w_t)‖² and E‖∇F(w_t) − E∇F(w_t)‖² ``(t_max + 1, T)`` over all C(N, S)^t equally likely
-    sampling sequences, through the closed-form prox loop (any pieces; no affine model)."""
+    sampling sequences, through the closed-form prox loop (any pieces; no affine model); ``block``
+    instances at a time (memory C(N, S)^t_max · block · N · d floats)."""
+    if s.shape[0] > block:
+        parts = [enumerate_sampling(*(x[k:k + block] for x in (w0, s, a, L, lam, eta, beta, np.asarray(R))), S, t_max,
+                                    block) for k in range(0, s.shape[0], block)]
+        return tuple(np.concatenate([p[j] for p in parts], axis=1) for j in (0, 1))
     N = s.shape[1]
     subsets = [list(c) for c in combinations(range(N), S)]
     R = np.asarray(R, int)

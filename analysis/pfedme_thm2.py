@@ -66,7 +66,8 @@ Parts (numbers in the notes of the default run):
   loop (t ≤ 7, S = 1, 2; the tests also against a seeded Monte Carlo of ``moreau.fl.pfedme`` with an
   empirical-Bernstein interval); the fixed-η reading (1/T)Σ_{t<T}E‖∇F(w_t)‖² ≤ 2Δ_F/(βRηT) +
   2λβRη c_S σ²_{F,2} for T = 1, 2, 4, …, 2^60 (derived for R = 1: the descent lemma with the sampling
-  variance c_S(1/N)Σ‖∇F_i − ∇F‖², bounded by Lemma 2(b), and λβη·λ² ≤ 1/75); the sampling variance
+  variance c_S(1/N)Σ‖∇F_i − ∇F‖², bounded by Lemma 2(b), and λβη·λ² ≤ 1/75; checked for every (β, R) of
+  the batch: with one curvature there is no drift); the sampling variance
   E‖∇F(w_t) − E∇F(w_t)‖² of the enumeration ∝ (N/S − 1)^1 (S = 1 against S = 2, every t); the floor
   lim_t E‖∇F(w_t)‖² ∝ η^1 (η·2^{−j}, j = 0..5; the drift floor is ∝ η²).  The printed term
   (Δ_F L_F σ²_{F,2}(N/S − 1))^{1/2}/√(TN) is the fixed-η term's value at η tuned to (Δ_F/T)^{1/2}: at a
