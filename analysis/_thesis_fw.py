@@ -51,6 +51,7 @@ import itertools
 import numpy as np
 
 from ._core import Mutant, Sides, Statement, scale_fields, worst_point
+from ._fw_sets import contains, diameter, diametral, extreme_points, kind_of, lmo, sample_in, set_min
 from ._instances import log_uniform, orthogonal
 
 __all__ = ["STATEMENT", "box_min", "fw_gaps"]
@@ -59,7 +60,7 @@ D, N_FW = 3, 200
 
 CLAIM = {
     "bound": lambda h0, L, R, T: np.maximum(2 * h0, L * R**2) / np.sqrt(T),
-    "start": lambda x0, h: np.all(np.abs(x0) <= h, axis=-1),  # x^0 in B = [-h, h]
+    "start": lambda x0, h, kind: contains(x0, h, kind),  # x^0 in B
 }
 
 PART_A = "(a) eta_t = 2/(t+2): min_{t<T} gap(x^t) <= max{2(F(x^0) - F*), L R^2}/sqrt(T), T = 1..200, x^0 in B"
@@ -92,12 +93,14 @@ def box_min(A, b, h):
     return best, arg
 
 
-def fw_gaps(A, b, h, x0, steps="2/(t+2)", L=None, R=None):
-    """``(gap(x^t), F(x^t))`` for ``t = 0..N_FW-1``, each ``(N_FW, T)``: FW on the box with the given steps."""
+def fw_gaps(A, b, h, x0, steps="2/(t+2)", L=None, R=None, kind=None):
+    """``(gap(x^t), F(x^t))`` for ``t = 0..N_FW-1``, each ``(N_FW, T)``: FW with the given steps on each
+    instance's set (``kind``: ``_fw_sets`` codes; None: the box [-h, h])."""
+    kind = np.zeros(b.shape[0], int) if kind is None else kind
     x, gaps, F = x0, [], []
     for t in range(N_FW):
         g = np.einsum("tij,tj->ti", A, x) - b
-        s = np.where(g > 0, -h, h)
+        s = lmo(g, h, kind)
         gap = np.sum(g * (x - s), axis=-1)
         gaps.append(gap)
         F.append(0.5 * np.einsum("ti,tij,tj->t", x, A, x) - np.sum(b * x, axis=-1))
@@ -107,8 +110,20 @@ def fw_gaps(A, b, h, x0, steps="2/(t+2)", L=None, R=None):
 
 
 def instances(family, trials, rng):
-    T = trials or 32
-    kind = np.arange(T) % 4  # indefinite / concave / convex / strongly convex
+    T = trials or 64
+    # the default: the 32 box instances drawn as before, then 32 on the other sets; --trials T: the sets
+    # get T // 8 instances each (none below 8: the search's small batches stay boxes), the boxes the rest
+    n_box = 32 if trials is None else T - 3 * (T // 8)
+    box = _box_instances(n_box, rng)
+    if T == n_box:
+        return box
+    other = _set_instances(T - n_box, rng)
+    return {k: np.concatenate([box[k], other[k]]) for k in box}
+
+
+def _curvatures(rng, T):
+    """Eigenvalues ``(T, D)`` and L: indefinite (a_1 = -L on half), concave, convex (a_1 = 0), strongly convex."""
+    kind = np.arange(T) % 4
     L = log_uniform(rng, 0.1, 10.0, T)
     a = L[:, None] * rng.uniform(-1.0, 1.0, (T, D))
     a[:, -1] = L
@@ -122,7 +137,56 @@ def instances(family, trials, rng):
     a = np.sort(a, axis=1)
     V = orthogonal(rng, T, D)
     A = (V * a[:, None, :]) @ np.swapaxes(V, 1, 2)
-    A = (A + np.swapaxes(A, 1, 2)) / 2
+    return (A + np.swapaxes(A, 1, 2)) / 2, a, kind
+
+
+def _set_instances(T, rng):
+    """Ball, simplex and l1-ball instances: the curvatures of the boxes; the stationary point z inside
+    (0.6 x a random point of B), just outside (2 x) or far (10 r along a random direction); x^0 a random
+    point of B or an extreme point, or (a quarter) outside B: at 2z - x* beyond a far z on the convex ones
+    (F(x^0) = F*), at random points up to 20 r away on the others."""
+    A, a, curv = _curvatures(rng, T)
+    kind = 1 + rng.permutation(np.arange(T) % 3)
+    h = np.repeat(rng.uniform(0.5, 2.0, (T, 1)), D, axis=1)
+    where = rng.integers(0, 3, T)
+    z = sample_in(rng, h, kind) * np.array([0.6, 2.0, 1.0])[where, None]
+    u = rng.standard_normal((T, D))
+    far = where == 2
+    z[far] = 10 * h[far] * u[far] / np.linalg.norm(u[far], axis=-1, keepdims=True)
+    x0 = sample_in(rng, h, kind)
+    E = extreme_points(h, kind, rng)
+    vert = rng.uniform(size=T) < 0.3
+    x0[vert] = E[vert, rng.integers(0, E.shape[1], vert.sum())]
+    far2 = np.zeros(T, bool)
+    far2[np.flatnonzero(curv >= 2)[1::4]] = True
+    far2[np.flatnonzero(curv >= 2)[::8]] = True
+    z[far2] = 10 * h[far2] * u[far2] / np.linalg.norm(u[far2], axis=-1, keepdims=True)
+    _, _, xs = set_min(A[far2], np.einsum("tij,tj->ti", A[far2], z[far2]), h[far2], kind[far2], convex=False)
+    x0[far2] = 2 * z[far2] - xs
+    rand = np.zeros(T, bool)
+    rand[np.flatnonzero(curv < 2)[1::4]] = True
+    x0[rand] = h[rand] * rng.choice([-1.0, 1.0], (rand.sum(), D)) * rng.uniform(1.2, 20.0, (rand.sum(), D))
+    # adversarial (every fourth instance of each set): a diametral pair p, q of B, curvature L along
+    # u = (q - p)/R and |A| across, z = p + theta (q - p), x^0 = q: gap(x^0) = (1 - theta) L R^2, F* = F(z),
+    # 2(F(x^0) - F*) = (1 - theta)^2 L R^2: the ratio at T = 1 is 1 - theta (theta = 0: the bound is attained)
+    adv = [np.flatnonzero((kind == k) & (curv >= 2) & ~far2)[:3] for k in (1, 2, 3)]  # keep the nonconvex
+    theta = np.concatenate([np.array([0.0, 0.5, 0.25])[np.arange(j.size) % 3] for j in adv])
+    adv = np.concatenate(adv)
+    p, q = diametral(h[adv], kind[adv], rng)
+    u = (q - p) / np.linalg.norm(q - p, axis=-1, keepdims=True)
+    P = np.eye(D) - u[:, :, None] * u[:, None, :]
+    w, V = np.linalg.eigh(A[adv])
+    absA = (V * np.abs(w)[:, None, :]) @ np.swapaxes(V, 1, 2)
+    Lj = np.max(np.abs(a[adv]), axis=1)
+    A[adv] = Lj[:, None, None] * u[:, :, None] * u[:, None, :] + P @ absA @ P
+    A[adv] = (A[adv] + np.swapaxes(A[adv], 1, 2)) / 2
+    z[adv], x0[adv] = p + theta[:, None] * (q - p), q
+    L = np.max(np.abs(np.linalg.eigvalsh(A)), axis=1)
+    return {"A": A, "b": np.einsum("tij,tj->ti", A, z), "L": L, "h": h, "x0": x0, "set": kind.astype(float)}
+
+
+def _box_instances(T, rng):
+    A, a, kind = _curvatures(rng, T)
     h = rng.uniform(0.5, 2.0, (T, D))
     where = rng.integers(0, 3, T)  # stationary point inside / just outside / far outside
     z = h * rng.uniform(-1, 1, (T, D)) * np.array([0.6, 2.0, 1.0])[where, None]
@@ -141,21 +205,26 @@ def instances(family, trials, rng):
     rand = np.zeros(T, bool)            # random points outside the box
     rand[np.flatnonzero(kind < 2)[1::4]] = True
     x0[rand] = h[rand] * rng.choice([-1.0, 1.0], (rand.sum(), D)) * rng.uniform(1.2, 20.0, (rand.sum(), D))
-    return {"A": A, "b": np.einsum("tij,tj->ti", A, z), "L": np.max(np.abs(a), axis=1), "h": h, "x0": x0}
+    return {"A": A, "b": np.einsum("tij,tj->ti", A, z), "L": np.max(np.abs(a), axis=1), "h": h, "x0": x0,
+            "set": np.zeros(T)}
 
 
 def evaluate(batch, claim):
     A, b, L, h, x0 = (batch[k] for k in ("A", "b", "L", "h", "x0"))
-    R = 2 * np.linalg.norm(h, axis=-1)
+    kind = kind_of(batch)
+    R = diameter(h, kind)
     Fstar, _ = box_min(A, b, h)
+    other = kind != 0
+    if other.any():  # the bracket's upper end: F(x^0) - F* errs low, so does the bound
+        Fstar[other] = set_min(A[other], b[other], h[other], kind[other], convex=False)[1]
     T = np.arange(1, N_FW + 1)[:, None]
     consts = {"L": "exact: max |eigenvalue| of A", "R": "exact: diameter 2 ||h|| of the box",
               "F*": "exact: min over the stationary points of the 3^d faces (global, nonconvex allowed)",
               "gap": "exact: box LMO"}
-    app = claim["start"](x0, h)
+    app = claim["start"](x0, h, kind)
     out = {}
     for name, steps in ((PART_A, "2/(t+2)"), (PART_B, "adaptive")):
-        gaps, F = fw_gaps(A, b, h, x0, steps, L, R)
+        gaps, F = fw_gaps(A, b, h, x0, steps, L, R, kind)
         lhs = np.minimum.accumulate(gaps, axis=0)
         rhs = claim["bound"](F[0] - Fstar, L, R, T)
         out[name] = Sides(*worst_point(lhs, rhs, np.ones(lhs.shape, bool)), "upper", applicable=app,
@@ -172,11 +241,12 @@ STATEMENT = Statement(
     assumptions=("F L-smooth, not necessarily convex", "B compact convex, diameter R",
                  "(a) eta_t = 2/(t+2) (the thesis's FW); (b) eta_t = min{gap/(L R^2), 1}",
                  "x^0 in B (printed: x^0 in R^d; see findings)"),
-    families={"quadratic": ("indefinite, concave, convex, strongly convex on a box",)}, claimed="rate",
+    families={"quadratic": ("indefinite, concave, convex, strongly convex on boxes, Euclidean balls, simplices, "
+                           "l1 balls",)}, claimed="rate",
     instances=instances, evaluate=evaluate, claim=CLAIM,
     scaling={"quadratic": scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0)})},
     mutants=(
-        Mutant("x^0 anywhere in R^d (as printed)", {"start": lambda x0, h: np.ones(x0.shape[0], bool)}),
+        Mutant("x^0 anywhere in R^d (as printed)", {"start": lambda x0, h, kind: np.ones(x0.shape[0], bool)}),
         Mutant("max{F(x^0) - F*, L R^2/2} (both branches halved)",
                {"bound": lambda h0, L, R, T: np.maximum(h0, L * R**2 / 2) / np.sqrt(T)}),
         Mutant("R the radius (R/2) instead of the diameter",

@@ -41,6 +41,7 @@ import itertools
 import numpy as np
 
 from ._core import Mutant, Sides, Statement, scale_fields, worst_point
+from ._fw_sets import contains, diameter, diametral, extreme_points, kind_of, lmo, sample_in, set_min
 from ._instances import quadratic_batch
 from ._thesis_fw import STATEMENT as FW_NONCONVEX
 
@@ -51,13 +52,25 @@ N_FW = 100
 CLAIM_FW = {
     "bound": lambda L, R, t: 2 * L * R**2 / (t + 2),
     "t_min": 1,
-    "start": lambda x0, h: np.all(np.abs(x0) <= h, axis=-1),  # x^0 in B = [-h, h] (see findings)
+    "start": lambda x0, h, kind: contains(x0, h, kind),  # x^0 in B (see findings)
 }
 
 
 # -- instances -------------------------------------------------------------------
 def instances_fw(family, trials, rng):
-    T, d = trials or 32, 3
+    T = trials or 64
+    # the default: the 32 box instances drawn as before, then 32 on the other sets; --trials T: the sets
+    # get T // 8 instances each (none below 8: the search's small batches stay boxes), the boxes the rest
+    n_box = 32 if trials is None else T - 3 * (T // 8)
+    box = _box_instances(n_box, rng)
+    if T == n_box:
+        return box
+    other = _set_instances(T - n_box, rng)
+    return {k: np.concatenate([box[k], other[k]]) for k in box}
+
+
+def _box_instances(T, rng):
+    d = 3
     k = [len(a) for a in np.array_split(np.arange(T), 2)]
     parts = [quadratic_batch(rng, m, d, kind) for m, kind in zip(k, ("convex", "strongly_convex"))]
     A, L = np.concatenate([p["A"] for p in parts]), np.concatenate([p["L"] for p in parts])
@@ -87,7 +100,59 @@ def instances_fw(family, trials, rng):
     A[j] = L[j, None, None] * u[:, :, None] * u[:, None, :] + P @ A[j] @ P
     z[j], x0[j] = -(1 - 1e-3) * h[j], -h[j]
     b[j] = np.einsum("tij,tj->ti", A[j], z[j])
-    return {"A": A, "b": b, "L": L, "h": h, "x0": x0}
+    return {"A": A, "b": b, "L": L, "h": h, "x0": x0, "set": np.zeros(T)}
+
+
+def _set_instances(T, rng):
+    """Ball, simplex and l1-ball instances (``_fw_sets``), the box's four groups on each set: minimiser
+    inside / just outside / far outside (starts at the worst extreme point, half of them outside B at
+    x^0 = 2z) / adversarial (a diametral pair p, q of B, curvature L along q - p, minimiser
+    z = p + 5e-4 (q - p), x^0 = p: the LMO jumps to q, ratio -> 3/4 at t = 1)."""
+    d = 3
+    kind = 1 + np.arange(T) % 3
+    k = [len(a) for a in np.array_split(np.arange(T), 2)]
+    parts = [quadratic_batch(rng, m, d, c) for m, c in zip(k, ("convex", "strongly_convex"))]
+    A, L = np.concatenate([p["A"] for p in parts]), np.concatenate([p["L"] for p in parts])
+    h = np.repeat(rng.uniform(0.5, 2.0, (T, 1)), d, axis=1)
+    # the four groups on each set (stratified: every set gets each group when T >= 12)
+    split = [np.array_split(rng.permutation(np.flatnonzero(kind == k)), 4) for k in (1, 2, 3)]
+    grp = [np.concatenate([sp[g] for sp in split]) for g in range(4)]
+    z = sample_in(rng, h, kind)
+    z[grp[0]] *= 0.6
+    z[grp[1]] *= 2.0
+    # far minimisers along a direction of large curvature (the top eigenvector, perturbed), so that
+    # F(x^0) - F* exceeds L R^2 at the worst start and the LMO at x^0 = 2z (gradient A z) points back
+    top = np.linalg.eigh(A[grp[2]])[1][:, :, -1] * rng.choice([-1.0, 1.0], (grp[2].size, 1))
+    u = top + 0.3 * rng.standard_normal((grp[2].size, d))
+    z[grp[2]] = 10 * h[grp[2]] * u / np.linalg.norm(u, axis=-1, keepdims=True)
+    x0 = sample_in(rng, h, kind)
+    b = np.einsum("tij,tj->ti", A, z)
+    worst, _ = _worst_points(A, b, h, kind, rng)
+    x0[::2], x0[grp[2]] = worst[::2], worst[grp[2]]
+    far = np.concatenate([sp[2][: (sp[2].size + 1) // 2] for sp in split])
+    near = np.concatenate([sp[1][: (sp[1].size + 1) // 2] for sp in split])
+    x0[far] = 2 * z[far]
+    x0[near] = h[near] * rng.choice([-1.0, 1.0], (near.size, d)) * rng.uniform(1.2, 20.0, (near.size, d))
+    j = grp[3]
+    p, q = diametral(h[j], kind[j], rng)
+    u = (q - p) / np.linalg.norm(q - p, axis=-1, keepdims=True)
+    P = np.eye(d) - u[:, :, None] * u[:, None, :]
+    A[j] = L[j, None, None] * u[:, :, None] * u[:, None, :] + P @ A[j] @ P
+    z[j], x0[j] = p + 5e-4 * (q - p), p
+    b[j] = np.einsum("tij,tj->ti", A[j], z[j])
+    return {"A": A, "b": b, "L": L, "h": h, "x0": x0, "set": kind.astype(float)}
+
+
+def _worst_points(A, b, h, kind, rng):
+    """The maximiser of the convex F over B: the best extreme point (polytopes: a vertex, exact);
+    on the ball the trust-region maximiser (``set_min`` of -F)."""
+    E = extreme_points(h, kind, rng)
+    FE = 0.5 * np.einsum("tvi,tij,tvj->tv", E, A, E) - np.einsum("tvi,ti->tv", E, b)
+    worst = E[np.arange(b.shape[0]), np.argmax(FE, axis=1)]
+    ball = kind == 1
+    if ball.any():
+        worst[ball] = set_min(-A[ball], -b[ball], h[ball], kind[ball], convex=False)[2]
+    return worst, E
 
 
 # -- evaluation ------------------------------------------------------------------
@@ -110,35 +175,47 @@ def _box_qp_min(A, b, lo, hi):
     return best_lo, best_hi
 
 
+def f_star(A, b, h, kind):
+    """Certified bracket of F* = min_B F (convex F): boxes by :func:`_box_qp_min`, the other sets by
+    ``_fw_sets.set_min``."""
+    lo, hi = _box_qp_min(A, b, -h, h)
+    other = kind != 0
+    if other.any():
+        lo[other], hi[other], _ = set_min(A[other], b[other], h[other], kind[other])
+    return lo, hi
+
+
 FW_PART = "F(x^t) - F* <= 2 L R^2/(t + 2), t = 1..100, x^0 in B"
 
 
 def evaluate_fw(batch, claim):
     A, b, L, h, x = batch["A"], batch["b"], batch["L"], batch["h"], batch["x0"]
-    lo, hi = -h, h
-    R = 2 * np.linalg.norm(h, axis=-1)  # diameter of the box
+    kind = kind_of(batch)
+    R = diameter(h, kind)
     value = lambda x: 0.5 * np.einsum("ti,tij,tj->t", x, A, x) - np.sum(b * x, axis=-1)  # noqa: E731
     F = [value(x)]
     for t in range(N_FW):
-        s = np.where(np.einsum("tij,tj->ti", A, x) - b > 0, lo, hi)  # LMO of the box
+        s = lmo(np.einsum("tij,tj->ti", A, x) - b, h, kind)
         x = x + 2 / (t + 2) * (s - x)
         F.append(value(x))
-    F_lo, F_hi = _box_qp_min(A, b, lo, hi)
+    F_lo, F_hi = f_star(A, b, h, kind)
     t = np.arange(N_FW + 1)[:, None]
     lhs = np.array(F) - F_lo  # with the certified lower end: lhs errs high
     rhs = claim["bound"](L, R, t)
-    consts = {"L": "exact (a_d)", "R": "exact: diameter 2 ||h|| of the box [-h, h]",
-              "F*": "certified bracket by active-set enumeration and the FW duality gap; lower end used"}
+    consts = {"L": "exact (a_d)",
+              "R": "exact: diameter 2 ||h|| of the box [-h, h]; ball, l1 ball 2r; simplex sqrt(2) r",
+              "F*": "certified bracket, lower end used: boxes, simplices, l1 balls by face enumeration and the "
+                    "FW duality gap; balls by the trust-region secular equation and its Lagrange dual"}
     return {
         FW_PART: Sides(
-            *worst_point(lhs, rhs, t >= claim["t_min"]), "upper", applicable=claim["start"](batch["x0"], h),
-            constants=consts,
+            *worst_point(lhs, rhs, t >= claim["t_min"]), "upper",
+            applicable=claim["start"](batch["x0"], h, kind), constants=consts,
             note="t = 0 excluded and x^0 in B (Jaggi's theorem); x^0 outside B is drawn and not applicable "
                  "(the printed x^0 in R^d fails there: findings)"),
         "F* bracket width (certificate, not the thesis)": Sides(
             F_hi - F_lo, 1e-13 * (np.abs(F_hi) + L * R**2), "exact", constants=consts, role="auxiliary",
-            note="upper end min F at the candidates, lower end max F - gap (observed <= 1e-16 relative; "
-                 "1e-13 ~ 450 eps)"),
+            note="upper end min F at feasible candidates, lower end max F - gap or the dual bound (1e-13 ~ "
+                 "450 eps)"),
     }
 
 
@@ -151,7 +228,7 @@ STATEMENTS = (
              "F(x^t) - F* <= 2 L R^2/(t + 2) for t >= 1 and x^0 in B",
         assumptions=("F convex, L-smooth", "B compact convex, diameter R", "eta_t = 2/(t+2)",
                      "x^0 in B (printed: x^0 in R^d; see findings)"),
-        families={"quadratic": ("convex on a box", "strongly_convex on a box")}, claimed="rate",
+        families={"quadratic": ("convex, strongly_convex on boxes, Euclidean balls, simplices, l1 balls",)}, claimed="rate",
         instances=instances_fw, evaluate=evaluate_fw, claim=CLAIM_FW,
         scaling={"quadratic": scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0)})},
         mutants=(
@@ -160,7 +237,7 @@ STATEMENTS = (
             Mutant("R the radius (R/2) instead of the diameter",
                    {"bound": lambda L, R, t: 2 * L * (R / 2) ** 2 / (t + 2)}),
             Mutant("range t >= 0 (as printed: no range given)", {"t_min": 0}),
-            Mutant("x^0 anywhere in R^d (as printed)", {"start": lambda x0, h: np.ones(x0.shape[0], bool)}),
+            Mutant("x^0 anywhere in R^d (as printed)", {"start": lambda x0, h, kind: np.ones(x0.shape[0], bool)}),
             Mutant("inequality reversed", {"flip": (FW_PART,)}),
         ),
         findings=(
