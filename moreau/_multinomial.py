@@ -220,7 +220,7 @@ class Multinomial(SampleLoss):
         xp = self.xp
         return xp.broadcast_to(_THIRD * xp.sum(self._p * self._rownorm**3, axis=-1), self.batch_shape)
 
-    def _hess_error(self, theta):
+    def _hess_error(self, theta, split=False):
         r"""``err`` ``(...)``, rigorous: every eigenvalue ``eigvalsh`` computes for
         ``hess(theta)`` is within ``err`` of the same-index eigenvalue of the exact Hessian
         at ``theta`` (Weyl: ``err >= ||fl(H) - H||_2`` + the eigensolver's error).
@@ -289,18 +289,49 @@ class Multinomial(SampleLoss):
             + tiny * (n + 8) * C * (1 + xp.sum(R**2, axis=-1))
         frob = (math.sqrt(C) * xp.sum(pr * nS, axis=-1) * (1 + gam(n + 2)) * (1 + gam(n + 1))
                 + math.sqrt(D) * self.mu) * (1 + 4 * eps)
-        err = (form + 4 * D * eps * frob) * (1 + 2 * (n + C + 8) * eps)
+        grow = 1 + 2 * (n + C + 8) * eps
+        if split:  # (the Hessian's own rounding, the eigensolver's modelled error)
+            return (xp.broadcast_to(form * grow, self.batch_shape),
+                    xp.broadcast_to(4 * D * eps * frob * grow, self.batch_shape))
+        err = (form + 4 * D * eps * frob) * grow
         return xp.broadcast_to(err, self.batch_shape)
 
     def _local_curvature(self, theta, state):
-        """``(err, rho)`` for Newton's local certificate: ``_hess_error`` bounds the error of
-        every computed eigenvalue (Newton reads the ``_null_dim``-th, the first one past the
-        shift directions) and ``rho`` the Hessian's Lipschitz constant, rounded up."""
+        """``(err, rho, eig)`` for Newton's local certificate: ``_hess_error`` split into the
+        computed Hessian's own rounding ``err`` and the eigensolver's modelled error ``eig``
+        (Newton reads the ``_null_dim``-th eigenvalue, the first one past the shift directions,
+        and proves it with :meth:`_null_lift` and a certified Cholesky instead of trusting
+        ``eig``), and ``rho`` the Hessian's Lipschitz constant, rounded up."""
         xp = self.xp
         eps = float(xp.finfo(self.dtype).eps)
         n = self.X.shape[-2]
         rho = self.hessian_lipschitz() * (1 + (n + 8) * eps) + float(xp.finfo(self.dtype).smallest_normal)
-        return self._hess_error(theta), rho
+        err, eig = self._hess_error(theta, split=True)
+        return err, rho, eig
+
+    def _null_lift(self, H, ev):
+        r"""``(H + M rounded, extra)`` for computed Hessians ``H`` ``(k, D, D)`` and their
+        ``_null_dim``-th eigenvalues ``ev`` ``(k,)``: ``M = c (I_d (x) 1 1^T)`` (``c`` a power
+        of two, ``c C >= 2 max(ev, 0) + |mu|``) is positive semidefinite of rank ``d``, so
+        ``lambda_{d+1}(H) >= lambda_min(H + M)`` (interlacing), and equal when the shift
+        directions are (nearly) an eigenspace of ``H`` with eigenvalue ``mu`` as here.  The sum
+        is formed in ``H``'s dtype; ``extra >= ||fl(H + M) - (H + M)||_2`` (``u`` times the
+        Frobenius norm of ``|H| + M``, rounded up).  A proven lower bound on ``lambda_min`` of
+        the returned matrix, less ``extra``, is one on ``lambda_{d+1}(H)``."""
+        xp = self.xp
+        eps = float(xp.finfo(H.dtype).eps)
+        d, C = self.n_features, self.n_classes
+        k = H.shape[0]
+        ev_h = np.asarray(to_numpy(ev), dtype=np.float64)
+        mu_max = float(np.max(np.abs(np.asarray(to_numpy(self.mu), dtype=np.float64))))
+        target = 2 * np.maximum(ev_h, 0.0) + mu_max + float(np.finfo(np.float64).tiny)
+        c = np.ldexp(1.0, np.ceil(np.log2(target / C)).astype(int))
+        blockmask = xp.asarray(np.kron(np.eye(d), np.ones((C, C))), dtype=H.dtype)
+        Hl = H + xp.asarray(c, dtype=H.dtype)[:, None, None] * blockmask
+        fro_H = safe_norm(xp.reshape(H, (k, -1)), xp)
+        fro = (np.asarray(to_numpy(fro_H), dtype=np.float64) + c * C * math.sqrt(d)) \
+            * (1 + (H.shape[-1] ** 2 + 8) * eps)
+        return Hl, fro * eps / 2 * (1 + 4 * eps)
 
     def _null_norm(self, v):
         r"""Upper bound on :math:`\|P v\|` for ``v`` ``(..., d*C)``, ``P`` the orthogonal projector

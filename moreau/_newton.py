@@ -116,7 +116,7 @@ import numpy as np
 from ._backend import safe_norm, to_numpy
 from ._errors import ProxConvergenceError
 from ._newton_batch import _assemble, _finished, _h_and_grad, _View
-from ._newton_cert import _certificate, _proven_min_eig, _null_error, _pieces, _settled
+from ._newton_cert import _certificate, _local_min_eig, _null_error, _pieces, _settled
 from ._newton_steps import _chord_settles, _solve, _wolfe
 from ._objective import ProxInfo
 
@@ -273,12 +273,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
                 if local is not None:
                     null = getattr(f, "_null_dim", 0)  # hess f = mu on a known subspace (Multinomial)
                     lo = xp.full(lam.shape, -math.inf, dtype=f.dtype)
-                    ev = xp.linalg.eigvalsh(Hc[cand])[..., null]
-                    if len(local) == 3 and not null:  # the eigensolver's part proven, not modelled
-                        ev = _proven_min_eig(xp, Hc[cand], ev, local[2][cand])
-                        lo[cand] = ev - local[0][cand] - 2 * eps * (xp.abs(ev) + local[0][cand])
-                    else:
-                        lo[cand] = ev - local[0][cand] - (local[2][cand] if len(local) == 3 else 0)
+                    lo[cand] = _local_min_eig(xp, f, Hc[cand], tuple(v[cand] for v in local), null, eps)
                     local = local[:2]
                     ext = _null_error(xp, f, S, x, eps) if null else None
                     lb, lbx, llev = _certificate(xp, S, P, (lo, local[1]), eps, ext)

@@ -34,7 +34,7 @@ from ._backend import numpy_dtype, safe_norm, to_numpy
 from ._chol import chol_lower_bound
 from ._newton_steps import _ball
 
-__all__ = ["_pieces", "_certificate", "_null_error", "_settled", "_proven_min_eig"]
+__all__ = ["_pieces", "_certificate", "_null_error", "_settled", "_proven_min_eig", "_local_min_eig"]
 
 
 def _pieces(xp, S, x, g, eps, d):
@@ -121,3 +121,22 @@ def _proven_min_eig(xp, H, ev, eig):
         up = pd.astype(np.float64) > p  # the cast rounded up: one ulp down
     pd[up] = np.nextafter(pd[up], pd.dtype.type(-np.inf))
     return xp.asarray(pd)
+
+
+def _local_min_eig(xp, f, H, local, null, eps):
+    """Lower bound on eigenvalue number ``null`` of the exact Hessian of ``f`` at the entries
+    whose computed Hessians are ``H`` (``local`` = ``f._local_curvature`` on them).  Proven where
+    the objective returns the eigensolver's modelled error separately (``(err, rho, eig)``):
+    ``eigvalsh``'s value only seeds a certified Cholesky (:func:`_proven_min_eig`; with a null
+    subspace, of ``f._null_lift(H)``, whose smallest eigenvalue is at most eigenvalue number
+    ``null`` of ``H`` by interlacing), and ``err`` (the Hessian's own rounding) is subtracted,
+    rounded down.  Otherwise ``eigvalsh`` minus the objective's ``err`` (which then includes
+    the eigensolver's model)."""
+    ev = xp.linalg.eigvalsh(H)[..., null]
+    lift = getattr(f, "_null_lift", None) if null else None
+    if len(local) < 3 or (null and lift is None):
+        return ev - local[0] - (local[2] if len(local) == 3 else 0)
+    Hl, extra = lift(H, ev) if null else (H, 0.0)
+    extra = xp.asarray(extra, dtype=f.dtype)
+    p = _proven_min_eig(xp, Hl, ev, local[2])
+    return (p - extra) - local[0] - 2 * eps * (xp.abs(p) + extra + local[0])

@@ -63,3 +63,37 @@ def test_logistic_bound_holds_with_a_wrong_eigensolver(monkeypatch, factor):
     ref = logistic_prox(host(f.X), host(f.y), host(f.weights), 0.0, w, 1e-6, theta)
     assert error(theta, ref) <= info.error_bound
     assert info.error_bound >= honest.error_bound * (1 - 1e-9)
+
+
+def test_null_lift_bounds_the_eigenvalue_past_the_shift_directions():
+    """Multinomial: lambda_min(fl(H + M)) - extra <= lambda_{d+1}(H) (interlacing, M PSD of
+    rank d) and it is that eigenvalue to rounding (the shift directions are H's mu-eigenspace)."""
+    rng = np.random.default_rng(2)
+    f = mo.Multinomial(rng.normal(size=(30, 3)), rng.integers(0, 4, 30), n_classes=4, mu=0.01)
+    H = np.stack([f.hess(rng.normal(size=f.dim)) for _ in range(3)])
+    ev = np.linalg.eigvalsh(H)[:, f._null_dim]
+    Hl, extra = f._null_lift(H, ev)
+    for Hk, Hlk, xk in zip(H, Hl, extra):
+        ref = mp.eigsy(_mat(Hk), eigvals_only=True)
+        target = sorted(ref[i] for i in range(len(ref)))[f._null_dim]
+        low = _min_eig(Hlk) - mp.mpf(float(xk))
+        assert low <= target and float(target - low) <= 1e-12 * np.linalg.norm(Hk)
+
+
+@pytest.mark.parametrize("factor", [1.5, 10.0])
+def test_multinomial_bound_holds_with_a_wrong_eigensolver(monkeypatch, factor):
+    """As for logistic: mu = 0, lam = 1e-4, the local certificate settles (~8e-14 against
+    ~1.5e-10 from lam alone); a corrupted eigvalsh only weakens it."""
+    from _mpref import multinomial_prox
+
+    rng = np.random.default_rng(0)
+    f = mo.Multinomial(rng.normal(size=(40, 3)), rng.integers(0, 3, 40), n_classes=3)
+    w = rng.normal(size=f.dim)
+    _, honest = mo.prox(f, w, 1e-4, return_info=True)
+    assert honest.error_bound < 1e-12
+    true_eigvalsh = anp.linalg.eigvalsh
+    monkeypatch.setattr(anp.linalg, "eigvalsh", lambda H: true_eigvalsh(H) * factor)
+    theta, info = mo.prox(f, w, 1e-4, return_info=True)
+    ref = multinomial_prox(host(f.X), host(f.y), host(f.weights), 3, 0.0, w, 1e-4, theta)
+    assert error(theta, ref) <= info.error_bound
+    assert info.error_bound >= honest.error_bound * (1 - 1e-9)

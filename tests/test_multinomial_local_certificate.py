@@ -251,6 +251,7 @@ def _cert_at(f, w, lam, theta, *, ext=True, shift=0):
     ``(local bound, global bound)``; ``ext=False`` / ``shift=1`` are mutants (the error on the
     shift subspace dropped; the eigenvalue one past the right one)."""
     from moreau._newton import _certificate, _null_error, _pieces
+    from moreau._newton_cert import _local_min_eig
     from moreau._newton_batch import _h_and_grad, _View
 
     dt, d = f.dtype, f.dim
@@ -264,8 +265,12 @@ def _cert_at(f, w, lam, theta, *, ext=True, shift=0):
     x = np.asarray(theta, dt)[None]
     _, g, S["E"], state = _h_and_grad(view, S, x)
     P = _pieces(np, S, x, g, eps, d)
-    err, rho = view.local(x, state)
-    lo = np.linalg.eigvalsh(view.hess(x, state))[..., f._null_dim + shift] - err
+    local = view.local(x, state)
+    rho = local[1]
+    if shift:  # the mutant reads the wrong eigenvalue (the model: eigvalsh minus both errors)
+        lo = np.linalg.eigvalsh(view.hess(x, state))[..., f._null_dim + shift] - local[0] - local[2]
+    else:  # what Newton does: the proven bound (moreau._newton_cert._local_min_eig)
+        lo = _local_min_eig(np, f, view.hess(x, state), local, f._null_dim, eps)
     e = _null_error(np, f, S, x, eps) if ext else None
     return float(_certificate(np, S, P, (lo, rho), eps, e)[0][0]), float(_certificate(np, S, P, None, eps)[0][0])
 
