@@ -61,8 +61,8 @@ solutions are certified to a few ulps whatever ``lam`` is.  ``m`` is proven: whe
 the objective returns the eigensolver's modelled error separately (logistic), the smallest
 eigenvalue of the computed Hessian is bounded by a certified Cholesky just below
 ``eigvalsh``'s value (``_proven_min_eig``) and only the Hessian's own rounding is
-subtracted; Multinomial's eigenvalue number ``_null_dim`` (below) keeps the eigensolver
-model (a Cholesky cannot single out the curvature off ``N``).  An entry that
+subtracted; Multinomial's eigenvalue number ``_null_dim`` (below) likewise, on the Hessian
+lifted along ``N`` (``f._null_lift``: interlacing; ``_local_min_eig``).  An entry that
 finds no acceptable step is frozen (it cannot progress in this dtype).
 Objectives whose Hessian is ``mu`` on a fixed subspace ``N`` at every point, with
 ``grad f - mu theta`` orthogonal to ``N`` (``f._null_dim = dim N``; Multinomial: the
