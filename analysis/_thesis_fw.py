@@ -18,26 +18,38 @@ in R^d").
 Assumptions: F L-smooth (L = max |eigenvalue| on quadratics), B convex compact with
 diameter R.
 
-Instances (quadratic): F(x) = ½xᵀAx − bᵀx on boxes B = [−h, h], d = 3, R = 2‖h‖ (the
-LMO picks the vertex given by the gradient's signs, gap(x) = ⟨∇F(x), x⟩ + Σ|∂_iF(x)| h_i).
-A indefinite (a_1 < 0 < a_3; a_1 = −L on half of them), concave (all a_k ≤ 0), convex
-(a_1 = 0) and strongly convex, L log-uniform in [0.1, 10]; the unconstrained stationary
-point z (b = Az) inside, just outside or far outside the box; x^0 at a random point
-of B, at a vertex, or (a quarter) outside B: on convex ones at 2z − x* beyond a far z
-(x* the minimiser on B; F(x^0) = F* as F is symmetric about z, and the LMO at x^0 sends
-x^1 to the far side of B: the finding's construction), on the others at random points up
-to 20h away.  F* = min_B F exactly: the global minimiser lies in the relative interior
-of a face where F restricted to the face is stationary, so the minimum over the 3^d
-faces' stationary points (nonsingular systems; a singular face reduces to a smaller one
-with the same value) and the vertices is F*.
+Instances (quadratic): F(x) = ½xᵀAx − bᵀx, d = 3, on boxes B = [−h, h] (R = 2‖h‖, the LMO picks
+the vertex given by the gradient's signs, gap(x) = ⟨∇F(x), x⟩ + Σ|∂_iF(x)| h_i) — the default's first
+32 instances, drawn as before — and on Euclidean balls, scaled simplices and ℓ1 balls (``_fw_sets``:
+exact LMOs, R = 2r, √2 r, 2r; the other 32, ``--trials T``: T // 8 per set).  A indefinite
+(a_1 < 0 < a_3; a_1 = −L on half of them), concave (all a_k ≤ 0), convex (a_1 = 0) and strongly convex,
+L log-uniform in [0.1, 10]; the unconstrained stationary point z (b = Az) inside, just outside or far
+outside B; x^0 at a random point of B, at a vertex (a random point of the sphere), or (a quarter)
+outside B: on convex ones at 2z − x* beyond a far z (x* the minimiser on B; F(x^0) = F* as F is
+symmetric about z, and the LMO at x^0 sends x^1 to the far side of B: the finding's construction),
+on the others at random points up to 20h away.  On the non-box sets up to three convex instances
+per set are adversarial: a diametral pair p, q of B, curvature L along u = (q − p)/R and |A| across,
+z = p + θ(q − p), x^0 = q, θ ∈ {0, ½, ¼}: gap(x^0) = (1 − θ)LR² and 2(F(x^0) − F*) = (1 − θ)²LR², so
+the ratio at T = 1 is 1 − θ: θ = 0 attains the bound (equality), θ = ½ rejects R → R/2.
+F* = min_B F: on polytopes (boxes, simplices, ℓ1 balls) exactly — the global minimiser lies in the
+relative interior of a face where F restricted to the face is stationary, so the minimum over the
+faces' stationary points (nonsingular systems; a singular face reduces to a smaller one with the same
+value) and the vertices is F*; on balls the trust-region subproblem (any A, the hard case included)
+by the secular equation, bracketed by its Lagrange dual; the bracket's upper end is used (F(x^0) − F*
+errs low, so does the bound).
 
 Sides (lhs <= rhs): per instance the horizon T = 1..200 with the largest lhs/rhs, lhs the
 running minimum of gap(x^t).
 
 Claimed by the thesis: a rate (an upper bound).  What the check shows: (a) and (b) hold for
-x^0 ∈ B (max ratios 0.6–0.9 on the default runs); the largest ratios are at T = 1, where
+x^0 ∈ B (max ratios 0.6–0.9 on the boxes of the default runs, exactly 1 on the adversarial
+instances of the other sets); the largest ratios are at T = 1, where
 gap(x^0) ≤ √(2(F(x^0) − F*)LR²) ≤ max{2(F(x^0) − F*), LR²} (smoothness along the segment
-from x^0 ∈ B to s^0 ∈ B).  For η_t = 2/(t+2) the textbook argument gives only
+from x^0 ∈ B to s^0 ∈ B); both steps are equalities for a convex quadratic with curvature L along a
+diametral segment, its minimiser at one end and x^0 at the other: the bound is attained at T = 1 on
+every set with a diametral pair (not on the checker's boxes, whose A is not adversarial).  Each
+set's instances alone reject every mutant on some seed in 0–2; "rate 1/T" is rejected only through
+the adaptive step (b) on indefinite instances (a_1 = −L), on ℓ1 balls on two of the three seeds.  For η_t = 2/(t+2) the textbook argument gives only
 Σ_t η_t gap(x^t) ≤ F(x^0) − F* + (LR²/2)Σ_t η_t², i.e. an O(1/log T) rate, so (a) is not
 covered by the proof; in an exploratory search (20000 instances of this generator, not
 part of the default run) its ratio over T ≥ 20 stayed below 0.12 (the adaptive step's
