@@ -36,7 +36,11 @@ TOL = 1e-12  # membership tolerance of the non-box sets (relative to r); the box
 
 def kind_of(batch):
     """The set code of every instance (0, the box, when the batch has no ``set`` field)."""
-    return np.asarray(batch.get("set", np.zeros(np.shape(batch["x0"])[0])), float).astype(int)
+    code = np.asarray(batch.get("set", np.zeros(np.shape(batch["x0"])[0])), float)
+    if not np.all(np.isin(code, np.arange(len(SETS)))):
+        bad = code[~np.isin(code, np.arange(len(SETS)))]
+        raise ValueError(f"set must hold codes 0..{len(SETS) - 1} ({', '.join(SETS)}) (got {bad[:3].tolist()})")
+    return code.astype(int)
 
 
 def _pick(kind, *cases):

@@ -233,3 +233,10 @@ def test_batches_without_a_set_field_are_boxes():
     bare = {k: v for k, v in box.items() if k != "set"}
     a, b = st.run("quadratic", None, None, batch=box), st.run("quadratic", None, None, batch=bare)
     assert [p.max_ratio for p in a.parts] == [p.max_ratio for p in b.parts]
+
+
+def test_unknown_set_code_is_rejected():
+    batch = {"x0": np.zeros((2, 3)), "set": np.array([1.0, 4.0])}
+    with pytest.raises(ValueError, match="set must hold codes 0..3"):
+        S.kind_of(batch)
+    assert S.kind_of({"x0": np.zeros((2, 3))}).tolist() == [0, 0]
