@@ -40,7 +40,7 @@ Sides (lhs <= rhs): per instance the iterate (t = 1..100) with the largest lhs/r
 Claimed by the thesis: a rate (an upper bound).  Theorem 5 reaches 3/4 at t = 1 on every set
 (h_1 ≤ LR²/2 in the proof's recursion, attained in the limit: 0.7493 at ε = 5·10⁻⁴); every mutant
 is rejected by each set's instances alone (seeds 0–2), and x^0 outside B fails the printed reading
-on balls, simplices and ℓ1 balls as on boxes (ratios 4–9 at t ≥ 1).  Theorem 6
+on balls, simplices and ℓ1 balls as on boxes (max ratios 4–10 per set, seeds 0–2).  Theorem 6
 (fw.nonconvex, listed after this one): ``_thesis_fw.py``; gradient descent
 (Theorems 1, 2): ``thesis_gd.py``.
 """

@@ -240,3 +240,18 @@ def test_unknown_set_code_is_rejected():
     with pytest.raises(ValueError, match="set must hold codes 0..3"):
         S.kind_of(batch)
     assert S.kind_of({"x0": np.zeros((2, 3))}).tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("kind, ratio", [(1, 7.5), (2, 7.5), (3, 7.5)])
+def test_fw_convex_finding_outside_start_on_each_set(kind, ratio):
+    """d = 3, r = 1, F = ||x - 10 e_1||^2/2 (L = 1), x^0 = 20 e_1 outside B.  Ball (R = 2): x^1 = -e_1,
+    F(x^1) - F* = 60.5 - 40.5 = 20 > 2 L R^2/3 = 8/3.  Simplex (R = sqrt 2): x^1 = e_2, 50.5 - 40.5 = 10 >
+    4/3.  l1 ball (R = 2): x^1 = -e_1, 20 > 8/3.  Ratio 7.5 each; x^0 in B: not applicable."""
+    st = get("fw.convex")
+    batch = {"A": np.eye(3)[None], "b": np.array([[10.0, 0, 0]]), "L": np.ones(1), "h": np.ones((1, 3)),
+             "x0": np.array([[20.0, 0, 0]]), "set": np.array([float(kind)])}
+    res = st.run("quadratic", None, None, batch=batch)
+    assert res.holds and res.parts[0].applicable == 0
+    (m,) = [m for m in st.mutants if m.name.startswith("x^0 anywhere")]
+    res = st.run("quadratic", None, None, mutant=m, batch=batch)
+    assert not res.holds and res.parts[0].max_ratio == pytest.approx(ratio, rel=1e-12)
