@@ -27,10 +27,11 @@ import numpy as np
 
 import moreau as mo
 
+from ._core import Sides
 from ._instances import log_uniform, logistic_batch
 from ._perfedavg_rate_logistic import logistic_constants
 
-__all__ = ["N", "M", "DIM", "T_MAX", "R", "CONFIDENCE", "instances", "drift_mc", "step_bound"]
+__all__ = ["N", "M", "DIM", "T_MAX", "R", "CONFIDENCE", "instances", "drift_mc", "step_bound", "evaluate"]
 
 N, M, DIM, T_MAX, R = 4, 6, 3, 4, 1000
 CONFIDENCE = 0.999
@@ -101,3 +102,44 @@ def drift_mc(batch, runs=R):
 def constants(batch):
     """Valid constants (dict of ``(T,)`` arrays) and how each was obtained."""
     return logistic_constants(batch["X"], batch["y"])
+
+
+def evaluate(batch, claim, parts, rhs_of):
+    """The four parts on a prepared logistic batch (``batch["mc"]`` from :func:`drift_mc`); ``parts`` the part
+    names, ``rhs_of(claim, beta, tau, L, LF, sF2, gF2)`` the statement's right-hand sides ``(TMAX, T)`` each."""
+    vals, how = constants(batch)
+    alpha, beta, tau = batch["alpha"], batch["beta"], batch["tau"]
+    L, B = vals["L"], vals["B"]
+    inv = np.where(batch["D"] > 0, 1 / np.maximum(batch["D"], 1), 0.0)
+    LF = claim["L_F"](L, alpha, vals["rho"], B)
+    sF2 = claim["sigma_F2"](B, vals["sG2"], vals["sH2"], alpha, L, inv[:, 0], inv[:, 1], inv[:, 2])
+    gF2 = claim["gamma_F2"](B, alpha, vals["gH2"], vals["gG2"])
+    r1, r2, r3, r4 = (x[: T_MAX] for x in rhs_of(claim, beta, tau, L, LF, sF2, gF2))
+    t = np.arange(1, T_MAX + 1)[:, None]
+    ok_alpha = claim["alpha_condition"](alpha, L)
+    cor_ok = ok_alpha & claim["beta_condition"](beta, tau, LF)
+    mc = batch["mc"]
+    consts = {**how, "Monte Carlo": f"{R} runs per instance and t; Hoeffding on the per-run range "
+                                    "[0, 2 t beta c B] (its square) at level 1 - 1e-3/T_MAX per t"}
+    out = {}
+    for name, key, rhs, mask, app in ((parts[0], "first", r1, None, ok_alpha), (parts[1], "second", r2, None, ok_alpha),
+                                      (parts[2], "first", r3, t <= tau, cor_ok),
+                                      (parts[3], "second", r4, t <= tau, cor_ok)):
+        mean, lo, hi = mc[key]
+        out[name] = _worst_mc(name, mean, lo, hi, rhs, mask, app, consts)
+    return out
+
+
+def _worst_mc(name, mean, lo, hi, rhs, mask, app, consts):
+    """Per instance the t with the largest (upper end)/rhs, the Monte Carlo interval kept."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(rhs > 0, hi / rhs, np.where(hi > 0, np.inf, 0.0))
+    if mask is not None:
+        r = np.where(mask, r, -np.inf)
+    k = np.argmax(r, axis=0)
+    i = np.arange(r.shape[1])
+    note = "Monte Carlo mean, Hoeffding interval on the per-run range (fails only if its lower end exceeds the bound)"
+    if "(57b)" in name:
+        note += "; rhs = min over phi in 10^[-4, 4] and phi = 1/(2 tau)"
+    return Sides(mean[k, i], rhs[k, i], "upper", applicable=app, lhs_ci=(lo[k, i], hi[k, i]),
+                 confidence=CONFIDENCE, constants=consts, note=note)

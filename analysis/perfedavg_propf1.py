@@ -71,9 +71,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _propf1_logistic as lg
 from ._core import Mutant, Sides, Statement, scale_fields
 from ._instances import log_uniform, quadratic_batch, split_counts
-from . import _propf1_logistic as lg
 from ._perfedavg_rate_quad import client_stats, drift_moments, local_moments
 
 __all__ = ["STATEMENTS", "CLAIM", "constants"]
@@ -174,23 +174,16 @@ def prepare(batch):
 
 def evaluate(batch, claim):
     if "X" in batch:
-        return _evaluate_logistic(batch, claim)
+        return lg.evaluate(batch, claim, PARTS, _rhs)
     L, LF, sF2, gF2 = constants(batch, claim)
     alpha, beta, tau = batch["alpha"], batch["beta"], batch["tau"]
     mu, cov, _ = local_moments(batch["a"], batch["C"], alpha, beta, batch["invD"], batch["invD1"], TMAX)
     second, lo, hi = (x[1:] for x in drift_moments(mu, cov))        # (TMAX, T), t = 1..TMAX
     t = np.arange(1, TMAX + 1, dtype=float)[:, None]
-    sF, gF = np.sqrt(sF2), np.sqrt(gF2)
     ok_alpha = claim["alpha_condition"](alpha, L)
-    r1 = claim["drift1"](beta, t, LF, sF, gF)
-    phis = np.concatenate([np.broadcast_to(PHIS[:, None, None], (PHIS.size, 1, tau.size)),
-                           (1 / (2 * tau))[None, None, :]])
-    with np.errstate(over="ignore"):
-        r2 = np.min(claim["drift2"](beta, t[None], phis, LF, sF2, gF2), axis=0)
+    r1, r2, r3, r4 = _rhs(claim, beta, tau, L, LF, sF2, gF2)
     within = t <= tau
     cor_ok = ok_alpha & claim["beta_condition"](beta, tau, LF)
-    r3 = claim["cor1"](beta, t, tau, sF, gF)
-    r4 = claim["cor2"](beta, t, tau, sF2, gF2)
     out = {}
     for name, lhs, rhs, mask, app in ((PARTS[0], (lo, hi), r1, None, ok_alpha),
                                       (PARTS[1], second, r2, None, ok_alpha),
@@ -210,45 +203,6 @@ def _rhs(claim, beta, tau, L, LF, sF2, gF2):
         r2 = np.min(claim["drift2"](beta, t[None], phis, LF, sF2, gF2), axis=0)
     return (claim["drift1"](beta, t, LF, sF, gF), r2, claim["cor1"](beta, t, tau, sF, gF),
             claim["cor2"](beta, t, tau, sF2, gF2))
-
-
-def _evaluate_logistic(batch, claim):
-    vals, how = lg.constants(batch)
-    alpha, beta, tau = batch["alpha"], batch["beta"], batch["tau"]
-    L, B = vals["L"], vals["B"]
-    inv = np.where(batch["D"] > 0, 1 / np.maximum(batch["D"], 1), 0.0)
-    LF = claim["L_F"](L, alpha, vals["rho"], B)
-    sF2 = claim["sigma_F2"](B, vals["sG2"], vals["sH2"], alpha, L, inv[:, 0], inv[:, 1], inv[:, 2])
-    gF2 = claim["gamma_F2"](B, alpha, vals["gH2"], vals["gG2"])
-    r1, r2, r3, r4 = (x[: lg.T_MAX] for x in _rhs(claim, beta, tau, L, LF, sF2, gF2))
-    t = np.arange(1, lg.T_MAX + 1)[:, None]
-    ok_alpha = claim["alpha_condition"](alpha, L)
-    cor_ok = ok_alpha & claim["beta_condition"](beta, tau, LF)
-    mc = batch["mc"]
-    consts = {**how, "Monte Carlo": f"{lg.R} runs per instance and t; Hoeffding on the per-run range "
-                                    "[0, 2 t beta c B] (its square) at level 1 - 1e-3/T_MAX per t"}
-    out = {}
-    for name, key, rhs, mask, app in ((PARTS[0], "first", r1, None, ok_alpha), (PARTS[1], "second", r2, None, ok_alpha),
-                                      (PARTS[2], "first", r3, t <= tau, cor_ok),
-                                      (PARTS[3], "second", r4, t <= tau, cor_ok)):
-        mean, lo, hi = mc[key]
-        out[name] = _worst_mc(name, mean, lo, hi, rhs, mask, app, consts)
-    return out
-
-
-def _worst_mc(name, mean, lo, hi, rhs, mask, app, consts):
-    """Per instance the t with the largest (upper end)/rhs, the Monte Carlo interval kept."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(rhs > 0, hi / rhs, np.where(hi > 0, np.inf, 0.0))
-    if mask is not None:
-        r = np.where(mask, r, -np.inf)
-    k = np.argmax(r, axis=0)
-    i = np.arange(r.shape[1])
-    note = "Monte Carlo mean, Hoeffding interval on the per-run range (fails only if its lower end exceeds the bound)"
-    if "(57b)" in name:
-        note += "; rhs = min over phi in 10^[-4, 4] and phi = 1/(2 tau)"
-    return Sides(mean[k, i], rhs[k, i], "upper", applicable=app, lhs_ci=(lo[k, i], hi[k, i]),
-                 confidence=lg.CONFIDENCE, constants=consts, note=note)
 
 
 def _worst(name, lhs, rhs, mask, app):
