@@ -301,3 +301,23 @@ def test_uncertifiable_tolerance_stays_a_clear_error():
     mu_g = lam * 1e-3 / (lam + 1e-3) * (1 - 1e-12)
     with pytest.raises(RuntimeError, match="did not certify its tolerance in 1 iterations"):
         envelope_newton(f, np.full((1, 3), 1 / 3), lam, mu_g, rtol=1e-30, max_iter=1)
+
+
+@pytest.mark.parametrize("factor", [1.5, 10.0])
+def test_quadratic_modulus_survives_a_wrong_eigensolver(monkeypatch, factor):
+    """The modulus of Phi no longer trusts eigvalsh's accuracy: with eigvalsh of the aggregated
+    Hessian returning factor x the truth, info.mu stays below the true modulus (the Cholesky proof
+    falls back) and the bounds still hold."""
+    import array_api_compat.numpy as anp
+
+    rng = np.random.default_rng(3)
+    A = _spectral(rng, 3, 3, -1, 1)
+    b, wts, lam = rng.standard_normal((3, 3)), np.array([0.2, 0.3, 0.5]), 0.7
+    f = mo.Quadratic(A, b)
+    f.eigenvalues  # the clients' own decomposition computed honestly (checked a posteriori anyway)
+    true_eigvalsh = anp.linalg.eigvalsh
+    monkeypatch.setattr(anp.linalg, "eigvalsh", lambda H: true_eigvalsh(H) * factor)
+    wg, wl, info = fedprox_optimum(f, lam, wts, return_info=True)
+    ref_g, ref_l, mu = mp_quadratic(np.asarray(f.A), np.asarray(f.b), wts, lam)
+    assert info.mu <= mu
+    check(wg, wl, info, ref_g, ref_l)

@@ -14,6 +14,7 @@ import numpy as np
 
 from .._backend import safe_norm, to_numpy
 from .._matrices import matvec as _matvec
+from .._newton_cert import _proven_min_eig
 from .._quadratic import Quadratic
 from ._common import check_objective, client_weights, positive
 from ._newton import NEWTON_RTOL, envelope_certificate, envelope_newton, gamma, minimize
@@ -157,9 +158,10 @@ def _quadratic_optimum(f, lam, p, *, certify):
 
     The computed :math:`\hat H = fl(\sum_i \hat p_i \hat V_i c(\hat a_i)\hat V_i^\top)`, symmetrised,
     adds ``gamma_{d+5} max|c| ||V||_F^2`` per client and ``gamma_m`` of the sum, ``u ||H||_F`` for
-    the symmetrisation, ``2 delta_p`` of the weights' normalisation; its computed smallest
-    eigenvalue is within ``4 d eps ||H||_F`` (the convention of :meth:`Quadratic.eigenvalue_error`).
-    ``mu_lo`` is the larger of that eigenvalue minus all these, and
+    the symmetrisation, ``2 delta_p`` of the weights' normalisation; the smallest eigenvalue of
+    the computed :math:`\hat H` is proven by a certified Cholesky just below ``eigvalsh``'s value
+    (:func:`moreau._newton_cert._proven_min_eig`: no eigensolver accuracy assumed).
+    ``mu_lo`` is the larger of that proven eigenvalue minus all these, and
     :math:`\sum_i p_i c(\hat a_{i,1} - \epsilon_i)` rounded down (valid since
     :math:`\nabla^2 F_i \succeq c(a_{i,1}) I` and c is increasing; the better one when the clients
     are strongly convex, the other one when some are singular).
@@ -212,8 +214,11 @@ def _quadratic_optimum(f, lam, p, *, certify):
            + 2 * gamma(m + 1, eps) * (cmax * (1 + 3 * eta) + term_e))
     up_m = 1 + 2 * gamma(m, eps)
     delta = (xp.sum(p * per, axis=-1) + gamma(m, eps) * xp.sum(p * cmax * vf2, axis=-1)) * up_m \
-        + (u + 4 * d * eps) * _fro(xp, H) * up_f
-    mu_b = (mu - delta * (1 + 4 * eps)) * (1 - 2 * eps)
+        + u * _fro(xp, H) * up_f
+    # the computed H's smallest eigenvalue proven by a certified Cholesky just below eigvalsh's
+    # value (nothing assumed about the eigensolver), then the distance from H_hat to the exact H
+    mu_h = _proven_min_eig(xp, H, mu, 4 * d * eps * _fro(xp, H) * up_f)
+    mu_b = (mu_h - delta * (1 + 4 * eps)) - 2 * eps * (xp.abs(mu_h) + delta)
     mu_lo = xp.where(xp.isnan(mu_b), mu_a, xp.maximum(mu_a, mu_b))
     _check_certified(xp, mu, mu_lo)
     mu_i = xp.broadcast_to(lo, tuple(lam.shape) + (m,))
