@@ -28,7 +28,16 @@ def test_reading_holds_and_mutants_rejected(seed):
     assert res.holds, [(p.name, p.failures) for p in res.parts if not p.holds]
     assert all(p.applicable > 0 for p in res.parts)
     survivors = [m.name for m in ST.mutants if _run("quadratic", seed, m).holds]
-    assert not survivors and len(ST.mutants) >= 2
+    assert survivors == [CONVEX_GAP] and len(ST.mutants) >= 2   # true on convex F: only the nonconvex family
+    assert not _run(th.NC_FAMILY, seed, _mutant(CONVEX_GAP)).holds
+
+
+CONVEX_GAP = "convex-case gap: F(w_0) - F* -> <grad F(w_0), w_0 - w*> (a bound only for convex F)"
+
+
+def _mutant(name):
+    (m,) = [m for m in ST.mutants if m.name == name]
+    return m
 
 
 def test_logistic_monte_carlo_holds():
