@@ -159,7 +159,7 @@ class Envelope(Objective):
         xp = self.xp
         ur = float(xp.finfo(self.dtype).eps) / 2
         h = [np.asarray(to_numpy(v), dtype=float) for v in
-             (scale, inner, inner + self.f.strong_convexity(), self.lam, gamma)]
+             (scale, inner, inner + self.f._certified_curvature(), self.lam, gamma)]
         s, inn, mod, lam, gam = np.broadcast_arrays(*h)
         norm = [np.asarray(to_numpy(safe_norm(v, xp)), dtype=float) for v in (u_in, theta_in, w)]
         un, tn, wn = np.broadcast_arrays(*norm, s)[:3]

@@ -110,6 +110,12 @@ class Objective:
         """
         return self.curvature_bounds()[0]
 
+    def _certified_curvature(self):
+        """A lower bound on the curvature that certificates may divide by: ``strong_convexity()``
+        where that is exact or a valid bound (samples losses: ``mu``); objectives whose constant
+        is a computed eigenvalue override it with a proven bound (Quadratic)."""
+        return self.strong_convexity()
+
     def prox(self, w, lam, *, tol=None, max_iter=100, return_info=False):
         r"""``argmin_theta f(theta) + (lam/2) ||theta - w||^2``; see :func:`moreau.prox`."""
         from ._newton import check_max_iter

@@ -228,6 +228,10 @@ class Quadratic(Objective):
         delta = np.asarray(to_numpy(self._delta), dtype=np.float64)  # shape A.shape[:-2]
         return chol_lower_bound(self.A, np.asarray(to_numpy(a1), dtype=np.float64) - delta, xp)
 
+    def _certified_curvature(self):
+        """:attr:`_a1_proven` (host) broadcast to the batch: a proven lower bound on ``a_1``."""
+        return np.broadcast_to(self._a1_proven, self.batch_shape)
+
     def _route(self, lam, w):
         """``'eigh'``, ``'tri'`` or ``'chol'`` (see :meth:`_solve`)."""
         if "_eigh" in self.__dict__:
