@@ -49,7 +49,9 @@ from x^0 ∈ B to s^0 ∈ B); both steps are equalities for a convex quadratic w
 diametral segment, its minimiser at one end and x^0 at the other: the bound is attained at T = 1 on
 every set with a diametral pair (not on the checker's boxes, whose A is not adversarial).  Each
 set's instances alone reject every mutant on some seed in 0–2; "rate 1/T" is rejected only through
-the adaptive step (b) on indefinite instances (a_1 = −L), on ℓ1 balls on two of the three seeds.  For η_t = 2/(t+2) the textbook argument gives only
+the adaptive step (b) on indefinite instances (a_1 = −L, slow ~1/T decay of the gap): by the box and
+ball instances alone on each of seeds 0–9, by the simplex ones on 7 and the ℓ1-ball ones on 8 of them
+(the whole batch on every seed).  For η_t = 2/(t+2) the textbook argument gives only
 Σ_t η_t gap(x^t) ≤ F(x^0) − F* + (LR²/2)Σ_t η_t², i.e. an O(1/log T) rate, so (a) is not
 covered by the proof; in an exploratory search (20000 instances of this generator, not
 part of the default run) its ratio over T ≥ 20 stayed below 0.12 (the adaptive step's
