@@ -48,10 +48,24 @@ Hoeffding's at 99.9% (``_perfedavg_rate_logistic``); the rhs uses valid upper bo
 constant (listed in the report), so the check is rigorous in the direction that matters.  Far from
 the bound (ratio ~5e-4): evidence, not a sharp test.
 
+Family nonconvex (Theorem 4.5 is the paper's nonconvex result; run in the runner's "multinomial"
+slot, ``NC_FAMILY``: runner.FAMILIES has no "nonconvex"): Cauchy robust regression
+l = κ·½log(1 + (xᵀw − y)²) + ν Σ_k(√(δ² + w_k²) − δ) with labels from two regression modes 6 apart,
+n = 4, m = 6, d = 2 (``_perfedavg_rate_nc``: every constant a derived upper bound, sympy suprema of
+φ′, φ″, φ‴; F* certified from below by branch and bound on the box outside which F > F(w_0), to
+0.1 % of the gap; F* ≥ 0 alone would overstate the gap 1.7–10×).  Four exact runs (S = n, full
+batches, no randomness; K = 600, τ ∈ {1, 2}; two started where ⟨∇F(w_0), w_0 − w*⟩ < 0, beyond a
+non-global local minimum) and four Monte Carlo runs (256 runs, Hoeffding with the nonconvex range
+((1 + αL)B)², client sampling and batches), ``_perfedavg_rate_nc_family``.  Iterates with a negative
+eigenvalue of ∇²F: 75 % on average over seeds 0–3 (the ridge starts 100 %, the far-side starts
+0–84 % once they settle in a basin).  Mutant "convex-case gap" (F(w_0) − F* ≤ ⟨∇F(w_0), w_0 − w*⟩,
+true for convex F, so no quadratic or logistic instance can reject it) is rejected only here.
+
 Claimed by the paper: an upper bound (and a rate).  What the check shows: under the reading the
 bound holds on every instance; on quadratics the lhs reaches ~1/4 of the rhs only in the converged
 GD case (there lhs ≈ 2(F(w_0) − F*)/((2 − βλ)βK): the 4 is loose by ~4×); with noise the 4σ_T²
-term is orders of magnitude above the lhs.  Corollary 4.6's slope is 1.00 with full participation.
+term is orders of magnitude above the lhs.  On the nonconvex family the bound holds, max lhs/rhs
+0.06–0.25 (seeds 0–3) on the exact runs started inside a basin, ≤ 3e-4 with noise.  Corollary 4.6's slope is 1.00 with full participation.
 
 Findings.  (1) Theorem 4.5 fails with client sampling and τ ≥ 2, even with the proof's explicit
 constants: d = 1, n = 2, f_1(w) = ½w² − w, f_2(w) = ½w² + w (L = 1, exact gradients: σ_G = σ_H =
