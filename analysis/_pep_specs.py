@@ -180,7 +180,7 @@ def fw_convex(st, batch, seed=0):
         params = dict(L=1.0, R=1.0, t=t0)
         v, s, tr = C.frank_wolfe(1.0, 1.0, t0)
         rows.append(_row(name, "L-smooth convex on a convex set of diameter R", params, (v, s), 2 / (t0 + 2), "upper",
-                         r, note="ratio scale-free (F - F* scales as L R^2): L = R = 1; instances: boxes",
+                         r, note="ratio scale-free (F - F* scales as L R^2): L = R = 1; instances: boxes, balls, simplices, l1 balls",
                          sharp="(F(x^t) - F*)/(L R^2)",
                          feedback=_fw_feedback(tr, t0, quadratic=False)))
         box_r, box = search_boxes(st, t0, rng_for(seed, st.id, "quadratic", f"pep box search t={t0}"))
