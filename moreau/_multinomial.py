@@ -2,10 +2,12 @@ r"""Weighted multinomial (softmax) logistic regression, batched over clients."""
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 
 from ._backend import safe_norm, to_numpy
+from ._multinomial_fast import class_norm, hessian_blocks, max_over, softmax_pieces
 from ._newton_batch import take_object
 from ._samples import SampleLoss
 
@@ -135,6 +137,60 @@ class Multinomial(SampleLoss):
         H = xp.reshape(H, tuple(H.shape[:-4]) + (self.dim, self.dim))
         return H + self.mu[..., None, None] * xp.eye(self.dim, dtype=self.dtype)
 
+    @cached_property
+    def _Yt(self):
+        """The one-hot labels class-major, ``(..., C, n)`` (Newton's evaluation layout)."""
+        xp = self.xp
+        return xp.astype(self.y[..., None, :] == xp.arange(self.n_classes, dtype=self.dtype)[:, None], self.dtype)
+
+    def _eval(self, theta):
+        """Value, gradient, :meth:`_grad_rounding` and the Hessian's state from one evaluation
+        of the logits, laid out class-major (``moreau._multinomial_fast``; the same operations
+        as :meth:`value`, :meth:`grad`, :meth:`_grad_rounding`, so the same bounds hold).  The
+        state ``(..., 2C + 1, n)``: the probabilities, their complements ``1 - pi_c`` and the
+        largest logit shift, for :meth:`_hess_at` and :meth:`_local_curvature` at ``theta``."""
+        xp = self.xp
+        d, C = self.n_features, self.n_classes
+        W = xp.reshape(theta, tuple(theta.shape[:-1]) + (d, C))
+        Yt = self._Yt
+        Zt, mx, s, P, Q, shift = softmax_pieces(xp, self.X, W, Yt)
+        zy = Zt[..., 0, :] * Yt[..., 0, :]
+        for c in range(1, C):
+            zy = zy + Zt[..., c, :] * Yt[..., c, :]  # exact: one nonzero term
+        loss = xp.sum(self._p * ((mx + xp.log(s)) - zy), axis=-1)
+        v = loss + self.mu / 2 * xp.vecdot(theta, theta)
+        R = P * (1 - Yt) - Q * Yt  # P - Y with -(1 - pi_y) from Q at the label (exact selection)
+        Gt = (self._p[..., None, :] * R) @ self.X  # (..., C, d)
+        mean = Gt[..., 0, :]
+        for c in range(1, C):
+            mean = mean + Gt[..., c, :]
+        Gt = Gt - (mean / C)[..., None, :]  # the projection of grad (see grad)
+        G = xp.reshape(xp.matrix_transpose(Gt), tuple(Gt.shape[:-2]) + (self.dim,))
+        g = G + self.mu[..., None] * theta
+        E = self._grad_bound(theta, shift, class_norm(xp, R))
+        state = xp.concat([P, Q, shift[..., None, :]], axis=-2)
+        return v, g, E, state
+
+    def _hess_at(self, theta, state, low=False):
+        """``hess(theta)`` from the state :meth:`_eval` returned at ``theta``: the blocks
+        ``X^T diag(q_ac) X`` once per pair ``a <= c`` (``moreau._multinomial_fast``; the same
+        products as :meth:`hess`, so :meth:`_hess_error` holds for it).  ``low`` is ignored
+        (no float32 direction for this loss)."""
+        xp = self.xp
+        d, C, n, D = self.n_features, self.n_classes, self.X.shape[-2], self.dim
+        bshape = tuple(state.shape[:-2])
+        N = math.prod(bshape)
+        st = xp.reshape(state, (N, 2 * C + 1, n))
+        X = self.X
+        X = xp.reshape(X, (n, d)) if math.prod(tuple(X.shape[:-2])) == 1 \
+            else xp.reshape(xp.broadcast_to(X, bshape + (n, d)), (N, n, d))
+        p = self._p
+        p = xp.reshape(p, (n,)) if math.prod(tuple(p.shape[:-1])) == 1 \
+            else xp.reshape(xp.broadcast_to(p, bshape + (n,)), (N, n))
+        H = hessian_blocks(xp, X, st[:, :C, :], st[:, C:2 * C, :], p, d, C)
+        H = xp.reshape(H, bshape + (D, D))
+        return H + self.mu[..., None, None] * xp.eye(D, dtype=self.dtype)
+
     def _take(self, idx, shape):
         """Newton's working copy for the entries ``idx`` of the batch ``shape`` (see
         :meth:`Objective._take`); ``L`` is taken when already computed, else computed
@@ -174,6 +230,14 @@ class Multinomial(SampleLoss):
         """
         xp = self.xp
         theta = self._point(theta)
+        Z, _, P, Q = self._probs(theta, others="label")
+        shift = xp.minimum(xp.max(xp.max(Z, axis=-1, keepdims=True) - Z, axis=-1), 2000.0)  # (..., n)
+        return self._grad_bound(theta, shift, safe_norm(self._residual(P, Q), xp))
+
+    def _grad_bound(self, theta, shift, Rnorm):
+        """:meth:`_grad_rounding` from the largest logit shift ``min(max_c (max z - z_c), 2000)``
+        and the computed residual norms ``||P_j - Y_j||`` (each within ``(C/2 + 2) eps``), ``(..., n)``."""
+        xp = self.xp
         eps = float(xp.finfo(self.dtype).eps)
         u = eps / 2
         n, d, C = self.X.shape[-2], self.n_features, self.n_classes
@@ -181,13 +245,10 @@ class Multinomial(SampleLoss):
         def gam(k):
             return k * u / (1 - k * u)
 
-        Z, _, P, Q = self._probs(theta, others="label")
-        m = xp.max(Z, axis=-1, keepdims=True)
-        rel = 8 * u + u * xp.minimum(m - Z, 2000.0) + gam(C + 2)
-        rel = xp.max(rel, axis=-1) * (1 + 4 * eps)
+        rel = (8 * u + u * shift + gam(C + 2)) * (1 + 4 * eps)  # the largest over c (monotone)
         r = self._rownorm * (1 + (d + 4) * eps)
         tn = safe_norm(theta, xp) * (1 + (d + 4) * eps)
-        Rn = safe_norm(self._residual(P, Q), xp) * self._p * (1 + gam(n + 3))
+        Rn = Rnorm * self._p * (1 + gam(n + 3))
         dR = Rn * (rel + gam(n + 2)) + self._p * (1 + gam(n + 1)) * 0.5 * gam(d) * r * tn[..., None]
         tiny = float(xp.finfo(self.dtype).smallest_normal) * eps * (n + d + C + 8)
         E = xp.sum(r * (gam(n) * Rn + dR), axis=-1) + 2 * u * (xp.sum(r * Rn, axis=-1) + self.mu * tn) \
@@ -220,7 +281,7 @@ class Multinomial(SampleLoss):
         xp = self.xp
         return xp.broadcast_to(_THIRD * xp.sum(self._p * self._rownorm**3, axis=-1), self.batch_shape)
 
-    def _hess_error(self, theta, split=False):
+    def _hess_error(self, theta, split=False, state=None):
         r"""``err`` ``(...)``, rigorous: every eigenvalue ``eigvalsh`` computes for
         ``hess(theta)`` is within ``err`` of the same-index eigenvalue of the exact Hessian
         at ``theta`` (Weyl: ``err >= ||fl(H) - H||_2`` + the eigensolver's error).
@@ -269,8 +330,13 @@ class Multinomial(SampleLoss):
         def gam(k):
             return k * u / (1 - k * u)
 
-        Z, _, P, Q = self._probs(theta, others=True)
-        shift = xp.minimum(xp.max(xp.max(Z, axis=-1, keepdims=True) - Z, axis=-1), 2000.0)  # (..., n)
+        if state is None:
+            Z, _, P, Q = self._probs(theta, others=True)
+            shift = xp.minimum(xp.max(xp.max(Z, axis=-1, keepdims=True) - Z, axis=-1), 2000.0)  # (..., n)
+            pq = xp.max(P * Q, axis=-1)
+        else:  # what _eval computed at theta (the same operations, class-major)
+            shift = state[..., 2 * C, :]
+            pq = max_over(xp, [state[..., c, :] * state[..., C + c, :] for c in range(C)])
         R = self._rownorm * (1 + (d + 4) * eps)
         tn = safe_norm(theta, xp) * (1 + (D + 4) * eps)
         delta = gam(d) * R * tn[..., None] * (1 + 4 * eps)
@@ -278,7 +344,7 @@ class Multinomial(SampleLoss):
         logF = (4 * xp.minimum(delta, 2.0) + 4 * u * shift) * (1 + 4 * eps) + c0
         Fm1 = xp.expm1(logF) * (1 + 16 * eps)  # F_j - 1, formed without a difference
         a = 4 * (C + 2) * tiny * (1 + Fm1)
-        sig = xp.minimum(0.5, 2 * (1 + Fm1) * (xp.max(P * Q, axis=-1) + a) * (1 + 4 * eps))
+        sig = xp.minimum(0.5, 2 * (1 + Fm1) * (pq + a) * (1 + 4 * eps))
         dS = (Fm1 * sig + C * a) * (1 + 4 * eps)
         small = delta <= 2.0
         dS = xp.where(small, dS, xp.full_like(dS, 2.75))
@@ -306,7 +372,7 @@ class Multinomial(SampleLoss):
         eps = float(xp.finfo(self.dtype).eps)
         n = self.X.shape[-2]
         rho = self.hessian_lipschitz() * (1 + (n + 8) * eps) + float(xp.finfo(self.dtype).smallest_normal)
-        err, eig = self._hess_error(theta, split=True)
+        err, eig = self._hess_error(theta, split=True, state=state)
         return err, rho, eig
 
     def _null_lift(self, H, ev):

@@ -1,0 +1,119 @@
+r"""Newton's evaluation of the softmax loss (``Multinomial._eval`` / ``_hess_at``) in a class-major layout.
+
+The plain methods of :class:`~moreau.Multinomial` (``value``, ``grad``, ``hess``,
+``_grad_rounding``, ``_hess_error``) keep the samples-by-classes layout ``(..., n, C)`` and are
+the reference; the functions here form the same quantities with the same rounding structure
+from the logits laid out ``(..., C, n)``, so that every operation over the short class axis
+(C is typically 2-10) is an unrolled elementwise operation on contiguous rows of length ``n``
+(numpy reductions over a last axis of length 4 cost 5-10x more), and one evaluation of the
+logits serves the value, the gradient, its rounding bound, the Hessian and its error bound:
+
+* ``exp(z_c - max z)``, the sums of ``C`` (or ``C - 1``) terms, the divisions and ``1 - pi_c``
+  as the other classes' sum over ``s`` (never a difference) are the operations the rounding
+  analyses of ``Multinomial._grad_rounding`` and ``Multinomial._hess_error`` count (a sum's
+  bound ``gamma_C`` holds in any order);
+* the Hessian's blocks ``X^T diag(q_ac) X``, ``q_aa = p pi_a (1 - pi_a)``, ``q_ac = -p (pi_a pi_c)``,
+  are formed once per unordered pair ``a <= c`` (``C (C + 1) / 2`` products, one GEMM per block of
+  clients) and block ``(c, a)`` is stored as the transpose of block ``(a, c)``: entry ``(k, l)``
+  of block ``(c, a)`` is then ``sum_j x_jl fl(q_j x_jk)``, an evaluation of the same exact sum
+  with the same rounding (one product per term and a dot product of ``n`` terms,
+  ``gamma_{n+1}``), so ``_hess_error``'s entrywise analysis covers every entry.
+"""
+from __future__ import annotations
+
+from ._backend import safe_norm
+
+__all__ = ["softmax_pieces", "hessian_blocks", "class_norm", "max_over"]
+
+_BLOCK_BYTES = 1 << 20  # size of the scaled copies of X per block of clients (CPU cache)
+
+
+def max_over(xp, rows):
+    """Elementwise maximum of the arrays ``rows`` (an unrolled reduction)."""
+    out = rows[0]
+    for r in rows[1:]:
+        out = xp.maximum(out, r)
+    return out
+
+
+def _sum(rows, skip=None):
+    """``rows[0] + rows[1] + ...`` in that order, leaving out index ``skip``."""
+    out = None
+    for c, r in enumerate(rows):
+        if c != skip:
+            out = r if out is None else out + r
+    return out
+
+
+def class_norm(xp, R):
+    """``||R[..., :, j]||`` over the class axis (``R`` ``(..., C, n)``) with the guarantee of
+    :func:`~moreau._backend.safe_norm` (``(C/2 + 2) eps`` relative): the plain square root of
+    the unrolled sum of squares where that sum proves it safe, else ``safe_norm`` itself."""
+    C = R.shape[-2]
+    s = _sum([R[..., c, :] * R[..., c, :] for c in range(C)])
+    fi = xp.finfo(R.dtype)
+    if bool(xp.all(xp.isfinite(s) & (s >= float(fi.smallest_normal) / float(fi.eps)))):
+        return xp.sqrt(s)
+    return safe_norm(xp.matrix_transpose(R), xp)
+
+
+def softmax_pieces(xp, X, W, Yt, full=True):
+    """``(Zt, mx, s, P, Q, shift)`` from the parameter matrices ``W`` ``(..., d, C)``:
+    the logits ``Zt = W^T X^T`` ``(..., C, n)``, their maximum over the classes ``mx``
+    ``(..., n)``, ``s = sum_c exp(z_c - mx)``, the probabilities ``P`` ``(..., C, n)``,
+    ``Q_c = sum_{c' != c} exp(z_c' - mx) / s`` (``1 - pi_c`` without cancellation; where
+    ``full`` is false only at each sample's label, ``(..., n)``, the one-hot ``Yt``
+    ``(..., C, n)``) and the largest shift ``min(mx - min_c z_c, 2000)`` ``(..., n)``."""
+    C = W.shape[-1]
+    Zt = xp.matrix_transpose(W) @ xp.matrix_transpose(X)
+    rows = [Zt[..., c, :] for c in range(C)]
+    mx = max_over(xp, rows)
+    shift = xp.minimum(mx - _min_over(xp, rows), 2000.0)  # = max_c fl(mx - z_c): rounding is monotone
+    E = xp.exp(Zt - mx[..., None, :])
+    er = [E[..., c, :] for c in range(C)]
+    s = _sum(er)
+    P = E / s[..., None, :]
+    if full:
+        Q = xp.stack([_sum(er, skip=c) for c in range(C)], axis=-2) / s[..., None, :]
+    else:
+        Q = _sum([er[c] * (1 - Yt[..., c, :]) for c in range(C)]) / s
+    return Zt, mx, s, P, Q, shift
+
+
+def _min_over(xp, rows):
+    out = rows[0]
+    for r in rows[1:]:
+        out = xp.minimum(out, r)
+    return out
+
+
+def hessian_blocks(xp, X, P, Q, p, d, C):
+    r"""``sum_j p_j S_j (x) x_j x_j^T`` ``(N, d*C, d*C)`` for a flat batch: ``X`` ``(n, d)``
+    (shared) or ``(N, n, d)``, ``P``, ``Q`` ``(N, C, n)`` (probabilities and complements),
+    ``p`` ``(N, n)`` or ``(n,)``.  The weights ``q_aa = p (P_a Q_a)``, ``q_ac = -(p (P_a P_c))``
+    (the products of ``Multinomial.hess``), the blocks ``X^T (q X)`` for ``a <= c`` in one
+    GEMM per block of clients, block ``(c, a)`` the transpose of block ``(a, c)``."""
+    N, n = P.shape[0], P.shape[-1]
+    pairs = [(a, c) for a in range(C) for c in range(a, C)]
+    K = len(pairs)
+    q = xp.stack([p * (P[:, a, :] * Q[:, a, :]) if a == c else -(p * (P[:, a, :] * P[:, c, :]))
+                  for a, c in pairs], axis=-1)  # (N, n, K)
+    shared = X.ndim == 2
+    Xt = xp.matrix_transpose(X)
+    cupy = "cupy" in getattr(xp, "__name__", "")
+    step = N if cupy else max(1, _BLOCK_BYTES // (n * K * d * 8))
+    G = []
+    for i in range(0, N, step):
+        j = min(i + step, N)
+        Xi = X if shared else X[i:j, ...]
+        Wk = xp.reshape(q[i:j, :, :, None] * Xi[..., :, None, :], (j - i, n, K * d))  # q_k x_j, (b, n, K d)
+        G.append((Xt if shared else Xt[i:j, ...]) @ Wk)  # (b, d, K d)
+    G = G[0] if len(G) == 1 else xp.concat(G, axis=0)
+    H = xp.empty((N, d, C, d, C), dtype=P.dtype)
+    for k, (a, c) in enumerate(pairs):
+        B = G[:, :, k * d:(k + 1) * d]
+        H[:, :, a, :, c] = B
+        if a != c:
+            H[:, :, c, :, a] = xp.matrix_transpose(B)
+    return xp.reshape(H, (N, d * C, d * C))
+
