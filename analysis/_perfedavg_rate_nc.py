@@ -130,8 +130,13 @@ def nc_constants(X, y, kappa, nu, delta):
 
 def f_star(cl, alpha, w0, L, rho, B, rtol=1e-3, max_cells=400_000):
     """``(lower, upper, w_best)``: lower <= inf F <= upper = F(w_best) (module docstring)."""
-    LF = (1 + alpha * L) ** 2 * L + alpha * rho * B
     w0 = np.asarray(w0, float)
+    if w0.shape != (2,) or cl.X.shape[-1] != 2:
+        raise ValueError(f"f_star works on the plane: w0 and the features need d = 2 (got w0 {w0.shape}, "
+                         f"X {cl.X.shape})")
+    if not (alpha >= 0 and min(L, rho, B) >= 0 and 0 < rtol < 1):
+        raise ValueError(f"f_star needs alpha, L, rho, B >= 0 and 0 < rtol < 1 (got {alpha}, {L}, {rho}, {B}, {rtol})")
+    LF = (1 + alpha * L) ** 2 * L + alpha * rho * B
     U = float(cl.F(w0, alpha))
     best = w0
     half = U / cl.nu + alpha * B + cl.delta

@@ -6,8 +6,9 @@ probability q_i ∈ [1/4, 3/4], features N(0, I) plus a client shift N(0, I/4), 
 κ = 1, ν ∈ [0.02, 0.1], δ = 1 (see ``_perfedavg_rate_nc``); α ∈ (0, 1/L] (a third at 1/L).
 Kinds: exact runs (S = n, full batches: no randomness, one run), τ ∈ {1, 1, 1, 2}, K = 600 (300
 for τ = 2), β at 1/(10τL_F) (one at a random fraction of it), the first two started where
-⟨∇F(w_0), w_0 − w*⟩ < 0 (a grid's most negative cosine: a point of the other basin's far side),
-the others on the ridge between the modes; Monte Carlo runs (256 per instance): τ ∈ {1, 2, 3},
+⟨∇F(w_0), w_0 − w*⟩ < 0 (on the segment from a non-global local minimum of a 61² grid towards the
+grid's minimum; data redrawn until there are two), the third 1.5 from mode a, the fourth on the
+ridge between the modes; Monte Carlo runs (256 per instance): τ ∈ {1, 2, 3},
 S ∈ {1, ..., 4} (one with τ = 1 and client sampling, one with S = n and τ = 3), D, D′, D″ ∈
 {full, 1, 2, 3}, K = 4, β ∈ (0, 1/(10τL_F)], started near the ridge.
 """

@@ -32,6 +32,9 @@ def simulate(cl, m, alpha, beta, tau, K, S, D, w0, R, rng):
     """``w_bar`` ``(K, tau, R, d)`` of R independent runs; ``D = (D, D′, D″)``, entries None: full."""
     w0 = np.asarray(w0, float)
     n, d = cl.X.shape[0], w0.shape[-1]
+    if not (1 <= S <= n and tau >= 1 and K >= 1 and R >= 1 and len(D) == 3):
+        raise ValueError(f"simulate needs 1 <= S <= n = {n}, tau, K, R >= 1 and D = (D, D', D'') "
+                         f"(got S={S}, tau={tau}, K={K}, R={R}, D={D})")
     w = np.broadcast_to(w0, (R, d)).copy()
     bars = np.zeros((K, tau, R, d))
     for k in range(K):

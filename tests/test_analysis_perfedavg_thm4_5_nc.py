@@ -238,3 +238,13 @@ def test_family_holds_is_nonconvex_and_rejects_the_convex_case_gap(seed):
                                                             prepared=prep).holds}
     assert {"inequality reversed", "wrong exponent: 1/(beta tau K) -> 1/(beta tau K^2)"} <= rejected
     assert any(n.startswith("convex-case gap") for n in rejected)
+
+
+def test_bad_input_named():
+    with pytest.raises(ValueError, match="nu"):
+        nc.Clients(np.zeros((2, 3, 2)), np.zeros((2, 3)), 1.0, -1.0, 1.0)
+    cl, _ = _instance(0)
+    with pytest.raises(ValueError, match="d = 2"):
+        nc.f_star(cl, 0.1, np.zeros(3), 1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="S=5"):
+        simulate(cl, 5, 0.1, 0.1, 1, 1, 5, (None,) * 3, np.zeros(2), 1, None)
