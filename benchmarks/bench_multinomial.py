@@ -10,7 +10,8 @@ lam = 1, mu = 0, the prox point w ~ N(0, I) of size D = d C.  Methods, timed in 
 (a)  ``moreau.prox(moreau.Multinomial(X, y, n_classes=C), w, lam)`` including construction, at its
      default (certified, a few ulps) tolerance, and at ``tol`` = the L-BFGS-B loop's worst error;
 (b)  a plain batched numpy Newton a competent user would write (softmax, gradient, the D x D
-     Hessian by einsum, ``numpy.linalg.solve``, full steps from w; stop at max|grad h| < 1e-12),
+     Hessian by C(C+1)/2 batched GEMMs ``X^T diag(q) X`` with
+     the symmetric fill, ``numpy.linalg.solve``, full steps from w; stop at max|grad h| < 1e-12),
      and the same run one step further;
 (c)  ``scipy.optimize.minimize(method='L-BFGS-B')`` per client with the analytic gradient
      (gtol 1e-10, ftol 1e-15), timed on a subset of clients and scaled.
@@ -58,8 +59,19 @@ def _grad_hess(X, Y, w, lam, theta, hess=True):
     g = (np.swapaxes(X, 1, 2) @ (P - Y)).reshape(m, d * C) / n + lam * (theta - w)
     if not hess:
         return g, None
-    S = P[..., :, None] * (np.eye(C) - P[..., None, :])  # (m, n, C, C)
-    H = np.einsum("mnk,mnac,mnl->mkalc", X, S, X, optimize=True).reshape(m, d * C, d * C) / n
+    # the blocks X^T diag(pi_a (delta_ac - pi_c)) X / n: one batched GEMM per pair a <= c,
+    # block (c, a) its transpose (what a user who knows numpy writes; an einsum over
+    # (m, n, C, C, d) temporaries is 5x slower)
+    Xt = np.swapaxes(X, 1, 2)
+    H = np.empty((m, d, C, d, C))
+    for a in range(C):
+        for c in range(a, C):
+            q = P[..., a] * ((a == c) - P[..., c]) / n
+            B = Xt @ (q[..., None] * X)
+            H[:, :, a, :, c] = B
+            if c != a:
+                H[:, :, c, :, a] = np.swapaxes(B, 1, 2)
+    H = H.reshape(m, d * C, d * C)
     H += lam * np.eye(d * C)
     return g, H
 
