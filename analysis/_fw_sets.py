@@ -28,7 +28,7 @@ import itertools
 
 import numpy as np
 
-__all__ = ["SETS", "kind_of", "lmo", "diameter", "contains", "set_min", "sample_in", "extreme_points", "diametral"]
+__all__ = ["SETS", "kind_of", "lmo", "diameter", "contains", "set_min", "sample_in", "extreme_points", "diametral", "boxes_then_sets"]
 
 SETS = ("box", "ball", "simplex", "l1")
 TOL = 1e-12  # membership tolerance of the non-box sets (relative to r); the box is exact
@@ -246,3 +246,17 @@ def diametral(h, kind, rng):
     p = np.where((kind == 1)[:, None], -r * u, np.where((kind == 2)[:, None], r * E[i], -r * E[i]))
     q = np.where((kind == 1)[:, None], r * u, r * E[np.where(kind == 2, jj, i)])
     return p, q
+
+
+def boxes_then_sets(trials, rng, boxes, sets):
+    """A Frank–Wolfe checker's instances: by default the 32 box instances (``boxes(T, rng)``) drawn
+    as before the other sets existed, then 32 on the other sets (``sets(T, rng)``); with ``--trials T``
+    the sets get ``T // 8`` instances each (none below 8: the search's small batches stay boxes) and
+    the boxes the rest."""
+    T = trials or 64
+    n_box = 32 if trials is None else T - 3 * (T // 8)
+    box = boxes(n_box, rng)
+    if T == n_box:
+        return box
+    other = sets(T - n_box, rng)
+    return {k: np.concatenate([box[k], other[k]]) for k in box}

@@ -65,7 +65,7 @@ import itertools
 import numpy as np
 
 from ._core import Mutant, Sides, Statement, scale_fields, worst_point
-from ._fw_sets import contains, diameter, diametral, extreme_points, kind_of, lmo, sample_in, set_min
+from ._fw_sets import boxes_then_sets, contains, diameter, diametral, extreme_points, kind_of, lmo, sample_in, set_min
 from ._instances import log_uniform, orthogonal
 
 __all__ = ["STATEMENT", "box_min", "fw_gaps"]
@@ -124,15 +124,7 @@ def fw_gaps(A, b, h, x0, steps="2/(t+2)", L=None, R=None, kind=None):
 
 
 def instances(family, trials, rng):
-    T = trials or 64
-    # the default: the 32 box instances drawn as before, then 32 on the other sets; --trials T: the sets
-    # get T // 8 instances each (none below 8: the search's small batches stay boxes), the boxes the rest
-    n_box = 32 if trials is None else T - 3 * (T // 8)
-    box = _box_instances(n_box, rng)
-    if T == n_box:
-        return box
-    other = _set_instances(T - n_box, rng)
-    return {k: np.concatenate([box[k], other[k]]) for k in box}
+    return boxes_then_sets(trials, rng, _box_instances, _set_instances)
 
 
 def _curvatures(rng, T):
