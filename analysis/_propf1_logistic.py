@@ -132,12 +132,9 @@ def evaluate(batch, claim, parts, rhs_of):
 
 def _worst_mc(name, mean, lo, hi, rhs, mask, app, consts):
     """Per instance the t with the largest (upper end)/rhs, the Monte Carlo interval kept."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(rhs > 0, hi / rhs, np.where(hi > 0, np.inf, 0.0))
-    if mask is not None:
-        r = np.where(mask, r, -np.inf)
-    k = np.argmax(r, axis=0)
-    i = np.arange(r.shape[1])
+    from .perfedavg_propf1 import worst_t
+
+    r, k, i = worst_t(hi, rhs, mask)
     note = "Monte Carlo mean, Hoeffding interval on the per-run range (fails only if its lower end exceeds the bound)"
     if "(57b)" in name:
         note += "; rhs = min over phi in 10^[-4, 4] and phi = 1/(2 tau)"

@@ -205,15 +205,20 @@ def _rhs(claim, beta, tau, L, LF, sF2, gF2):
             claim["cor2"](beta, t, tau, sF2, gF2))
 
 
-def _worst(name, lhs, rhs, mask, app):
-    """Per instance the t with the largest (upper lhs)/rhs; a bracket (lo, hi) stays a bracket."""
-    lo, hi = lhs if isinstance(lhs, tuple) else (lhs, lhs)
+def worst_t(hi, rhs, mask):
+    """``(ratios (t, T), worst t per instance, instance index)``: the upper end of the left side
+    over the bound (inf where the bound is 0 and the left side is not), masked t excluded."""
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.where(rhs > 0, hi / rhs, np.where(hi > 0, np.inf, 0.0))
     if mask is not None:
         r = np.where(mask, r, -np.inf)
-    k = np.argmax(r, axis=0)
-    i = np.arange(r.shape[1])
+    return r, np.argmax(r, axis=0), np.arange(r.shape[1])
+
+
+def _worst(name, lhs, rhs, mask, app):
+    """Per instance the t with the largest (upper lhs)/rhs; a bracket (lo, hi) stays a bracket."""
+    lo, hi = lhs if isinstance(lhs, tuple) else (lhs, lhs)
+    r, k, i = worst_t(hi, rhs, mask)
     bracket = isinstance(lhs, tuple)
     note = ("first moment: rigorous bracket [(1/n) sum ||E e_i||, (1/n) sum sqrt(E||e_i||^2)] (equal with full "
             "batches); fails only if the lower end exceeds the bound" if bracket else
