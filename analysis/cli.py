@@ -26,7 +26,7 @@ def add_check_parser(sub):
     p = sub.add_parser("check", help="check the theorem catalogue on concrete instances",
                        description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("ids", nargs="*", metavar="ID", help="statement ids (default: the whole catalogue)")
-    p.add_argument("--family", choices=("quadratic", "logistic", "multinomial", "all"), default="all",
+    p.add_argument("--family", choices=("quadratic", "logistic", "multinomial", "nonconvex", "all"), default="all",
                    help="instance family to check on (default: every family a statement covers)")
     p.add_argument("--trials", type=positive_int, default=None,
                    help="instances per (id, family) (default: each checker's own, sized for a < 1 min run); "

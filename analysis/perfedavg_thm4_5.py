@@ -48,8 +48,7 @@ Hoeffding's at 99.9% (``_perfedavg_rate_logistic``); the rhs uses valid upper bo
 constant (listed in the report), so the check is rigorous in the direction that matters.  Far from
 the bound (ratio ~5e-4): evidence, not a sharp test.
 
-Family nonconvex (Theorem 4.5 is the paper's nonconvex result; run in the runner's "multinomial"
-slot, ``NC_FAMILY``: runner.FAMILIES has no "nonconvex"): Cauchy robust regression
+Family nonconvex (Theorem 4.5 is the paper's nonconvex result): Cauchy robust regression
 l = κ·½log(1 + (xᵀw − y)²) + ν Σ_k(√(δ² + w_k²) − δ) with labels from two regression modes 6 apart,
 n = 4, m = 6, d = 2 (``_perfedavg_rate_nc``: every constant a derived upper bound, sympy suprema of
 φ′, φ″, φ‴; F* certified from below by branch and bound on the box outside which F > F(w_0), to
@@ -124,9 +123,8 @@ Q_GRID = np.array([10, 30, 100, 300, 1000])                         # tau = q, K
 EPS = 1.0 / Q_GRID**2
 CONFIDENCE = 0.999
 LOG = {"n": 4, "m": 8, "d": 3, "K": 3, "R": 256}
-#: the nonconvex family runs in the runner's third slot: runner.FAMILIES is (quadratic, logistic, multinomial)
-#: and this statement has no multinomial instances (rename here once the runner knows "nonconvex")
-NC_FAMILY = "multinomial"
+#: the family of nonconvex clients (Cauchy robust regression)
+NC_FAMILY = "nonconvex"
 
 
 def instances(family, trials, rng):

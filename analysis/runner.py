@@ -22,7 +22,7 @@ from .search import search
 __all__ = ["SLACK_THRESHOLD", "is_loose", "Record", "run", "record_json", "save_counterexample", "save_instance", "load_counterexample",
            "rng_for", "CHUNK"]
 
-FAMILIES = ("quadratic", "logistic", "multinomial")
+FAMILIES = ("quadratic", "logistic", "multinomial", "nonconvex")
 
 
 def rng_for(seed: int, statement_id: str, family: str, mutant: str = "") -> np.random.Generator:
