@@ -174,8 +174,9 @@ class Multinomial(SampleLoss):
     def _hess_at(self, theta, state, low=False):
         """``hess(theta)`` from the state :meth:`_eval` returned at ``theta``: the blocks
         ``X^T diag(q_ac) X`` once per pair ``a <= c`` (``moreau._multinomial_fast``; the same
-        products as :meth:`hess`, so :meth:`_hess_error` holds for it).  ``low`` is ignored
-        (no float32 direction for this loss)."""
+        products as :meth:`hess`, so :meth:`_hess_error` holds for it).  ``low=True`` (float64
+        data only): the products formed in float32, a Hessian for Newton's direction only, never
+        used by a certificate (:meth:`_low_hessian_ok` says where Newton uses it)."""
         xp = self.xp
         d, C, n, D = self.n_features, self.n_classes, self.X.shape[-2], self.dim
         bshape = tuple(state.shape[:-2])
@@ -187,9 +188,36 @@ class Multinomial(SampleLoss):
         p = self._p
         p = xp.reshape(p, (n,)) if math.prod(tuple(p.shape[:-1])) == 1 \
             else xp.reshape(xp.broadcast_to(p, bshape + (n,)), (N, n))
-        H = hessian_blocks(xp, X, st[:, :C, :], st[:, C:2 * C, :], p, d, C)
+        low = low and self.dtype == xp.float64
+        H = hessian_blocks(xp, X, st[:, :C, :], st[:, C:2 * C, :], p, d, C, low)
         H = xp.reshape(H, bshape + (D, D))
         return H + self.mu[..., None, None] * xp.eye(D, dtype=self.dtype)
+
+    def _low_hessian_ok(self, modulus, hi=None):
+        r"""Where Newton may take its direction from the float32 Hessian (``_hess_at(...,
+        low=True)``), given ``modulus = lam + mu <= lambda_min`` of the prox Hessian.
+
+        Each term ``q_jac x_jk x_jl`` of the float32 blocks carries four roundings (``x_jk``,
+        ``x_jl``, ``q_jac``, the scaled row) and the dot product ``gamma_n``, so the computed
+        matrix differs from the exact one by at most ``(n + 4) u32`` times the entrywise
+        majorant :math:`\sum_j p_j |S_j| \otimes |x_j||x_j|^\top` to first order, whose norm is
+        at most :math:`\sum_j p_j \| |S_j| \| \|x_j\|^2 \le \frac12 \sum_j p_j \|x_j\|^2 \le`
+        ``hi`` (``|| |S_j| ||`` is at most its largest row sum ``2 max_c pi_c (1 - pi_c) <= 1/2``;
+        ``hi`` the trace bound :meth:`_smoothness_bound`), plus at most ``2 n C 2^-149 (1 + R)^2``
+        from gradual underflow (the same majorant in each of the ``C^2`` blocks; ``R`` the largest
+        row norm).  Allowed where that is at most ``2^-8 modulus`` and no sum can overflow (row
+        norms ``<= 2^50``), the rule of :meth:`Logistic._low_hessian_ok`: Newton with a Hessian
+        perturbed by ``Delta`` contracts at about ``||Delta|| / modulus`` near the solution.  A
+        speed choice only: the gradient, the line search and every certificate stay in float64."""
+        xp = self.xp
+        if self.dtype != xp.float64:
+            return xp.zeros(modulus.shape, dtype=xp.bool)
+        u32 = 2.0 ** -24
+        n, C = self.X.shape[-2], self.n_classes
+        hi = xp.broadcast_to(self._smoothness_bound() if hi is None else hi, modulus.shape)
+        R = xp.broadcast_to(xp.max(self._rownorm, axis=-1), modulus.shape)
+        under = 2 * n * C * 2.0 ** -149 * (1 + R) ** 2
+        return ((n + 4) * u32 * hi + under <= 2.0 ** -8 * modulus) & (R <= 2.0 ** 50)
 
     def _take(self, idx, shape):
         """Newton's working copy for the entries ``idx`` of the batch ``shape`` (see

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ._backend import safe_norm
 
-__all__ = ["softmax_pieces", "hessian_blocks", "class_norm", "max_over"]
+__all__ = ["class_norm", "hessian_blocks", "max_over", "softmax_pieces"]
 
 _BLOCK_BYTES = 1 << 20  # size of the scaled copies of X per block of clients (CPU cache)
 
@@ -87,27 +87,34 @@ def _min_over(xp, rows):
     return out
 
 
-def hessian_blocks(xp, X, P, Q, p, d, C):
+def hessian_blocks(xp, X, P, Q, p, d, C, low=False):
     r"""``sum_j p_j S_j (x) x_j x_j^T`` ``(N, d*C, d*C)`` for a flat batch: ``X`` ``(n, d)``
     (shared) or ``(N, n, d)``, ``P``, ``Q`` ``(N, C, n)`` (probabilities and complements),
     ``p`` ``(N, n)`` or ``(n,)``.  The weights ``q_aa = p (P_a Q_a)``, ``q_ac = -(p (P_a P_c))``
     (the products of ``Multinomial.hess``), the blocks ``X^T (q X)`` for ``a <= c`` in one
-    GEMM per block of clients, block ``(c, a)`` the transpose of block ``(a, c)``."""
+    GEMM per block of clients, block ``(c, a)`` the transpose of block ``(a, c)``.  ``low``:
+    the weights and each block of ``X`` rounded to float32 and the products formed in float32
+    (a direction for Newton only, ``Multinomial._low_hessian_ok``; returned in ``P``'s dtype)."""
     N, n = P.shape[0], P.shape[-1]
     pairs = [(a, c) for a in range(C) for c in range(a, C)]
     K = len(pairs)
     q = xp.stack([p * (P[:, a, :] * Q[:, a, :]) if a == c else -(p * (P[:, a, :] * P[:, c, :]))
                   for a, c in pairs], axis=-1)  # (N, n, K)
     shared = X.ndim == 2
-    Xt = xp.matrix_transpose(X)
+    if low:
+        q = xp.astype(q, xp.float32)
+        if shared:  # shared data: rounded once
+            X = xp.astype(X, xp.float32)
     cupy = "cupy" in getattr(xp, "__name__", "")
     step = N if cupy else max(1, _BLOCK_BYTES // (n * K * d * 8))
     G = []
     for i in range(0, N, step):
         j = min(i + step, N)
         Xi = X if shared else X[i:j, ...]
+        if low and not shared:
+            Xi = xp.astype(Xi, xp.float32)
         Wk = xp.reshape(q[i:j, :, :, None] * Xi[..., :, None, :], (j - i, n, K * d))  # q_k x_j, (b, n, K d)
-        G.append((Xt if shared else Xt[i:j, ...]) @ Wk)  # (b, d, K d)
+        G.append(xp.matrix_transpose(Xi) @ Wk)  # (b, d, K d)
     G = G[0] if len(G) == 1 else xp.concat(G, axis=0)
     H = xp.empty((N, d, C, d, C), dtype=P.dtype)
     for k, (a, c) in enumerate(pairs):
