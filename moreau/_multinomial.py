@@ -143,6 +143,11 @@ class Multinomial(SampleLoss):
         xp = self.xp
         return xp.astype(self.y[..., None, :] == xp.arange(self.n_classes, dtype=self.dtype)[:, None], self.dtype)
 
+    @cached_property
+    def _notYt(self):
+        """``1 - _Yt``."""
+        return 1 - self._Yt
+
     def _eval(self, theta):
         """Value, gradient, :meth:`_grad_rounding` and the Hessian's state from one evaluation
         of the logits, laid out class-major (``moreau._multinomial_fast``; the same operations
@@ -153,13 +158,14 @@ class Multinomial(SampleLoss):
         d, C = self.n_features, self.n_classes
         W = xp.reshape(theta, tuple(theta.shape[:-1]) + (d, C))
         Yt = self._Yt
-        Zt, mx, s, P, Q, shift = softmax_pieces(xp, self.X, W, Yt)
+        Zt, mx, s, state = softmax_pieces(xp, self.X, W)
+        P, Q = state[..., :C, :], state[..., C:2 * C, :]
         zy = Zt[..., 0, :] * Yt[..., 0, :]
         for c in range(1, C):
             zy = zy + Zt[..., c, :] * Yt[..., c, :]  # exact: one nonzero term
         loss = xp.sum(self._p * ((mx + xp.log(s)) - zy), axis=-1)
         v = loss + self.mu / 2 * xp.vecdot(theta, theta)
-        R = P * (1 - Yt) - Q * Yt  # P - Y with -(1 - pi_y) from Q at the label (exact selection)
+        R = P * self._notYt - Q * Yt  # P - Y with -(1 - pi_y) from Q at the label (exact selection)
         Gt = (self._p[..., None, :] * R) @ self.X  # (..., C, d)
         mean = Gt[..., 0, :]
         for c in range(1, C):
@@ -167,8 +173,7 @@ class Multinomial(SampleLoss):
         Gt = Gt - (mean / C)[..., None, :]  # the projection of grad (see grad)
         G = xp.reshape(xp.matrix_transpose(Gt), tuple(Gt.shape[:-2]) + (self.dim,))
         g = G + self.mu[..., None] * theta
-        E = self._grad_bound(theta, shift, class_norm(xp, R))
-        state = xp.concat([P, Q, shift[..., None, :]], axis=-2)
+        E = self._grad_bound(theta, state[..., 2 * C, :], class_norm(xp, R))
         return v, g, E, state
 
     def _hess_at(self, theta, state, low=False):

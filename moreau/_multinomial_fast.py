@@ -57,27 +57,26 @@ def class_norm(xp, R):
     return safe_norm(xp.matrix_transpose(R), xp)
 
 
-def softmax_pieces(xp, X, W, Yt, full=True):
-    """``(Zt, mx, s, P, Q, shift)`` from the parameter matrices ``W`` ``(..., d, C)``:
-    the logits ``Zt = W^T X^T`` ``(..., C, n)``, their maximum over the classes ``mx``
-    ``(..., n)``, ``s = sum_c exp(z_c - mx)``, the probabilities ``P`` ``(..., C, n)``,
-    ``Q_c = sum_{c' != c} exp(z_c' - mx) / s`` (``1 - pi_c`` without cancellation; where
-    ``full`` is false only at each sample's label, ``(..., n)``, the one-hot ``Yt``
-    ``(..., C, n)``) and the largest shift ``min(mx - min_c z_c, 2000)`` ``(..., n)``."""
-    C = W.shape[-1]
+def softmax_pieces(xp, X, W):
+    """``(Zt, mx, s, state)`` from the parameter matrices ``W`` ``(..., d, C)``: the logits
+    ``Zt = W^T X^T`` ``(..., C, n)``, their maximum over the classes ``mx`` ``(..., n)``,
+    ``s = sum_c exp(z_c - mx)`` and ``state`` ``(..., 2C + 1, n)``: the probabilities
+    ``P`` (rows ``:C``), ``Q_c = sum_{c' != c} exp(z_c' - mx) / s`` (``1 - pi_c`` without
+    cancellation, rows ``C:2C``) and the largest shift ``min(mx - min_c z_c, 2000)`` (row
+    ``2C``), written in place (no stacked copies)."""
+    C, n = W.shape[-1], X.shape[-2]
     Zt = xp.matrix_transpose(W) @ xp.matrix_transpose(X)
     rows = [Zt[..., c, :] for c in range(C)]
     mx = max_over(xp, rows)
-    shift = xp.minimum(mx - _min_over(xp, rows), 2000.0)  # = max_c fl(mx - z_c): rounding is monotone
+    state = xp.empty(tuple(Zt.shape[:-2]) + (2 * C + 1, n), dtype=Zt.dtype)
+    state[..., 2 * C, :] = xp.minimum(mx - _min_over(xp, rows), 2000.0)  # = max_c fl(mx - z_c) (monotone)
     E = xp.exp(Zt - mx[..., None, :])
     er = [E[..., c, :] for c in range(C)]
     s = _sum(er)
-    P = E / s[..., None, :]
-    if full:
-        Q = xp.stack([_sum(er, skip=c) for c in range(C)], axis=-2) / s[..., None, :]
-    else:
-        Q = _sum([er[c] * (1 - Yt[..., c, :]) for c in range(C)]) / s
-    return Zt, mx, s, P, Q, shift
+    state[..., :C, :] = E / s[..., None, :]
+    for c in range(C):
+        state[..., C + c, :] = _sum(er, skip=c) / s
+    return Zt, mx, s, state
 
 
 def _min_over(xp, rows):

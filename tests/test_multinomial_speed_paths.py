@@ -267,3 +267,14 @@ def test_float32_direction_is_taken(monkeypatch):
     slow = _solve(f, w, lam)
     assert not any(calls)
     assert np.all(fast[2] <= slow[2] + 1)
+
+
+def test_fast_path_runs_on_the_array_api():
+    """The class-major evaluation and the blocked Hessian use only the array API: the prox on
+    array-api-strict arrays is the numpy one (the same operations)."""
+    xs = pytest.importorskip("array_api_strict")
+    rng = np.random.default_rng(12)
+    X, y, w = rng.normal(size=(3, 12, 2)), rng.integers(0, 3, (3, 12)), rng.normal(size=(3, 6))
+    th = mo.prox(Multinomial(xs.asarray(X), xs.asarray(y.astype(float)), n_classes=3), xs.asarray(w), 0.5)
+    assert not isinstance(th, np.ndarray)
+    np.testing.assert_allclose(np.asarray(th), mo.prox(Multinomial(X, y, n_classes=3), w, 0.5), rtol=0, atol=1e-14)
