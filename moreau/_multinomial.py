@@ -48,6 +48,9 @@ class Multinomial(SampleLoss):
     """
 
     _curvature_factor = 0.5  # sup of lambda_max(diag(pi) - pi pi^T)
+    # Newton forms a Hessian on part of the batch (a copy of those clients) when at most this
+    # share needs one: C(C+1)/2 GEMMs per client against one pass over its rows for the copy
+    _part_share = 0.75
 
     def __init__(self, X, y, n_classes=None, mu=0.0, weights=None):
         xp, y = self._init_samples(X, y, mu, weights)

@@ -213,9 +213,11 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         Hf, Hmask = None, xp.zeros_like(ok)  # the fresh Hessian, on the rows Hmask so far
 
         def part(want):
-            """``(indices, f on those entries)`` when ``want`` is at most half the batch, else None."""
+            """``(indices, f on those entries)`` when ``want`` is at most a share of the batch
+            (``f._part_share``, default half: where the Hessian costs more than the copy), else None."""
             nonlocal compact
-            if not compact or 2 * int(xp.sum(xp.astype(want, xp.int64))) > int(S["J"].shape[0]):
+            share = getattr(f, "_part_share", 0.5)
+            if not compact or int(xp.sum(xp.astype(want, xp.int64))) > share * int(S["J"].shape[0]):
                 return None
             idx = xp.nonzero(want)[0]
             sub = f._take(xp.take(S["J"], idx, axis=0), shape)

@@ -278,3 +278,30 @@ def test_fast_path_runs_on_the_array_api():
     th = mo.prox(Multinomial(xs.asarray(X), xs.asarray(y.astype(float)), n_classes=3), xs.asarray(w), 0.5)
     assert not isinstance(th, np.ndarray)
     np.testing.assert_allclose(np.asarray(th), mo.prox(Multinomial(X, y, n_classes=3), w, 0.5), rtol=0, atol=1e-14)
+
+
+def test_partial_hessian_share_changes_nothing(monkeypatch):
+    """``_part_share``: Newton forms the Hessian on a copy of the clients that need one when they
+    are at most 3/4 of the batch (the default for other losses: 1/2); the answer is the same bits
+    whatever the share, and on benchmark-like data at L-BFGS-B's tolerance a partial Hessian is
+    formed with the shipped share and not with 1/2."""
+    rng = np.random.default_rng(25)  # 25 of the 40 clients need the third Hessian
+    m, n, d, C = 40, 60, 5, 4
+    X = rng.normal(size=(m, n, d))
+    P = np.exp(X @ rng.normal(size=(m, d, C)))
+    y = (np.cumsum(P / P.sum(-1, keepdims=True), -1) < rng.random((m, n, 1))).sum(-1).clip(0, C - 1)
+    f, w = Multinomial(X, y, n_classes=C), rng.normal(size=(m, d * C))
+    sizes = []
+    orig = Multinomial._hess_at
+    monkeypatch.setattr(Multinomial, "_hess_at", lambda self, t, s, low=False: sizes.append(t.shape[0]) or
+                        orig(self, t, s, low))
+    got = {}
+    for share in (0.75, 0.5, 1.0):
+        monkeypatch.setattr(Multinomial, "_part_share", share)
+        sizes.clear()
+        got[share] = _solve(f, w, 1.0, tol=2.5e-8), list(sizes)
+    for share in (0.5, 1.0):
+        np.testing.assert_array_equal(got[share][0][0], got[0.75][0][0])
+        np.testing.assert_array_equal(got[share][0][1], got[0.75][0][1])
+    assert min(got[0.75][1]) < m and m // 2 < min(got[0.75][1]), got[0.75][1]  # a share in (1/2, 3/4]
+    assert min(got[0.5][1]) == m, got[0.5][1]
