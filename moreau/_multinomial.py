@@ -161,22 +161,23 @@ class Multinomial(SampleLoss):
         d, C = self.n_features, self.n_classes
         W = xp.reshape(theta, tuple(theta.shape[:-1]) + (d, C))
         Yt = self._Yt
-        Zt, mx, s, state = softmax_pieces(xp, self.X, W)
-        P, Q = state[..., :C, :], state[..., C:2 * C, :]
-        zy = Zt[..., 0, :] * Yt[..., 0, :]
-        for c in range(1, C):
-            zy = zy + Zt[..., c, :] * Yt[..., c, :]  # exact: one nonzero term
-        loss = xp.sum(self._p * ((mx + xp.log(s)) - zy), axis=-1)
-        v = loss + self.mu / 2 * xp.vecdot(theta, theta)
-        R = P * self._notYt - Q * Yt  # P - Y with -(1 - pi_y) from Q at the label (exact selection)
-        Gt = (self._p[..., None, :] * R) @ self.X  # (..., C, d)
+        mx, s, zy, R, state = softmax_pieces(xp, self.X, W, Yt)  # R: a fresh copy of P
+        t = xp.log(s)
+        t += mx
+        t -= zy
+        t *= self._p  # p (lse - z_y), formed in place (the same operations as value)
+        v = xp.sum(t, axis=-1) + self.mu / 2 * xp.vecdot(theta, theta)
+        R *= self._notYt
+        R -= state[..., C:2 * C, :] * Yt  # P - Y with -(1 - pi_y) from Q at the label (exact selection)
+        E = self._grad_bound(theta, state[..., 2 * C, :], class_norm(xp, R))
+        R *= self._p[..., None, :]
+        Gt = R @ self.X  # (..., C, d)
         mean = Gt[..., 0, :]
         for c in range(1, C):
             mean = mean + Gt[..., c, :]
         Gt = Gt - (mean / C)[..., None, :]  # the projection of grad (see grad)
         G = xp.reshape(xp.matrix_transpose(Gt), tuple(Gt.shape[:-2]) + (self.dim,))
         g = G + self.mu[..., None] * theta
-        E = self._grad_bound(theta, state[..., 2 * C, :], class_norm(xp, R))
         return v, g, E, state
 
     def _hess_at(self, theta, state, low=False):
@@ -197,9 +198,9 @@ class Multinomial(SampleLoss):
         p = xp.reshape(p, (n,)) if math.prod(tuple(p.shape[:-1])) == 1 \
             else xp.reshape(xp.broadcast_to(p, bshape + (n,)), (N, n))
         low = low and self.dtype == xp.float64
-        H = hessian_blocks(xp, X, st[:, :C, :], st[:, C:2 * C, :], p, d, C, low)
-        H = xp.reshape(H, bshape + (D, D))
-        return H + self.mu[..., None, None] * xp.eye(D, dtype=self.dtype)
+        mu = xp.reshape(xp.broadcast_to(self.mu, bshape), (N,))
+        H = hessian_blocks(xp, X, st[:, :C, :], st[:, C:2 * C, :], p, mu, d, C, low)
+        return xp.reshape(H, bshape + (D, D))
 
     def _low_hessian_ok(self, modulus, hi=None):
         r"""Where Newton may take its direction from the float32 Hessian (``_hess_at(...,

@@ -37,11 +37,14 @@ def max_over(xp, rows):
 
 
 def _sum(rows, skip=None):
-    """``rows[0] + rows[1] + ...`` in that order, leaving out index ``skip``."""
-    out = None
-    for c, r in enumerate(rows):
-        if c != skip:
-            out = r if out is None else out + r
+    """``rows[0] + rows[1] + ...`` in that order, leaving out index ``skip``: a fresh array
+    (the first sum; the rest added in place) unless only one term is left (then that row)."""
+    terms = [r for c, r in enumerate(rows) if c != skip]
+    if len(terms) == 1:
+        return terms[0]
+    out = terms[0] + terms[1]
+    for r in terms[2:]:
+        out += r
     return out
 
 
@@ -50,33 +53,43 @@ def class_norm(xp, R):
     :func:`~moreau._backend.safe_norm` (``(C/2 + 2) eps`` relative): the plain square root of
     the unrolled sum of squares where that sum proves it safe, else ``safe_norm`` itself."""
     C = R.shape[-2]
-    s = _sum([R[..., c, :] * R[..., c, :] for c in range(C)])
+    s = R[..., 0, :] * R[..., 0, :]
+    for c in range(1, C):
+        s += R[..., c, :] * R[..., c, :]
     fi = xp.finfo(R.dtype)
     if bool(xp.all(xp.isfinite(s) & (s >= float(fi.smallest_normal) / float(fi.eps)))):
         return xp.sqrt(s)
     return safe_norm(xp.matrix_transpose(R), xp)
 
 
-def softmax_pieces(xp, X, W):
-    """``(Zt, mx, s, state)`` from the parameter matrices ``W`` ``(..., d, C)``: the logits
-    ``Zt = W^T X^T`` ``(..., C, n)``, their maximum over the classes ``mx`` ``(..., n)``,
-    ``s = sum_c exp(z_c - mx)`` and ``state`` ``(..., 2C + 1, n)``: the probabilities
-    ``P`` (rows ``:C``), ``Q_c = sum_{c' != c} exp(z_c' - mx) / s`` (``1 - pi_c`` without
-    cancellation, rows ``C:2C``) and the largest shift ``min(mx - min_c z_c, 2000)`` (row
-    ``2C``), written in place (no stacked copies)."""
+def softmax_pieces(xp, X, W, Yt):
+    """``(mx, s, zy, P, state)`` from the parameter matrices ``W`` ``(..., d, C)`` and the one-hot
+    labels ``Yt`` ``(..., C, n)``: with the logits ``Zt = W^T X^T`` ``(..., C, n)``, their maximum
+    over the classes ``mx`` ``(..., n)``, ``s = sum_c exp(z_c - mx)``, the logit at the label
+    ``zy`` and ``state`` ``(..., 2C + 1, n)``: the probabilities ``P`` (rows ``:C``),
+    ``Q_c = sum_{c' != c} exp(z_c' - mx) / s`` (``1 - pi_c`` without cancellation, rows
+    ``C:2C``) and the largest shift ``min(mx - min_c z_c, 2000)`` (row ``2C``); ``P`` also as a
+    fresh array the caller may overwrite.  Fresh temporaries are reused in place (the same
+    operations: fewer page faults of new memory)."""
     C, n = W.shape[-1], X.shape[-2]
     Zt = xp.matrix_transpose(W) @ xp.matrix_transpose(X)
     rows = [Zt[..., c, :] for c in range(C)]
+    zy = rows[0] * Yt[..., 0, :]
+    for c in range(1, C):
+        zy += rows[c] * Yt[..., c, :]  # exact: one nonzero term
     mx = max_over(xp, rows)
     state = xp.empty(tuple(Zt.shape[:-2]) + (2 * C + 1, n), dtype=Zt.dtype)
-    state[..., 2 * C, :] = xp.minimum(mx - _min_over(xp, rows), 2000.0)  # = max_c fl(mx - z_c) (monotone)
-    E = xp.exp(Zt - mx[..., None, :])
+    shift = mx - _min_over(xp, rows)  # = max_c fl(mx - z_c) (rounding is monotone)
+    state[..., 2 * C, :] = xp.minimum(shift, 2000.0)
+    Zt -= mx[..., None, :]
+    E = xp.exp(Zt)
     er = [E[..., c, :] for c in range(C)]
     s = _sum(er)
-    state[..., :C, :] = E / s[..., None, :]
     for c in range(C):
         state[..., C + c, :] = _sum(er, skip=c) / s
-    return Zt, mx, s, state
+    E /= s[..., None, :]
+    state[..., :C, :] = E
+    return mx, s, zy, E, state
 
 
 def _min_over(xp, rows):
@@ -86,10 +99,10 @@ def _min_over(xp, rows):
     return out
 
 
-def hessian_blocks(xp, X, P, Q, p, d, C, low=False):
+def hessian_blocks(xp, X, P, Q, p, mu, d, C, low=False):
     r"""``sum_j p_j S_j (x) x_j x_j^T`` ``(N, d*C, d*C)`` for a flat batch: ``X`` ``(n, d)``
     (shared) or ``(N, n, d)``, ``P``, ``Q`` ``(N, C, n)`` (probabilities and complements),
-    ``p`` ``(N, n)`` or ``(n,)``.  The weights ``q_aa = p (P_a Q_a)``, ``q_ac = -(p (P_a P_c))``
+    ``p`` ``(N, n)`` or ``(n,)``, plus ``mu I`` (``mu`` ``(N,)``, added to the diagonal).  The weights ``q_aa = p (P_a Q_a)``, ``q_ac = -(p (P_a P_c))``
     (the products of ``Multinomial.hess``), the blocks ``X^T (q X)`` for ``a <= c`` in one
     GEMM per block of clients, block ``(c, a)`` the transpose of block ``(a, c)``.  ``low``:
     the weights and each block of ``X`` rounded to float32 and the products formed in float32
@@ -97,31 +110,33 @@ def hessian_blocks(xp, X, P, Q, p, d, C, low=False):
     N, n = P.shape[0], P.shape[-1]
     pairs = [(a, c) for a in range(C) for c in range(a, C)]
     K = len(pairs)
-    q = xp.stack([p * (P[:, a, :] * Q[:, a, :]) if a == c else -(p * (P[:, a, :] * P[:, c, :]))
-                  for a, c in pairs], axis=-1)  # (N, n, K)
     shared = X.ndim == 2
-    if low:
-        q = xp.astype(q, xp.float32)
-        if shared:  # shared data: rounded once
-            X = xp.astype(X, xp.float32)
+    if low and shared:  # shared data: rounded once
+        X = xp.astype(X, xp.float32)
     cupy = "cupy" in getattr(xp, "__name__", "")
     step = N if cupy else max(1, _BLOCK_BYTES // (n * K * d * 8))
-    G = []
+    G = xp.empty((N, d, K * d), dtype=xp.float32 if low else P.dtype)
     for i in range(0, N, step):
         j = min(i + step, N)
+        Pi, Qi, pi = P[i:j, ...], Q[i:j, ...], p if p.ndim == 1 else p[i:j, ...]
+        q = xp.stack([pi * (Pi[:, a, :] * Qi[:, a, :]) if a == c else -(pi * (Pi[:, a, :] * Pi[:, c, :]))
+                      for a, c in pairs], axis=-1)  # (b, n, K)
         Xi = X if shared else X[i:j, ...]
-        if low and not shared:
-            Xi = xp.astype(Xi, xp.float32)
+        if low:
+            q = xp.astype(q, xp.float32)
+            Xi = Xi if shared else xp.astype(Xi, xp.float32)
         # q_k x_j for every pair k, (b, n, K d): the rows tiled times the weights repeated
         # (contiguous operands: 1.7x faster than the broadcast product, the same products)
-        Wk = xp.tile(Xi, (1,) * (Xi.ndim - 1) + (K,)) * xp.repeat(q[i:j, ...], d, axis=-1)
-        G.append(xp.matrix_transpose(Xi) @ Wk)  # (b, d, K d)
-    G = G[0] if len(G) == 1 else xp.concat(G, axis=0)
+        Wk = xp.tile(Xi, (1,) * (Xi.ndim - 1) + (K,)) * xp.repeat(q, d, axis=-1)
+        G[i:j, ...] = xp.matrix_transpose(Xi) @ Wk  # (b, d, K d)
     H = xp.empty((N, d, C, d, C), dtype=P.dtype)
     for k, (a, c) in enumerate(pairs):
         B = G[:, :, k * d:(k + 1) * d]
         H[:, :, a, :, c] = B
         if a != c:
             H[:, :, c, :, a] = xp.matrix_transpose(B)
+    for k in range(d):  # + mu I: the diagonal only (the same sums as H + mu I)
+        for a in range(C):
+            H[:, k, a, k, a] = H[:, k, a, k, a] + mu
     return xp.reshape(H, (N, d * C, d * C))
 

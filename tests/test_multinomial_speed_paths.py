@@ -155,8 +155,8 @@ def test_hessian_mutants_are_caught(monkeypatch, mutant):
     if mutant == "cancellation":  # 1 - pi as a difference: the analysis no longer covers it
         monkeypatch.setattr(mm, "hessian_blocks", lambda xp, X, P, Q, *a: orig(xp, X, P, 1 - P, *a))
     else:  # block (c, a) not filled from block (a, c)
-        def no_mirror(xp, X, P, Q, p, d, C, low=False):
-            H = np.reshape(orig(xp, X, P, Q, p, d, C, low), (-1, d, C, d, C)).copy()
+        def no_mirror(xp, X, P, Q, p, mu, d, C, low=False):
+            H = np.reshape(orig(xp, X, P, Q, p, mu, d, C, low), (-1, d, C, d, C)).copy()
             for a in range(C):
                 for c in range(a):
                     H[:, :, a, :, c] = 0.0
