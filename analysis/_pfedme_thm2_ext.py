@@ -93,13 +93,16 @@ def sampling_sums(e0, V, h, kap, cS, T=T_GRID):
     return _avg(e0, h, kap, floor, T), floor
 
 
-def enumerate_sampling(w0, s, a, L, lam, eta, beta, R, S, t_max, block=64):
+def enumerate_sampling(w0, s, a, L, lam, eta, beta, R, S, t_max, block=64, error=None):
     """Exact E‖∇F(w_t)‖² and E‖∇F(w_t) − E∇F(w_t)‖² ``(t_max + 1, T)`` over all C(N, S)^t equally likely
     sampling sequences, through the closed-form prox loop (any pieces; no affine model); ``block``
-    instances at a time (memory C(N, S)^t_max · block · N · d floats)."""
+    instances at a time (memory C(N, S)^t_max · block · N · d floats).  ``error`` ``(T, N, d)`` or None:
+    every inner solve of client i is θ̂_i + error_i (δ-inexact, the same in every step)."""
+    if error is None:
+        error = np.zeros(s.shape)
     if s.shape[0] > block:
         parts = [enumerate_sampling(*(x[k:k + block] for x in (w0, s, a, L, lam, eta, beta, np.asarray(R))), S, t_max,
-                                    block) for k in range(0, s.shape[0], block)]
+                                    block, error[k:k + block]) for k in range(0, s.shape[0], block)]
         return tuple(np.concatenate([p[j] for p in parts], axis=1) for j in (0, 1))
     N = s.shape[1]
     subsets = [list(c) for c in combinations(range(N), S)]
@@ -117,7 +120,7 @@ def enumerate_sampling(w0, s, a, L, lam, eta, beta, R, S, t_max, block=64):
             break
         v = np.broadcast_to(w[..., None, :], w.shape[:-1] + (N, w.shape[-1]))
         for act in active:
-            v = np.where(act, v - e3 * l3 * (v - prox_local(v, s, a, L, lam)), v)
+            v = np.where(act, v - e3 * l3 * (v - prox_local(v, s, a, L, lam) - error), v)
         w = np.concatenate([(1 - b2) * w + b2 * v[..., sub, :].mean(axis=-2) for sub in subsets])
     return np.array(means), np.array(variances)
 

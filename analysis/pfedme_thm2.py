@@ -111,6 +111,7 @@ from moreau.fl import pfedme
 
 from ._core import Mutant, Sides, Statement, fit_exponent, rate_sides, scale_fields
 from ._instances import log_uniform
+from ._pfedme_thm2_moments import moment_instances, moment_parts, prepare_moments
 from ._pfedme_thm2_parts import PARTS_D, ext_instances, ext_parts, prepare_ext
 from ._pfedme_thm2_wells import DoubleWell, F_star, envelope, fixed_point, prox, run, sigma_f2
 
@@ -138,6 +139,12 @@ CLAIM = {
     "delta_a": lambda Delta, eta, beta, R, T, lam, delta: 2 * Delta / (beta * R * eta * T) + (lam * delta) ** 2,
     "b_delta": lambda gradF2, sF2, lam, L, delta: (2 * (gradF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2)
                                                    + 2 * delta**2),
+    # the delta of the lam^2 delta^2 and delta^2 terms from an error's moments: Lemma 1's root mean square
+    "delta_of": lambda first, rms: rms,
+    # S < N and delta > 0: the two terms add
+    "delta_combine": lambda sampling, delta_term: sampling + delta_term,
+    # Lemma 1 (Assumption 1(b)): delta^2 from the mini-batch variance gamma_f^2/|D| and the inner accuracy nu
+    "lemma1_delta2": lambda gD2, nu, lam, L: 2 * (gD2 + nu) / (lam - L) ** 2,
 }
 PARTS = ("Algorithm 1 (exact inner) on double wells: closed-form loop = moreau.fl.pfedme (3 rounds)",
          "(a) identical clients, delta = 0, S = N: (1/T) sum_{t<T} |grad F(w_t)|^2 <= 2 Delta_F/(beta R eta T), "
@@ -191,8 +198,10 @@ def instances(family, trials, rng):
     k[i % 8 == 0], k[i % 8 == 4] = 0, 8
     beta[i % 8 == 0], R[i % 8 == 0] = 1.0, 1.0
     eta = eta_hat_2(lam) / (beta * R) * 2.0**-k
-    return {"s": s, "a": a, "L": L, "lam": lam, "beta": beta, "R": R.astype(int), "eta": eta, "w0": w0,
-            "ident": ident, **ext_instances(rng, a, L, lam, N_CL, DIM)}
+    out = {"s": s, "a": a, "L": L, "lam": lam, "beta": beta, "R": R.astype(int), "eta": eta, "w0": w0,
+           "ident": ident, **ext_instances(rng, a, L, lam, N_CL, DIM)}
+    out.update(moment_instances(rng, a, L, lam, eta, beta, R.astype(int), out["sp_c"], out["sp_side"], out["sp_w0"]))
+    return out
 
 
 _MEMO = {}
@@ -205,7 +214,8 @@ def _trajectory(batch):
     if _MEMO.get("key") != key:
         ws = run(batch["w0"], batch["s"], batch["a"], batch["L"], batch["lam"], batch["eta"], batch["beta"],
                  batch["R"], T_MAX)
-        _MEMO.update(key=key, value=(ws, _drift(batch), _sim_error(batch), prepare_ext(batch)))
+        _MEMO.update(key=key, value=(ws, _drift(batch), _sim_error(batch), prepare_ext(batch),
+                                     prepare_moments(batch)))
     return _MEMO["value"]
 
 
@@ -259,7 +269,7 @@ def _k(eta, lam, R):
 
 def evaluate(batch, claim):
     s, a, L, lam, beta, R, eta, ident = (batch[k] for k in ("s", "a", "L", "lam", "beta", "R", "eta", "ident"))
-    ws, (drift2, drift_ok, mixed, x_star, w_inf, rounding), sim_err, ext = _trajectory(batch)
+    ws, (drift2, drift_ok, mixed, x_star, w_inf, rounding), sim_err, ext, mom = _trajectory(batch)
     cond = np.asarray(claim["condition"](lam, L), bool) & (lam > L)
     Fv, gi = envelope(ws, s, a, L, lam)
     gradF2 = np.sum(gi.mean(axis=-2) ** 2, axis=-1)                       # (T_MAX + 1, T)
@@ -300,7 +310,8 @@ def evaluate(batch, claim):
     l5, r5 = _worst(lhs_b, rhs5)
     # (b) with delta > 0: the worst theta~ within delta of theta^ moves away from w, |theta~ - w| = |theta^ - w| + delta
     delta = batch["dl_delta"]
-    lhs_bd = np.mean((np.sqrt(np.sum((th - pts[..., None, :]) ** 2, axis=-1)) + delta[:, None]) ** 2, axis=-1)
+    dist = np.sqrt(np.sum((th - pts[..., None, :]) ** 2, axis=-1))
+    lhs_bd = np.mean((dist + delta[:, None]) ** 2, axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         rhs_bd = claim["b_delta"](gF2_pts, sF2, lam, L, delta)
     rhs_bd = np.where(np.isnan(rhs_bd), -np.inf, rhs_bd)
@@ -331,6 +342,7 @@ def evaluate(batch, claim):
                         note=f"worst point per instance; ratio {_ratio_range(l5, r5, cond)}; points: rounds "
                              f"{ROUNDS_B}, F's minimiser, w_inf, 4 near the clients, 1 far"),
         **ext_parts(batch, ext, claim, cond, consts),
+        **moment_parts(batch, ext, mom, (dist, gF2_pts, sF2), claim, cond, consts),
         PARTS_D[3]: Sides(l6, r6, "upper", applicable=cond, constants=consts,
                           note=f"worst point per instance (the points of the delta = 0 part); ratio "
                                f"{_ratio_range(l6, r6, cond)}; delta/a in [0.01, 3.2]"),
@@ -436,7 +448,8 @@ STATEMENTS = (
                      "eta = eta_hat_2/(beta R) 2^-k, beta >= 1"),
         scaling={"quadratic": scale_fields({"s": (1, 0), "a": (1, 0), "L": (-2, 1), "lam": (-2, 1), "eta": (2, -1),
                                        "w0": (1, 0), "sp_c": (1, 0), "sp_s": (1, 0), "sp_w0": (1, 0),
-                                            "dl_w0": (1, 0), "dl_delta": (1, 0), "dl_delta_r": (1, 0)})},
+                                            "dl_w0": (1, 0), "dl_delta": (1, 0), "dl_delta_r": (1, 0),
+                                            "tp_w0": (1, 0), "sd_delta": (1, 0)})},
         families={"quadratic": ("piecewise quadratic double wells: identical and heterogeneous clients",)},
         claimed="rate",
         instances=instances,
@@ -484,6 +497,12 @@ STATEMENTS = (
             Mutant("(b) delta > 0: 2 delta for 2 delta^2",
                    {"b_delta": lambda gF2, sF2, lam, L, delta: (2 * (gF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2)
                                                                 + 2 * delta)}),
+            Mutant("(a), (b) the text's delta: E|theta~ - theta^| <= delta (Section 3.2's first moment, not Lemma 1's "
+                   "second)", {"delta_of": lambda first, rms: first}),
+            Mutant("(a) S < N and delta > 0: the larger of the two terms, not their sum",
+                   {"delta_combine": lambda sampling, delta_term: np.maximum(sampling, delta_term)}),
+            Mutant("(a) stochastic gradients ignored: Lemma 1's delta^2 = 2 nu/(lam - L)^2 (gamma_f = 0)",
+                   {"lemma1_delta2": lambda gD2, nu, lam, L: 2 * nu / (lam - L) ** 2 + 0 * gD2}),
         ),
         findings=(_FINDING_ETA, _FINDING_DRIFT, _FINDING_SAMPLING, _FINDING_SCALE),
         equivalent_mutants={
