@@ -7,7 +7,7 @@ from functools import cached_property
 import numpy as np
 
 from ._backend import safe_norm, to_numpy
-from ._multinomial_fast import class_norm, hessian_blocks, max_over, softmax_pieces
+from ._multinomial_fast import hessian_blocks, max_over, softmax_blocks
 from ._newton_batch import take_object
 from ._samples import SampleLoss
 
@@ -158,20 +158,22 @@ class Multinomial(SampleLoss):
         state ``(..., 2C + 1, n)``: the probabilities, their complements ``1 - pi_c`` and the
         largest logit shift, for :meth:`_hess_at` and :meth:`_local_curvature` at ``theta``."""
         xp = self.xp
-        d, C = self.n_features, self.n_classes
-        W = xp.reshape(theta, tuple(theta.shape[:-1]) + (d, C))
-        Yt = self._Yt
-        mx, s, zy, R, state = softmax_pieces(xp, self.X, W, Yt)  # R: a fresh copy of P
-        t = xp.log(s)
-        t += mx
-        t -= zy
-        t *= self._p  # p (lse - z_y), formed in place (the same operations as value)
-        v = xp.sum(t, axis=-1) + self.mu / 2 * xp.vecdot(theta, theta)
-        R *= self._notYt
-        R -= state[..., C:2 * C, :] * Yt  # P - Y with -(1 - pi_y) from Q at the label (exact selection)
-        E = self._grad_bound(theta, state[..., 2 * C, :], class_norm(xp, R))
-        R *= self._p[..., None, :]
-        Gt = R @ self.X  # (..., C, d)
+        d, C, n, D = self.n_features, self.n_classes, self.X.shape[-2], self.dim
+        bshape = tuple(np.broadcast_shapes(tuple(theta.shape[:-1]), self.batch_shape))
+        N = math.prod(bshape)
+
+        def flat(a, tail):  # (N,) + tail, or the shared array itself
+            if math.prod(tuple(a.shape[:a.ndim - len(tail)])) == 1:
+                return xp.reshape(a, tail)
+            return xp.reshape(xp.broadcast_to(a, bshape + tail), (N,) + tail)
+
+        W = xp.reshape(xp.broadcast_to(theta, bshape + (D,)), (N, d, C))
+        loss, Gt, Rn, state = softmax_blocks(xp, flat(self.X, (n, d)), W, flat(self._Yt, (C, n)),
+                                             flat(self._notYt, (C, n)), flat(self._p, (n,)))
+        v = xp.reshape(loss, bshape) + self.mu / 2 * xp.vecdot(theta, theta)
+        state = xp.reshape(state, bshape + (2 * C + 1, n))
+        E = self._grad_bound(theta, state[..., 2 * C, :], xp.reshape(Rn, bshape + (n,)))
+        Gt = xp.reshape(Gt, bshape + (C, d))
         mean = Gt[..., 0, :]
         for c in range(1, C):
             mean = mean + Gt[..., c, :]

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from ._backend import safe_norm
 
-__all__ = ["class_norm", "hessian_blocks", "max_over", "softmax_pieces"]
+__all__ = ["class_norm", "hessian_blocks", "max_over", "softmax_blocks"]
 
 _BLOCK_BYTES = 1 << 20  # size of the scaled copies of X per block of clients (CPU cache)
+_EVAL_BYTES = 1 << 17  # size of one (clients, C, n) temporary per block of the evaluation
 
 
 def max_over(xp, rows):
@@ -62,34 +63,60 @@ def class_norm(xp, R):
     return safe_norm(xp.matrix_transpose(R), xp)
 
 
-def softmax_pieces(xp, X, W, Yt):
-    """``(mx, s, zy, P, state)`` from the parameter matrices ``W`` ``(..., d, C)`` and the one-hot
-    labels ``Yt`` ``(..., C, n)``: with the logits ``Zt = W^T X^T`` ``(..., C, n)``, their maximum
-    over the classes ``mx`` ``(..., n)``, ``s = sum_c exp(z_c - mx)``, the logit at the label
-    ``zy`` and ``state`` ``(..., 2C + 1, n)``: the probabilities ``P`` (rows ``:C``),
-    ``Q_c = sum_{c' != c} exp(z_c' - mx) / s`` (``1 - pi_c`` without cancellation, rows
-    ``C:2C``) and the largest shift ``min(mx - min_c z_c, 2000)`` (row ``2C``); ``P`` also as a
-    fresh array the caller may overwrite.  Fresh temporaries are reused in place (the same
-    operations: fewer page faults of new memory)."""
-    C, n = W.shape[-1], X.shape[-2]
-    Zt = xp.matrix_transpose(W) @ xp.matrix_transpose(X)
-    rows = [Zt[..., c, :] for c in range(C)]
-    zy = rows[0] * Yt[..., 0, :]
-    for c in range(1, C):
-        zy += rows[c] * Yt[..., c, :]  # exact: one nonzero term
-    mx = max_over(xp, rows)
-    state = xp.empty(tuple(Zt.shape[:-2]) + (2 * C + 1, n), dtype=Zt.dtype)
-    shift = mx - _min_over(xp, rows)  # = max_c fl(mx - z_c) (rounding is monotone)
-    state[..., 2 * C, :] = xp.minimum(shift, 2000.0)
-    Zt -= mx[..., None, :]
-    E = xp.exp(Zt)
-    er = [E[..., c, :] for c in range(C)]
-    s = _sum(er)
-    for c in range(C):
-        state[..., C + c, :] = _sum(er, skip=c) / s
-    E /= s[..., None, :]
-    state[..., :C, :] = E
-    return mx, s, zy, E, state
+def softmax_blocks(xp, X, W, Yt, notYt, p):
+    """One evaluation of the softmax loss on a flat batch, in blocks of clients whose
+    temporaries stay in cache (and are not fresh memory each time: page faults cost as much as
+    the arithmetic at this size): ``X`` ``(n, d)`` (shared) or ``(N, n, d)``, ``W`` ``(N, d, C)``,
+    the one-hot labels ``Yt`` and ``1 - Yt`` ``(C, n)`` or ``(N, C, n)``, the weights ``p``
+    ``(n,)`` or ``(N, n)``.  Returns ``(loss, Gt, Rnorm, state)``: ``sum_j p_j (lse_j - z_{j y_j})``
+    ``(N,)``, ``(p R) X`` ``(N, C, d)`` with ``R = P - Y`` (``-(1 - pi_y)`` from ``Q`` at the
+    label), ``||R_j||`` ``(N, n)`` (:func:`class_norm`) and ``state`` ``(N, 2C + 1, n)``: the
+    probabilities ``P`` (rows ``:C``), ``Q_c = sum_{c' != c} exp(z_c' - mx) / s`` (``1 - pi_c``
+    without cancellation, rows ``C:2C``) and the largest shift ``min(mx - min_c z_c, 2000)``
+    (row ``2C``), with ``z = W^T x_j``, ``mx = max_c z_c``, ``s = sum_c exp(z_c - mx)``."""
+    N, d, C = W.shape
+    n = X.shape[-2]
+    dt = W.dtype
+    state = xp.empty((N, 2 * C + 1, n), dtype=dt)
+    loss = xp.empty((N,), dtype=dt)
+    Gt = xp.empty((N, C, d), dtype=dt)
+    Rnorm = xp.empty((N, n), dtype=dt)
+    cupy = "cupy" in getattr(xp, "__name__", "")
+    step = N if cupy else max(1, _EVAL_BYTES // (C * n * 8))
+
+    for i in range(0, N, step):
+        j = min(i + step, N)
+        Xb = X if X.ndim == 2 else X[i:j, ...]
+        Yb = Yt if Yt.ndim == 2 else Yt[i:j, ...]
+        nYb = notYt if notYt.ndim == 2 else notYt[i:j, ...]
+        pb = p if p.ndim == 1 else p[i:j, ...]
+        Zt = xp.matrix_transpose(W[i:j, ...]) @ xp.matrix_transpose(Xb)  # (b, C, n)
+        rows = [Zt[:, c, :] for c in range(C)]
+        zy = rows[0] * Yb[..., 0, :]
+        for c in range(1, C):
+            zy += rows[c] * Yb[..., c, :]  # exact: one nonzero term
+        mx = max_over(xp, rows)
+        state[i:j, 2 * C, :] = xp.minimum(mx - _min_over(xp, rows), 2000.0)  # = max_c fl(mx - z_c)
+        Zt -= mx[:, None, :]
+        E = xp.exp(Zt)
+        er = [E[:, c, :] for c in range(C)]
+        sb = _sum(er)
+        for c in range(C):
+            state[i:j, C + c, :] = _sum(er, skip=c) / sb
+        E /= sb[:, None, :]
+        state[i:j, :C, :] = E
+        t = xp.log(sb)
+        t += mx
+        t -= zy
+        t *= pb  # p (lse - z_y): the operations of Multinomial.value
+        loss[i:j] = xp.sum(t, axis=-1)
+        R = E
+        R *= nYb
+        R -= state[i:j, C:2 * C, :] * Yb  # P - Y, -(1 - pi_y) from Q at the label (exact selection)
+        Rnorm[i:j, :] = class_norm(xp, R)
+        R *= pb[..., None, :]
+        Gt[i:j, ...] = R @ Xb
+    return loss, Gt, Rnorm, state
 
 
 def _min_over(xp, rows):

@@ -305,3 +305,27 @@ def test_partial_hessian_share_changes_nothing(monkeypatch):
         np.testing.assert_array_equal(got[share][0][1], got[0.75][0][1])
     assert min(got[0.75][1]) < m and m // 2 < min(got[0.75][1]), got[0.75][1]  # a share in (1/2, 3/4]
     assert min(got[0.5][1]) == m, got[0.5][1]
+
+
+@pytest.mark.parametrize("layout", ["per-client", "shared-X", "2d-batch", "partly-broadcast"])
+def test_eval_blocks_change_nothing(monkeypatch, layout):
+    """The evaluation in blocks of clients gives the bits of one block, on any batch layout
+    (multi-axis batches, data shared or broadcast along some axes), and agrees with the plain
+    methods within the rounding bound."""
+    import moreau._multinomial_fast as mf
+    rng = np.random.default_rng(31)
+    n, d, C = 9, 3, 4
+    Xs, ys = {"per-client": ((7, n, d), (7, n)), "shared-X": ((n, d), (7, n)),
+              "2d-batch": ((2, 3, n, d), (2, 3, n)), "partly-broadcast": ((1, 3, n, d), (2, 3, n))}[layout]
+    f = Multinomial(rng.normal(size=Xs), rng.integers(0, C, ys), n_classes=C, mu=0.2,
+                    weights=rng.random(ys) + 0.1)
+    theta = rng.normal(size=f.batch_shape + (d * C,))
+    one = [host(a) for a in f._eval(theta)]
+    monkeypatch.setattr(mf, "_EVAL_BYTES", 2 * C * n * 8)  # blocks of two clients
+    many = [host(a) for a in f._eval(theta)]
+    for a, b in zip(one, many):
+        np.testing.assert_array_equal(a, b)
+    v, g, E, st = many
+    assert st.shape == f.batch_shape + (2 * C + 1, n)
+    assert np.all(np.linalg.norm(g - host(f.grad(theta)), axis=-1) <= 2 * E)
+    np.testing.assert_allclose(v, host(f.value(theta)), rtol=1e-13)
