@@ -430,6 +430,25 @@ _FINDING_DRIFT = (
     "((1 + eta lam)^r - 1): the T^(-2/3) term is only reached with eta shrinking like T^(-1/3), i.e. again for a "
     "tuned eta, not for every eta <= eta_hat_2/(beta R). Command: moreau check pfedme.thm2 --mutants (mutant '(a) "
     "as printed at fixed eta ...' rejected).")
+_FINDING_MOMENT = (
+    "pFedMe Theorem 2 with the text's delta: Section 3.2 calls theta~ a delta-approximation when E|theta~ - "
+    "theta^| <= delta (a first moment), Lemma 1 bounds the second, E|theta~ - theta^|^2 <= delta^2. Read with the "
+    "text's first moment, the lam^2 delta^2 term of (a) and the delta^2 term of (b) fail for every constant: errors "
+    "that are rare and large (e = (delta/p) u with probability p, 0 otherwise: E|e| = delta, E|e|^2 = delta^2/p), "
+    "fresh in every inner solve, add a fluctuation that no first moment controls. Minimal instance: N = 1, d = 1, "
+    "the double well of the other findings (L = a = 1), lam = 3 = sqrt(8L^2 + 1), beta = R = 1, eta = eta_hat_2 = "
+    "1/2025, w_0 = argmin F = 1 (Delta_F = 0, sigma_f = 0: the printed bounds are O(lam^2 delta^2) and "
+    "O(lam^2 delta^2 + delta^2)), every inner solve off by +delta/p with probability p (the iterates stay on the "
+    "outer piece on every realisation): lim_t E|grad F(w_t)|^2 = lam^2 delta^2 (1 + (1/p - 1)/5399) (exact in "
+    "rationals; 1/5399 = h^2 eta^2/(kappa (2 - kappa)), h = 3/4, kappa = eta h), e.g. delta = 1/100, p = 1/10800: "
+    "3.0002 lam^2 delta^2, and (b)'s (1/N) sum E|theta~_i(w_t) - w_t|^2 -> delta^2 (1/p - 1) 5400/5399 = 10801 delta^2 "
+    "against O(10 delta^2); both ratios grow without bound as p -> 0. What holds (checked, exact expectations): "
+    "the readings with Lemma 1's delta^2 = E|theta~ - theta^|^2: (1/T) sum_{t<T} E|grad F(w_t)|^2 <= 2 Delta_F/(beta R "
+    "eta T) + lam^2 delta^2 (two-point errors on identical clients, every T <= 2^60; ratio up to 1 where p = 1) and "
+    "(1/N) sum E|theta~_i - w|^2 <= 2 (|grad F(w)|^2/(lam^2 - 8L^2) + 2 sigma_F2^2/lam^2) + 2 delta^2. Lemma 1 "
+    "delivers the second moment, so the theorem stands with delta from Lemma 1; the text's definition has to say "
+    "E|theta~ - theta^|^2 <= delta^2. Command: moreau check pfedme.thm2 --mutants (mutant '(a), (b) the text's delta "
+    "...' rejected by both parts).")
 
 STATEMENTS = (
     Statement(
@@ -504,7 +523,7 @@ STATEMENTS = (
             Mutant("(a) stochastic gradients ignored: Lemma 1's delta^2 = 2 nu/(lam - L)^2 (gamma_f = 0)",
                    {"lemma1_delta2": lambda gD2, nu, lam, L: 2 * nu / (lam - L) ** 2 + 0 * gD2}),
         ),
-        findings=(_FINDING_ETA, _FINDING_DRIFT, _FINDING_SAMPLING, _FINDING_SCALE),
+        findings=(_FINDING_ETA, _FINDING_DRIFT, _FINDING_SAMPLING, _FINDING_MOMENT, _FINDING_SCALE),
         equivalent_mutants={
             "eta_hat_2 larger (e.g. 1/(75 L_F) for 1/(75 L_F lam^2))":
                 "eta_hat_2 only sets the instances' steps; the checked readings hold for any step with "
@@ -515,6 +534,10 @@ STATEMENTS = (
                 "charges L_F = lam where F's curvature is lam L/(lam + L) <= 0.26 lam, and Lemma 2(b)'s sup "
                 "sigma_f^2 where the floor sees (1/N) sum |grad F_i(w*)|^2), so a smaller constant is not rejected; "
                 "the exponent of (N/S - 1) and the floor's exponent of eta are checked exactly instead",
+            "(a) stochastic gradients: Lemma 1's delta^2 with (lam + L) for (lam - L), or without its factor 2":
+                "on the certified outer pieces the error is exactly zeta/(lam + L), so the smaller delta still "
+                "bounds it and the fresh errors' floor is ~ h beta eta/(2N) of lam^2 delta^2; Lemma 1's constants are "
+                "checked (attained) in pfedme.lemma1",
         },
     ),
 )

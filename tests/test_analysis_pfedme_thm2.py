@@ -236,7 +236,7 @@ def test_statement_holds_and_every_mutant_rejected():
     assert all(p.applicable for p in res.parts)
     survivors = [m.name for m in st.mutants if st.run("quadratic", None, rng, mutant=m, batch=batch).holds]
     assert not survivors
-    assert len(st.findings) == 4
+    assert len(st.findings) == 5
 
 
 def test_instances_cover_the_boundaries():
