@@ -353,6 +353,11 @@ class Multinomial(SampleLoss):
           (:math:`\| |\hat S_j| \|_F \le \sqrt C \| |\hat S_j| \|`), the convention of
           :meth:`Logistic._local_curvature`.
 
+        ``state``: what :meth:`_eval` returned at ``theta`` (its probabilities, complements and
+        shifts are formed by the same operations as ``_probs``', so the bound is the same; the
+        Hessian :meth:`_hess_at` forms from it is covered entry by entry, see
+        ``moreau._multinomial_fast``); ``None``: computed here.
+
         ``mu = 0``: ``H`` is singular in the ``d`` directions ``v (x) 1`` (softmax is
         invariant to adding one vector to every column of W) at every ``theta``; the
         first ``d`` eigenvalues are ``mu`` exactly, the next one is the curvature of

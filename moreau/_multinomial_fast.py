@@ -17,7 +17,10 @@ logits serves the value, the gradient, its rounding bound, the Hessian and its e
   clients) and block ``(c, a)`` is stored as the transpose of block ``(a, c)``: entry ``(k, l)``
   of block ``(c, a)`` is then ``sum_j x_jl fl(q_j x_jk)``, an evaluation of the same exact sum
   with the same rounding (one product per term and a dot product of ``n`` terms,
-  ``gamma_{n+1}``), so ``_hess_error``'s entrywise analysis covers every entry.
+  ``gamma_{n+1}``), so ``_hess_error``'s entrywise analysis covers every entry;
+* both run in blocks of clients whose temporaries stay in cache and are written into
+  preallocated outputs: at m = 500, n = 100 fresh memory per temporary cost as much in page
+  faults as the arithmetic (benchmarks/RESULTS.md, section 2b).
 """
 from __future__ import annotations
 
