@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import scipy.optimize as so
 
-from moreau.analysis import pfedme_thm2 as thm2
-from moreau.analysis import runner
 from moreau.analysis import _pfedme_thm2_ext as X
 from moreau.analysis import _pfedme_thm2_moments as M
 from moreau.analysis import _pfedme_thm2_wells as W
+from moreau.analysis import pfedme_thm2 as thm2
+from moreau.analysis import runner
 
 
 def _per_round(avg_fn, t):
@@ -56,7 +56,7 @@ def test_two_point_closed_form_against_enumeration(N, R, t_max):
         one = np.array
         kap = X.kappa(one([eta]), one([h]), one([beta]), one([R]))
 
-        def avg(T):
+        def avg(T, one=one, kap=kap):
             return M.two_point_sums((w0 - c - lam * delta1 / h * u)[None], u[None], one([h]), one([lam]),
                                     one([delta1]), one([p]), one([eta]), one([beta]), one([R]), N, kap, T=T)[0][:, 0]
         assert _per_round(avg, t) == pytest.approx(E, rel=1e-11, abs=1e-15)
@@ -177,7 +177,8 @@ def test_stochastic_inner_solution_against_scipy_and_lemma1():
     L, a, lam = 1.0, 1.0, 3.0
     zs = np.zeros((1, 1, 1))
     for w, zeta in ((1.4, 0.05), (1.4, -0.05), (0.05, 0.1), (-0.02, -0.1), (-1.7, 0.3)):
-        obj = (lambda th: (W.g(np.array(th), a, L) + zeta * th + lam / 2 * (th - w) ** 2).item())
+        def obj(th, w=w, zeta=zeta):
+            return (W.g(np.array(th), a, L) + zeta * th + lam / 2 * (th - w) ** 2).item()
         best = min((so.minimize_scalar(obj, bounds=b, method="bounded", options={"xatol": 1e-12})
                     for b in ((-6, -0.5), (-0.5, 0.5), (0.5, 6))), key=lambda r: r.fun).x
         th = W.prox(np.array([[w - zeta / lam]]), zs, np.array([a]), np.array([L]), np.array([lam]))[0, 0, 0]
