@@ -11,7 +11,9 @@
 * the prox through the fast hooks (float32 direction on, off, forced) returns the plain
   path's theta (a few ulps at the default level, within both bounds with ``tol``) and its
   bound holds against the 50-digit reference, on benchmark-like, confident (pi ~ 1),
-  small-lam, mu > 0, shared-X and float32 data; the float32 direction is taken.
+  small-lam, mu > 0, shared-X and float32 data; the float32 direction is taken;
+* the evaluation in blocks of clients and the partial Hessian (``_part_share``) give the bits
+  of one block / the whole batch; the fast path runs on array-api-strict.
 """
 from __future__ import annotations
 
