@@ -133,21 +133,33 @@ from __future__ import annotations
 
 import numpy as np
 
-from moreau.fl import pfedme
-
 from ._core import Mutant, Sides, Statement, fit_exponent, rate_sides, scale_fields
-from ._instances import log_uniform
-from ._pfedme_thm2_moments import moment_instances, moment_parts, prepare_moments
-from ._pfedme_thm2_parts import PARTS_D, ext_instances, ext_parts, prepare_ext
-from ._pfedme_thm2_wells import DoubleWell, F_star, envelope, fixed_point, prox, run, sigma_f2
+from ._pfedme_thm2_base import (
+    DIM,
+    ETA_STEPS,
+    K_STEP,
+    ROUNDS_B,
+    T_MAX,
+    _k,
+    _range,
+    _ratio_range,
+    _trajectory,
+    _worst,
+    eta_hat_2,
+    instances,
+)
+from ._pfedme_thm2_findings import (
+    _FINDING_DRIFT,
+    _FINDING_ETA,
+    _FINDING_MOMENT,
+    _FINDING_SAMPLING,
+    _FINDING_SCALE,
+)
+from ._pfedme_thm2_moments import moment_parts
+from ._pfedme_thm2_parts import PARTS_D, ext_parts
+from ._pfedme_thm2_wells import F_star, envelope, prox, sigma_f2
 
 __all__ = ["STATEMENTS", "instances", "evaluate"]
-
-N_CL, DIM, T_MAX = 3, 2, 1500
-BETA_R = ((1, 1), (1, 3), (4, 2), (32, 5), (1, 2), (2, 3))
-K_STEP = (0, 0, 3, 8)
-ETA_STEPS = 2.0 ** -np.arange(6)
-ROUNDS_B = (0, 1, 10, 100, T_MAX)
 
 CLAIM = {
     "condition": lambda lam, L: lam >= np.sqrt(8 * L**2 + 1),
@@ -180,117 +192,6 @@ PARTS = ("Algorithm 1 (exact inner) on double wells: closed-form loop = moreau.f
          "(b) identity, delta = 0: (1/N) sum |theta_i(w) - w|^2 = (|grad F|^2 + (1/N) sum |grad F_i - grad F|^2)/lam^2",
          "(b) delta = 0, Lemma 2(b): (1/N) sum |theta_i(w) - w|^2 <= |grad F(w)|^2/(lam^2 - 8L^2) + "
          "2 sigma_F2^2/lam^2")
-
-
-def eta_hat_2(lam):
-    """Theorem 2's η̂₂ = 1/(75 L_F λ²) with L_F = λ (Proposition 1)."""
-    return 1 / (75 * np.asarray(lam, float) ** 3)
-
-
-def instances(family, trials, rng):
-    T = trials or 24
-    i = np.arange(T)
-    ident = i % 2 == 0
-    L = log_uniform(rng, 0.1, 2.0, T)
-    # two identical-client corners with small L at lam = sqrt(8L^2 + 1), where eta_hat_2 L_F-steps converge
-    # fastest: k = 0 (the reading's ratio near 1/2) and k = 8 (the printed eta-free term fails)
-    L[i % 4 == 0] = log_uniform(rng, 0.1, 0.3, np.sum(i % 4 == 0))
-    a = log_uniform(rng, 0.5, 2.0, T)
-    thr = np.sqrt(8 * L**2 + 1)
-    lam = thr * np.where(i % 4 == 0, 1.0, log_uniform(rng, 1.0, 3.0, T))
-    # outside the theorem: lam in (2L, 2 sqrt(2) L) (i % 8 == 6) and in (2 sqrt(2) L, sqrt(8L^2 + 1)) (i % 8 == 7)
-    for r, lo, hi in ((6, 2 * L, 2 * np.sqrt(2) * L), (7, 2 * np.sqrt(2) * L, thr)):
-        below = i % 8 == r
-        lam[below] = lo[below] + (hi[below] - lo[below]) * rng.uniform(0.1, 0.9, below.sum())
-    s0 = rng.standard_normal((T, 1, DIM)) * a[:, None, None]
-    spread = rng.uniform(-1.5, 1.5, (T, N_CL, DIM))
-    # every other heterogeneous instance: clients near -a, 0, +a, so that at F's minimiser the middle one
-    # sits on its concave piece and the others on convex ones (client drift needs different curvatures)
-    trio = (i % 4 == 1)
-    spread[trio] = np.stack([-rng.uniform(0.6, 1.4, (trio.sum(), DIM)), rng.uniform(-0.15, 0.15, (trio.sum(), DIM)),
-                             rng.uniform(0.6, 1.4, (trio.sum(), DIM))], axis=1)
-    spread = spread * a[:, None, None]
-    s = s0 + np.where(ident[:, None, None], 0.0, spread)
-    kind = (i // 2) % 4
-    kind[i % 4 == 0] = 2
-    scale = np.array([0.0, 0.05, 2.0, 30.0])[kind] * a
-    w0 = s.mean(axis=1) + scale[:, None] * rng.standard_normal((T, DIM))
-    # the k = 8 corner starts on the convex pieces outside the wells (|grad F|^2 ~ 2 c Delta_F there)
-    out = i % 8 == 4
-    w0[out] = s[out].mean(axis=1) + (a[out, None] * rng.uniform(2.0, 4.0, (out.sum(), DIM))
-                                     * np.where(rng.uniform(size=(out.sum(), DIM)) < 0.5, -1.0, 1.0))
-    beta, R = (np.array([BETA_R[j % len(BETA_R)][c] for j in i], float) for c in (0, 1))
-    k = np.array([K_STEP[(j // 3) % len(K_STEP)] for j in i], float)
-    k[i % 8 == 0], k[i % 8 == 4] = 0, 8
-    beta[i % 8 == 0], R[i % 8 == 0] = 1.0, 1.0
-    eta = eta_hat_2(lam) / (beta * R) * 2.0**-k
-    out = {"s": s, "a": a, "L": L, "lam": lam, "beta": beta, "R": R.astype(int), "eta": eta, "w0": w0,
-           "ident": ident, **ext_instances(rng, a, L, lam, N_CL, DIM)}
-    out.update(moment_instances(rng, a, L, lam, eta, beta, R.astype(int), out["sp_c"], out["sp_side"], out["sp_w0"]))
-    return out
-
-
-_MEMO = {}
-
-
-def _trajectory(batch):
-    """The exact iterates (T_MAX + 1, T, d): independent of the claim, kept for the mutants' re-evaluations
-    (keyed on the bytes of the arrays it reads, so a repeated call returns what a fresh one would)."""
-    key = tuple(np.ascontiguousarray(batch[k]).tobytes() for k in sorted(batch))
-    if _MEMO.get("key") != key:
-        ws = run(batch["w0"], batch["s"], batch["a"], batch["L"], batch["lam"], batch["eta"], batch["beta"],
-                 batch["R"], T_MAX)
-        _MEMO.update(key=key, value=(ws, _drift(batch), _sim_error(batch), prepare_ext(batch),
-                                     prepare_moments(batch)))
-    return _MEMO["value"]
-
-
-def _sim_error(batch):
-    s, a, L, lam, eta, beta, R, w0 = (batch[k] for k in ("s", "a", "L", "lam", "eta", "beta", "R", "w0"))
-    err = np.zeros(lam.size)
-    ok = lam > L
-    for r in np.unique(R[ok]):
-        sel = ok & (R == r)
-        h = pfedme(DoubleWell(s[sel], a[sel], L[sel]), lam=lam[sel], eta=eta[sel], beta=beta[sel], R=int(r),
-                   rounds=3, w0=w0[sel])
-        mine = run(w0[sel], s[sel], a[sel], L[sel], lam[sel], eta[sel], beta[sel], R[sel], 3)
-        err[sel] = np.max(np.abs(h.w_global - mine), axis=(0, 2)) / (1 + np.max(np.abs(mine), axis=(0, 2)))
-    return err
-
-
-def _drift(batch):
-    """Fixed points next to F's minimiser over eta 2^-j: ``(gradF2 (T, J), ok (T,), mixed (T,), x_star,
-    w_inf (T, d), rounding (T,))``; ok: every fixed point reached (residual <= 1e-9 (1 + |w|)) and
-    attracting; mixed: at w_inf some client steps on the concave piece and another on a convex one
-    (the same pieces at every eta of the grid); without that the clients' maps share their slope and
-    w_inf is exactly stationary."""
-    s, a, L, lam, beta, R, eta = (batch[k] for k in ("s", "a", "L", "lam", "beta", "R", "eta"))
-    _, x_star = F_star(s, a, L, lam)
-    out, ok, first = [], np.ones(lam.size, bool), None
-    for f in ETA_STEPS:
-        w_inf, oma, resid, reg = fixed_point(x_star, s, a, L, lam, eta * f, beta, R)
-        Q = 1 - beta[:, None] * oma
-        ok &= (resid <= 1e-9 * (1 + np.max(np.abs(w_inf), axis=-1))) & np.all(np.abs(Q) < 1, axis=-1)
-        gi = envelope(w_inf, s, a, L, lam)[1]
-        out.append(np.sum(gi.mean(axis=-2) ** 2, axis=-1))
-        if first is None:
-            act = reg != 9
-            inner = np.any((reg == 0) & act, axis=(0, 2))
-            outer = np.any((np.abs(reg) == 1) & act, axis=(0, 2))
-            mixed = np.any(inner & outer, axis=-1)
-            rounding = (lam * 1e-14 * (1 + np.max(np.abs(w_inf), axis=-1))
-                        + 1e-15 * np.max(np.abs(gi), axis=(-1, -2))) ** 2
-            first, reg0 = (w_inf, rounding), reg
-        else:
-            mixed &= np.all(reg == reg0, axis=(0, 2, 3))
-    return np.stack(out, axis=1), ok, mixed, x_star, first[0], first[1]
-
-
-def _k(eta, lam, R):
-    """(1/R) sum_{r<R} ((1 + eta lam)^r - 1), without cancellation."""
-    r = np.arange(int(np.max(R)))[:, None]
-    terms = np.where(r < R[None], np.expm1(r * np.log1p(eta * lam)[None]), 0.0)
-    return terms.sum(axis=0) / R
 
 
 def evaluate(batch, claim):
@@ -374,107 +275,6 @@ def evaluate(batch, claim):
                                f"{_ratio_range(l6, r6, cond)}; delta/a in [0.01, 3.2]"),
     }
 
-
-def _worst(lhs, rhs):
-    """Reduce ``(P, T)`` sides to ``(T,)``: per instance the row with the largest (lhs − rhs)/(|lhs| + |rhs|)
-    (closest to failing; a ratio lhs/rhs would miss a violation where rhs < 0)."""
-    lhs, rhs = np.broadcast_arrays(lhs, rhs)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = (lhs - rhs) / (np.abs(lhs) + np.abs(rhs))
-    r = np.where(np.isnan(r), -np.inf, r)
-    k = np.argmax(r, axis=0)
-    t = np.arange(lhs.shape[1])
-    return lhs[k, t], rhs[k, t]
-
-
-def _range(x):
-    return f"{np.min(x):.2e}..{np.max(x):.2e}" if np.size(x) else "no such instance"
-
-
-def _ratio_range(lhs, rhs, mask):
-    if not mask.any():
-        return "no such instance"
-    m = mask & (rhs > 0)
-    r = lhs[m] / rhs[m]
-    if not m.any():
-        return "no instance with rhs > 0"
-    return f"{np.min(r):.3g}..{np.max(r):.3g}"
-
-
-_FINDING_ETA = (
-    "pFedMe Theorem 2(a) as printed says 'if eta <= eta_hat_2/(beta R)', but its bound does not depend on eta: "
-    "with delta = 0, S = N and identical clients (sigma_F2 = 0) it is O(Delta_F/(eta_hat_2 T)), while as eta -> 0 "
-    "the iterates stop moving and (1/T) sum_{t<T} |grad F(w_t)|^2 -> |grad F(w_0)|^2, so for every constant C the "
-    "bound fails at T > C Delta_F/(eta_hat_2 |grad F(w_0)|^2) and eta small enough. Minimal instance: N = 1, d = 1, "
-    "f = the double well L a^2/4 - L u^2/2 (|u| <= a/2), L(|u| - a)^2/2 outside, L = a = 1, lam = 3 = "
-    "sqrt(8L^2 + 1), beta = R = 1, exact prox, w_0 = 1/4 (Delta_F = 13/64 = 0.203, |grad F(w_0)|^2 = 9/64 = "
-    "0.1406, eta_hat_2 = 1/2025): at T = 10^4, eta = eta_hat_2/1000 gives 0.1417 against Delta_F/(eta_hat_2 T) "
-    "= 0.0411 (ratio 3.44 with constant 1; ratio growing like T). What holds (checked): the term with beta R eta "
-    "in place of eta_hat_2, (1/T) sum |grad F(w_t)|^2 <= 2 Delta_F/(beta R eta T) (ratio up to 0.495; equal to "
-    "the printed term at the largest step: at eta = eta_hat_2 the same instance gives 0.0411, ratio 0.9994 with "
-    "constant 1). The printed 'if eta <=' has to be 'for some eta <=' (a step tuned to T), as in Theorem 1. "
-    "Command: moreau check pfedme.thm2 --mutants (mutant '(a) as printed ...' rejected).")
-_FINDING_SAMPLING = (
-    "pFedMe Theorem 2(a) with client sampling (S < N) at a fixed eta: the second term (Delta_F L_F sigma_F2^2 "
-    "(N/S - 1))^(1/2)/sqrt(TN) carries Delta_F like the others, so with delta = 0 the whole bound is 0 when w_0 "
-    "minimises F and tends to 0 as T -> inf for any w_0; but sampling S of the N clients (Algorithm 1, line 9) moves w "
-    "off the minimiser from round 1 on, already with R = 1 (no client drift): E|grad F(w_t)|^2 > 0 for t >= 1 and "
-    "-> a floor h^2 kappa c_S V/(2 - kappa) ~ (beta R eta h/2) c_S (1/N) sum |grad F_i(w*)|^2 > 0 (clients on "
-    "pieces of curvature h, kappa ~ beta R eta h, c_S = (N/S - 1)/(N - 1), sampling without replacement). Minimal "
-    "instance: N = 2, S = 1, d = 1, the double wells of the other findings (L = a = 1) shifted by s = (-1, -0.8), "
-    "lam = 3 = sqrt(8L^2 + 1), beta = R = 1, eta = eta_hat_2 = 1/2025, exact prox, w_0 = argmin F = 0.1 (F* = 3/800, "
-    "Delta_F = 0; both clients stay on their outer piece on [0, 0.2], h = 3/4): E|grad F(w_1)|^2 = 1/1296000000 = "
-    "7.7e-10 and lim_t E|grad F(w_t)|^2 = 9/8638400 = 1.04e-6 (exact, in rationals), against the printed bound 0 for "
-    "every T (no tuning of eta > 0 rescues it). What holds (checked on N = 3, S = 1, 2, every T <= 2^60, exact "
-    "expectations): (1/T) sum_{t<T} E|grad F(w_t)|^2 <= 2 Delta_F/(beta R eta T) + 2 lam beta R eta c_S sigma_F2^2 "
-    "(the descent lemma with the sampling variance c_S (1/N) sum |grad F_i - grad F|^2 and Lemma 2(b), derived for "
-    "R = 1; the sampling term is loose, its limit ratio <= 0.02: L_F = lam and sup sigma_f^2); the sampling variance "
-    "of grad F(w_t) is exactly proportional to (N/S - 1)^1 (all sampling sequences enumerated) and the floor to "
-    "eta^1. The printed exponent 1/2 of (N/S - 1) and the factor Delta_F^(1/2) are those of eta tuned to "
-    "(Delta_F/T)^(1/2) (the tuned eta is 0 at Delta_F = 0): the printed 'if eta <= eta_hat_2/(beta R)' has to be "
-    "'for a tuned eta' for this term too. Command: moreau check pfedme.thm2 --mutants (mutants '(a) S < N: S = N "
-    "assumed ...' and '(a) S < N as printed at fixed eta ...' rejected).")
-_FINDING_SCALE = (
-    "Theorem 2's conditions are not scale-consistent (found by moreau check --analyse): lam >= sqrt(8L^2 + 1) adds "
-    "a number to a squared curvature, and eta_hat_2 = 1/(75 L_F lam^2) has the units of 1/curvature^3 where a step "
-    "size has those of 1/curvature. The same problem in other units (theta -> s theta) can meet the condition or "
-    "not: L = 1, lam = 3 meets lam^2 >= 8L^2 + 1 with equality; with theta -> 8 theta (L = lam/3 = 1/64, the same "
-    "functions) lam^2 = 9/4096 < 8L^2 + 1; and eta_hat_2 changes by 8^6 where a consistent step changes by 8^2. "
-    "Checked reading: the condition as printed, on the instances' own units (the rescaled analysis reports the "
-    "flips).")
-_FINDING_DRIFT = (
-    "pFedMe Theorem 2(a) as printed at a fixed eta: with delta = 0 and S = N every term of the bound carries "
-    "Delta_F or delta, so it is 0 when w_0 minimises F, and it tends to 0 as T -> inf for any w_0; but with R >= 2 "
-    "local rounds and clients of different curvature pFedMe leaves the minimiser and converges to a fixed point "
-    "w_inf that is not stationary (client drift; w_inf does not depend on beta): (1/T) sum_{t<T} |grad F(w_t)|^2 "
-    "> 0 for every T >= 2 and -> |grad F(w_inf)|^2 > 0. Minimal instance: N = 3, d = 1, the double wells of the "
-    "other finding (L = a = 1) shifted by s = (0.9, 0.1, -0.8), lam = 4, beta = 1, R = 2, eta = eta_hat_2/2 = "
-    "1/9600, exact prox, w_0 = argmin F = -0.2 (F* = 0.086, Delta_F = 0; client 2 on its concave piece there): "
-    "|grad F(w_1)|^2 = 7.5e-20, |grad F(w_t)|^2 grows to |grad F(w_inf)|^2 = 2.197e-10 (w_inf = -0.200167; exact in "
-    "rationals), against the printed bound 0 for every T (with Delta_F = 0 no tuning of eta > 0 rescues it: the bound forces w_t to stay stationary). What holds (checked): |grad F(w_inf)|^2 ∝ eta^2 (slope "
-    "2.000) and |grad F(w_inf)|^2 <= 2 k^2 sigma_F2^2/(1 - k^2 lam^2/(lam^2 - 8L^2)), k = (1/R) sum_{r<R} "
-    "((1 + eta lam)^r - 1): the T^(-2/3) term is only reached with eta shrinking like T^(-1/3), i.e. again for a "
-    "tuned eta, not for every eta <= eta_hat_2/(beta R). Command: moreau check pfedme.thm2 --mutants (mutant '(a) "
-    "as printed at fixed eta ...' rejected).")
-_FINDING_MOMENT = (
-    "pFedMe Theorem 2 with the text's delta: Section 3.2 calls theta~ a delta-approximation when E|theta~ - "
-    "theta^| <= delta (a first moment), Lemma 1 bounds the second, E|theta~ - theta^|^2 <= delta^2. Read with the "
-    "text's first moment, the lam^2 delta^2 term of (a) and the delta^2 term of (b) fail for every constant: errors "
-    "that are rare and large (e = (delta/p) u with probability p, 0 otherwise: E|e| = delta, E|e|^2 = delta^2/p), "
-    "fresh in every inner solve, add a fluctuation that no first moment controls. Minimal instance: N = 1, d = 1, "
-    "the double well of the other findings (L = a = 1), lam = 3 = sqrt(8L^2 + 1), beta = R = 1, eta = eta_hat_2 = "
-    "1/2025, w_0 = argmin F = 1 (Delta_F = 0, sigma_f = 0: the printed bounds are O(lam^2 delta^2) and "
-    "O(lam^2 delta^2 + delta^2)), every inner solve off by +delta/p with probability p (the iterates stay on the "
-    "outer piece on every realisation): lim_t E|grad F(w_t)|^2 = lam^2 delta^2 (1 + (1/p - 1)/5399) (exact in "
-    "rationals; 1/5399 = h^2 eta^2/(kappa (2 - kappa)), h = 3/4, kappa = eta h), e.g. delta = 1/100, p = 1/10800: "
-    "3.0002 lam^2 delta^2, and (b)'s (1/N) sum E|theta~_i(w_t) - w_t|^2 -> delta^2 (1/p - 1) 5400/5399 = 10801 delta^2 "
-    "against O(10 delta^2); both ratios grow without bound as p -> 0. What holds (checked, exact expectations): "
-    "the readings with Lemma 1's delta^2 = E|theta~ - theta^|^2: (1/T) sum_{t<T} E|grad F(w_t)|^2 <= 2 Delta_F/(beta R "
-    "eta T) + lam^2 delta^2 (two-point errors on identical clients, every T <= 2^60; ratio up to 1 where p = 1) and "
-    "(1/N) sum E|theta~_i - w|^2 <= 2 (|grad F(w)|^2/(lam^2 - 8L^2) + 2 sigma_F2^2/lam^2) + 2 delta^2. Lemma 1 "
-    "delivers the second moment, so the theorem stands with delta from Lemma 1; the text's definition has to say "
-    "E|theta~ - theta^|^2 <= delta^2. Command: moreau check pfedme.thm2 --mutants (mutant '(a), (b) the text's delta "
-    "...' rejected by both parts).")
 
 STATEMENTS = (
     Statement(
