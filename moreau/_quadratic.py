@@ -308,6 +308,8 @@ class Quadratic(Objective):
                 route = "tri" if is_numpy(xp) else "eigh"
         shape = tuple(np.broadcast_shapes(self.batch_shape, tuple(w.shape[:-1]), tuple(lam.shape)))
         modulus = None
+        if route == "tri":
+            self._tri  # noqa: B018  (the full reduction first: its T then also serves a_hat_1)
         if route == "tri" and not need_cert:  # one certified factorization per matrix
             if not chol_proves_exists(self.A, lam_per_matrix(lam, tuple(self.A.shape[:-2])), xp):
                 modulus = self._prove_exists(lam, shape, "tri")  # explains the refusal, or proves it
