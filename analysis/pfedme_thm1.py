@@ -74,6 +74,7 @@ from ._instances import log_uniform, orthogonal
 from ._pfedme_map import average_exponent, constants, limit_point, round_map
 from ._pfedme_parts import (DIM, ETA_STEPS, N_CL, N_LS, NB_DELTA, biased_neighbourhood, drift_gaps, logistic_instances,
                             logistic_rate, minibatch)
+from ._pfedme_thm1_delta import FINDING_A, FINDING_B, PART_A, PART_B, delta_fields, delta_sides
 
 __all__ = ["STATEMENTS", "instances"]
 
@@ -84,8 +85,11 @@ CLAIM = {
     "drift_exponent_eta": 2.0,
     "nbhd_exponent_D": -1.0,                                        # lambda^2 delta^2/mu_F, delta^2 ∝ 1/|D|
     "nbhd": lambda lam, delta, mu_F: lam**2 * delta**2 / mu_F,     # Remark 1, with constant 1
+    "delta_of": lambda first, rms: rms,                            # Lemma 1's delta (second moment)
 }
-CLAIM_B = {"bound": lambda gap, mu_F, sigma2, lam: 4 / mu_F * gap + 2 * sigma2 / lam**2}
+CLAIM_B = {"bound": lambda gap, mu_F, sigma2, lam: 4 / mu_F * gap + 2 * sigma2 / lam**2,
+           "b_delta": lambda lam, delta, mu_F: 2 * lam**2 * delta**2 / mu_F**2 + 2 * delta**2,
+           "delta_of": lambda first, rms: rms}
 PARTS = ("Algorithm 1 (exact inner) = affine round map; w_bar = weighted average",
          "(a) linear rate, sigma_F1 = 0, delta = 0: claimed exponent <= exact exponent of F(w_bar_T) - F*",
          "(a) delta = 0, R = 1: the limit point is w*",
@@ -112,9 +116,10 @@ def instances(family, trials, rng):
     beta, R = (np.array([BETA_R[i % len(BETA_R)][j] for i in range(T)], float) for j in (0, 1))
     x = np.where(rng.uniform(size=(T, N_CL, N_LS, 1)) < 0.5, -1.0, 1.0)
     y = rng.standard_normal((T, N_CL, N_LS)) * 2 + rng.standard_normal((T, N_CL, 1)) * 2 * x[..., 0]
-    return {"A": (A + np.swapaxes(A, -1, -2)) / 2, "b": b, "mu": mu, "L": L, "lam": lam, "beta": beta,
-            "R": R.astype(int), "ident": ident, "w0": rng.standard_normal((T, DIM)) * 3, "X": x, "y": y,
-            "seed": rng.integers(0, 2**31, T)}
+    batch = {"A": (A + np.swapaxes(A, -1, -2)) / 2, "b": b, "mu": mu, "L": L, "lam": lam, "beta": beta,
+             "R": R.astype(int), "ident": ident, "w0": rng.standard_normal((T, DIM)) * 3, "X": x, "y": y,
+             "seed": rng.integers(0, 2**31, T)}
+    return {**batch, **delta_fields(batch)}
 
 
 def _sim_error(batch, Q, q, eta):
@@ -160,7 +165,7 @@ def prepare(batch):
     return dict(lam=lam, beta=beta, R=R, ident=ident, mu_F=mu_F, eta=eta, eta_hat=eta_hat, scale=scale,
                 measured=measured, w_star=w_star, w_inf=w_inf, gap=gap, drift=drift,
                 sim_error=_sim_error(batch, Q, q, eta), minibatch=minibatch(batch),
-                neighbourhood=biased_neighbourhood(A, b, lam, eta, beta, w_star),
+                neighbourhood=biased_neighbourhood(A, b, lam, eta, beta, w_star), batch=batch,
                 notes=_step_note(A, b, lam, eta, beta, R))
 
 
@@ -190,7 +195,13 @@ def finish(prep, claim):
         PARTS[4]: rate_sides(sD, ciD, claim["nbhd_exponent_D"], kind="at most", atol=0.1, constants=consts,
                              level=0.99, note=noteD),
         PARTS[5]: Sides(nb_lhs, claim["nbhd"](lam, NB_DELTA, mu_F), "upper", constants=consts, note=nb_note),
+        PART_A: _delta_part(prep["batch"], mu_F, eta, claim, "nbhd", consts),
     }
+
+
+def _delta_part(batch, mu_F, eta, claim, key, consts):
+    lhs, rhs, ok, note = delta_sides(batch, mu_F, eta, claim, key, consts)
+    return Sides(lhs, rhs, "upper", applicable=ok, constants=consts, note=note)
 
 
 def evaluate(batch, claim):
@@ -241,7 +252,7 @@ def instances_b(family, trials, rng):
     T = batch["lam"].size
     batch["lam"][::3] = batch["mu"][::3] * rng.uniform(0.05, 0.3, len(batch["lam"][::3]))  # lam < mu: sigma^2/lam^2 large
     batch["far"] = rng.uniform(5, 50, T)
-    return batch
+    return {**batch, **delta_fields(batch)}     # again: lam changed
 
 
 def evaluate_b(batch, claim):
@@ -281,6 +292,7 @@ def evaluate_b(batch, claim):
             *worst_point(lhs, rhs), "upper", constants=consts,
             note="constants of the reconstructed proof; points w*, a far point along F's slowest direction, "
                  "6 pFedMe iterates"),
+        PART_B: _delta_part(batch, mu_F, eta_hat / (beta * R), claim, "b_delta", consts),
     }
 
 
@@ -298,7 +310,7 @@ _FINDING = ("pFedMe Theorem 1(a) as printed: with S = N, delta = 0 and identical
 #: theta -> s theta, f -> c f: curvatures c/s^2, linear terms c/s, points s; the mini-batch least
 #: squares (X, y) with f = |X theta - y|^2/(2n): X sqrt(c)/s, y sqrt(c); beta, R dimensionless
 _SCALING = {"A": (-2, 1), "b": (-1, 1), "mu": (-2, 1), "L": (-2, 1), "lam": (-2, 1), "w0": (1, 0),
-            "X": (-1, 0.5), "y": (0, 0.5)}
+            "X": (-1, 0.5), "y": (0, 0.5), "tp_delta": (1, 0)}
 _SCALING_LOGISTIC = {"Xl": (-1, 0), "mu": (-2, 0), "lam": (-2, 0)}
 
 STATEMENTS = (
@@ -331,8 +343,10 @@ STATEMENTS = (
             Mutant("neighbourhood lam^2 delta^2/L_F (L_F = lam for mu_F)",
                    {"nbhd": lambda lam, delta, mu_F: lam * delta**2 + 0 * mu_F}),
             Mutant("neighbourhood lam^2 delta^2/(4 mu_F)", {"nbhd": lambda lam, delta, mu_F: lam**2 * delta**2 / (4 * mu_F)}),
+            Mutant("(a) the text's delta: E|theta~ - theta^| <= delta (Section 3.2's first moment, not Lemma 1's second)",
+                   {"delta_of": lambda first, rms: first}),
         ),
-        findings=(_FINDING,),
+        findings=(_FINDING, FINDING_A),
         equivalent_mutants={
             "eta_hat_1 with mu_F in place of kappa_F": "not expressible as a wrong claim and not rejectable: "
                 "eta_hat_1 only bounds the step, and at the mutant's step (28 to 107 times larger at most on the "
@@ -348,7 +362,8 @@ STATEMENTS = (
         latex=r"\frac1N\sum_i\mathbb E\|\tilde\theta_i^T(w_T) - w^*\|^2 \le \frac{1}{\mu_F}O(\mathbb E[F(\bar w_T) - F^*])"
               r" + O\Big(\frac{\sigma_{F,1}^2}{\lambda^2} + \delta^2\Big)",
         text="personalised models are within (1/mu_F) O(F - F*) + O(sigma_F1^2/lam^2 + delta^2) of w* in mean square",
-        assumptions=("f_i mu-strongly convex (Assumption 1(a))", "delta = 0 (exact inner solves)"),
+        assumptions=("f_i mu-strongly convex (Assumption 1(a))",
+                     "delta = 0 (exact inner solves), or fresh two-point inner errors (identical clients)"),
         scaling={"quadratic": scale_fields(_SCALING)},
         families={"quadratic": ("identical and heterogeneous clients",)},
         claimed="upper",
@@ -360,6 +375,10 @@ STATEMENTS = (
                    {"bound": lambda gap, mu_F, s2, lam: 4 / mu_F * gap + 2 * s2 / lam}),
             Mutant("no sigma_F1^2/lam^2 term", {"bound": lambda gap, mu_F, s2, lam: 4 / mu_F * gap + 0 * s2}),
             Mutant("1/L_F (= 1/lam) for 1/mu_F", {"bound": lambda gap, mu_F, s2, lam: 4 / lam * gap + 2 * s2 / lam**2}),
+            Mutant("(b) the text's delta: E|theta~ - theta^| <= delta (first moment)", {"delta_of": lambda first, rms: first}),
+            Mutant("(b) delta part 2 delta^2 only (no (1/mu_F) lam^2 delta^2/mu_F)",
+                   {"b_delta": lambda lam, delta, mu_F: 2 * delta**2 + 0 * lam / mu_F}),
         ),
+        findings=(FINDING_B,),
     ),
 )
