@@ -68,9 +68,15 @@ def average_factor(a, kap):
     return a * (1 + rho * q) / ((1 + rho) * (a + kap - a * kap))
 
 
+def _check_p(p):
+    if not np.all((np.asarray(p, float) > 0) & (np.asarray(p, float) <= 1)):
+        raise ValueError(f"p (the probability of an inner error) must satisfy 0 < p <= 1, got {p!r}")
+
+
 def two_point_limits(A, lam, mu_F, eta, beta, R, u, delta1, p):
     """``(gap, b_lhs)`` ``(T,)``: lim E[F(w̄_T) − F*] and (identical clients) lim (1/N)Σ E‖θ̃_i(w_T) − w*‖²
     (module docstring); valid where every matrix of the round is a function of H (identical clients or R = 1)."""
+    _check_p(p)
     N = A.shape[1]
     h, V = np.linalg.eigh(hessian(A, lam))
     uj2 = np.einsum("tij,ti->tj", V, u) ** 2
@@ -126,6 +132,7 @@ def recursion(A, b, lam, eta, beta, R, u, delta1, p, w0, T):
     """Exact E[F(w̄_T) − F*] and E(1/N)Σ‖θ̃_i(w_T) − w*‖² for one instance (``A`` ``(N, d, d)``, ``b`` ``(N, d)``,
     scalars) after T rounds, any clients and R: mean by the biased round map, covariance of the state
     (x_t, x̄_t) exactly; x̄_{t+1} = (1 − ω_t)x̄_t + ω_t x_t, ω_t = (1 − ρ)/(1 − ρ^(t+1)), ρ = 1 − ημ_F/2."""
+    _check_p(p)
     N, d = b.shape
     mu = np.min(np.linalg.eigvalsh(A))
     mu_F = lam * mu / (lam + mu)
@@ -162,6 +169,7 @@ def minimal_instance(p, delta1=Fraction(1, 100)):
     """The finding's instance in exact rationals: N = 1, d = 1, f(x) = x²/2, λ = 1 (μ_F = h = 1/2), β = R = 1,
     η = η̂₁ = 1/1554, errors (δ₁/p) w.p. p.  Returns ``{"gap", "ratio_text", "ratio_lemma1", "b", "b_text",
     "b_lemma1"}``: the limits and their ratios to λ²δ²/μ_F and 2λ²δ²/μ_F² + 2δ² under both readings."""
+    _check_p(p)
     p, d1 = Fraction(p), Fraction(delta1)
     lam, h, beta, eta, N = Fraction(1), Fraction(1, 2), 1, Fraction(1, 1554), 1
     mu_F = h
