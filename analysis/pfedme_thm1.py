@@ -45,6 +45,9 @@ exponent (99 % interval) "at most" −1 (δ² ∝ 1/|D|); (ii) a worst-case bias
 used for a ν exponent: when every client stops after the same number of steps the inexactness is
 a rescaled gradient step and leaves no bias (on one default instance the F-gap is 0 to rounding
 at two of five values of ν), so the gap is not a power of ν; (ii) is its worst case.
+(a), (b), the text's δ (``_pfedme_thm1_delta``): Section 3.2's δ is a first moment, Lemma 1's a second; fresh
+two-point inner errors (δ₁/p)u w.p. p (E‖e‖ = δ₁, E‖e‖² = δ₁²/p) on identical clients or R = 1 give exact limits
+of E[F(w̄_T) − F*] and of (b)'s left side, read with δ = ``delta_of(δ₁, δ₁/√p)`` (Lemma 1's by default).
 (b) (thm1b): the identity (1/N)Σ‖θ̂_i(w*) − w*‖² = σ²_{F,1}/λ² (eq. (6) at w*; σ²_{F,1} from the
 spectra, θ̂ from ``moreau.prox``) and, with δ = 0, the reconstructed proof's constants
 (1/N)Σ‖θ̂_i(w) − w*‖² ≤ (4/μ_F)(F(w) − F*) + 2σ²_{F,1}/λ² (triangle inequality, L_w ≤ 1, F
@@ -60,7 +63,9 @@ for R > 1 (slopes 2.000 ± 0.001 within atol 0.02); β does not move the limit. 
 error decays like 1/|D| (slopes −1.20..−0.83, intervals containing −1) and is 10⁻⁶..10⁻³·λ²δ²/μ_F
 at the allowed η (∝ η to η² in η: far from the η-free bound).  The worst-case bias reaches
 λ²δ²/(2μ_F) exactly where the clients share the direction of μ.  (b): the σ²_{F,1}/λ² term is
-exact at w*; the bound's ratio reaches 1/2.
+exact at w*; the bound's ratio reaches 1/2.  The text's δ: the limit over λ²δ₁²/μ_F is 0.34..91 on the default
+instances and grows without bound as p → 0 (finding); with Lemma 1's δ it is at most 1/2 (attained at p = 1 along
+F's flattest direction), (b)'s over 2λ²δ²/μ_F² + 2δ² at most 0.35.
 """
 from __future__ import annotations
 
