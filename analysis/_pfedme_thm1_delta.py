@@ -46,7 +46,7 @@ from ._pfedme_thm2_ext import kappa
 from ._pfedme_thm2_moments import ratio_r
 
 __all__ = ["PART_A", "PART_B", "hessian", "average_factor", "two_point_limits", "delta_fields", "recursion",
-           "minimal_instance", "FINDING"]
+           "minimal_instance"]
 
 PART_A = ("(a) neighbourhood, text's delta, fresh two-point errors (E|e| = delta_1, E|e|^2 = delta_1^2/p), identical "
           "clients or R = 1: lim_T E[F(w_bar_T) - F*] <= lam^2 delta^2/mu_F, delta = delta_of(delta_1, delta_1/sqrt(p))")
@@ -183,25 +183,3 @@ def minimal_instance(p, delta1=Fraction(1, 100)):
     bound_b = lambda dl2: 2 * lam**2 * dl2 / mu_F**2 + 2 * dl2                   # noqa: E731
     return {"gap": gap, "ratio_text": gap / (lam**2 * d1**2 / mu_F), "ratio_lemma1": gap / (lam**2 * d1**2 / p / mu_F),
             "b": b, "b_text": b / bound_b(d1**2), "b_lemma1": b / bound_b(d1**2 / p), "rg": r * g, "r": r}
-
-
-FINDING_A = (
-    "pFedMe Theorem 1(a) / Remark 1 with the text's delta: Section 3.2 calls theta~ a delta-approximation when "
-    "E|theta~ - theta^| <= delta (a first moment), Lemma 1 bounds E|theta~ - theta^|^2 <= delta^2. With the first "
-    "moment no constant C makes lim_T E[F(w_bar_T) - F*] <= C lam^2 delta^2/mu_F hold: fresh inner errors "
-    "e = (delta/p) u with probability p, else 0 (E|e| = delta, E|e|^2 = delta^2/p), give exactly "
-    "lim_T E[F(w_bar_T) - F*] = (lam^2 delta^2/(2 mu_F))(1 + (1/p - 1) r g) along F's flattest direction (r g "
-    "the share of the error variance the averaged iterate keeps), unbounded as p -> 0. Minimal instance (exact "
-    "rationals): N = 1, d = 1, f(x) = x^2/2, lam = 1 (mu_F = 1/2), beta = R = 1, eta = eta_hat_1 = 1/1554, "
-    "S = N, sigma_F1 = 0; r = 1/6215, r g = 38629333/720282533795 (about 1/18646); delta = 1/100, p = 1/100000: "
-    "the limit is 3.18 lam^2 delta^2/mu_F (2291588602231/720282533795), and 10^6 lam^2 delta^2/mu_F at p about "
-    "2.7e-11. With Lemma 1's delta (delta^2 = E|e|^2) it is (1/2)(p + (1 - p) r g) <= 1/2 of lam^2 delta^2/mu_F "
-    "on every instance (3.2e-5 here): the text should read E|theta~ - theta^|^2 <= delta^2. Command: moreau check "
-    "pfedme.thm1 --mutants (mutant '(a) the text's delta ...').")
-FINDING_B = (
-    "pFedMe Theorem 1(b) with the text's delta (E|theta~ - theta^| <= delta): the O(delta^2) term cannot hold "
-    "for any constant: with the same fresh two-point errors the personalised models' mean square distance to w* "
-    "exceeds E|e|^2 = delta^2/p. Minimal instance as for (a) (N = 1, f(x) = x^2/2, lam = 1, beta = R = 1, "
-    "eta = 1/1554, sigma_F1 = 0, delta = 1/100): lim_T E|theta~(w_T) - w*|^2 = 1.30 times 2 lam^2 delta^2/mu_F^2 "
-    "+ 2 delta^2 = 10 delta^2 at p = 1/10, 1.0e4 times at p = 1/100000; with Lemma 1's delta it is at most "
-    "2 lam^2 delta^2/mu_F^2 + 2 delta^2 (0.13 and 0.10 of it there). Command: moreau check pfedme.thm1b --mutants.")

@@ -79,7 +79,8 @@ from ._instances import log_uniform, orthogonal
 from ._pfedme_map import average_exponent, constants, limit_point, round_map
 from ._pfedme_parts import (DIM, ETA_STEPS, N_CL, N_LS, NB_DELTA, biased_neighbourhood, drift_gaps, logistic_instances,
                             logistic_rate, minibatch)
-from ._pfedme_thm1_delta import FINDING_A, FINDING_B, PART_A, PART_B, delta_fields, delta_sides
+from ._pfedme_thm1_delta import PART_A, PART_B, delta_fields, delta_sides
+from ._pfedme_thm1_findings import FINDING, FINDING_A, FINDING_B
 
 __all__ = ["STATEMENTS", "instances"]
 
@@ -301,17 +302,6 @@ def evaluate_b(batch, claim):
     }
 
 
-_FINDING = ("pFedMe Theorem 1(a) as printed: with S = N, delta = 0 and identical clients (sigma_F1 = 0) only the "
-            "first term O(Delta_0 mu_F exp(-eta_hat_1 mu_F T/2)) remains, but w_bar_T (alpha_t = (1 - eta mu_F/2)"
-            "^-(t+1)) approaches w* no faster than (1 - eta mu_F/2)^T and eta <= eta_hat_1/(beta R), so F(w_bar_T) - F*"
-            " decays at rate at most about eta_hat_1 mu_F/(beta R) < eta_hat_1 mu_F/2 whenever beta R > 2: the ratio "
-            "to the bound grows without limit in T. Minimal instance: N = 1, d = 1, f(x) = x^2/2 (mu = L = 1), "
-            "lam = 1 (mu_F = 1/2, L_F = 1, kappa_F = 2), beta = 1, R = 3, exact prox, eta = eta_hat_1/3 = 1/4662, "
-            "w_0 = 1: F(w_bar_T) - F* ~ (1 - 1/18648)^(2T) against exp(-T/6216); the ratio to Delta_0 mu_F "
-            "exp(-eta_hat_1 mu_F T/2) grows like exp(T/18648): 0.23 at T = 6216 = 2/(eta_hat_1 mu_F), 4.3 at "
-            "T = 1e5, 1.9e5 at T = 3e5. Checked reading: the "
-            "exponent eta mu_F/2 with the eta used (the exact exponent is -2 log(1 - eta mu_F/2)).")
-
 #: theta -> s theta, f -> c f: curvatures c/s^2, linear terms c/s, points s; the mini-batch least
 #: squares (X, y) with f = |X theta - y|^2/(2n): X sqrt(c)/s, y sqrt(c); beta, R dimensionless
 _SCALING = {"A": (-2, 1), "b": (-1, 1), "mu": (-2, 1), "L": (-2, 1), "lam": (-2, 1), "w0": (1, 0),
@@ -351,7 +341,7 @@ STATEMENTS = (
             Mutant("(a) the text's delta: E|theta~ - theta^| <= delta (Section 3.2's first moment, not Lemma 1's second)",
                    {"delta_of": lambda first, rms: first}),
         ),
-        findings=(_FINDING, FINDING_A),
+        findings=(FINDING, FINDING_A),
         equivalent_mutants={
             "eta_hat_1 with mu_F in place of kappa_F": "not expressible as a wrong claim and not rejectable: "
                 "eta_hat_1 only bounds the step, and at the mutant's step (28 to 107 times larger at most on the "
