@@ -48,6 +48,9 @@ at two of five values of ν), so the gap is not a power of ν; (ii) is its worst
 (a), (b), the text's δ (``_pfedme_thm1_delta``): Section 3.2's δ is a first moment, Lemma 1's a second; fresh
 two-point inner errors (δ₁/p)u w.p. p (E‖e‖ = δ₁, E‖e‖² = δ₁²/p) on identical clients or R = 1 give exact limits
 of E[F(w̄_T) − F*] and of (b)'s left side, read with δ = ``delta_of(δ₁, δ₁/√p)`` (Lemma 1's by default).
+(a), S < N (``_pfedme_thm1_sampling``, δ = 0, heterogeneous clients, N = 4): the exact stationary part of
+lim E[F(w̄_T) − F*] that sampling adds, over η (exponent 1: the second term's 1/T with η ~ 1/T), over S = 1..3
+(exponent 1 in N/S − 1) and against (N/S − 1)σ²_{F,1}/(μ_F T N) at T = 1/(ημ_F) (ratio 0.05..0.14).
 (b) (thm1b): the identity (1/N)Σ‖θ̂_i(w*) − w*‖² = σ²_{F,1}/λ² (eq. (6) at w*; σ²_{F,1} from the
 spectra, θ̂ from ``moreau.prox``) and, with δ = 0, the reconstructed proof's constants
 (1/N)Σ‖θ̂_i(w) − w*‖² ≤ (4/μ_F)(F(w) − F*) + 2σ²_{F,1}/λ² (triangle inequality, L_w ≤ 1, F
@@ -81,6 +84,7 @@ from ._pfedme_parts import (DIM, ETA_STEPS, N_CL, N_LS, NB_DELTA, biased_neighbo
                             logistic_rate, minibatch)
 from ._pfedme_thm1_delta import PART_A, PART_B, delta_fields, delta_sides
 from ._pfedme_thm1_findings import FINDING, FINDING_A, FINDING_B
+from ._pfedme_thm1_sampling import sampling_grid, sampling_sides, sigma_F1
 
 __all__ = ["STATEMENTS", "instances"]
 
@@ -92,6 +96,8 @@ CLAIM = {
     "nbhd_exponent_D": -1.0,                                        # lambda^2 delta^2/mu_F, delta^2 ∝ 1/|D|
     "nbhd": lambda lam, delta, mu_F: lam**2 * delta**2 / mu_F,     # Remark 1, with constant 1
     "delta_of": lambda first, rms: rms,                            # Lemma 1's delta (second moment)
+    "sampling_exponent_eta": 1.0, "sampling_exponent_S": 1.0,      # S < N: (N/S - 1) sigma^2/(mu_F T N), eta ~ 1/T
+    "sampling": lambda N, S, sigma2, mu_F, T: (N / S - 1) * sigma2 / (mu_F * T * N),
 }
 CLAIM_B = {"bound": lambda gap, mu_F, sigma2, lam: 4 / mu_F * gap + 2 * sigma2 / lam**2,
            "b_delta": lambda lam, delta, mu_F: 2 * lam**2 * delta**2 / mu_F**2 + 2 * delta**2,
@@ -172,6 +178,7 @@ def prepare(batch):
                 measured=measured, w_star=w_star, w_inf=w_inf, gap=gap, drift=drift,
                 sim_error=_sim_error(batch, Q, q, eta), minibatch=minibatch(batch),
                 neighbourhood=biased_neighbourhood(A, b, lam, eta, beta, w_star), batch=batch,
+                sampling=(sampling_grid(A, b, lam, eta, beta, R, mu_F, ETA_STEPS), sigma_F1(A, b, lam, w_star)),
                 notes=_step_note(A, b, lam, eta, beta, R))
 
 
@@ -202,6 +209,7 @@ def finish(prep, claim):
                              level=0.99, note=noteD),
         PARTS[5]: Sides(nb_lhs, claim["nbhd"](lam, NB_DELTA, mu_F), "upper", constants=consts, note=nb_note),
         PART_A: _delta_part(prep["batch"], mu_F, eta, claim, "nbhd", consts),
+        **sampling_sides(*prep["sampling"], eta, mu_F, ident, ETA_STEPS, claim, consts),
     }
 
 
@@ -319,7 +327,7 @@ STATEMENTS = (
         text="strongly convex pFedMe with eta <= eta_hat_1/(beta R): linear rate, client drift vanishing with eta, "
              "and a lam^2 delta^2/mu_F neighbourhood from inexact inner solves",
         assumptions=("f_i mu-strongly convex (Assumption 1(a))", "per-sample gradient variance <= gamma_f^2",
-                     "eta = eta_hat_1/(beta R), beta >= 1", "S = N"),
+                     "eta = eta_hat_1/(beta R), beta >= 1", "S = N except in the S < N parts"),
         scaling={"quadratic": scale_fields(_SCALING), "logistic": scale_fields(_SCALING_LOGISTIC, c_free=False)},
         families={"quadratic": ("identical and heterogeneous clients; 1-d least squares for mini-batches",),
                   "logistic": ("identical clients: the linear-rate part at w*",)},
@@ -340,6 +348,9 @@ STATEMENTS = (
             Mutant("neighbourhood lam^2 delta^2/(4 mu_F)", {"nbhd": lambda lam, delta, mu_F: lam**2 * delta**2 / (4 * mu_F)}),
             Mutant("(a) the text's delta: E|theta~ - theta^| <= delta (Section 3.2's first moment, not Lemma 1's second)",
                    {"delta_of": lambda first, rms: first}),
+            Mutant("S < N: the sampling term O(1/T^2) ((N/S - 1) sigma^2/(mu_F T^2 N))",
+                   {"sampling_exponent_eta": 2.0, "sampling": lambda N, S, s2, mu_F, T: (N / S - 1) * s2 / (mu_F * T**2 * N)}),
+            Mutant("S < N: (N/S - 1)^2 for N/S - 1", {"sampling_exponent_S": 2.0}),
         ),
         findings=(FINDING, FINDING_A),
         equivalent_mutants={
