@@ -128,29 +128,3 @@ def _k(eta, lam, R):
     r = np.arange(int(np.max(R)))[:, None]
     terms = np.where(r < R[None], np.expm1(r * np.log1p(eta * lam)[None]), 0.0)
     return terms.sum(axis=0) / R
-
-
-def _worst(lhs, rhs):
-    """Reduce ``(P, T)`` sides to ``(T,)``: per instance the row with the largest (lhs − rhs)/(|lhs| + |rhs|)
-    (closest to failing; a ratio lhs/rhs would miss a violation where rhs < 0)."""
-    lhs, rhs = np.broadcast_arrays(lhs, rhs)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = (lhs - rhs) / (np.abs(lhs) + np.abs(rhs))
-    r = np.where(np.isnan(r), -np.inf, r)
-    k = np.argmax(r, axis=0)
-    t = np.arange(lhs.shape[1])
-    return lhs[k, t], rhs[k, t]
-
-
-def _range(x):
-    return f"{np.min(x):.2e}..{np.max(x):.2e}" if np.size(x) else "no such instance"
-
-
-def _ratio_range(lhs, rhs, mask):
-    if not mask.any():
-        return "no such instance"
-    m = mask & (rhs > 0)
-    r = lhs[m] / rhs[m]
-    if not m.any():
-        return "no instance with rhs > 0"
-    return f"{np.min(r):.3g}..{np.max(r):.3g}"

@@ -41,9 +41,25 @@ from __future__ import annotations
 import numpy as np
 
 from ._core import Sides
-from ._pfedme_thm2_ext import (T_GRID, _avg, bias_sums, c_S, enumerate_sampling, h_outer, kappa, noise_sums,
-                               outer_certified)
-from ._pfedme_thm2_wells import F_star, envelope, prox, sigma_f2
+from ._pfedme_thm2_ext import (
+    T_GRID,
+    _avg,
+    bias_sums,
+    c_S,
+    enumerate_sampling,
+    h_outer,
+    kappa,
+    noise_sums,
+    outer_certified,
+)
+from ._pfedme_thm2_wells import (
+    F_star,
+    envelope,
+    prox,
+    ratio_range,
+    sigma_f2,
+    worst_pair,
+)
 
 __all__ = ["PARTS_M", "moment_instances", "prepare_moments", "moment_parts", "two_point_sums", "ratio_r",
            "sampling_delta_sums", "sampling_delta_t", "b_two_point"]
@@ -205,19 +221,6 @@ def prepare_moments(batch):
     return out
 
 
-def _worst(lhs, rhs):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = (lhs - rhs) / (np.abs(lhs) + np.abs(rhs))
-    k = np.argmax(np.where(np.isnan(r), -np.inf, r), axis=0)
-    t = np.arange(lhs.shape[1])
-    return lhs[k, t], rhs[k, t]
-
-
-def _ratio_range(lhs, rhs, mask):
-    m = mask & (rhs > 0)
-    return f"{np.min(lhs[m] / rhs[m]):.3g}..{np.max(lhs[m] / rhs[m]):.3g}" if m.any() else "no such instance"
-
-
 def _rng(x):
     return f"{np.min(x):.3g}..{np.max(x):.3g}" if np.size(x) else "no such instance"
 
@@ -233,7 +236,7 @@ def moment_parts(batch, ext, mom, b_sides, claim, cond, consts):
         sF2 = lam**2 * ext["sp_sf2"] / (lam**2 - 8 * L**2)
         dlt = np.asarray(claim["delta_of"](delta1, delta1 / np.sqrt(p)), float)
         rhs = np.asarray(claim["delta_a"](mom["tp_Delta"], eta, beta, R, Tg, lam, dlt), float) * np.ones_like(mom["tp_avg"])
-    l1, r1 = _worst(mom["tp_avg"], rhs)
+    l1, r1 = worst_pair(mom["tp_avg"], rhs)
     tp_ok = mom["tp_ok"] & cond
     excess = mom["tp_lim"] / (lam * delta1) ** 2
     # (b)
@@ -242,7 +245,7 @@ def moment_parts(batch, ext, mom, b_sides, claim, cond, consts):
     lhs_b = b_two_point(x, delta1, pb)
     with np.errstate(divide="ignore", invalid="ignore"):
         rhs_b = claim["b_delta"](gF2, bsF2, lam, L, np.asarray(claim["delta_of"](delta1, delta1 / np.sqrt(pb)), float))
-    l2, r2 = _worst(lhs_b, np.where(np.isnan(rhs_b), -np.inf, rhs_b))
+    l2, r2 = worst_pair(lhs_b, np.where(np.isnan(rhs_b), -np.inf, rhs_b))
     # S < N with delta > 0
     sd_ok = mom["sd_ok"] & cond & (sF2 > 0)
     lhs, rhs = [], []
@@ -252,28 +255,28 @@ def moment_parts(batch, ext, mom, b_sides, claim, cond, consts):
             dl = np.asarray(claim["delta_a"](np.zeros_like(lam), eta, beta, R, Tg, lam, batch["sd_delta"]), float)
             rhs.append(np.asarray(claim["delta_combine"](samp, dl), float) * np.ones_like(mom[f"sd_avg{S}"]))
         lhs.append(mom[f"sd_avg{S}"])
-    l3, r3 = _worst(np.concatenate(lhs), np.concatenate(rhs))
+    l3, r3 = worst_pair(np.concatenate(lhs), np.concatenate(rhs))
     err = np.maximum(mom["sd_err1"], mom["sd_err2"])
     # stochastic gradients
     with np.errstate(divide="ignore", invalid="ignore"):
         d2 = np.asarray(claim["lemma1_delta2"](mom["sg_gD2"], np.zeros_like(lam), lam, L), float)
         rhs_s = np.asarray(claim["delta_a"](ext["dl_Delta"], eta, beta, R, Tg, lam, np.sqrt(d2)), float) \
             * np.ones_like(ext["dl_avg_r"])
-    l4, r4 = _worst(ext["dl_avg_r"], rhs_s)
+    l4, r4 = worst_pair(ext["dl_avg_r"], rhs_s)
     sg_ok = mom["sg_ok"] & cond
     return {
         PARTS_M[0]: Sides(l1, r1, "upper", applicable=tp_ok, constants=consts,
-                          note=f"worst T per instance; ratio {_ratio_range(l1, r1, tp_ok)}; the limit is "
+                          note=f"worst T per instance; ratio {ratio_range(l1, r1, tp_ok)}; the limit is "
                                f"{_rng(excess[tp_ok])} lam^2 delta_1^2 (1 + (1/p - 1) r, r ~ h beta eta/(2N)); "
                                f"p/r in 10^-2..10^1; certified on every realisation (outward jumps)"),
         PARTS_M[1]: Sides(l2, r2, "upper", applicable=cond, constants=consts,
                           note=f"worst point per instance (the points of the delta = 0 part); ratio "
-                               f"{_ratio_range(l2, r2, cond)}; p in [1e-3, 0.5], delta_1/a in [0.01, 3.2]"),
+                               f"{ratio_range(l2, r2, cond)}; p in [1e-3, 0.5], delta_1/a in [0.01, 3.2]"),
         PARTS_M[2]: Sides(err, np.ones(lam.size), "exact", applicable=mom["sd_ok"], constants=consts,
                           note=f"max |enumerated - closed form|/allowed, t <= {T_ENUM_D}, S = 1, 2; allowed 1e-9 "
                                f"relative + rounding of grad F; certified instances {int(mom['sd_ok'].sum())}/{lam.size}"),
         PARTS_M[3]: Sides(l3, r3, "upper", applicable=sd_ok, constants=consts,
-                          note=f"worst (T, S) per instance; ratio {_ratio_range(l3, r3, sd_ok)}; lam^2 delta^2 over "
+                          note=f"worst (T, S) per instance; ratio {ratio_range(l3, r3, sd_ok)}; lam^2 delta^2 over "
                                f"the S = 2 sampling term {_rng((lam * batch['sd_delta'])[sd_ok] ** 2 / np.maximum(2 * lam * beta * R * eta * c_S(N, 2) * sF2, 1e-300)[sd_ok])}; "
                                f"one u for all clients on even instances"),
         PARTS_M[4]: Sides(mom["sg_resid"], np.full(lam.size, 1e-13), "exact", applicable=lam > L, constants=consts,
@@ -281,7 +284,7 @@ def moment_parts(batch, ext, mom, b_sides, claim, cond, consts):
                                "relative residuals, allowed 1e-13; theta^ - zeta/(lam + L) where the box widened by "
                                f"|zeta|/lam is certified ({int(mom['sg_ok'].sum())}/{lam.size})"),
         PARTS_M[5]: Sides(l4, r4, "upper", applicable=sg_ok, constants=consts,
-                          note=f"worst T per instance; ratio {_ratio_range(l4, r4, sg_ok)}; exact expectation over "
+                          note=f"worst T per instance; ratio {ratio_range(l4, r4, sg_ok)}; exact expectation over "
                                f"zeta (E|e|^2 = gamma_D^2/(lam + L)^2: the fresh-error model); gamma_f enters only "
                                f"through delta"),
     }

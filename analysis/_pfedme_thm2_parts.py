@@ -12,9 +12,19 @@ from __future__ import annotations
 import numpy as np
 
 from ._core import Sides, fit_exponent, rate_sides
-from ._pfedme_thm2_ext import (T_GRID, bias_sums, biased_run, c_S, enumerate_sampling, h_outer, kappa, noise_sums,
-                               outer_certified, sampling_sums)
-from ._pfedme_thm2_wells import F_star, envelope, sigma_f2
+from ._pfedme_thm2_ext import (
+    T_GRID,
+    bias_sums,
+    biased_run,
+    c_S,
+    enumerate_sampling,
+    h_outer,
+    kappa,
+    noise_sums,
+    outer_certified,
+    sampling_sums,
+)
+from ._pfedme_thm2_wells import F_star, envelope, ratio_range, sigma_f2, worst_pair
 
 __all__ = ["PARTS_S", "PARTS_D", "ext_instances", "prepare_ext", "ext_parts", "T_ENUM", "ROUNDS_D"]
 
@@ -115,19 +125,6 @@ def prepare_ext(batch):
     return out
 
 
-def _worst(lhs, rhs):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = (lhs - rhs) / (np.abs(lhs) + np.abs(rhs))
-    k = np.argmax(np.where(np.isnan(r), -np.inf, r), axis=0)
-    t = np.arange(lhs.shape[1])
-    return lhs[k, t], rhs[k, t]
-
-
-def _ratio_range(lhs, rhs, mask):
-    m = mask & (rhs > 0)
-    return f"{np.min(lhs[m] / rhs[m]):.3g}..{np.max(lhs[m] / rhs[m]):.3g}" if m.any() else "no such instance"
-
-
 def ext_parts(batch, ext, claim, cond, consts):
     """``{part: Sides}`` of the sampling and inexact-solve parts (``ext`` from :func:`prepare_ext`)."""
     L, lam, eta, beta, R = (batch[k] for k in ("L", "lam", "eta", "beta", "R"))
@@ -150,7 +147,7 @@ def ext_parts(batch, ext, claim, cond, consts):
         with np.errstate(invalid="ignore", divide="ignore"):
             rhs.append(np.asarray(claim["sampling"](ext["sp_Delta"], eta, beta, R, Tg, lam, N, S, sF2), float)
                        * np.ones_like(ext[f"sp_avg{S}"]))
-    l1, r1 = _worst(np.concatenate(lhs), np.concatenate(rhs))
+    l1, r1 = worst_pair(np.concatenate(lhs), np.concatenate(rhs))
     with np.errstate(divide="ignore", invalid="ignore"):      # the sampling term alone, at the limit (S = 1)
         alone = ext["sp_floor1"][:, 0] / (2 * lam * beta * R * eta * sF2)
     # exponent of (N/S - 1): sampling variances of the enumeration, t = 1..T_ENUM
@@ -169,9 +166,9 @@ def ext_parts(batch, ext, claim, cond, consts):
     dl_ok, dl_ok_r = ext["dl_ok"] & cond, ext["dl_ok_r"] & cond
     delta, delta_r = batch["dl_delta"], batch["dl_delta_r"]
     rhs_d = np.asarray(claim["delta_a"](ext["dl_Delta"], eta, beta, R, Tg, lam, delta), float) * np.ones_like(ext["dl_avg"])
-    l2, r2 = _worst(ext["dl_avg"], rhs_d)
+    l2, r2 = worst_pair(ext["dl_avg"], rhs_d)
     rhs_r = np.asarray(claim["delta_a"](ext["dl_Delta"], eta, beta, R, Tg, lam, delta_r), float) * np.ones_like(ext["dl_avg_r"])
-    l3, r3 = _worst(ext["dl_avg_r"], rhs_r)
+    l3, r3 = worst_pair(ext["dl_avg_r"], rhs_r)
     floor_r = ext["dl_avg_r"][-1] / (lam * delta_r) ** 2
     return {
         PARTS_S[0]: Sides(err, np.ones(lam.size), "exact", applicable=ext["sp_ok"], constants=consts,
@@ -179,7 +176,7 @@ def ext_parts(batch, ext, claim, cond, consts):
                                "rounding of grad F (eps = 1e-14 lam (a + max|s|): 2 eps sqrt(E) + eps^2); "
                                f"certified instances {int(ext['sp_ok'].sum())}/{lam.size}"),
         PARTS_S[1]: Sides(l1, r1, "upper", applicable=sp_ok & (sF2 > 0), constants=consts,
-                          note=f"worst (T, S) per instance; ratio {_ratio_range(l1, r1, sp_ok & (sF2 > 0))} (loose: "
+                          note=f"worst (T, S) per instance; ratio {ratio_range(l1, r1, sp_ok & (sF2 > 0))} (loose: "
                                f"L_F = lam against F's curvature lam L/(lam + L), Lemma 2(b)'s sup sigma_f^2: the limit over the "
                                f"sampling term {_rng(alone[sp_ok & (sF2 > 0)])}); limit "
                                f"E|grad F|^2 at S = 1: {_rng(ext['sp_avg1'][-1][sp_ok])}; Delta_F = 0 on half"),
@@ -196,11 +193,11 @@ def ext_parts(batch, ext, claim, cond, consts):
                           constants=consts,
                           note="max over rounds of |loop - closed form|/(closed form + rounding^2); allowed 1e-9"),
         PARTS_D[1]: Sides(l2, r2, "upper", applicable=dl_ok, constants=consts,
-                          note=f"worst T per instance; ratio {_ratio_range(l2, r2, dl_ok)} (-> 1: grad F(w_t) -> "
+                          note=f"worst T per instance; ratio {ratio_range(l2, r2, dl_ok)} (-> 1: grad F(w_t) -> "
                                f"lam delta u); u outward on half, a random direction on the others; delta/a in "
                                f"[0.01, 3.2]"),
         PARTS_D[2]: Sides(l3, r3, "upper", applicable=dl_ok_r, constants=consts,
-                          note=f"worst T per instance; ratio {_ratio_range(l3, r3, dl_ok_r)}; the floor is "
+                          note=f"worst T per instance; ratio {ratio_range(l3, r3, dl_ok_r)}; the floor is "
                                f"{_rng(floor_r[dl_ok_r])} lam^2 delta^2 (~ h beta eta/(2N): errors of mean 0 average out)"),
     }
 

@@ -56,7 +56,7 @@ def prox(w, s, a, L, lam):
 def envelope(w, s, a, L, lam):
     """``(F_i(w), ∇F_i(w))``, ``(..., T, N)`` and ``(..., T, N, d)``: value from the prox, gradient as
     ∇f_i(θ̂_i(w)) (the optimality condition of (3), not λ(w − θ̂) of eq. (6))."""
-    a3, L3, l3 = _b(a, 3), _b(L, 3), _b(lam, 3)
+    a3, L3 = _b(a, 3), _b(L, 3)
     th = prox(w, s, a, L, lam)
     val = np.sum(g(th - s, a3, L3), axis=-1) + _b(lam, 2) / 2 * np.sum((th - w[..., None, :]) ** 2, axis=-1)
     return val, g_prime(th - s, a3, L3)
@@ -198,3 +198,30 @@ class DoubleWell(mo.Objective):
     def curvature_bounds(self):
         L = np.broadcast_to(self.L[..., 0], self.batch_shape)
         return -L, L.copy()
+
+
+# -- reporting helpers shared by the parts -----------------------------------------
+def worst_pair(lhs, rhs):
+    """Reduce ``(P, T)`` sides to ``(T,)``: per instance the row with the largest (lhs − rhs)/(|lhs| + |rhs|)
+    (closest to failing; a ratio lhs/rhs would miss a violation where rhs < 0)."""
+    lhs, rhs = np.broadcast_arrays(lhs, rhs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (lhs - rhs) / (np.abs(lhs) + np.abs(rhs))
+    r = np.where(np.isnan(r), -np.inf, r)
+    k = np.argmax(r, axis=0)
+    t = np.arange(lhs.shape[1])
+    return lhs[k, t], rhs[k, t]
+
+
+def value_range(x):
+    return f"{np.min(x):.2e}..{np.max(x):.2e}" if np.size(x) else "no such instance"
+
+
+def ratio_range(lhs, rhs, mask):
+    if not mask.any():
+        return "no such instance"
+    m = mask & (rhs > 0)
+    r = lhs[m] / rhs[m]
+    if not m.any():
+        return "no instance with rhs > 0"
+    return f"{np.min(r):.3g}..{np.max(r):.3g}"

@@ -141,10 +141,7 @@ from ._pfedme_thm2_base import (
     ROUNDS_B,
     T_MAX,
     _k,
-    _range,
-    _ratio_range,
     _trajectory,
-    _worst,
     eta_hat_2,
     instances,
 )
@@ -157,7 +154,15 @@ from ._pfedme_thm2_findings import (
 )
 from ._pfedme_thm2_moments import moment_parts
 from ._pfedme_thm2_parts import PARTS_D, ext_parts
-from ._pfedme_thm2_wells import F_star, envelope, prox, sigma_f2
+from ._pfedme_thm2_wells import (
+    F_star,
+    envelope,
+    prox,
+    ratio_range,
+    sigma_f2,
+    value_range,
+    worst_pair,
+)
 
 __all__ = ["STATEMENTS", "instances", "evaluate"]
 
@@ -205,7 +210,7 @@ def evaluate(batch, claim):
     Tgrid = np.arange(1, T_MAX + 1)[:, None]
     avg = np.cumsum(gradF2[:-1], axis=0) / Tgrid
     rhs1 = claim["first"](Delta, eta, beta, R, Tgrid, eta_hat_2(lam))
-    l1, r1 = _worst(avg, np.broadcast_to(rhs1, avg.shape))
+    l1, r1 = worst_pair(avg, np.broadcast_to(rhs1, avg.shape))
     sf2 = sigma_f2(s, a, L)
     with np.errstate(divide="ignore", invalid="ignore"):
         sF2 = lam**2 * sf2 / (lam**2 - 8 * L**2)
@@ -217,7 +222,7 @@ def evaluate(batch, claim):
     k = np.stack([_k(eta * f, lam, R) for f in ETA_STEPS], axis=1)         # (T, J)
     with np.errstate(divide="ignore", invalid="ignore"):
         rhs3 = np.asarray(claim["drift_bound"](k, sF2[:, None], lam[:, None], L[:, None]), float) * np.ones_like(k)
-    l3, r3 = _worst(drift2.T, rhs3.T)
+    l3, r3 = worst_pair(drift2.T, rhs3.T)
     # (b): points
     rng_pts = np.random.default_rng(7)
     near = s.mean(axis=1)[None] + a[None, :, None] * rng_pts.standard_normal((4, lam.size, DIM))
@@ -234,7 +239,7 @@ def evaluate(batch, claim):
         rhs5 = claim["b_bound"](gF2_pts, sF2, lam, L)
     # + rounding of theta - w (~1e-16 (1 + |w|) per coordinate) where both sides vanish (stationary points)
     rhs5 = np.where(np.isnan(rhs5), -np.inf, rhs5) + (1e-15 * (1 + np.max(np.abs(pts), axis=-1))) ** 2
-    l5, r5 = _worst(lhs_b, rhs5)
+    l5, r5 = worst_pair(lhs_b, rhs5)
     # (b) with delta > 0: the worst theta~ within delta of theta^ moves away from w, |theta~ - w| = |theta^ - w| + delta
     delta = batch["dl_delta"]
     dist = np.sqrt(np.sum((th - pts[..., None, :]) ** 2, axis=-1))
@@ -242,7 +247,7 @@ def evaluate(batch, claim):
     with np.errstate(divide="ignore", invalid="ignore"):
         rhs_bd = claim["b_delta"](gF2_pts, sF2, lam, L, delta)
     rhs_bd = np.where(np.isnan(rhs_bd), -np.inf, rhs_bd)
-    l6, r6 = _worst(lhs_bd, rhs_bd)
+    l6, r6 = worst_pair(lhs_bd, rhs_bd)
     consts = {"L": "exact: |g''| = L on every piece", "F*": "exact: pieces of F enumerated",
               "sigma_f^2": "exact sup over w (breakpoints of the grad f_i)",
               "sigma_F2^2": "Lemma 2(b): lam^2 sigma_f^2/(lam^2 - 8L^2)", "L_F": "lam (Proposition 1)",
@@ -251,28 +256,28 @@ def evaluate(batch, claim):
         PARTS[0]: Sides(sim_err, np.full(lam.size, 1e-10), "exact", applicable=lam > L, constants=consts,
                         note="3 rounds, max |w_t - w_t(moreau)|/(1 + |w_t|); allowed 1e-10 (certified Newton prox)"),
         PARTS[1]: Sides(l1, r1, "upper", applicable=ident & cond, constants=consts,
-                        note=f"worst T per instance; ratio {_ratio_range(l1, r1, ident & cond)}; "
+                        note=f"worst T per instance; ratio {ratio_range(l1, r1, ident & cond)}; "
                              f"eta = eta_hat_2/(beta R) 2^-k, k in {sorted(set(K_STEP))}; Delta_F exact"),
         PARTS[2]: rate_sides(slope, ci, claim["drift_exponent_eta"], kind="equal", atol=0.02,
                              applicable=hetero_drift & cond, constants=consts, level=0.95,
                              note=f"eta 2^-j, j = 0..5, fixed points solved exactly; |grad F(w_inf)|^2 at the "
-                                  f"instance's eta: {_range(drift2[hetero_drift & cond, 0])}; atol 0.02 for the "
+                                  f"instance's eta: {value_range(drift2[hetero_drift & cond, 0])}; atol 0.02 for the "
                                   f"O(eta) curvature"),
         PARTS[3]: Sides(l3, r3 + rounding, "upper",
                         applicable=~ident & (R > 1) & drift_ok & cond, constants=consts,
-                        note=f"worst eta of the grid; ratio {_ratio_range(l3, r3, ~ident & (R > 1) & drift_ok & cond)};"
+                        note=f"worst eta of the grid; ratio {ratio_range(l3, r3, ~ident & (R > 1) & drift_ok & cond)};"
                              f" + rounding (lam 1e-14 (1 + |w_inf|) + 1e-15 max |grad F_i|)^2 (w_inf = Bbar/(1 - Abar)); "
                              f"instances with a client on the concave piece at w_inf: {np.sum(mixed & ~ident & (R > 1))}"),
         PARTS[4]: Sides(np.max(ident_err, axis=0), np.full(lam.size, 1e-12), "exact", applicable=lam > L,
                         constants=consts, note="max over the points of |lhs - rhs|/(1 + lhs); allowed 1e-12"),
         PARTS[5]: Sides(l5, r5, "upper", applicable=cond, constants=consts,
-                        note=f"worst point per instance; ratio {_ratio_range(l5, r5, cond)}; points: rounds "
+                        note=f"worst point per instance; ratio {ratio_range(l5, r5, cond)}; points: rounds "
                              f"{ROUNDS_B}, F's minimiser, w_inf, 4 near the clients, 1 far"),
         **ext_parts(batch, ext, claim, cond, consts),
         **moment_parts(batch, ext, mom, (dist, gF2_pts, sF2), claim, cond, consts),
         PARTS_D[3]: Sides(l6, r6, "upper", applicable=cond, constants=consts,
                           note=f"worst point per instance (the points of the delta = 0 part); ratio "
-                               f"{_ratio_range(l6, r6, cond)}; delta/a in [0.01, 3.2]"),
+                               f"{ratio_range(l6, r6, cond)}; delta/a in [0.01, 3.2]"),
     }
 
 
