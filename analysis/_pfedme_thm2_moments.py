@@ -221,10 +221,6 @@ def prepare_moments(batch):
     return out
 
 
-def _rng(x):
-    return f"{np.min(x):.3g}..{np.max(x):.3g}" if np.size(x) else "no such instance"
-
-
 def moment_parts(batch, ext, mom, b_sides, claim, cond, consts):
     """``{part: Sides}`` (``ext`` from ``prepare_ext``, ``mom`` from :func:`prepare_moments`, ``b_sides`` the
     (b) parts' ``(x (P, T, N), gF2 (P, T), sF2 (T,))`` at the (b) points)."""
@@ -267,7 +263,7 @@ def moment_parts(batch, ext, mom, b_sides, claim, cond, consts):
     return {
         PARTS_M[0]: Sides(l1, r1, "upper", applicable=tp_ok, constants=consts,
                           note=f"worst T per instance; ratio {ratio_range(l1, r1, tp_ok)}; the limit is "
-                               f"{_rng(excess[tp_ok])} lam^2 delta_1^2 (1 + (1/p - 1) r, r ~ h beta eta/(2N)); "
+                               f"{short_range(excess[tp_ok])} lam^2 delta_1^2 (1 + (1/p - 1) r, r ~ h beta eta/(2N)); "
                                f"p/r in 10^-2..10^1; certified on every realisation (outward jumps)"),
         PARTS_M[1]: Sides(l2, r2, "upper", applicable=cond, constants=consts,
                           note=f"worst point per instance (the points of the delta = 0 part); ratio "
@@ -277,7 +273,7 @@ def moment_parts(batch, ext, mom, b_sides, claim, cond, consts):
                                f"relative + rounding of grad F; certified instances {int(mom['sd_ok'].sum())}/{lam.size}"),
         PARTS_M[3]: Sides(l3, r3, "upper", applicable=sd_ok, constants=consts,
                           note=f"worst (T, S) per instance; ratio {ratio_range(l3, r3, sd_ok)}; lam^2 delta^2 over "
-                               f"the S = 2 sampling term {_rng((lam * batch['sd_delta'])[sd_ok] ** 2 / np.maximum(2 * lam * beta * R * eta * c_S(N, 2) * sF2, 1e-300)[sd_ok])}; "
+                               f"the S = 2 sampling term {short_range((lam * batch['sd_delta'])[sd_ok] ** 2 / np.maximum(2 * lam * beta * R * eta * c_S(N, 2) * sF2, 1e-300)[sd_ok])}; "
                                f"one u for all clients on even instances"),
         PARTS_M[4]: Sides(mom["sg_resid"], np.full(lam.size, 1e-13), "exact", applicable=lam > L, constants=consts,
                           note="zeta = +-gamma_D e_k; points: the certified box's corners, c, 0.3 tau (concave piece); "

@@ -178,8 +178,8 @@ def ext_parts(batch, ext, claim, cond, consts):
         PARTS_S[1]: Sides(l1, r1, "upper", applicable=sp_ok & (sF2 > 0), constants=consts,
                           note=f"worst (T, S) per instance; ratio {ratio_range(l1, r1, sp_ok & (sF2 > 0))} (loose: "
                                f"L_F = lam against F's curvature lam L/(lam + L), Lemma 2(b)'s sup sigma_f^2: the limit over the "
-                               f"sampling term {_rng(alone[sp_ok & (sF2 > 0)])}); limit "
-                               f"E|grad F|^2 at S = 1: {_rng(ext['sp_avg1'][-1][sp_ok])}; Delta_F = 0 on half"),
+                               f"sampling term {short_range(alone[sp_ok & (sF2 > 0)])}); limit "
+                               f"E|grad F|^2 at S = 1: {short_range(ext['sp_avg1'][-1][sp_ok])}; Delta_F = 0 on half"),
         PARTS_S[2]: rate_sides(slope, ci, claim["sampling_exponent"], kind="equal", atol=1e-4, applicable=sp_ok,
                                constants=consts,
                                note="log(Var_1/Var_2)/log 4 per round t = 1..7, Var_S = E|grad F(w_t) - E grad F(w_t)|^2 "
@@ -198,9 +198,5 @@ def ext_parts(batch, ext, claim, cond, consts):
                                f"[0.01, 3.2]"),
         PARTS_D[2]: Sides(l3, r3, "upper", applicable=dl_ok_r, constants=consts,
                           note=f"worst T per instance; ratio {ratio_range(l3, r3, dl_ok_r)}; the floor is "
-                               f"{_rng(floor_r[dl_ok_r])} lam^2 delta^2 (~ h beta eta/(2N): errors of mean 0 average out)"),
+                               f"{short_range(floor_r[dl_ok_r])} lam^2 delta^2 (~ h beta eta/(2N): errors of mean 0 average out)"),
     }
-
-
-def _rng(x):
-    return f"{np.min(x):.3g}..{np.max(x):.3g}" if np.size(x) else "no such instance"

@@ -225,3 +225,7 @@ def ratio_range(lhs, rhs, mask):
     if not m.any():
         return "no instance with rhs > 0"
     return f"{np.min(r):.3g}..{np.max(r):.3g}"
+
+
+def short_range(x):
+    return f"{np.min(x):.3g}..{np.max(x):.3g}" if np.size(x) else "no such instance"
