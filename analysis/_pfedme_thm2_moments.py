@@ -57,6 +57,7 @@ from ._pfedme_thm2_wells import (
     envelope,
     prox,
     ratio_range,
+    short_range,
     sigma_f2,
     worst_pair,
 )

@@ -24,7 +24,7 @@ from ._pfedme_thm2_ext import (
     outer_certified,
     sampling_sums,
 )
-from ._pfedme_thm2_wells import F_star, envelope, ratio_range, sigma_f2, worst_pair
+from ._pfedme_thm2_wells import F_star, envelope, ratio_range, short_range, sigma_f2, worst_pair
 
 __all__ = ["PARTS_S", "PARTS_D", "ext_instances", "prepare_ext", "ext_parts", "T_ENUM", "ROUNDS_D"]
 
