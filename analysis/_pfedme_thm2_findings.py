@@ -1,7 +1,6 @@
 """pfedme.thm2: the findings (text of each, with its minimal instance)."""
 from __future__ import annotations
 
-
 _FINDING_ETA = (
     "pFedMe Theorem 2(a) as printed says 'if eta <= eta_hat_2/(beta R)', but its bound does not depend on eta: "
     "with delta = 0, S = N and identical clients (sigma_F2 = 0) it is O(Delta_F/(eta_hat_2 T)), while as eta -> 0 "
