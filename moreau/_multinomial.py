@@ -50,6 +50,7 @@ class Multinomial(MultinomialCertificates, SampleLoss):
     # Newton forms a Hessian on part of the batch (a copy of those clients) when at most this
     # share needs one: C(C+1)/2 GEMMs per client against one pass over its rows for the copy
     _part_share = 0.75
+    _fresh_hessian = True  # _hess_at returns a fresh array: Newton may add lam I in place
 
     def __init__(self, X, y, n_classes=None, mu=0.0, weights=None):
         xp, y = self._init_samples(X, y, mu, weights)

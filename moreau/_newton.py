@@ -117,14 +117,14 @@ from ._backend import safe_norm, to_numpy
 from ._errors import ProxConvergenceError
 from ._newton_batch import _assemble, _finished, _h_and_grad, _View
 from ._newton_cert import _certificate, _local_min_eig, _null_error, _pieces, _settled
-from ._newton_steps import _chord_settles, _solve, _wolfe
+from . import _newton_steps as _steps
+from ._newton_steps import _chord_settles, _plus_lam, _select, _solve, _wolfe
 from ._objective import ProxInfo
 
 __all__ = ["newton_prox", "newton_displacement", "check_max_iter"]
 
 _REACH = 1.01  # slack on the necessary condition for the local certificate (tests set inf)
 _COMPACT = 0.75  # entries leave the batch once at most this fraction of it is still active
-
 
 
 def check_max_iter(max_iter):
@@ -192,9 +192,8 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     # modulus lam + mu ignores all the loss's curvature; _null_error) also where it exceeds
     # 16 eps * scale and the largest possible gain (lam + hi) / (lam + mu) is above 128
     # (measured: at gains of 50 it bought a factor 1.4 at 1.4x the time)
-    nullsp = bool(getattr(f, "_null_dim", 0))
+    nullsp, Hprev = bool(getattr(f, "_null_dim", 0)), None
     blocks = []  # finished entries: (J, x, bound, level, tol_k, ok, frozen, iterations, ||theta||)
-    Hprev = None
     for k in range(max_iter + 1):
         x, g, lam, modulus = S["x"], S["g"], S["lam"], S["modulus"]
         theta = S["a"] + x
@@ -210,7 +209,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         if nullsp and tol is None:  # see `nullsp` above
             poor = poor | ((level > 16 * eps * (tn + S["wnorm"])) & (lam + S["hi"] > 128 * modulus))
         near = (~ok | poor) & (frozen | (moved <= 1e-3 * (xn + S["anorm"])) | (k == max_iter))
-        Hf, Hmask = None, xp.zeros_like(ok)  # the fresh Hessian, on the rows Hmask so far
+        Hf, Hmask, Hown = None, xp.zeros_like(ok), False  # the fresh Hessian, on the rows Hmask so far
 
         def part(want):
             """``(indices, f on those entries)`` when ``want`` is at most a share of the batch
@@ -227,20 +226,21 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
                                              None if st is None else xp.take(st, idx, axis=0))
 
         def form(rows, lp, pt=None):
-            """``(Hessian, rows it holds)``: on the entries ``rows`` only when few (``part``),
-            else on the whole batch; formed in float32 where ``lp`` (a direction only)."""
+            """``(Hessian, rows it holds, own)``: on the entries ``rows`` only when few (``part``),
+            else on the whole batch; formed in float32 where ``lp`` (a direction only).  ``own``:
+            no one else holds the array (``f._fresh_hessian``: ``_hess_at`` returns a fresh one)."""
             got = part(rows) if pt is None else pt
             if got is None:
-                return view.hess(theta, S["state"], lp), xp.ones_like(rows)
+                return view.hess(theta, S["state"], lp), xp.ones_like(rows), getattr(f, "_fresh_hessian", False)
             Hn = xp.zeros((int(S["J"].shape[0]), d, d), dtype=f.dtype)
             Hn[rows] = got[1].hess(got[2], got[3], lp)
-            return Hn, rows
+            return Hn, rows, True
 
-        def hold(Hn, rows):
+        def hold(Hn, rows, own):
             """Newton's matrix ``Hf`` takes ``Hn`` on the ``rows`` it does not hold yet."""
-            nonlocal Hf, Hmask
+            nonlocal Hf, Hmask, Hown
             rows = rows & ~Hmask
-            Hf = Hn if Hf is None else xp.where(rows[:, None, None], Hn, Hf)
+            Hf, Hown = (Hn, own) if Hf is None else (xp.where(rows[:, None, None], Hn, Hf), True)
             Hmask = Hmask | rows
 
         def fresh(want):
@@ -251,8 +251,8 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
                 mine = S["low"] if lp else ~S["low"]
                 rows = want & ~Hmask & mine
                 if bool(xp.any(rows)):
-                    Hn, held = form(rows, lp)
-                    hold(Hn, held & mine)
+                    Hn, held, own = form(rows, lp)
+                    hold(Hn, held & mine, own)
 
         if bool(xp.any(near)):
             top = xp.maximum(lam + S["hi"], modulus) * _REACH
@@ -261,8 +261,8 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
             cand = near & reach
             if bool(xp.any(cand)):
                 pt = part(cand)
-                Hc, held = form(cand, False, pt)  # float64: the certificate's Hessian
-                hold(Hc, held & ~S["low"])
+                Hc, held, own = form(cand, False, pt)  # float64: the certificate's Hessian
+                hold(Hc, held & ~S["low"], own)
                 if pt is None:
                     local = view.local(theta, S["state"])
                 else:  # the bound's ingredients for those entries only
@@ -308,15 +308,17 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
                 S = {key: (v if v is None else xp.take(v, keep, axis=0)) for key, v in S.items()}
                 gnorm, active, polish, late = (xp.take(v, keep, axis=0) for v in (gnorm, active, polish, late))
                 Hf, Hprev, Hmask = (None if v is None else xp.take(v, keep, axis=0) for v in (Hf, Hprev, Hmask))
+                Hown = Hf is not None
                 view = _View(sub, None)
                 x, g, lam, theta = S["x"], S["g"], S["lam"], S["a"] + S["x"]
         # Newton's matrix: the fresh Hessian, or for a polishing entry the previous one
         # (a chord step, within ulps here: its last step was a full Newton step)
         chord = (polish & S["has_prev"]) | late
+        Hprev = None if _steps.REUSE and not bool(xp.any(chord)) else Hprev  # unread: free its memory
         fresh(active & ~chord)
-        H = Hprev if Hf is None else Hf + lam[:, None, None] * xp.eye(d, dtype=f.dtype)
+        H = Hprev if Hf is None else _plus_lam(xp, Hf, lam, Hown and _steps.REUSE)
         if Hf is not None and Hprev is not None and bool(xp.any(chord)):
-            H = xp.where(chord[:, None, None], Hprev, H)
+            H = _select(xp, chord, Hprev, H, Hown and _steps.REUSE)
         p = -_solve(xp, H, g, eps)
         slope = xp.vecdot(g, p)
         h = S["h"]

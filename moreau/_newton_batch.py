@@ -25,7 +25,9 @@ class _View:
     def _out(self, v, tail=()):
         if self.shape is None or v is None:
             return v
-        return self.xp.reshape(self.xp.broadcast_to(v, self.shape + tail), (math.prod(self.shape),) + tail)
+        if tuple(v.shape) != self.shape + tail:  # a full-shape v stays writable (_plus_lam)
+            v = self.xp.broadcast_to(v, self.shape + tail)
+        return self.xp.reshape(v, (math.prod(self.shape),) + tail)
 
     def eval(self, theta):
         v, g, E, state = self.f._eval(self._in(theta))

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ._backend import safe_norm
 
-__all__ = ["_wolfe", "_ball", "_solve", "_chord_settles"]
+__all__ = ["_wolfe", "_ball", "_solve", "_chord_settles", "_plus_lam", "_select"]
 
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 60
 _WOLFE = 0.1  # strong Wolfe curvature constant
+# True: Newton updates its own Hessian in place (H + lam I, the chord rows) and frees the
+# previous one when no chord step reads it; Multinomial fills its Hessian block by block.
+# False: fresh arrays as before (the same bits: tests compare the two)
+REUSE = True
 
 
 def _wolfe(xp, h_and_grad, point, gnorm, p, slope, flat, active, force):
@@ -116,3 +122,25 @@ def _chord_settles(xp, S, P, tol, eps):
     if tol is not None:
         return newton & (pred + rnd_t <= S["tol"] * modulus * (1 - 1 / 64))
     return newton & (pred <= rnd_x + 4 * eps * xn * modulus)
+
+
+def _plus_lam(xp, Hf, lam, own):
+    """``Hf + lam I`` (``lam`` ``(k,)``), in place on a contiguous numpy ``Hf`` that is Newton's
+    own (``own``; the diagonal only: the fresh sum adds ``+0.0`` off the diagonal, which
+    changes no entry since a Hessian formed by sums of products holds no ``-0.0``), else in a
+    fresh array.  A (k, d, d) temporary less, two at the peak of a call: the page faults of fresh
+    memory cost as much as the arithmetic at m = 500, D = 40 (benchmarks/RESULTS.md, 2b)."""
+    if not (own and isinstance(Hf, np.ndarray) and Hf.flags.writeable and Hf.flags.c_contiguous):
+        return Hf + lam[:, None, None] * xp.eye(Hf.shape[-1], dtype=Hf.dtype)
+    d = Hf.shape[-1]
+    diag = Hf.reshape(Hf.shape[0], d * d)[:, ::d + 1]  # a view (contiguous)
+    diag += lam[:, None]
+    return Hf
+
+
+def _select(xp, rows, Hprev, H, own):
+    """``where(rows, Hprev, H)``, in place on Newton's own ``H`` (see :func:`_plus_lam`)."""
+    if not (own and isinstance(H, np.ndarray) and H.flags.writeable):
+        return xp.where(rows[:, None, None], Hprev, H)
+    H[rows] = Hprev[rows]
+    return H
