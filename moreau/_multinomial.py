@@ -67,7 +67,6 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         self.y = y
         self.n_features, self.n_classes = self.X.shape[-1], int(C)
         self.dim = self.n_features * self.n_classes
-        self._Y = xp.astype(y[..., None] == xp.arange(C, dtype=self.dtype), self.dtype)  # one-hot (..., n, C)
         self._null_dim = self.n_features  # hess f = mu on the d shift directions v (x) 1 (see _hess_error)
 
     def matrix(self, theta):
@@ -141,15 +140,17 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         return H + self.mu[..., None, None] * xp.eye(self.dim, dtype=self.dtype)
 
     @cached_property
+    def _Y(self):
+        """The one-hot labels ``(..., n, C)`` of the plain methods (formed when first needed:
+        Newton's evaluation reads :attr:`_Yt`)."""
+        xp = self.xp
+        return xp.astype(self.y[..., None] == xp.arange(self.n_classes, dtype=self.dtype), self.dtype)
+
+    @cached_property
     def _Yt(self):
         """The one-hot labels class-major, ``(..., C, n)`` (Newton's evaluation layout)."""
         xp = self.xp
         return xp.astype(self.y[..., None, :] == xp.arange(self.n_classes, dtype=self.dtype)[:, None], self.dtype)
-
-    @cached_property
-    def _notYt(self):
-        """``1 - _Yt``."""
-        return 1 - self._Yt
 
     def _eval(self, theta):
         """Value, gradient, :meth:`_grad_rounding` and the Hessian's state from one evaluation
@@ -169,7 +170,7 @@ class Multinomial(MultinomialCertificates, SampleLoss):
 
         W = xp.reshape(xp.broadcast_to(theta, bshape + (D,)), (N, d, C))
         loss, Gt, Rn, state = softmax_blocks(xp, flat(self.X, (n, d)), W, flat(self._Yt, (C, n)),
-                                             flat(self._notYt, (C, n)), flat(self._p, (n,)))
+                                             flat(self._p, (n,)))
         v = xp.reshape(loss, bshape) + self.mu / 2 * xp.vecdot(theta, theta)
         state = xp.reshape(state, bshape + (2 * C + 1, n))
         E = self._grad_bound(theta, state[..., 2 * C, :], xp.reshape(Rn, bshape + (n,)))
@@ -235,7 +236,7 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         :meth:`Objective._take`); ``L`` is taken when already computed, else computed
         for those entries only if needed."""
         self._rownorm  # noqa: B018  (computed once on the whole batch, then taken)
-        arrays = {"X": 2, "y": 1, "_Y": 2, "_p": 1, "mu": 0, "_rownorm": 1, "_L": 0}
+        arrays = {"X": 2, "y": 1, "_p": 1, "mu": 0, "_rownorm": 1, "_L": 0}
         return take_object(self, idx, shape, arrays)
 
     def curvature_bounds(self):

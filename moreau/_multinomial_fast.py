@@ -67,11 +67,11 @@ def class_norm(xp, R):
     return safe_norm(xp.matrix_transpose(R), xp)
 
 
-def softmax_blocks(xp, X, W, Yt, notYt, p):
+def softmax_blocks(xp, X, W, Yt, p):
     """One evaluation of the softmax loss on a flat batch, in blocks of clients whose
     temporaries stay in cache (and are not fresh memory each time: page faults cost as much as
     the arithmetic at this size): ``X`` ``(n, d)`` (shared) or ``(N, n, d)``, ``W`` ``(N, d, C)``,
-    the one-hot labels ``Yt`` and ``1 - Yt`` ``(C, n)`` or ``(N, C, n)``, the weights ``p``
+    the one-hot labels ``Yt`` ``(C, n)`` or ``(N, C, n)`` (``1 - Yt`` formed per block), the weights ``p``
     ``(n,)`` or ``(N, n)``.  Returns ``(loss, Gt, Rnorm, state)``: ``sum_j p_j (lse_j - z_{j y_j})``
     ``(N,)``, ``(p R) X`` ``(N, C, d)`` with ``R = P - Y`` (``-(1 - pi_y)`` from ``Q`` at the
     label), ``||R_j||`` ``(N, n)`` (:func:`class_norm`) and ``state`` ``(N, 2C + 1, n)``: the
@@ -87,12 +87,13 @@ def softmax_blocks(xp, X, W, Yt, notYt, p):
     Rnorm = xp.empty((N, n), dtype=dt)
     cupy = "cupy" in getattr(xp, "__name__", "")
     step = N if cupy else max(1, _EVAL_BYTES // (C * n * 8))
+    nY = 1 - Yt if Yt.ndim == 2 else None
 
     for i in range(0, N, step):
         j = min(i + step, N)
         Xb = X if X.ndim == 2 else X[i:j, ...]
         Yb = Yt if Yt.ndim == 2 else Yt[i:j, ...]
-        nYb = notYt if notYt.ndim == 2 else notYt[i:j, ...]
+        nYb = nY if Yt.ndim == 2 else 1 - Yb
         pb = p if p.ndim == 1 else p[i:j, ...]
         Zt = xp.matrix_transpose(W[i:j, ...]) @ xp.matrix_transpose(Xb)  # (b, C, n)
         rows = [Zt[:, c, :] for c in range(C)]
