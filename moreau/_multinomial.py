@@ -183,12 +183,14 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         g = G + self.mu[..., None] * theta
         return v, g, E, state
 
-    def _hess_at(self, theta, state, low=False):
+    def _hess_at(self, theta, state, low=False, rows=None, out=None):
         """``hess(theta)`` from the state :meth:`_eval` returned at ``theta``: the blocks
         ``X^T diag(q_ac) X`` once per pair ``a <= c`` (``moreau._multinomial_fast``; the same
         products as :meth:`hess`, so :meth:`_hess_error` holds for it).  ``low=True`` (float64
         data only): the products formed in float32, a Hessian for Newton's direction only, never
-        used by a certificate (:meth:`_low_hessian_ok` says where Newton uses it)."""
+        used by a certificate (:meth:`_low_hessian_ok` says where Newton uses it).  ``rows``
+        (numpy: indices into the flattened batch) and ``out`` ``(N, D, D)``: only those entries,
+        written into ``out[rows]`` (``out`` returned; Newton's partial Hessian, no copy of the data)."""
         xp = self.xp
         d, C, n, D = self.n_features, self.n_classes, self.X.shape[-2], self.dim
         bshape = tuple(state.shape[:-2])
@@ -202,8 +204,9 @@ class Multinomial(MultinomialCertificates, SampleLoss):
             else xp.reshape(xp.broadcast_to(p, bshape + (n,)), (N, n))
         low = low and self.dtype == xp.float64
         mu = xp.reshape(xp.broadcast_to(self.mu, bshape), (N,))
-        H = hessian_blocks(xp, X, st[:, :C, :], st[:, C:2 * C, :], p, mu, d, C, low)
-        return xp.reshape(H, bshape + (D, D))
+        part = {} if rows is None else {"rows": rows, "out": out}
+        H = hessian_blocks(xp, X, st[:, :C, :], st[:, C:2 * C, :], p, mu, d, C, low, **part)
+        return H if rows is not None else xp.reshape(H, bshape + (D, D))
 
     def _low_hessian_ok(self, modulus, hi=None):
         r"""Where Newton may take its direction from the float32 Hessian (``_hess_at(...,

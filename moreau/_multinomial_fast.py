@@ -24,6 +24,8 @@ logits serves the value, the gradient, its rounding bound, the Hessian and its e
 """
 from __future__ import annotations
 
+import numpy as np
+
 from . import _newton_steps
 from ._backend import safe_norm
 
@@ -131,14 +133,17 @@ def _min_over(xp, rows):
     return out
 
 
-def hessian_blocks(xp, X, P, Q, p, mu, d, C, low=False):
+def hessian_blocks(xp, X, P, Q, p, mu, d, C, low=False, rows=None, out=None):
     r"""``sum_j p_j S_j (x) x_j x_j^T`` ``(N, d*C, d*C)`` for a flat batch: ``X`` ``(n, d)``
     (shared) or ``(N, n, d)``, ``P``, ``Q`` ``(N, C, n)`` (probabilities and complements),
     ``p`` ``(N, n)`` or ``(n,)``, plus ``mu I`` (``mu`` ``(N,)``, added to the diagonal).  The weights ``q_aa = p (P_a Q_a)``, ``q_ac = -(p (P_a P_c))``
     (the products of ``Multinomial.hess``), the blocks ``X^T (q X)`` for ``a <= c`` in one
     GEMM per block of clients, block ``(c, a)`` the transpose of block ``(a, c)``.  ``low``:
     the weights and each block of ``X`` rounded to float32 and the products formed in float32
-    (a direction for Newton only, ``Multinomial._low_hessian_ok``; returned in ``P``'s dtype)."""
+    (a direction for Newton only, ``Multinomial._low_hessian_ok``; returned in ``P``'s dtype).
+    ``rows`` (numpy only: flat indices) and ``out`` ``(N, d*C, d*C)``: the entries ``rows``
+    only, written into ``out[rows]`` block by block (each block's data gathered, never a copy
+    of the whole batch's); every entry is computed alone, so its bits do not depend on the block."""
     N, n = P.shape[0], P.shape[-1]
     pairs = [(a, c) for a in range(C) for c in range(a, C)]
     K = len(pairs)
@@ -146,14 +151,18 @@ def hessian_blocks(xp, X, P, Q, p, mu, d, C, low=False):
     if low and shared:  # shared data: rounded once
         X = xp.astype(X, xp.float32)
     cupy = "cupy" in getattr(xp, "__name__", "")
-    step = N if cupy else max(1, _BLOCK_BYTES // (n * K * d * 8))
-    H = xp.empty((N, d, C, d, C), dtype=P.dtype)
-    for i in range(0, N, step):
-        j = min(i + step, N)
-        Pi, Qi, pi = P[i:j, ...], Q[i:j, ...], p if p.ndim == 1 else p[i:j, ...]
+    M = N if rows is None else int(rows.shape[0])
+    step = M if cupy else max(1, _BLOCK_BYTES // (n * K * d * 8))
+    H = xp.empty((N, d, C, d, C), dtype=P.dtype) if rows is None else None
+    fast = isinstance(P, np.ndarray)  # the diagonal as a strided view (numpy)
+    Gs = []
+    for i in range(0, M, step):
+        j = min(i + step, M)
+        sel = slice(i, j) if rows is None else rows[i:j]
+        Pi, Qi, pi = P[sel, ...], Q[sel, ...], p if p.ndim == 1 else p[sel, ...]
         q = xp.stack([pi * (Pi[:, a, :] * Qi[:, a, :]) if a == c else -(pi * (Pi[:, a, :] * Pi[:, c, :]))
                       for a, c in pairs], axis=-1)  # (b, n, K)
-        Xi = X if shared else X[i:j, ...]
+        Xi = X if shared else X[sel, ...]
         if low:
             q = xp.astype(q, xp.float32)
             Xi = Xi if shared else xp.astype(Xi, xp.float32)
@@ -161,18 +170,28 @@ def hessian_blocks(xp, X, P, Q, p, mu, d, C, low=False):
         # (contiguous operands: 1.7x faster than the broadcast product, the same products)
         Wk = xp.tile(Xi, (1,) * (Xi.ndim - 1) + (K,)) * xp.repeat(q, d, axis=-1)
         G = xp.matrix_transpose(Xi) @ Wk  # (b, d, K d), scattered into H block by block
-        if not _newton_steps.REUSE:  # the whole batch's G, then H (as before: tests compare)
-            Gall = G if i == 0 else xp.concat([Gall, G], axis=0)
+        if rows is None and not _newton_steps.REUSE:  # the whole batch's G, then H (as before)
+            Gs.append(G)
             if j < N:
                 continue
-            G, i = Gall, 0
+            G, i = xp.concat(Gs, axis=0), 0
+        Hb = H[i:j, ...] if rows is None else xp.empty((j - i, d, C, d, C), dtype=P.dtype)
         for k, (a, c) in enumerate(pairs):
             B = G[:, :, k * d:(k + 1) * d]
-            H[i:j, :, a, :, c] = B
+            Hb[:, :, a, :, c] = B
             if a != c:
-                H[i:j, :, c, :, a] = xp.matrix_transpose(B)
-    for k in range(d):  # + mu I: the diagonal only (the same sums as H + mu I)
-        for a in range(C):
-            H[:, k, a, k, a] = H[:, k, a, k, a] + mu
+                Hb[:, :, c, :, a] = xp.matrix_transpose(B)
+        if rows is not None:
+            Hb = np.reshape(Hb, (j - i, d * C * d * C))
+            Hb[:, ::d * C + 1] += mu[sel][:, None]  # + mu I: the diagonal only (as below)
+            out[sel] = np.reshape(Hb, (j - i, d * C, d * C))
+    if rows is not None:
+        return out
+    if fast:  # + mu I: the diagonal only (the same sums as H + mu I)
+        diag = np.reshape(H, (N, d * C * d * C))[:, ::d * C + 1]
+        diag += mu[:, None]
+    else:
+        for k in range(d):
+            for a in range(C):
+                H[:, k, a, k, a] = H[:, k, a, k, a] + mu
     return xp.reshape(H, (N, d * C, d * C))
-

@@ -113,11 +113,19 @@ import math
 
 import numpy as np
 
+from . import _newton_steps as _steps
 from ._backend import safe_norm, to_numpy
 from ._errors import ProxConvergenceError
-from ._newton_batch import _assemble, _finished, _h_and_grad, _View
+from ._newton_batch import (
+    _assemble,
+    _check_finite,
+    _finished,
+    _h_and_grad,
+    _tolerance,
+    _View,
+    takes_rows,
+)
 from ._newton_cert import _certificate, _local_min_eig, _null_error, _pieces, _settled
-from . import _newton_steps as _steps
 from ._newton_steps import _chord_settles, _plus_lam, _select, _solve, _wolfe
 from ._objective import ProxInfo
 
@@ -211,14 +219,17 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         near = (~ok | poor) & (frozen | (moved <= 1e-3 * (xn + S["anorm"])) | (k == max_iter))
         Hf, Hmask, Hown = None, xp.zeros_like(ok), False  # the fresh Hessian, on the rows Hmask so far
 
-        def part(want):
-            """``(indices, f on those entries)`` when ``want`` is at most a share of the batch
-            (``f._part_share``, default half: where the Hessian costs more than the copy), else None."""
+        def part(want, direct=False):
+            """``(indices, f on those entries, theta, state)`` when ``want`` is at most a share of the
+            batch (``f._part_share``, default half: where the Hessian costs more than the copy),
+            else None; ``direct``: ``(indices, None, None, None)`` where ``takes_rows(f)`` (no copy)."""
             nonlocal compact
             share = getattr(f, "_part_share", 0.5)
             if not compact or int(xp.sum(xp.astype(want, xp.int64))) > share * int(S["J"].shape[0]):
                 return None
             idx = xp.nonzero(want)[0]
+            if direct and _steps.REUSE and takes_rows(f) and isinstance(idx, np.ndarray):
+                return idx, None, None, None
             sub = f._take(xp.take(S["J"], idx, axis=0), shape)
             compact = sub is not None  # False: the objective cannot hand out part of its batch
             st = S["state"]
@@ -229,11 +240,14 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
             """``(Hessian, rows it holds, own)``: on the entries ``rows`` only when few (``part``),
             else on the whole batch; formed in float32 where ``lp`` (a direction only).  ``own``:
             no one else holds the array (``f._fresh_hessian``: ``_hess_at`` returns a fresh one)."""
-            got = part(rows) if pt is None else pt
+            got = part(rows, True) if pt is None else pt
             if got is None:
                 return view.hess(theta, S["state"], lp), xp.ones_like(rows), getattr(f, "_fresh_hessian", False)
             Hn = xp.zeros((int(S["J"].shape[0]), d, d), dtype=f.dtype)
-            Hn[rows] = got[1].hess(got[2], got[3], lp)
+            if got[1] is None:  # formed into Hn[idx] from the whole batch's data
+                view.hess(theta, S["state"], lp, rows=got[0], out=Hn)
+            else:
+                Hn[rows] = got[1].hess(got[2], got[3], lp)
             return Hn, rows, True
 
         def hold(Hn, rows, own):
@@ -320,6 +334,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         if Hf is not None and Hprev is not None and bool(xp.any(chord)):
             H = _select(xp, chord, Hprev, H, Hown and _steps.REUSE)
         p = -_solve(xp, H, g, eps)
+        Hprev = None if _steps.REUSE else Hprev  # replaced by H below: free its memory now
         slope = xp.vecdot(g, p)
         h = S["h"]
         # predicted decrease below the rounding of h: Armijo cannot see it
@@ -354,16 +369,6 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     return theta, u, (out if info else None)
 
 
-def _check_finite(xp, f, h, g, w, shape):
-    """The subproblem must be representable at its start: an overflow there is bad input."""
-    ok = xp.isfinite(h) & xp.all(xp.isfinite(g), axis=-1)
-    if not bool(xp.all(ok)):
-        i = tuple(int(k) for k in np.unravel_index(int(np.argwhere(~to_numpy(ok))[0, 0]), shape))
-        raise ValueError(f"prox of {type(f).__name__}: the subproblem overflows {f.dtype} at w (batch index "
-                         f"{i}, max |w| {float(xp.max(xp.abs(w))):.3g}): the value or gradient of f + lam/2 "
-                         f"||theta - w||^2 is not finite there; rescale w or the data")
-
-
 def _raise(f, failed, info, theta, max_iter, frozen, default):
     b, t = info.error_bound, info.tol
     idx = [tuple(int(i) for i in r) for r in np.argwhere(failed)[:5]]
@@ -383,17 +388,3 @@ def _raise(f, failed, info, theta, max_iter, frozen, default):
         f"{float(t.reshape(-1)[k]):.3g}; " + "; ".join(why or ["tol below the rounding floor"]),
         error_bound=info.error_bound, tol=info.tol, iterations=info.iterations,
         theta=to_numpy(theta), failed=failed)
-
-
-def _tolerance(tol, xp, dtype, shape):
-    t = np.asarray(to_numpy(tol))
-    if t.dtype.kind not in "fiu" or t.dtype == bool:
-        raise TypeError(f"tol must be a real number or array (got {tol!r})")
-    t = t.astype(float)
-    if not np.all(np.isfinite(t)) or np.any(t <= 0):
-        raise ValueError(f"tol must be finite and > 0 (got {tol!r})")
-    try:
-        np.broadcast_to(t, shape)
-    except ValueError:
-        raise ValueError(f"tol of shape {t.shape} does not broadcast with the batch shape {shape}") from None
-    return xp.asarray(t, dtype=dtype)

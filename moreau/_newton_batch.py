@@ -1,15 +1,20 @@
 """Batch bookkeeping of the certified Newton (``moreau._newton``): the objective seen on a
 flat batch, the records of entries that leave it, and the gather with which objectives
-hand Newton a compacted batch (``take_batch``, ``take_object``)."""
+hand Newton a compacted batch (``take_batch``, ``take_object``); the checks of its input."""
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 from functools import cached_property
 
+import numpy as np
 from array_api_compat import is_array_api_obj
 
-__all__ = ["_View", "_h_and_grad", "_finished", "_assemble", "take_batch", "take_object"]
+from ._backend import to_numpy
+
+__all__ = ["_View", "_h_and_grad", "_finished", "_assemble", "_check_finite", "_tolerance", "take_batch",
+           "take_object", "takes_rows"]
 
 
 class _View:
@@ -35,8 +40,10 @@ class _View:
             state = self.xp.reshape(state, (math.prod(self.shape),) + tuple(state.shape[len(self.shape):]))
         return self._out(v), self._out(g, tuple(theta.shape[1:])), self._out(E), state
 
-    def hess(self, theta, state, low=False):
+    def hess(self, theta, state, low=False, rows=None, out=None):
         d = theta.shape[-1]
+        if rows is not None:  # the entries rows (flat indices) into out[rows] (f._hess_rows)
+            return self.f._hess_at(self._in(theta), self._in(state), low, rows=rows, out=out)
         args = (self._in(theta), self._in(state)) + ((True,) if low else ())
         return self._out(self.f._hess_at(*args), (d, d))
 
@@ -49,6 +56,12 @@ class _View:
     def local(self, theta, state):
         got = self.f._local_curvature(self._in(theta), self._in(state))
         return None if got is None else tuple(self._out(g) for g in got)
+
+
+def takes_rows(f):
+    """Whether ``f._hess_at`` forms part of the batch into Newton's array (``rows=``, ``out=``:
+    Multinomial; not where a test replaces it by a plain method)."""
+    return "rows" in inspect.signature(type(f)._hess_at).parameters
 
 
 def _h_and_grad(view, S, x):
@@ -109,3 +122,27 @@ def take_object(obj, idx, shape, arrays):
             new.__dict__[k] = v
     new.batch_shape = (int(idx.shape[0]),)
     return new
+
+
+def _check_finite(xp, f, h, g, w, shape):
+    """The subproblem must be representable at its start: an overflow there is bad input."""
+    ok = xp.isfinite(h) & xp.all(xp.isfinite(g), axis=-1)
+    if not bool(xp.all(ok)):
+        i = tuple(int(k) for k in np.unravel_index(int(np.argwhere(~to_numpy(ok))[0, 0]), shape))
+        raise ValueError(f"prox of {type(f).__name__}: the subproblem overflows {f.dtype} at w (batch index "
+                         f"{i}, max |w| {float(xp.max(xp.abs(w))):.3g}): the value or gradient of f + lam/2 "
+                         f"||theta - w||^2 is not finite there; rescale w or the data")
+
+
+def _tolerance(tol, xp, dtype, shape):
+    t = np.asarray(to_numpy(tol))
+    if t.dtype.kind not in "fiu" or t.dtype == bool:
+        raise TypeError(f"tol must be a real number or array (got {tol!r})")
+    t = t.astype(float)
+    if not np.all(np.isfinite(t)) or np.any(t <= 0):
+        raise ValueError(f"tol must be finite and > 0 (got {tol!r})")
+    try:
+        np.broadcast_to(t, shape)
+    except ValueError:
+        raise ValueError(f"tol of shape {t.shape} does not broadcast with the batch shape {shape}") from None
+    return xp.asarray(t, dtype=dtype)
