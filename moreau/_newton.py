@@ -254,7 +254,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
             """Newton's matrix ``Hf`` takes ``Hn`` on the ``rows`` it does not hold yet."""
             nonlocal Hf, Hmask, Hown
             rows = rows & ~Hmask
-            Hf, Hown = (Hn, own) if Hf is None else (xp.where(rows[:, None, None], Hn, Hf), True)
+            Hf, Hown = (Hn, own) if Hf is None else (_select(xp, rows, Hn, Hf, Hown and _steps.REUSE), True)
             Hmask = Hmask | rows
 
         def fresh(want):

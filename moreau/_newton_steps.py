@@ -139,7 +139,8 @@ def _plus_lam(xp, Hf, lam, own):
 
 
 def _select(xp, rows, Hprev, H, own):
-    """``where(rows, Hprev, H)``, in place on Newton's own ``H`` (see :func:`_plus_lam`)."""
+    """``where(rows, Hprev, H)``, in place on Newton's own ``H`` (see :func:`_plus_lam`): the
+    chord rows, or a second Hessian's rows merged into Newton's matrix."""
     if not (own and isinstance(H, np.ndarray) and H.flags.writeable):
         return xp.where(rows[:, None, None], Hprev, H)
     H[rows] = Hprev[rows]
