@@ -243,7 +243,11 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
             got = part(rows, True) if pt is None else pt
             if got is None:
                 return view.hess(theta, S["state"], lp), xp.ones_like(rows), getattr(f, "_fresh_hessian", False)
-            Hn = xp.zeros((int(S["J"].shape[0]), d, d), dtype=f.dtype)
+            # the previous matrix's memory where only its chord rows are read again (_plus_lam)
+            spare = got[1] is None and Hf is None and Hprev is not None and isinstance(Hprev, np.ndarray)
+            Hn = Hprev if spare else xp.zeros((int(S["J"].shape[0]), d, d), dtype=f.dtype)
+            if spare:
+                Hn[~chord] = 0.0
             if got[1] is None:  # formed into Hn[idx] from the whole batch's data
                 view.hess(theta, S["state"], lp, rows=got[0], out=Hn)
             else:
@@ -328,9 +332,9 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         # Newton's matrix: the fresh Hessian, or for a polishing entry the previous one
         # (a chord step, within ulps here: its last step was a full Newton step)
         chord = (polish & S["has_prev"]) | late
-        Hprev = None if _steps.REUSE and not bool(xp.any(chord)) else Hprev  # unread: free its memory
+        H, Hprev = None, (None if _steps.REUSE and not bool(xp.any(chord)) else Hprev)  # unread: freed
         fresh(active & ~chord)
-        H = Hprev if Hf is None else _plus_lam(xp, Hf, lam, Hown and _steps.REUSE)
+        H = Hprev if Hf is None else _plus_lam(xp, Hf, lam, Hown and _steps.REUSE, chord if Hf is Hprev else None)
         if Hf is not None and Hprev is not None and bool(xp.any(chord)):
             H = _select(xp, chord, Hprev, H, Hown and _steps.REUSE)
         p = -_solve(xp, H, g, eps)

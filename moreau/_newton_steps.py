@@ -124,23 +124,29 @@ def _chord_settles(xp, S, P, tol, eps):
     return newton & (pred <= rnd_x + 4 * eps * xn * modulus)
 
 
-def _plus_lam(xp, Hf, lam, own):
+def _plus_lam(xp, Hf, lam, own, keep=None):
     """``Hf + lam I`` (``lam`` ``(k,)``), in place on a contiguous numpy ``Hf`` that is Newton's
     own (``own``; the diagonal only: the fresh sum adds ``+0.0`` off the diagonal, which
     changes no entry since a Hessian formed by sums of products holds no ``-0.0``), else in a
-    fresh array.  A (k, d, d) temporary less, two at the peak of a call: the page faults of fresh
+    fresh array.  ``keep``: rows left as they are (the chord rows, when ``Hf`` is the previous
+    matrix's memory: they hold that matrix, ``lam I`` included).  A (k, d, d) temporary less, two at the peak of a call: the page faults of fresh
     memory cost as much as the arithmetic at m = 500, D = 40 (benchmarks/RESULTS.md, 2b)."""
     if not (own and isinstance(Hf, np.ndarray) and Hf.flags.writeable and Hf.flags.c_contiguous):
         return Hf + lam[:, None, None] * xp.eye(Hf.shape[-1], dtype=Hf.dtype)
     d = Hf.shape[-1]
     diag = Hf.reshape(Hf.shape[0], d * d)[:, ::d + 1]  # a view (contiguous)
-    diag += lam[:, None]
+    if keep is None:
+        diag += lam[:, None]
+    else:
+        diag[~keep] += lam[~keep][:, None]
     return Hf
 
 
 def _select(xp, rows, Hprev, H, own):
     """``where(rows, Hprev, H)``, in place on Newton's own ``H`` (see :func:`_plus_lam`): the
     chord rows, or a second Hessian's rows merged into Newton's matrix."""
+    if H is Hprev:  # the chord rows are already in place (_plus_lam's keep)
+        return H
     if not (own and isinstance(H, np.ndarray) and H.flags.writeable):
         return xp.where(rows[:, None, None], Hprev, H)
     H[rows] = Hprev[rows]
