@@ -83,8 +83,10 @@ compare the two to a few ulps):
   Newton a copy holding only the active ones (``f._take``; Logistic and
   Multinomial do, other objectives keep every entry, masked);
 * the fresh Hessian is formed only on the rows that need it (on a copy of those
-  entries when they are at most half the batch); a polishing entry takes a chord
-  step with its previous Hessian, whatever the others do;
+  entries when they are at most half the batch; straight into Newton's matrix where
+  ``_hess_at`` takes ``rows=``, Multinomial); a polishing entry takes a chord
+  step with its previous Hessian, whatever the others do; Newton's matrices are updated
+  in place (``_newton_steps.REUSE``: fewer fresh arrays, the same bits);
 * a chord step also where the last step was a full Newton step and the contraction it
   showed predicts that one step with that Hessian settles the certificate
   (``_chord_settles``: a Hessian saved; a wrong guess costs an iteration, never accuracy;
