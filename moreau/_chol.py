@@ -163,7 +163,7 @@ def _chol_completes(A2, idx, c, s, xp):
     (``c`` powers of two)."""
     d = A2.shape[-1]
     n = idx.shape[0]
-    ok = np.zeros(n, dtype=bool)
+    ok = np.zeros(n, dtype=bool)  # host bookkeeping (flags, diagonals): the matrices stay on xp
     At_diag = np.empty((n, d))
     step = max(1, _BLOCK // (d * d))
     if is_numpy(xp):
@@ -232,8 +232,8 @@ def chol_solve(A, lam, R, xp):
     diag = np.asarray(_host(xp.linalg.diagonal(A2)), dtype=np.float64)  # only the diagonals leave a device
     sigma = _shift(diag, lam_h, idx, eps, float(xp.finfo(A.dtype).smallest_normal))
     s_h = (lam_h - sigma).astype(_np_dtype(A.dtype))
-    mu = np.empty(N)
-    X = xp.empty((N, d, k), dtype=A.dtype) if not is_numpy(xp) else np.empty((N, d, k), dtype=A2h.dtype)
+    mu = np.empty(N)  # host: one certified bound per system
+    X = xp.empty((N, d, k), dtype=A.dtype)
     step = max(1, _BLOCK // (d * d))
     for j0 in range(0, N, step):
         j1 = min(N, j0 + step)
@@ -260,7 +260,7 @@ def _chol_block_np(A2, idx, lam, s, R, eps):
     mu = _mu(np.diagonal(At, axis1=-2, axis2=-1).astype(np.float64), lam, s.astype(np.float64), eps)
     if not np.all(mu > 0):
         return None
-    X = np.empty((n, d, R.shape[-1]), dtype=At.dtype)
+    X = np.empty((n, d, R.shape[-1]), dtype=At.dtype)  # the numpy (LAPACK) path only: _chol_block_xp elsewhere
     Y = np.empty_like(X)
     for j in range(n):  # At[j] is symmetric: At[j].T is the same matrix in Fortran order (no copy)
         c, X[j], info = posv(At[j].T, R[j], lower=1, overwrite_a=1)
