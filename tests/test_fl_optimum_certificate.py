@@ -265,10 +265,20 @@ def _old_bound(f, wg, wl, wts, lam):
 
 def test_mutants_are_rejected():
     """The previous certificate under-states the error on a barely strongly convex Phi (the new
-    one refuses there); dropping the proxes' errors under-states it on an ordinary instance."""
+    one refuses there); dropping the proxes' errors under-states it on an ordinary instance.
+
+    Neither search hinges on one instance's last bits (issue 19: the earlier 30-seed search found
+    one instance under OpenBLAS's Haswell kernel and none under SkylakeX or Sandybridge).  Both
+    mutants fail on a *fraction* of a family, the same on every kernel: the old bound divides by
+    the computed modulus of Phi, which is rounding noise of order eps when the true modulus is
+    1e-17..1e-15, and overstates it on roughly one instance in ten; the bound without e_i
+    under-states wherever the computed residual happens to be small, about one in fifteen.  Each
+    search asks for at least one rejection among 100+ instances (measured under SkylakeX, Haswell
+    and Sandybridge: 9-11 and 8-9), and .ci/run repeats this file under every kernel the CPU has.
+    """
     caught = []
-    for seed in range(30):  # the seeded search that found the instance (seed 7 at the time of writing)
-        f, wts = _near_flat(seed, (-16, -8))
+    for seed in range(100):
+        f, wts = _near_flat(seed, (-17, -15))
         try:
             wg = fedprox_optimum(f, 1.0, wts)[0]  # no certificate asked: the old code path still solves
         except ValueError:  # the computed modulus itself is <= 0
@@ -280,15 +290,15 @@ def test_mutants_are_rejected():
             with pytest.raises(ValueError, match="cannot certify"):
                 fedprox_optimum(f, 1.0, wts, return_info=True)
     assert caught
-    # dropping e_i and the rounding terms: the computed gradient alone is 0.0 at some converged
-    # points (seeds 16, 27 and 28 when written) though the true error is not
+    # dropping e_i and the rounding terms: the computed residual alone is tiny (or 0.0) at some
+    # converged points though the true error is not; the full bound holds on every instance
     under = 0
-    for seed in range(30):
+    for seed in range(120):
         rng = np.random.default_rng(seed)
         X, y = rng.standard_normal((3, 6, 2)), rng.choice([-1.0, 1.0], (3, 6))
-        f = mo.Logistic(X, y, mu=0.1)
+        f = mo.Logistic(X, y, mu=0.01)
         wg, wl, info = fedprox_optimum(f, 1.0, return_info=True)
-        ref_g, _ = mp_logistic(X, y, np.ones((3, 6)), 0.1, np.ones(3), 1.0, (wg, wl))
+        ref_g, _ = mp_logistic(X, y, np.ones((3, 6)), 0.01, np.ones(3), 1.0, (wg, wl))
         assert dist(wg, ref_g) <= info.error_bound
         under += dist(wg, ref_g) > np.linalg.norm(np.mean(wg - wl, axis=0)) / info.mu
     assert under >= 1
