@@ -35,8 +35,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from moreau._provenance import provenance  # noqa: E402
-from moreau.analysis.registry import catalogue  # noqa: E402
-from moreau.analysis.runner import rng_for  # noqa: E402
+from moreau.analysis.engine.registry import catalogue  # noqa: E402
+from moreau.analysis.engine.runner import rng_for  # noqa: E402
 
 
 def _verdicts_prepared(st, fam, batch):

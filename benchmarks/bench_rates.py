@@ -11,7 +11,7 @@ R = 0.1, mu = 1, L = 4, sigma = 1, the adaptive lambda of Theorem 1) and its Fed
    and call ``moreau.fl.fedprox_optimum``;
 2. vectorised samples: chunks of trials, the full noise (trials, m, n) drawn, ``b = Xᵀy/n`` formed
    by one einsum, the FedProx solution by its precomputed affine map (numpy, no sufficient statistic);
-3. sufficient statistic (``moreau.analysis._thm1_quadratic.monte_carlo_errors``): ``b_i`` drawn directly
+3. sufficient statistic (``moreau.analysis.fedprox.thm1.least_squares_moments.monte_carlo_errors``): ``b_i`` drawn directly
    as ``A_i w⋆ + σ/√n A_i^{1/2} ξ_i`` and the errors as ``bias + K ξ`` (cost independent of n).
 
 Each row: best and median of k timed calls after a warm-up (``time.perf_counter``), the estimates
@@ -50,8 +50,12 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import moreau  # noqa: E402
-from moreau.analysis._thm1_quadratic import error_maps, exact_errors, monte_carlo_errors  # noqa: E402
-from moreau.analysis.fedprox_thm1 import lam_rule  # noqa: E402
+from moreau.analysis.fedprox.thm1.least_squares_moments import (
+    error_maps,
+    exact_errors,
+    monte_carlo_errors,
+)  # noqa: E402
+from moreau.analysis.fedprox.thm1 import lam_rule  # noqa: E402
 from moreau.data import least_squares  # noqa: E402
 from moreau.fl import fedprox_optimum  # noqa: E402
 

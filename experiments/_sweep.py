@@ -27,40 +27,17 @@ import sys
 import tempfile
 import time
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
+
+from ._experiment import Experiment
 
 __all__ = ["Experiment", "RunConflict", "run", "point_rng", "atomic_write", "canonical", "catalogue_verdict"]
 
 
 class RunConflict(RuntimeError):
     """The output directory holds a run with other arguments."""
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """One entry of ``moreau reproduce``.
-
-    ``config(quick, trials) -> params`` (JSON-able; the grid lives in it),
-    ``points(params) -> [point]`` (JSON-able dicts), ``compute(params, point, rng) -> [row]``
-    (a module-level function: it runs in worker processes), ``finish(rows, params, out, seed) ->
-    {"figures": [paths], "claims": {...}, "theorems": {...}}`` (plots, qualitative claims and,
-    for each theorem the figure illustrates, whether the parameters meet its assumptions).
-    """
-
-    name: str
-    paper: str
-    figure: str
-    summary: str
-    expected: tuple  # (quick, full) run time measured on a 2-core CPU with 2 workers
-    config: Callable
-    points: Callable
-    compute: Callable
-    finish: Callable
-    kind: str = "figure"  # "figure" or "demo"
 
 
 def canonical(obj) -> str:
@@ -98,7 +75,7 @@ def atomic_write(path: Path, text: str) -> None:
 
 def catalogue_verdict(sid: str, family: str = "quadratic") -> dict:
     """The catalogue's verdict on statement ``sid`` (default instances, seed 0), for a manifest."""
-    from moreau.analysis.runner import run as run_check
+    from moreau.analysis.engine.runner import run as run_check
 
     rec = run_check([sid], family)[0]
     return {"holds": rec.result.holds, "max_ratio": rec.result.max_ratio, "instances": rec.result.instances}

@@ -7,7 +7,7 @@ the same directions for every client, so the aggregate problem really has condit
 squares (``moreau.data.least_squares``: fixed designs with independent random eigenvectors per
 client, spectrum in [μ, L]), whose averaged envelope Hessian is far better conditioned than
 κ_g, so it needs far fewer rounds than the bound.  Parameters: :math:`\eta = 1/(\lambda + L)`, :math:`\gamma = (\lambda + L)/(2\lambda L)`
-and K the smallest integer satisfying condition (12) (``moreau.analysis._fedprox_rounds.k_min``,
+and K the smallest integer satisfying condition (12) (``moreau.analysis.fedprox.round_matrix.k_min``,
 which is :math:`\tilde O((\lambda+L)/(\lambda+\mu))`).  From :math:`w_0 = 0`, the rounds T to
 an ε-solution (:math:`\|w_T^{(g)} - \tilde w^{(g)}\|^2 \le \varepsilon` and every
 :math:`\|w_T^{(i)} - \tilde w^{(i)}\|^2 \le \varepsilon`, the exact optimum by
@@ -26,7 +26,8 @@ import numpy as np
 from moreau import data, fl
 
 from ._plot import figure, save, theory
-from ._sweep import Experiment, catalogue_verdict
+from ._experiment import Experiment
+from ._sweep import catalogue_verdict
 
 __all__ = ["EXPERIMENT"]
 
@@ -55,7 +56,7 @@ def _shared(rng, m, d, mu, L):
 
 
 def compute(params, point, rng):
-    from moreau.analysis._fedprox_rounds import k_min
+    from moreau.analysis.fedprox.round_matrix import k_min
 
     mu, L, eps = params["mu"], params["L"], params["eps"]
     if point["case"] == "generic":

@@ -32,7 +32,7 @@ import numpy as np
 from moreau import data, fl
 
 from ._plot import figure, save
-from ._sweep import Experiment
+from ._experiment import Experiment
 
 __all__ = ["EXPERIMENT", "adaptive_lambda"]
 

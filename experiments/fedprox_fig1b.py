@@ -33,7 +33,7 @@ import numpy as np
 from moreau import Multinomial, fl
 
 from ._plot import figure, save
-from ._sweep import Experiment
+from ._experiment import Experiment
 from .fedprox_fig1a import adaptive_lambda
 
 __all__ = ["EXPERIMENT", "digits", "split"]

@@ -18,7 +18,7 @@ import numpy as np
 
 from ._fedprox_runs import STEP_NOTE, mean_curves, paper_run
 from ._plot import figure, save
-from ._sweep import Experiment
+from ._experiment import Experiment
 
 __all__ = ["EXPERIMENT"]
 

@@ -3,7 +3,7 @@ r"""``fedprox-rates``: FedProx's statistical error against n, m and R, log–log
 Least-squares clients with fixed designs (``moreau.data.least_squares``: :math:`X_i^\top X_i/n = A_i`
 with spectrum in [μ, L], noise σ, exact heterogeneity R and ρ² = σ² tr A_i), FedProx with
 Theorem 1's adaptive λ.  The errors are *exact* expectations over the noise: the FedProx
-solution is affine in it (``moreau.analysis._thm1_quadratic.error_maps``: E‖error‖² = ‖bias‖² + ‖K‖_F²,
+solution is affine in it (``moreau.analysis.fedprox.thm1.least_squares_moments.error_maps``: E‖error‖² = ‖bias‖² + ‖K‖_F²,
 the same computation the ``fedprox.thm1`` check compares with Monte Carlo).  Panels:
 
 * (a) error against n with R ≫ n^{-1/2} (LocalTrain-like: slope −1) and along R = n^{-1/2}/2
@@ -13,7 +13,7 @@ the same computation the ``fedprox.thm1`` check compares with Monte Carlo).  Pan
 
 Global error :math:`E\|\tilde w^{(g)} - w_\star^{(g)}\|^2` (solid) with bound (4) (dashed), local
 :math:`\max_i E\|\tilde w^{(i)} - w_\star^{(i)}\|^2` with bound (5) (dash-dot); fitted slopes
-(``moreau.analysis._rates.fit_exponent``) in the legends.  Exact: ``--trials`` does not apply.
+(``moreau.analysis.engine.rates.fit_exponent``) in the legends.  Exact: ``--trials`` does not apply.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import numpy as np
 from moreau import data
 
 from ._plot import figure, save
-from ._sweep import Experiment
+from ._experiment import Experiment
 
 __all__ = ["EXPERIMENT"]
 
@@ -55,7 +55,7 @@ def _bounds(rho, mu, n, N, R):
 
 
 def compute(params, point, rng):
-    from moreau.analysis._thm1_quadratic import error_maps, exact_errors
+    from moreau.analysis.fedprox.thm1.least_squares_moments import error_maps, exact_errors
 
     from .fedprox_fig1a import adaptive_lambda
 
@@ -80,7 +80,7 @@ def compute(params, point, rng):
 
 
 def finish(rows, params, out, seed=0):
-    from moreau.analysis._rates import fit_exponent
+    from moreau.analysis.engine.rates import fit_exponent
 
     from matplotlib.ticker import NullFormatter
 

@@ -25,7 +25,7 @@ import moreau as mo
 from moreau import data, fl
 
 from ._plot import figure, save
-from ._sweep import Experiment
+from ._experiment import Experiment
 
 __all__ = ["EXPERIMENT", "METHODS"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._pfedme_compare import compare, finish_compare
-from ._sweep import Experiment
+from ._experiment import Experiment
 
 __all__ = ["EXPERIMENT", "PAPER", "split"]
 

@@ -25,7 +25,8 @@ import numpy as np
 import moreau as mo
 
 from ._plot import figure, save, theory
-from ._sweep import Experiment, catalogue_verdict
+from ._experiment import Experiment
+from ._sweep import catalogue_verdict
 
 __all__ = ["EXPERIMENT"]
 

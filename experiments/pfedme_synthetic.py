@@ -17,7 +17,7 @@ import numpy as np
 from moreau import data
 
 from ._pfedme_compare import compare, finish_compare
-from ._sweep import Experiment
+from ._experiment import Experiment
 
 __all__ = ["EXPERIMENT", "PAPER"]
 

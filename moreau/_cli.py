@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, backends found, whether a GPU is usable")
     try:
-        from moreau.analysis.cli import add_check_parser
+        from moreau.analysis.engine.cli import add_check_parser
     except ImportError:  # analysis not installed alongside
         add_check_parser = None
     if add_check_parser is not None:

@@ -129,7 +129,7 @@ from ._newton_batch import (
 )
 from ._newton_cert import _certificate, _local_min_eig, _null_error, _pieces, _settled
 from ._newton_steps import _chord_settles, _plus_lam, _select, _solve, _wolfe
-from ._objective import ProxInfo
+from ._proxinfo import ProxInfo
 
 __all__ = ["newton_prox", "newton_displacement", "check_max_iter"]
 

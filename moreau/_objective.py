@@ -13,32 +13,13 @@ A new objective subclasses :class:`Objective` and implements ``value``,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from ._backend import as_array, to_numpy
+from ._proxinfo import ProxInfo
 
 __all__ = ["Objective", "ProxInfo"]
-
-
-@dataclass(frozen=True)
-class ProxInfo:
-    """What a prox computation certifies, per batch entry (host numpy arrays).
-
-    ``error_bound``: a rigorous upper bound on ``||theta - prox(w)||`` for the
-    returned floating-point theta: ``||grad h(theta)|| / (lam + mu)`` (h the
-    prox subproblem) with the rounding of evaluating ``grad h`` bounded a
-    priori and added, and for quadratics the modulus lowered by the error of
-    the computed eigenvalues (derivations: ``moreau._newton`` and
-    ``Quadratic._solve``); ``tol``: the level that was required (``None`` for
-    closed forms called without ``tol``); ``iterations``: Newton iterations
-    (0 for closed forms).
-    """
-
-    iterations: object
-    error_bound: object
-    tol: object
 
 
 class Objective:

@@ -28,7 +28,7 @@ import numpy as np
 from ._backend import safe_norm, to_numpy
 from ._errors import ProxConvergenceError
 from ._matrices import matvec
-from ._objective import ProxInfo
+from ._proxinfo import ProxInfo
 
 __all__ = ["check_exists", "proven_modulus", "lam_per_matrix", "certificate"]
 

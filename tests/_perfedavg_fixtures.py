@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import moreau as mo
-from moreau.analysis._perfedavg_est_quadratic import quadratic_moments
-from moreau.analysis.runner import run
+from moreau.analysis.perfedavg.estimators.quadratic_moments import quadratic_moments
+from moreau.analysis.engine.runner import run
 from moreau.fl import per_fedavg
 
 __all__ = ["run_fixture", "assert_statement_holds", "assert_every_mutant_rejected", "parts_by_family",

@@ -72,7 +72,7 @@ def test_check_bad_numbers_are_usage_errors(flag):
 
 def _saved(tmp_path):
     """A real counterexample file: the first instance of pfedme.prop1 on quadratics."""
-    from moreau.analysis import runner
+    from moreau.analysis.engine import runner
 
     rec = runner.run(["pfedme.prop1"], "quadratic")[0]
     path, _ = runner.save_counterexample(rec, 0, tmp_path)
@@ -116,7 +116,7 @@ def test_replay_of_a_good_file_holds(tmp_path, capsys):
 def test_repeated_ids_run_once_and_the_run_lists_what_it_did_not_check(tmp_path, capsys):
     import json
 
-    from moreau.analysis.gaps import known_gaps
+    from moreau.analysis.engine.coverage import known_gaps
 
     path = tmp_path / "r.json"
     assert _check("pfedme.prop1", "pfedme.prop1", "--family", "quadratic", "--json", path) == 0
@@ -135,7 +135,7 @@ def test_a_part_without_applicable_instances_is_reported_not_tested(capsys):
 
 
 def test_describe_prints_the_catalogue_entry(capsys):
-    from moreau.analysis.registry import catalogue
+    from moreau.analysis.engine.registry import catalogue
 
     st = catalogue()["fedprox.lemma2"]
     assert _check("fedprox.lemma2", "--describe") == 0
@@ -144,7 +144,7 @@ def test_describe_prints_the_catalogue_entry(capsys):
 
 
 def test_mutant_names_are_never_cut(capsys):
-    from moreau.analysis.registry import catalogue
+    from moreau.analysis.engine.registry import catalogue
 
     st = catalogue()["fedprox.lemma1"]
     longest = max(st.mutants, key=lambda m: len(m.name))

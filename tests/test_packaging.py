@@ -34,11 +34,12 @@ def test_every_package_folder_is_listed():
 
 
 def test_catalogue_and_experiments_import_under_the_namespace():
-    for name in ("moreau.analysis.registry", "moreau.experiments.registry"):
+    for name, folder in (("moreau.analysis.engine.registry", "analysis"), ("moreau.experiments.registry", "experiments")):
         module = importlib.import_module(name)
-        assert Path(module.__file__).resolve().parent.name in ("analysis", "experiments")
-    from moreau.analysis.registry import MODULES
-    assert all(m.startswith("moreau.analysis.") for m in MODULES)
+        assert folder in {p.name for p in Path(module.__file__).resolve().parents}
+    from moreau.analysis.engine.registry import declared
+    modules = [name for name, _ in declared("STATEMENTS")]
+    assert modules and all(m.startswith("moreau.analysis.") for m in modules)
 
 
 def test_distribution_name_and_provenance_use_it():

@@ -39,7 +39,7 @@ def test_moreau_info_returns_zero(capsys):
 
 def test_readme_counts_match_the_registry():
     """The README's opening counts (statements, mutants) are the registry's, not a stale number."""
-    from moreau.analysis.registry import catalogue
+    from moreau.analysis.engine.registry import catalogue
     cat = catalogue()
     text = " ".join(README.read_text(encoding="utf-8").split()[:200])
     n_statements = len(cat)

@@ -40,7 +40,7 @@ def run_demo(name: str, out, seed: int = 0) -> dict:
 
 def demo_experiment(name: str):
     """The :class:`~moreau.experiments._sweep.Experiment` that runs demo ``name`` (one point, no grid)."""
-    from .._sweep import Experiment
+    from .._experiment import Experiment
 
     script, summary = DEMOS[name]
 

@@ -1,0 +1,323 @@
+r"""``moreau check --analyse``: generic analyses that find what a statement hides.
+
+Mutants are hand-written; these three analyses run on every statement without any:
+
+1. **Condition necessity.**  Each *condition* of a statement is dropped in turn and the
+   statement re-judged on the same batch:
+
+   * a condition written into the claim (a claim entry named ``condition*``, ``cond*``,
+     ``*_condition``, ``*_ok`` or ``steps``: a formula returning a mask) is replaced by "always
+     true";
+   * a part's assumptions (its applicability mask: instances outside them are never counted)
+     are dropped: the part is judged on every instance.
+
+   Verdicts: **necessary** (the relaxed statement fails: the counterexample's instance and ratio
+   are reported), **appears unnecessary** (it holds on the instances the relaxation admits: how
+   many), **not exercised** (no instance of the batch violates the condition: nothing is
+   learnt; raise ``--trials``), or **undefined** (a side is NaN outside the condition: the
+   statement does not say anything there).
+
+2. **Scale consistency.**  A statement about a problem must not depend on the units of θ and f.
+   A checker that declares how its batch transforms (``Statement.scaling``: ``family ->
+   (batch, s, c) -> batch``) under θ → sθ, f → cf (so curvatures and λ scale by c/s², gradients by
+   c/s, step sizes by s²/c, ...) is re-run on the rescaled batch for a few (s, c): every
+   inequality's LHS/RHS and every fitted exponent must be unchanged (relative 1e-6), and so
+   must every part's applicability.  A change is reported with the instance and both ratios: the
+   statement (or a parameter rule in it) is not scale-consistent.  Statements without a
+   declaration are listed as such (not analysed); a checker may declare, instead of the
+   function, a string saying why its instances cannot be rescaled (reported as the reason).
+
+3. **Sharpest constant.**  For each of the theorem's inequality parts: the largest LHS/RHS over
+   the applicable instances — the factor by which the right side could be multiplied and still
+   hold on every instance tried (a claimed-tight constant has it 1) — the parameters of the
+   worst instance (the batch's per-instance scalars and, where the checker declares its scaling,
+   their dimensionless ratios such as λ/L), and how the worst ratio depends on each parameter
+   (max ratio on the lower and the upper half of the instances sorted by it).
+
+   **Derived sharp constant** (key ``"derived"`` of each entry).  Where the checker declares one
+   (``Statement.sharp``: family -> {part: derivation}, see :mod:`moreau.analysis.engine.sharp`), the
+   part's worst case on quadratics reduces to one eigenvalue a: LHS/RHS is at most
+   ``sup_a g(a)`` (or ``|g|``) over the eigenvalue range the assumptions allow, with ``g``
+   derived from the per-eigenvalue formulas of :mod:`moreau.symbolic`.  sympy maximises over a
+   (endpoints and critical points, ordered by positivity certificates: proved, not sampled) into
+   a closed form in the statement's parameters (``L/(L + lam)`` for pFedMe's convex L_F,
+   ``(L alpha + 1)^2/4`` for Per-FedAvg's 4L on nonconvex f), and also its sup over all
+   admissible parameters (``1 at lam/L = 0, a limit``).  The formula is evaluated on every
+   instance and compared with the ratio it reached: ``value`` (max of the formula over the
+   batch), ``instances_reach`` (the sharpest factor), ``attained_on`` (instances whose ratio
+   equals their formula, 1e-6 relative), ``closest`` (max ratio/formula) and ``exceeded``
+   (instances above their formula beyond the judge's rounding RTOL: must be 0; otherwise the
+   derivation or the checker is wrong, or it is a finding).  Parts without one print
+   "no one-eigenvalue derivation" (``"derived": null``).
+
+Results go into the report and, per record, into the JSON key ``"analyse"``.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from moreau.analysis.engine.core import RTOL, TIGHT_RTOL, judge, scale_fields
+
+__all__ = ["analyse", "condition_keys", "scale_fields", "SCALES", "SCALE_RTOL"]
+
+#: (s, c) pairs of the scale analysis: θ → sθ, f → cf.  Powers of two (and c a power of 4): the
+#: rescaled batch is exact in floating point, so an instance on the boundary of a condition
+#: (α = 1/L exactly, K = K_min) stays on its side and a flip is the statement's, not rounding's
+SCALES = ((8.0, 1.0), (1.0, 16.0), (0.25, 4.0))
+#: relative change of LHS/RHS (or of a fitted exponent) above which a part is not scale-consistent
+SCALE_RTOL = 1e-6
+_COND = re.compile(r"^(condition.*|cond\d*|.*_condition|.*_ok|steps)$")
+
+
+def condition_keys(statement):
+    """The claim entries that are conditions (see the module docstring)."""
+    return [k for k in statement.claim if _COND.match(k)]
+
+
+def _always(*args, **kwargs):
+    shapes = [np.shape(a) for a in args if np.ndim(a)]
+    return np.ones(np.broadcast_shapes(*shapes), dtype=bool) if shapes else True
+
+
+def _worst(p):
+    """(instance, ratio) of a failing part's first failure, or None."""
+    if not p.failures.size:
+        return None
+    i = int(p.failures[0])
+    return i, float(p.ratio[i])
+
+
+def _conditions(st, fam, batch, prepared, base):
+    out = []
+    for key in condition_keys(st):
+        claim = {**st.claim, key: _always}
+        try:
+            from moreau.analysis.engine.core import evaluate_claim
+            parts = evaluate_claim(st.evaluate, prepared, claim)
+        except Exception as exc:  # a formula that cannot run without its condition
+            out.append({"condition": key, "kind": "claim", "verdict": "undefined",
+                        "detail": f"{type(exc).__name__}: {exc}"})
+            continue
+        newly = sum(int(np.sum(p.sides.applicable & ~b.sides.applicable)) for p, b in zip(parts, base.parts))
+        bad = [(p.name, _worst(p)) for p in parts if not p.holds and _worst(p) is not None]
+        if bad:
+            name, (i, r) = bad[0]
+            nan = not np.isfinite(r)
+            out.append({"condition": key, "kind": "claim", "verdict": "undefined" if nan else "necessary",
+                        "part": name, "instance": i, "ratio": r if np.isfinite(r) else None})
+        elif newly:
+            out.append({"condition": key, "kind": "claim", "verdict": "appears unnecessary", "admitted": newly})
+        else:
+            out.append({"condition": key, "kind": "claim", "verdict": "not exercised", "admitted": 0})
+    for p in base.parts:
+        outside = ~p.sides.applicable
+        if p.claimed == "rate" or not outside.any():
+            continue
+        s = p.sides
+        s_all = type(s)(s.lhs, s.rhs, s.claimed, applicable=np.ones_like(outside), lhs_ci=s.lhs_ci,
+                        confidence=s.confidence, constants=s.constants, note=s.note, kind=s.kind, atol=s.atol,
+                        role=s.role)
+        q = judge(p.name, s_all)
+        finite = outside & np.isfinite(s.lhs) & np.isfinite(s.rhs)
+        fails = np.flatnonzero(outside & ~q.holds_each)
+        fails_finite = np.intersect1d(fails, np.flatnonzero(finite))
+        rec = {"condition": f"assumptions of part {p.name!r}", "kind": "part", "outside": int(outside.sum())}
+        if fails_finite.size:
+            i = int(fails_finite[0])
+            rec.update(verdict="necessary", part=p.name, instance=i, ratio=float(q.ratio[i]))
+        elif fails.size:
+            rec.update(verdict="undefined", part=p.name, instance=int(fails[0]))
+        elif p.claimed == "tight" and not q.tight:
+            rec.update(verdict="appears unnecessary", admitted=int(outside.sum()))
+        else:
+            rec.update(verdict="appears unnecessary", admitted=int(finite.sum()))
+        out.append(rec)
+    return out
+
+
+def _scale(st, fam, batch, base):
+    scaling = (getattr(st, "scaling", None) or {}).get(fam)
+    if scaling is None or isinstance(scaling, str):  # a string: why the checker cannot declare one
+        return None, []
+    out, tried = [], []
+    for s, c in SCALES:
+        scaled = scaling(batch, s, c)
+        if scaled is None:  # the family cannot express this (s, c)
+            continue
+        tried.append((s, c))
+        try:
+            res = st.run(fam, None, None, batch=scaled)
+        except Exception as exc:  # the checker cannot even evaluate the rescaled problem
+            out.append({"s": s, "c": c, "part": "(evaluation)", "instance": None, "what": "evaluation",
+                        "before": "ran", "after": f"{type(exc).__name__}: {str(exc)[:200]}"})
+            continue
+        for p, b in zip(res.parts, base.parts):
+            if p.claimed == "exact":
+                continue  # error/allowed of an identity: rounding, not a statement about the problem
+            app = b.sides.applicable
+            if not np.array_equal(p.sides.applicable, app):
+                i = int(np.flatnonzero(p.sides.applicable != app)[0])
+                out.append({"s": s, "c": c, "part": p.name, "instance": i, "what": "applicability",
+                            "before": bool(app[i]), "after": bool(p.sides.applicable[i])})
+                continue
+            x, y = (b.sides.lhs, p.sides.lhs) if p.claimed == "rate" else (b.ratio, p.ratio)
+            with np.errstate(invalid="ignore"):
+                bad = app & ~(np.abs(x - y) <= SCALE_RTOL * np.maximum(np.abs(x), np.abs(y))) & ~(
+                    np.isnan(x) & np.isnan(y)) & ~((x == y))
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                out.append({"s": s, "c": c, "part": p.name, "instance": i,
+                            "what": "slope" if p.claimed == "rate" else "lhs/rhs",
+                            "before": float(x[i]), "after": float(y[i])})
+    return out, tried
+
+
+def _sharpest(st, fam, batch, base):
+    scalars = {k: np.asarray(v, dtype=float) for k, v in batch.items()
+               if np.ndim(v) == 1 and np.issubdtype(np.asarray(v).dtype, np.number)}
+    # dimensionless ratios of the per-instance scalars that scale alike (e.g. lam/L), when the
+    # checker declares its scaling: the dependence a reader can compare across units
+    powers = getattr((getattr(st, "scaling", None) or {}).get(fam), "powers", {})
+    dims = [k for k in scalars if k in powers and tuple(powers[k]) != (0, 0)]
+    for i, k1 in enumerate(dims):
+        for k2 in dims[i + 1:]:
+            if tuple(powers[k1]) == tuple(powers[k2]):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    scalars[f"{k1}/{k2}"] = scalars[k1] / scalars[k2]
+    out = []
+    for p in base.parts:
+        if p.claimed not in ("upper", "tight") or p.sides.role != "theorem" or not p.applicable:
+            continue
+        r = np.where(p.sides.applicable & np.isfinite(p.ratio), p.ratio, -np.inf)
+        i = int(np.argmax(r))
+        dep = {}
+        for k, v in scalars.items():
+            ok = p.sides.applicable & np.isfinite(p.ratio)
+            vals = v[ok]
+            if np.unique(vals).size < 3:
+                continue
+            order = np.argsort(vals, kind="stable")
+            half = order.size // 2
+            rr = p.ratio[ok][order]
+            dep[k] = {"lower half": float(np.max(rr[:half])), "upper half": float(np.max(rr[half:])),
+                      "split at": float(vals[order][half])}
+        out.append({"part": p.name, "sharpest_factor": float(r[i]), "instance": i,
+                    "worst_parameters": {k: float(v[i]) for k, v in scalars.items()}, "dependence": dep,
+                    "derived": _derived(st, fam, batch, p, i)})
+    return out
+
+
+def _num(x):
+    return float(x) if np.isfinite(x) else None
+
+
+def _derived(st, fam, batch, p, worst):
+    """The sympy-derived sharp constant of part ``p`` (``Statement.sharp``) against the instances;
+    None when the checker declares no one-eigenvalue derivation for this part and family."""
+    make = ((getattr(st, "sharp", None) or {}).get(fam) or {}).get(p.name)
+    if make is None:
+        return None
+    try:
+        d = make()
+        vals = d.evaluate(batch)
+    except Exception as exc:  # a derivation that cannot run is reported, not raised
+        return {"formula": None, "proved": False, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    app = p.sides.applicable & np.isfinite(p.ratio)
+    ok = app & np.isfinite(vals)
+    rec = {"formula": d.formula, "ratio": d.ratio, "absolute": d.absolute, "proved": d.proved,
+           "cases": [{k: c[k] for k in ("name", "interval", "formula", "argmax", "sup_over_parameters", "attained")}
+                     for c in d.cases],
+           "sup_over_parameters": max(d.cases, key=lambda c: -np.inf if np.isnan(c["sup_value"]) else c["sup_value"])[
+               "sup_over_parameters"],
+           "sup_value": _num(d.sup_value), "steps": [t for _, t in d.steps],
+           "covered": int(ok.sum()), "uncovered": int((app & ~ok).sum())}
+    if not ok.any():
+        return {**rec, "value": None, "instances_reach": None, "at_worst_instance": None, "exceeded": 0,
+                "attained_on": 0, "closest": None}
+    ratio = p.ratio
+    with np.errstate(divide="ignore", invalid="ignore"):
+        over = ok & (ratio > vals + RTOL * np.maximum(np.abs(vals), np.abs(ratio)))
+        frac = np.where(ok & (vals != 0), ratio / vals, np.nan)
+    first = np.flatnonzero(over)
+    rec.update(value=_num(np.max(vals[ok])), instances_reach=_num(np.max(ratio[ok])),
+               at_worst_instance=_num(vals[worst]) if np.isfinite(vals[worst]) else None,
+               exceeded=int(over.sum()), exceeded_instance=int(first[0]) if first.size else None,
+               attained_on=int(np.sum(ok & (np.abs(ratio - vals) <= TIGHT_RTOL * np.abs(vals)))),
+               closest=_num(np.nanmax(frac)) if np.isfinite(frac).any() else None)
+    return rec
+
+
+def _why_no_scaling(st, fam):
+    why = (getattr(st, "scaling", None) or {}).get(fam)
+    if isinstance(why, str):
+        return why
+    return None if why is not None else "the checker declares no scaling for this family"
+
+
+def analyse(rec):
+    """The three analyses of one record (statement, family, batch); a JSON-ready dict."""
+    st, fam, batch = rec.statement, rec.result.family, rec.batch
+    prepared = st.prepared(batch)
+    base = st.run(fam, None, None, batch=batch, prepared=prepared)
+    scale, tried = _scale(st, fam, batch, base)
+    return {"conditions": _conditions(st, fam, batch, prepared, base),
+            "scale": scale, "scale_declared": scale is not None, "scales_tried": tried,
+            "scale_not_declared_because": _why_no_scaling(st, fam),
+            "sharpest": _sharpest(st, fam, batch, base)}
+
+
+def _derived_line(d):
+    """One line of the report for a sharpest entry's ``derived``."""
+    if d is None:
+        return "derived: no one-eigenvalue derivation"
+    if d.get("formula") is None:
+        return f"derived: the derivation failed ({d.get('error')})"
+    head = (f"derived (sympy, one eigenvalue a, g(a) = {d['ratio']}{', |g|' if d['absolute'] else ''}): "
+            f"sup LHS/RHS = {d['formula']}" + ("" if d["proved"] else " [NOT PROVED]"))
+    if d["value"] is None:
+        return head + "; no applicable instance in its cases"
+    text = (f"{head}; at this batch's parameters <= {d['value']:.4g} (max over instances), the instances reach "
+            f"{d['instances_reach']:.4g}; attained on {d['attained_on']}/{d['covered']} instances; over all "
+            f"admissible parameters: {d['sup_over_parameters']}")
+    if d["exceeded"]:
+        text += (f"; EXCEEDED on {d['exceeded']} instance(s) (first #{d['exceeded_instance']}): a wrong derivation "
+                 "or a finding")
+    return text
+
+
+def print_analyses(records, analyses):
+    """The report section of ``--analyse``."""
+    def fmt(x):
+        return "-" if x is None else f"{x:.4g}"
+
+    print("analyses (--analyse): conditions dropped in turn, rescaling θ → sθ, f → cf, sharpest constants")
+    for rec, a in zip(records, analyses):
+        head = f"{rec.statement.id} [{rec.result.family}]"
+        print(head)
+        for c in a["conditions"]:
+            v = c["verdict"]
+            extra = (f": fails on instance #{c['instance']} ({c['part']}, LHS/RHS {fmt(c.get('ratio'))})" if v == "necessary"
+                     else f": holds on the {c['admitted']} instance(s) it admits" if v == "appears unnecessary"
+                     else ": no instance violates it (raise --trials)" if v == "not exercised"
+                     else f": a side is undefined without it ({c.get('detail') or c.get('part')})")
+            print(f"  condition {c['condition']}: {v.upper() if v == 'necessary' else v}{extra}")
+        if not a["scale_declared"]:
+            print(f"  scale consistency: not analysed ({a['scale_not_declared_because']})")
+        elif not a["scale"]:
+            print(f"  scale consistency: every part's LHS/RHS, exponent and applicability unchanged under "
+                  f"(s, c) in {[(float(s), float(c)) for s, c in a['scales_tried']]}")
+        else:
+            for e in a["scale"][:5]:
+                print(f"  NOT SCALE-CONSISTENT: {e['part']}: {e['what']} {e['before']} -> {e['after']} on instance "
+                      f"#{e['instance']} under s = {e['s']:g}, c = {e['c']:g}")
+        for sh in a["sharpest"]:
+            worst = ", ".join(f"{k}={v:.4g}" for k, v in sh["worst_parameters"].items())
+            dep = "; ".join(f"{k}: {d['lower half']:.3g} below {d['split at']:.3g}, {d['upper half']:.3g} above"
+                            for k, d in sh["dependence"].items())
+            print(f"  sharpest constant of {sh['part']}: the right side times {sh['sharpest_factor']:.4g} still holds "
+                  f"on every instance; worst at {worst or 'instance #' + str(sh['instance'])}"
+                  + (f"; max ratio by parameter: {dep}" if dep else ""))
+            print(f"    {_derived_line(sh.get('derived'))}")
+    print()

@@ -1,0 +1,227 @@
+r"""The reports of ``moreau check``: JSON records, loose bounds, counterexample files.
+
+JSON schema (``moreau check --json PATH``), stable: a list with one record
+per (statement id, family)::
+
+    {
+      "id": "pfedme.prop1",            # catalogue id (docs/catalogue.md)
+      "source": "pFedMe, Proposition 1, eq. (6)",
+      "family": "quadratic",           # "quadratic" | "logistic" | "multinomial"
+      "instances": 64,                 # instances checked
+      "holds": true,                   # every part holds on every applicable instance
+      "max_ratio": 1.0,                # max LHS/RHS over the theorem's own (not auxiliary)
+                                       # inequality parts and instances
+      "tight": true,                   # every part claimed tight is attained (max ratio >= 1 - 1e-6);
+                                       # with no part claimed tight: some part attains its bound
+      "claimed": "upper",              # what the paper claims: "upper" | "tight" | "rate"
+      "seconds": 0.12,                 # statement_seconds + mutant_seconds
+      "statement_seconds": 0.1,        # the statement (instances, prepare step, judging)
+      "mutant_seconds": 0.02,          # all its mutants on this family (0 without --mutants)
+      "mutants": [{"name": "...", "rejected": true,     # [] without --mutants; per family
+                   "rejected_by": "part name",  # the first failing part
+                   "found_on": "run",           # the batch that rejects it: "run" (the record's
+                                                # instances), "default" (the checker's default batch,
+                                                # tried when --trials was given), "search" (--search)
+                   "instance": 3,               # its index there (null: no single instance fails,
+                                                # a claimed-tight bound not attained as a whole)
+                   "margin": 0.25}],   # |lhs - rhs| / max(|lhs|, |rhs|) at its worst failing instance
+                                       # (rate parts: distance of the interval from the exponent);
+                                       # the last three only when rejected on this family
+                                       # (the CLI's verdict: rejected by at least one family)
+      "findings": ["..."],             # documented findings about the statement (may be empty)
+      "parts": [{"name": ..., "claimed": "upper"|"tight"|"exact", "holds": ..., "applicable": ...,
+                 "role": "theorem" | "auxiliary",   # auxiliary: a check of the checker's own
+                                                    # estimates or a proof step, not the statement
+                 "max_ratio": ..., "tight": ..., "min_slack": ...,   # min over instances of rhs - lhs
+                 "loose": false,   # a theorem's bound holding with max_ratio < run.slack_threshold
+                 "constants": {...}, "note": "..."}]
+    }
+
+Parts may carry more keys:
+
+* a rate part (``"claimed": "rate"``, a fitted exponent per instance, one
+  instance a sweep over a grid): ``"slope": [...]``, ``"slope_ci": [[lo, hi], ...]``,
+  ``"exponent": [...]`` (the theory's), one entry per instance;
+  ``"kind": "equal" | "at most" | "at least"``, ``"atol"`` (see ``moreau.analysis.engine.core.rate_sides``),
+  ``"level"`` (two-sided level of the intervals, or null); ``max_ratio`` is
+  max slope/exponent and ``min_slack`` the smallest margin by which an
+  interval (widened by atol) meets the claim;
+* a Monte Carlo bound part (an upper bound whose lhs is estimated):
+  ``"level"`` (two-sided level), and at the applicable instance closest to
+  failing (largest lower end / rhs) ``"worst_instance"``, ``"lhs"``,
+  ``"lhs_ci": [lo, hi]`` and ``"rhs"``.
+
+With ``--search N``, a record also carries ``"search"``: one entry per search run (the
+statement's, then each mutant that survived the batches): ``mutant`` ("" for the statement),
+``examples`` (batches evaluated), ``before_failure``, ``shrinks``, ``failing``, ``found`` and, when
+found, ``batch_size`` and ``instance`` (the shrunk failing instance; see ``moreau.analysis.engine.search``).
+
+Every part also carries ``"tested"`` (false when no instance met its assumptions: the run
+does not claim it holds).  Records written by the CLI carry ``"run"``: what produced them —
+``seed``, ``trials`` (null: each checker's default), ``family`` (as requested), ``mutants``,
+``search``, ``tolerances`` (``rtol`` of ``lhs <= rhs``, ``tight_rtol`` of attainment; exact parts
+carry their own allowed error as rhs), ``slack_threshold`` (below which a bound is "loose"), ``versions`` (moreau, numpy, scipy, ...), ``python``,
+``machine`` and ``git_commit`` (or ``"not a git checkout"``).
+
+With ``--analyse``, every record also carries ``"analyse"``: ``conditions`` (per condition
+dropped: ``condition``, ``kind`` "claim" | "part", ``verdict`` "necessary" | "appears
+unnecessary" | "not exercised" | "undefined", and the counterexample's ``part``, ``instance``,
+``ratio`` or the number ``admitted``), ``scale_declared``, ``scale_not_declared_because`` (null, or why not), ``scales_tried`` (the (s, c) pairs
+the family can express), ``scale`` (the inconsistencies found:
+``s``, ``c``, ``part``, ``instance``, ``what``, ``before``, ``after``; [] when consistent, null
+when not declared) and ``sharpest`` (per theorem inequality part: ``sharpest_factor``,
+``instance``, ``worst_parameters``, ``dependence`` and ``derived``: null, or for a part whose
+quadratic worst case is one eigenvalue the sympy derivation — ``formula``, ``ratio``, ``proved``,
+``cases``, ``sup_over_parameters``, ``sup_value``, ``value`` (the formula's max over the batch),
+``instances_reach``, ``at_worst_instance``, ``attained_on``, ``closest``, ``exceeded``,
+``exceeded_instance``, ``covered``, ``uncovered``, ``steps``); see ``moreau.analysis.engine.analyse``.
+
+With ``--pep``, every record also carries ``"pep"``: its statement's class worst cases (the
+records of ``moreau.analysis.pep.report.run_pep``, the same list on each family's record; [] when none).
+
+Keys may be added; none of the above will be renamed or removed.
+"""
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from moreau.analysis.engine.core import take
+
+__all__ = ["SLACK_THRESHOLD", "is_loose", "run_info", "record_json", "worst_ci_instance",
+           "save_counterexample", "save_instance", "load_counterexample"]
+
+#: a theorem's bound that holds with max LHS/RHS below this on every instance tried is flagged
+#: "loose" (report and JSON; ``moreau check --slack-threshold``): the instances never come within
+#: a factor 10 of it, so either the bound is loose or the instances miss its worst case
+SLACK_THRESHOLD = 0.1
+
+
+def run_info(args) -> dict:
+    """The ``"run"`` record of a CLI invocation: arguments, tolerances and provenance."""
+    from moreau._provenance import provenance
+
+    from moreau.analysis.engine.core import RTOL, TIGHT_RTOL
+
+    prov = provenance({}, args.seed)
+    return {"seed": args.seed, "trials": args.trials, "family": args.family, "mutants": bool(args.mutants),
+            "search": args.search, "tolerances": {"rtol": RTOL, "tight_rtol": TIGHT_RTOL},
+            "slack_threshold": getattr(args, "slack_threshold", SLACK_THRESHOLD),
+            **{k: prov[k] for k in ("versions", "python", "machine", "git_commit")}}
+
+
+def record_json(rec, run: dict | None = None, slack_threshold: float = None) -> dict:
+    """The JSON record of one (statement, family); ``slack_threshold``: a theorem's inequality part
+    that holds with max LHS/RHS below it is flagged ``"loose"`` (default :data:`SLACK_THRESHOLD`)."""
+    if slack_threshold is None:
+        slack_threshold = SLACK_THRESHOLD
+    r, st = rec.result, rec.statement
+    tight_parts = [p for p in r.parts if p.claimed == "tight"]
+    tight = all(p.tight for p in tight_parts) if tight_parts else any(p.tight for p in r.parts)
+    return {
+        "id": st.id, "source": st.source, "family": r.family, "instances": r.instances,
+        "holds": r.holds, "max_ratio": _num(r.max_ratio), "tight": bool(tight), "claimed": st.claimed,
+        "seconds": round(r.seconds + rec.mutant_seconds, 4),
+        "statement_seconds": round(r.seconds, 4), "mutant_seconds": round(rec.mutant_seconds, 4),
+        "mutants": [_mutant_json(m, rej, res, *where) for (m, rej, res), where in
+                    zip(rec.mutants, rec.mutant_batches or [(None, None, None)] * len(rec.mutants))],
+        "findings": list(st.findings),
+        "parts": [_part_json(p, slack_threshold) for p in r.parts],
+        **({"search": [{"mutant": name, **rep} for name, rep in rec.searches]} if rec.searches else {}),
+        **({"run": run} if run is not None else {}),
+    }
+
+
+def _mutant_json(m, rejected, res, where=None, one=None, index=None) -> dict:
+    """A mutant's verdict, the part that rejects it, the margin it fails by and where."""
+    out = {"name": m.name, "rejected": bool(rejected)}
+    failing = [p for p in res.parts if not p.holds]
+    if rejected and failing:
+        p = failing[0]
+        out.update(rejected_by=p.name, found_on=where, instance=index, margin=_num(_margin(p)))
+    return out
+
+
+def _margin(p):
+    """By how much a failing part fails, at its worst failing instance: the relative gap
+    |lhs - rhs| / max(|lhs|, |rhs|) of an inequality or identity, the distance of the interval
+    from the claimed exponent for a rate part."""
+    f = p.failures
+    if not f.size:
+        return float("nan")
+    if p.claimed == "rate":
+        return float(np.max(np.abs(p.slack[f])))
+    lhs, rhs = p.sides.lhs[f], p.sides.rhs[f]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.abs(lhs - rhs) / np.maximum(np.abs(lhs), np.abs(rhs))
+    rel = rel[~np.isnan(rel)]
+    return float(np.max(rel)) if rel.size else float("nan")
+
+
+def is_loose(p, threshold) -> bool:
+    """A theorem's inequality part that holds, tested, with max LHS/RHS below ``threshold``."""
+    return bool(p.claimed in ("upper", "tight") and p.sides.role == "theorem" and p.holds and p.applicable
+                and np.isfinite(p.max_ratio) and p.max_ratio < threshold)
+
+
+def _part_json(p, slack_threshold=None) -> dict:
+    s = p.sides
+    out = {"name": p.name, "claimed": p.claimed, "role": s.role, "holds": p.holds, "applicable": p.applicable,
+           "tested": bool(p.applicable),
+           "max_ratio": _num(p.max_ratio), "tight": p.tight,
+           "loose": is_loose(p, SLACK_THRESHOLD if slack_threshold is None else slack_threshold),
+           "min_slack": _num(np.min(p.slack[s.applicable])) if p.applicable else None,
+           "constants": s.constants, "note": s.note}
+    level = None if s.confidence is None else float(s.confidence)
+    if p.claimed == "rate":
+        lo, hi = s.lhs_ci
+        out.update(slope=[_num(v) for v in s.lhs], slope_ci=[[_num(a), _num(b)] for a, b in zip(lo, hi)],
+                   exponent=[_num(v) for v in s.rhs], kind=s.kind, atol=float(s.atol), level=level)
+    elif s.lhs_ci is not None and p.applicable:
+        i = worst_ci_instance(s)
+        out.update(level=level, worst_instance=int(p.index[i]) if p.index is not None else i, lhs=_num(s.lhs[i]),
+                   lhs_ci=[_num(s.lhs_ci[0][i]), _num(s.lhs_ci[1][i])], rhs=_num(s.rhs[i]))
+    return out
+
+
+def worst_ci_instance(s) -> int:
+    """The applicable instance of a Monte Carlo part whose interval's lower end is largest relative to rhs."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(s.rhs != 0, s.lhs_ci[0] / s.rhs, np.inf)
+    r = np.where(s.applicable & ~np.isnan(r), r, -np.inf)
+    return int(np.argmax(r))
+
+
+def _num(x):
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def save_counterexample(rec, index: int, directory, mutant: str = "") -> tuple[Path, str]:
+    """Save global instance ``index`` of the record's batch as ``.npz`` (no pickle); return (path, command)."""
+    one = take(rec.batch, [rec.local(index)])
+    return save_instance(one, rec.statement.id, rec.result.family, index, directory, mutant)
+
+
+def save_instance(one: dict, statement_id: str, family: str, index, directory, mutant: str = "") -> tuple[Path, str]:
+    """Save a one-instance batch as ``.npz`` with its id, family and (for a mutant's rejecting
+    instance) the mutant's name; return ``(path, the command that replays it)``."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    tag = f"{statement_id}-{family}-{index}" + (f"-mutant-{zlib.crc32(mutant.encode()):08x}" if mutant else "")
+    path = directory / f"{tag}.npz"
+    meta = {"id": statement_id, "family": family, "mutant": mutant}
+    np.savez(path, __meta__=np.array(json.dumps(meta)), **{k: np.asarray(v) for k, v in one.items()})
+    cmd = f"moreau check {statement_id} --family {family} --replay {path}"
+    return path, cmd
+
+
+def load_counterexample(path):
+    """``(meta, batch)`` from a file written by :func:`save_counterexample`."""
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(str(z["__meta__"]))
+        batch = {k: z[k] for k in z.files if k != "__meta__"}
+    return meta, batch

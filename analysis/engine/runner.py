@@ -1,0 +1,238 @@
+r"""Running the catalogue: statements and their mutants on instance batches (chunked for a large
+``--trials``), the default batch and the hypothesis search for surviving mutants.
+
+The reports (JSON records and their schema, counterexample files) are in
+``moreau.analysis.engine.records``; their names are re-exported here.
+"""
+from __future__ import annotations
+
+import time
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from moreau.analysis.engine.chunks import ChunkReducer
+from moreau.analysis.engine.core import Result, _batch_size, take
+from moreau.analysis.engine.records import (SLACK_THRESHOLD, is_loose, load_counterexample, record_json, run_info,
+                                            save_counterexample, save_instance, worst_ci_instance)
+from moreau.analysis.engine.registry import catalogue
+from moreau.analysis.engine.search import search
+
+__all__ = ["SLACK_THRESHOLD", "is_loose", "Record", "run", "record_json", "save_counterexample", "save_instance", "load_counterexample",
+           "rng_for", "CHUNK"]
+
+FAMILIES = ("quadratic", "logistic", "multinomial", "nonconvex")
+
+
+def rng_for(seed: int, statement_id: str, family: str, mutant: str = "") -> np.random.Generator:
+    """A generator that depends on the seed, the id and the family only (order-free)."""
+    key = [int(seed), zlib.crc32(statement_id.encode()), zlib.crc32(family.encode()), zlib.crc32(mutant.encode())]
+    return np.random.default_rng(key)
+
+
+#: instances drawn, prepared and judged at a time when ``trials`` exceeds it (memory stays that of
+#: one chunk however large ``--trials`` is; see ``moreau.analysis.engine.chunks``)
+CHUNK = 2048
+
+
+@dataclass
+class Record:
+    statement: object
+    result: Result
+    mutants: list = field(default_factory=list)  # (Mutant, rejected: bool, Result)
+    batch: dict | None = None
+    # per mutant: (where, batch, index) of its verdict: where "run" | "default" | "search", batch the
+    # one instance that rejects it and its index in that batch (None when no single instance does);
+    # a surviving mutant: where "closest", the run's instance closest to rejecting it
+    mutant_batches: list = field(default_factory=list)
+    mutant_seconds: float = 0.0
+    index: np.ndarray | None = None  # global instance index of each row of ``batch`` (None: the row itself)
+    searches: list = field(default_factory=list)  # --search: (mutant name or "", report dict) per search run
+
+    def local(self, i: int) -> int:
+        """The row of ``batch`` that holds global instance ``i``."""
+        if self.index is None:
+            return int(i)
+        k = int(np.searchsorted(self.index, i))
+        if k >= self.index.size or self.index[k] != i:
+            raise KeyError(f"instance {i} was not kept (chunked run: only the worst and failing instances are)")
+        return k
+
+
+def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examples=0, chunk=None,
+        progress=False):
+    """Run statements; returns a list of :class:`Record` (one per id and family).
+
+    A mutant is rejected when the batch, or the checker's default batch, or
+    (with ``search_examples > 0``) a hypothesis search finds an instance where
+    it fails.  With ``search_examples > 0`` the statement itself is also
+    searched: a failing instance found that way is appended to the record's
+    batch and counted like any other instance.
+
+    ``trials`` above ``chunk``: instances are drawn, prepared and judged ``chunk`` at a time
+    (chunk k > 0 from its own stream ``rng_for(seed, id, family, "chunk k")``), the results reduced
+    as they come (:class:`moreau.analysis.engine.chunks.ChunkReducer`), and each mutant judged chunk by chunk
+    until one rejects it.  A checker whose ``trials`` is not a count of instances (its batch size
+    differs from the trials asked) gets one call, as with a small ``trials``.  ``progress``: a
+    tqdm bar over the chunks (when tqdm is installed).
+    """
+    cat = catalogue()
+    ids = list(cat) if not ids else list(ids)
+    unknown = [i for i in ids if i not in cat]
+    if unknown:
+        raise KeyError(f"unknown statement id(s) {unknown}; known: {', '.join(cat)}")
+    fams = FAMILIES if family == "all" else (family,)
+    chunk = CHUNK if chunk is None else chunk
+    records = []
+    for sid in ids:
+        st = cat[sid]
+        for fam in fams:
+            if fam in st.families:
+                records.append(_run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress))
+    return records
+
+
+def _chunks(st, fam, trials, seed, chunk):
+    """``(size, batch, number of chunks)`` per chunk, lazily; one chunk when trials <= chunk or
+    when the checker's batch size does not follow ``trials``."""
+    rng = rng_for(seed, st.id, fam)
+    if trials is None or trials <= chunk:
+        yield trials, st.instances(fam, trials, rng), 1
+        return
+    first = st.instances(fam, chunk, rng)
+    if _batch_size(first) != chunk:  # --trials is not a number of instances for this checker
+        del first
+        yield trials, st.instances(fam, trials, rng_for(seed, st.id, fam)), 1
+        return
+    n = -(-trials // chunk)
+    yield chunk, first, n
+    del first
+    for k in range(1, n):
+        size = min(chunk, trials - k * chunk)
+        yield size, st.instances(fam, size, rng_for(seed, st.id, fam, f"chunk {k}")), n
+
+
+def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
+    reducer, rec, bar = ChunkReducer(), None, None
+    pending = list(st.mutants) if mutants else []
+    verdicts = {}  # mutant name -> (rejected, Result, where, one-instance batch, its index there)
+    t_mut, offset, searches, closest = 0.0, 0, [], {}
+    rng = rng_for(seed, st.id, fam)
+    for k, (size, batch, n_chunks) in enumerate(_chunks(st, fam, trials, seed, chunk)):
+        if k == 0 and progress and n_chunks > 1:
+            bar = _bar(n_chunks, f"{st.id} [{fam}]")
+        if search_examples and k == n_chunks - 1:
+            report = {}
+            found = search(st, fam, max_examples=search_examples, seed=seed, report=report)
+            searches.append(("", report))
+            if found is not None:
+                batch = _concat(batch, found)
+        t0 = time.perf_counter()
+        prepared = st.prepared(batch)  # claim-independent work, once for the statement and its mutants
+        res = st.run(fam, size, rng, batch=batch, prepared=prepared)
+        res.seconds = time.perf_counter() - t0
+        if n_chunks == 1:
+            rec = Record(st, res, batch=batch)
+        else:
+            reducer.add(batch, res)
+        t1 = time.perf_counter()
+        for m in list(pending):
+            r = st.run(fam, size, rng, mutant=m, batch=batch, prepared=prepared)
+            if not r.holds:
+                verdicts[m.name] = (True, r, "run", *_rejecting_instance(batch, r, offset))
+                pending.remove(m)
+                continue
+            # it survives this chunk: keep the instance closest to rejecting it (largest LHS/RHS)
+            one, i, ratio = _closest_instance(batch, r, offset)
+            if m.name not in verdicts or ratio > closest.get(m.name, -np.inf):
+                verdicts[m.name] = (False, r, "closest", one, i)
+                closest[m.name] = ratio
+        t_mut += time.perf_counter() - t1
+        offset += res.instances
+        del batch, prepared
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    if rec is None:
+        rec = Record(st, reducer.result(st.id, fam), batch=reducer.batch, index=reducer.index)
+    if mutants:
+        t1 = time.perf_counter()
+        _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, searches)
+        for m in st.mutants:
+            rejected, r, where, one, i = verdicts[m.name]
+            rec.mutants.append((m, rejected, r))
+            rec.mutant_batches.append((where, one, i))
+        rec.mutant_seconds = t_mut + time.perf_counter() - t1
+    rec.searches = searches
+    return rec
+
+
+def _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, searches):
+    """Mutants the run's batch did not reject: tried on the checker's default batch (when --trials
+    was given: its adversarial instances must not disappear with a small --trials), then (with
+    --search) on a hypothesis search's instance."""
+    if pending and trials:
+        extra = st.instances(fam, None, rng_for(seed, st.id, fam, "default"))
+        prepared = st.prepared(extra)
+        for m in list(pending):
+            r = st.run(fam, None, None, mutant=m, batch=extra, prepared=prepared)
+            if not r.holds:
+                verdicts[m.name] = (True, r, "default", *_rejecting_instance(extra, r))
+                pending.remove(m)
+    if pending and search_examples:
+        for m in list(pending):
+            report = {}
+            found = search(st, fam, m, max_examples=search_examples, seed=seed, report=report)
+            searches.append((m.name, report))
+            if found is not None:
+                r = st.run(fam, None, None, mutant=m, batch=found)
+                if not r.holds:
+                    verdicts[m.name] = (True, r, "search", *_rejecting_instance(found, r))
+                    pending.remove(m)
+
+
+def _closest_instance(batch, res, offset=0):
+    """``(one-instance batch, its index, its ratio)``: the applicable instance with the largest
+    LHS/RHS over the inequality parts of a result that holds (the closest to failing), or
+    ``(None, None, -inf)`` when no inequality part has an applicable instance."""
+    best, where = -np.inf, None
+    for p in res.parts:
+        if p.claimed not in ("upper", "tight") or not p.applicable:
+            continue
+        r = np.where(p.sides.applicable & np.isfinite(p.ratio), p.ratio, -np.inf)
+        k = int(np.argmax(r))
+        if r[k] > best:
+            best, where = float(r[k]), k
+    if where is None:
+        return None, None, -np.inf
+    return take(batch, [where]), offset + where, best
+
+
+def _rejecting_instance(batch, res, offset=0):
+    """``(one-instance batch, its index)`` of the first instance on which ``res`` fails, or
+    ``(None, None)`` (it holds, or it fails only as a whole: a claimed-tight bound not attained)."""
+    f = res.failures
+    return (take(batch, f[:1]), offset + int(f[0])) if f.size else (None, None)
+
+
+def _bar(total, label):
+    """A tqdm bar over chunks on a terminal (stderr), nothing otherwise."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=label, unit="chunk", file=sys.stderr, leave=False)
+
+
+def _concat(batch, extra):
+    """``batch`` followed by ``extra`` when their arrays stack, else ``extra`` alone."""
+    try:
+        return {k: np.concatenate([np.asarray(batch[k]), np.asarray(extra[k])]) for k in batch}
+    except (KeyError, ValueError):
+        return extra

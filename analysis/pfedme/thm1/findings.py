@@ -1,0 +1,37 @@
+"""The findings' texts of pfedme.thm1 and pfedme.thm1b (README-ready; the checks are in ``pfedme.thm1``,
+``pfedme.thm1.text_delta`` and their tests)."""
+
+__all__ = ["FINDING", "FINDING_A", "FINDING_B"]
+
+FINDING = ("pFedMe Theorem 1(a) as printed: with S = N, delta = 0 and identical clients (sigma_F1 = 0) only the "
+           "first term O(Delta_0 mu_F exp(-eta_hat_1 mu_F T/2)) remains, but w_bar_T (alpha_t = (1 - eta mu_F/2)"
+           "^-(t+1)) approaches w* no faster than (1 - eta mu_F/2)^T and eta <= eta_hat_1/(beta R), so F(w_bar_T) - F*"
+           " decays at rate at most about eta_hat_1 mu_F/(beta R) < eta_hat_1 mu_F/2 whenever beta R > 2: the ratio "
+           "to the bound grows without limit in T. Minimal instance: N = 1, d = 1, f(x) = x^2/2 (mu = L = 1), "
+           "lam = 1 (mu_F = 1/2, L_F = 1, kappa_F = 2), beta = 1, R = 3, exact prox, eta = eta_hat_1/3 = 1/4662, "
+           "w_0 = 1: F(w_bar_T) - F* ~ (1 - 1/18648)^(2T) against exp(-T/6216); the ratio to Delta_0 mu_F "
+           "exp(-eta_hat_1 mu_F T/2) grows like exp(T/18648): 0.23 at T = 6216 = 2/(eta_hat_1 mu_F), 4.3 at "
+           "T = 1e5, 1.9e5 at T = 3e5. Checked reading: the "
+           "exponent eta mu_F/2 with the eta used (the exact exponent is -2 log(1 - eta mu_F/2)).")
+
+FINDING_A = (
+    "pFedMe Theorem 1(a) / Remark 1 with the text's delta: Section 3.2 calls theta~ a delta-approximation when "
+    "E|theta~ - theta^| <= delta (a first moment), Lemma 1 bounds E|theta~ - theta^|^2 <= delta^2. With the first "
+    "moment no constant C makes lim_T E[F(w_bar_T) - F*] <= C lam^2 delta^2/mu_F hold: fresh inner errors "
+    "e = (delta/p) u with probability p, else 0 (E|e| = delta, E|e|^2 = delta^2/p), give exactly "
+    "lim_T E[F(w_bar_T) - F*] = (lam^2 delta^2/(2 mu_F))(1 + (1/p - 1) r g) along F's flattest direction (r g "
+    "the share of the error variance the averaged iterate keeps; r g > 0 for every fixed step eta), unbounded as "
+    "p -> 0. Minimal instance (exact "
+    "rationals): N = 1, d = 1, f(x) = x^2/2, lam = 1 (mu_F = 1/2), beta = R = 1, eta = eta_hat_1 = 1/1554, "
+    "S = N, sigma_F1 = 0; r = 1/6215, r g = 38629333/720282533795 (about 1/18646); delta = 1/100, p = 1/100000: "
+    "the limit is 3.18 lam^2 delta^2/mu_F (2291588602231/720282533795), and 10^6 lam^2 delta^2/mu_F at p about "
+    "2.7e-11. With Lemma 1's delta (delta^2 = E|e|^2) it is (1/2)(p + (1 - p) r g) <= 1/2 of lam^2 delta^2/mu_F "
+    "on every instance (3.2e-5 here): the text should read E|theta~ - theta^|^2 <= delta^2. Command: moreau check "
+    "pfedme.thm1 --mutants (mutant '(a) the text's delta ...').")
+FINDING_B = (
+    "pFedMe Theorem 1(b) with the text's delta (E|theta~ - theta^| <= delta): the O(delta^2) term cannot hold "
+    "for any constant: with the same fresh two-point errors the personalised models' mean square distance to w* "
+    "exceeds E|e|^2 = delta^2/p. Minimal instance as for (a) (N = 1, f(x) = x^2/2, lam = 1, beta = R = 1, "
+    "eta = 1/1554, sigma_F1 = 0, delta = 1/100): lim_T E|theta~(w_T) - w*|^2 = 1.30 times 2 lam^2 delta^2/mu_F^2 "
+    "+ 2 delta^2 = 10 delta^2 at p = 1/10, 1.0e4 times at p = 1/100000; with Lemma 1's delta it is at most "
+    "2 lam^2 delta^2/mu_F^2 + 2 delta^2 (0.13 and 0.10 of it there). Command: moreau check pfedme.thm1b --mutants.")

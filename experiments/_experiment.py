@@ -1,0 +1,34 @@
+"""One entry of ``moreau reproduce``: :class:`Experiment`.
+
+Its own module so that the registry, the demos and the sweep runner (``moreau.experiments._sweep``)
+import it without importing each other.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+__all__ = ["Experiment"]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One entry of ``moreau reproduce``.
+
+    ``config(quick, trials) -> params`` (JSON-able; the grid lives in it),
+    ``points(params) -> [point]`` (JSON-able dicts), ``compute(params, point, rng) -> [row]``
+    (a module-level function: it runs in worker processes), ``finish(rows, params, out, seed) ->
+    {"figures": [paths], "claims": {...}, "theorems": {...}}`` (plots, qualitative claims and,
+    for each theorem the figure illustrates, whether the parameters meet its assumptions).
+    """
+
+    name: str
+    paper: str
+    figure: str
+    summary: str
+    expected: tuple  # (quick, full) run time measured on a 2-core CPU with 2 workers
+    config: Callable
+    points: Callable
+    compute: Callable
+    finish: Callable
+    kind: str = "figure"  # "figure" or "demo"

@@ -1,0 +1,29 @@
+"""What a prox call reports (``return_info=True``): :class:`ProxInfo`.
+
+Its own module so that Newton (``moreau._newton``) and the objectives (``moreau._objective``),
+which calls Newton, import it without importing each other.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ProxInfo"]
+
+
+@dataclass(frozen=True)
+class ProxInfo:
+    """What a prox computation certifies, per batch entry (host numpy arrays).
+
+    ``error_bound``: a rigorous upper bound on ``||theta - prox(w)||`` for the
+    returned floating-point theta: ``||grad h(theta)|| / (lam + mu)`` (h the
+    prox subproblem) with the rounding of evaluating ``grad h`` bounded a
+    priori and added, and for quadratics the modulus lowered by the error of
+    the computed eigenvalues (derivations: ``moreau._newton`` and
+    ``Quadratic._solve``); ``tol``: the level that was required (``None`` for
+    closed forms called without ``tol``); ``iterations``: Newton iterations
+    (0 for closed forms).
+    """
+
+    iterations: object
+    error_bound: object
+    tol: object
