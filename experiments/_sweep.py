@@ -7,70 +7,77 @@ executor — a local process pool, the calling process (``workers=1``), or a
 Dask cluster (``dask.distributed.Client(address).get_executor()`` is a
 ``concurrent.futures.Executor``: one code path) — writes each finished point
 to ``DIR/points/`` atomically (write to a temporary file, then rename), and
-when all are done writes the CSV, the figures and the manifest.
+when all are done writes the CSV, the figures and the manifest.  A damaged
+checkpoint is reported (one line on stderr) and its point recomputed.
 
 Reproducibility: each point's generator is seeded from ``(seed, experiment
 name, the point's parameters)`` only, never from execution order, so a
 resumed, parallel or Dask run gives the same numbers as a serial one.
 A directory remembers the arguments of the run it holds (``DIR/run.json``);
-a different run into it is refused (:class:`RunConflict`), never mixed.
+a different run into it is refused (:class:`RunConflict`), never mixed, and so
+is a second run while one is writing into it (``flock`` on ``DIR/.lock``).
+
+Processes: local workers are capped at the CPUs this process may use; SIGTERM
+(``timeout``, batch schedulers) and SIGINT end them before :class:`Interrupted`
+is raised, and on Linux each worker dies with its parent (``PR_SET_PDEATHSIG``).
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
-import csv
+import contextlib
 import hashlib
 import json
-import math
 import os
+import signal
 import sys
-import tempfile
+import threading
 import time
 import zlib
 from pathlib import Path
 
 import numpy as np
 
+from moreau._files import DirectoryLocked, atomic_write, lock_directory
+
+from ._artifact import canonical, device, jsonable, provenance, read_checkpoint, write_checkpoint, write_csv
 from ._experiment import Experiment
 
-__all__ = ["Experiment", "RunConflict", "run", "point_rng", "atomic_write", "canonical", "catalogue_verdict"]
+# atomic_write (now moreau._files) and canonical (now ._artifact) stay importable from here
+__all__ = ["Experiment", "Interrupted", "RunConflict", "atomic_write", "canonical", "catalogue_verdict",
+           "point_rng", "run", "usable_cpus"]
 
 
 class RunConflict(RuntimeError):
-    """The output directory holds a run with other arguments."""
+    """The output directory holds a run with other arguments, or another run is writing into it."""
 
 
-def canonical(obj) -> str:
-    """Canonical JSON (sorted keys, no spaces): the text that fingerprints and seeds hash."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_jsonable)
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by signal ``signum`` (SIGINT or SIGTERM); finished points are saved."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
-def _jsonable(x):
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    raise TypeError(f"not JSON-serialisable: {type(x).__name__}")
+def _say(msg: str) -> None:
+    """One line on stderr, as the CLI writes its messages."""
+    print(f"moreau reproduce: {msg}", file=sys.stderr, flush=True)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the platform has one)."""
+    count = getattr(os, "process_cpu_count", None)  # python >= 3.13
+    if count is not None:
+        return count() or 1
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def point_rng(seed: int, name: str, point: dict) -> np.random.Generator:
     """The generator of one grid point: a function of the run seed, the experiment and the point."""
     return np.random.default_rng([int(seed), zlib.crc32(name.encode()), zlib.crc32(canonical(point).encode())])
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a reader (or a crash) never sees a partial file."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def catalogue_verdict(sid: str, family: str = "quadratic") -> dict:
@@ -91,11 +98,12 @@ def _compute_point(name: str, params: dict, point: dict, seed: int, backend: str
         moreau.set_backend(backend)
     exp = get(name)
     rows = exp.compute(params, point, point_rng(seed, name, point))
-    return json.loads(json.dumps(rows, default=_jsonable))  # plain JSON types, column order kept
+    return json.loads(json.dumps(rows, default=jsonable))  # plain JSON types, column order kept
 
 
 class _Serial(cf.Executor):
-    """The calling process as an executor (``workers=1``): no pickling, no start-up."""
+    """The calling process as an executor (``workers=1``): no pickling, no start-up; :func:`_finished`
+    computes its points one at a time, so each is checkpointed as soon as it is done."""
 
     def submit(self, fn, /, *args, **kwargs):
         fut = cf.Future()
@@ -106,8 +114,27 @@ class _Serial(cf.Executor):
         return fut
 
 
+def _worker_init(parent: int) -> None:
+    """Start of each pool worker: die with the parent, leave Ctrl-C to the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends the workers itself, then reports
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: killed when the parent dies
+        except (OSError, AttributeError):
+            pass  # no prctl: workers still end when the parent shuts the pool down or gets SIGTERM
+    if os.getppid() != parent:  # the parent died before the line above armed the signal
+        os._exit(1)
+
+
 def make_executor(workers: int | None = None, scheduler: str | None = None):
-    """``(executor, closer, description)``: Dask when ``scheduler`` is an address, else local."""
+    """``(executor, close, description)``: Dask when ``scheduler`` is an address, else local.
+
+    Local workers are capped at :func:`usable_cpus` (saying so on stderr); ``close(abort=True)``
+    ends the local workers at once instead of letting running points finish.
+    """
     if scheduler:
         try:
             from dask.distributed import Client
@@ -119,34 +146,56 @@ def make_executor(workers: int | None = None, scheduler: str | None = None):
         except (OSError, TimeoutError, ValueError) as exc:
             raise ConnectionError(f"cannot reach the Dask scheduler at {scheduler!r} ({type(exc).__name__}: "
                                   f"{str(exc).splitlines()[0] if str(exc) else 'no answer'})") from None
-        return client.get_executor(), client.close, f"dask ({scheduler})"
-    workers = workers or os.cpu_count() or 1
+        return client.get_executor(), lambda abort=False: client.close(), f"dask ({scheduler})"
+    cpus = usable_cpus()
+    if workers is not None and workers > cpus:
+        _say(f"--workers {workers} is more than the {cpus} CPU(s) this process may use: using {cpus}")
+    workers = min(workers or cpus, cpus)
     if workers == 1:
-        return _Serial(), lambda: None, "serial (this process)"
+        return _Serial(), lambda abort=False: None, "serial (this process)"
     import multiprocessing as mp
 
     # each worker gets its share of the cores for BLAS (workers x default threads oversubscribe the
     # machine: measured 4x slower on 2 cores); set for the spawned children only, restored after
-    threads = str(max(1, (os.cpu_count() or 1) // workers))
+    threads = str(max(1, cpus // workers))
     saved = {k: os.environ.get(k) for k in _BLAS_VARS}
     for k in _BLAS_VARS:
         os.environ.setdefault(k, threads)
-    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                  initializer=_worker_init, initargs=(os.getpid(),))
     for _ in range(workers):  # start the workers now, while the variables are set
         pool.submit(int)
 
-    def close():
-        pool.shutdown(cancel_futures=True)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    def close(abort=False):
+        try:
+            if abort:
+                _end_workers(pool)
+            pool.shutdown(cancel_futures=True)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     return pool, close, f"local process pool ({workers} workers, {threads} BLAS thread(s) each)"
 
 
 _BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _end_workers(pool) -> None:
+    """Terminate a process pool's workers now (their running points are lost; saved ones are kept)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        with contextlib.suppress(OSError, ValueError):
+            p.terminate()
+    for p in procs:
+        with contextlib.suppress(OSError, ValueError):
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+                p.join(1)
 
 
 def _probe(address: str) -> None:
@@ -164,21 +213,95 @@ def _probe(address: str) -> None:
                               f"({exc.strerror or type(exc).__name__})") from None
 
 
-def _progress(total: int, done: int, label: str):
-    """A tqdm bar on a terminal, nothing otherwise (quiet in CI and pipes)."""
-    if not sys.stderr.isatty():
-        return None
+class _Progress:
+    """A tqdm bar on a terminal; elsewhere (logs, batch jobs) a line on ``stream`` when a point
+    finishes at least ``every`` seconds after the last line, and one at the end."""
+
+    def __init__(self, name: str, total: int, done: int, *, stream=None, every=10.0, clock=time.monotonic):
+        self.name, self.total, self.done, self.every, self.clock = name, total, done, every, clock
+        self.stream = stream if stream is not None else sys.stderr
+        self.t0 = self.last = clock()
+        self.bar = None
+        if self.stream.isatty():
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                pass
+            else:
+                self.bar = tqdm(total=total, initial=done, desc=name, unit="point", file=self.stream)
+
+    def update(self) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        elif self.clock() - self.last >= self.every:
+            self._line()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        else:
+            self._line()
+
+    def _line(self) -> None:
+        self.last = self.clock()
+        print(f"reproduce {self.name}: {self.done}/{self.total} points done, {self.last - self.t0:.0f} s elapsed",
+              file=self.stream, flush=True)
+
+
+@contextlib.contextmanager
+def _stop_on_signals():
+    """SIGTERM (``timeout``, batch schedulers) and SIGINT raise :class:`Interrupted` in the main
+    thread, once: a second signal does not interrupt the clean-up (ending the workers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    sigs = (signal.SIGINT, signal.SIGTERM)
+
+    def stop(signum, frame):
+        for s in sigs:
+            signal.signal(s, signal.SIG_IGN)
+        raise Interrupted(signum)
+
+    old = {s: signal.signal(s, stop) for s in sigs}
     try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, initial=done, desc=label, unit="point", file=sys.stderr)
+        yield
+    finally:
+        for s, h in old.items():
+            if h is not None:
+                signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def _locked(out: Path):
+    """Be the only run writing into ``out`` (lock file ``out/.lock``), or raise :class:`RunConflict`."""
+    try:
+        with lock_directory(out) as locked:
+            if not locked:
+                _say(f"warning: cannot lock {out} (no flock here): do not start a second run into it")
+            yield
+    except DirectoryLocked as exc:
+        raise RunConflict(f"another run{f' (pid {exc.holder})' if exc.holder else ''} holds {out} "
+                          f"(lock {exc.path}): wait for it to finish, or choose another --out") from None
+
+
+def _finished(executor, name, params, points, pending, seed, backend):
+    """``(index, rows)`` of each pending point as it finishes."""
+    if isinstance(executor, _Serial):
+        for i in pending:
+            yield i, _compute_point(name, params, points[i], seed, backend)
+        return
+    futures = {executor.submit(_compute_point, name, params, points[i], seed, backend): i for i in pending}
+    for fut in cf.as_completed(futures):
+        yield futures[fut], fut.result()
 
 
 def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backend="numpy",
         workers=None, scheduler=None, on_checkpoint=None) -> dict:
     """Run (or resume) a registered experiment into ``out``; return the manifest.
 
+    One run at a time writes into ``out`` (a second raises :class:`RunConflict`). SIGTERM or
+    SIGINT ends the workers and raises :class:`Interrupted`; finished points stay saved.
     ``on_checkpoint(index)`` is called after each point is saved (tests use it to interrupt).
     """
     out = Path(out)
@@ -186,58 +309,65 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
     args = {"name": experiment.name, "params": params, "seed": int(seed), "backend": backend,
             "quick": bool(quick), "trials": trials}
     fingerprint = hashlib.sha256(canonical(args).encode()).hexdigest()
-    _claim_directory(out, args, fingerprint)
-    points = experiment.points(params)
-    ckpt = out / "points"
-    ckpt.mkdir(exist_ok=True)
-    files = [ckpt / f"{i:04d}-{hashlib.sha256(canonical(p).encode()).hexdigest()[:12]}.json"
-             for i, p in enumerate(points)]
-    rows = {i: json.loads(f.read_text(encoding="utf-8"))["rows"] for i, f in enumerate(files) if f.exists()}
-    resumed = len(rows)
-    t0 = time.perf_counter()
-    pending = [i for i in range(len(points)) if i not in rows]
-    executor, close, how = make_executor(workers, scheduler)
-    bar = _progress(len(points), resumed, experiment.name)
-    try:
-        futures = {executor.submit(_compute_point, experiment.name, params, points[i], int(seed), backend): i
-                   for i in pending}
-        for fut in cf.as_completed(futures):
-            i = futures[fut]
-            rows[i] = fut.result()
-            atomic_write(files[i], json.dumps({"point": points[i], "rows": rows[i]}, default=_jsonable))
-            if bar is not None:
-                bar.update(1)
-            if on_checkpoint is not None:
-                on_checkpoint(i)
-    finally:
-        if bar is not None:
-            bar.close()
-        close()
-    table = [dict(r) for i in range(len(points)) for r in rows[i]]
-    _write_csv(out / f"{experiment.name}.csv", table)
-    result = experiment.finish(table, params, out, seed=int(seed))
-    from ._artifact import provenance
-
-    manifest = {"name": experiment.name, "paper": experiment.paper, "figure": experiment.figure,
-                "summary": experiment.summary, "arguments": args, "executor": how,
-                "device": _device(backend), "points": len(points), "resumed_points": resumed,
-                "wall_seconds": round(time.perf_counter() - t0, 3),
-                "csv": f"{experiment.name}.csv",
-                "figures": [str(Path(p).name) for p in result.get("figures", [])],
-                "claims": result.get("claims", {}), "theorems": result.get("theorems", {}),
-                "provenance": provenance(params, int(seed))}
-    atomic_write(out / "manifest.json", json.dumps(manifest, indent=1, default=_jsonable))
+    _writable(out)
+    with _locked(out), _stop_on_signals():
+        _claim_directory(out, args, fingerprint)
+        points = experiment.points(params)
+        ckpt = out / "points"
+        ckpt.mkdir(exist_ok=True)
+        for stale in ckpt.glob(".*.tmp"):  # left by a killed run (this run holds the lock)
+            stale.unlink(missing_ok=True)
+        files = [ckpt / f"{i:04d}-{hashlib.sha256(canonical(p).encode()).hexdigest()[:12]}.json"
+                 for i, p in enumerate(points)]
+        rows = {}
+        for i, (f, p) in enumerate(zip(files, points)):
+            saved, why = read_checkpoint(f, p, fingerprint)
+            if why:
+                _say(f"warning: damaged checkpoint {f}: {why}; recomputing its point")
+            elif saved is not None:
+                rows[i] = saved
+        resumed = len(rows)
+        t0 = time.perf_counter()
+        pending = [i for i in range(len(points)) if i not in rows]
+        executor, close, how = make_executor(workers, scheduler)
+        progress, done = _Progress(experiment.name, len(points), resumed), False
+        try:
+            for i, result in _finished(executor, experiment.name, params, points, pending, int(seed), backend):
+                rows[i] = result
+                write_checkpoint(files[i], points[i], result, fingerprint)
+                progress.update()
+                if on_checkpoint is not None:
+                    on_checkpoint(i)
+            done = True
+        finally:
+            progress.close()
+            close(abort=not done)
+        table = [dict(r) for i in range(len(points)) for r in rows[i]]
+        write_csv(out / f"{experiment.name}.csv", table)
+        result = experiment.finish(table, params, out, seed=int(seed))
+        manifest = {"name": experiment.name, "paper": experiment.paper, "figure": experiment.figure,
+                    "summary": experiment.summary, "arguments": args, "executor": how,
+                    "device": device(backend), "points": len(points), "resumed_points": resumed,
+                    "wall_seconds": round(time.perf_counter() - t0, 3),
+                    "csv": f"{experiment.name}.csv",
+                    "figures": [str(Path(p).name) for p in result.get("figures", [])],
+                    "claims": result.get("claims", {}), "theorems": result.get("theorems", {}),
+                    "provenance": provenance(params, int(seed))}
+        atomic_write(out / "manifest.json", json.dumps(manifest, indent=1, default=jsonable))
     return manifest
 
 
-def _claim_directory(out: Path, args: dict, fingerprint: str) -> None:
+def _writable(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
+        probe = out / f".write-test-{os.getpid()}"  # per process: a run holding out/ may be probing too
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
         raise PermissionError(f"--out {str(out)!r} is not a writable directory ({exc.strerror or exc})") from None
+
+
+def _claim_directory(out: Path, args: dict, fingerprint: str) -> None:
     meta = out / "run.json"
     if meta.exists():
         try:
@@ -251,37 +381,3 @@ def _claim_directory(out: Path, args: dict, fingerprint: str) -> None:
                               f"rerun with the same arguments to resume, or choose another --out")
         return
     atomic_write(meta, json.dumps({"fingerprint": fingerprint, "arguments": json.loads(canonical(args))}, indent=1))
-
-
-def _write_csv(path: Path, rows: list) -> None:
-    cols = []
-    for r in rows:
-        cols += [k for k in r if k not in cols]
-    lines = []
-
-    class _W:
-        def write(self, s):
-            lines.append(s)
-
-    w = csv.DictWriter(_W(), fieldnames=cols, lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: _fmt(v) for k, v in r.items()})
-    atomic_write(path, "".join(lines))
-
-
-def _fmt(v):
-    if isinstance(v, float):
-        return repr(v) if math.isfinite(v) else str(v)
-    return v
-
-
-def _device(backend: str) -> str:
-    if backend == "numpy":
-        import platform
-
-        return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
-    from moreau._backend import gpu_status
-
-    ok, why = gpu_status()
-    return f"cupy: {why}"

@@ -1,15 +1,24 @@
 """``moreau reproduce``: the papers' figures and the teaching demos, with CSV and a manifest.
 
 Exit status: 0 the run completed (claims that did not reproduce are recorded in
-the manifest, not hidden); 2 usage errors (unknown name, unwritable --out,
---trials < 1, a directory holding another run, an unreachable --scheduler);
-3 an internal error (the traceback with --debug).
+the manifest, not hidden); 2 usage or environment errors (unknown name,
+unwritable --out, --trials < 1, a directory holding another run or in use by a
+running one, an unreachable --scheduler, a full disk or another OS error, a
+worker process killed); 3 an internal error (the traceback with --debug);
+128 + the signal number when stopped by SIGINT (130) or SIGTERM (143): the
+finished points are saved and the same command resumes.
+
+Without a terminal on stderr (logs, batch jobs) progress is a line every ~10 s.
 """
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import signal
 import sys
 import traceback
+from concurrent.futures.process import BrokenProcessPool
 
 from moreau._argtypes import nonnegative_int, positive_int
 
@@ -29,7 +38,8 @@ def add_reproduce_parser(sub):
     p.add_argument("--seed", type=nonnegative_int, default=0, help="run seed (per-point seeds derive from it; default 0)")
     p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy", help="array backend (default numpy)")
     p.add_argument("--workers", type=positive_int, default=None,
-                   help="local worker processes (default: one per core; 1 runs in this process)")
+                   help="local worker processes (default and most: the CPUs this process may use; "
+                   "1 runs in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run the grid points on this Dask scheduler "
                    "(needs the [dask] extra)")
     p.set_defaults(func=cmd_reproduce)
@@ -69,10 +79,17 @@ def cmd_reproduce(args) -> int:
     try:
         manifest = run(exp, out, quick=args.quick, trials=args.trials, seed=args.seed,
                        backend=args.backend, workers=args.workers, scheduler=args.scheduler)
-    except (RunConflict, PermissionError, ConnectionError, ValueError) as exc:
+    except (RunConflict, ConnectionError, ValueError) as exc:
         return _fail(str(exc).splitlines()[0])
-    except KeyboardInterrupt:
-        return _fail(f"interrupted; finished points are saved in {out}: rerun the same command to resume", 130)
+    except OSError as exc:  # the environment (full disk, quota, permissions, I/O error): not a bug
+        return _fail(_os_error(exc, out))
+    except BrokenProcessPool:
+        return _fail(f"a worker process was killed (out of memory?); finished points are saved in {out}: "
+                     "rerun the same command to resume")
+    except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM through _sweep.Interrupted
+        signum = getattr(exc, "signum", signal.SIGINT)
+        return _fail(f"stopped by {signal.Signals(signum).name}; finished points are saved in {out}: "
+                     "rerun the same command to resume", 128 + signum)
     except Exception as exc:  # an internal error: one line, the traceback with --debug
         if getattr(args, "debug", False):
             traceback.print_exc()
@@ -83,3 +100,13 @@ def cmd_reproduce(args) -> int:
         print(f"  {'reproduced' if v.get('holds') else 'NOT reproduced'}: {claim} ({v.get('value')})")
     print(f"wrote {out}/: {', '.join(manifest['figures'] + [manifest['csv'], 'manifest.json'])}")
     return 0
+
+
+def _os_error(exc: OSError, out) -> str:
+    """One line: the file, the system's words for the error and its code, and what to do."""
+    if exc.errno is None:  # raised with a message of ours (e.g. an unwritable --out)
+        return str(exc).splitlines()[0]
+    where = exc.filename if exc.filename is not None else f"a file in {out}"
+    code = errno.errorcode.get(exc.errno, str(exc.errno))
+    return (f"{where}: {exc.strerror or os.strerror(exc.errno)} ({code}); finished points are saved in {out}: "
+            "fix this and rerun the same command to resume")
