@@ -161,6 +161,8 @@ def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False, copy: bool 
         x = np.asarray(x)
         if x.dtype == object or x.dtype.kind not in "biufc":
             raise TypeError(f"{name} must be a real numeric array (got dtype {x.dtype})")
+    elif isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind not in "biufc":
+        raise TypeError(f"{name} must be a real numeric array (got dtype {x.dtype})")
     elif array_namespace(x) is not xp and not (host_ok and isinstance(x, (np.ndarray, np.generic))):
         raise TypeError(f"{name} is on {_where(x)} but the computation runs on "
                         f"{getattr(xp, '__name__', xp)}; move it there first")

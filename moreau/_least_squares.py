@@ -71,11 +71,13 @@ class LeastSquares(Quadratic):
         p = weights / xp.sum(weights, axis=-1, keepdims=True)
         d = X.shape[-1]
         Xt = xp.matrix_transpose(X)
-        G = (Xt * p[..., None, :]) @ X
-        G = (G + xp.matrix_transpose(G)) / 2  # exact symmetry: no rounding asymmetry for large n
-        A = G + mu[..., None, None] * xp.eye(d, dtype=X.dtype)
-        b = (Xt @ (p * y)[..., None])[..., 0]
-        c = xp.sum(p * y * y, axis=-1) / 2
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below
+            G = (Xt * p[..., None, :]) @ X
+            G = (G + xp.matrix_transpose(G)) / 2  # exact symmetry: no rounding asymmetry for large n
+            A = G + mu[..., None, None] * xp.eye(d, dtype=X.dtype)
+            b = (Xt @ (p * y)[..., None])[..., 0]
+            c = xp.sum(p * y * y, axis=-1) / 2
+        _check_formed(xp, X, y, mu, A, b, c)
         Quadratic.__init__(self, A, b, c)
         self.batch_shape = tuple(shape)
         self.X, self.y, self.mu, self.weights = X, y, mu, weights
@@ -97,8 +99,25 @@ class LeastSquares(Quadratic):
         return new
 
 
+def _check_formed(xp, X, y, mu, A, b, c):
+    """``ValueError`` naming the samples whose moments ``A, b, c`` overflow the dtype."""
+    def big(v):
+        return f"{float(xp.max(xp.abs(v))):.3g}"
+    lim = f"{float(xp.finfo(X.dtype).max):.3g}"
+    if not bool(xp.all(xp.isfinite(A))):
+        raise ValueError(f"X is too large for {X.dtype}: A = X^T W X / sum w + mu I overflows (largest |X| "
+                         f"{big(X)}, largest mu {big(mu)}; the squares must stay below {lim}); rescale X")
+    if not bool(xp.all(xp.isfinite(b))):
+        raise ValueError(f"X and y are too large for {X.dtype}: b = X^T W y / sum w overflows (largest |X| "
+                         f"{big(X)}, largest |y| {big(y)}); rescale them")
+    if not bool(xp.all(xp.isfinite(c))):
+        raise ValueError(f"y is too large for {X.dtype}: c = sum_j w_j y_j^2 / (2 sum w) overflows (largest |y| "
+                         f"{big(y)}); rescale y")
+
+
 def check_weights(weights, xp, n, dtype, *, required=False):
-    """Validated per-sample weights ``(..., n)``: finite, >= 0, a positive sum per client.
+    """Validated per-sample weights ``(..., n)``: finite, >= 0, a positive and finite sum per
+    client (a sum that overflows would make every normalised weight ``w / sum w`` zero).
 
     ``None`` gives ones ``(n,)`` unless ``required``.
     """
@@ -111,10 +130,16 @@ def check_weights(weights, xp, n, dtype, *, required=False):
         raise ValueError(f"weights must have shape (..., n) with n={n} (got shape {tuple(weights.shape)})")
     if not bool(xp.all(weights >= 0)):
         raise ValueError(f"weights must be >= 0 (got min {float(xp.min(weights)):.6g})")
-    total = xp.sum(weights, axis=-1)
+    with np.errstate(over="ignore"):  # an overflow is reported below, naming the client
+        total = xp.sum(weights, axis=-1)
     if not bool(xp.all(total > 0)):
         i = tuple(int(k) for k in np.argwhere(np.asarray(to_numpy(total)) <= 0)[0])
         raise ValueError(f"weights must have a positive sum for every client (all zero at batch index {i})")
+    if not bool(xp.all(xp.isfinite(total))):  # the normalised weights w / sum w would all be 0
+        i = tuple(int(k) for k in np.argwhere(~np.isfinite(np.asarray(to_numpy(total))))[0])
+        raise ValueError(f"weights must have a finite sum for every client: the sum overflows {dtype} at "
+                         f"batch index {i} (largest weight {float(xp.max(weights)):.3g}); rescale them "
+                         "(only their ratios matter)")
     return weights
 
 

@@ -6,13 +6,15 @@ from functools import cached_property
 
 import numpy as np
 
-from ._backend import safe_norm, to_numpy
+from ._backend import numpy_dtype, safe_norm, to_numpy
 from ._multinomial_cert import MultinomialCertificates
 from ._multinomial_fast import hessian_blocks, softmax_blocks
 from ._newton_batch import take_object
 from ._samples import SampleLoss
 
-__all__ = ["Multinomial"]
+__all__ = ["Multinomial", "MAX_BYTES"]
+
+MAX_BYTES = 16 * 2**30  # default refusal level of the estimated per-call arrays (see Multinomial)
 
 
 class Multinomial(MultinomialCertificates, SampleLoss):
@@ -27,6 +29,12 @@ class Multinomial(MultinomialCertificates, SampleLoss):
     integer labels in ``{0, ..., C-1}`` (floats with integral values accepted);
     ``n_classes`` C (default ``max(y) + 1``, at least 2); ``mu`` >= 0;
     ``weights`` ``(..., n)`` as in :class:`~moreau.Logistic` (zeros pad clients).
+
+    Cost: a prox call holds about ``3 D^2 + n C (C + 6)`` numbers per batch entry (Newton's
+    Hessian, its factor and the previous one; the ``(n, C, C)`` blocks of :meth:`hess` and the
+    per-sample class arrays).  A construction whose estimate over its batch exceeds ``max_bytes``
+    (default ``MAX_BYTES`` = 16 GiB) is a ``ValueError`` with the estimate (a stray label makes
+    ``max(y) + 1`` huge); pass a larger ``max_bytes`` on a machine that has the memory.
 
     Hessian: :math:`\sum_j p_j (\mathrm{diag}(\pi_j) - \pi_j\pi_j^\top)\otimes x_j x_j^\top + \mu I`
     (:math:`\pi_j` the softmax probabilities, ordered to match ``theta``).
@@ -52,18 +60,20 @@ class Multinomial(MultinomialCertificates, SampleLoss):
     _part_share = 0.75
     _fresh_hessian = True  # _hess_at returns a fresh array: Newton may add lam I in place
 
-    def __init__(self, X, y, n_classes=None, mu=0.0, weights=None):
+    def __init__(self, X, y, n_classes=None, mu=0.0, weights=None, *, max_bytes=MAX_BYTES):
         xp, y = self._init_samples(X, y, mu, weights)
         yh = to_numpy(y)
         if np.any(yh != np.round(yh)) or np.any(yh < 0):
-            bad = yh[(yh != np.round(yh)) | (yh < 0)][0]
-            raise ValueError(f"y must hold integer class labels 0..C-1 (got {float(bad):g})")
+            i = _first(yh, (yh != np.round(yh)) | (yh < 0))
+            raise ValueError(f"y must hold integer class labels 0..C-1 (got {float(yh[i]):g}) at index {i}")
         C = int(yh.max()) + 1 if n_classes is None else n_classes
         if isinstance(C, bool) or not isinstance(C, int | np.integer) or C < 2:
             raise ValueError(f"n_classes must be an integer >= 2 (got {C!r}"
                              + (" = max(y) + 1)" if n_classes is None else ")"))
         if yh.max() >= C:
-            raise ValueError(f"y must hold labels < n_classes={C} (got {float(yh.max()):g})")
+            i = _first(yh, yh >= C)
+            raise ValueError(f"y must hold labels < n_classes={C} (got {float(yh[i]):g}) at index {i}")
+        _check_cost(self, int(C), n_classes is None, yh, max_bytes)
         self.y = y
         self.n_features, self.n_classes = self.X.shape[-1], int(C)
         self.dim = self.n_features * self.n_classes
@@ -252,3 +262,34 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         r = self._rownorm
         tn = safe_norm(theta, xp)
         return xp.sum(self._p * r * safe_norm(P - self._Y, xp), axis=-1) + self.smoothness() * tn
+
+
+def _first(yh, bad):
+    """The first index (a tuple) where ``bad``."""
+    return tuple(int(k) for k in np.argwhere(bad)[0])
+
+
+def _check_cost(f, C, inferred, yh, max_bytes):
+    """``ValueError`` with the estimate where the per-call arrays of ``C`` classes exceed ``max_bytes``."""
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int | float | np.integer | np.floating) or not max_bytes > 0:
+        raise ValueError(f"max_bytes must be a positive number (got {max_bytes!r})")
+    n, d = f.X.shape[-2], f.X.shape[-1]
+    D = d * C
+    per = (3 * D * D + n * C * (C + 6)) * numpy_dtype(f.dtype).itemsize
+    total = per * math.prod(f.batch_shape)
+    if total <= max_bytes:
+        return
+    why = (f"n_classes = max(y) + 1 = {C} from the label y={float(yh.max()):g} at index "
+           f"{_first(yh, yh == yh.max())}" if inferred else f"n_classes={C}")
+    raise ValueError(f"{why} would need about {_size(total)} per prox call ({_size(per)} per batch entry "
+                     f"for D = d C = {D} parameters: 3 D^2 + n C (C + 6) numbers), above max_bytes = "
+                     f"{_size(max_bytes)}" + ("; check y for a stray label or pass n_classes" if inferred
+                                              else "; pass a larger max_bytes if the machine has the memory"))
+
+
+def _size(b):
+    b = float(b)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if b < 1024 or unit == "PiB":
+            return f"{b:.3g} {unit}"
+        b /= 1024

@@ -360,7 +360,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         Hprev, S["has_prev"] = H, active
     J, x, bound, level, tol_k, ok, frozen, iterations, tn = _assemble(xp, blocks)
     theta, u = a + x, c + x
-    failed = ~ok
+    failed = ~ok | ~xp.isfinite(bound)  # an overflowed (inf) certificate certifies nothing
     if tol is None:  # a default level above sqrt(eps) * scale certifies nothing useful
         tiny = float(xp.finfo(f.dtype).smallest_normal)
         wnorm = safe_norm(w, xp)
@@ -384,6 +384,8 @@ def _raise(f, failed, info, theta, max_iter, frozen, default):
         why.append(f"the cap of {max_iter} Newton iterations was reached")
     if np.any(failed & frozen):
         why.append("no step decreased h in this dtype (stalled)")
+    if np.any(failed & ~np.isfinite(b)):
+        why.append("the certificate overflowed (inf): rescale w or the data")
     if np.any(failed & (b <= t)) and default:
         why.append("the default level (the rounding floor) exceeds sqrt(eps) (||theta|| + ||w|| + "
                    "G/(lam + mu)): pass tol= to accept a looser certificate")

@@ -79,7 +79,8 @@ def _expand(mask, like):
 
 
 def _ball(xp, G, m, rho):
-    r"""Smallest ``r`` with ``m r - rho r^2 / 2 >= G`` (``inf`` if none).
+    r"""Smallest ``r`` with ``m r - rho r^2 / 2 >= G`` (``inf`` if none, or if the
+    discriminant ``m^2 - 2 rho G`` is not finite in the dtype).
 
     If ``||grad h(theta)|| <= G``, ``hess h(theta) >= m I`` and the Hessian is
     ``rho``-Lipschitz, then on the sphere ``||v|| = r``
@@ -88,7 +89,9 @@ def _ball(xp, G, m, rho):
     ``r`` of ``theta``: a certificate from the *local* curvature.
     """
     disc = m * m - 2 * rho * G
-    ok = disc > 0
+    # an overflow (m^2 or rho G: inf, or NaN from inf - inf or inf * 0) certifies nothing: a
+    # finite G over an infinite root would be a zero radius
+    ok = (disc > 0) & xp.isfinite(disc)
     r = 2 * G / (m + xp.sqrt(xp.where(ok, disc, xp.zeros_like(disc))))
     return xp.where(ok, r, xp.full_like(r, math.inf))
 

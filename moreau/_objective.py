@@ -193,6 +193,8 @@ class Objective:
         xp = self.xp
         lam = as_array(lam, xp, name, dtype=self.dtype) if not isinstance(lam, float | int) \
             else _scalar(lam, xp, self.dtype, name)
+        if lam.size == 0:  # an empty batch is a slip (a sliced sweep), never a meaningful prox
+            raise ValueError(f"{name} must not be empty (got shape {tuple(lam.shape)})")
         if not bool(xp.all(lam > 0)):
             bad = to_numpy(lam).reshape(-1)
             raise ValueError(f"{name} must be > 0 (got {float(bad[bad <= 0][0]):g})")
@@ -212,6 +214,14 @@ class Objective:
                 f"prox of this {type(self).__name__} needs lam > {-lo_h[i]:.6g} "
                 f"(= minus its curvature lower bound: it is nonconvex) at batch "
                 f"index {i}; got lam={lam_h[i]:.6g}")
+        with np.errstate(over="ignore"):
+            modulus = lam + lo
+        if not bool(xp.all(xp.isfinite(modulus))):  # the certificates divide by it: never inf
+            lam_h, lo_h = np.broadcast_arrays(to_numpy(lam), to_numpy(lo))
+            i = tuple(int(k) for k in np.argwhere(~np.isfinite(lam_h + lo_h))[0])
+            raise ValueError(f"{name}={lam_h[i]:.3g} plus the curvature lower bound {lo_h[i]:.3g} of this "
+                             f"{type(self).__name__} overflows {self.dtype} at batch index {i} (the prox's "
+                             "modulus lam + mu must be finite); lower lam or rescale the objective")
         return lam
 
 

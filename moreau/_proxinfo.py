@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 __all__ = ["ProxInfo"]
 
 
@@ -21,9 +23,16 @@ class ProxInfo:
     the computed eigenvalues (derivations: ``moreau._newton`` and
     ``Quadratic._solve``); ``tol``: the level that was required (``None`` for
     closed forms called without ``tol``); ``iterations``: Newton iterations
-    (0 for closed forms).
+    (0 for closed forms).  A NaN bound (an overflow in its arithmetic) is stored as inf.
     """
 
     iterations: object
     error_bound: object
     tol: object
+
+    def __post_init__(self):
+        # a NaN bound (an overflow somewhere in its arithmetic) certifies nothing: it reads inf,
+        # so that no comparison with a tolerance can pass it
+        b = self.error_bound
+        if isinstance(b, np.ndarray | np.floating | float) and np.any(np.isnan(b)):
+            object.__setattr__(self, "error_bound", np.where(np.isnan(b), np.inf, b))

@@ -73,7 +73,12 @@ def proven_modulus(p, lam, shape):
     positive (then the prox may not exist)."""
     lam_h = np.broadcast_to(np.asarray(to_numpy(lam), dtype=np.float64), shape)
     p = np.broadcast_to(p, shape)
-    modulus = (lam_h + p) * (1 - 2 * float(np.finfo(np.float64).eps))
+    with np.errstate(over="ignore"):
+        modulus = (lam_h + p) * (1 - 2 * float(np.finfo(np.float64).eps))
+    if not np.all(np.isfinite(modulus)):  # the certificate divides by it: an inf would make it 0
+        k = tuple(int(i) for i in np.argwhere(~np.isfinite(modulus))[0])
+        raise ValueError(f"lam={lam_h[k]:.3g} plus lambda_min(A) >= {p[k]:.3g} overflows float64 (entry {k}): "
+                         "the prox's modulus and A + lam I are not representable; lower lam or rescale A")
     if np.all(modulus > 0):
         return modulus
     k = tuple(int(i) for i in np.argwhere(~(modulus > 0))[0])
@@ -104,6 +109,7 @@ def certificate(q, theta, w, lam, shape, tol, modulus):
         + 5 * ur * lam * n_diff
     num = np.asarray(to_numpy(xp.broadcast_to(rn + rnd * (1 + 4 * eps), shape)), dtype=np.float64)
     bound = num / modulus * (1 + 8 * eps)
+    bound = np.where(np.isnan(bound), np.inf, bound)  # a NaN (an overflow in theta or the residual) certifies nothing
     its = np.zeros(shape, dtype=int)
     if tol is None:
         return ProxInfo(iterations=its, error_bound=bound, tol=None)

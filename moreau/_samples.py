@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import copy
+import math
 from functools import cached_property
 
 import numpy as np
+from array_api_compat import is_array_api_obj
 
 from ._backend import as_array, constructor_namespace, safe_norm
+from ._least_squares import check_weights
 from ._objective import Objective
 
 __all__ = ["SampleLoss"]
@@ -27,6 +30,7 @@ class SampleLoss(Objective):
         xp = constructor_namespace(X=X, y=y, mu=mu, weights=weights)
         X = as_array(X, xp, "X", host_ok=True)
         dtype = X.dtype
+        _numeric_labels(y)
         y = as_array(y, xp, "y", dtype=dtype, host_ok=True)
         mu = as_array(mu, xp, "mu", dtype=dtype, host_ok=True)
         if X.ndim < 2:
@@ -36,16 +40,7 @@ class SampleLoss(Objective):
             raise ValueError(f"X must have n >= 1 samples and d >= 1 features (got shape {tuple(X.shape)})")
         if y.ndim < 1 or y.shape[-1] != n:
             raise ValueError(f"y must have shape (..., n) with n={n} rows of X (got shape {tuple(y.shape)})")
-        if weights is None:
-            weights = xp.ones((n,), dtype=dtype)
-        else:
-            weights = as_array(weights, xp, "weights", dtype=dtype, host_ok=True)
-            if weights.ndim < 1 or weights.shape[-1] != n:
-                raise ValueError(f"weights must have shape (..., n) with n={n} (got shape {tuple(weights.shape)})")
-            if not bool(xp.all(weights >= 0)):
-                raise ValueError(f"weights must be >= 0 (got min {float(xp.min(weights)):.6g})")
-            if not bool(xp.all(xp.sum(weights, axis=-1) > 0)):
-                raise ValueError("weights must have a positive sum for every client (a client has all zero weights)")
+        weights = check_weights(weights, xp, n, dtype)
         if not bool(xp.all(mu >= 0)):
             raise ValueError(f"mu must be >= 0 (got {float(xp.min(mu)):g})")
         try:
@@ -57,7 +52,28 @@ class SampleLoss(Objective):
         self.xp, self.dtype, self.batch_shape = xp, dtype, tuple(shape)
         self.X, self.mu, self.weights = X, mu, weights
         self._p = weights / xp.sum(weights, axis=-1, keepdims=True)
+        self._check_scale()
         return xp, y
+
+    def _check_scale(self):
+        """Refuse ``X`` (or ``mu``) so large that the curvature bound overflows the dtype:
+        ``factor max_j ||x_j||^2 + mu`` bounds every entry of the Hessian, the trace bound
+        :meth:`_smoothness_bound` and the certificates' sums (``p_j <= 1``); past the
+        largest float they would be inf or NaN (an eigensolver failure, a NaN bound)."""
+        xp = self.xp
+        fi = xp.finfo(self.dtype)
+        n, d = self.X.shape[-2], self.X.shape[-1]
+        r = float(xp.max(self._rownorm))
+        grow = self._curvature_factor * (1 + 4 * (n + d + 8) * float(fi.eps))
+        top = r * r * grow  # Python floats: inf, never an error
+        if not top < float(fi.max):
+            limit = math.sqrt(float(fi.max)) / math.sqrt(grow)
+            raise ValueError(f"X is too large for {self.dtype}: its largest row norm {r:.3g} exceeds {limit:.3g}, "
+                             "where its square (the curvature bound, the Hessian) overflows; rescale X")
+        mu = float(xp.max(self.mu))
+        if not top + mu < float(fi.max):
+            raise ValueError(f"mu={mu:.3g} plus the curvature bound of X ({top:.3g}) overflows "
+                             f"{self.dtype}; rescale mu and X")
 
     @cached_property
     def _rownorm(self):
@@ -95,8 +111,6 @@ class SampleLoss(Objective):
         is shared with ``self``; caches that do (``L``) are dropped.  Returns
         an objective of the same type.
         """
-        from ._least_squares import check_weights
-
         xp = self.xp
         w = check_weights(weights, xp, self.X.shape[-2], self.dtype, required=True)
         try:
@@ -116,3 +130,15 @@ class SampleLoss(Objective):
 
 
 _WEIGHT_FREE = frozenset({"_rownorm"})  # caches that with_weights may share
+
+
+def _numeric_labels(y):
+    """``TypeError`` naming ``y`` for labels that are not numbers (strings, objects)."""
+    if is_array_api_obj(y) and not isinstance(y, (np.ndarray, np.generic)):
+        return  # a non-numpy array library: as_array checks its dtype
+    kind = np.asarray(y).dtype
+    if kind.kind not in "biufc":  # complex: as_array says "must be real"
+        first = np.asarray(y).reshape(-1)[:1].tolist()
+        raise TypeError(f"y must hold numeric labels (got dtype {kind}"
+                        + (f", first label {first[0]!r}" if first else "") + "); map the classes to "
+                        "integers first, e.g. np.unique(y, return_inverse=True)[1]")

@@ -273,14 +273,14 @@ def test_meta_curvature_without_cancellation_near_alpha_a_one():
     against a 40-digit mpmath evaluation of the same (float) a and alpha."""
     import mpmath as mp
 
-    mp.mp.dps = 40
     rng = np.random.default_rng(0)
     for _ in range(200):
         a = rng.uniform(0.1, 10)
         alpha = 1 / a * (1 + rng.normal() * 1e-9)
         q = mo.Quadratic.from_spectrum(np.array([a, 20.0]), np.eye(2), np.zeros(2))
         lo = float(mo.meta_objective(q, alpha).curvature_bounds()[0])
-        exact = float(mp.mpf(a) * (1 - mp.mpf(alpha) * mp.mpf(a)) ** 2)
+        with mp.workdps(40):  # local precision: other tests' references rely on the global setting
+            exact = float(mp.mpf(a) * (1 - mp.mpf(alpha) * mp.mpf(a)) ** 2)
         assert abs(lo - exact) <= 8 * np.finfo(float).eps * exact  # a few roundings after an exact 1 - alpha a
 
 

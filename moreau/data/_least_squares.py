@@ -9,13 +9,14 @@ import numpy as np
 from .._least_squares import LeastSquares
 from .._quadratic import Quadratic
 from ._offsets import unit_offsets
-from ._problem import FederatedProblem, Streams, check_int, check_real, client_weights, seed_record
+from ._problem import (MAX_BYTES, FederatedProblem, Streams, _shape, check_int, check_memory, check_real,
+                       client_weights, seed_record)
 
 __all__ = ["least_squares"]
 
 
 def least_squares(rng, *, m, n, d, R, mu=1.0, L=None, sigma=1.0, trials=(), equal_norms=True,
-                  p=None, w_global=None):
+                  p=None, w_global=None, max_bytes=MAX_BYTES):
     r"""Linear-regression clients with controlled heterogeneity, a fixed design and exact constants.
 
     Model (client ``i``, samples ``j``): :math:`y_{ij} = x_{ij}^\top w_\star^{(i)} + \varepsilon_{ij}`,
@@ -61,7 +62,10 @@ def least_squares(rng, *, m, n, d, R, mu=1.0, L=None, sigma=1.0, trials=(), equa
     :func:`trial_rngs`), ``m >= 2`` clients, ``n >= d`` samples each,
     ``d >= 1``, ``R >= 0``, ``mu > 0``, ``L >= mu``, ``sigma > 0``, ``trials``
     (``()``, an int or a tuple: leading axes ``T``), ``p`` (``(m,)``, default
-    uniform).  Draw order per trial: w_global (if drawn), offsets, V, Q, noise.
+    uniform).  Draw order per trial: w_global (if drawn), offsets, V, Q, noise.  Memory: about
+    ``8 (4 n d + 4 d^2 + 3 n)`` bytes per client and trial at the peak (the Gaussian draws, their
+    QR factors, ``X``); a call whose estimate exceeds ``max_bytes`` (default ``MAX_BYTES`` = 8 GiB)
+    is a ``ValueError`` with the estimate, before anything is allocated.
 
     Returns a :class:`FederatedProblem` with objective
     ``LeastSquares(X, Y)`` (batch ``(*T, m)``), constants ``R``, ``mu``,
@@ -85,6 +89,10 @@ def least_squares(rng, *, m, n, d, R, mu=1.0, L=None, sigma=1.0, trials=(), equa
         raise ValueError(f"d = 1 has a single eigenvalue: L must equal mu (got L={L:g}, mu={mu:g})")
     sigma = check_real(sigma, "sigma", lo=0.0, strict=True)
     p = client_weights(p, m)
+    T = _shape(trials, "trials")
+    check_memory(max_bytes, 8 * math.prod(T) * m * (4 * n * d + 4 * d * d + 3 * n),
+                 f"least_squares(m={m}, n={n}, d={d}, trials={T})",
+                 "8 (4 n d + 4 d^2 + 3 n) bytes per client and trial", "m, n, d or trials")
     st = Streams(rng, trials)
     T = st.trials
     wg = _global(st, w_global, d, T)

@@ -1,6 +1,8 @@
 r"""Well-specified logistic clients whose ground truth is the population minimiser."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._backend import to_numpy
@@ -8,12 +10,14 @@ from .._logistic import Logistic
 from . import _quadrature as quad
 from ._least_squares import _global
 from ._offsets import unit_offsets
-from ._problem import FederatedProblem, Streams, check_int, check_real, client_weights, seed_record
+from ._problem import (MAX_BYTES, FederatedProblem, Streams, _shape, check_int, check_memory, check_real,
+                       client_weights, seed_record)
 
 __all__ = ["logistic"]
 
 
-def logistic(rng, *, m, n, d, R, mu, trials=(), equal_norms=True, p=None, w_global=None, global_norm=0.5):
+def logistic(rng, *, m, n, d, R, mu, trials=(), equal_norms=True, p=None, w_global=None, global_norm=0.5,
+             max_bytes=MAX_BYTES):
     r"""Well-specified logistic clients with a ridge; the truth is the population minimiser.
 
     Client ``i``: :math:`x \sim N(0, I_d)`, :math:`y \in \{\pm1\}` with
@@ -51,7 +55,10 @@ def logistic(rng, *, m, n, d, R, mu, trials=(), equal_norms=True, p=None, w_glob
     Parameters: ``rng`` (Generator, SeedSequence or int), ``m >= 2``,
     ``n >= 1``, ``d >= 1``, ``R >= 0``, ``mu >= 0``, ``trials``, ``p``,
     ``equal_norms`` as in :func:`least_squares`.  Draw order per trial:
-    w_global (if drawn), offsets, x, label uniforms.
+    w_global (if drawn), offsets, x, label uniforms.  Memory: about ``8 (3 n d + 6 n)``
+    bytes per client and trial at the peak (the draws of ``x``, the objective's copy, the
+    per-sample arrays); above ``max_bytes`` (default ``MAX_BYTES`` = 8 GiB) a ``ValueError``
+    with the estimate, before anything is allocated.
 
     References: the FedProx analysis, Section 4 (Assumptions 1-3) and
     Section 6.1 (logistic regression experiments).
@@ -61,6 +68,9 @@ def logistic(rng, *, m, n, d, R, mu, trials=(), equal_norms=True, p=None, w_glob
     mu = check_real(mu, "mu", lo=0.0)
     global_norm = check_real(global_norm, "global_norm", lo=0.0)
     p = client_weights(p, m)
+    T = _shape(trials, "trials")
+    check_memory(max_bytes, 8 * math.prod(T) * m * (3 * n * d + 6 * n), f"logistic(m={m}, n={n}, d={d}, trials={T})",
+                 "8 (3 n d + 6 n) bytes per client and trial", "m, n, d or trials")
     st = Streams(rng, trials)
     T = st.trials
     if w_global is None:

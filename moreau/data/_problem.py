@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["FederatedProblem", "trial_rngs"]
+__all__ = ["FederatedProblem", "trial_rngs", "MAX_BYTES"]
+
+MAX_BYTES = 8 * 2**30  # default refusal level of a generator's estimated memory (its max_bytes)
 
 
 @dataclass(frozen=True, eq=False)  # fields hold arrays: identity equality
@@ -177,3 +179,23 @@ def client_weights(p, m):
     if abs(p.sum() - 1) > 1e-12:
         raise ValueError(f"p must sum to 1 (got sum {p.sum():.17g})")
     return p
+
+
+def check_memory(max_bytes, nbytes, call, formula, names):
+    """``ValueError`` with the estimate ``nbytes`` where it exceeds ``max_bytes``, before anything
+    is allocated: ``call`` the call as written, ``formula`` how the estimate is formed, ``names``
+    the arguments to lower."""
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, float, np.integer)) or not max_bytes > 0:
+        raise ValueError(f"max_bytes must be a positive number (got {max_bytes!r})")
+    if nbytes <= max_bytes:
+        return
+    raise ValueError(f"{call} would allocate about {_size(nbytes)} ({formula}), above max_bytes = "
+                     f"{_size(max_bytes)}: lower {names}, or pass a larger max_bytes if the machine has the memory")
+
+
+def _size(b):
+    b = float(b)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if b < 1024 or unit == "PiB":
+            return f"{b:.3g} {unit}"
+        b /= 1024

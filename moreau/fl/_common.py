@@ -122,10 +122,31 @@ def client_weights(weights, f, m, name="weights"):
                          f"shape {tuple(f.batch_shape[:-1])}") from None
     if not bool(xp.all(p >= 0)):
         raise ValueError(f"{name} must be >= 0 (got min {float(xp.min(p)):g})")
-    total = xp.sum(p, axis=-1, keepdims=True)
+    with np.errstate(over="ignore"):
+        total = xp.sum(p, axis=-1, keepdims=True)
     if not bool(xp.all(total > 0)):
         raise ValueError(f"{name} must have a positive sum over the clients (got an all-zero row)")
+    if not bool(xp.all(xp.isfinite(total))):  # every p_i / sum would be 0
+        raise ValueError(f"{name} must have a finite sum over the clients: it overflows {f.dtype} (largest "
+                         f"weight {float(xp.max(p)):.3g}); rescale them (only their ratios matter)")
     return p / total
+
+
+def check_diverged(xp, f, W, what, where, steps="eta"):
+    """``ValueError`` when the iterates ``W`` of ``what`` after ``where`` (e.g. "round 3") are no
+    longer finite: the run diverged, almost always a step size ``steps`` above the stability
+    limit (``2/L`` for a gradient step), and is reported as such instead of as a bad point
+    passed to the next gradient."""
+    if bool(xp.all(xp.isfinite(W))):
+        return
+    try:
+        L = float(xp.max(f.smoothness()))
+        hint = (f" (the clients' largest smoothness is L = {L:.3g}: a plain gradient step is stable "
+                f"only below 2/L = {2 / L:.3g})")
+    except Exception:  # noqa: BLE001  (the hint is optional: no constant, no hint)
+        hint = ""
+    raise ValueError(f"{what} diverged: the iterates overflowed to inf or NaN at {where}; the step size "
+                     f"{steps} is likely too large{hint}")
 
 
 def point(w0, f, lead, name="w0", *, clients=False):
@@ -163,6 +184,8 @@ def generator(rng, needed, why):
         return rng
     if isinstance(rng, bool) or not isinstance(rng, numbers.Integral):
         raise TypeError(f"rng must be a numpy.random.Generator or an int seed (got {type(rng).__name__})")
+    if int(rng) < 0:  # numpy's own message ("expected non-negative integer") names nothing
+        raise ValueError(f"rng must be a numpy.random.Generator or a non-negative int seed (got {int(rng)})")
     return np.random.default_rng(int(rng))
 
 

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (History, batched_objective, check_objective, client_weights, count, expand, generator,
-                      lead_shape, minibatch_size, point, participation, positive, sample_counts, sample_size)
+from ._common import (History, batched_objective, check_diverged, check_objective, client_weights, count, expand,
+                      generator, lead_shape, minibatch_size, point, participation, positive, sample_counts,
+                      sample_size)
 
 __all__ = ["gd", "fedprox", "fedavg"]
 
@@ -29,8 +30,9 @@ def gd(objective, *, eta, steps, w0=None):
     W = point(w0, f, lead, "w0", clients=True)
     e = expand(eta, 2)
     out = [W]
-    for _ in range(steps):
+    for k in range(steps):
         W = W - e * f.grad(W)
+        check_diverged(xp, f, W, "gd", f"step {k + 1} of {steps}")
         out.append(W)
     return History(w_global=None, w_local=xp.stack(out), rounds=0, local_steps=steps, grad_evals=steps,
                    params={"eta": eta, "steps": steps})
@@ -72,11 +74,13 @@ def fedprox(objective, *, lam, gamma, eta, K, rounds, w0=None, local0=None, weig
     lam2, eta2, gam1 = expand(lam, 2), expand(eta, 2), expand(gamma, 1)
     pc = p[..., None]
     gs, ls = [w], [W]
-    for _ in range(rounds):
+    for t in range(rounds):
         wg = w[..., None, :]
-        for _ in range(K):
+        for k in range(K):
             W = W - eta2 * (f.grad(W) + lam2 * (W - wg))
+            check_diverged(xp, f, W, "fedprox", f"round {t + 1}, local step {k + 1}", "eta (with lam)")
         w = w - gam1 * xp.sum(pc * (lam2 * (wg - W)), axis=-2)
+        check_diverged(xp, f, w, "fedprox", f"round {t + 1} (server step)", "gamma")
         gs.append(w)
         ls.append(W)
     return History(w_global=xp.stack(gs), w_local=xp.stack(ls), rounds=rounds, local_steps=K,
@@ -125,14 +129,15 @@ def fedavg(objective, *, eta, tau, rounds, S=None, batch_size=None, weights=None
     eta2 = expand(eta, 2)
     gs, ls, picks = [w], [xp.broadcast_to(w[..., None, :], lead + (m, f.dim))], []
     evals = np.zeros(lead + (m,), dtype=int)
-    for _ in range(rounds):
+    for t in range(rounds):
         mask, idx = participation(rng, lead, m, S)
         if idx is not None:
             picks.append(idx)
         W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
-        for _ in range(tau):
+        for k in range(tau):
             fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=False))
             W = W - eta2 * fk.grad(W)
+            check_diverged(xp, f, W, "fedavg", f"round {t + 1}, local step {k + 1}")
         on = xp.asarray(mask, dtype=f.dtype)
         wts = p * on
         W = xp.where(xp.asarray(mask)[..., None], W, w[..., None, :])

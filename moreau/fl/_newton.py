@@ -47,6 +47,8 @@ twice their contribution.
 """
 from __future__ import annotations
 
+import math
+
 from .._backend import safe_norm
 
 NEWTON_RTOL = 1e-12  # certified ||w - w*|| / (1 + ||w||); the rounding floor is ~1e-13 on small instances
@@ -63,8 +65,12 @@ def minimize(state, hess, w, dtype, *, xp=None, max_iter=60, what="Newton"):
     eps = float(xp.finfo(dtype).eps)
     val, g, bound, tol, aux = state(w)
     iterations = xp.zeros(bound.shape, dtype=xp.int64)
+
+    def unsettled(bound, tol):  # an inf or NaN bound (an overflow) never settles, whatever tol is
+        return ~(bound <= tol) | ~xp.isfinite(bound)
+
     for _ in range(max_iter):
-        active = bound > tol
+        active = unsettled(bound, tol)
         if not bool(xp.any(active)):
             return w, bound, iterations
         step = -xp.linalg.solve(hess(w, aux), g[..., None])[..., 0]
@@ -84,7 +90,7 @@ def minimize(state, hess, w, dtype, *, xp=None, max_iter=60, what="Newton"):
             if bool(xp.all(done)):
                 break
             t = xp.where(done, t, t / 2)
-    if not bool(xp.any(bound > tol)):
+    if not bool(xp.any(unsettled(bound, tol))):
         return w, bound, iterations
     raise RuntimeError(f"{what}: Newton did not certify its tolerance in {max_iter} iterations "
                        f"(worst bound {float(xp.max(bound)):.3g}, tolerance there "
@@ -162,4 +168,9 @@ def envelope_certificate(f, p, lam, w, theta, e, mu_lo):
     sn = safe_norm(S, xp) * up_norm
     fixed = (gamma(m + 1, eps) + 2 * dp) * sd + (1 + 2 * dp) * se
     scale = lam * (1 + 8 * eps) / mu_lo
-    return (sn + fixed * (1 + 4 * eps)) * scale, 2 * fixed * scale
+    # an overflow anywhere (an infinite modulus would make the scale 0; inf - inf, inf * 0 a NaN)
+    # certifies nothing: the bound is inf there, never small
+    sound = xp.isfinite(scale) & (mu_lo < math.inf) & (lam < math.inf)
+    bound = (sn + fixed * (1 + 4 * eps)) * scale
+    bound = xp.where(sound & ~xp.isnan(bound), bound, xp.asarray(math.inf, dtype=f.dtype))
+    return bound, 2 * fixed * scale

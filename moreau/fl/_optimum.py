@@ -87,6 +87,7 @@ def fedprox_optimum(objective, lam, weights=None, *, return_info=False):
     lam = positive(lam, "lam", f)
     p = client_weights(weights, f, m)
     f._lam(lam[..., None] if lam.ndim else lam)  # nonconvex clients need lam > -mu_i
+    _check_lam_range(f, lam)
     lead = tuple(np.broadcast_shapes(tuple(lam.shape), tuple(f.batch_shape[:-1]), tuple(p.shape[:-1])))
     lam_l = xp.broadcast_to(lam, lead)
     p_l = xp.broadcast_to(p, lead + (m,))
@@ -100,6 +101,7 @@ def fedprox_optimum(objective, lam, weights=None, *, return_info=False):
             raise ValueError("fedprox_optimum needs sum_i p_i F_i strongly convex: the clients' strong "
                              f"convexity gives modulus {float(xp.min(mu_hat)):.3g} <= 0 (add a ridge mu > 0)")
         _check_certified(xp, mu_hat, mu_lo)
+        _check_lam_range(f, lam, mu_lo)
         w_g, _, iterations = envelope_newton(f, p_l, lam_l, mu_lo, rtol=NEWTON_RTOL)
     W = xp.broadcast_to(w_g[..., None, :], lead + (m, f.dim))
     if not return_info:
@@ -126,6 +128,30 @@ def _modulus(xp, p, c, dtype):
     mu = xp.sum(p * c, axis=-1)
     slack = (gamma(m + 4, eps) + 2 * gamma(m + 1, eps)) * xp.sum(p * xp.abs(c), axis=-1) * (1 + 2 * gamma(m, eps))
     return mu, (mu - slack * (1 + 2 * eps)) * (1 - 2 * eps)
+
+
+def _check_lam_range(f, lam, mu_lo=None):
+    r"""``ValueError`` naming ``lam`` where the system overflows the dtype: the envelope Hessians'
+    eigenvalues :math:`\lambda a/(\lambda + a)` are formed as a product over a sum, so
+    ``lam`` times the clients' curvature bound ``L`` (``f._smoothness_bound()``) must be finite
+    (the limit of a large ``lam`` is GlobalTrain: :func:`global_train` computes it directly);
+    with ``mu_lo`` (Φ's certified modulus) also ``lam / mu_lo``, the certificate's scale."""
+    xp = f.xp
+    top = float(xp.max(lam))
+    fmax = float(xp.finfo(f.dtype).max)
+    if mu_lo is not None:
+        low = float(xp.min(mu_lo))
+        if not top / low * 64 < fmax:
+            raise ValueError(f"lam={top:.3g} is too large for {f.dtype}: the certificate's scale lam / mu "
+                             f"(mu = {low:.3g}, the certified modulus of sum_i p_i F_i) overflows; lam must "
+                             f"be below {low * fmax / 64:.3g} (for the limit lam -> inf use global_train)")
+        return
+    L = float(xp.max(xp.abs(f._smoothness_bound())))
+    if top * L < fmax and top + L < fmax:  # Python floats: an overflow is inf, never an error
+        return
+    raise ValueError(f"lam={top:.3g} is too large: the FedProx system overflows {f.dtype} (lam times the clients' "
+                     f"curvature bound L = {L:.3g} is not finite); lam must be below {fmax / max(L, 1.0):.3g} "
+                     "(for the limit lam -> inf use global_train)")
 
 
 def _check_certified(xp, mu_hat, mu_lo):

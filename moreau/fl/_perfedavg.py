@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (History, batched_objective, check_objective, count, expand, generator, lead_shape,
-                      minibatch_size, point, participation, positive, sample_counts, sample_size)
+from ._common import (History, batched_objective, check_diverged, check_objective, count, expand, generator,
+                      lead_shape, minibatch_size, point, participation, positive, sample_counts, sample_size)
 
 __all__ = ["per_fedavg"]
 
@@ -82,14 +82,14 @@ def per_fedavg(objective, *, alpha, beta, tau, rounds, S=None, D=None, D_prime=N
     thetas = [_personalised(f, w, a2, lead)]
     count_g = np.zeros(lead + (m,), dtype=int)
     per_step = 4 if variant == "hessian_free" else 2
-    for _ in range(rounds):
+    for t in range(rounds):
         mask, idx = participation(rng, lead, m, S)
         if idx is not None:
             picks.append(idx)
         on = xp.asarray(mask.astype(float), dtype=f.dtype)
         W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
         step_bars = []
-        for _ in range(tau):
+        for k in range(tau):
             step_bars.append(xp.sum(on[..., None] * W, axis=-2) / S)
             fD, fD1, fD2 = (f if s is None else batched_objective(f, sample_counts(rng, f, lead, s, replace=True))
                             for s in sizes)
@@ -100,6 +100,7 @@ def per_fedavg(objective, *, alpha, beta, tau, rounds, S=None, D=None, D_prime=N
             elif variant == "hessian_free":
                 g = g - a2 * (fD2.grad(W + d2 * g) - fD2.grad(W - d2 * g)) / (2 * d2)
             W = W - b2 * g
+            check_diverged(xp, f, W, "per_fedavg", f"round {t + 1}, local step {k + 1}", "beta (or alpha)")
         W = xp.where(xp.asarray(mask)[..., None], W, w[..., None, :])
         w = xp.sum(on[..., None] * W, axis=-2) / S
         count_g += tau * mask

@@ -8,8 +8,8 @@ from .._least_squares import LeastSquares
 from .._logistic import Logistic
 from .._multinomial import Multinomial
 from .._quadratic import Quadratic
-from ._common import (History, batched_objective, check_objective, count, expand, generator, lead_shape,
-                      minibatch_size, point, positive, sample_clients, sample_counts, sample_size)
+from ._common import (History, batched_objective, check_diverged, check_objective, count, expand, generator,
+                      lead_shape, minibatch_size, point, positive, sample_clients, sample_counts, sample_size)
 
 PERSONAL = ("certified", "inner", "none")
 
@@ -103,11 +103,11 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
     gs, ls, thetas, picks = [w], [W], ([W] if personal == "inner" else []), []
     evals = xp.zeros(lead + (m,), dtype=xp.int64)
     rows = None if size is None else _valid_rows(f, lead)
-    for _ in range(rounds):
+    for t in range(rounds):
         W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
         if personal == "certified":
             thetas.append(f.prox(W, lam1))
-        for _ in range(R):
+        for k in range(R):
             fk = f if size is None else _minibatch(f, rng, lead, size, rows)
             if exact and fk is not f and isinstance(fk, Quadratic):
                 # a fresh mini-batch least squares: one linear solve, cheaper than its eigendecomposition
@@ -120,6 +120,7 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
                 theta, used = _inner_gd(fk, W, lam2, K, step, nu, lead)
                 evals = evals + used
             W = W - eta2 * lam2 * (W - theta)
+            check_diverged(xp, f, W, "pfedme", f"round {t + 1}, local step {k + 1}", "eta (times lam)")
         if personal == "inner":
             thetas.append(xp.broadcast_to(theta, lead + (m, f.dim)))
         if S < m:
@@ -130,6 +131,7 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
         else:
             avg = xp.mean(W, axis=-2)
         w = (1 - beta1) * w + beta1 * avg
+        check_diverged(xp, f, w, "pfedme", f"round {t + 1} (server step)", "beta")
         gs.append(w)
         ls.append(W)
     if personal == "certified":
