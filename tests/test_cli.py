@@ -129,7 +129,7 @@ def test_repeated_ids_run_once_and_the_run_lists_what_it_did_not_check(tmp_path,
 
 def test_a_part_without_applicable_instances_is_reported_not_tested(capsys):
     # one instance per family: some parts' assumptions (e.g. nonconvex, lam > 2L) are met by none
-    assert _check("pfedme.prop1", "--family", "quadratic", "--trials", 1) == 0
+    assert _check("pfedme.prop1", "--family", "quadratic", "--trials", 1, "-v") == 0
     out = capsys.readouterr().out
     assert "NOT TESTED" in out and "not tested (no instance met their assumptions" in out
 
@@ -148,5 +148,5 @@ def test_mutant_names_are_never_cut(capsys):
 
     st = catalogue()["fedprox.lemma1"]
     longest = max(st.mutants, key=lambda m: len(m.name))
-    assert _check("fedprox.lemma1", "--family", "quadratic", "--mutants") in (0, 1)
+    assert _check("fedprox.lemma1", "--family", "quadratic", "--mutants", "-v") in (0, 1)
     assert longest.name in capsys.readouterr().out

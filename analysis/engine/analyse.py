@@ -11,8 +11,10 @@ Mutants are hand-written; these three analyses run on every statement without an
    * a part's assumptions (its applicability mask: instances outside them are never counted)
      are dropped: the part is judged on every instance.
 
-   Verdicts: **necessary** (the relaxed statement fails: the counterexample's instance and ratio
-   are reported), **appears unnecessary** (it holds on the instances the relaxation admits: how
+   Verdicts: **necessary** (the relaxed statement fails on an instance with finite sides and a
+   positive right side: the counterexample's instance and ratio are reported), **vacuous without
+   it** (without the condition the bound only turns negative or infinite: it says nothing there,
+   which is not a failure beside real ones), **appears unnecessary** (it holds on the instances the relaxation admits: how
    many), **not exercised** (no instance of the batch violates the condition: nothing is
    learnt; raise ``--trials``), or **undefined** (a side is NaN outside the condition: the
    statement does not say anything there).
@@ -81,6 +83,18 @@ def _always(*args, **kwargs):
     return np.ones(np.broadcast_shapes(*shapes), dtype=bool) if shapes else True
 
 
+#: the verdict of a condition without which the bound turns negative or infinite where the left side
+#: is finite: a bound that says nothing there, not a failure beside real ones
+VACUOUS = "vacuous without it"
+
+
+def _meaningful(p, i) -> bool:
+    """A failure that counts as a counterexample: both sides finite and the right side positive
+    (a negative or infinite right side makes the bound vacuous there, which is reported apart)."""
+    lhs, rhs = float(p.sides.lhs[i]), float(p.sides.rhs[i])
+    return bool(np.isfinite(lhs) and np.isfinite(rhs) and rhs > 0)
+
+
 def _worst(p):
     """(instance, ratio) of a failing part's first failure, or None."""
     if not p.failures.size:
@@ -101,11 +115,16 @@ def _conditions(st, fam, batch, prepared, base):
                         "detail": f"{type(exc).__name__}: {exc}"})
             continue
         newly = sum(int(np.sum(p.sides.applicable & ~b.sides.applicable)) for p, b in zip(parts, base.parts))
-        bad = [(p.name, _worst(p)) for p in parts if not p.holds and _worst(p) is not None]
-        if bad:
-            name, (i, r) = bad[0]
-            nan = not np.isfinite(r)
-            out.append({"condition": key, "kind": "claim", "verdict": "undefined" if nan else "necessary",
+        bad = [(p.name, _worst(p), p) for p in parts if not p.holds and _worst(p) is not None]
+        real = [(n, w) for n, w, p in bad if _meaningful(p, w[0])]
+        if real:
+            name, (i, r) = real[0]
+            out.append({"condition": key, "kind": "claim", "verdict": "necessary",
+                        "part": name, "instance": i, "ratio": r})
+        elif bad:
+            name, (i, r), p = bad[0]
+            nan = np.isnan(p.sides.rhs[i]) or np.isnan(p.sides.lhs[i])
+            out.append({"condition": key, "kind": "claim", "verdict": "undefined" if nan else VACUOUS,
                         "part": name, "instance": i, "ratio": r if np.isfinite(r) else None})
         elif newly:
             out.append({"condition": key, "kind": "claim", "verdict": "appears unnecessary", "admitted": newly})
@@ -124,9 +143,12 @@ def _conditions(st, fam, batch, prepared, base):
         fails = np.flatnonzero(outside & ~q.holds_each)
         fails_finite = np.intersect1d(fails, np.flatnonzero(finite))
         rec = {"condition": f"assumptions of part {p.name!r}", "kind": "part", "outside": int(outside.sum())}
-        if fails_finite.size:
-            i = int(fails_finite[0])
+        real = [int(i) for i in fails_finite if _meaningful(q, int(i))]
+        if real:
+            i = real[0]
             rec.update(verdict="necessary", part=p.name, instance=i, ratio=float(q.ratio[i]))
+        elif fails_finite.size:
+            rec.update(verdict=VACUOUS, part=p.name, instance=int(fails_finite[0]))
         elif fails.size:
             rec.update(verdict="undefined", part=p.name, instance=int(fails[0]))
         elif p.claimed == "tight" and not q.tight:
@@ -257,12 +279,21 @@ def _why_no_scaling(st, fam):
 
 
 def analyse(rec):
-    """The three analyses of one record (statement, family, batch); a JSON-ready dict."""
+    """The three analyses of one record (statement, family, batch); a JSON-ready dict.
+
+    They analyse the claim the mutants mutate: the printed statement when it holds, else the first
+    reading that holds (dropping a condition of a claim that already fails teaches nothing)."""
+    import dataclasses
+
     st, fam, batch = rec.statement, rec.result.family, rec.batch
+    ref = st.reference
+    if ref is not None:
+        st = dataclasses.replace(st, claim={**st.claim, **ref.changes}, readings=(), expect="holds")
     prepared = st.prepared(batch)
-    base = st.run(fam, None, None, batch=batch, prepared=prepared)
+    base = st.run(fam, None, None, batch=batch, prepared=prepared, reading=None)
     scale, tried = _scale(st, fam, batch, base)
-    return {"conditions": _conditions(st, fam, batch, prepared, base),
+    return {"claim": "printed" if ref is None else f"reading: {ref.name}",
+            "conditions": _conditions(st, fam, batch, prepared, base),
             "scale": scale, "scale_declared": scale is not None, "scales_tried": tried,
             "scale_not_declared_because": _why_no_scaling(st, fam),
             "sharpest": _sharpest(st, fam, batch, base)}
@@ -295,10 +326,12 @@ def print_analyses(records, analyses):
     print("analyses (--analyse): conditions dropped in turn, rescaling θ → sθ, f → cf, sharpest constants")
     for rec, a in zip(records, analyses):
         head = f"{rec.statement.id} [{rec.result.family}]"
-        print(head)
+        print(head + ("" if a.get("claim", "printed") == "printed" else f" (analysing the {a['claim']})"))
         for c in a["conditions"]:
             v = c["verdict"]
             extra = (f": fails on instance #{c['instance']} ({c['part']}, LHS/RHS {fmt(c.get('ratio'))})" if v == "necessary"
+                     else f": the bound turns negative or infinite without it (#{c['instance']}, {c['part']})"
+                     if v == VACUOUS
                      else f": holds on the {c['admitted']} instance(s) it admits" if v == "appears unnecessary"
                      else ": no instance violates it (raise --trials)" if v == "not exercised"
                      else f": a side is undefined without it ({c.get('detail') or c.get('part')})")
@@ -316,8 +349,9 @@ def print_analyses(records, analyses):
             worst = ", ".join(f"{k}={v:.4g}" for k, v in sh["worst_parameters"].items())
             dep = "; ".join(f"{k}: {d['lower half']:.3g} below {d['split at']:.3g}, {d['upper half']:.3g} above"
                             for k, d in sh["dependence"].items())
-            print(f"  sharpest constant of {sh['part']}: the right side times {sh['sharpest_factor']:.4g} still holds "
-                  f"on every instance; worst at {worst or 'instance #' + str(sh['instance'])}"
+            print(f"  sharpest constant of {sh['part']} (a sample maximum): the right side times "
+                  f"{sh['sharpest_factor']:.4g} still holds on every instance tried; worst at {worst or 'instance #' + str(sh['instance'])}"
                   + (f"; max ratio by parameter: {dep}" if dep else ""))
-            print(f"    {_derived_line(sh.get('derived'))}")
+            if sh.get("derived") is not None:  # the parts without a one-eigenvalue derivation say nothing here
+                print(f"    {_derived_line(sh.get('derived'))}")
     print()

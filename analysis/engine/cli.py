@@ -1,9 +1,16 @@
 """``moreau check``: run the theorem catalogue and report.
 
-Exit status: 0 every statement holds (and, with ``--mutants``, every mutant
-is rejected; with ``--symbolic``, every identity is proved); 1 otherwise;
-2 usage errors; 3 an internal error.  ``--replay`` of a mutant's saved
-instance exits 0 when the mutant is rejected on it, 1 when it is not.
+Each statement's verdict is about the statement as printed in its paper: holds, FAILS AS
+PRINTED (with a counterexample computed by this run) or UNDECIDED (with the reason); a reading
+(a repair, another reading of ambiguous text) is a separate named claim with its own verdict.
+
+Exit status, as test runners use them: 0 every verdict is what the catalogue expects (a known
+failure of a printed statement that reproduces is expected, like pytest's xfail; with
+``--mutants`` every mutant is rejected, with ``--symbolic`` every identity proved); 1 a verdict
+differs from the expectation (a known failure no longer fails, a reading fails, a statement with
+no recorded expectation fails), or a mutant survives; 2 usage or environment errors; 3 an
+internal error.  ``--replay`` of a mutant's saved instance exits 0 when the mutant is rejected
+on it, 1 when it is not.
 
 A large ``--trials`` is drawn, judged and reduced in chunks of 2048 instances
 (memory bounded by one chunk; a progress bar on a terminal).
@@ -14,10 +21,10 @@ import argparse
 import json
 import sys
 import time
+import warnings
 
-import numpy as np
 
-from moreau._argtypes import nonnegative_int, positive_int
+from moreau._argtypes import nonnegative_int, positive_int, trials_int
 
 __all__ = ["add_check_parser", "cmd_check"]
 
@@ -28,7 +35,7 @@ def add_check_parser(sub):
     p.add_argument("ids", nargs="*", metavar="ID", help="statement ids (default: the whole catalogue)")
     p.add_argument("--family", choices=("quadratic", "logistic", "multinomial", "nonconvex", "all"), default="all",
                    help="instance family to check on (default: every family a statement covers)")
-    p.add_argument("--trials", type=positive_int, default=None,
+    p.add_argument("--trials", type=trials_int, default=None,
                    help="instances per (id, family) (default: each checker's own, sized for a < 1 min run); "
                         "above 2048 they are drawn and judged in chunks, in bounded memory")
     p.add_argument("--seed", type=nonnegative_int, default=0,
@@ -51,6 +58,8 @@ def add_check_parser(sub):
                    help="save failing instances, and the instance that rejects each mutant, as .npz "
                         "(each printed with the command that replays it)")
     p.add_argument("--replay", metavar="FILE", help="re-check one saved instance (.npz)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="every part of every statement and reading, on every family (default: one line per statement)")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
     p.add_argument("--describe", action="store_true",
                    help="print the documentation of the given ids (default: all) and exit (docs/catalogue.md)")
@@ -105,8 +114,10 @@ def _writable_dir(path) -> str | None:
 
 def cmd_check(args) -> int:
     from moreau.analysis.engine import runner
+    from moreau.analysis.engine import report
     from moreau.analysis.engine.records import SLACK_THRESHOLD, record_json, run_info
     from moreau.analysis.engine.registry import catalogue
+    from moreau.analysis.engine.verdict import expectation_line, summary_line
 
     cat = catalogue()
     ids = list(dict.fromkeys(args.ids))  # a repeated id runs once
@@ -139,31 +150,39 @@ def cmd_check(args) -> int:
         except ImportError as exc:
             return _fail(str(exc))
     t0 = time.perf_counter()
-    records = runner.run(ids, args.family, args.trials, args.seed, args.mutants, args.search, progress=True)
+    with warnings.catch_warnings(record=True) as caught:  # numerical warnings are counted, never printed
+        warnings.simplefilter("always", RuntimeWarning)
+        records = runner.run(ids, args.family, args.trials, args.seed, args.mutants, args.search, progress=True)
     if args.slack_threshold is None:
         args.slack_threshold = SLACK_THRESHOLD
-    ok = _print_table(records, args.slack_threshold)
+    if args.verbose:
+        report.print_table(records, args.slack_threshold)
+    verdicts = report.print_verdicts(records)
+    ok = all(v["as_expected"] for v in verdicts)
     if args.mutants:
-        ok &= _print_mutants(records, restricted=args.family != "all")
+        ok &= report.print_mutants(records, restricted=args.family != "all", verbose=args.verbose)
     if args.search:
-        _print_searches(records, args.search)
+        report.print_searches(records, args.search)
     analyses = None
     if args.analyse:
         from moreau.analysis.engine.analyse import analyse, print_analyses
         analyses = [analyse(r) for r in records]
         print_analyses(records, analyses)
     if args.save_counterexamples:
-        _save(records, args.save_counterexamples)
+        report.save(records, args.save_counterexamples, verbose=args.verbose)
     if args.symbolic:
         from moreau.analysis.engine.symbolic import print_proofs
         ok &= print_proofs()
     pep_records = None
     if args.pep:
         from moreau.analysis.pep.report import print_pep, run_pep
-        pep_records = run_pep(ids or None, args.seed)  # None: every statement with a class worst case
+        pep_records = run_pep(ids or list(cat), args.seed)  # each statement: its class worst case, or why none
         ok &= print_pep(pep_records)
     if args.json:
-        payload = [record_json(r, run=run_info(args), slack_threshold=args.slack_threshold)
+        info = run_info(args)
+        info["numerical_warnings"] = _warning_counts(caught)
+        by_id = {v["printed"]["id"]: v for v in verdicts}
+        payload = [record_json(r, run=info, slack_threshold=args.slack_threshold, verdict=by_id[r.statement.id])
                    for r in records]
         if analyses is not None:
             for j, a in zip(payload, analyses):
@@ -171,177 +190,41 @@ def cmd_check(args) -> int:
         if pep_records is not None:  # --pep: each record gets its statement's class worst cases (a new key)
             for j in payload:
                 j["pep"] = [p for p in pep_records if p["id"] == j["id"]]
+        from moreau._files import atomic_write
         try:
-            with open(args.json, "w") as fh:
-                json.dump(payload, fh, indent=1)
+            atomic_write(args.json, json.dumps(payload, indent=1))
         except OSError as exc:
             return _fail(f"cannot write --json {args.json}: {exc.strerror or exc}")
         print(f"wrote {args.json} ({len(records)} records)")
     _print_gaps(ids or list(cat))
     untested = sum(1 for r in records for p in r.result.parts if not p.applicable)
     note = (f"; {untested} part(s) not tested (no instance met their assumptions: not claimed to hold)"
-            if untested else "")
-    print(f"{'all statements hold' if ok else 'FAILURES (see above)'}{note}; {time.perf_counter() - t0:.1f} s")
+            if untested and args.verbose else "")
+    print(summary_line(verdicts) + note)
+    print(f"{expectation_line(verdicts)}; {time.perf_counter() - t0:.1f} s")
     return 0 if ok else 1
+
+
+def _warning_counts(caught):
+    """``{message: count}`` of the numerical warnings a run raised (recorded in the JSON, not printed)."""
+    out = {}
+    for w in caught:
+        key = str(w.message).split("\n")[0][:120]
+        out[key] = out.get(key, 0) + 1
+    return out
 
 
 def _print_gaps(ids):
     """The papers' statements the catalogue does not check: "all statements hold" is not "verified"."""
+    import textwrap
+
     from moreau.analysis.engine.coverage import known_gaps
 
     gaps = known_gaps()
     if gaps:
-        print(f"not checked (yet), {len(gaps)} statements of the source papers: "
-              + ", ".join(f"{sid} ({paper}, {where})" for sid, paper, where, _ in gaps))
-
-
-def _fmt(x):
-    return "-" if x is None or not np.isfinite(x) else f"{x:.4g}"
-
-
-def _print_table(records, slack_threshold=None) -> bool:
-    from moreau.analysis.engine.records import SLACK_THRESHOLD, is_loose, record_json
-
-    threshold = SLACK_THRESHOLD if slack_threshold is None else slack_threshold
-
-    head = f"{'id':20s} {'source':38s} {'family':9s} {'inst':>5s} {'holds':>5s} {'max L/R':>9s} {'tight':>5s} {'time':>6s}"
-    print(head)
-    print("-" * len(head))
-    ok = True
-    for rec in records:
-        r, st = rec.result, rec.statement
-        j = record_json(rec)
-        print(f"{st.id:20s} {st.source[:38]:38s} {r.family:9s} {r.instances:5d} {'yes' if r.holds else 'NO':>5s} "
-              f"{_fmt(r.max_ratio):>9s} {'yes' if j['tight'] else 'no':>5s} {r.seconds + rec.mutant_seconds:6.2f}")
-        for p in r.parts:
-            flag = ("   <-- FAILS" if not p.holds else
-                    f"   LOOSE (max L/R < {threshold:g} on every instance)" if is_loose(p, threshold) else "")
-            measure = (f"max error/allowed {_fmt(p.max_ratio)}" if p.claimed == "exact" else
-                       _rate_measure(p) if p.claimed == "rate" else
-                       f"max L/R {_fmt(p.max_ratio)}, {'attained' if p.tight else 'not attained'}"
-                       + _ci_measure(p))
-            outside = p.instances - p.applicable
-            if not p.applicable:
-                print(f"{'':22s}- {p.name} [{p.claimed}]: NOT TESTED (none of the {p.instances} instances meets its "
-                      f"assumptions; raise --trials)")
-                continue
-            scope = f" ({outside} outside its assumptions: not checked)" if outside else ""
-            role = ", auxiliary" if p.sides.role == "auxiliary" else ""
-            print(f"{'':22s}- {p.name} [{p.claimed}{role}]: holds on {p.applicable - p.failures.size}/{p.applicable}"
-                  f"{scope}, {measure}{flag}")
-            if p.sides.note:
-                print(f"{'':24s}{p.sides.note}")
-        if r.family == next(iter(st.families)) or len(st.families) == 1:
-            for finding in st.findings:
-                print(f"{'':22s}  finding: {finding}")
-        if not r.holds:
-            ok = False
-            i = int(r.failures[0]) if r.failures.size else None
-            if i is not None:
-                print(f"{'':22s}  first failing instance: #{i}: " + _describe(rec.batch, rec.local(i)))
-    print()
-    return ok
-
-
-def _level(s):
-    return "" if s.confidence is None else f", {100 * s.confidence:g}% interval"
-
-
-def _rate_measure(p):
-    """The instance whose interval is farthest from the claim: slope [lo, hi] vs exponent."""
-    s = p.sides
-    if not p.applicable:
-        return "no sweep"
-    i = int(np.argmin(np.where(s.applicable, p.slack, np.inf)))
-    tol = f" ± {s.atol:g}" if s.atol else ""
-    return (f"slope {_fmt(s.lhs[i])} [{_fmt(s.lhs_ci[0][i])}, {_fmt(s.lhs_ci[1][i])}] vs exponent "
-            f"{_fmt(s.rhs[i])} ({s.kind}{tol}{_level(s)}; worst of {p.applicable})")
-
-
-def _ci_measure(p):
-    """Monte Carlo parts: the interval of lhs at the instance closest to failing."""
-    s = p.sides
-    if s.lhs_ci is None or not p.applicable:
-        return ""
-    from moreau.analysis.engine.records import worst_ci_instance
-
-    i = worst_ci_instance(s)
-    return (f"; closest: {_fmt(s.lhs[i])} in [{_fmt(s.lhs_ci[0][i])}, {_fmt(s.lhs_ci[1][i])}] "
-            f"vs {_fmt(s.rhs[i])}{_level(s)}")
-
-
-def _describe(batch, i):
-    parts = []
-    for k, v in batch.items():
-        a = np.asarray(v)[i] if np.ndim(v) else v
-        parts.append(f"{k}={np.array2string(np.asarray(a), precision=4, threshold=12, max_line_width=200)}")
-    return "; ".join(parts)
-
-
-def mutant_verdicts(records):
-    """``{(id, mutant name): [families that reject it]}``: a mutant is rejected
-    when at least one family has an instance where the mutated statement fails."""
-    out = {}
-    for rec in records:
-        for m, rejected, _ in rec.mutants:
-            fams = out.setdefault((rec.statement.id, m.name), [])
-            if rejected:
-                fams.append(rec.result.family)
-    return out
-
-
-def _print_mutants(records, restricted=False) -> bool:
-    """Mutant table; with ``--family`` restricted, a mutant that only another family can
-    reject is reported as such and does not fail the run."""
-    width = max([len(f"{sid}: {name}") for sid, name in mutant_verdicts(records)] + [6])
-    print(f"{'mutant':{width}s} {'verdict'}")
-    ok = True
-    for (sid, name), fams in mutant_verdicts(records).items():
-        if fams:
-            verdict = f"rejected ({', '.join(fams)})"
-        elif restricted:
-            verdict = "not rejected by the families run (the verdict needs --family all)"
-        else:
-            verdict = "SURVIVED"
-            ok = False
-        print(f"{sid + ': ' + name:{width}s} {verdict}")
-    print()
-    return ok
-
-
-def _print_searches(records, n):
-    """What --search searched: per (id, family), the statement's search and each surviving mutant's."""
-    print(f"hypothesis search (at most {n} generated batches before a failure, then shrinking):")
-    for rec in records:
-        for name, rep in rec.searches:
-            what = f"{rec.statement.id} [{rec.result.family}]" + (f" mutant {name!r}" if name else "")
-            if rep["found"]:
-                inst = "; ".join(f"{k}={np.array2string(np.asarray(v), precision=4, threshold=8)}"
-                                 for k, v in rep["instance"].items())
-                print(f"  {what}: FAILURE after {rep['before_failure']} batches, shrunk in {rep['shrinks']} steps to "
-                      f"{rep['batch_size']} instance(s); smallest failing instance: {inst}")
-            else:
-                print(f"  {what}: no failure in {rep['examples']} batches")
-    print()
-
-
-def _save(records, directory):
-    """The first failing instances of every statement (at most 5 per record), the instance that
-    rejects each mutant (when one instance does) and, for a mutant that survives, the instance
-    closest to rejecting it (largest LHS/RHS), each with the command that replays it."""
-    from moreau.analysis.engine.records import save_counterexample, save_instance
-
-    for rec in records:
-        for i in rec.result.failures[:5]:
-            path, cmd = save_counterexample(rec, int(i), directory)
-            print(f"saved {path}; reproduce: {cmd}")
-        for (m, rejected, _), (where, one, i) in zip(rec.mutants, rec.mutant_batches):
-            if one is None:
-                continue
-            path, cmd = save_instance(one, rec.statement.id, rec.result.family, f"{where}{i}", directory, m.name)
-            what = (f"rejects mutant {m.name!r}" if rejected else
-                    f"the instance closest to rejecting the surviving mutant {m.name!r}")
-            print(f"saved {path} ({what}); replay: {cmd}")
+        text = (f"not checked (yet), {len(gaps)} statements of the source papers: "
+                + ", ".join(f"{sid} ({paper}, {where})" for sid, paper, where, _ in gaps))
+        print("\n".join(textwrap.wrap(text, 119, subsequent_indent="  ")))
 
 
 def _replay(args, cat) -> int:
@@ -360,6 +243,9 @@ def _replay(args, cat) -> int:
     if meta.get("id") not in cat:
         print(f"moreau check: {args.replay} is for unknown id {meta.get('id')!r}", file=sys.stderr)
         return 2
+    if args.ids and meta["id"] not in args.ids:
+        return _fail(f"{args.replay} holds an instance of {meta['id']}, not of {', '.join(args.ids)}: "
+                     f"run `moreau check {meta['id']} --replay {args.replay}`")
     st = cat[meta["id"]]
     mutant = None
     if meta.get("mutant"):
@@ -376,14 +262,15 @@ def _replay(args, cat) -> int:
     if mutant is not None:
         print(f"replaying mutant of {st.id}: {mutant.name}")
     ok = True
+    who = f"mutant {mutant.name!r} of {st.id}" if mutant is not None else f"{st.id} (as printed)"
     for p in res.parts:
         s = p.sides
         if not s.applicable[0]:
-            print(f"{st.id} [{meta['family']}] {p.name}: assumption not met on this instance (not checked)")
+            print(f"{who} [{meta['family']}] {p.name}: assumption not met on this instance (not checked)")
             continue
         holds = p.failures.size == 0
         ok &= holds
-        print(f"{st.id} [{meta['family']}] {p.name}: lhs={s.lhs[0]:.17g} rhs={s.rhs[0]:.17g} "
+        print(f"{who} [{meta['family']}] {p.name}: lhs={s.lhs[0]:.17g} rhs={s.rhs[0]:.17g} "
               f"holds={holds}")
     if mutant is not None:  # a mutant's instance is meant to reject it: exit 0 when it does
         print(f"mutant {mutant.name!r}: {'rejected' if not ok else 'NOT rejected'} on this instance")

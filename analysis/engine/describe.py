@@ -65,7 +65,14 @@ def describe(statement) -> str:
     out.append(f"*Claimed by the paper:* {s.claimed}.  ")
     out.append("*Families:* " + "; ".join(f"{fam} ({', '.join(kinds)})" for fam, kinds in s.families.items())
                + ".")
-    out += ["", f"**Statement.** {s.text}", "", "```", s.latex, "```", ""]
+    out += ["", f"**Statement (as printed).** {s.text}", "", "```", s.latex, "```", ""]
+    out.append(f"*The catalogue expects the printed statement to:* {'hold' if s.expect == 'holds' else s.expect[:-1]}.")
+    out.append("")
+    if s.readings:
+        out.append("**Readings (named claims beside the printed one, each with its own verdict).**")
+        out += [f"- '{r.name}' ({r.kind}; expected to {'hold' if r.expect == 'holds' else r.expect[:-1]}): {r.why}"
+                for r in s.readings]
+        out.append("")
     if s.assumptions:
         out.append("**Assumptions.** " + "; ".join(s.assumptions) + ".")
         out.append("")
@@ -74,18 +81,41 @@ def describe(statement) -> str:
         out += ["<details><summary>The checker's documentation (statement, constants, instances, sides, "
                 "what the check shows)</summary>", "", "```text", doc, "```", "", "</details>", ""]
     if s.mutants:
-        out.append(f"**Mutants ({len(s.mutants)}, each must be rejected).**")
-        out += [f"- {m.name}" for m in s.mutants]
+        against = "the printed statement" if s.reference is None else f"the reading '{s.reference.name}'"
+        out.append(f"**Mutants ({len(s.mutants)}, each must be rejected; applied to {against}).**")
+        out += [f"- {m.name}" + (f" (equivalent under O(·), not counted: {m.o_equivalent})" if m.o_equivalent else "")
+                for m in s.mutants]
         out.append("")
+    if s.consistency_checks:
+        out.append("**Consistency checks (parts no mutant can reject, and why).**")
+        out += [f"- {name}: {why}" for name, why in s.consistency_checks.items()]
+        out.append("")
+    out.append("**Analyses.** " + _analyses(s))
+    out.append("")
     if s.equivalent_mutants:
         out.append("**Equivalent mutants (true statements, not counted).**")
         out += [f"- {name}: {why}" for name, why in s.equivalent_mutants.items()]
         out.append("")
     if s.findings:
-        out.append("**Findings.**")
+        out.append("**Findings (prose written with the catalogue; `moreau check` prints only what the run computes).**")
         out += [f"- {f}" for f in s.findings]
         out.append("")
     return "\n".join(out)
+
+
+def _analyses(s) -> str:
+    """Which generic analyses apply to the statement, and why not where they do not."""
+    from moreau.analysis.engine.registry import declared
+
+    pep = {sid for _, d in declared("PEP") for sid in d}
+    why_not = {sid: why for _, d in declared("PEP_NOT_APPLICABLE") for sid, why in d.items()}
+    out = ["--pep: " + ("a class worst case" if s.id in pep else f"not applicable ({why_not.get(s.id, 'no reason given')})")]
+    out.append("--analyse scale consistency: " + ("declared for " + ", ".join(f for f, v in s.scaling.items()
+                                                                              if callable(v))
+                                               if any(callable(v) for v in s.scaling.values()) else "not declared"))
+    out.append("--analyse sympy sharp constants: " + (", ".join(s.sharp) if s.sharp else "none"))
+    out.append("--search: " + ("a hypothesis strategy" if s.strategy is not None else "the instance generator's seeds"))
+    return "; ".join(out) + "."
 
 
 def catalogue_markdown(cat=None) -> str:

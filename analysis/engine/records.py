@@ -79,6 +79,21 @@ quadratic worst case is one eigenvalue the sympy derivation — ``formula``, ``r
 With ``--pep``, every record also carries ``"pep"``: its statement's class worst cases (the
 records of ``moreau.analysis.pep.report.run_pep``, the same list on each family's record; [] when none).
 
+Schema version 2 (``"schema_version": 2``) adds the verdict model: ``"holds"``, ``"max_ratio"``,
+``"parts"`` and ``"claimed"`` are about the statement **as printed**; ``"expected"`` is what the
+catalogue expects of it ("holds" | "fails" | "undecided"); ``"readings"``: per named reading on
+this family, ``name``, ``kind`` ("reading" | "variant" | "inconsistency"), ``expected``,
+``changes`` (the claim entries it replaces), ``holds``, ``max_ratio``, ``parts`` (as above);
+``"mutants_against"``: the claim the mutants were applied to ("printed", or "reading: NAME" when
+the printed statement is expected to fail); a mutant carries ``"o_equivalent"`` (null, or why it
+differs only by a constant inside O(·): not counted as teeth); ``"verdict"`` (the statement over
+every family run, the same object on each of its records): ``printed`` and each of ``readings``
+is ``{"claim", "verdict": "holds" | "fails" | "undecided", "shape_only", "reason", "max_ratio",
+"attained", "families": {family: verdict}, "expected", "as_expected"}`` (``printed`` also has
+``"id"``), and ``"as_expected"`` for the whole statement (the exit code's input).  The run
+record also carries ``"numerical_warnings"``: ``{message: count}`` of numpy's warnings (never
+printed).
+
 Keys may be added; none of the above will be renamed or removed.
 """
 from __future__ import annotations
@@ -113,9 +128,12 @@ def run_info(args) -> dict:
             **{k: prov[k] for k in ("versions", "python", "machine", "git_commit")}}
 
 
-def record_json(rec, run: dict | None = None, slack_threshold: float = None) -> dict:
+def record_json(rec, run: dict | None = None, slack_threshold: float = None, verdict: dict | None = None) -> dict:
     """The JSON record of one (statement, family); ``slack_threshold``: a theorem's inequality part
-    that holds with max LHS/RHS below it is flagged ``"loose"`` (default :data:`SLACK_THRESHOLD`)."""
+    that holds with max LHS/RHS below it is flagged ``"loose"`` (default :data:`SLACK_THRESHOLD`);
+    ``verdict``: the statement's verdict over every family run
+    (``moreau.analysis.engine.verdict.statement_verdict``)."""
+    from moreau.analysis.engine.verdict import SCHEMA_VERSION
     if slack_threshold is None:
         slack_threshold = SLACK_THRESHOLD
     r, st = rec.result, rec.statement
@@ -130,14 +148,30 @@ def record_json(rec, run: dict | None = None, slack_threshold: float = None) -> 
                     zip(rec.mutants, rec.mutant_batches or [(None, None, None)] * len(rec.mutants))],
         "findings": list(st.findings),
         "parts": [_part_json(p, slack_threshold) for p in r.parts],
+        "schema_version": SCHEMA_VERSION,
+        "expected": st.expect,
+        "readings": [{"name": name, "kind": st.reading(name).kind, "expected": st.reading(name).expect,
+                      "changes": sorted(st.reading(name).changes), "holds": rr.holds,
+                      "max_ratio": _num(rr.max_ratio), "parts": [_part_json(p, slack_threshold) for p in rr.parts]}
+                     for name, (rr, _, _) in rec.readings.items()],
+        "mutants_against": "printed" if st.reference is None else f"reading: {st.reference.name}",
+        **({"verdict": _verdict_json(verdict)} if verdict is not None else {}),
         **({"search": [{"mutant": name, **rep} for name, rep in rec.searches]} if rec.searches else {}),
         **({"run": run} if run is not None else {}),
     }
 
 
+def _verdict_json(v):
+    """The statement's verdict (JSON-safe copy)."""
+    def claim(c):
+        return {k: (_num(x) if k == "max_ratio" and x is not None else x) for k, x in c.items()}
+    return {"printed": claim(v["printed"]), "readings": [claim(c) for c in v["readings"]],
+            "as_expected": bool(v["as_expected"])}
+
+
 def _mutant_json(m, rejected, res, where=None, one=None, index=None) -> dict:
     """A mutant's verdict, the part that rejects it, the margin it fails by and where."""
-    out = {"name": m.name, "rejected": bool(rejected)}
+    out = {"name": m.name, "rejected": bool(rejected), "o_equivalent": m.o_equivalent or None}
     failing = [p for p in res.parts if not p.holds]
     if rejected and failing:
         p = failing[0]

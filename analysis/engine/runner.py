@@ -49,6 +49,9 @@ class Record:
     mutant_seconds: float = 0.0
     index: np.ndarray | None = None  # global instance index of each row of ``batch`` (None: the row itself)
     searches: list = field(default_factory=list)  # --search: (mutant name or "", report dict) per search run
+    # per reading of the statement (same instances as the printed claim): name -> (Result, kept batch,
+    # global index of its rows or None)
+    readings: dict = field(default_factory=dict)
 
     def local(self, i: int) -> int:
         """The row of ``batch`` that holds global instance ``i``."""
@@ -115,13 +118,15 @@ def _chunks(st, fam, trials, seed, chunk):
 
 def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
     reducer, rec, bar = ChunkReducer(), None, None
+    reading_reducers = {r.name: ChunkReducer() for r in st.readings}
+    readings = {}
     pending = list(st.mutants) if mutants else []
     verdicts = {}  # mutant name -> (rejected, Result, where, one-instance batch, its index there)
     t_mut, offset, searches, closest = 0.0, 0, [], {}
     rng = rng_for(seed, st.id, fam)
     for k, (size, batch, n_chunks) in enumerate(_chunks(st, fam, trials, seed, chunk)):
         if k == 0 and progress and n_chunks > 1:
-            bar = _bar(n_chunks, f"{st.id} [{fam}]")
+            bar = _bar(n_chunks, f"{st.id} [{fam}]") or _Lines(n_chunks, f"{st.id} [{fam}]")
         if search_examples and k == n_chunks - 1:
             report = {}
             found = search(st, fam, max_examples=search_examples, seed=seed, report=report)
@@ -136,6 +141,14 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
             rec = Record(st, res, batch=batch)
         else:
             reducer.add(batch, res)
+        for r in st.readings:  # the readings on the same instances, same prepared data
+            t2 = time.perf_counter()
+            rr = st.run(fam, size, rng, batch=batch, prepared=prepared, reading=r)
+            rr.seconds = time.perf_counter() - t2
+            if n_chunks == 1:
+                readings[r.name] = (rr, batch, None)
+            else:
+                reading_reducers[r.name].add(batch, rr)
         t1 = time.perf_counter()
         for m in list(pending):
             r = st.run(fam, size, rng, mutant=m, batch=batch, prepared=prepared)
@@ -157,6 +170,8 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
         bar.close()
     if rec is None:
         rec = Record(st, reducer.result(st.id, fam), batch=reducer.batch, index=reducer.index)
+        readings = {name: (red.result(st.id, fam), red.batch, red.index) for name, red in reading_reducers.items()}
+    rec.readings = readings
     if mutants:
         t1 = time.perf_counter()
         _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, searches)
@@ -228,6 +243,27 @@ def _bar(total, label):
     except ImportError:
         return None
     return tqdm(total=total, desc=label, unit="chunk", file=sys.stderr, leave=False)
+
+
+class _Lines:
+    """Progress without a terminal (logs, batch jobs): a line on stderr at most every 10 s."""
+
+    def __init__(self, total, label, every=10.0):
+        self.total, self.label, self.every, self.done = total, label, every, 0
+        self.t0 = self.last = time.perf_counter()
+
+    def update(self, n):
+        import sys
+
+        self.done += n
+        now = time.perf_counter()
+        if now - self.last >= self.every or self.done == self.total:
+            self.last = now
+            print(f"moreau check: {self.label}: {self.done}/{self.total} chunks, {now - self.t0:.0f} s",
+                  file=sys.stderr, flush=True)
+
+    def close(self):
+        pass
 
 
 def _concat(batch, extra):

@@ -23,4 +23,5 @@ FORMAL_STATEMENTS = (
     ('fedprox.lemma3', 'Lemma 3', '∇F_i(w) = λ(w − prox(w))'),
     ('fedprox.thm2', 'Theorem 2, eq. (12)', 'linear convergence of one-stage FedProx (Algorithm 1)'),
     ('fedprox.cor1', 'Corollary 1, eqs. (13)–(14)', 'communication O(κ_g log 1/ε), computation independent of λ'),
+    ('fedprox.remark1', 'Remark 1', "Algorithm 1's analysis extends to mini-batches, partial participation, variance reduction"),
 )

@@ -25,10 +25,6 @@ FORMAL_STATEMENTS = (
     ('perfedavg.thm4_5', 'Theorem 4.5, Corollary 4.6', 'Per-FedAvg stationarity rate'),
     ('perfedavg.propf1', 'Proposition F.1, Corollary F.2', 'client drift'),
     ('perfedavg.appendix_h', 'Appendix H', "first-order and Hessian-free estimators' bounds"),
+    ('perfedavg.remark4_7', 'Remark 4.7', "the bound holds for the server's models with t_k drawn uniformly"),
+    ('perfedavg.remark4_8', 'Remark 4.8, Remark G.1', 'the same complexity with diminishing steps β_k = O(1/√(τk))'),
 )
-
-#: statements without a class worst case in ``moreau check --pep``, and why
-PEP_NOT_APPLICABLE = {
-    "perfedavg.lemma4_2": "needs a Hessian-Lipschitz class (the MAML step uses the Hessian), not in PEPit",
-    "perfedavg.lemma4_4": "a variance bound over sampled data, not a first-order statement",
-}

@@ -14,7 +14,9 @@ g̃ − α d̃, d̃ = (∇̃f_i(w + δg̃, D'') − ∇̃f_i(w − δg̃, D''))/
     E‖∇̃F_i(w) − ∇F_i(w)‖² ≤ (σ̃_F^HF)² := 6σ_G²(2(αL)²/D + 2/D' + α²/(2δ²D'')) + 2(αρδ)²B⁴.
 
 ρ: Assumption 3 (Hessian Lipschitz).  The text of §5 writes the difference quotient with δ in
-place of 2δ; Appendix H (121) and its proof use 2δ, as does ``moreau.fl.per_fedavg``.
+place of 2δ; Appendix H (119), (121) and the proof use 2δ, as does ``moreau.fl.per_fedavg``: the
+lemmas hold as printed, and §5's divisor read into H.2 is the reading "§5: difference quotient
+over δ" (an inconsistency of the paper's text, expected to fail).
 
 Local constants (as in perfedavg.lemma4_3): L exact; B = ‖∇f(w − α∇f(w))‖ (the only gradient the
 proofs bound by B: (116), (129)); σ_G² the largest per-sample gradient variance over w and every
@@ -37,15 +39,17 @@ stationary points of shared-A quadratics: the factor 2 of (117) is not needed wh
 estimate is unbiased for G, as on quadratics).  H.1 never uses α ≤ 1/L: its parts also hold for
 αL ∈ (1, 4] (checked as a separate part).  H.2 is loose on quadratics (ratio at most 1/3, the
 same 12-versus-4 as Lemma 4.3), and its ρδB² terms are needed: on a single logistic sample the
-bias is α‖d − ∇²f(w)g‖ > 0 with σ_G = 0.  §5's δ-divisor estimate violates H.2 (a finding).
+bias is α‖d − ∇²f(w)g‖ > 0 with σ_G = 0.  §5's δ-divisor estimate violates H.2 (a finding: the
+reading "§5: difference quotient over δ" fails).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from moreau.analysis.engine.core import QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
+from moreau.analysis.engine.core import QUADRATIC_SCALING, Mutant, Reading, Sides, Statement, scale_fields
 from moreau.analysis.perfedavg.estimators.instances import FAMILIES, logistic_instances, quadratic_instances
-from moreau.analysis.perfedavg.estimators.sides import LEVEL, bound_sides, logistic_parts, quadratic_parts
+from moreau.analysis.perfedavg.estimators.sides import (LEVEL, ZERO_PART, bound_sides, logistic_parts,
+                                                        quadratic_parts)
 
 __all__ = ["STATEMENTS"]
 
@@ -61,6 +65,16 @@ CLAIM = {
     "condition_HF": lambda alpha, L: (alpha >= 0) & (alpha <= 1 / L),
     "divisor": 2.0,   # d~ = (grad(w + delta g) - grad(w - delta g)) / (divisor delta), eq. (121)
 }
+
+#: §5's Hessian-free estimate read into Lemma H.2: the difference quotient over delta, not 2 delta
+SECTION5 = "§5: difference quotient over δ"
+READINGS = (
+    Reading(SECTION5, {"divisor": 1.0}, kind="inconsistency", expect="fails",
+            why="Section 5 defines Per-FedAvg (HF) with (grad phi(u + delta v) - grad phi(u - delta v))/delta, "
+                "Appendix H (119), (121) and Lemma H.2's proof with /(2 delta): with §5's divisor the Hessian term "
+                "is doubled and H.2's bias bound fails (findings); a finding about §5's text, not a failure of "
+                "the lemma"),
+)
 
 PARTS = ("H.1 bias: ||E grad~F - grad F|| <= alpha L (sigma_G/sqrt(D) + B)",
          "H.1 second moment: <= 2 sigma_G^2 (1/D' + (alpha L)^2/D) + 2 (alpha L B)^2",
@@ -137,7 +151,8 @@ _FINDINGS = (
     "doubled and Lemma H.2's bias bound fails whenever sigma_G is small: one logistic sample, x = 1, y = 1 (f(w) = "
     "log(1 + e^-w), L = 1/4, rho = 1/(6 sqrt 3), B = 1), w = 0, alpha = 1/L = 4, delta = 0.1, sigma_G = 0: grad F(0) = 0 "
     "but §5's estimate is 0.119 while m_F^HF = alpha rho delta B^2 = 0.0385 (moreau check perfedavg.appendix_h: the "
-    "mutant 'divisor delta (Section 5)' is rejected). moreau.fl.per_fedavg follows (121).",
+    "reading '§5: difference quotient over δ', an inconsistency of the paper's text, fails; Lemma H.2 holds as "
+    "printed). moreau.fl.per_fedavg follows (121).",
     "Lemma H.1's bias bound is attained: identical samples (sigma_G = 0), 1/2 x^T A x - b^T x with A = diag(-1, 0.5), "
     "b = (-1, 0), w = 0 (grad f(0) = (1, 0)), alpha = 0.5: grad f(w - alpha grad f(w)) = (1.5, 0), the FO bias is "
     "alpha ||A (1.5, 0)|| = 0.75 = alpha L B. Its second-moment bound is loose by 2 on quadratics (ratio 1/2).",
@@ -169,6 +184,7 @@ STATEMENTS = (
         evaluate=evaluate,
         prepare=prepare,
         claim=CLAIM,
+        readings=READINGS,
         mutants=(
             Mutant("H.1 bias: B term dropped (alpha L sigma_G/sqrt(D))",
                    {"m_FO": lambda a, L, sG, B, D: a * L * sG / np.sqrt(D)}),
@@ -179,7 +195,9 @@ STATEMENTS = (
                 2 * g * (1 / D1**2 + (a * L) ** 2 / D) + 2 * (a * L * B) ** 2)}),
             Mutant("H.2 bias: rho delta B^2 dropped", {"m_HF": lambda a, L, sG, rho, dl, B, D, D1: a * (
                 2 * L * sG / np.sqrt(D) + L * sG / np.sqrt(D1))}),
-            Mutant("H.2 estimate with divisor delta (Section 5)", {"divisor": 1.0}),
+            Mutant("H.2 bias: the sigma_G terms 12x smaller (below what the logistic instances reach, 0.085)",
+                   {"m_HF": lambda a, L, sG, rho, dl, B, D, D1: a * (
+                       (2 * L * sG / np.sqrt(D) + L * sG / np.sqrt(D1)) / 12 + rho * dl * B**2)}),
             Mutant("H.2 second moment: 6 -> 1.9", {"s2_HF": lambda a, L, g, rho, dl, B, D, D1, D2: (
                 1.9 * g * (2 * (a * L) ** 2 / D + 2 / D1 + a**2 / (2 * dl**2 * D2)) + 2 * (a * rho * dl) ** 2 * B**4)}),
             Mutant("H.2 second moment: alpha^2/(2 delta^2 D'') -> alpha^2/(2 delta^2 D''^2)",
@@ -191,6 +209,8 @@ STATEMENTS = (
             Mutant("H.2 condition relaxed: alpha <= 4/L", {"condition_HF": lambda a, L: (a >= 0) & (a <= 4 / L)}),
             Mutant("inequality reversed (H.1 bias)", {"flip": (PARTS[0],)}),
         ),
+        consistency_checks={ZERO_PART: "definitional: where the bound is 0 the estimate is exact (lhs = 0), a "
+                                       "consistency check of the instances' sides that no claim entry enters"},
         equivalent_mutants={
             "H.1 condition relaxed (alpha <= 4/L, or any alpha >= 0)": "true: H.1's proof does not use alpha <= 1/L "
                 "((33), (35), (116) hold for every alpha); the auxiliary part checks alpha L in (1, 4]",

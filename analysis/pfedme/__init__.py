@@ -25,4 +25,6 @@ FORMAL_STATEMENTS = (
     ('pfedme.thm2', 'Theorem 2 (a), (b)', 'nonconvex pFedMe: stationarity rate'),
     ('pfedme.cor1', 'Corollary 1', 'choices of β and the linear / quadratic speed-up exponents'),
     ('pfedme.cor2', 'Corollary 2', 'nonconvex speed-up exponents'),
+    ('pfedme.inner_complexity', '§3.2, after eq. (8)', 'K = O(κ log(d/ν)) inner gradient steps reach ‖∇h̃_i‖² ≤ ν'),
+    ('pfedme.remark2', 'Remark 2', "Corollary 2's speed-up O(1/(TRN)^(2/3)) beats O(1/√(TRN))"),
 )

@@ -50,10 +50,12 @@ a monomial up to rounding; an "exact" part checks it against sympy's exponent
 (x ∂_x log term, simplified to a constant); rate parts (``rate_sides``, kind "equal",
 atol 1e-6) compare it with the claimed exponent.
 
-Claimed by the paper: rates.  The claim holds the printed β and, per term, the exponent that the
-substitution gives (equal to the printed rate where the paper is right); each printed rate that
-the substitution contradicts is a mutant "as printed", rejected, and a finding.  Other mutants
-change a printed exponent (of β or of the rate).
+Claimed by the paper: rates.  The claim is the corollary as printed: its β (and T) and, per term, the
+exponents of the printed rate; it fails where the substitution contradicts them (findings).  The reading
+"the exponents the substitution gives" holds; for Corollary 1 each contradicted printed rate alone is a
+reading too ("(i) printed O(1/(TRN)), σ part only", "(i) printed O(1/(TRN)), δ part only", "(ii) printed
+O(1/(TRN)²), σ part only"), each failing.  The mutants (applied to that reading) change an exponent of β or
+of the rate.
 """
 from __future__ import annotations
 
@@ -61,8 +63,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from moreau.analysis.engine.core import Mutant, Sides, Statement, rate_sides
+from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, rate_sides
 from moreau.analysis.engine.instances import log_uniform
+
+SYMPY_PART = "numpy slope of each substituted term = sympy's exponent"
+_SYMPY_WHY = ("the checker's own machinery: the numeric slope of each substituted term equals the exponent sympy "
+              "derives for it (no claim entry enters)")
 
 __all__ = ["STATEMENTS", "instances_cor1", "instances_cor2", "terms", "exponents"]
 
@@ -70,24 +76,46 @@ VARS1, VARS2 = ("T", "R", "N"), ("R", "N")
 H = 1e-4        # step of the central difference in log x (exact for monomials; rounding ~1e-12)
 ATOL = 1e-6     # slope vs exponent: rounding of the difference quotient, far below any 1/12 step of exponents
 
+PRINTED1, PRINTED2 = {"i": (-1.0,) * 3, "ii": (-2.0,) * 3}, (-2.0, -2.0)
+#: Corollary 1 as printed: its beta, and per term the exponents of (T, R, N) of the printed rate
 CLAIM1 = {
     "beta_i": lambda T, R, N: N**0.5 / T,                 # (i) beta = Theta(sqrt(N)/T), sqrt(N) >= T
     "beta_ii": lambda T, R, N: N * R**0.5,                # (ii) beta = Theta(N sqrt(R))
-    # exponents of (T, R, N) per term: the substitution's (see the module docstring)
-    "i_sigma": (0.0, 0.0, -1.0),                          # printed: (-1, -1, -1), linear speedup
-    "i_delta": (0.0, -1.0, -1.0),                         # printed: (-1, -1, -1)
-    "ii_sigma": (-2.0, -1.0, -2.0),                       # printed: (-2, -2, -2), quadratic speedup
-    "ii_delta": (-2.0, -2.0, -2.0),                       # = printed
+    "i_sigma": PRINTED1["i"],                             # (i) linear speedup O(1/(TRN))
+    "i_delta": PRINTED1["i"],
+    "ii_sigma": PRINTED1["ii"],                           # (ii) quadratic speedup O(1/(TRN)^2)
+    "ii_delta": PRINTED1["ii"],
 }
+#: Corollary 2 as printed: its beta and T, and per term the exponents of (R, N) of O(1/(TRN)^(2/3)) = (NR)^-2
 CLAIM2 = {
     "beta": lambda T, R, N: N**0.5 * R**0.25,             # beta = Theta(N^(1/2) R^(1/4))
     "T": lambda R, N: (N * R) ** 2,                       # Theta(T^(1/3)) = Theta((NR)^(2/3))
-    # exponents of (R, N) per term with T = (NR)^2; printed O(1/(TRN)^(2/3)) = (NR)^-2
-    "first": (-2.0, -2.0),                                # = printed
-    "delta": (-2.0, -2.0),                                # = printed
-    "sigma": (-5.0 / 3.0, -2.0),                          # printed: (-2, -2)
+    "first": PRINTED2,
+    "delta": PRINTED2,
+    "sigma": PRINTED2,
 }
-PRINTED1, PRINTED2 = {"i": (-1.0,) * 3, "ii": (-2.0,) * 3}, (-2.0, -2.0)
+#: the exponents the substitution gives where they differ from the printed rate (module docstring)
+SUBSTITUTED1 = {"i_sigma": (0.0, 0.0, -1.0), "i_delta": (0.0, -1.0, -1.0), "ii_sigma": (-2.0, -1.0, -2.0)}
+SUBSTITUTED2 = {"sigma": (-5.0 / 3.0, -2.0)}
+_WHY = "the exponents that substituting the corollary's beta{} into the theorem's printed terms gives (sympy)"
+
+
+def _only1(key):
+    return {k: v for k, v in SUBSTITUTED1.items() if k != key}
+
+
+READINGS1 = (
+    Reading("the exponents the substitution gives", dict(SUBSTITUTED1), why=_WHY.format("")),
+    Reading("(i) printed O(1/(TRN)), σ part only", _only1("i_sigma"), expect="fails",
+            why="the printed linear speedup for the sigma_F1 part alone: it is O(1/N), constant in T and R"),
+    Reading("(i) printed O(1/(TRN)), δ part only", _only1("i_delta"), expect="fails",
+            why="the printed linear speedup for the delta part alone: it is O(1/(RN)), constant in T"),
+    Reading("(ii) printed O(1/(TRN)²), σ part only", _only1("ii_sigma"), expect="fails",
+            why="the printed quadratic speedup for the sigma_F1 part alone: it is O(1/(T^2 R N^2)), a factor R short"),
+)
+READINGS2 = (
+    Reading("the exponents the substitution gives", dict(SUBSTITUTED2), why=_WHY.format(" and T")),
+)
 
 
 # --- the printed terms ---------------------------------------------------------------------
@@ -211,7 +239,7 @@ def _parts(batch, claim, spec, names):
         rate[label] = rate_sides(slope, (slope, slope), claimed, kind="equal", atol=ATOL, applicable=app,
                                  note=note, constants={"exponent": "sympy x d/dx log(term), and a numpy "
                                                                    "central difference in log x (step 1e-4)"})
-    out["numpy slope of each substituted term = sympy's exponent"] = Sides(
+    out[SYMPY_PART] = Sides(
         err, np.full(err.shape, ATOL), "exact",
         note="max over the terms of |central difference - sympy exponent|; allowed 1e-6 (rounding / step)")
     out.update(rate)
@@ -252,8 +280,9 @@ _FINDING1 = (
     "speedup O(1/(TRN)). Minimal instance (constants 1: sigma_F1^2 = kappa_F = mu_F = 1, delta = 0): (ii) T = 2, "
     "N = 1, R = 4, beta = N sqrt(R) = 2: third term 1/(T beta)^2 = 1/16, against (TRN)^-2 = 1/64; doubling R "
     "halves the term, not quarters it. (i) N = 4, T = 2, beta = 1: the term is 1/4 = 1/N for every R, against "
-    "1/(TRN) = 1/(8R). Derivation: sympy, x d/dx log(term) after the substitution "
-    "(moreau check pfedme.cor1 --mutants shows the printed rates rejected).")
+"1/(TRN) = 1/(8R). Derivation: sympy, x d/dx log(term) after the substitution "
+    "(moreau check pfedme.cor1 -v: the printed rates fail, each alone too; reading 'the exponents the "
+    "substitution gives' holds).")
 _FINDING2 = (
     "pFedMe Corollary 2 as printed: with beta = N^(1/2) R^(1/4) and T = (NR)^2 substituted into Theorem 2(a) "
     "(S = N), the first term Delta_F/(eta_hat_2 T) and the delta part of the third term decay like (NR)^-2 = "
@@ -263,19 +292,16 @@ _FINDING2 = (
     "would give it. Minimal instance (Delta_F = sigma_F2^2 = 1, delta = 0): N = 1, R = 8, T = 64 (= (NR)^2), "
     "beta = 8^(1/4): sigma part 1/(8^(1/3) 64^(2/3)) = 1/32, against (TRN)^(-2/3) = 512^(-2/3) = 1/64; "
     "R = 64 (T = 4096): 1/1024 against 1/4096. The last term O(lam^2 delta^2) does not vanish at all: the "
-    "corollary needs delta to shrink with T, R, N, which it does not say.")
+    "corollary needs delta to shrink with T, R, N, which it does not say. Reading 'the exponents the substitution "
+    "gives' holds.")
 
 _M1 = (
-    Mutant("(i) as printed: linear speedup O(1/(TRN)) for the sigma_F1 part", {"i_sigma": PRINTED1["i"]}),
-    Mutant("(i) as printed: linear speedup O(1/(TRN)) for the delta part", {"i_delta": PRINTED1["i"]}),
-    Mutant("(ii) as printed: quadratic speedup O(1/(TRN)^2) for the sigma_F1 part", {"ii_sigma": PRINTED1["ii"]}),
     Mutant("(ii) beta = N R^(1/4) (exponent of R 1/2 -> 1/4)", {"beta_ii": lambda T, R, N: N * R**0.25}),
     Mutant("(ii) beta = N^(1/2) sqrt(R) (exponent of N 1 -> 1/2)", {"beta_ii": lambda T, R, N: N**0.5 * R**0.5}),
     Mutant("(i) beta = sqrt(N)/T^2 (exponent of T -1 -> -2)", {"beta_i": lambda T, R, N: N**0.5 / T**2}),
     Mutant("(ii) delta part O(1/(TRN)) (rate exponent -2 -> -1)", {"ii_delta": (-1.0, -1.0, -1.0)}),
 )
 _M2 = (
-    Mutant("as printed: O(1/(TRN)^(2/3)) for the sigma_F2 part", {"sigma": PRINTED2}),
     Mutant("beta = N^(1/2) R^(1/2) (exponent of R 1/4 -> 1/2)", {"beta": lambda T, R, N: N**0.5 * R**0.5}),
     Mutant("beta = N R^(1/4) (exponent of N 1/2 -> 1)", {"beta": lambda T, R, N: N * R**0.25}),
     Mutant("T = (NR)^(3/2) (Theta(T^(1/3)) = Theta((NR)^(1/2)))", {"T": lambda R, N: (N * R) ** 1.5}),
@@ -294,8 +320,9 @@ STATEMENTS = (
         paper="pfedme-moreau-envelopes.md",
         latex=r"S = N:\ \beta = \Theta(\sqrt N/T)\ (\sqrt N \ge T) \Rightarrow O(1/(TRN));\quad "
               r"\beta = \Theta(N\sqrt R) \Rightarrow O(1/(TRN)^2)",
-        text="substituting the corollary's beta into Theorem 1(a)'s third term: the exponents of T, R, N against "
-             "the printed linear / quadratic speedup",
+        text="S = N: beta = Theta(sqrt(N)/T) (sqrt(N) >= T) gives the linear speedup O(1/(TRN)), beta = "
+             "Theta(N sqrt(R)) the quadratic speedup O(1/(TRN)^2); checked: the exponents of T, R, N of Theorem "
+             "1(a)'s third term with the corollary's beta substituted",
         assumptions=("S = N (no client sampling)", "beta >= 1 (case (i) needs sqrt(N) >= T)",
                      "the O-terms of Theorem 1(a) as printed; first and last terms are not powers (docstring)"),
         scaling={"quadratic": _NO_SCALING},
@@ -303,7 +330,8 @@ STATEMENTS = (
         claimed="rate",
         instances=instances_cor1,
         evaluate=evaluate_cor1,
-        claim=CLAIM1,
+        consistency_checks={SYMPY_PART: _SYMPY_WHY},
+        claim=CLAIM1, readings=READINGS1, expect="fails",
         mutants=_M1,
         findings=(_FINDING1,),
     ),
@@ -313,15 +341,16 @@ STATEMENTS = (
         paper="pfedme-moreau-envelopes.md",
         latex=r"S = N,\ \beta = \Theta(N^{1/2}R^{1/4}),\ \Theta(T^{1/3}) = \Theta((NR)^{2/3}) "
               r"\Rightarrow O(1/(TRN)^{2/3})",
-        text="substituting the corollary's beta and T into Theorem 2(a)'s terms: the exponents of R, N against "
-             "the printed sublinear speedup",
+        text="S = N: beta = Theta(N^(1/2) R^(1/4)) and Theta(T^(1/3)) = Theta((NR)^(2/3)) give the sublinear "
+             "speedup O(1/(TRN)^(2/3)); checked: the exponents of R, N of Theorem 2(a)'s terms with that beta and T",
         assumptions=("S = N (no client sampling)", "beta >= 1", "the O-terms of Theorem 2(a) as printed"),
         scaling={"quadratic": _NO_SCALING},
         families={"quadratic": ("symbolic: points (R, N), T = c (NR)^2; no objective is evaluated",)},
         claimed="rate",
         instances=instances_cor2,
         evaluate=evaluate_cor2,
-        claim=CLAIM2,
+        consistency_checks={SYMPY_PART: _SYMPY_WHY},
+        claim=CLAIM2, readings=READINGS2, expect="fails",
         mutants=_M2,
         findings=(_FINDING2,),
     ),

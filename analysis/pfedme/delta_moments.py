@@ -50,15 +50,15 @@ __all__ = ["PARTS_M", "moment_instances", "prepare_moments", "moment_parts", "tw
 
 T_ENUM_D = 6         # rounds of the enumeration with errors: 3^6 = 729 sequences per S
 
-PARTS_M = ("(a) text's delta, fresh two-point errors (E|e| = delta_1, E|e|^2 = delta_1^2/p): (1/T) sum_{t<T} "
+PARTS_M = ("(a) fresh two-point inner errors (E|e| = delta_1, E|e|^2 = delta_1^2/p): (1/T) sum_{t<T} "
            "E|grad F(w_t)|^2 <= 2 Delta_F/(beta R eta T) + lam^2 delta^2, delta = delta_of(delta_1, delta_1/sqrt(p)), "
            "every T <= 2^60",
-           "(b) text's delta, two-point error along theta^ - w: (1/N) sum E|theta~_i - w|^2 <= 2 (|grad F|^2/"
+           "(b) two-point inner error along theta^ - w: (1/N) sum E|theta~_i - w|^2 <= 2 (|grad F|^2/"
            "(lam^2 - 8L^2) + 2 sigma_F2^2/lam^2) + 2 delta^2, delta = delta_of(delta_1, delta_1/sqrt(p))",
            "S < N and delta > 0: E|grad F(w_t)|^2 over all C(N,S)^t sequences (closed-form prox loop, theta~ = "
            "theta^ + delta u_i) = closed form, t <= 6, S = 1, 2 of N = 3",
-           "(a) S < N and delta > 0: (1/T) sum_{t<T} E|grad F(w_t)|^2 <= combine(2 Delta_F/(beta R eta T) + "
-           "2 lam beta R eta c_S sigma_F2^2, lam^2 delta^2), every T <= 2^60",
+           "(a) S < N and delta > 0: (1/T) sum_{t<T} E|grad F(w_t)|^2 <= combine(the S < N bound, lam^2 delta^2), "
+           "every T <= 2^60",
            "stochastic gradients: the mini-batch inner solution prox(w - zeta/lam) solves grad f + zeta + "
            "lam(theta - w) = 0 and is theta^ - zeta/(lam + L) on the outer piece",
            "(a) stochastic gradients, S = N: (1/T) sum_{t<T} E|grad F(w_t)|^2 <= 2 Delta_F/(beta R eta T) + "
@@ -244,14 +244,16 @@ def moment_parts(batch, ext, mom, b_sides, claim, cond, consts):
             * np.ones_like(ext["dl_avg_r"])
     l4, r4 = worst_pair(ext["dl_avg_r"], rhs_s)
     sg_ok = mom["sg_ok"] & cond
+    which = {1.0: "the text's first moment", 2.0: "Lemma 1's root mean square"}.get(
+        float(claim["delta_of"](1.0, 2.0)), "delta_of")
     return {
         PARTS_M[0]: Sides(l1, r1, "upper", applicable=tp_ok, constants=consts,
-                          note=f"worst T per instance; ratio {ratio_range(l1, r1, tp_ok)}; the limit is "
+                          note=f"delta read as {which}; worst T per instance; ratio {ratio_range(l1, r1, tp_ok)}; the limit is "
                                f"{short_range(excess[tp_ok])} lam^2 delta_1^2 (1 + (1/p - 1) r, r ~ h beta eta/(2N)); "
                                f"p/r in 10^-2..10^1; certified on every realisation (outward jumps)"),
         PARTS_M[1]: Sides(l2, r2, "upper", applicable=cond, constants=consts,
-                          note=f"worst point per instance (the points of the delta = 0 part); ratio "
-                               f"{ratio_range(l2, r2, cond)}; p in [1e-3, 0.5], delta_1/a in [0.01, 3.2]"),
+                          note=f"delta read as {which}; worst point per instance (the points of the delta = 0 part); "
+                               f"ratio {ratio_range(l2, r2, cond)}; p in [1e-3, 0.5], delta_1/a in [0.01, 3.2]"),
         PARTS_M[2]: Sides(err, np.ones(lam.size), "exact", applicable=mom["sd_ok"], constants=consts,
                           note=f"max |enumerated - closed form|/allowed, t <= {T_ENUM_D}, S = 1, 2; allowed 1e-9 "
                                f"relative + rounding of grad F; certified instances {int(mom['sd_ok'].sum())}/{lam.size}"),

@@ -72,4 +72,13 @@ PEP_NOT_APPLICABLE = {
     'pfedme.thm1b': (
         'stochastic (mini-batches, client sampling) with O(.) constants: no closed worst case to compare'
     ),
+    'pfedme.thm2': (
+        'nonconvex, stochastic (mini-batches, client sampling) with O(.) constants: no closed worst case'
+    ),
+    'pfedme.cor1': (
+        "exponents of Theorem 1's terms under a choice of beta: a shape, no single worst case"
+    ),
+    'pfedme.cor2': (
+        "exponents of Theorem 2's terms under a choice of beta: a shape, no single worst case"
+    ),
 }

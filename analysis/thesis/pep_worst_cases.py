@@ -137,4 +137,13 @@ PEP = {'gd.strongly_convex': gd_strongly_convex, 'gd.nonconvex': gd_nonconvex, '
 
 #: statements without a class worst case here, and why
 PEP_NOT_APPLICABLE = {
+    'sgd.strongly_convex': (
+        'stochastic gradients with (M, sigma^2)-bounded noise: not a deterministic PEPit class'
+    ),
+    'sgd.nonconvex': (
+        'stochastic gradients with (M, sigma^2)-bounded noise: not a deterministic PEPit class'
+    ),
+    'fw.nonconvex': (
+        'the Frank-Wolfe gap of a nonconvex smooth function over a set: the class worst case needs a nonconvex interpolation PEPit does not offer with a linear-optimisation step'
+    ),
 }

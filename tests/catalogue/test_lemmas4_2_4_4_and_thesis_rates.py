@@ -16,7 +16,7 @@ from moreau.analysis.thesis.fw import nonconvex as _thesis_fw
 from moreau.analysis.engine import runner
 from moreau.analysis.thesis import gd as thesis_gd
 from moreau.analysis.engine.core import Mutant, TIGHT_RTOL
-from moreau.analysis.engine.cli import mutant_verdicts
+from moreau.analysis.engine.report import mutant_verdicts
 from moreau.analysis.engine.registry import get
 
 IDS = ("perfedavg.lemma4_2", "perfedavg.lemma4_4", "gd.strongly_convex", "gd.nonconvex", "fw.convex", "fw.nonconvex")
@@ -40,9 +40,11 @@ def _record(sid, family, seed=0, mutants=False):
 def test_statement_holds_on_its_families(sid, seed):
     records = runner.run([sid], "all", None, seed)
     assert {r.result.family for r in records} == set(get(sid).families)
-    for rec in records:
-        bad = [(p.name, p.failures[:3].tolist()) for p in rec.result.parts if not p.holds]
-        assert rec.result.holds, f"{sid} on {rec.result.family} (seed {seed}): {bad}"
+    st = get(sid)
+    for rec in records:  # the printed statement, or (expected to fail as printed) the reading that holds
+        res = rec.result if st.reference is None else rec.readings[st.reference.name][0]
+        bad = [(p.name, p.failures[:3].tolist()) for p in res.parts if not p.holds]
+        assert res.holds, f"{sid} on {rec.result.family} (seed {seed}): {bad}"
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -143,10 +145,10 @@ def test_fw_printed_range_fails_at_t0_on_the_finding_instance():
     st = get("fw.convex")
     batch = {"A": np.ones((1, 1, 1)), "b": np.full((1, 1), 5.0), "L": np.ones(1), "h": np.ones((1, 1)),
              "x0": -np.ones((1, 1))}
-    assert st.run("quadratic", None, None, batch=batch).holds
-    m = Mutant("range t >= 0", {"t_min": 0})
-    res = st.run("quadratic", None, None, mutant=m, batch=batch)
-    assert not res.holds and abs(res.parts[0].max_ratio - 10 / 4) <= RATIO_TOL
+    assert st.run("quadratic", None, None, batch=batch, reading="x⁰ ∈ B, t ≥ 1").holds
+    for reading in ("x⁰ ∈ B, t ≥ 0", None):  # the printed range of t alone, and the printed statement
+        res = st.run("quadratic", None, None, batch=batch, reading=reading)
+        assert not res.holds and abs(res.parts[0].max_ratio - 10 / 4) <= RATIO_TOL
     assert st.findings
 
 
@@ -173,11 +175,11 @@ def test_fw_start_outside_B_fails_at_t1_on_the_finding_instance():
     st = get("fw.convex")
     batch = {"A": np.ones((1, 1, 1)), "b": np.full((1, 1), 10.0), "L": np.ones(1), "h": np.ones((1, 1)),
              "x0": np.full((1, 1), 20.0)}
-    res = st.run("quadratic", None, None, batch=batch)
-    assert res.holds and res.parts[0].applicable == 0  # outside the reading checked (x^0 in B)
-    (m,) = [m for m in st.mutants if m.name == "x^0 anywhere in R^d (as printed)"]
-    res = st.run("quadratic", None, None, mutant=m, batch=batch)
-    assert not res.holds and abs(res.parts[0].max_ratio - 7.5) <= RATIO_TOL
+    res = st.run("quadratic", None, None, batch=batch, reading="x⁰ ∈ B, t ≥ 1")
+    assert res.holds and res.parts[0].applicable == 0  # outside the reading (x^0 in B)
+    for reading in ("t ≥ 1, x⁰ anywhere", None):  # the printed x^0 in R^d alone, and the printed statement
+        res = st.run("quadratic", None, None, batch=batch, reading=reading)
+        assert not res.holds and abs(res.parts[0].max_ratio - 7.5) <= RATIO_TOL
     assert any("x^0 = 20" in f for f in st.findings)
 
 
@@ -186,14 +188,15 @@ def test_fw_draws_starts_outside_B_and_they_are_not_applicable(seed):
     rec = _record("fw.convex", "quadratic", seed)
     b = rec.batch
     outside = np.any(np.abs(b["x0"]) > b["h"], axis=-1)
-    part = rec.result.parts[0]
+    part = rec.readings["x⁰ ∈ B, t ≥ 1"][0].parts[0]
     assert outside.sum() >= 4 and not part.sides.applicable[outside].any()
-    assert np.any(part.ratio[outside] > 1)  # the printed x^0 in R^d fails on drawn instances
+    printed = rec.result.parts[0]  # the printed x^0 in R^d: applicable there, and fails on drawn instances
+    assert printed.sides.applicable[outside].all() and np.any(printed.failures[:, None] == np.flatnonzero(outside))
 
 
 def test_fw_bound_reaches_three_quarters_at_t1_and_F_star_is_certified():
     rec = _record("fw.convex", "quadratic")
-    rate, bracket = rec.result.parts
+    rate, bracket = rec.readings["x⁰ ∈ B, t ≥ 1"][0].parts
     assert 0.74 <= rate.max_ratio < 0.75  # -> 3/4 as the minimiser approaches the vertex (eps = 1e-3)
     assert bracket.holds
 
@@ -239,9 +242,8 @@ def test_fw_nonconvex_finding_start_outside_B():
     st = get("fw.nonconvex")
     batch = {"A": np.ones((1, 1, 1)), "b": np.full((1, 1), 10.0), "L": np.ones(1), "h": np.ones((1, 1)),
              "x0": np.full((1, 1), 19.0)}
-    assert st.run("quadratic", None, None, batch=batch).holds  # x^0 outside B: not applicable
-    (m,) = [m for m in st.mutants if m.name == "x^0 anywhere in R^d (as printed)"]
-    res = st.run("quadratic", None, None, mutant=m, batch=batch)
+    assert st.run("quadratic", None, None, batch=batch, reading="x⁰ ∈ B").holds  # x^0 outside B: not applicable
+    res = st.run("quadratic", None, None, batch=batch, reading=None)  # as printed: x^0 in R^d
     assert not res.holds and abs(res.parts[0].max_ratio - 45.0) <= RATIO_TOL
     assert st.findings
 
@@ -253,5 +255,6 @@ def test_fw_nonconvex_instances_are_nonconvex_and_start_outside():
     assert np.sum(lo < -1e-9) >= len(lo) // 2 and np.any(np.isclose(lo, -b["L"]))
     outside = np.any(np.abs(b["x0"]) > b["h"], axis=-1)
     assert outside.sum() >= 4
-    for p in rec.result.parts:
-        assert not p.sides.applicable[outside].any() and np.any(p.ratio[outside] > 1)
+    for p, q in zip(rec.readings["x⁰ ∈ B"][0].parts, rec.result.parts):  # reading, printed
+        assert not p.sides.applicable[outside].any() and q.sides.applicable[outside].all()
+        assert np.any(q.ratio[outside] > 1) and q.failures.size

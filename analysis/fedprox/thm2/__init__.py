@@ -188,9 +188,9 @@ def finish(prep, claim):
               "w~": "moreau.fl.fedprox_optimum (closed form)", "K": "K_min of (12) in closed form (group's K)"}
     note = _note(batch, A, lam, gamma, eta, K, mu, L, M, sr, rho, app, zn)
     return {
-        PARTS[0]: Sides(err, allowed, "exact", constants=consts,
+        PARTS[0]: Sides(err, allowed, "exact", constants=consts, role="auxiliary",
                         note="max |simulated error - M^t e_0| over t = 1..5, three starts"),
-        PARTS[1]: Sides(err_sr, allowed, "exact", constants=consts,
+        PARTS[1]: Sides(err_sr, allowed, "exact", constants=consts, role="auxiliary",
                         note="max_t ||z_t| - sr^t|, z the complex error from the dominant eigenvector"),
         PARTS[2]: Sides(sr, rho, "upper", applicable=app, constants=consts, note=note),
         PARTS[3]: Sides(sr**2, rho, "upper", applicable=app, constants=consts,

@@ -12,16 +12,20 @@ ends with the explicit constants (111): rhs = 4(F(w_0) − F*)/(βτK) + 4σ_T²
 printed shape with O(1) = 2240); these constants are what is checked.  Corollary 4.6:
 τ = O(ε^{−1/2}), K = O(ε^{−3/2}), β = ε give an O(ε + α²σ_G²/D)-stationary point.
 
-Readings.  The theorem cites "L_F, σ_F and η_F from Lemmas 4.2–4.4": η_F is γ_F (Lemma 4.4),
-which needs Assumption 5 although only 1–4 are listed (Assumption 2 implies it with γ_G = 2B,
-γ_H = 2L); each instance's own γ's are used.  The corollary's α²σ_G²/D drops the theorem's L²
-(a constant, hidden by the O).  The proof's (99) and (105) take
+The claim is the theorem and corollary as printed: any fraction r ∈ (0, 1] of active users with
+any τ ≥ 1 (claim entry ``sampling``: every (r, τ) admitted).  The theorem cites "L_F, σ_F and η_F
+from Lemmas 4.2–4.4": η_F is γ_F (Lemma 4.4), which needs Assumption 5 although only 1–4 are
+listed (Assumption 2 implies it with γ_G = 2B, γ_H = 2L); each instance's own γ's are used.  The
+corollary's α²σ_G²/D drops the theorem's L² (a constant, hidden by the O).
+
+Readings.  The proof's (99) and (105) take
 E[(1/rn)Σ_{i∈A_k}∇F_i(w̄_{k+1,t}) | F^t] = ∇F(w̄_{k+1,t}), but for t ≥ 1 the point w̄_{k+1,t}
 depends on A_k itself (the same clients took the t previous steps): the client-sampling error of a
 round is the same in all τ steps, so it adds up to βτ·(heterogeneity) per round, where the bound
-counts β.  The step is right when r = 1 (A_k is everyone) or τ = 1 (w̄_{k+1,0} = w_k), the reading
-checked here (claim entry ``reading``); the printed statement (r < 1 with τ ≥ 2) is a rejected
-mutant and a finding.
+counts β.  The step is right when r = 1 (A_k is everyone) or τ = 1 (w̄_{k+1,0} = w_k): the
+reading "r = 1 or τ = 1" (the repair, expected to hold; the mutants are applied to it).  The
+printed statement (r < 1 allowed with τ ≥ 2) fails on the default instances (the finding's
+instance and the r = 1/2 corollary sweeps, drawn by every seed): expected to fail.
 
 Instances.  Family quadratic (exact, no Monte Carlo): n = 2 clients, m = 4 samples, d = 3,
 per-sample losses ½wᵀAw − c_ijᵀw with A = diag(a), a ∈ (0, L] (Assumption 1 needs f_i bounded
@@ -60,8 +64,9 @@ eigenvalue of ∇²F: 75 % on average over seeds 0–3 (the ridge starts 100 %, 
 0–84 % once they settle in a basin).  Mutant "convex-case gap" (F(w_0) − F* ≤ ⟨∇F(w_0), w_0 − w*⟩,
 true for convex F, so no quadratic or logistic instance can reject it) is rejected only here.
 
-Claimed by the paper: an upper bound (and a rate).  What the check shows: under the reading the
-bound holds on every instance; on quadratics the lhs reaches ~1/4 of the rhs only in the converged
+Claimed by the paper: an upper bound (and a rate).  What the check shows: as printed the bound
+fails (client sampling with τ ≥ 2, the findings); under the reading "r = 1 or τ = 1" it holds on
+every instance; on quadratics the lhs reaches ~1/4 of the rhs only in the converged
 GD case (there lhs ≈ 2(F(w_0) − F*)/((2 − βλ)βK): the 4 is loose by ~4×); with noise the 4σ_T²
 term is orders of magnitude above the lhs.  On the nonconvex family the bound holds, max lhs/rhs
 0.06–0.25 (seeds 0–3) on the exact runs started inside a basin, ≤ 3e-4 with noise.  Corollary 4.6's slope is 1.00 with full participation.
@@ -78,7 +83,7 @@ the printed bracket is ~768(β + 4u²): lhs/bracket grows like 1/u (0.0013, 0.01
 u = 10⁻¹ … 10⁻⁴), so no constant makes it true.  (2) Corollary 4.6 fails for r < 1: with
 β = ε, τ = ε^{−1/2}, K = ε^{−3/2} and one client of two per round, the exact lhs decays like ε^{1/2}
 (fitted slope 0.49 over ε = 10⁻² … 10⁻⁶), not O(ε + α²σ_G²/D) = O(ε) (σ_G = 0).  Both hold with
-r = 1 or τ = 1.
+r = 1 or τ = 1 (the reading "r = 1 or τ = 1").
 """
 from __future__ import annotations
 
@@ -86,13 +91,13 @@ import numpy as np
 
 import moreau as mo
 
-from moreau.analysis.engine.core import Mutant, Sides, Statement, fit_exponent, rate_sides, scale_fields
+from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, fit_exponent, rate_sides, scale_fields
 from moreau.analysis.engine.instances import log_uniform, logistic_batch
 from moreau.analysis.perfedavg.logistic_runs import logistic_constants, logistic_lhs
 from moreau.analysis.perfedavg.thm4_5.nonconvex_family import NC, nc_instances, nc_prepare
 from moreau.analysis.perfedavg.algorithm_moments import client_stats, thm45_closed, thm45_exact
 
-__all__ = ["STATEMENTS", "CLAIM"]
+__all__ = ["STATEMENTS", "CLAIM", "READINGS", "REPAIR"]
 
 CLAIM = {
     "L_F": lambda L, alpha, rho, B: 4 * L + alpha * rho * B,
@@ -108,9 +113,18 @@ CLAIM = {
     "beta_condition": lambda beta, tau, LF: beta <= 1 / (10 * tau * LF),
     "alpha_condition": lambda alpha, L: (alpha > 0) & (alpha <= 1 / L),
     "cor_exponent": 1.0,
-    # the reading under which the proof holds: full participation or one local step (see findings)
-    "reading": lambda S, n, tau: (S >= n) | (tau <= 1),
+    # the (r, tau) the statement admits: as printed every fraction r = S/n of active users with every tau
+    "sampling": lambda S, n, tau: np.ones(np.broadcast(S, tau).shape, bool),
 }
+
+#: the repair: the proof's (99)/(105) need A_k independent of the point, i.e. full participation or one local step
+REPAIR = "r = 1 or τ = 1"
+READINGS = (
+    Reading(REPAIR, {"sampling": lambda S, n, tau: (S >= n) | (tau <= 1)},
+            why="the proof's (99) and (105) treat w_bar_{k+1,t} as independent of A_k, true only when A_k is "
+                "every client (r = 1) or w_bar_{k+1,0} = w_k is the only point (tau = 1); the printed statement "
+                "(client sampling r < 1 with tau >= 2) fails (findings)"),
+)
 
 #: the minimal instance of the finding: exact lhs / rhs = 2.0 (closed form, 2e9 rounds)
 FINDING = {"beta": 1e-12, "tau": 50_000, "K": 2_000_000_000}
@@ -240,7 +254,7 @@ def _eval_quadratic(batch, claim):
     rhs, LF = _rhs(claim, gap, L, alpha, zero, zero, sG2, zero, gG2, zero, batch["invD"], batch["invD1"], zero,
                    beta, tau, K, S, N)
     app = (~sweep & claim["alpha_condition"](alpha, L) & claim["beta_condition"](beta, tau, LF)
-           & claim["reading"](S, N, tau))
+           & claim["sampling"](S, N, tau))
     consts = {"L": "exact", "rho": "exact: 0", "sigma_G^2, gamma_G^2": "exact (constant in w)",
               "sigma_H^2, gamma_H^2": "exact: 0", "B": "cancels exactly (see perfedavg.propf1)",
               "F(w_0) - F*": "exact: (1/2)(w_0 - w*)^T Q^2 A (w_0 - w*)"}
@@ -252,7 +266,7 @@ def _eval_quadratic(batch, claim):
                          batch["invD1"][i], batch["w0"][i])[0] for q in Q_GRID]
         slope[i], (lo[i], hi[i]) = fit_exponent(EPS, np.array(y))
     out[PARTS[1]] = rate_sides(slope, (lo, hi), claim["cor_exponent"], kind="at least", atol=0.1,
-                               applicable=sweep & claim["reading"](S, N, np.full(T, 2.0)), level=0.95,
+                               applicable=sweep & claim["sampling"](S, N, np.full(T, 2.0)), level=0.95,
                                note="exact lhs (closed form) at eps = 1/q^2, q = 10, 30, 100, 300, 1000 (L = 0.1 so beta = eps <= "
                                     "1/(10 tau L_F)); residual interval of the log-log fit; atol 0.1 for the "
                                     "grid's curvature")
@@ -276,7 +290,7 @@ def _eval_logistic(batch, claim):
     rhs, LF = _rhs(claim, gap, vals["L"], alpha, vals["rho"], vals["B"], vals["sG2"], vals["sH2"], vals["gG2"],
                    vals["gH2"], 1 / D[:, 0], 1 / D[:, 1], 1 / D[:, 2], beta, tau, K, S, n)
     app = (claim["alpha_condition"](alpha, vals["L"]) & claim["beta_condition"](beta, tau, LF)
-           & claim["reading"](S, n, tau))
+           & claim["sampling"](S, n, tau))
     return {PARTS[0]: Sides(mean, rhs, "upper", applicable=app, lhs_ci=(lo, hi), confidence=CONFIDENCE,
                             constants=how, note=f"Monte Carlo over {LOG['R']} runs (batches and client sets), "
                                                 "Hoeffding interval; rhs from valid upper bounds")}
@@ -290,7 +304,7 @@ def _eval_nonconvex(prep, claim):
     rhs, LF = _rhs(claim, gap, vals["L"], alpha, vals["rho"], vals["B"], vals["sG2"], vals["sH2"], vals["gG2"],
                    vals["gH2"], inv[:, 0], inv[:, 1], inv[:, 2], beta, tau, K, S, n)
     app = (claim["alpha_condition"](alpha, vals["L"]) & claim["beta_condition"](beta, tau, LF)
-           & claim["reading"](S, n, tau))
+           & claim["sampling"](S, n, tau))
     ex = prep["exact"]
     how = dict(prep["how"], **{"F(w_0) - F*": "F(w_0) - (certified lower bound of F*); F* >= 0 alone would give "
                                              f"{np.max(prep['F0'] / np.maximum(prep['F0'] - prep['Fstar'], 1e-300)):.3g}"
@@ -310,10 +324,11 @@ STATEMENTS = (
         paper="per-fedavg-maml.md",
         latex=r"\frac{1}{\tau K}\sum_{k<K}\sum_{t<\tau}\mathbb E\|\nabla F(\bar w_{k+1,t})\|^2\le"
               r"\frac{4(F(w_0)-F^*)}{\beta\tau K}+4\sigma_T^2",
-        text="Per-FedAvg stationarity: average E||grad F(w_bar)||^2 <= 4(F(w_0) - F*)/(beta tau K) + 4 sigma_T^2 "
-             "(the proof's constants for the printed O(1)); Corollary 4.6's O(eps)",
+        text="Per-FedAvg stationarity, as printed (any r in (0, 1], any tau): average E||grad F(w_bar)||^2 <= "
+             "4(F(w_0) - F*)/(beta tau K) + 4 sigma_T^2 (the proof's constants for the printed O(1)); "
+             "Corollary 4.6's O(eps)",
         assumptions=("alpha in (0, 1/L]", "beta <= 1/(10 tau L_F)", "Assumptions 1-4 (gamma_F needs 5)",
-                     "reading checked: r = 1 or tau = 1 (printed: any r; see findings)",
+                     "any r in (0, 1] and any tau >= 1 (as printed; reading: r = 1 or tau = 1)",
                      "clients sampled uniformly without replacement, |A_k| = rn; independent batches"),
         scaling={"quadratic": scale_fields({"a": (-2, 1), "C": (-1, 1), "alpha": (2, -1), "beta": (2, -1), "w0": (1, 0)}),
                  "logistic": scale_fields({"X": (-1, 0), "alpha": (2, 0), "beta": (2, 0), "w0": (1, 0)}, c_free=False),
@@ -328,6 +343,8 @@ STATEMENTS = (
         evaluate=evaluate,
         prepare=prepare,
         claim=CLAIM,
+        readings=READINGS,
+        expect="fails",
         mutants=(
             Mutant("4 (F(w_0) - F*)/(beta tau K) -> (F(w_0) - F*)/(beta tau K)",
                    {"bound": lambda gap, b, tau, K, s: gap / (b * tau * K) + 4 * s}),
@@ -336,8 +353,6 @@ STATEMENTS = (
             Mutant("4 sigma_T^2 dropped", {"bound": lambda gap, b, tau, K, s: 4 * gap / (b * tau * K)}),
             Mutant("condition relaxed: beta <= 10/(tau L_F)", {"beta_condition": lambda b, tau, LF: b <= 10 / (tau * LF)}),
             Mutant("Corollary 4.6: O(eps) -> O(eps^1.5)", {"cor_exponent": 1.5}),
-            Mutant("as printed: client sampling r < 1 with tau >= 2 (see findings)",
-                   {"reading": lambda S, n, tau: np.ones(np.shape(S), bool)}),
             Mutant("inequality reversed", {"flip": (PARTS[0],)}),
             Mutant("convex-case gap: F(w_0) - F* -> <grad F(w_0), w_0 - w*> (a bound only for convex F)",
                    {"gap": lambda F0, Fstar, lin: lin}),
@@ -356,10 +371,11 @@ STATEMENTS = (
             "w_0 = w* = 0, beta = 1e-12, tau = 50000, K = 2e9: exact lhs 2.342e-8 > rhs 1.167e-8 (ratio 2.006; "
             "1.997 with a bounded-gradient C^2 extension outside [-2, 2], B = 6, rho = 1/6). Along beta = u^2, "
             "tau = 1/u the lhs / printed O(1)-bracket grows like 1/u, so no constant makes the printed bound true. "
-            "Cause: (99)/(105) treat w_bar_{k+1,t} as independent of A_k. Holds for r = 1 or tau = 1.",
+            "Cause: (99)/(105) treat w_bar_{k+1,t} as independent of A_k. Holds for r = 1 or tau = 1 "
+            "(reading 'r = 1 or τ = 1').",
             "Corollary 4.6 fails for r < 1: beta = eps, tau = eps^(-1/2), K = eps^(-3/2), one client of two per "
             "round, exact gradients: the exact lhs decays like eps^(1/2) (fitted slope 0.49 over eps = 1e-2..1e-6), "
-            "not O(eps + alpha^2 sigma_G^2/D) = O(eps).",
+            "not O(eps + alpha^2 sigma_G^2/D) = O(eps). Holds with r = 1 (reading 'r = 1 or τ = 1').",
             "Corollary 4.6's rule beta = eps is not scale-consistent (found by moreau check --analyse): a step "
             "size (units 1/curvature) is set equal to an accuracy on |grad F|^2, so the same problem in other "
             "units gets other steps; over the printed eps grid 1e-2..1e-6 the fitted exponent of the exact lhs "

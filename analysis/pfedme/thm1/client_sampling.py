@@ -149,5 +149,5 @@ def sampling_sides(V, sigma2, eta, mu_F, ident, eta_steps, claim, consts):
                                     f"c_S = (N/S - 1)/(N - 1))"),
         PARTS_S[2]: Sides(V[i, k, 0], bound[i, k], "upper", applicable=ok, constants=consts,
                           note=f"worst S per instance; eta = eta_max; the reading T = 1/(eta mu_F) of the existential "
-                               f"eta; ratio {rng((V[i, k, 0] / bound[i, k])[ok])}"),
+                               f"eta; ratio {rng(V[i, k, 0][ok] / bound[i, k][ok])}"),
     }

@@ -48,9 +48,9 @@ from moreau.analysis.pfedme.delta_moments import ratio_r
 __all__ = ["PART_A", "PART_B", "hessian", "average_factor", "two_point_limits", "delta_fields", "recursion",
            "minimal_instance"]
 
-PART_A = ("(a) neighbourhood, text's delta, fresh two-point errors (E|e| = delta_1, E|e|^2 = delta_1^2/p), identical "
+PART_A = ("(a) neighbourhood, fresh two-point inner errors (E|e| = delta_1, E|e|^2 = delta_1^2/p), identical "
           "clients or R = 1: lim_T E[F(w_bar_T) - F*] <= lam^2 delta^2/mu_F, delta = delta_of(delta_1, delta_1/sqrt(p))")
-PART_B = ("(b) text's delta, fresh two-point errors, identical clients: lim_T (1/N) sum E|theta~_i(w_T) - w*|^2 <= "
+PART_B = ("(b) fresh two-point inner errors, identical clients: lim_T (1/N) sum E|theta~_i(w_T) - w*|^2 <= "
           "2 lam^2 delta^2/mu_F^2 + 2 delta^2, delta = delta_of(delta_1, delta_1/sqrt(p))")
 
 
@@ -122,7 +122,9 @@ def delta_sides(batch, mu_F, eta, claim, key, consts):
     rhs = claim[key](lam, delta, mu_F)
     unit = lam**2 * d1**2 / mu_F if key == "nbhd" else 2 * lam**2 * d1**2 / mu_F**2 + 2 * d1**2
     first = lhs / unit                                                         # in units of the text's reading
-    note = (f"exact limits (mean + stationary variance + what w_bar keeps of it); p in {np.min(p[ok]):.1e}.."
+    which = {1.0: "the text's first moment (Section 3.2)", 2.0: "Lemma 1's root mean square"}.get(
+        float(claim["delta_of"](1.0, 2.0)), "delta_of")
+    note = (f"delta read as {which}; exact limits (mean + stationary variance + what w_bar keeps of it); p in {np.min(p[ok]):.1e}.."
             f"{np.max(p[ok]):.1e}; lhs over the bound with the text's delta: {np.min(first[ok]):.3g}..{np.max(first[ok]):.3g}"
             f" (unbounded as p -> 0), with Lemma 1's: {np.min((lhs * p / unit)[ok]):.3g}..{np.max((lhs * p / unit)[ok]):.3g}")
     return lhs, rhs, ok, note

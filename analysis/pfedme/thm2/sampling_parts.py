@@ -24,9 +24,10 @@ ETA_FLOOR = 2.0 ** -np.arange(6)
 
 PARTS_S = ("S < N: E|grad F(w_t)|^2 over all C(N,S)^t sampling sequences (closed-form prox loop) = affine "
            "closed form, t <= 7, S = 1, 2 of N = 3",
-           "(a) S < N, delta = 0, fixed eta: (1/T) sum_{t<T} E|grad F(w_t)|^2 <= 2 Delta_F/(beta R eta T) + "
-           "2 lam beta R eta (N/S - 1)/(N - 1) sigma_F2^2, every T <= 2^60",
-           "(a) S < N: sampling variance of grad F(w_t) ∝ (N/S - 1)^1 at fixed eta (S = 1 against S = 2, enumerated)",
+           "(a) S < N, delta = 0, fixed eta: (1/T) sum_{t<T} E|grad F(w_t)|^2 <= the first and sampling terms, "
+           "every T <= 2^60",
+           "(a) S < N: exponent of (N/S - 1) in the sampling variance of grad F(w_t) at fixed eta (S = 1 against "
+           "S = 2, enumerated)",
            "(a) S < N, fixed eta, T -> inf: lim E|grad F(w_t)|^2 ∝ eta^1 (the sampling floor)")
 PARTS_D = ("delta > 0: closed-form prox loop with theta~ = theta^ + delta u = affine closed form, 200 rounds",
            "(a) delta > 0, the same u every step, identical clients: (1/T) sum_{t<T} |grad F(w_t)|^2 <= "
@@ -136,7 +137,7 @@ def ext_parts(batch, ext, claim, cond, consts):
         lhs.append(ext[f"sp_avg{S}"])
         with np.errstate(invalid="ignore", divide="ignore"):
             rhs.append(np.asarray(claim["sampling"](ext["sp_Delta"], eta, beta, R, Tg, lam, N, S, sF2), float)
-                       * np.ones_like(ext[f"sp_avg{S}"]))
+                       * np.ones_like(ext[f"sp_avg{S}"]) + ext["sp_eps"] ** 2)   # |w_0 - c_bar| ~ rounding at Delta_F = 0
     l1, r1 = worst_pair(np.concatenate(lhs), np.concatenate(rhs))
     with np.errstate(divide="ignore", invalid="ignore"):      # the sampling term alone, at the limit (S = 1)
         alone = ext["sp_floor1"][:, 0] / (2 * lam * beta * R * eta * sF2)
@@ -166,9 +167,11 @@ def ext_parts(batch, ext, claim, cond, consts):
                                "rounding of grad F (eps = 1e-14 lam (a + max|s|): 2 eps sqrt(E) + eps^2); "
                                f"certified instances {int(ext['sp_ok'].sum())}/{lam.size}"),
         PARTS_S[1]: Sides(l1, r1, "upper", applicable=sp_ok & (sF2 > 0), constants=consts,
-                          note=f"worst (T, S) per instance; ratio {ratio_range(l1, r1, sp_ok & (sF2 > 0))} (loose: "
-                               f"L_F = lam against F's curvature lam L/(lam + L), Lemma 2(b)'s sup sigma_f^2: the limit over the "
-                               f"sampling term {short_range(alone[sp_ok & (sF2 > 0)])}); limit "
+                          note=f"worst (T, S) per instance; ratio {ratio_range(l1, r1, sp_ok & (sF2 > 0))}; + the "
+                               f"rounding of grad F squared (eps above: c_bar = 0 to rounding where Delta_F = 0); the limit "
+                               f"over the repair's sampling term 2 lam beta R eta c_S sigma_F2^2 "
+                               f"{short_range(alone[sp_ok & (sF2 > 0)])} (loose: L_F = lam against F's curvature "
+                               f"lam L/(lam + L), Lemma 2(b)'s sup sigma_f^2); limit "
                                f"E|grad F|^2 at S = 1: {short_range(ext['sp_avg1'][-1][sp_ok])}; Delta_F = 0 on half"),
         PARTS_S[2]: rate_sides(slope, ci, claim["sampling_exponent"], kind="equal", atol=1e-4, applicable=sp_ok,
                                constants=consts,

@@ -3,15 +3,14 @@ r"""fw.convex — thesis (Dadras), chapter 2, Theorem 5 (Frank–Wolfe, convex).
 Statement (thesis): Frank–Wolfe s^t ∈ argmin_{x∈B} ⟨∇F(x^t), x⟩,
 x^{t+1} = (1 − η_t)x^t + η_t s^t with η_t = 2/(t+2); F* := min_B F.
 * Theorem 5: F(x^t) − F* ≤ 2LR²/(t+2).  The
-  thesis gives no range for t and lets x^0 ∈ R^d; the standard theorem (Jaggi
-  2013, Thm. 1) is for x^0 ∈ B and t ≥ 1, which is checked.  x^1 = s^0 lies in
+  thesis gives no range for t and lets x^0 ∈ R^d: that is the claim checked (``CLAIM_FW``); the
+  standard theorem (Jaggi 2013, Thm. 1) is for x^0 ∈ B and t ≥ 1: the reading "x⁰ ∈ B, t ≥ 1".  x^1 = s^0 lies in
   B whatever x^0 (η_0 = 1), but that does not give the bound: the proof's first
   step F(x^1) ≤ F(x^0) + ⟨∇F(x^0), s^0 − x^0⟩ + (L/2)‖s^0 − x^0‖² ≤ F* + LR²/2
   needs ‖s^0 − x^0‖ ≤ R, i.e. x^0 ∈ B, and from x^0 outside B the LMO picks
   s^0 by the gradient at a point outside B, possibly the vertex farthest from
-  the minimiser.  Both printed readings fail (``findings``): at t = 0 even for
-  x^0 ∈ B (mutant "range t >= 0"), and at t ≥ 1 for x^0 outside B (mutant
-  "x^0 anywhere in R^d").
+  the minimiser.  Each printed element fails on its own (``findings``): t = 0 even for
+  x^0 ∈ B (reading "x⁰ ∈ B, t ≥ 0"), and t ≥ 1 for x^0 outside B (reading "t ≥ 1, x⁰ anywhere").
 
 Assumptions: F convex and L-smooth, B compact convex with diameter R.
 
@@ -50,7 +49,7 @@ import itertools
 
 import numpy as np
 
-from moreau.analysis.engine.core import Mutant, Sides, Statement, scale_fields, worst_point
+from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, scale_fields, worst_point
 from moreau.analysis.thesis.fw.sets import (boxes_then_sets, contains, diameter, diametral, extreme_points, kind_of,
                                             lmo, sample_in, set_min)
 from moreau.analysis.engine.instances import quadratic_batch
@@ -60,11 +59,29 @@ __all__ = ["STATEMENTS"]
 
 N_FW = 100
 
+def _anywhere(x0, h, kind):
+    return np.ones(x0.shape[0], bool)
+
+
+def _in_b(x0, h, kind):
+    return contains(x0, h, kind)
+
+
+#: Theorem 5 as printed: no range for t (t >= 0), x^0 anywhere in R^d
 CLAIM_FW = {
     "bound": lambda L, R, t: 2 * L * R**2 / (t + 2),
-    "t_min": 1,
-    "start": lambda x0, h, kind: contains(x0, h, kind),  # x^0 in B (see findings)
+    "t_min": 0,
+    "start": _anywhere,
 }
+READINGS_FW = (
+    Reading("x⁰ ∈ B, t ≥ 1", {"t_min": 1, "start": _in_b},
+            why="the hypotheses of the standard theorem (Jaggi 2013, Theorem 1): the proof's first step needs "
+                "||s^0 - x^0|| <= R, i.e. x^0 in B, and the bound at t = 0 is not implied"),
+    Reading("t ≥ 1, x⁰ anywhere", {"t_min": 1}, expect="fails",
+            why="the printed x^0 in R^d alone: fails at t >= 1 for x^0 outside B"),
+    Reading("x⁰ ∈ B, t ≥ 0", {"start": _in_b}, expect="fails",
+            why="the printed range of t alone: fails at t = 0 even for x^0 in B"),
+)
 
 
 # -- instances -------------------------------------------------------------------
@@ -188,7 +205,7 @@ def f_star(A, b, h, kind):
     return lo, hi
 
 
-FW_PART = "F(x^t) - F* <= 2 L R^2/(t + 2), t = 1..100, x^0 in B"
+FW_PART = "F(x^t) - F* <= 2 L R^2/(t + 2), t <= 100"
 
 
 def evaluate_fw(batch, claim):
@@ -213,8 +230,7 @@ def evaluate_fw(batch, claim):
         FW_PART: Sides(
             *worst_point(lhs, rhs, t >= claim["t_min"]), "upper",
             applicable=claim["start"](batch["x0"], h, kind), constants=consts,
-            note="t = 0 excluded and x^0 in B (Jaggi's theorem); x^0 outside B is drawn and not applicable "
-                 "(the printed x^0 in R^d fails there: findings)"),
+            note=f"t >= {claim['t_min']}; x^0 drawn in B and outside it (every start the claim admits is checked)"),
         "F* bracket width (certificate, not the thesis)": Sides(
             F_hi - F_lo, 1e-13 * (np.abs(F_hi) + L * R**2), "exact", constants=consts, role="auxiliary",
             note="upper end min F at feasible candidates, lower end max F - gap or the dual bound (1e-13 ~ "
@@ -226,33 +242,30 @@ _SRC = "Dadras thesis, ch. 2"
 STATEMENTS = (
     Statement(
         id="fw.convex", source=f"{_SRC}, Theorem 5", paper="dadras-thesis-personalized-fl.md",
-        latex=r"\eta_t = \tfrac{2}{t+2}:\ F(x^t) - F^* \le \frac{2LR^2}{t+2}\ (t \ge 1,\ x^0 \in \mathcal{B})",
+        latex=r"\eta_t = \tfrac{2}{t+2}:\ F(x^t) - F^* \le \frac{2LR^2}{t+2}\ (x^0 \in \mathbb{R}^d)",
         text="Frank-Wolfe with eta_t = 2/(t+2) on a compact convex set of diameter R: "
-             "F(x^t) - F* <= 2 L R^2/(t + 2) for t >= 1 and x^0 in B",
-        assumptions=("F convex, L-smooth", "B compact convex, diameter R", "eta_t = 2/(t+2)",
-                     "x^0 in B (printed: x^0 in R^d; see findings)"),
+             "F(x^t) - F* <= 2 L R^2/(t + 2) (as printed: no range for t, x^0 in R^d)",
+        assumptions=("F convex, L-smooth", "B compact convex, diameter R", "eta_t = 2/(t+2)", "x^0 in R^d"),
         families={"quadratic": ("convex, strongly_convex on boxes, Euclidean balls, simplices, l1 balls",)}, claimed="rate",
-        instances=instances_fw, evaluate=evaluate_fw, claim=CLAIM_FW,
+        instances=instances_fw, evaluate=evaluate_fw, claim=CLAIM_FW, readings=READINGS_FW, expect="fails",
         scaling={"quadratic": scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0)})},
         mutants=(
             Mutant("2 L R^2 -> L R^2 / 4", {"bound": lambda L, R, t: L * R**2 / (4 * (t + 2))}),
             Mutant("rate 2 L R^2/(t + 2)^2", {"bound": lambda L, R, t: 2 * L * R**2 / (t + 2) ** 2}),
             Mutant("R the radius (R/2) instead of the diameter",
                    {"bound": lambda L, R, t: 2 * L * (R / 2) ** 2 / (t + 2)}),
-            Mutant("range t >= 0 (as printed: no range given)", {"t_min": 0}),
-            Mutant("x^0 anywhere in R^d (as printed)", {"start": lambda x0, h, kind: np.ones(x0.shape[0], bool)}),
             Mutant("inequality reversed", {"flip": (FW_PART,)}),
         ),
         findings=(
             "Theorem 5 as printed (no range for t, x^0 in R^d) fails at t = 0: with x^0 in B, d = 1, "
             "B = [-1, 1] (R = 2), F(x) = x^2/2 - 5x (L = 1), x^0 = -1: F(x^0) - F* = 5.5 - (-4.5) = 10 > "
-            "2 L R^2/2 = 4 (mutant 'range t >= 0').",
+            "2 L R^2/2 = 4 (reading 'x⁰ ∈ B, t ≥ 0').",
             "Theorem 5 as printed (x^0 in R^d) fails at t >= 1 when x^0 is outside B: d = 1, B = [-1, 1] "
             "(R = 2), F(x) = (x - 10)^2/2 (L = 1, F* = F(1) = 40.5), x^0 = 20: s^0 = -1 = x^1, "
             "F(x^1) - F* = 60.5 - 40.5 = 20 > 2 L R^2/3 = 8/3 (ratio 7.5; 3.11 at t = 2, 1.06 at t = 5); "
             "with 100 for 10 and x^0 = 200 the ratio is 75 at t = 1 and stays above 1 up to t = 50 "
-            "(mutant 'x^0 anywhere in R^d'). The standard statement (Jaggi 2013, Theorem 1: x^0 in B, "
-            "t >= 1) holds and is what is checked.",
+            "(reading 't ≥ 1, x⁰ anywhere'). The standard statement (Jaggi 2013, Theorem 1: x^0 in B, "
+            "t >= 1) holds: reading 'x⁰ ∈ B, t ≥ 1'.",
         ),
     ),
     FW_NONCONVEX,  # Theorem 6: analysis/thesis/fw/nonconvex.py

@@ -11,9 +11,8 @@ is given (read: every T ≥ 1).  The bound is Lacoste-Julien's (2016, Thm. 1), p
 the adaptive step η_t = min{gap(x^t)/(LR²), 1} and x^0 ∈ B (his curvature constant
 C ≤ LR² is a sup over x, s ∈ B); the thesis attaches it to (FW) with η_t = 2/(t+2) and
 lets x^0 ∈ R^d.  Checked: (a) (FW) with η_t = 2/(t+2) and x^0 ∈ B (the printed
-algorithm); (b) the adaptive step with x^0 ∈ B (the proof's algorithm).  x^0 outside B
-is drawn and not applicable: there the bound fails (``findings``; mutant "x^0 anywhere
-in R^d").
+algorithm); (b) the adaptive step — each as printed (x^0 anywhere: the claim) and under the
+reading "x⁰ ∈ B".  x^0 outside B is drawn: there the printed bound fails (``findings``).
 
 Assumptions: F L-smooth (L = max |eigenvalue| on quadratics), B convex compact with
 diameter R.
@@ -64,7 +63,7 @@ import itertools
 
 import numpy as np
 
-from moreau.analysis.engine.core import Mutant, Sides, Statement, scale_fields, worst_point
+from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, scale_fields, worst_point
 from moreau.analysis.thesis.fw.sets import (boxes_then_sets, contains, diameter, diametral, extreme_points, kind_of,
                                             lmo, sample_in, set_min)
 from moreau.analysis.engine.instances import log_uniform, orthogonal
@@ -73,13 +72,27 @@ __all__ = ["STATEMENT", "box_min", "fw_gaps"]
 
 D, N_FW = 3, 200
 
+def _anywhere(x0, h, kind):
+    return np.ones(x0.shape[0], bool)
+
+
+def _in_b(x0, h, kind):
+    return contains(x0, h, kind)
+
+
+#: Theorem 6 as printed: x^0 in R^d
 CLAIM = {
     "bound": lambda h0, L, R, T: np.maximum(2 * h0, L * R**2) / np.sqrt(T),
-    "start": lambda x0, h, kind: contains(x0, h, kind),  # x^0 in B
+    "start": _anywhere,
 }
+READINGS = (
+    Reading("x⁰ ∈ B", {"start": _in_b},
+            why="the hypothesis of the theorem the bound is (Lacoste-Julien 2016, Theorem 1): its curvature constant "
+                "C <= L R^2 is a sup over x, s in B"),
+)
 
-PART_A = "(a) eta_t = 2/(t+2): min_{t<T} gap(x^t) <= max{2(F(x^0) - F*), L R^2}/sqrt(T), T = 1..200, x^0 in B"
-PART_B = "(b) eta_t = min{gap(x^t)/(L R^2), 1} (the proof's step): same bound, T = 1..200, x^0 in B"
+PART_A = "(a) eta_t = 2/(t+2): min_{t<T} gap(x^t) <= max{2(F(x^0) - F*), L R^2}/sqrt(T), T = 1..200"
+PART_B = "(b) eta_t = min{gap(x^t)/(L R^2), 1} (the proof's step): same bound, T = 1..200"
 
 
 def box_min(A, b, h):
@@ -235,25 +248,24 @@ def evaluate(batch, claim):
         lhs = np.minimum.accumulate(gaps, axis=0)
         rhs = claim["bound"](F[0] - Fstar, L, R, T)
         out[name] = Sides(*worst_point(lhs, rhs, np.ones(lhs.shape, bool)), "upper", applicable=app,
-                          constants=consts, note="x^0 outside B drawn, not applicable (findings)")
+                          constants=consts, note="x^0 drawn in B and outside it (every start the claim admits "
+                                                 "is checked)")
     return out
 
 
 STATEMENT = Statement(
     id="fw.nonconvex", source="Dadras thesis, ch. 2, Theorem 6, eq. (2.5)", paper="dadras-thesis-personalized-fl.md",
     latex=r"\min_{0\le t\le T-1} \mathrm{gap}(x^t) \le \frac{\max\{2(F(x^0) - F^*), LR^2\}}{\sqrt T}"
-          r"\ (x^0 \in \mathcal{B})",
+          r"\ (x^0 \in \mathbb{R}^d)",
     text="Frank-Wolfe on an L-smooth (possibly nonconvex) F over a compact convex set of diameter R: "
-         "min_{t<T} gap(x^t) <= max{2(F(x^0) - F*), L R^2}/sqrt(T), for x^0 in B (printed: x^0 in R^d)",
+         "min_{t<T} gap(x^t) <= max{2(F(x^0) - F*), L R^2}/sqrt(T) (as printed: x^0 in R^d)",
     assumptions=("F L-smooth, not necessarily convex", "B compact convex, diameter R",
-                 "(a) eta_t = 2/(t+2) (the thesis's FW); (b) eta_t = min{gap/(L R^2), 1}",
-                 "x^0 in B (printed: x^0 in R^d; see findings)"),
+                 "(a) eta_t = 2/(t+2) (the thesis's FW); (b) eta_t = min{gap/(L R^2), 1}", "x^0 in R^d"),
     families={"quadratic": ("indefinite, concave, convex, strongly convex on boxes, Euclidean balls, simplices, "
                            "l1 balls",)}, claimed="rate",
-    instances=instances, evaluate=evaluate, claim=CLAIM,
+    instances=instances, evaluate=evaluate, claim=CLAIM, readings=READINGS, expect="fails",
     scaling={"quadratic": scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0)})},
     mutants=(
-        Mutant("x^0 anywhere in R^d (as printed)", {"start": lambda x0, h, kind: np.ones(x0.shape[0], bool)}),
         Mutant("max{F(x^0) - F*, L R^2/2} (both branches halved)",
                {"bound": lambda h0, L, R, T: np.maximum(h0, L * R**2 / 2) / np.sqrt(T)}),
         Mutant("R the radius (R/2) instead of the diameter",
@@ -265,7 +277,7 @@ STATEMENT = Statement(
         "Theorem 6 as printed (x^0 in R^d) fails for x^0 outside B: d = 1, B = [-1, 1] (R = 2), F(x) = (x - 10)^2/2 "
         "(L = 1, F* = F(1) = 40.5), x^0 = 19 (F(x^0) = F*, so the bound is L R^2/sqrt(T) = 4/sqrt(T)): gap(x^0) = 180, "
         "x^1 = -1 (gap 22), x^2 = 1/3 (gap 58/9), x^3 = 2/3 (gap 28/9), x^4 = 4/5 (gap 46/25): min_{t<T} gap(x^t) "
-        "is 45, 7.78, 2.79, 1.56, 1.03 times the bound at T = 1..5 (0.75 at T = 6) (mutant 'x^0 anywhere in R^d'). "
+        "is 45, 7.78, 2.79, 1.56, 1.03 times the bound at T = 1..5 (0.75 at T = 6). "
         "With x^0 in B it holds on every instance, with the thesis's eta_t = 2/(t+2) and with the adaptive step "
         "of the proof (Lacoste-Julien 2016, Theorem 1).",
     ),

@@ -10,7 +10,7 @@ telescoped) gives, for every η_0 ≤ 1/(L(M+1)),
 which equals the printed bound only at η_0 = √(2(F(x^0) − F*)/(Lσ²)).  Checked: the printed
 bound there, when that value is ≤ 1/(L(M+1)) (it is the min); the proof bound for every
 η_0 ≤ 1/(L(M+1)).  At a smaller η_0, or when the min is 1/(L(M+1)), the printed bound fails
-(``findings``; mutant "eta_0 <= min{...} (as printed)").
+(``findings``: the printed claim; the reading "η₀ = the √ branch ≤ 1/(L(M+1))" holds).
 
 Assumptions: F L-smooth, F* = inf F finite, (M, σ²)-bounded noise.
 
@@ -43,7 +43,7 @@ import numpy as np
 import moreau as mo
 
 from moreau.analysis.thesis.sgd import monte_carlo as mc
-from moreau.analysis.engine.core import Mutant, Sides, Statement, scale_fields, worst_point
+from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, scale_fields, worst_point
 from moreau.analysis.engine.instances import log_uniform
 from moreau.analysis.thesis.sgd.exact_moments import D, groups, noise, quadratic, second_moments
 from moreau.analysis.thesis.gd import _newton_min
@@ -52,11 +52,20 @@ __all__ = ["STATEMENT", "averages_nc"]
 
 T_GRID = 2 ** np.arange(9)  # Theorem 4's horizons T = 1..256
 
+def _printed_step(eta0, L, M, h0, s2):
+    """Theorem 4's step rule as printed: any eta_0 <= min{1/(L(M+1)), sqrt(2(F(x^0) - F*)/(L sigma^2))}."""
+    return eta0 <= np.minimum(1 / (L * (M + 1)), _sqrt_branch(h0, L, s2))
+
+
+def _sqrt_branch_is_the_min(eta0, L, M, h0, s2):
+    """The reading under which the printed bound holds: eta_0 is the square-root branch, and that is the min."""
+    return _isclose(eta0, _sqrt_branch(h0, L, s2)) & (_sqrt_branch(h0, L, s2) <= 1 / (L * (M + 1)))
+
+
+#: Theorem 4 as printed (its step rule "eta_0 <= min{...}"; the left side read as an expectation)
 CLAIM_NC = {
     "printed": lambda h0, L, s2, T: np.sqrt(8 * h0 * L * s2) / np.sqrt(T),
-    # the reading under which the printed bound holds: eta_0 is the square-root branch and that is the min
-    "eta0_printed": lambda eta0, L, M, h0, s2: _isclose(eta0, _sqrt_branch(h0, L, s2))
-    & (_sqrt_branch(h0, L, s2) <= 1 / (L * (M + 1))),
+    "eta0_printed": _printed_step,
     "proof": lambda h0, eta0, L, s2, T: 2 * h0 / (eta0 * np.sqrt(T)) + L * eta0 * s2 / np.sqrt(T),
     "eta0_ok": lambda eta0, L, M: eta0 <= 1 / (L * (M + 1)),
 }
@@ -156,12 +165,12 @@ def evaluate_nc(batch, claim):
         NC_PRINTED: Sides(
             *worst_point(lhs, claim["printed"](h0, L, s2, T), ok), "upper",
             applicable=claim["eta0_printed"](eta0, L, M, h0, s2), constants=consts,
-            note="where eta_0 is the square-root branch and that is the min (the reading that holds); "
-                 "other eta_0 <= min{...} fail: findings"),
+            note="on the instances whose eta_0 the claim's step rule admits"),
         NC_PROOF: Sides(
             *worst_point(lhs, claim["proof"](h0, eta0, L, s2, T), ok), "upper",
-            applicable=claim["eta0_ok"](eta0, L, M), constants=consts,
-            note="descent lemma telescoped; equals the printed bound at the square-root branch"),
+            applicable=claim["eta0_ok"](eta0, L, M), constants=consts, role="auxiliary",
+            note="a proof step, not the printed statement: the descent lemma telescoped; equals the printed bound "
+                 "at the square-root branch"),
     }
 
 
@@ -185,34 +194,32 @@ _NC_FINDINGS = (
     "0.53 * 0.5 (checked).",
 )
 
-NC_PRINTED = ("printed: (1/T) sum_{t<T} E||grad F(x^t)||^2 <= sqrt(8 (F(x^0) - F*) L sigma^2 / T), "
-              "eta_0 = sqrt(2(F(x^0) - F*)/(L sigma^2)) <= 1/(L(M+1)), T = 1..256")
+NC_PRINTED = "(1/T) sum_{t<T} E||grad F(x^t)||^2 <= sqrt(8 (F(x^0) - F*) L sigma^2 / T), T = 1..256"
 NC_PROOF = ("proof: (1/T) sum_{t<T} E||grad F(x^t)||^2 <= 2(F(x^0) - F*)/(eta_0 sqrt T) + L eta_0 sigma^2/sqrt T, "
             "eta_0 <= 1/(L(M+1)), T = 1..256")
 
 STATEMENT = Statement(
     id="sgd.nonconvex", source=f"{_SRC}, Theorem 4", paper=_PAPER,
     latex=r"\eta = \tfrac{\eta_0}{\sqrt T}:\ \frac1T\sum_{t=0}^{T-1}\mathbb{E}\|\nabla F(x^t)\|^2 \le "
-          r"\frac{\sqrt{8(F(x^0) - F^*)L\sigma^2}}{\sqrt T}\ \Big(\eta_0 = \sqrt{\tfrac{2(F(x^0) - F^*)}"
-          r"{L\sigma^2}} \le \tfrac{1}{L(M+1)}\Big)",
+          r"\frac{\sqrt{8(F(x^0) - F^*)L\sigma^2}}{\sqrt T}\ \Big(\eta_0 \le \min\Big\{\tfrac{1}{L(M+1)}, "
+          r"\sqrt{\tfrac{2(F(x^0) - F^*)}{L\sigma^2}}\Big\}\Big)",
     text="SGD with eta = eta_0/sqrt(T) on an L-smooth F with (M, sigma^2)-bounded noise: (1/T) sum_{t<T} "
-         "E||grad F(x^t)||^2 <= sqrt(8 (F(x^0) - F*) L sigma^2)/sqrt(T), checked at eta_0 = sqrt(2(F(x^0) - F*)"
-         "/(L sigma^2)) <= 1/(L(M+1)) (printed: any eta_0 <= min{1/(L(M+1)), sqrt(...)}; see findings)",
+         "E||grad F(x^t)||^2 <= sqrt(8 (F(x^0) - F*) L sigma^2)/sqrt(T) for eta_0 <= min{1/(L(M+1)), "
+         "sqrt(2(F(x^0) - F*)/(L sigma^2))} (as printed)",
     assumptions=("F L-smooth, F* = inf F finite", "E xi = 0, E||xi||^2 <= M ||grad F||^2 + sigma^2",
-                 "eta = eta_0/sqrt(T), eta_0 = sqrt(2(F(x^0) - F*)/(L sigma^2)) <= 1/(L(M+1)) "
-                 "(printed: eta_0 <= min{1/(L(M+1)), sqrt(2(F(x^0) - F*)/(L sigma^2))})",
+                 "eta = eta_0/sqrt(T), eta_0 <= min{1/(L(M+1)), sqrt(2(F(x^0) - F*)/(L sigma^2))}",
                  "left side read as an expectation (printed without E)"),
     families={"quadratic": ("convex", "strongly_convex"),
               "logistic": ("mu = 0", "Per-FedAvg meta-objective (nonconvex)")}, claimed="rate",
-    instances=instances_nc, evaluate=evaluate_nc, claim=CLAIM_NC, prepare=prepare_nc,
+    instances=instances_nc, evaluate=evaluate_nc, claim=CLAIM_NC, prepare=prepare_nc, expect="fails",
+    readings=(Reading("η₀ = the √ branch ≤ 1/(L(M+1))", {"eta0_printed": _sqrt_branch_is_the_min},
+                      why="the only step at which the proof's bound 2(F(x^0) - F*)/(eta_0 sqrt T) + L eta_0 sigma^2/"
+                          "sqrt T equals the printed one"),),
     scaling={"quadratic": scale_fields({"A": (-2, 1), "L": (-2, 1), "e0": (1, 0), "S": (-2, 2), "s2": (-2, 2),
                                         "eta0": (2, -1)}),
              "logistic": scale_fields({"X": (-1, 0), "alpha": (2, 0), "L": (-2, 0), "B": (-1, 0), "x0": (1, 0),
                                        "s2": (-2, 0), "S": (-2, 0), "eta0": (2, 0)}, c_free=False)},
     mutants=(
-        Mutant("eta_0 <= min{1/(L(M+1)), sqrt(2(F(x^0) - F*)/(L sigma^2))} (as printed)",
-               {"eta0_printed": lambda eta0, L, M, h0, s2: eta0 <= np.minimum(1 / (L * (M + 1)),
-                                                                               _sqrt_branch(h0, L, s2))}),
         Mutant("constant 8 -> 1", {"printed": lambda h0, L, s2, T: np.sqrt(h0 * L * s2) / np.sqrt(T)}),
         Mutant("rate 1/T for 1/sqrt(T)", {"printed": lambda h0, L, s2, T: np.sqrt(8 * h0 * L * s2) / T}),
         Mutant("proof bound 2 (F(x^0) - F*) -> F(x^0) - F*",

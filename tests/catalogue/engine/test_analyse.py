@@ -79,8 +79,9 @@ def test_analyse_flag_reports_and_writes_json(toy, tmp_path, capsys):
     assert "condition condition: appears unnecessary" in out
     assert "NOT SCALE-CONSISTENT: |w| <= 3" in out and "NECESSARY" in out
     (j,) = json.loads(path.read_text())
-    assert set(j["analyse"]) == {"conditions", "scale", "scale_declared", "scales_tried",
+    assert set(j["analyse"]) == {"claim", "conditions", "scale", "scale_declared", "scales_tried",
                                  "scale_not_declared_because", "sharpest"}
+    assert j["analyse"]["claim"] == "printed"
     assert j["analyse"]["scales_tried"] == [list(p) for p in SCALES]
 
 
@@ -147,3 +148,21 @@ def test_a_wrong_scaling_of_a_real_checker_is_caught(monkeypatch):
     (rec,) = runner.run(["pfedme.prop1"], "quadratic")
     issues = analyse(rec)["scale"]
     assert issues and {e["what"] for e in issues} == {"applicability"}
+
+
+def test_a_bound_that_turns_negative_without_its_condition_is_vacuous_not_necessary():
+    """Regression: NECESSARY came from a negative right side (pfedme.prop1, lemma2 (b), thm2, ...)."""
+    from moreau.analysis.engine.analyse import VACUOUS, _conditions
+    from moreau.analysis.engine.core import Sides, Statement
+
+    def evaluate(batch, claim):
+        ok = claim["condition"](batch["x"])
+        return {"x <= 1/(2 - x)": Sides(batch["x"], 1 / (2 - batch["x"]), "upper", applicable=ok)}
+
+    st = Statement(id="toy.vac", source="toy", paper="none.md", latex="", text="", assumptions=(),
+                   families={"quadratic": ("toy",)}, claimed="upper", instances=lambda f, t, r: {},
+                   evaluate=evaluate, claim={"condition": lambda x: x < 1})
+    batch = {"x": np.array([0.5, 3.0])}  # x = 3: rhs = -1 < 0 < lhs, the bound is vacuous there
+    base = st.run("quadratic", None, None, batch=batch)
+    (c,) = [c for c in _conditions(st, "quadratic", batch, batch, base) if c["kind"] == "claim"]
+    assert c["verdict"] == VACUOUS and c["instance"] == 1

@@ -9,7 +9,7 @@ from scipy import stats
 
 from moreau.analysis.engine import registry, runner
 from moreau.analysis.engine.core import Mutant, Sides, Statement, fit_exponent, judge, rate_sides
-from moreau.analysis.engine.cli import mutant_verdicts
+from moreau.analysis.engine.report import mutant_verdicts
 from moreau._cli import main
 
 GRID = np.array([50.0, 100.0, 200.0, 500.0, 1000.0, 5000.0])
@@ -195,9 +195,10 @@ def test_rate_statement_holds_and_rejects_mutants(rate_catalogue):
 
 
 def test_rate_cli_line(rate_catalogue, capsys):
-    assert main(["check", "toy.rate", "--mutants"]) == 0
+    assert main(["check", "toy.rate", "--mutants", "-v"]) == 0
     out = capsys.readouterr().out
-    assert "error vs n [rate]: holds on 8/8" in out and "vs exponent -1 (equal ± 0.02, 99% interval" in out
+    assert "error vs n [rate]: holds on 8/8" in out and "claimed exponent -1 ± 0.02, 99% interval" in out
+    assert "toy.rate" in out and "holds (shape; the constant is not refutable)" in out
 
 
 def test_monte_carlo_bound_part_json():

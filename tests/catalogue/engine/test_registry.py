@@ -14,7 +14,7 @@ import pytest
 
 from moreau.analysis.engine import registry, runner
 from moreau.analysis.engine.core import RTOL, TIGHT_RTOL, Mutant, Sides, Statement, judge
-from moreau.analysis.engine.cli import mutant_verdicts
+from moreau.analysis.engine.report import mutant_verdicts
 from moreau.analysis.engine.symbolic import certify_nonneg, mutant_proofs, proofs, run_proofs
 from moreau._cli import main
 
@@ -31,7 +31,8 @@ except Exception as exc:  # reported by test_catalogue_loads, not as a collectio
 IDS = list(CAT)
 CASES = [(sid, fam) for sid, st in CAT.items() for fam in st.families]
 RECORD_KEYS = {"id", "source", "family", "instances", "holds", "max_ratio", "tight", "claimed",
-               "seconds", "statement_seconds", "mutant_seconds", "mutants", "findings", "parts"}
+               "seconds", "statement_seconds", "mutant_seconds", "mutants", "findings", "parts",
+               "schema_version", "expected", "readings", "mutants_against"}
 PART_KEYS = {"name", "claimed", "role", "loose", "holds", "applicable", "max_ratio", "tight", "min_slack", "constants", "note",
              "tested"}
 # keys a rate part or a Monte Carlo part adds (analysis/engine/records.py schema)
@@ -76,14 +77,37 @@ def test_required_id_in_catalogue(sid):
     assert sid in IDS, f"{sid} (THEOREMS.md) is not in the catalogue; it has {IDS}"
 
 
+def _bad(result):
+    return "; ".join(f"{p.name}: {p.failures.size} failing instances, max ratio {p.max_ratio:.6g}, "
+                     f"tight {p.tight} (claimed {p.claimed})" for p in result.parts if not p.holds)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
-def test_statement_holds(case, seed):
+def test_claims_expected_to_hold_hold(case, seed):
+    """On every family: the printed statement where the catalogue expects it to hold, and every
+    reading expected to hold."""
     sid, fam = case
     rec = records(sid, seed)[fam]
-    bad = [f"{p.name}: {p.failures.size} failing instances, max ratio {p.max_ratio:.6g}, "
-           f"tight {p.tight} (claimed {p.claimed})" for p in rec.result.parts if not p.holds]
-    assert rec.result.holds, f"{sid} [{fam}] seed {seed}: " + "; ".join(bad)
+    st = rec.statement
+    if st.expect == "holds":
+        assert rec.result.holds, f"{sid} [{fam}] seed {seed}, as printed: " + _bad(rec.result)
+    for r in st.readings:
+        if r.expect == "holds":
+            rr = rec.readings[r.name][0]
+            assert rr.holds, f"{sid} [{fam}] seed {seed}, reading {r.name!r}: " + _bad(rr)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("sid", IDS)
+def test_statement_verdicts_are_as_the_catalogue_expects(sid, seed):
+    """Over its families, each statement's printed verdict and each reading's is the expected one
+    (a printed statement expected to fail does fail, on the run's own instances)."""
+    from moreau.analysis.engine.report import verdict_of
+    st = CAT[sid]
+    sv = verdict_of(st, list(records(sid, seed).values()))
+    wrong = [(v["claim"], v["verdict"], v["expected"]) for v in [sv["printed"], *sv["readings"]] if not v["as_expected"]]
+    assert not wrong, f"{sid} seed {seed}: (claim, verdict, expected) {wrong}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
@@ -333,7 +357,8 @@ def test_cli_json_schema(tmp_path, capsys):
     data = json.loads(path.read_text())
     assert [(d["id"], d["family"]) for d in data] == [(sid, f) for f in runner.FAMILIES if f in CAT[sid].families]
     for d in data:
-        assert set(d) == RECORD_KEYS | {"run"}
+        assert set(d) == RECORD_KEYS | {"run", "verdict"}
+        assert d["verdict"]["printed"]["verdict"] in ("holds", "fails", "undecided") and d["schema_version"] == 2
         assert all(set(p) == PART_KEYS for p in d["parts"])
         run = d["run"]  # provenance of the CLI run
         assert run["seed"] == 0 and run["trials"] is None and run["family"] == "all" and run["mutants"] is True
@@ -341,9 +366,9 @@ def test_cli_json_schema(tmp_path, capsys):
         assert run["versions"]["numpy"] == np.__version__ and run["git_commit"]
         assert [m["name"] for m in d["mutants"]] == [m.name for m in CAT[sid].mutants]
         for m in d["mutants"]:  # a rejection says by which part, on which batch and instance, by how much
-            assert set(m) == ({"name", "rejected", "rejected_by", "found_on", "instance", "margin"} if m["rejected"]
-                              else {"name", "rejected"})
-        assert d["holds"] is True and d["instances"] > 0 and d["seconds"] >= 0
+            assert set(m) == ({"name", "rejected", "rejected_by", "found_on", "instance", "margin", "o_equivalent"}
+                              if m["rejected"] else {"name", "rejected", "o_equivalent"})
+        assert d["holds"] is (CAT[sid].expect == "holds") and d["instances"] > 0 and d["seconds"] >= 0
 
 
 def test_cli_json_records_failure(toy_catalogue, tmp_path, capsys):
@@ -475,7 +500,7 @@ def test_chunked_run_equals_the_chunks_judged_by_hand(monkeypatch, tmp_path, cap
     assert verdict == {"c = 1.99": bool(np.any(x > 1.99 * (1 + RTOL))), "c = 3": False}
     # counterexamples of a chunked run replay (the statement's and the mutant's)
     monkeypatch.setattr(runner, "CHUNK", chunk)
-    assert main(["check", "toy.chunks", "--trials", str(trials), "--mutants", "--save-counterexamples",
+    assert main(["check", "toy.chunks", "--trials", str(trials), "--mutants", "-v", "--save-counterexamples",
                  str(tmp_path)]) == 1
     out = capsys.readouterr().out
     files = sorted(tmp_path.glob("*.npz"))
@@ -515,7 +540,7 @@ def test_loose_bounds_are_flagged_and_auxiliary_parts_do_not_set_max_ratio(monke
     (rec,) = runner.run()
     assert rec.result.max_ratio == pytest.approx(np.max(rec.batch["x"]) / 100)  # not the auxiliary 0.5
     path = tmp_path / "r.json"
-    assert main(["check", "--json", str(path)]) == 0
+    assert main(["check", "--json", str(path), "-v"]) == 0
     assert "LOOSE (max L/R < 0.1" in capsys.readouterr().out
     (j,) = json.loads(path.read_text())
     assert [(p["role"], p["loose"]) for p in j["parts"]] == [("theorem", True), ("auxiliary", False)]

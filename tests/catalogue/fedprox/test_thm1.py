@@ -120,8 +120,10 @@ def test_checker_scales_with_trials_and_reports_rates():
     st = thm1.STATEMENTS[0]
     batch = st.instances("quadratic", 300, np.random.default_rng(0))
     assert set(batch["mc_trials"]) == {300}
-    res = st.run("quadratic", None, None, batch=batch)
+    res = st.run("quadratic", None, None, batch=batch, reading="no worse than LocalTrain's rate")
     assert res.holds, [p.name for p in res.parts if not p.holds]
+    printed = st.run("quadratic", None, None, batch=batch, reading=None)  # no worse than LocalTrain's own error
+    assert [p.name for p in printed.parts if not p.holds] == ["no worse than LocalTrain (R > n^-1/2)"]
     rates = [p for p in res.parts if p.claimed == "rate"]
     assert rates and all(p.sides.lhs_ci is not None and p.sides.kind for p in rates)
     mc = [p for p in res.parts if "Monte Carlo" in p.name]
@@ -143,3 +145,16 @@ def test_logistic_family_intervals_bracket_the_estimate_and_rigorous_solver_marg
     ((_, _), (lo200, hi200)), _, _ = _solve(seed, 4, 3, 0.05, 200, 0.5, 60, thm1.lam_rule)
     assert np.all(hi50 - lo50 < 1e-9) and np.all(lo50 <= hi50)
     assert 2.5 < lo50.mean() / hi200.mean() < 6.5
+
+
+def test_no_worse_than_localtrain_compares_with_localtrains_error_on_the_same_data():
+    """The printed 'no worse than LocalTrain' compares FedProx's exact local error with LocalTrain's exact
+    error on the same configuration (not a rate): the part's rhs is the LocalTrain error itself."""
+    st = thm1.STATEMENTS[0]
+    batch = st.instances("quadratic", 30, np.random.default_rng(1))
+    (p,) = [p for p in st.run("quadratic", None, None, batch=batch, reading=None).parts
+            if p.name.startswith("no worse than LocalTrain")]
+    (q,) = [q for q in st.run("quadratic", None, None, batch=batch, reading="no worse than LocalTrain's rate").parts
+            if q.name.startswith("no worse than LocalTrain")]
+    assert np.all(p.sides.lhs == q.sides.lhs) and np.all(p.sides.rhs < q.sides.rhs)
+    assert p.failures.size and not q.failures.size

@@ -31,6 +31,18 @@ def test_every_mutant_rejected(with_mutants):
     assert_every_mutant_rejected(with_mutants, at_least=10)
 
 
+def test_section5_divisor_is_an_inconsistency_reading_that_fails(with_mutants):
+    """Lemmas H.1 and H.2 hold as printed; §5's divisor delta (read into H.2) breaks H.2's bias bound."""
+    st = with_mutants[0].statement
+    r = st.reading(ah.SECTION5)
+    assert st.expect == "holds" and (r.kind, r.expect) == ("inconsistency", "fails") and len(r.name) <= 40
+    assert not any("divisor" in m.changes for m in st.mutants)
+    for rec in with_mutants:
+        parts = {p.name: p for p in rec.readings[ah.SECTION5][0].parts}
+        assert rec.result.holds and not parts[ah.PARTS[2]].holds, rec.result.family
+        assert parts[ah.PARTS[0]].holds and parts[ah.PARTS[1]].holds   # H.1 does not use the divisor
+
+
 def test_reported_ratios(with_mutants):
     parts = parts_by_family(with_mutants)
     assert parts["quadratic", ah.PARTS[0]].max_ratio == pytest.approx(1.0, rel=1e-12)      # H.1 bias attained

@@ -34,6 +34,17 @@ def test_every_mutant_rejected(with_mutants):
     assert_every_mutant_rejected(with_mutants, at_least=8)
 
 
+def test_algorithm1_is_an_inconsistency_reading_that_fails(with_mutants):
+    """The lemma holds as printed; Algorithm 1's Hessian on D' (read into the lemma) breaks its bias part."""
+    st = with_mutants[0].statement
+    r = st.reading(l43.ALGORITHM1)
+    assert st.expect == "holds" and (r.kind, r.expect) == ("inconsistency", "fails") and len(r.name) <= 40
+    assert not any("hessian_batch" in m.changes for m in st.mutants)
+    res = {rec.result.family: rec.readings[l43.ALGORITHM1][0] for rec in with_mutants}
+    assert not res["quadratic"].parts[0].holds and all(p.holds for p in res["quadratic"].parts[1:])
+    assert all(rec.result.holds for rec in with_mutants)
+
+
 def test_reported_ratios(with_mutants):
     """Second moment: 1/3 exactly on the adversarial quadratics; bias: 0 on quadratics, ~0.13 on logistic."""
     parts = parts_by_family(with_mutants)

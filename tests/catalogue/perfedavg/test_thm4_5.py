@@ -1,7 +1,7 @@
-"""perfedavg.thm4_5 (Per-FedAvg Theorem 4.5 / Corollary 4.6): the reading r = 1 or tau = 1 holds, every
-mutant is rejected, the exact expectations agree with Per-FedAvg itself (Monte Carlo), the closed form
-with the recursion, and the finding (client sampling with tau >= 2) is reproduced by a hand derivation
-in mpmath."""
+"""perfedavg.thm4_5 (Per-FedAvg Theorem 4.5 / Corollary 4.6): the printed statement fails (client sampling
+with tau >= 2), the reading "r = 1 or τ = 1" holds, every mutant is rejected, the exact expectations agree
+with Per-FedAvg itself (Monte Carlo), the closed form with the recursion, and the finding is reproduced
+by a hand derivation in mpmath."""
 from __future__ import annotations
 
 import mpmath
@@ -16,15 +16,21 @@ from moreau.analysis.engine.runner import rng_for
 (ST,) = th.STATEMENTS
 
 
-def _run(family, seed, mutant=None):
+def _run(family, seed, mutant=None, reading="reference"):
+    """The printed statement (``reading=None``), a reading, or a mutant (applied to the reading)."""
     rng = rng_for(seed, ST.id, family)
     batch = ST.instances(family, None, rng)
-    return ST.run(family, None, rng, mutant=mutant, batch=batch)
+    return ST.run(family, None, rng, mutant=mutant, batch=batch, reading=reading)
+
+
+def test_statement_expects_the_printed_claim_to_fail_and_the_repair_to_hold():
+    assert ST.expect == "fails" and ST.reference is ST.reading(th.REPAIR)
+    assert [(r.name, r.kind, r.expect) for r in ST.readings] == [(th.REPAIR, "reading", "holds")]
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_reading_holds_and_mutants_rejected(seed):
-    res = _run("quadratic", seed)
+    res = _run("quadratic", seed, reading=th.REPAIR)
     assert res.holds, [(p.name, p.failures) for p in res.parts if not p.holds]
     assert all(p.applicable > 0 for p in res.parts)
     survivors = [m.name for m in ST.mutants if _run("quadratic", seed, m).holds]
@@ -41,15 +47,15 @@ def _mutant(name):
 
 
 def test_logistic_monte_carlo_holds():
-    res = _run("logistic", 0)
+    res = _run("logistic", 0, reading=th.REPAIR)
     assert res.holds and res.parts[0].applicable > 0
     s = res.parts[0].sides
     assert np.all(s.lhs_ci[0] <= s.lhs) and np.all(s.lhs <= s.lhs_ci[1])
 
 
-def test_printed_statement_fails_only_on_the_finding_and_client_sampling_sweeps():
-    (printed,) = [m for m in ST.mutants if m.name.startswith("as printed")]
-    res = _run("quadratic", 0, printed)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_printed_statement_fails_only_on_the_finding_and_client_sampling_sweeps(seed):
+    res = _run("quadratic", seed, reading=None)
     assert list(res.parts[0].failures) == [4]                  # the finding's instance
     assert list(res.parts[1].failures) == [1, 3]               # r = 1/2 sweeps: slope ~ 1/2
     slopes = res.parts[1].sides.lhs

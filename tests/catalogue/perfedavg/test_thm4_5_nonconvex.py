@@ -230,7 +230,7 @@ def test_family_holds_is_nonconvex_and_rejects_the_convex_case_gap(seed):
     rng = rng_for(seed, ST.id, th.NC_FAMILY)
     batch = ST.instances(th.NC_FAMILY, None, rng)
     prep = ST.prepared(batch)
-    res = ST.run(th.NC_FAMILY, None, rng, batch=batch, prepared=prep)
+    res = ST.run(th.NC_FAMILY, None, rng, batch=batch, prepared=prep, reading=th.REPAIR)
     assert res.holds and res.parts[0].applicable >= 5
     assert np.mean(prep["negfrac"] > 0.5) >= 0.5          # most runs go where grad^2 F has a negative eigenvalue
     assert np.all(prep["lin"][:2] < 0)                    # the far-side starts

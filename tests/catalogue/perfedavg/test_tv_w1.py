@@ -1,5 +1,8 @@
 """perfedavg.tv and perfedavg.w1 (Per-FedAvg eqs. (14a), (16)): verdicts, mutants, closed forms, finding.
 
+Both fail as printed (Assumption 5's f = sum_i f_i; for w1 also the remark's O(1/sqrt m) in every
+dimension); the repairs (readings ``mod.MEAN``, ``mod.W1_REPAIR``) hold and are what the mutants change.
+
 The checker lives in ``analysis/perfedavg/tv_w1.py`` with helpers in
 ``analysis/_perfedavg_div_*.py``; the closed forms are checked here against
 brute force (grids over w, finite differences, scipy's 1-D Wasserstein
@@ -27,17 +30,60 @@ STATEMENTS = {st.id: st for st in mod.STATEMENTS}
 RATIO_TOL = 1e-12
 
 
-def _runs(sid, seed):
+#: the repair of each statement (the reading expected to hold; the mutants are applied to it)
+REPAIR = {"perfedavg.tv": mod.MEAN, "perfedavg.w1": mod.W1_REPAIR}
+
+
+def _repaired(sid):
     st = STATEMENTS[sid]
+    return {**st.claim, **st.reading(REPAIR[sid]).changes}
+
+
+def _runs(sid, seed, reading="repair"):
+    """Per family: (family, batch, prepared, result of the repair, or of ``reading``: None = as printed)."""
+    st = STATEMENTS[sid]
+    reading = REPAIR[sid] if reading == "repair" else reading
     for fam in st.families:
         batch = st.instances(fam, None, rng_for(seed, sid, fam))
         prepared = st.prepared(batch)
-        yield fam, batch, prepared, st.run(fam, None, None, batch=batch, prepared=prepared)
+        yield fam, batch, prepared, st.run(fam, None, None, batch=batch, prepared=prepared, reading=reading)
+
+
+def test_expectations_and_readings():
+    for sid, st in STATEMENTS.items():
+        assert st.expect == "fails" and st.reference is st.reading(REPAIR[sid])
+        assert all(r.kind == "reading" and len(r.name) <= 40 for r in st.readings)
+    w1 = STATEMENTS["perfedavg.w1"]
+    assert [(r.name, r.expect) for r in w1.readings] == [
+        (mod.W1_REPAIR, "holds"), (mod.W1_PRINTED_F, "fails"), (mod.W1_PRINTED_RATE, "fails")]
+    assert not any(m.changes.get("f") == "sum" for st in STATEMENTS.values() for m in st.mutants)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("sid", sorted(STATEMENTS))
+def test_printed_statement_fails(sid, seed):
+    """As printed (f = sum_i f_i) the gradient part fails on both families; for w1 the remark's
+    O(1/sqrt m) fails at k = 3 and 4 (sweep instances 1 and 2) and holds at k = 1."""
+    for fam, _, _, res in _runs(sid, seed, reading=None):
+        assert not res.parts[0].holds, (sid, fam)
+        if sid == "perfedavg.w1" and fam == "quadratic":
+            assert list(res.parts[2].failures) == [1, 2]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_w1_each_printed_element_fails_alone(seed):
+    """f = sum_i f_i with the repaired rate fails in the (16) parts only; the printed rate with the
+    average f fails in the rate part only."""
+    for reading, failing in ((mod.W1_PRINTED_F, {0, 1}), (mod.W1_PRINTED_RATE, {2})):
+        for fam, _, _, res in _runs("perfedavg.w1", seed, reading=reading):
+            bad = {i for i, p in enumerate(res.parts) if not p.holds}
+            assert bad == (failing if fam == "quadratic" else failing - {2}), (reading, fam, bad)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("sid", sorted(STATEMENTS))
 def test_statement_holds(sid, seed):
+    """The repair holds (every part applicable)."""
     for fam, _, _, res in _runs(sid, seed):
         bad = [(p.name, p.failures[:3].tolist()) for p in res.parts if not p.holds]
         assert res.holds, f"{sid} on {fam} (seed {seed}): {bad}"
@@ -71,7 +117,7 @@ def test_bounds_attained_on_closed_forms_and_loose_on_logistic(sid):
 def test_aligned_instances_attain_equality_exactly():
     """Two groups, aligned losses: lhs = rhs on each, gradient and Hessian (not only the max)."""
     batch = tv_closed_form_batch(np.random.default_rng(5), 18)
-    parts = mod.evaluate_tv(batch, mod.CLAIM_TV)
+    parts = mod.evaluate_tv(batch, _repaired("perfedavg.tv"))
     aligned = [t for t in range(18) if (t // 3) % 5 == 0]
     for name in mod.TV_PARTS:
         s = parts[name]
@@ -89,7 +135,7 @@ def test_w1_shifted_instances_attain_equality_exactly():
     for the trigonometric ones), not only a max ratio of 1 reached through 0/0."""
     st = STATEMENTS["perfedavg.w1"]
     batch = w1_closed_form_batch(np.random.default_rng(11), 12)
-    parts = st.evaluate(st.prepared(batch), st.claim)
+    parts = st.evaluate(st.prepared(batch), _repaired("perfedavg.w1"))
     for t in (0, 1, 10, 11):                     # the aligned instances: (t // 2) % 5 == 0
         trig = np.any(batch["h"][t] != 0)
         for name in mod.W1_PARTS[:2] if trig else mod.W1_PARTS[:1]:
@@ -299,13 +345,12 @@ def test_finding_minimal_instance_by_direct_computation():
     printed = np.mean([(gi - sum(grad_fi)) ** 2 for gi in grad_fi])
     average = np.mean([(gi - sum(grad_fi) / n) ** 2 for gi in grad_fi])
     assert printed == 1.0 and average == 0.0
-    # (14a) and (16) give gamma_G^2 = 0 here; the checker's printed-reading mutant fails on this instance
+    # (14a) and (16) give gamma_G^2 = 0 here; the printed statement fails on this instance, the repair holds
     batch = {"P": np.ones((1, 2, 1)), "A": np.zeros((1, 1, 1, 1)), "g": np.ones((1, 1, 1)),
              "h": np.zeros((1, 1, 2)), "u": np.zeros((1, 1)), "D": np.zeros((1, 1, 1))}
     st = STATEMENTS["perfedavg.tv"]
-    (mutant,) = [m for m in st.mutants if m.changes.get("f") == "sum"]
-    assert st.run("quadratic", None, None, batch=batch).holds
-    res = st.run("quadratic", None, None, mutant=mutant, batch=batch)
+    assert st.run("quadratic", None, None, batch=batch, reading=mod.MEAN).holds
+    res = st.run("quadratic", None, None, batch=batch, reading=None)
     grad_part = res.parts[0]
     assert not grad_part.holds and grad_part.sides.lhs[0] == 1.0 and grad_part.sides.rhs[0] == 0.0
 

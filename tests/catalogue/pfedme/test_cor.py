@@ -1,7 +1,7 @@
 """pFedMe, Corollaries 1 and 2: the exponents after substituting the corollaries' beta, derived here
 independently (sympy powsimp of the hand-substituted monomials, exact rationals at two points), the
 findings' minimal instances by plain arithmetic, the statements on their default run and every mutant
-rejected."""
+rejected: the printed claims fail, the reading 'the exponents the substitution gives' holds."""
 from fractions import Fraction
 
 import numpy as np
@@ -11,6 +11,7 @@ import sympy as sp
 from moreau.analysis.pfedme import cor
 from moreau.analysis.engine import runner
 
+SUBST = "the exponents the substitution gives"
 T, R, N = sp.symbols("T R N", positive=True)
 s2, d2, lam, kap, muF, Dl = sp.symbols("sigma2 delta2 lam kappa mu_F Delta", positive=True)
 
@@ -38,10 +39,14 @@ def test_corollary_1_exponents_by_hand():
     assert _powers(sig) == (-2, -1, -2) and _powers(dlt) == (-2, -2, -2)
     # the beta that would give the printed quadratic speedup for the sigma part: N R
     assert _powers(_thm1_third(N * R)[0]) == (-2, -2, -2)
-    claim = cor.CLAIM1
+    (st, _) = cor.STATEMENTS
+    claim = dict(cor.CLAIM1, **st.reading(SUBST).changes)
     for key, want in (("i_sigma", (0, 0, -1)), ("i_delta", (0, -1, -1)), ("ii_sigma", (-2, -1, -2)),
                       ("ii_delta", (-2, -2, -2))):
         assert tuple(claim[key]) == want
+    # as printed: linear speedup (i), quadratic speedup (ii)
+    printed = [tuple(cor.CLAIM1[k]) for k in ("i_sigma", "i_delta", "ii_sigma", "ii_delta")]
+    assert printed == [(-1,) * 3] * 2 + [(-2,) * 3] * 2
 
 
 def test_corollary_2_exponents_by_hand():
@@ -52,7 +57,8 @@ def test_corollary_2_exponents_by_hand():
     # printed (TRN)^(-2/3) with T = (NR)^2 is (NR)^-2; beta = (NR)^(1/2) would give it for the sigma part
     assert _powers(((TT * R * N) ** sp.Rational(-2, 3)))[1:] == (-2, -2)
     assert _powers(_thm2(sp.sqrt(N * R), TT)[1])[1:] == (-2, -2)
-    assert tuple(cor.CLAIM2["sigma"]) == (-5 / 3, -2.0)
+    assert tuple(cor.STATEMENTS[1].reading(SUBST).changes["sigma"]) == (-5 / 3, -2.0)
+    assert tuple(cor.CLAIM2["sigma"]) == (-2.0, -2.0)                     # as printed
 
 
 def test_module_exponents_agree_with_exact_rationals():
@@ -96,12 +102,15 @@ def test_finding_minimal_instances_by_arithmetic():
 
 
 @pytest.mark.parametrize("st", cor.STATEMENTS, ids=lambda st: st.id)
-def test_statement_holds_and_every_mutant_rejected(st):
+def test_printed_fails_reading_holds_and_every_mutant_rejected(st):
     # run through the statement itself (not the registry: other checkers may be mid-edit)
     rng = runner.rng_for(0, st.id, "quadratic")
     batch = st.instances("quadratic", None, rng)
-    res = st.run("quadratic", None, rng, batch=batch)
+    res = st.run("quadratic", None, rng, batch=batch, reading=SUBST)
     assert res.holds and all(p.applicable for p in res.parts)
+    assert st.expect == "fails" and not st.run("quadratic", None, rng, batch=batch, reading=None).holds
+    for r in st.readings:       # each printed rate alone fails
+        assert st.run("quadratic", None, rng, batch=batch, reading=r.name).holds is (r.expect == "holds"), r.name
     survivors = [m.name for m in st.mutants if st.run("quadratic", None, rng, mutant=m, batch=batch).holds]
     assert not survivors
     assert st.findings

@@ -1,6 +1,7 @@
 """pFedMe, Theorem 1: the affine round map against a plain loop over clients and against
 moreau.fl.pfedme, its limit point and exponents, the finding's minimal instance, the statements
-on their family and every mutant rejected."""
+on their family and every mutant rejected; the printed exponent fails where beta R > 2, the reading
+'exponent ημ_F/2, second-moment δ' holds."""
 import numpy as np
 
 import moreau as mo
@@ -118,7 +119,10 @@ def test_finding_minimal_instance_ratio_to_the_printed_bound_grows():
 def test_printed_exponent_fails_exactly_where_beta_R_exceeds_2():
     # holds / mutants rejected: tests/catalogue/engine/test_registry.py; here where the finding bites
     batch = thm1.instances("quadratic", None, np.random.default_rng(7))
-    claim = dict(thm1.CLAIM, exponent=lambda eta, eta_hat, mu_F: eta_hat * mu_F / 2)
-    part = thm1.evaluate(batch, claim)[thm1.PARTS[1]]
+    part = thm1.evaluate(batch, thm1.CLAIM)[thm1.PARTS[1]]          # the claim: the printed exponent
     fails = part.applicable & (part.lhs > part.rhs)
     np.testing.assert_array_equal(fails, batch["ident"] & (batch["beta"] * batch["R"] > 2))
+    st = thm1.STATEMENTS[0]
+    for name, holds in (("exponent ημ_F/2, second-moment δ", True), ("printed exponent η̂₁μ_F/2 only", False)):
+        res = st.run("quadratic", None, None, batch=batch, reading=name)
+        assert {p.name: p for p in res.parts}[thm1.PARTS[1]].holds is holds, name

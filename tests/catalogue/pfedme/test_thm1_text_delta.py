@@ -139,12 +139,14 @@ def test_first_moment_ratio_unbounded_second_moment_ratio_at_most_half():
 
 def test_parts_on_the_default_family_text_delta_rejected_lemma1_holds():
     batch = thm1.instances("quadratic", None, np.random.default_rng(3))
-    for claim, part, mod in ((thm1.CLAIM, PART_A, thm1.evaluate), (thm1.CLAIM_B, PART_B, thm1.evaluate_b)):
+    a, b = thm1.STATEMENTS
+    for st, name, part, mod in ((a, "exponent ημ_F/2, second-moment δ", PART_A, thm1.evaluate),
+                                (b, "Lemma 1's second-moment δ", PART_B, thm1.evaluate_b)):
         if mod is thm1.evaluate_b:
             batch = thm1.instances_b("quadratic", None, np.random.default_rng(3))
-        s = mod(batch, claim)[part]
+        s = mod(batch, dict(st.claim, **st.reading(name).changes))[part]        # Lemma 1's delta
         assert np.all(s.lhs[s.applicable] <= s.rhs[s.applicable])
-        bad = mod(batch, dict(claim, delta_of=lambda first, rms: first))[part]
+        bad = mod(batch, st.claim)[part]                                         # as printed: the text's delta
         fails = bad.applicable & (bad.lhs > bad.rhs)
         assert fails.sum() >= 2
         assert np.all(batch["tp_p"][fails] < 1)          # deterministic errors (p = 1): both moments agree

@@ -1,7 +1,8 @@
 """pFedMe, Theorem 2, on double-well clients: the closed-form prox, envelope, F*, sigma_f^2 and round map
 against independent computations (scipy, finite differences, dense grids, a plain loop over clients,
 exact rationals), the findings' minimal instances by direct computation, the statement on its default
-run and every mutant rejected; the sampling (S < N) and inexact-solve (delta > 0) closed forms against
+run (the printed claim fails, the repair holds, each printed element alone fails) and every mutant
+rejected; the sampling (S < N) and inexact-solve (delta > 0) closed forms against
 exhaustive enumeration, a written-out loop and seeded Monte Carlo of moreau.fl.pfedme."""
 from fractions import Fraction
 from itertools import combinations, product
@@ -14,6 +15,7 @@ from moreau.analysis.pfedme import thm2
 from moreau.analysis.engine import runner
 from moreau.analysis.pfedme import outer_pieces as X
 from moreau.analysis.pfedme.thm2 import sampling_parts as P
+from moreau.analysis.pfedme import delta_moments as M
 from moreau.analysis.pfedme import double_wells as W
 from moreau.fl import pfedme
 
@@ -227,13 +229,26 @@ def test_finding_drift_minimal_instance_in_rationals():
 
 # --- the statement --------------------------------------------------------------------------
 
-def test_statement_holds_and_every_mutant_rejected():
+REPAIR = "fixed-η terms, drift, second-moment δ"
+
+
+def test_printed_fails_repair_holds_and_every_mutant_rejected():
     (st,) = thm2.STATEMENTS
     rng = runner.rng_for(0, st.id, "quadratic")
     batch = st.instances("quadratic", None, rng)
-    res = st.run("quadratic", None, rng, batch=batch)
+    res = st.run("quadratic", None, rng, batch=batch, reading=REPAIR)
     assert res.holds, [(p.name, p.failures) for p in res.parts if not p.holds]
     assert all(p.applicable for p in res.parts)
+    assert st.expect == "fails" and not st.run("quadratic", None, rng, batch=batch, reading=None).holds
+    # each printed element alone fails, on the part it concerns
+    where = {"printed first term Δ_F/(η̂₂T) only": thm2.PARTS[1], "printed no-drift limit only": thm2.PARTS[3],
+             "printed S < N term at fixed η only": P.PARTS_S[1], "printed (N/S − 1)^(1/2) only": P.PARTS_S[2],
+             "text's first-moment δ only": M.PARTS_M[0]}
+    assert set(where) == {r.name for r in st.readings if r.expect == "fails"}
+    for name, part in where.items():
+        out = {p.name: p for p in st.run("quadratic", None, rng, batch=batch, reading=name).parts}
+        assert not out[part].holds, name
+        assert all(p.holds for p in out.values() if p.name not in (part, M.PARTS_M[1], M.PARTS_M[3])), name
     survivors = [m.name for m in st.mutants if st.run("quadratic", None, rng, mutant=m, batch=batch).holds]
     assert not survivors
     assert len(st.findings) == 5
@@ -480,7 +495,7 @@ def test_finding_sampling_minimal_instance_in_rationals():
 def test_new_parts_are_applicable_on_the_default_batch():
     (st,) = thm2.STATEMENTS
     rng = runner.rng_for(0, st.id, "quadratic")
-    res = st.run("quadratic", None, rng)
+    res = st.run("quadratic", None, rng, reading=REPAIR)
     names = set(P.PARTS_S) | set(P.PARTS_D)
     found = {p.name: p for p in res.parts if p.name in names}
     assert set(found) == names

@@ -166,15 +166,16 @@ def _sub(batch, m):
 def test_every_set_holds_and_rejects_every_mutant(sid):
     """Each set's sub-batch rejects each mutant on at least one of seeds 0-2 (most on each seed)."""
     st = get(sid)
+    ref = st.reference  # printed x^0 in R^d fails: the reading x^0 in B holds and the mutants mutate it
     rejected = {(k, m.name): False for k in (0,) + KINDS for m in st.mutants}
     for seed in range(3):
         rec = _record(sid, seed)
-        assert rec.result.holds
+        assert rec.readings[ref.name][0].holds
         kind = rec.batch["set"].astype(int)
         assert set(kind) == {0, 1, 2, 3}
         for k in (0,) + KINDS:
             sub = _sub(rec.batch, kind == k)
-            assert st.run("quadratic", None, None, batch=sub).holds
+            assert st.run("quadratic", None, None, batch=sub, reading=ref).holds
             for m in st.mutants:
                 rejected[k, m.name] |= not st.run("quadratic", None, None, mutant=m, batch=sub).holds
     assert all(rejected.values()), [key for key, v in rejected.items() if not v]
@@ -185,12 +186,12 @@ def test_starts_outside_each_set_are_drawn_not_applicable_and_fail_the_printed_r
     st = get(sid)
     rec = _record(sid)
     b, kind = rec.batch, rec.batch["set"].astype(int)
-    (m,) = [m for m in st.mutants if m.name.startswith("x^0 anywhere")]
-    res = st.run("quadratic", None, None, mutant=m, batch=b)
+    res = rec.result  # the printed claim (x^0 in R^d) on the run's own instances
+    under = rec.readings[st.reference.name][0]
     for k in KINDS:
         out = (kind == k) & ~S.contains(b["x0"], b["h"], kind)
         assert out.sum() >= 2
-        for p in rec.result.parts:
+        for p in under.parts:
             if p.sides.role == "theorem":
                 assert not p.sides.applicable[out].any()
         assert np.max(res.parts[0].ratio[out]) > 1
@@ -198,7 +199,7 @@ def test_starts_outside_each_set_are_drawn_not_applicable_and_fail_the_printed_r
 
 def test_fw_convex_reaches_three_quarters_at_t1_on_every_set():
     rec = _record("fw.convex")
-    part, bracket = rec.result.parts
+    part, bracket = rec.readings["x⁰ ∈ B, t ≥ 1"][0].parts
     kind = rec.batch["set"].astype(int)
     for k in (0,) + KINDS:
         m = (kind == k) & part.sides.applicable
@@ -214,15 +215,16 @@ def test_fw_nonconvex_bound_attained_at_T1_on_a_diametral_segment():
     A = np.diag([L, 0.0, 0.0])[None]
     batch = {"A": A, "b": np.array([[-L, 0.0, 0.0]]), "L": np.array([L]), "h": np.ones((1, 3)),
              "x0": np.array([[1.0, 0.0, 0.0]]), "set": np.array([1.0])}
-    res = st.run("quadratic", None, None, batch=batch)
+    res = st.run("quadratic", None, None, batch=batch, reading="x⁰ ∈ B")
     assert res.holds and all(p.max_ratio == pytest.approx(1.0, rel=1e-14) for p in res.parts)
     (m,) = [m for m in st.mutants if "halved" in m.name]
     assert st.run("quadratic", None, None, mutant=m, batch=batch).parts[0].max_ratio == pytest.approx(2.0)
     rec = _record("fw.nonconvex")
     kind = rec.batch["set"].astype(int)
+    part = rec.readings["x⁰ ∈ B"][0].parts[0]
     for k in KINDS:
-        m = (kind == k) & rec.result.parts[0].sides.applicable
-        assert np.max(rec.result.parts[0].ratio[m]) == pytest.approx(1.0, rel=1e-12)
+        m = (kind == k) & part.sides.applicable
+        assert np.max(part.ratio[m]) == pytest.approx(1.0, rel=1e-12)
 
 
 def test_batches_without_a_set_field_are_boxes():
@@ -250,8 +252,7 @@ def test_fw_convex_finding_outside_start_on_each_set(kind, ratio):
     st = get("fw.convex")
     batch = {"A": np.eye(3)[None], "b": np.array([[10.0, 0, 0]]), "L": np.ones(1), "h": np.ones((1, 3)),
              "x0": np.array([[20.0, 0, 0]]), "set": np.array([float(kind)])}
-    res = st.run("quadratic", None, None, batch=batch)
+    res = st.run("quadratic", None, None, batch=batch, reading="x⁰ ∈ B, t ≥ 1")
     assert res.holds and res.parts[0].applicable == 0
-    (m,) = [m for m in st.mutants if m.name.startswith("x^0 anywhere")]
-    res = st.run("quadratic", None, None, mutant=m, batch=batch)
+    res = st.run("quadratic", None, None, batch=batch, reading=None)  # as printed: x^0 in R^d
     assert not res.holds and res.parts[0].max_ratio == pytest.approx(ratio, rel=1e-12)

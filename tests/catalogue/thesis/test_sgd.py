@@ -16,7 +16,7 @@ import pytest
 from moreau.analysis.engine import runner
 from moreau.analysis.thesis import sgd as thesis_sgd
 from moreau.analysis.engine.core import Mutant, take
-from moreau.analysis.engine.cli import mutant_verdicts
+from moreau.analysis.engine.report import mutant_verdicts
 from moreau.analysis.engine.registry import get
 
 IDS = ("sgd.strongly_convex", "sgd.nonconvex")
@@ -33,9 +33,11 @@ def _record(sid, seed=0):
 def test_statement_holds_and_every_mutant_is_rejected(sid, seed):
     records = runner.run([sid], "all", None, seed, mutants=True)
     assert {r.result.family for r in records} == set(get(sid).families)
-    for rec in records:
-        assert rec.result.holds, [(p.name, p.failures[:3].tolist()) for p in rec.result.parts if not p.holds]
-        assert all(p.applicable for p in rec.result.parts)
+    st = get(sid)
+    for rec in records:  # the printed statement, or (expected to fail as printed) the reading that holds
+        res = rec.result if st.reference is None else rec.readings[st.reference.name][0]
+        assert res.holds, [(p.name, p.failures[:3].tolist()) for p in res.parts if not p.holds]
+        assert all(p.applicable for p in res.parts)
     survived = [name for (_, name), fams in mutant_verdicts(records).items() if not fams]
     assert not survived and len(get(sid).mutants) >= 2
 
@@ -151,9 +153,8 @@ def test_finding_first_branch_of_the_min():
     st = get("sgd.nonconvex")
     batch = {"A": np.ones((1, 1, 1)), "C": np.zeros((1, 1, 1)), "q": np.zeros((1, 1)), "S": np.full((1, 1, 1), 0.01),
              "e0": np.ones((1, 1)), "L": np.ones(1), "M": np.zeros(1), "s2": np.full(1, 0.01), "eta0": np.ones(1)}
-    assert st.run("quadratic", None, None, batch=batch).holds  # not the reading checked (not applicable) ...
-    (m,) = [m for m in st.mutants if m.name.endswith("(as printed)")]
-    res = st.run("quadratic", None, None, mutant=m, batch=batch)  # ... the printed step rule fails
+    assert st.run("quadratic", None, None, batch=batch, reading=st.reference).holds  # not applicable there ...
+    res = st.run("quadratic", None, None, batch=batch, reading=None)  # ... the printed step rule fails
     assert not res.holds and abs(res.parts[0].max_ratio - 5.0) < 1e-9
     assert len(st.findings) == 3
 
@@ -186,7 +187,7 @@ def test_finding_no_expectation_a_path_violates_the_bound():
 def test_nonconvex_reading_is_checked_on_instances_and_printed_rule_is_drawn():
     rec = _record("sgd.nonconvex")
     b = rec.batch
-    printed, proof = rec.result.parts
+    printed, proof = rec.readings[get("sgd.nonconvex").reference.name][0].parts  # the reading's applicability
     h0 = 0.5 * np.einsum("ti,tij,tj->t", b["e0"], b["A"], b["e0"])
     first = 1 / (b["L"] * (b["M"] + 1))
     with np.errstate(divide="ignore"):

@@ -1,0 +1,191 @@
+r"""Both sides of one part (:class:`Sides`) and judging it: ``lhs <= rhs`` on every applicable instance, rate parts,
+the per-instance ratio.
+
+:func:`judge` decides a part from its :class:`~moreau.analysis.engine.core.Sides`; a non-finite
+left side, or an undefined right side, never holds.  :func:`rate_sides` builds a rate part (fitted
+exponents against the theory's).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Sides", "PartResult", "judge", "rate_sides", "worst_point", "RTOL", "TIGHT_RTOL", "RATE_KINDS"]
+
+#: relative tolerance of ``lhs <= rhs``: both sides are exact closed forms or
+#: certified proxes accurate to ~1e-12 relative, so 1e-9 separates rounding
+#: from a violated bound by three orders of magnitude.
+RTOL = 1e-9
+#: a claimed-tight bound counts as attained when max lhs/rhs >= 1 - TIGHT_RTOL
+#: (the adversarial instances attain it up to rounding of the closed forms).
+TIGHT_RTOL = 1e-6
+#: how a fitted exponent is compared with the theory's (see :func:`rate_sides`)
+RATE_KINDS = ("equal", "at most", "at least")
+
+@dataclass
+class Sides:
+    """Both sides of one part on every instance of a batch (numpy 1-d arrays).
+
+    ``claimed``: "upper" (an inequality the paper states), "tight" (the
+    paper's constant is attained: max lhs/rhs must reach 1), "exact" (an
+    identity: lhs is an error norm, rhs the allowed rounding), "rate" (lhs a
+    fitted exponent, rhs the theory's; built by :func:`rate_sides`).
+    ``lhs_ci``: for Monte Carlo sides, ``(lo, hi)`` arrays of the confidence
+    interval of lhs; the part fails on an instance only when ``lo > rhs``.
+    ``confidence``: the two-sided level of ``lhs_ci`` (per instance).
+    ``kind``, ``atol``: rate parts only (see :func:`rate_sides`).
+    ``applicable``: boolean mask (assumptions met); default all.
+    ``constants``: how each constant was obtained ("exact", "bound: ...").
+    ``role``: "theorem" (a part of the paper's statement, the default) or "auxiliary" (a check
+    of the checker's own machinery or estimates: how loose a computed constant is, a proof
+    step); a record's ``max_ratio`` is LHS/RHS of the theorem's own parts.
+    """
+
+    lhs: np.ndarray
+    rhs: np.ndarray
+    claimed: str = "upper"
+    applicable: np.ndarray | None = None
+    lhs_ci: tuple | None = None
+    confidence: float | None = None
+    constants: dict = field(default_factory=dict)
+    note: str = ""
+    kind: str = ""
+    atol: float = 0.0
+    role: str = "theorem"
+
+    def __post_init__(self):
+        self.lhs = np.atleast_1d(np.asarray(self.lhs, dtype=float))
+        self.rhs = np.broadcast_to(np.asarray(self.rhs, dtype=float), self.lhs.shape).copy()
+        if self.applicable is None:
+            self.applicable = np.ones(self.lhs.shape, dtype=bool)
+        self.applicable = np.broadcast_to(np.asarray(self.applicable, dtype=bool), self.lhs.shape).copy()
+        if self.claimed not in ("upper", "tight", "exact", "rate"):
+            raise ValueError(f"claimed must be 'upper', 'tight', 'exact' or 'rate' (got {self.claimed!r})")
+        if self.role not in ("theorem", "auxiliary"):
+            raise ValueError(f"role must be 'theorem' or 'auxiliary' (got {self.role!r})")
+        if self.claimed == "rate" and self.kind not in RATE_KINDS:
+            raise ValueError(f"a rate part needs kind in {RATE_KINDS} (got {self.kind!r})")
+        if self.lhs_ci is not None:
+            self.lhs_ci = tuple(np.broadcast_to(np.asarray(c, dtype=float), self.lhs.shape).copy()
+                                for c in self.lhs_ci)
+
+
+@dataclass
+class PartResult:
+    name: str
+    claimed: str
+    instances: int
+    applicable: int
+    holds: bool
+    max_ratio: float
+    tight: bool
+    failures: np.ndarray  # instance indices where the part fails
+    sides: Sides
+    holds_each: np.ndarray = None   # per instance (True where not applicable)
+    slack: np.ndarray = None        # per instance: rhs - lhs (negative: violated)
+    ratio: np.ndarray = None        # per instance: lhs / rhs
+    index: np.ndarray = None        # global instance index of each row of ``sides`` (None: the row itself;
+
+
+def _ratio(lhs, rhs):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # huge ratios are inf
+        r = np.where(rhs != 0, lhs / rhs, np.where(lhs == 0, 1.0, np.inf * np.sign(lhs)))
+    return r
+
+
+def worst_point(lhs, rhs, ok=None):
+    """Reduce ``(P, T)`` sides (P points or iterates per instance) to ``(T,)``: per instance,
+    the row with the largest lhs/rhs among the ``ok`` rows (default all), ratio as in :func:`judge`."""
+    r = _ratio(lhs, rhs)
+    r = np.where(np.isnan(r), -np.inf, r)
+    if ok is not None:
+        r = np.where(ok, r, -np.inf)
+    k = np.argmax(r, axis=0)
+    t = np.arange(lhs.shape[1])
+    return lhs[k, t], rhs[k, t]
+
+
+def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
+    """Decide one part: holds (on applicable instances), max ratio, tight.
+
+    A rate part (see :func:`rate_sides`) holds on an instance when its interval
+    meets the claim; flipped, where it does not (an "at most" claim flipped
+    claims ``slope >= exponent - atol``, an "at least" claim ``slope <= exponent + atol``)."""
+    if s.claimed == "rate":
+        return _judge_rate(name, s, flip)
+    app = s.applicable
+    lhs_lo = s.lhs_ci[0] if s.lhs_ci is not None else s.lhs
+    lhs_hi = s.lhs_ci[1] if s.lhs_ci is not None else s.lhs
+    allow = RTOL * np.maximum(np.abs(s.lhs), np.abs(s.rhs))
+    if s.claimed == "exact":
+        allow = np.zeros_like(allow)  # rhs already is the allowed error
+    with np.errstate(invalid="ignore"):
+        if not flip:
+            ok = lhs_lo <= s.rhs + allow
+        else:
+            ok = lhs_hi >= s.rhs - allow
+    # a non-finite left side, or an undefined right side, never holds (an infinite right side is a
+    # vacuous bound: it holds, and the report says so)
+    ok &= np.isfinite(s.lhs) & np.isfinite(lhs_lo) & np.isfinite(lhs_hi) & ~np.isnan(s.rhs)
+    fail = app & ~ok
+    ratio = _ratio(s.lhs, s.rhs)
+    max_ratio = float(np.max(ratio[app])) if app.any() else float("nan")
+    tight = bool(app.any() and max_ratio >= 1 - TIGHT_RTOL)
+    holds = not fail.any()
+    if s.claimed == "tight" and not flip and app.any() and not tight:
+        holds = False  # the paper's constant is claimed attained and is not (untestable without instances)
+    return PartResult(name=name, claimed=s.claimed, instances=int(s.lhs.size), applicable=int(app.sum()),
+                      holds=bool(holds), max_ratio=max_ratio, tight=tight,
+                      failures=np.flatnonzero(fail), sides=s, holds_each=~fail,
+                      slack=s.rhs - s.lhs, ratio=ratio)
+
+
+def rate_sides(slope, ci, exponent, *, kind="equal", atol=0.05, note="", constants=None,
+               applicable=None, level=None) -> Sides:
+    r"""A rate part: fitted exponents against the theory's, one row per instance (one sweep).
+
+    ``slope`` ``(T,)`` and ``ci = (lo, hi)`` from :func:`fit_exponent`;
+    ``exponent`` the theory's exponent (scalar or ``(T,)``; read it from the
+    claim so that a mutant changes it).  ``kind="equal"``: holds when
+    ``[lo − atol, hi + atol]`` contains ``exponent`` (the error decays at the
+    stated rate).  ``kind="at most"``: holds unless ``lo > exponent + atol``
+    (the measured decay is at least as fast as the theory's: a slower decay
+    is a failure only when the whole interval shows it).  ``kind="at least"``:
+    holds unless ``hi < exponent − atol`` (what a bound ``C x^a`` as ``x → 0``
+    implies: the quantity vanishes at least as fast as ``x^a``).  ``atol >= 0``
+    absorbs the curvature of a finite grid (say why in ``note``); ``level``
+    is the interval's two-sided level (shown in the report and the JSON).
+    """
+    if kind not in RATE_KINDS:
+        raise ValueError(f"kind must be one of {RATE_KINDS} (got {kind!r})")
+    if not (np.isfinite(atol) and atol >= 0):
+        raise ValueError(f"atol must be finite and >= 0 (got {atol!r})")
+    if not (isinstance(ci, (tuple, list)) and len(ci) == 2):
+        raise ValueError(f"ci must be a pair (lo, hi) (got {type(ci).__name__})")
+    slope = np.atleast_1d(np.asarray(slope, dtype=float))
+    lo, hi = (np.broadcast_to(np.asarray(c, dtype=float), slope.shape) for c in ci)
+    if np.any(lo > hi):
+        raise ValueError("ci must have lo <= hi on every instance")
+    return Sides(slope, exponent, "rate", applicable=applicable, lhs_ci=(lo, hi), confidence=level,
+                 constants=dict(constants or {}), note=note, kind=kind, atol=float(atol))
+
+
+def _judge_rate(name, s, flip):
+    app, (lo, hi), e = s.applicable, s.lhs_ci, s.rhs
+    if s.kind == "equal":
+        inside = np.minimum(e - (lo - s.atol), hi + s.atol - e)  # >= 0: the interval meets the claim
+        ok = inside >= 0 if not flip else inside < 0
+    elif s.kind == "at most":
+        inside = e + s.atol - lo
+        ok = inside >= 0 if not flip else hi >= e - s.atol
+    else:
+        inside = hi - (e - s.atol)
+        ok = inside >= 0 if not flip else lo <= e + s.atol
+    fail = app & ~ok
+    ratio = _ratio(s.lhs, s.rhs)
+    finite = ratio[app][np.isfinite(ratio[app])]
+    max_ratio = float(np.max(finite)) if finite.size else float("nan")
+    return PartResult(name=name, claimed="rate", instances=int(s.lhs.size), applicable=int(app.sum()),
+                      holds=not fail.any(), max_ratio=max_ratio, tight=False, failures=np.flatnonzero(fail),
+                      sides=s, holds_each=~fail, slack=inside, ratio=ratio)

@@ -1,0 +1,294 @@
+"""The text report of ``moreau check``: one verdict line per statement by default, the per-part
+detail with ``-v``.  Every number printed here is read from the run's results (prose that explains
+a finding lives in ``--describe`` and docs/catalogue.md)."""
+from __future__ import annotations
+
+import numpy as np
+
+from moreau.analysis.engine.verdict import FAILS, headline, statement_verdict, worst_failure
+
+__all__ = ["group", "print_verdicts", "print_table", "print_mutants", "print_searches", "save", "mutant_verdicts",
+           "family_power", "counterexample_text"]
+
+WIDTH = 119
+
+
+def group(records):
+    """``[(statement, [records of its families])]`` in run order."""
+    out = {}
+    for rec in records:
+        out.setdefault(rec.statement.id, (rec.statement, []))[1].append(rec)
+    return list(out.values())
+
+
+def verdict_of(st, recs):
+    """The statement's verdict (``moreau.analysis.engine.verdict.statement_verdict``) over its records."""
+    return statement_verdict(st, [r.result for r in recs],
+                             {r.name: [rec.readings[r.name][0] for rec in recs if r.name in rec.readings]
+                              for r in st.readings})
+
+
+def _params(batch, row, room):
+    """The instance's parameters as ``k=v`` (scalars first, then small arrays; sizes of the rest)."""
+    scal, small, big = [], [], []
+    for k, v in batch.items():
+        a = np.asarray(v)[row] if np.ndim(v) else np.asarray(v)
+        if a.size == 1:
+            scal.append(f"{k}={_fmt(float(a.reshape(-1)[0])) if np.issubdtype(a.dtype, np.number) else a}")
+        elif a.size <= 4 and np.issubdtype(a.dtype, np.number):
+            small.append(f"{k}=[{', '.join(_fmt(float(x)) for x in a.reshape(-1))}]")
+        else:
+            big.append(f"{k}:{'x'.join(map(str, a.shape))}")
+    out, skipped = "", False
+    for item in scal + small + big:
+        if len(out) + len(item) + 7 > room:
+            skipped = True
+            continue
+        out += (", " if out else "") + item
+    return out + (", ..." if skipped else "")
+
+
+def counterexample_text(recs, results, reading=None):
+    """The failing instance with the largest LHS/RHS of a claim, rendered from the run's own
+    numbers: family, instance index, its parameters, the failing part's sides and ratio."""
+    where = worst_failure(results)
+    if where is None:
+        return None
+    res, p, row, i = where
+    rec = next(r for r in recs if (r.result is res if reading is None else r.readings[reading][0] is res))
+    batch, index = (rec.batch, rec.index) if reading is None else rec.readings[reading][1:]
+    brow = row if index is None else int(np.searchsorted(index, i))
+    s = p.sides
+    if p.claimed == "rate":
+        what = (f"fitted exponent {_fmt(s.lhs[row])} [{_fmt(s.lhs_ci[0][row])}, {_fmt(s.lhs_ci[1][row])}], "
+                f"claimed {s.kind} {_fmt(s.rhs[row])}" + (f" ± {s.atol:g}" if s.atol else ""))
+    else:
+        lhs = s.lhs_ci[0][row] if s.lhs_ci is not None else s.lhs[row]
+        what = f"lhs {_num(lhs)} > rhs {_num(s.rhs[row])}" + (
+            f" (ratio {_fmt(p.ratio[row])})" if np.isfinite(p.ratio[row]) and s.rhs[row] > 0 else "")
+    head = f"counterexample [{res.family} #{i}]: {what} at "
+    return head + _params(batch, brow, max(20, WIDTH - 24 - len(head)))
+
+
+def print_verdicts(records, elapsed=None):
+    """One line per statement (id, source, verdict as printed, the reading that holds, max ratio),
+    a computed counterexample under each statement that fails as printed; returns the verdicts."""
+    verdicts = []
+    for st, recs in group(records):
+        sv = verdict_of(st, recs)
+        verdicts.append(sv)
+        first, *rest = headline(sv)
+        print(_clip(f"{st.id:20s} {_short(st.source):26s} {first}"))
+        for line in rest:
+            print(_clip(f"{'':22s}{line}"))
+        if sv["printed"]["verdict"] == FAILS:
+            text = counterexample_text(recs, [r.result for r in recs])
+            if text:
+                print(_clip(f"{'':22s}{text}"))
+    return verdicts
+
+
+def _num(x):
+    """A number for a counterexample: non-finite values shown as they are (inf, nan)."""
+    return f"{x:.4g}"
+
+
+def _short(source):
+    """The statement's place in its paper (the id names the paper): "Theorem 2 (a), (b)"."""
+    where = source.split(", ", 1)[-1] if ", " in source else source
+    return where if len(where) <= 26 else where[:25] + "."
+
+
+def _clip(line):
+    return line if len(line) <= WIDTH else line[:WIDTH - 3] + "..."
+
+
+def _fmt(x):
+    return "-" if x is None or not np.isfinite(x) else f"{x:.4g}"
+
+
+def print_table(records, slack_threshold=None) -> bool:
+    """The verbose view (``-v``): per (statement, family) every part of the printed claim, then
+    every reading's parts; returns whether every printed claim holds."""
+    from moreau.analysis.engine.records import SLACK_THRESHOLD, is_loose, record_json
+
+    threshold = SLACK_THRESHOLD if slack_threshold is None else slack_threshold
+
+    head = f"{'id':20s} {'source':38s} {'family':9s} {'inst':>5s} {'holds':>5s} {'max L/R':>9s} {'tight':>5s} {'time':>6s}"
+    print(head)
+    print("-" * len(head))
+    ok = True
+    for rec in records:
+        r, st = rec.result, rec.statement
+        j = record_json(rec)
+        print(f"{st.id:20s} {st.source[:38]:38s} {r.family:9s} {r.instances:5d} {'yes' if r.holds else 'NO':>5s} "
+              f"{_fmt(r.max_ratio):>9s} {'yes' if j['tight'] else 'no':>5s} {r.seconds + rec.mutant_seconds:6.2f}")
+        for p in r.parts:
+            flag = ("   <-- FAILS" if not p.holds else
+                    f"   LOOSE (max L/R < {threshold:g} on every instance)" if is_loose(p, threshold) else "")
+            measure = _measure(p)
+            outside = p.instances - p.applicable
+            if not p.applicable:
+                print(f"{'':22s}- {p.name} [{p.claimed}]: NOT TESTED (none of the {p.instances} instances meets its "
+                      f"assumptions; raise --trials)")
+                continue
+            scope = f" ({outside} outside its assumptions: not checked)" if outside else ""
+            role = ", auxiliary" if p.sides.role == "auxiliary" else ""
+            print(f"{'':22s}- {p.name} [{p.claimed}{role}]: holds on {p.applicable - p.failures.size}/{p.applicable}"
+                  f"{scope}, {measure}{flag}")
+            if p.sides.note:
+                print(f"{'':24s}{p.sides.note}")
+        if not r.holds:
+            ok = False
+            i = int(r.failures[0]) if r.failures.size else None
+            if i is not None:
+                print(f"{'':22s}  first failing instance: #{i}: " + _params(rec.batch, rec.local(i), 400))
+        for name, (rr, _, _) in rec.readings.items():
+            kind = rec.statement.reading(name).kind
+            print(f"{'':22s}{kind} {name!r}: {'holds' if rr.holds else 'FAILS'}, max L/R {_fmt(rr.max_ratio)}")
+            for p in rr.parts:
+                if p.applicable:
+                    print(f"{'':24s}- {p.name} [{p.claimed}]: holds on {p.applicable - p.failures.size}/{p.applicable}, "
+                          f"{_measure(p)}")
+    print()
+    return ok
+
+
+def _measure(p):
+    """How close a part comes to failing, in words that cannot be misread: a Monte Carlo ratio
+    above 1 whose interval reaches 1 is "consistent with attained", never "holds, max 1.02"."""
+    if p.claimed == "exact":
+        return f"max error/allowed {_fmt(p.max_ratio)}"
+    if p.claimed == "rate":
+        return _rate_measure(p)
+    s = p.sides
+    if s.lhs_ci is not None and p.applicable and p.holds and np.isfinite(p.max_ratio) and p.max_ratio > 1:
+        return f"max L/R {_fmt(p.max_ratio)} by its point estimate: consistent with attained" + _ci_measure(p)
+    return f"max L/R {_fmt(p.max_ratio)}, {'attained' if p.tight else 'not attained'}" + _ci_measure(p)
+
+
+def _level(s):
+    return "" if s.confidence is None else f", {100 * s.confidence:g}% interval"
+
+
+def _rate_measure(p):
+    """The instance whose interval is farthest from the claim: slope [lo, hi] vs exponent."""
+    s = p.sides
+    if not p.applicable:
+        return "no sweep"
+    i = int(np.argmin(np.where(s.applicable, p.slack, np.inf)))
+    tol = f" ± {s.atol:g}" if s.atol else ""
+    claim = {"equal": "exponent", "at most": "exponent at most", "at least": "exponent at least"}[s.kind]
+    return (f"fitted exponent {_fmt(s.lhs[i])} [{_fmt(s.lhs_ci[0][i])}, {_fmt(s.lhs_ci[1][i])}], claimed {claim} "
+            f"{_fmt(s.rhs[i])}{tol}{_level(s)}; worst of {p.applicable}")
+
+
+def _ci_measure(p):
+    """Monte Carlo parts: the interval of lhs at the instance closest to failing."""
+    s = p.sides
+    if s.lhs_ci is None or not p.applicable:
+        return ""
+    from moreau.analysis.engine.records import worst_ci_instance
+
+    i = worst_ci_instance(s)
+    return (f"; closest: {_fmt(s.lhs[i])} in [{_fmt(s.lhs_ci[0][i])}, {_fmt(s.lhs_ci[1][i])}] "
+            f"vs {_fmt(s.rhs[i])}{_level(s)}")
+
+
+def mutant_verdicts(records):
+    """``{(id, mutant name): [families that reject it]}``: a mutant is rejected
+    when at least one family has an instance where the mutated statement fails."""
+    out = {}
+    for rec in records:
+        for m, rejected, _ in rec.mutants:
+            fams = out.setdefault((rec.statement.id, m.name), [])
+            if rejected:
+                fams.append(rec.result.family)
+    return out
+
+
+def family_power(records):
+    """``{(id, family): (mutants rejected there, mutants that count)}``: a family on which no
+    mutant that counts is rejected has no power (nothing could fail there)."""
+    out = {}
+    for rec in records:
+        counted = [(m, rej) for m, rej, _ in rec.mutants if not m.o_equivalent]
+        out[(rec.statement.id, rec.result.family)] = (sum(rej for _, rej in counted), len(counted))
+    return out
+
+
+def print_mutants(records, restricted=False, verbose=False) -> bool:
+    """Mutant table: per mutant the families that reject it and those that do not; a mutant
+    equivalent under O(·) is labelled and not counted; families with no power are listed.  With
+    ``--family`` restricted, a mutant that only another family can reject does not fail the run."""
+    every = {}
+    for rec in records:
+        every.setdefault(rec.statement.id, []).append(rec.result.family)
+    equivalent = {(rec.statement.id, m.name): m.o_equivalent for rec in records for m, _, _ in rec.mutants}
+    ok, lines = True, []
+    for (sid, name), fams in mutant_verdicts(records).items():
+        others = [f for f in every[sid] if f not in fams]
+        if equivalent[(sid, name)]:
+            verdict = f"equivalent under O(.) (not counted: {equivalent[(sid, name)]})"
+        elif fams:
+            verdict = f"rejected by {', '.join(fams)}" + (f"; not by {', '.join(others)}" if others else "")
+        elif restricted:
+            verdict = "not rejected by the families run (the verdict needs --family all)"
+        else:
+            verdict = "SURVIVED (" + ", ".join(others) + ")"
+            ok = False
+        if verbose or not fams or others or equivalent[(sid, name)]:
+            lines.append(f"{sid}: {name}  {verdict}")
+    n = len(mutant_verdicts(records))
+    rejected = sum(bool(f) for f in mutant_verdicts(records).values())
+    print(f"mutants: {rejected}/{n} rejected" + ("" if verbose else " (listed: those some family does not reject; "
+                                                  "all with -v)"))
+    for line in lines:
+        print(f"  {line}")
+    weak = [(sid, fam) for (sid, fam), (k, n_) in family_power(records).items() if n_ and not k]
+    for sid, fam in weak:
+        print(f"  {sid} [{fam}]: no power (no mutant is rejected on this family: its verdict rests on the others)")
+    print()
+    return ok
+
+
+def print_searches(records, n):
+    """What --search searched: per (id, family), the statement's search and each surviving mutant's."""
+    print(f"hypothesis search (at most {n} generated batches before a failure, then shrinking):")
+    for rec in records:
+        for name, rep in rec.searches:
+            what = f"{rec.statement.id} [{rec.result.family}]" + (f" mutant {name!r}" if name else "")
+            if rep["found"]:
+                inst = "; ".join(f"{k}={np.array2string(np.asarray(v), precision=4, threshold=8)}"
+                                 for k, v in rep["instance"].items())
+                print(f"  {what}: FAILURE after {rep['before_failure']} batches, shrunk in {rep['shrinks']} steps to "
+                      f"{rep['batch_size']} instance(s); smallest failing instance: {inst}")
+            else:
+                print(f"  {what}: no failure in {rep['examples']} batches")
+    print()
+
+
+def save(records, directory, verbose=False):
+    """The first failing instances of every statement (at most 5 per record), the instance that
+    rejects each mutant (when one instance does) and, for a mutant that survives, the instance
+    closest to rejecting it (largest LHS/RHS), each with the command that replays it."""
+    from moreau.analysis.engine.records import save_counterexample, save_instance
+
+    n = 0
+    for rec in records:
+        for i in rec.result.failures[:5]:
+            path, cmd = save_counterexample(rec, int(i), directory)
+            n += 1
+            if verbose or n <= 3:
+                print(f"saved {path}; reproduce: {cmd}")
+        for (m, rejected, _), (where, one, i) in zip(rec.mutants, rec.mutant_batches):
+            if one is None:
+                continue
+            path, cmd = save_instance(one, rec.statement.id, rec.result.family, f"{where}{i}", directory, m.name)
+            what = (f"rejects mutant {m.name!r}" if rejected else
+                    f"the instance closest to rejecting the surviving mutant {m.name!r}")
+            n += 1
+            if verbose or n <= 3:
+                print(f"saved {path} ({what}); replay: {cmd}")
+    if n > 3 and not verbose:
+        print(f"saved {n} instances in {directory} (each replays with: moreau check ID --replay FILE; -v lists them)")

@@ -1,0 +1,178 @@
+r"""Verdicts: what a run decides about a printed statement and each of its readings.
+
+One vocabulary for ``moreau check`` and ``moreau reproduce``:
+
+* ``holds`` — no applicable instance violates the claim (with ``shape_only``: every tested part
+  of the theorem is an O(·) shape — exponents, dependence — so the constant inside O(·) is not
+  refutable: "holds (shape; the constant is not refutable)");
+* ``fails`` — an applicable instance violates a part of the theorem (for the printed statement
+  the report says "FAILS AS PRINTED");
+* ``undecided`` — the run cannot decide either way, with the reason (no instance met the
+  assumptions; only a check of the checker's own estimates failed).
+
+A verdict is computed from the run's results only.  What the catalogue *expects*
+(``Statement.expect``, ``Reading.expect``) is compared with it afterwards: ``as_expected`` decides
+the exit code (a known failure that reproduces is expected, like pytest's xfail), never the
+verdict.  The JSON shape of a claim's verdict (:func:`claim_verdict`) is the same in both tools;
+:data:`SCHEMA_VERSION` versions it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["SCHEMA_VERSION", "HOLDS", "FAILS", "UNDECIDED", "claim_verdict", "statement_verdict", "headline",
+           "summary_line", "expectation_line", "worst_failure"]
+
+#: version of the JSON records' verdict fields (``moreau check --json``, reproduce manifests)
+SCHEMA_VERSION = 2
+HOLDS, FAILS, UNDECIDED = "holds", "fails", "undecided"
+
+
+def _theorem_parts(result):
+    parts = [p for p in result.parts if p.sides.role == "theorem"]
+    return parts or list(result.parts)
+
+
+def worst_failure(results):
+    """``(result, part, row of its sides, global instance index)`` of the failing applicable instance
+    with the largest LHS/RHS over the theorem's parts (rate parts: the interval farthest from the
+    claim), or None.  (A chunked run keeps some rows only: ``part.index`` maps them.)"""
+    best, where = -np.inf, None
+    for res in results:
+        for p in _theorem_parts(res):
+            f = p.failures
+            if p.index is not None:  # failures are global indices; keep those whose rows were kept
+                pos = np.searchsorted(p.index, f)
+                ok = (pos < p.index.size) & (p.index[np.minimum(pos, p.index.size - 1)] == f)
+                f = pos[ok]
+            if not f.size:
+                continue
+            with np.errstate(invalid="ignore"):
+                score = (-np.asarray(p.slack, float)[f] if p.claimed == "rate"
+                         else np.where(np.isnan(p.ratio[f]), np.inf, p.ratio[f]))
+            k = int(np.argmax(score))
+            if score[k] > best or where is None:
+                row = int(f[k])
+                best, where = float(score[k]), (res, p, row, int(p.index[row]) if p.index is not None else row)
+    return where
+
+
+def claim_verdict(results) -> dict:
+    """The verdict on one claim (the printed statement or a reading) from its results over families.
+
+    ``{"verdict", "shape_only", "reason", "max_ratio", "attained", "families": {family: verdict},
+    "monte_carlo_max_ratio"}``; ``max_ratio`` is LHS/RHS over the theorem's inequality parts with exact
+    sides (None where none was tested; Monte Carlo parts' point estimates are reported apart)."""
+    fams, ratios, mc_ratios, attained, tested, shape, reasons = {}, [], [], False, False, True, []
+    for res in results:
+        parts = _theorem_parts(res)
+        failing = [p for p in parts if not p.holds]
+        aux_failing = [p for p in res.parts if p.sides.role == "auxiliary" and not p.holds and p not in parts]
+        tested_here = [p for p in parts if p.applicable]
+        tested |= bool(tested_here)
+        shape &= all(p.claimed == "rate" for p in tested_here)
+        attained |= any(p.tight for p in tested_here if p.claimed in ("upper", "tight"))
+        for p in tested_here:  # exact sides give the ratio; a Monte Carlo point estimate is reported apart
+            if p.claimed in ("upper", "tight") and np.isfinite(p.max_ratio):
+                (mc_ratios if p.sides.lhs_ci is not None else ratios).append(float(p.max_ratio))
+        if failing:
+            fams[res.family] = FAILS
+        elif aux_failing:
+            fams[res.family] = UNDECIDED
+            reasons.append(f"{res.family}: the checker's own check '{aux_failing[0].name}' failed")
+        elif not tested_here:
+            fams[res.family] = UNDECIDED
+            reasons.append(f"{res.family}: no instance met the assumptions")
+        else:
+            fams[res.family] = HOLDS
+    if FAILS in fams.values():
+        verdict, reason = FAILS, ""
+    elif HOLDS in fams.values():
+        verdict, reason = HOLDS, ""
+    else:
+        verdict, reason = UNDECIDED, "; ".join(reasons) or "nothing was run"
+    mc = max(mc_ratios) if mc_ratios else None
+    return {"verdict": verdict, "shape_only": bool(verdict == HOLDS and tested and shape), "reason": reason,
+            "max_ratio": max(ratios) if ratios else (mc if verdict != HOLDS or (mc is not None and mc <= 1) else None),
+            "attained": bool(attained), "families": fams,
+            # the largest Monte Carlo point estimate of LHS/RHS; above 1 on a claim that holds, its interval
+            # reaches 1: consistent with attained, never "holds with max 1.02"
+            "monte_carlo_max_ratio": mc}
+
+
+def statement_verdict(st, printed_results, reading_results) -> dict:
+    """The printed statement's verdict and each reading's, with the catalogue's expectations.
+
+    ``reading_results``: ``{reading name: [Result per family]}``."""
+    printed = {"id": st.id, "claim": "printed", **claim_verdict(printed_results), "expected": st.expect}
+    printed["as_expected"] = printed["verdict"] == st.expect
+    readings = []
+    for r in st.readings:
+        v = {"claim": r.name, "kind": r.kind, **claim_verdict(reading_results.get(r.name, [])), "expected": r.expect}
+        v["as_expected"] = v["verdict"] == r.expect
+        readings.append(v)
+    return {"printed": printed, "readings": readings,
+            "as_expected": printed["as_expected"] and all(v["as_expected"] for v in readings)}
+
+
+def _ratio_text(v):
+    out = "" if v["max_ratio"] is None else f"max {v['max_ratio']:.4g}" + (", attained" if v["attained"] else "")
+    mc = v.get("monte_carlo_max_ratio")
+    if v["verdict"] == HOLDS and mc is not None and mc > 1:
+        out += (", " if out else "") + f"Monte Carlo {mc:.4g}: interval reaches 1"
+    return out
+
+
+def headline(sv) -> list:
+    """The statement's verdict in words, as lines (no ids, no padding): the printed statement's
+    verdict first, then the reading that holds (when it fails as printed), inconsistencies with the
+    paper's own text and what differs from the catalogue's expectation."""
+    p = sv["printed"]
+    lines = []
+    if p["verdict"] == HOLDS:
+        out = "holds" + (" (shape; the constant is not refutable)" if p["shape_only"] else "")
+        extra = _ratio_text(p)
+        lines.append(out + (f" ({extra})" if extra and not p["shape_only"] else ""))
+    elif p["verdict"] == FAILS:
+        lines.append("FAILS AS PRINTED" + (f" (max {p['max_ratio']:.4g})" if p["max_ratio"] is not None else ""))
+        good = [v for v in sv["readings"] if v["kind"] != "inconsistency" and v["verdict"] == HOLDS]
+        if good:
+            v = good[0]
+            extra = _ratio_text(v) if not v["shape_only"] else "shape"
+            lines.append(f"holds under reading '{v['claim']}'" + (f" ({extra})" if extra else ""))
+        elif any(v["kind"] != "inconsistency" for v in sv["readings"]):
+            lines.append("no stated reading holds")
+    else:
+        lines.append(f"UNDECIDED ({p['reason']})")
+    incons = [v for v in sv["readings"] if v["kind"] == "inconsistency" and v["verdict"] == FAILS]
+    if incons:
+        lines.append("inconsistent with the paper's own text: " + ", ".join(repr(v["claim"]) for v in incons))
+    unexpected = [v for v in [p, *sv["readings"]] if not v["as_expected"]]
+    if unexpected:
+        lines.append("UNEXPECTED: " + "; ".join(
+            f"{'printed' if v['claim'] == 'printed' else repr(v['claim'])} {v['verdict']}, expected {v['expected']}"
+            for v in unexpected))
+    return lines
+
+
+def summary_line(verdicts) -> str:
+    """E.g. "28 statements: 14 hold as printed, 12 fail as printed (11 hold under a stated reading),
+    2 undecided"."""
+    n = len(verdicts)
+    hold = sum(v["printed"]["verdict"] == HOLDS for v in verdicts)
+    fail = [v for v in verdicts if v["printed"]["verdict"] == FAILS]
+    rescued = sum(any(r["kind"] != "inconsistency" and r["verdict"] == HOLDS for r in v["readings"]) for v in fail)
+    und = sum(v["printed"]["verdict"] == UNDECIDED for v in verdicts)
+    shape = sum(v["printed"]["verdict"] == HOLDS and v["printed"]["shape_only"] for v in verdicts)
+    out = (f"{n} statement{'s' * (n != 1)}: {hold} hold as printed"
+           + (f" ({shape} by shape only)" if shape else "")
+           + f", {len(fail)} fail as printed ({rescued} hold under a stated reading), {und} undecided")
+    return out
+
+
+def expectation_line(verdicts) -> str:
+    """Whether every verdict is what the catalogue expects (the exit code's input), in words."""
+    bad = [v["printed"]["id"] for v in verdicts if not v["as_expected"]]
+    if not bad:
+        return "every verdict as the catalogue expects"
+    return f"{len(bad)} statement(s) not as the catalogue expects: {', '.join(bad)}"

@@ -1,0 +1,178 @@
+"""The verdict model (issue 17): verdicts on the statements as printed, readings beside them, exit
+codes as test runners use them, findings computed by the run, and the regressions of the review."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from moreau._cli import main
+from moreau.analysis.engine import runner
+from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, judge
+from moreau.analysis.engine.registry import catalogue
+from moreau.analysis.engine.report import counterexample_text, group, verdict_of
+from moreau.analysis.engine.verdict import claim_verdict, statement_verdict, summary_line
+
+CAT = catalogue()
+
+
+def _toy(claim_c, readings=(), expect="holds", sid="toy.v"):
+    """x ~ U(0.5, 2), one part 'x <= c' (c from the claim)."""
+    def instances(family, trials, rng):
+        return {"x": rng.uniform(0.5, 2.0, trials or 50)}
+
+    def evaluate(batch, claim):
+        return {"x <= c": Sides(batch["x"], np.full(batch["x"].shape, claim["c"]), "upper")}
+
+    return Statement(id=sid, source="toy, Lemma 0", paper="toy", latex="x <= c", text="x <= c", assumptions=("x",),
+                     families={"quadratic": ("toy",)}, claimed="upper", instances=instances, evaluate=evaluate,
+                     claim={"c": claim_c}, mutants=(Mutant("c = 0.1", {"c": 0.1}),), readings=readings, expect=expect)
+
+
+@pytest.fixture
+def toy_cat(monkeypatch):
+    cat = {}
+
+    def install(*sts):
+        cat.clear()
+        cat.update({s.id: s for s in sts})
+        monkeypatch.setattr(runner, "catalogue", lambda: cat)
+        from moreau.analysis.engine import registry
+        monkeypatch.setattr(registry, "catalogue", lambda: cat)
+    return install
+
+
+def test_printed_failure_with_a_reading_is_expected_exit_0(toy_cat, capsys):
+    st = _toy(1.5, readings=(Reading("c = 2", {"c": 2.0}),), expect="fails")
+    toy_cat(st)
+    assert main(["check", "toy.v"]) == 0
+    out = capsys.readouterr().out
+    assert "FAILS AS PRINTED" in out and "holds under reading 'c = 2'" in out
+    assert "0 hold as printed, 1 fail as printed (1 hold under a stated reading)" in out
+    assert "every verdict as the catalogue expects" in out
+
+
+def test_a_known_failure_that_no_longer_fails_exits_1(toy_cat, capsys):
+    toy_cat(_toy(2.5, expect="fails"))  # x <= 2.5 always holds: the expected failure is gone
+    assert main(["check", "toy.v"]) == 1
+    assert "UNEXPECTED: printed holds, expected fails" in capsys.readouterr().out
+
+
+def test_a_reading_that_fails_exits_1(toy_cat, capsys):
+    toy_cat(_toy(2.5, readings=(Reading("c = 1", {"c": 1.0}),)))
+    assert main(["check", "toy.v"]) == 1
+    assert "UNEXPECTED: 'c = 1' fails, expected holds" in capsys.readouterr().out
+
+
+def test_a_statement_without_an_expectation_that_fails_exits_1(toy_cat, capsys):
+    toy_cat(_toy(1.0))  # a user's own false statement: default expectation "holds"
+    assert main(["check", "toy.v"]) == 1
+
+
+def test_the_reading_never_replaces_the_printed_claim_in_the_json(toy_cat, tmp_path):
+    import json
+    toy_cat(_toy(1.5, readings=(Reading("c = 2", {"c": 2.0}),), expect="fails"))
+    path = tmp_path / "r.json"
+    assert main(["check", "toy.v", "--json", str(path)]) == 0
+    (rec,) = json.loads(path.read_text())
+    assert rec["holds"] is False and rec["expected"] == "fails" and rec["schema_version"] == 2
+    assert rec["verdict"]["printed"]["verdict"] == "fails" and rec["verdict"]["as_expected"] is True
+    (r,) = rec["readings"]
+    assert r["name"] == "c = 2" and r["holds"] is True and rec["mutants_against"] == "reading: c = 2"
+
+
+def test_mutants_mutate_the_reading_that_holds_when_the_printed_claim_fails():
+    st = _toy(1.5, readings=(Reading("c = 2", {"c": 2.0}),), expect="fails")
+    assert st.reference.name == "c = 2"
+    batch = {"x": np.array([0.6, 1.9])}
+    assert st.run("quadratic", None, None, batch=batch).failures.tolist() == [1]  # printed
+    m = st.run("quadratic", None, None, batch=batch, mutant=st.mutants[0])  # c = 0.1 on top of the reading
+    assert m.failures.tolist() == [0, 1]
+
+
+def test_non_finite_sides_never_hold():
+    """Regression: perfedavg.w1's mutant f = sum f_i gave lhs = inf ... holds = True."""
+    p = judge("p", Sides([np.inf, np.nan, 1.0, 1.0], [np.inf, 1.0, np.nan, np.inf]))
+    assert p.failures.tolist() == [0, 1, 2]  # an infinite right side with a finite left side is vacuous, holds
+
+
+def test_shape_only_and_undecided_verdicts():
+    from moreau.analysis.engine.core import PartResult, Result, rate_sides
+    rate = judge("r", rate_sides([-1.0], ([-1.1], [-0.9]), -1.0))
+    v = claim_verdict([Result("t", "quadratic", 1, [rate], 0.0)])
+    assert v["verdict"] == "holds" and v["shape_only"]
+    none = judge("b", Sides([1.0], [2.0], applicable=[False]))
+    v = claim_verdict([Result("t", "quadratic", 1, [none], 0.0)])
+    assert v["verdict"] == "undecided" and "no instance met the assumptions" in v["reason"]
+    assert isinstance(rate, PartResult)
+
+
+def test_the_catalogue_summary_counts_printed_failures():
+    recs = runner.run(["fw.convex", "pfedme.prop1"], "all", None, 0)
+    verdicts = [verdict_of(st, rs) for st, rs in group(recs)]
+    line = summary_line(verdicts)
+    assert line.startswith("2 statements: 1 hold as printed") and "1 fail as printed (1 hold under" in line
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_every_counterexample_line_is_rendered_from_the_run(seed):
+    """The numbers of a finding line are the record's: both sides and the ratio at the reported
+    instance, and the parameters of that instance in the record's batch."""
+    recs = runner.run(["fw.convex", "sgd.nonconvex", "perfedavg.thm4_5"], "all", None, seed)
+    for st, rs in group(recs):
+        text = counterexample_text(rs, [r.result for r in rs])
+        m = re.search(r"\[(\w+) #(\d+)\]: lhs (\S+) > rhs (\S+)", text)
+        fam, i = m.group(1), int(m.group(2))
+        rec = next(r for r in rs if r.result.family == fam)
+        row = rec.local(i)
+        parts = [p for p in rec.result.parts if row in p.failures.tolist() or (p.index is not None)]
+        lhs = [f"{p.sides.lhs[row]:.4g}" for p in parts] + [f"{p.sides.lhs_ci[0][row]:.4g}" for p in parts
+                                                            if p.sides.lhs_ci is not None]
+        assert m.group(3) in lhs and m.group(4) in [f"{p.sides.rhs[row]:.4g}" for p in parts]
+        for key, value in rec.batch.items():
+            a = np.asarray(value)[row]
+            if a.size == 1 and f"{key}=" in text:
+                assert f"{key}={float(a.reshape(-1)[0]):.4g}" in text
+
+
+def test_two_seeds_give_different_computed_numbers(capsys):
+    main(["check", "fw.convex", "fw.nonconvex"])
+    a = capsys.readouterr().out
+    main(["check", "fw.convex", "fw.nonconvex", "--seed", "7"])
+    b = capsys.readouterr().out
+    lines = lambda out: [x for x in out.splitlines() if "counterexample" in x]  # noqa: E731
+    assert lines(a) and lines(a) != lines(b)
+    assert "finding:" not in a + b  # prose lives in --describe, never in the report
+
+
+def test_no_numpy_warning_leaks_into_the_report(capfd):
+    """Regression: `moreau check pfedme.thm1 --seed 7` printed "divide by zero encountered"."""
+    main(["check", "pfedme.thm1", "--seed", "7"])
+    out, err = capfd.readouterr()
+    assert "encountered" not in out + err and "RuntimeWarning" not in out + err
+
+
+def test_replaying_a_mutant_labels_the_mutant(tmp_path, capsys):
+    assert main(["check", "fedprox.lemma2", "--family", "quadratic", "--mutants", "--save-counterexamples",
+                 str(tmp_path)]) == 0
+    path = next(p for p in tmp_path.iterdir() if "mutant" in p.name)
+    capsys.readouterr()
+    assert main(["check", "fedprox.lemma2", "--family", "quadratic", "--replay", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^mutant '.*' of fedprox\.lemma2 \[quadratic\]", out, flags=re.M)
+
+
+def test_replay_refuses_an_instance_of_another_id(tmp_path, capsys):
+    assert main(["check", "fw.convex", "--save-counterexamples", str(tmp_path)]) == 0
+    path = next(tmp_path.iterdir())
+    assert main(["check", "pfedme.prop1", "--replay", str(path)]) == 2
+    assert "holds an instance of fw.convex" in capsys.readouterr().err
+
+
+def test_statement_verdict_object_has_one_shape_for_printed_and_readings():
+    st = _toy(1.5, readings=(Reading("c = 2", {"c": 2.0}),), expect="fails")
+    recs = [runner._run_one(st, "quadratic", None, 0, False, 0, 2048, False)]
+    sv = statement_verdict(st, [r.result for r in recs], {"c = 2": [recs[0].readings["c = 2"][0]]})
+    keys = set(sv["printed"]) - {"id"}
+    assert all(set(v) - {"kind"} == keys for v in sv["readings"])
