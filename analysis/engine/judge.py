@@ -53,6 +53,9 @@ class Sides:
     kind: str = ""
     atol: float = 0.0
     role: str = "theorem"
+    floor: object = None   # optional, per instance: the rounding level of the computed left side (e.g.
+                           # 64 eps |w_0 - w*| for an iterate's distance); a failure with lhs <= floor is
+                           # "at the rounding floor": not a failure, the verdict is undecided there
 
     def __post_init__(self):
         self.lhs = np.atleast_1d(np.asarray(self.lhs, dtype=float))
@@ -66,6 +69,8 @@ class Sides:
             raise ValueError(f"role must be 'theorem' or 'auxiliary' (got {self.role!r})")
         if self.claimed == "rate" and self.kind not in RATE_KINDS:
             raise ValueError(f"a rate part needs kind in {RATE_KINDS} (got {self.kind!r})")
+        if self.floor is not None:
+            self.floor = np.broadcast_to(np.asarray(self.floor, dtype=float), self.lhs.shape).copy()
         if self.lhs_ci is not None:
             self.lhs_ci = tuple(np.broadcast_to(np.asarray(c, dtype=float), self.lhs.shape).copy()
                                 for c in self.lhs_ci)
@@ -85,6 +90,8 @@ class PartResult:
     holds_each: np.ndarray = None   # per instance (True where not applicable)
     slack: np.ndarray = None        # per instance: rhs - lhs (negative: violated)
     ratio: np.ndarray = None        # per instance: lhs / rhs
+    rhs_negative: int = 0           # applicable instances whose right side is negative (the bound says nothing)
+    at_floor: int = 0               # instances that fail only at the rounding floor (``Sides.floor``)
     index: np.ndarray = None        # global instance index of each row of ``sides`` (None: the row itself;
 
 
@@ -128,9 +135,16 @@ def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
     # a non-finite left side, or an undefined right side, never holds (an infinite right side is a
     # vacuous bound: it holds, and the report says so)
     ok &= np.isfinite(s.lhs) & np.isfinite(lhs_lo) & np.isfinite(lhs_hi) & ~np.isnan(s.rhs)
+    at_floor = app & ~ok & (np.abs(s.lhs) <= s.floor) if s.floor is not None else np.zeros_like(ok)
+    ok |= at_floor
     fail = app & ~ok
     ratio = _ratio(s.lhs, s.rhs)
-    max_ratio = float(np.max(ratio[app])) if app.any() else float("nan")
+    # LHS/RHS means something only where the right side is positive and the left side not negative: a
+    # negative right side makes the ratio negative and would hide a failing part behind a small maximum
+    meaningful = app & (s.rhs > 0) & (s.lhs >= 0)
+    with np.errstate(invalid="ignore"):
+        max_ratio = float(np.max(ratio[meaningful])) if meaningful.any() else (
+            float(np.max(ratio[app])) if app.any() and not (app & (s.rhs < 0)).any() else float("nan"))
     tight = bool(app.any() and max_ratio >= 1 - TIGHT_RTOL)
     holds = not fail.any()
     if s.claimed == "tight" and not flip and app.any() and not tight:
@@ -138,7 +152,8 @@ def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
     return PartResult(name=name, claimed=s.claimed, instances=int(s.lhs.size), applicable=int(app.sum()),
                       holds=bool(holds), max_ratio=max_ratio, tight=tight,
                       failures=np.flatnonzero(fail), sides=s, holds_each=~fail,
-                      slack=s.rhs - s.lhs, ratio=ratio)
+                      slack=s.rhs - s.lhs, ratio=ratio, rhs_negative=int(np.sum(app & (s.rhs < 0))),
+                      at_floor=int(np.sum(at_floor)))
 
 
 def rate_sides(slope, ci, exponent, *, kind="equal", atol=0.05, note="", constants=None,

@@ -26,7 +26,15 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
-__all__ = ["REQUIRED_IDS", "catalogue", "declared", "get", "paper_packages"]
+__all__ = ["REQUIRED_IDS", "ENTRY_POINT_GROUP", "StatementError", "catalogue", "declared", "full_catalogue", "get",
+           "load_module", "paper_packages", "user_statements"]
+
+#: an installed package of statements declares its modules in this entry-point group
+ENTRY_POINT_GROUP = "moreau.statements"
+
+
+class StatementError(ValueError):
+    """A user's statements cannot be loaded or run (exit 2 with one line, never a pass)."""
 
 #: ids the catalogue must contain
 REQUIRED_IDS = (
@@ -106,3 +114,82 @@ def get(statement_id: str):
     if statement_id not in cat:
         raise KeyError(f"unknown statement id {statement_id!r}; known: {', '.join(cat)}")
     return cat[statement_id]
+
+
+# --- statements outside the package: a user's module, an installed package's entry points ------
+
+def load_module(spec: str) -> list:
+    """The statements a user's module declares: its module-level ``STATEMENTS`` (a sequence of
+    :class:`moreau.analysis.api.Statement`).  ``spec`` is a path to a ``.py`` file or a dotted
+    module name importable from the current environment.  Raises :class:`StatementError` (one line)
+    when the module cannot be loaded or declares no valid statements."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(spec)
+    try:
+        if spec.endswith(".py") or path.exists():
+            if not path.is_file():
+                raise StatementError(f"--module {spec}: no such file")
+            name = f"moreau_user_{path.stem}_{abs(hash(str(path.resolve()))) % 10**8}"
+            loader = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(loader)
+            sys.modules[name] = module
+            loader.loader.exec_module(module)
+        else:
+            module = importlib.import_module(spec)
+    except StatementError:
+        raise
+    except Exception as exc:  # the user's code: any error is reported in one line, with its type
+        raise StatementError(f"--module {spec}: cannot load it ({type(exc).__name__}: {exc})") from exc
+    return _statements_of(module, f"--module {spec}")
+
+
+def _statements_of(module, where) -> list:
+    from moreau.analysis.engine.core import Statement
+
+    found = getattr(module, "STATEMENTS", None)
+    if found is None:
+        raise StatementError(f"{where}: the module defines no STATEMENTS (a sequence of Statement)")
+    found = list(found) if isinstance(found, (list, tuple)) else [found]
+    bad = [type(s).__name__ for s in found if not isinstance(s, Statement)]
+    if bad or not found:
+        raise StatementError(f"{where}: STATEMENTS must be a non-empty sequence of Statement (got {bad or 'nothing'})")
+    for st in found:
+        if not st.families:
+            raise StatementError(f"{where}: statement {st.id!r} declares no family (nothing would run)")
+    return found
+
+
+def user_statements(modules=()) -> dict:
+    """``{id: Statement}`` of the installed entry points (group ``moreau.statements``) and of the
+    modules given (``--module``), in that order."""
+    from importlib.metadata import entry_points
+
+    out = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            loaded = ep.load()
+        except Exception as exc:
+            raise StatementError(f"entry point {ep.name!r} ({ep.value}): cannot load it "
+                                 f"({type(exc).__name__}: {exc})") from exc
+        for st in _statements_of(loaded, f"entry point {ep.name!r}"):
+            out[st.id] = st
+    for spec in modules:
+        for st in load_module(spec):
+            if st.id in out:
+                raise StatementError(f"--module {spec}: statement id {st.id!r} defined twice")
+            out[st.id] = st
+    return out
+
+
+def full_catalogue(modules=()) -> dict:
+    """The catalogue, then the users' statements (entry points, ``--module``); a user's id may not
+    shadow one of the catalogue's."""
+    cat = dict(catalogue())
+    for sid, st in user_statements(modules).items():
+        if sid in cat:
+            raise StatementError(f"statement id {sid!r} is the catalogue's: give your statement another id")
+        cat[sid] = st
+    return cat

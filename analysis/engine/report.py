@@ -74,11 +74,12 @@ def print_verdicts(records, elapsed=None):
     """One line per statement (id, source, verdict as printed, the reading that holds, max ratio),
     a computed counterexample under each statement that fails as printed; returns the verdicts."""
     verdicts = []
+    width = max([20] + [len(st.id) for st, _ in group(records)])
     for st, recs in group(records):
         sv = verdict_of(st, recs)
         verdicts.append(sv)
         first, *rest = headline(sv)
-        print(_clip(f"{st.id:20s} {_short(st.source):26s} {first}"))
+        print(_clip(f"{st.id:{width}s} {_short(st.source):26s} {first}"))
         for line in rest:
             print(_clip(f"{'':22s}{line}"))
         if sv["printed"]["verdict"] == FAILS:

@@ -16,7 +16,7 @@ from moreau.analysis.engine.chunks import ChunkReducer
 from moreau.analysis.engine.core import Result, _batch_size, take
 from moreau.analysis.engine.records import (SLACK_THRESHOLD, is_loose, load_counterexample, record_json, run_info,
                                             save_counterexample, save_instance, worst_ci_instance)
-from moreau.analysis.engine.registry import catalogue
+from moreau.analysis.engine.registry import StatementError, catalogue
 from moreau.analysis.engine.search import search
 
 __all__ = ["SLACK_THRESHOLD", "is_loose", "Record", "run", "record_json", "save_counterexample", "save_instance", "load_counterexample",
@@ -64,7 +64,7 @@ class Record:
 
 
 def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examples=0, chunk=None,
-        progress=False):
+        progress=False, cat=None):
     """Run statements; returns a list of :class:`Record` (one per id and family).
 
     A mutant is rejected when the batch, or the checker's default batch, or
@@ -78,22 +78,54 @@ def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examp
     as they come (:class:`moreau.analysis.engine.chunks.ChunkReducer`), and each mutant judged chunk by chunk
     until one rejects it.  A checker whose ``trials`` is not a count of instances (its batch size
     differs from the trials asked) gets one call, as with a small ``trials``.  ``progress``: a
-    tqdm bar over the chunks (when tqdm is installed).
+    tqdm bar over the chunks (when tqdm is installed).  ``cat``: the statements to choose from
+    (default the catalogue; the CLI passes the users' statements too).
+
+    Families are the statements' own (any name a statement's instance generator knows); a statement
+    whose generator draws no instance, or fails, on a family it declares raises
+    ``StatementError``: a run on no instance is an error, never a pass.
     """
-    cat = catalogue()
+    cat = catalogue() if cat is None else cat
     ids = list(cat) if not ids else list(ids)
     unknown = [i for i in ids if i not in cat]
     if unknown:
         raise KeyError(f"unknown statement id(s) {unknown}; known: {', '.join(cat)}")
-    fams = FAMILIES if family == "all" else (family,)
     chunk = CHUNK if chunk is None else chunk
     records = []
     for sid in ids:
         st = cat[sid]
-        for fam in fams:
-            if fam in st.families:
+        for fam in _families(st):
+            if family in ("all", fam):
                 records.append(_run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress))
     return records
+
+
+def _families(st):
+    """The statement's families, the built-in ones in their usual order first."""
+    known = [f for f in FAMILIES if f in st.families]
+    return known + [f for f in st.families if f not in known]
+
+
+def _batch_len(batch) -> int:
+    try:
+        return _batch_size(batch)
+    except ValueError:
+        return 0
+
+
+def _draw(st, fam, trials, rng):
+    """The statement's instances on a family; a generator that fails says so in one line."""
+    try:
+        return st.instances(fam, trials, rng)
+    except Exception as exc:
+        if st.paper in _BUILTIN_PAPERS():
+            raise
+        raise StatementError(f"{st.id} [{fam}]: its instance generator failed ({type(exc).__name__}: {exc})") from exc
+
+
+def _BUILTIN_PAPERS():
+    from moreau.analysis.engine.registry import paper_packages
+    return {p.PAPER["key"] for p in paper_packages()}
 
 
 def _chunks(st, fam, trials, seed, chunk):
@@ -101,19 +133,19 @@ def _chunks(st, fam, trials, seed, chunk):
     when the checker's batch size does not follow ``trials``."""
     rng = rng_for(seed, st.id, fam)
     if trials is None or trials <= chunk:
-        yield trials, st.instances(fam, trials, rng), 1
+        yield trials, _draw(st, fam, trials, rng), 1
         return
-    first = st.instances(fam, chunk, rng)
-    if _batch_size(first) != chunk:  # --trials is not a number of instances for this checker
+    first = _draw(st, fam, chunk, rng)
+    if _batch_len(first) != chunk:  # --trials is not a number of instances for this checker
         del first
-        yield trials, st.instances(fam, trials, rng_for(seed, st.id, fam)), 1
+        yield trials, _draw(st, fam, trials, rng_for(seed, st.id, fam)), 1
         return
     n = -(-trials // chunk)
     yield chunk, first, n
     del first
     for k in range(1, n):
         size = min(chunk, trials - k * chunk)
-        yield size, st.instances(fam, size, rng_for(seed, st.id, fam, f"chunk {k}")), n
+        yield size, _draw(st, fam, size, rng_for(seed, st.id, fam, f"chunk {k}")), n
 
 
 def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
@@ -133,6 +165,9 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
             searches.append(("", report))
             if found is not None:
                 batch = _concat(batch, found)
+        if not _batch_len(batch):
+            raise StatementError(f"{st.id} [{fam}]: the instance generator drew no instance (a run on no instance "
+                                 "is an error, not a pass)")
         t0 = time.perf_counter()
         prepared = st.prepared(batch)  # claim-independent work, once for the statement and its mutants
         res = st.run(fam, size, rng, batch=batch, prepared=prepared)

@@ -64,6 +64,7 @@ def claim_verdict(results) -> dict:
     "monte_carlo_max_ratio"}``; ``max_ratio`` is LHS/RHS over the theorem's inequality parts with exact
     sides (None where none was tested; Monte Carlo parts' point estimates are reported apart)."""
     fams, ratios, mc_ratios, attained, tested, shape, reasons = {}, [], [], False, False, True, []
+    negative = []
     for res in results:
         parts = _theorem_parts(res)
         failing = [p for p in parts if not p.holds]
@@ -75,8 +76,15 @@ def claim_verdict(results) -> dict:
         for p in tested_here:  # exact sides give the ratio; a Monte Carlo point estimate is reported apart
             if p.claimed in ("upper", "tight") and np.isfinite(p.max_ratio):
                 (mc_ratios if p.sides.lhs_ci is not None else ratios).append(float(p.max_ratio))
+        negative.extend(f"{p.rhs_negative}/{p.applicable}" for p in tested_here if p.rhs_negative)
+        floor = [p for p in parts if p.at_floor]
         if failing:
             fams[res.family] = FAILS
+        elif floor:
+            fams[res.family] = UNDECIDED
+            reasons.append(f"{res.family}: inconclusive at the rounding floor ('{floor[0].name}': {floor[0].at_floor} "
+                           f"instance(s) fail only where the left side is at the computation's rounding level; "
+                           "evaluate them in higher precision to decide)")
         elif aux_failing:
             fams[res.family] = UNDECIDED
             reasons.append(f"{res.family}: the checker's own check '{aux_failing[0].name}' failed")
@@ -97,7 +105,9 @@ def claim_verdict(results) -> dict:
             "attained": bool(attained), "families": fams,
             # the largest Monte Carlo point estimate of LHS/RHS; above 1 on a claim that holds, its interval
             # reaches 1: consistent with attained, never "holds with max 1.02"
-            "monte_carlo_max_ratio": mc}
+            "monte_carlo_max_ratio": mc,
+            # a bound negative where its left side is a norm is itself a finding: "k/n" per part
+            "rhs_negative": negative}
 
 
 def statement_verdict(st, printed_results, reading_results) -> dict:
@@ -134,7 +144,9 @@ def headline(sv) -> list:
         extra = _ratio_text(p)
         lines.append(out + (f" ({extra})" if extra and not p["shape_only"] else ""))
     elif p["verdict"] == FAILS:
-        lines.append("FAILS AS PRINTED" + (f" (max {p['max_ratio']:.4g})" if p["max_ratio"] is not None else ""))
+        lines.append("FAILS AS PRINTED" + (f" (max {p['max_ratio']:.4g})" if p["max_ratio"] is not None else "")
+                     + (f"; right side negative on {', '.join(p['rhs_negative'])} instances" if p.get("rhs_negative")
+                        else ""))
         good = [v for v in sv["readings"] if v["kind"] != "inconsistency" and v["verdict"] == HOLDS]
         if good:
             v = good[0]

@@ -47,6 +47,9 @@ def pep_ids():
     return [i for i in catalogue() if i in builders]
 
 
+_NO_PEP = "no PEP formulation declared for it (a PEP builder in a paper package's pep_worst_cases module)"
+
+
 def _builders():
     """``{id: builder}`` declared by the paper packages (``PEP``)."""
     from moreau.analysis.engine.registry import declared
@@ -58,7 +61,7 @@ def _not_applicable():
     return {sid: why for _, na in declared("PEP_NOT_APPLICABLE") for sid, why in na.items()}
 
 
-def run_pep(ids=None, seed=0):
+def run_pep(ids=None, seed=0, cat=None):
     """Class worst cases (PEP) for ``ids`` (default: every applicable statement); a list of records.
 
     Each record: ``id``, ``part``, ``class`` (the function class), ``parameters``, ``pep_value`` (the
@@ -76,7 +79,7 @@ def run_pep(ids=None, seed=0):
     require_pep()
     from moreau.analysis.engine.registry import catalogue
     from moreau.analysis.engine.runner import rng_for
-    cat = catalogue()
+    cat = catalogue() if cat is None else cat
     ids = pep_ids() if ids is None else list(ids)
     unknown = [i for i in ids if i not in cat]
     if unknown:
@@ -88,7 +91,7 @@ def run_pep(ids=None, seed=0):
         if sid not in builders:
             out.append(dict(id=sid, part=None, **{"class": None}, parameters={}, pep_value=None, pep_ratio=None,
                             solver=None, status=None, instances_max_ratio=None, paper_constant=None,
-                            verdict="not applicable", note=not_applicable.get(sid, "no PEP formulation here"),
+                            verdict="not applicable", note=not_applicable.get(sid, _NO_PEP),
                             required=False, outside_conditions=False))
             continue
         st = cat[sid]

@@ -176,3 +176,27 @@ def test_statement_verdict_object_has_one_shape_for_printed_and_readings():
     sv = statement_verdict(st, [r.result for r in recs], {"c = 2": [recs[0].readings["c = 2"][0]]})
     keys = set(sv["printed"]) - {"id"}
     assert all(set(v) - {"kind"} == keys for v in sv["readings"])
+
+
+def test_a_negative_right_side_shows_the_failure_not_a_small_ratio():
+    """Regression (issue 18): a bound negative on most instances gave "max L/R 0.82" while failing."""
+    from moreau.analysis.engine.core import Result
+    p = judge("norm <= bound", Sides([1.0, 1.0, 1.0, 0.5], [-2.0, -1.0, 2.0, 1.0]))
+    assert p.failures.tolist() == [0, 1] and p.max_ratio == 0.5 and p.rhs_negative == 2
+    v = claim_verdict([Result("t", "quadratic", 4, [p], 0.0)])
+    assert v["verdict"] == "fails" and v["rhs_negative"] == ["2/4"]
+
+
+def test_failures_at_the_rounding_floor_are_inconclusive_not_a_failure():
+    """A geometric rate evaluated until q^t = 1e-30: the left side stops at rounding (~1e-16 of the
+    scale) while the right side keeps shrinking; with the floor declared the verdict is undecided."""
+    from moreau.analysis.engine.core import Result
+    t = np.arange(80)
+    err = np.maximum(0.5 ** t, 1e-16)             # the computed distance: exact until the rounding level
+    rhs = 0.5 ** t                                # the theorem's q^t |w0 - w*|
+    naive = judge("rate", Sides(err, rhs))
+    assert naive.failures.size                     # "FAILS, max ratio 1e8" without the floor
+    floored = judge("rate", Sides(err, rhs, floor=64 * np.finfo(float).eps))
+    assert not floored.failures.size and floored.at_floor == naive.failures.size
+    v = claim_verdict([Result("t", "quadratic", 80, [floored], 0.0)])
+    assert v["verdict"] == "undecided" and "rounding floor" in v["reason"]

@@ -1,0 +1,62 @@
+r"""The authoring API: what you need to write a statement of your own and check it.
+
+A statement is a :class:`Statement`: an id, where it comes from, its claim as a dict of formulas
+(the paper's text, as printed), an instance generator per family, and ``evaluate(batch, claim)``
+returning both sides of every part (:class:`Sides`) side by side.  Put your statements in a module
+of your own as a module-level ``STATEMENTS`` sequence and run::
+
+    moreau check --module path/to/my_statements.py          # or a dotted module name
+    moreau check --module my_statements.py --mutants --search 50 --analyse --json out.json
+
+An installed package declares its modules in the entry-point group ``moreau.statements``
+(``[project.entry-points."moreau.statements"] mine = "my_package.statements"``); ``moreau check``
+then includes them.  In your own test suite, :func:`moreau.testing.check` turns a statement into a
+pytest assertion.  The tutorial, from a paper's text to verdicts, mutants and analyses, is
+docs/tutorial.md (its code runs in the project's tests).
+
+Families are any names your generator understands: ``instances(family, trials, rng)`` returns a
+*batch* (a dict of arrays, instances along the first axis); the built-in generators below draw
+quadratics with a prescribed spectrum and logistic data.  A run on no instance is an error, never
+a pass.
+
+Names:
+
+* :class:`Statement`, :class:`Sides`, :class:`Mutant`, :class:`Reading` — a statement, both
+  sides of a part, a wrong version that must be rejected, a named reading beside the printed claim;
+* :func:`rate_sides`, :func:`fit_exponent` — an O(·) rate checked by a fitted exponent with an
+  interval; :func:`worst_point` — reduce a sweep (iterates, points) to its worst entry per instance;
+* :func:`quadratic_batch`, :func:`logistic_batch`, :func:`log_uniform`, :func:`orthogonal` —
+  instance generators; :func:`scale_fields` — declare how a batch rescales (``--analyse``);
+* :func:`check` — run statements and get their verdicts (the Python form of ``moreau check``).
+"""
+from __future__ import annotations
+
+from moreau.analysis.engine.core import (Mutant, Reading, Sides, Statement, fit_exponent, rate_sides, scale_fields,
+                                         worst_point)
+from moreau.analysis.engine.instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
+
+__all__ = ["Statement", "Sides", "Mutant", "Reading", "rate_sides", "fit_exponent", "worst_point", "scale_fields",
+           "quadratic_batch", "logistic_batch", "log_uniform", "orthogonal", "check"]
+
+
+def check(statements, *, family="all", trials=None, seed=0, mutants=False):
+    """Run ``statements`` (a :class:`Statement` or a sequence) and return their verdicts.
+
+    Each verdict is ``moreau.analysis.engine.verdict.statement_verdict``'s dict: ``"printed"``
+    (``{"verdict": "holds" | "fails" | "undecided", "max_ratio", "reason", ...}``), ``"readings"``
+    and ``"as_expected"``; with ``mutants=True`` also ``"mutants"``: ``{name: rejected}``.  Raises
+    ``moreau.analysis.engine.registry.StatementError`` when a statement draws no instance."""
+    from moreau.analysis.engine import runner
+    from moreau.analysis.engine.report import group, verdict_of
+
+    sts = [statements] if isinstance(statements, Statement) else list(statements)
+    cat = {s.id: s for s in sts}
+    records = runner.run(list(cat), family, trials, seed, mutants, cat=cat)
+    out = []
+    for st, recs in group(records):
+        v = verdict_of(st, recs)
+        if mutants:
+            v["mutants"] = {m.name: any(rej for rec in recs for mm, rej, _ in rec.mutants if mm.name == m.name)
+                            for m in st.mutants}
+        out.append(v)
+    return out[0] if isinstance(statements, Statement) else out
