@@ -2,9 +2,10 @@
 theory of personalized federated learning.
 
 Objectives are batched (leading axes: clients, trials; last axis: d) and run
-on numpy, cupy or any array-API library through one code path.  The federated
-algorithms and their exact targets are in :mod:`moreau.fl`, the seeded data
-generators in :mod:`moreau.data`.
+on numpy, cupy or any array-API library through one code path; clients of
+different sample counts are held in size buckets by :func:`ragged` (no padding
+to the largest).  The federated algorithms and their exact targets are in
+:mod:`moreau.fl`, the seeded data generators in :mod:`moreau.data`.
 """
 from ._backend import BackendError, get_backend, set_backend
 from ._envelope import Envelope, MetaObjective, envelope, meta_objective, prox
@@ -14,12 +15,14 @@ from ._logistic import Logistic
 from ._multinomial import Multinomial
 from ._objective import Objective, ProxInfo
 from ._quadratic import Quadratic
+from ._ragged import RaggedLeastSquares, RaggedLogistic, RaggedMultinomial, ragged
 from . import data, fl  # noqa: E402  (subpackages built on the objectives above)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Objective", "Quadratic", "LeastSquares", "Logistic", "Multinomial", "Envelope", "MetaObjective",
+    "ragged", "RaggedLogistic", "RaggedMultinomial", "RaggedLeastSquares",
     "prox", "envelope", "meta_objective", "ProxInfo", "ProxConvergenceError",
     "set_backend", "get_backend", "BackendError", "data", "fl", "__version__",
 ]

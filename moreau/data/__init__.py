@@ -12,7 +12,9 @@ and returns a :class:`FederatedProblem`.
 - :func:`logistic`: well-specified logistic clients, the ground truth the
   population minimiser of the ridge-regularised loss.
 - :func:`fedprox_synthetic`, :func:`synthetic`: the FedProx analysis'
-  Section 6.1 data and the public Synthetic(alpha, beta) recipe (figures only).
+  Section 6.1 data and the public Synthetic(alpha, beta) recipe (figures only);
+  its clients of different sizes come as a ragged objective (:func:`moreau.ragged`:
+  size buckets, memory proportional to the number of samples).
 
 ``least_squares`` and ``logistic`` estimate their memory before drawing anything and refuse
 a call above ``max_bytes`` (default :data:`MAX_BYTES`, 8 GiB) with the estimate.

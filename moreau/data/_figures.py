@@ -6,6 +6,7 @@ import numpy as np
 from .._backend import to_numpy
 from .._logistic import Logistic
 from .._multinomial import Multinomial
+from .._ragged import ragged as _ragged
 from ._problem import FederatedProblem, Streams, check_int, check_real, client_weights, seed_record
 
 __all__ = ["fedprox_synthetic", "synthetic"]
@@ -84,7 +85,7 @@ def fedprox_synthetic(rng, *, R, m=10, n=200, d=60, mu=0.01, n_test=0, trials=()
 
 
 def synthetic(alpha, beta, rng, *, n_clients=30, n_classes=10, d=60, size_scale=1, max_size=None, mu=0.01,
-              train_fraction=0.75, trials=()):
+              train_fraction=0.75, trials=(), ragged=True):
     r"""The public Synthetic(alpha, beta) federated data (10-class softmax), for figures only.
 
     The recipe of the FedProx (Li et al.) code that pFedMe Section 5 adopts:
@@ -101,22 +102,27 @@ def synthetic(alpha, beta, rng, *, n_clients=30, n_classes=10, d=60, size_scale=
     Our choices: each client's samples are split into the first
     :math:`\lfloor 0.75\, n_k\rfloor` for training and the rest for testing
     (pFedMe: "split randomly with 75% and 25%"; the rows are i.i.d., so a
-    fixed split is a random one); clients are padded to the largest size with
-    zero weights (zero features, label 0); the model is
-    ``Multinomial([x, 1], y, C, mu)`` with an intercept column appended
+    fixed split is a random one); the clients, of different sizes, are held in
+    size buckets (:func:`moreau.ragged`: memory and time proportional to the
+    number of samples; ``ragged=False``: every client padded to the largest
+    size with zero weights, zero features and label 0, the same function);
+    the model is ``Multinomial([x, 1], y, C, mu)`` with an intercept column appended
     (the ``b_k`` of the recipe), so ``theta`` has ``(d + 1) C`` entries and
     ``w_star`` is the generating :math:`[W_k; b_k]` flattened row-major
     (*not* a population minimiser: the argmax labels are separable and
     strongly label-skewed); the ridge ``mu = 0.01`` is ours (so that
     minimisers exist); ``p`` is uniform (pFedMe averages the sampled clients
     uniformly); ``max_size`` optionally caps :math:`n_k` (memory grows as
-    ``trials x n_clients x max n_k x (d + 1)``).
+    ``trials x sum n_k x (d + 1)``, ``x max n_k`` for ``ragged=False``).
 
     Returns a :class:`FederatedProblem` with ``objective`` (train) and
-    ``test`` (Multinomial, batch ``(*T, n_clients)``), constants ``alpha``,
+    ``test`` (:class:`~moreau.RaggedMultinomial`, a :class:`~moreau.Multinomial`;
+    batch ``(*T, n_clients)``), constants ``alpha``,
     ``beta``, ``mu``, ``L`` (the Multinomial curvature bound per data set),
     ``n_train`` and ``n_test`` ``(*T, n_clients)``.  Draw order per trial:
-    sizes, u, B, v, W, b, x.
+    sizes, u, B, v, W, b, x (client ``k``'s rows are the first ``n_k`` of a
+    ``(max_k n_k, d)`` block drawn for every client in turn: the stream of one
+    ``(n_clients, max_k n_k, d)`` draw, drawn in chunks of clients).
 
     References: pFedMe, Section 5.1 (Synthetic, alpha = beta = 0.5); the
     FedProx paper of Li et al. (Synthetic(alpha, beta)).
@@ -130,6 +136,8 @@ def synthetic(alpha, beta, rng, *, n_clients=30, n_classes=10, d=60, size_scale=
     frac = check_real(train_fraction, "train_fraction", lo=0.0, strict=True)
     if frac >= 1:
         raise ValueError(f"train_fraction must be < 1 (got {frac:g})")
+    if not isinstance(ragged, bool | np.bool_):
+        raise TypeError(f"ragged must be True or False (got {ragged!r})")
     st = Streams(rng, trials)
     T = st.trials
     sizes = (st.lognormal(4.0, 2.0, (m,)).astype(np.int64) + 50) * size_scale
@@ -144,26 +152,9 @@ def synthetic(alpha, beta, rng, *, n_clients=30, n_classes=10, d=60, size_scale=
     W = u[..., None, None] + st.normal((m, d, C))
     b = u[..., None] + st.normal((m, C))
     scale = np.sqrt(_cov_diag(d))
-    n_max = int(sizes.max())
-    # each trial draws its own largest client's rows (reproducible alone), then all are padded
-    per = [g.standard_normal((m, int(k), d)) for g, k in zip(st.gens, sizes.reshape(-1, m).max(axis=-1))]
-    Z = np.zeros((len(per), m, n_max, d))
-    for i, z in enumerate(per):  # copy into the padded block (no arithmetic per trial)
-        Z[i, :, :z.shape[1]] = z
-    x = v[..., None, :] + scale * Z.reshape(T + (m, n_max, d))
-    labels = np.argmax(x @ W + b[..., None, :], axis=-1).astype(float)
-    x = np.concatenate([x, np.ones(x.shape[:-1] + (1,))], axis=-1)
-    j = np.arange(n_max)
-
-    def part(start, count):
-        k = int(count.max())
-        idx = np.minimum(start[..., None] + j[:k], n_max - 1)
-        keep = j[:k] < count[..., None]
-        Xp = np.where(keep[..., None], np.take_along_axis(x, idx[..., None], axis=-2), 0.0)
-        yp = np.where(keep, np.take_along_axis(labels, idx, axis=-1), 0.0)
-        return Multinomial(Xp, yp, n_classes=C, mu=mu, weights=keep.astype(float))
-
-    train, test = part(np.zeros_like(n_tr), n_tr), part(n_tr, n_te)
+    train, test = _samples(st, sizes, n_tr, v, W, b, scale, C, mu)
+    if not ragged:
+        train, test = train.padded(), test.padded()
     w_star = np.concatenate([W, b[..., None, :]], axis=-2).reshape(T + (m, (d + 1) * C))
     p = np.full(m, 1.0 / m)
     constants = {"alpha": alpha, "beta": beta, "mu": mu, "L": to_numpy(train.curvature_bounds()[1]),
@@ -173,5 +164,36 @@ def synthetic(alpha, beta, rng, *, n_clients=30, n_classes=10, d=60, size_scale=
            "w_star_global": "uniform mean of w_star", "n_train": "floor(train_fraction n_k) rows, the rest test"}
     params = {"generator": "synthetic", "rng": seed_record(rng), "alpha": alpha, "beta": beta, "n_clients": m,
               "n_classes": C, "d": d, "size_scale": size_scale, "max_size": max_size, "mu": mu,
-              "train_fraction": frac, "trials": T}
+              "train_fraction": frac, "trials": T, "ragged": bool(ragged)}
     return FederatedProblem(train, w_star, w_star.mean(axis=-2), p, constants, how, params, test)
+
+
+_CHUNK_BYTES = 32 * 2**20  # the Gaussian draws of one chunk of clients (the peak of the drawing)
+
+
+def _samples(st, sizes, n_tr, v, W, b, scale, C, mu):
+    """The training and test objectives of :func:`synthetic` (ragged): per trial, chunks of
+    clients drawn in turn (one trial's draws are those of one ``(m, max n_k, d)`` call), their
+    labels and intercept formed per chunk, the first ``n_tr`` rows of each client kept for
+    training, the next ones for testing, concatenated in C order over ``(*T, m)``."""
+    m, d = sizes.shape[-1], scale.shape[0]
+    flat = sizes.reshape(-1, m)
+    vs, Ws, bs, ntr = v.reshape(-1, m, d), W.reshape(-1, m, d, C), b.reshape(-1, m, C), n_tr.reshape(-1, m)
+    parts = ([], [], [], [])  # train x, train y, test x, test y
+    for t, g in enumerate(st.gens):
+        k = int(flat[t].max())
+        step = max(1, _CHUNK_BYTES // (8 * k * d))
+        j = np.arange(k)
+        for c in range(0, m, step):
+            sl = slice(c, min(c + step, m))
+            x = vs[t, sl, None, :] + scale * g.standard_normal((sl.stop - c, k, d))
+            y = np.argmax(x @ Ws[t, sl] + bs[t, sl, None, :], axis=-1).astype(float)
+            x = np.concatenate([x, np.ones(x.shape[:-1] + (1,))], axis=-1)
+            train = j < ntr[t, sl, None]
+            test = ~train & (j < flat[t, sl, None])
+            for keep, out in ((train, parts[:2]), (test, parts[2:])):
+                out[0].append(x[keep])
+                out[1].append(y[keep])
+    cat = [np.concatenate(p) for p in parts]
+    return (_ragged(Multinomial, cat[0], cat[1], n_tr, mu=mu, n_classes=C),
+            _ragged(Multinomial, cat[2], cat[3], sizes - n_tr, mu=mu, n_classes=C))

@@ -19,8 +19,8 @@ class FederatedProblem:
 
     - ``objective``: the clients' empirical losses :math:`L_i(w, S_i)`, batch
       shape ``(*T, m)`` (a :class:`~moreau.LeastSquares`, :class:`~moreau.Logistic`
-      or :class:`~moreau.Multinomial`; clients of different sizes are padded
-      with zero weights).
+      or :class:`~moreau.Multinomial`; clients of different sizes are held in
+      size buckets, :func:`moreau.ragged`, not padded to the largest).
     - ``w_star`` ``(*T, m, d)``: the ground-truth local models
       :math:`w_\star^{(i)}` (population minimisers where the generator says so).
     - ``w_star_global`` ``(*T, d)``: :math:`w_\star^{(g)} = \sum_i p_i w_\star^{(i)}`.

@@ -225,8 +225,8 @@ def sample_counts(rng, f, lead, size, *, replace):
     ``size`` smallest keys among the valid samples.  With replacement: one draw
     ``rng.random((*lead, m, size))``, each mapped to the k-th valid sample (inverse transform).
     """
-    valid = np.broadcast_to(np.asarray(to_numpy(f.weights)) > 0, tuple(lead) + tuple(f.batch_shape[-1:])
-                            + (f.weights.shape[-1],))
+    w = np.asarray(to_numpy(f.weights))  # read once: a ragged objective forms its padded view per read
+    valid = np.broadcast_to(w > 0, tuple(lead) + tuple(f.batch_shape[-1:]) + (w.shape[-1],))
     nvalid = valid.sum(axis=-1)
     if not replace and np.any(nvalid < size):
         raise ValueError(f"batch_size={size} exceeds the number of samples of a client ({int(nvalid.min())}) "

@@ -8,6 +8,7 @@ from .._least_squares import LeastSquares
 from .._logistic import Logistic
 from .._multinomial import Multinomial
 from .._quadratic import Quadratic
+from .._ragged_samples import RaggedSamples
 from ._common import (History, batched_objective, check_diverged, check_objective, count, expand, generator,
                       lead_shape, minibatch_size, point, positive, sample_clients, sample_counts, sample_size)
 
@@ -37,11 +38,12 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
     replacement: an unbiased gradient estimate, as the paper's Lemma 1 assumes) from the client's
     samples of positive weight; with ``batch_size`` None, :math:`\tilde f_i = f_i`.  For
     :class:`~moreau.LeastSquares`, :class:`~moreau.Logistic` and :class:`~moreau.Multinomial`
-    the mini-batch objective is built from the ``batch_size`` drawn rows (gathered: its cost does
-    not grow with the client's sample count); other objectives take the draw as sample weights
-    (``with_weights``): the same function.  The personalised problem (7) is solved by ``inner``:
-    ``"exact"``, a certified prox (``moreau.prox``: to rounding for quadratics, certified Newton
-    otherwise; a fresh least-squares mini-batch by one linear solve
+    (and their ragged forms, :func:`moreau.ragged`) the mini-batch objective is built from the
+    ``batch_size`` drawn rows (gathered: its cost does not grow with the client's sample count);
+    other objectives take the draw as sample weights (``with_weights``): the same function.  The
+    personalised problem (7) is solved by ``inner``: ``"exact"``, a certified prox (``moreau.prox``:
+    to rounding for quadratics, certified Newton otherwise; a fresh least-squares mini-batch by one
+    linear solve
     :math:`(A_{\mathcal D} + \lambda I)^{-1}(b_{\mathcal D} + \lambda w)`); or an int K: K gradient
     steps of size ``inner_eta`` (default :math:`1/(L_{\mathcal D} + \lambda)`, :math:`L_{\mathcal D}`
     the smoothness of :math:`\tilde f_i`) from :math:`\theta = w_{i,r}^t`;
@@ -181,7 +183,10 @@ def _minibatch(f, rng, lead, size, rows):
     its map to the k-th valid row are :func:`~moreau.fl._common.sample_counts`'s, so the counts of
     the gathered rows are its counts), the drawn rows gathered into a new objective of the same
     type with unit weights (LeastSquares, Logistic, Multinomial; ``rows`` from :func:`_valid_rows`);
-    any other objective gets the counts as sample weights."""
+    any other objective gets the counts as sample weights.  A ragged objective (``moreau.ragged``)
+    gathers the same rows from its size buckets (the same draw, the same objective)."""
+    if isinstance(f, RaggedSamples):
+        return f._draw_rows(rng.random(tuple(lead) + (f.batch_shape[-1], size)))
     if rows is None:
         return batched_objective(f, sample_counts(rng, f, lead, size, replace=True))
     xp = f.xp
