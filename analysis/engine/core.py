@@ -151,6 +151,9 @@ class Statement:
     sharp: dict = field(default_factory=dict)    # optional: family -> {part name: () -> Derivation}, the
                                                  # sympy-derived sharp constant (moreau.analysis.engine.sharp)
     readings: tuple = ()        # Reading: named claims beside the printed one (repairs, variants)
+    counterexamples: dict = field(default_factory=dict)     # family -> a recorded minimal counterexample of
+                                                            # the printed claim (a one-instance batch, exact
+                                                            # numbers), evaluated by every run
     consistency_checks: dict = field(default_factory=dict)  # part name -> why it is a definitional
                                                             # consistency check no mutant can reject
     expect: str = "holds"       # what the catalogue expects of the printed statement

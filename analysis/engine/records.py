@@ -90,7 +90,10 @@ differs only by a constant inside O(·): not counted as teeth); ``"verdict"`` (t
 every family run, the same object on each of its records): ``printed`` and each of ``readings``
 is ``{"claim", "verdict": "holds" | "fails" | "undecided", "shape_only", "reason", "max_ratio",
 "attained", "families": {family: verdict}, "expected", "as_expected"}`` (``printed`` also has
-``"id"``), and ``"as_expected"`` for the whole statement (the exit code's input).  The run
+``"id"``), and ``"as_expected"`` for the whole statement (the exit code's input).  A statement
+with a recorded minimal counterexample (``Statement.counterexamples``) carries
+``"minimal_counterexample"``: ``fails``, per part ``{part, holds, lhs, rhs}`` as this run
+evaluated them, and the ``instance``.  The run
 record also carries ``"numerical_warnings"``: ``{message: count}`` of numpy's warnings (never
 printed).
 
@@ -155,10 +158,19 @@ def record_json(rec, run: dict | None = None, slack_threshold: float = None, ver
                       "max_ratio": _num(rr.max_ratio), "parts": [_part_json(p, slack_threshold) for p in rr.parts]}
                      for name, (rr, _, _) in rec.readings.items()],
         "mutants_against": "printed" if st.reference is None else f"reading: {st.reference.name}",
+        **({"minimal_counterexample": _minimal_json(*rec.minimal)} if rec.minimal is not None else {}),
         **({"verdict": _verdict_json(verdict)} if verdict is not None else {}),
         **({"search": [{"mutant": name, **rep} for name, rep in rec.searches]} if rec.searches else {}),
         **({"run": run} if run is not None else {}),
     }
+
+
+def _minimal_json(one, res):
+    """The recorded minimal counterexample as this run evaluated it."""
+    parts = [{"part": p.name, "holds": bool(not p.failures.size), "lhs": _num(p.sides.lhs[0]),
+              "rhs": _num(p.sides.rhs[0])} for p in res.parts]
+    return {"fails": any(not q["holds"] for q in parts), "parts": parts,
+            "instance": {k: np.asarray(v).tolist() for k, v in one.items()}}
 
 
 def _verdict_json(v):

@@ -70,6 +70,18 @@ def counterexample_text(recs, results, reading=None):
     return head + _params(batch, brow, max(20, WIDTH - 24 - len(head)))
 
 
+def minimal_text(one, res):
+    """The recorded minimal counterexample's line: its sides as this run computed them."""
+    fails = [p for p in res.parts if p.failures.size and p.sides.role == "theorem"]
+    if not fails:
+        return f"recorded minimal counterexample [{res.family}]: no longer fails ({_params(one, 0, 60)})"
+    p = fails[0]
+    s = p.sides
+    ratio = f" (ratio {p.ratio[0]:.6g})" if np.isfinite(p.ratio[0]) and s.rhs[0] > 0 else ""
+    return (f"minimal counterexample [{res.family}]: lhs {s.lhs[0]:.6g} > rhs {s.rhs[0]:.6g}{ratio} at "
+            + _params(one, 0, 70))
+
+
 def print_verdicts(records, elapsed=None):
     """One line per statement (id, source, verdict as printed, the reading that holds, max ratio),
     a computed counterexample under each statement that fails as printed; returns the verdicts."""
@@ -82,7 +94,11 @@ def print_verdicts(records, elapsed=None):
         print(_clip(f"{st.id:{width}s} {_short(st.source):26s} {first}"))
         for line in rest:
             print(_clip(f"{'':22s}{line}"))
-        if sv["printed"]["verdict"] == FAILS:
+        minimal = [r.minimal for r in recs if r.minimal is not None]
+        for one, res in minimal:  # the recorded minimal counterexample, evaluated by this run
+            text = minimal_text(one, res)
+            print(_clip(f"{'':22s}{text}"))
+        if sv["printed"]["verdict"] == FAILS and not any(not res.holds for _, res in minimal):
             text = counterexample_text(recs, [r.result for r in recs])
             if text:
                 print(_clip(f"{'':22s}{text}"))

@@ -52,6 +52,9 @@ class Record:
     # per reading of the statement (same instances as the printed claim): name -> (Result, kept batch,
     # global index of its rows or None)
     readings: dict = field(default_factory=dict)
+    # the statement's recorded minimal counterexample on this family, evaluated by this run: (batch, Result of
+    # the printed claim), or None
+    minimal: tuple | None = None
 
     def local(self, i: int) -> int:
         """The row of ``batch`` that holds global instance ``i``."""
@@ -207,6 +210,9 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
         rec = Record(st, reducer.result(st.id, fam), batch=reducer.batch, index=reducer.index)
         readings = {name: (red.result(st.id, fam), red.batch, red.index) for name, red in reading_reducers.items()}
     rec.readings = readings
+    if fam in st.counterexamples:  # the recorded minimal counterexample, evaluated now (its numbers are this run's)
+        one = st.counterexamples[fam]
+        rec.minimal = (one, st.run(fam, None, None, batch=one, reading=None))
     if mutants:
         t1 = time.perf_counter()
         _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, searches)

@@ -248,6 +248,9 @@ STATEMENTS = (
         assumptions=("F convex, L-smooth", "B compact convex, diameter R", "eta_t = 2/(t+2)", "x^0 in R^d"),
         families={"quadratic": ("convex, strongly_convex on boxes, Euclidean balls, simplices, l1 balls",)}, claimed="rate",
         instances=instances_fw, evaluate=evaluate_fw, claim=CLAIM_FW, readings=READINGS_FW, expect="fails",
+        # d = 1, B = [-1, 1] (R = 2), F = x^2/2 - 5x (L = 1), x^0 = -1 in B: F(x^0) - F* = 10 > L R^2 = 4 at t = 0
+        counterexamples={"quadratic": {"A": np.ones((1, 1, 1)), "b": np.full((1, 1), 5.0), "L": np.ones(1),
+                                       "h": np.ones((1, 1)), "x0": -np.ones((1, 1))}},
         scaling={"quadratic": scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0)})},
         mutants=(
             Mutant("2 L R^2 -> L R^2 / 4", {"bound": lambda L, R, t: L * R**2 / (4 * (t + 2))}),

@@ -264,6 +264,9 @@ STATEMENT = Statement(
     families={"quadratic": ("indefinite, concave, convex, strongly convex on boxes, Euclidean balls, simplices, "
                            "l1 balls",)}, claimed="rate",
     instances=instances, evaluate=evaluate, claim=CLAIM, readings=READINGS, expect="fails",
+    # d = 1, B = [-1, 1], F = (x - 10)^2/2, x^0 = 19 outside B (F(x^0) = F*): min gap 45 times the bound at T = 1
+    counterexamples={"quadratic": {"A": np.ones((1, 1, 1)), "b": np.full((1, 1), 10.0), "L": np.ones(1),
+                                   "h": np.ones((1, 1)), "x0": np.full((1, 1), 19.0)}},
     scaling={"quadratic": scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0)})},
     mutants=(
         Mutant("max{F(x^0) - F*, L R^2/2} (both branches halved)",

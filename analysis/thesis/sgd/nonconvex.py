@@ -212,6 +212,10 @@ STATEMENT = Statement(
     families={"quadratic": ("convex", "strongly_convex"),
               "logistic": ("mu = 0", "Per-FedAvg meta-objective (nonconvex)")}, claimed="rate",
     instances=instances_nc, evaluate=evaluate_nc, claim=CLAIM_NC, prepare=prepare_nc, expect="fails",
+    # d = 1, F = x^2/2, x^0 = 1, M = 0, sigma^2 = 0.01, eta_0 = min{1, 10} = 1: ||grad F(x^0)||^2 = 1 > 0.2 at T = 1
+    counterexamples={"quadratic": {"A": np.ones((1, 1, 1)), "C": np.zeros((1, 1, 1)), "q": np.zeros((1, 1)),
+                                   "S": np.full((1, 1, 1), 0.01), "e0": np.ones((1, 1)), "L": np.ones(1),
+                                   "M": np.zeros(1), "s2": np.full(1, 0.01), "eta0": np.ones(1)}},
     readings=(Reading("η₀ = the √ branch ≤ 1/(L(M+1))", {"eta0_printed": _sqrt_branch_is_the_min},
                       why="the only step at which the proof's bound 2(F(x^0) - F*)/(eta_0 sqrt T) + L eta_0 sigma^2/"
                           "sqrt T equals the printed one"),),

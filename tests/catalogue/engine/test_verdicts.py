@@ -200,3 +200,18 @@ def test_failures_at_the_rounding_floor_are_inconclusive_not_a_failure():
     assert not floored.failures.size and floored.at_floor == naive.failures.size
     v = claim_verdict([Result("t", "quadratic", 80, [floored], 0.0)])
     assert v["verdict"] == "undecided" and "rounding floor" in v["reason"]
+
+
+def test_the_recorded_minimal_counterexample_is_evaluated_by_the_run():
+    """Its line is computed: the printed claim fails there with the exact numbers of the finding, and a
+    statement whose claim no longer fails there says so."""
+    import dataclasses
+
+    from moreau.analysis.engine.report import minimal_text
+    st = CAT["fw.convex"]
+    (rec,) = runner.run(["fw.convex"], "quadratic", None, 0)
+    one, res = rec.minimal
+    assert minimal_text(one, res).startswith("minimal counterexample [quadratic]: lhs 10 > rhs 4 (ratio 2.5)")
+    fixed = dataclasses.replace(st, claim={**st.claim, **st.reference.changes}, readings=(), expect="holds")
+    (rec,) = runner.run(["fw.convex"], "quadratic", None, 0, cat={"fw.convex": fixed})
+    assert "no longer fails" in minimal_text(*rec.minimal)
