@@ -150,3 +150,30 @@ def test_mutant_names_are_never_cut(capsys):
     longest = max(st.mutants, key=lambda m: len(m.name))
     assert _check("fedprox.lemma1", "--family", "quadratic", "--mutants", "-v") in (0, 1)
     assert longest.name in capsys.readouterr().out
+
+
+def test_json_on_a_full_disk_is_exit_2_and_keeps_the_earlier_report(tmp_path, monkeypatch, capsys):
+    """Regression (issue 19): --json on a full disk truncated an earlier valid report to 8 KB of invalid JSON."""
+    import errno
+    import json as _json
+    import os
+
+    path = tmp_path / "r.json"
+    assert _check("pfedme.prop1", "--family", "quadratic", "--json", path) == 0
+    before = path.read_text()
+    real_fsync = os.fsync
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "fsync", full)
+    assert _check("pfedme.prop1", "--family", "quadratic", "--json", path) == 2
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert "No space left on device" in capsys.readouterr().err
+    assert path.read_text() == before and _json.loads(before)
+    assert not [p for p in tmp_path.iterdir() if p.name != "r.json"]  # no temporary left behind
+
+
+def test_trials_beyond_the_limit_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        _check("gd.strongly_convex", "--trials", "99999999999999999999")
+    assert exc.value.code == 2 and "must be at most" in capsys.readouterr().err

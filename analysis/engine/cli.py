@@ -58,6 +58,9 @@ def add_check_parser(sub):
                         "(PEPit with the Clarabel solver; needs the pep extra); JSON key \"pep\" per record")
     p.add_argument("--slack-threshold", type=_ratio_arg, default=None, metavar="R",
                    help="flag a bound that holds with max LHS/RHS below R as LOOSE (default 0.1)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="send the chunks of a large --trials to a Dask cluster (tcp://HOST:8786; the dask extra); "
+                        "the JSON equals the serial run's apart from timings")
     p.add_argument("--json", metavar="PATH", help="write one record per (id, family); schema in analysis/engine/records.py")
     p.add_argument("--save-counterexamples", metavar="DIR",
                    help="save failing instances, and the instance that rejects each mutant, as .npz "
@@ -162,11 +165,18 @@ def cmd_check(args) -> int:
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:  # numerical warnings are counted, never printed
         warnings.simplefilter("always", RuntimeWarning)
+        client = None
         try:
+            if args.scheduler:
+                from moreau.analysis.engine.distributed import connect
+                client = connect(args.scheduler)
             records = runner.run(ids or None, args.family, args.trials, args.seed, args.mutants, args.search,
-                                 progress=True, cat=cat)
+                                 progress=True, cat=cat, client=client, modules=tuple(args.module))
         except StatementError as exc:
             return _fail(str(exc))
+        finally:
+            if client is not None:
+                client.close()
     if args.slack_threshold is None:
         args.slack_threshold = SLACK_THRESHOLD
     if args.verbose:

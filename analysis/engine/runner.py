@@ -67,7 +67,7 @@ class Record:
 
 
 def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examples=0, chunk=None,
-        progress=False, cat=None):
+        progress=False, cat=None, client=None, modules=()):
     """Run statements; returns a list of :class:`Record` (one per id and family).
 
     A mutant is rejected when the batch, or the checker's default batch, or
@@ -82,7 +82,9 @@ def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examp
     until one rejects it.  A checker whose ``trials`` is not a count of instances (its batch size
     differs from the trials asked) gets one call, as with a small ``trials``.  ``progress``: a
     tqdm bar over the chunks (when tqdm is installed).  ``cat``: the statements to choose from
-    (default the catalogue; the CLI passes the users' statements too).
+    (default the catalogue; the CLI passes the users' statements too).  ``client``: a Dask client
+    (``moreau check --scheduler``): the chunks go to the cluster (``moreau.analysis.engine.distributed``;
+    ``modules``: the ``--module`` specs the workers load), with the same records as the serial run.
 
     Families are the statements' own (any name a statement's instance generator knows); a statement
     whose generator draws no instance, or fails, on a family it declares raises
@@ -99,7 +101,15 @@ def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examp
         st = cat[sid]
         for fam in _families(st):
             if family in ("all", fam):
-                records.append(_run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress))
+                outputs, searches = None, []
+                if client is not None and trials and trials > chunk and \
+                        _batch_len(_draw(st, fam, chunk, rng_for(seed, st.id, fam))) == chunk:
+                    from moreau.analysis.engine.distributed import remote_outputs
+                    outputs = remote_outputs(client, st, fam, trials, seed, chunk, mutants, modules,
+                                             search_examples, searches)
+                rec = _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs)
+                rec.searches = searches + rec.searches if outputs is not None else rec.searches
+                records.append(rec)
     return records
 
 
@@ -151,17 +161,25 @@ def _chunks(st, fam, trials, seed, chunk):
         yield size, _draw(st, fam, size, rng_for(seed, st.id, fam, f"chunk {k}")), n
 
 
-def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
-    reducer, rec, bar = ChunkReducer(), None, None
-    reading_reducers = {r.name: ChunkReducer() for r in st.readings}
-    readings = {}
-    pending = list(st.mutants) if mutants else []
-    verdicts = {}  # mutant name -> (rejected, Result, where, one-instance batch, its index there)
-    t_mut, offset, searches, closest = 0.0, 0, [], {}
-    rng = rng_for(seed, st.id, fam)
+def evaluate_chunk(st, fam, size, batch, mutants=(), prepared=None):
+    """The printed claim, every reading and ``mutants`` on one batch, the claim-independent work done
+    once (``prepared``: its output when the caller has it): ``(Result, {reading name: Result},
+    {mutant name: Result})`` (a Dask worker's unit of work too)."""
+    t0 = time.perf_counter()
+    prepared = st.prepared(batch) if prepared is None else prepared
+    res = st.run(fam, size, None, batch=batch, prepared=prepared)
+    res.seconds = time.perf_counter() - t0
+    out = {}
+    for r in st.readings:  # the readings on the same instances, same prepared data
+        t2 = time.perf_counter()
+        out[r.name] = st.run(fam, size, None, batch=batch, prepared=prepared, reading=r)
+        out[r.name].seconds = time.perf_counter() - t2
+    return res, out, {m.name: st.run(fam, size, None, mutant=m, batch=batch, prepared=prepared) for m in mutants}
+
+
+def _local_outputs(st, fam, trials, seed, chunk, search_examples, searches):
+    """Per chunk ``(size, batch, n_chunks, Result, readings, mutant(m) -> Result)``, computed here."""
     for k, (size, batch, n_chunks) in enumerate(_chunks(st, fam, trials, seed, chunk)):
-        if k == 0 and progress and n_chunks > 1:
-            bar = _bar(n_chunks, f"{st.id} [{fam}]") or _Lines(n_chunks, f"{st.id} [{fam}]")
         if search_examples and k == n_chunks - 1:
             report = {}
             found = search(st, fam, max_examples=search_examples, seed=seed, report=report)
@@ -172,24 +190,43 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
             raise StatementError(f"{st.id} [{fam}]: the instance generator drew no instance (a run on no instance "
                                  "is an error, not a pass)")
         t0 = time.perf_counter()
-        prepared = st.prepared(batch)  # claim-independent work, once for the statement and its mutants
-        res = st.run(fam, size, rng, batch=batch, prepared=prepared)
-        res.seconds = time.perf_counter() - t0
+        prepared = st.prepared(batch)  # claim-independent work, once for the statement, readings and mutants
+        t_prep = time.perf_counter() - t0
+        res, readings, _ = evaluate_chunk(st, fam, size, batch, prepared=prepared)
+        res.seconds += t_prep
+
+        def mutant(m, batch=batch, prepared=prepared, size=size):
+            return st.run(fam, size, None, mutant=m, batch=batch, prepared=prepared)
+        yield size, batch, n_chunks, res, readings, mutant
+        del batch, prepared
+
+
+def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs=None):
+    """One (statement, family): the chunks' outputs (``outputs``, default computed here; the Dask
+    runner passes its own) reduced as the serial run does, so that both give the same record."""
+    reducer, rec, bar = ChunkReducer(), None, None
+    reading_reducers = {r.name: ChunkReducer() for r in st.readings}
+    readings = {}
+    pending = list(st.mutants) if mutants else []
+    verdicts = {}  # mutant name -> (rejected, Result, where, one-instance batch, its index there)
+    t_mut, offset, searches, closest = 0.0, 0, [], {}
+    if outputs is None:
+        outputs = _local_outputs(st, fam, trials, seed, chunk, search_examples, searches)
+    for k, (size, batch, n_chunks, res, rres, mutant_result) in enumerate(outputs):
+        if k == 0 and progress and n_chunks > 1:
+            bar = _bar(n_chunks, f"{st.id} [{fam}]") or _Lines(n_chunks, f"{st.id} [{fam}]")
         if n_chunks == 1:
             rec = Record(st, res, batch=batch)
         else:
             reducer.add(batch, res)
-        for r in st.readings:  # the readings on the same instances, same prepared data
-            t2 = time.perf_counter()
-            rr = st.run(fam, size, rng, batch=batch, prepared=prepared, reading=r)
-            rr.seconds = time.perf_counter() - t2
+        for name, rr in rres.items():
             if n_chunks == 1:
-                readings[r.name] = (rr, batch, None)
+                readings[name] = (rr, batch, None)
             else:
-                reading_reducers[r.name].add(batch, rr)
+                reading_reducers[name].add(batch, rr)
         t1 = time.perf_counter()
         for m in list(pending):
-            r = st.run(fam, size, rng, mutant=m, batch=batch, prepared=prepared)
+            r = mutant_result(m)
             if not r.holds:
                 verdicts[m.name] = (True, r, "run", *_rejecting_instance(batch, r, offset))
                 pending.remove(m)
@@ -201,7 +238,7 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress):
                 closest[m.name] = ratio
         t_mut += time.perf_counter() - t1
         offset += res.instances
-        del batch, prepared
+        del batch
         if bar is not None:
             bar.update(1)
     if bar is not None:
