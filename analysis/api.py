@@ -27,16 +27,20 @@ Names:
   interval; :func:`worst_point` — reduce a sweep (iterates, points) to its worst entry per instance;
 * :func:`quadratic_batch`, :func:`logistic_batch`, :func:`log_uniform`, :func:`orthogonal` —
   instance generators; :func:`scale_fields` — declare how a batch rescales (``--analyse``);
-* :func:`check` — run statements and get their verdicts (the Python form of ``moreau check``).
+* :func:`check` — run statements and get their verdicts (the Python form of ``moreau check``);
+* :class:`Case`, :func:`derive` — a sympy derivation of the sharp constant of a part whose
+  quadratic worst case is one eigenvalue (``Statement.sharp``; ``--analyse`` compares it with the
+  instances, for your statements as for the catalogue's: see ``analysis/pfedme/sharp_constants.py``).
 """
 from __future__ import annotations
 
 from moreau.analysis.engine.core import (Mutant, Reading, Sides, Statement, fit_exponent, rate_sides, scale_fields,
                                          worst_point)
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
+from moreau.analysis.engine.sharp import Case, derive
 
 __all__ = ["Statement", "Sides", "Mutant", "Reading", "rate_sides", "fit_exponent", "worst_point", "scale_fields",
-           "quadratic_batch", "logistic_batch", "log_uniform", "orthogonal", "check"]
+           "quadratic_batch", "logistic_batch", "log_uniform", "orthogonal", "check", "Case", "derive"]
 
 
 def check(statements, *, family="all", trials=None, seed=0, mutants=False):

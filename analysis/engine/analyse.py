@@ -203,6 +203,9 @@ def _sharpest(st, fam, batch, base):
     # checker declares its scaling: the dependence a reader can compare across units
     powers = getattr((getattr(st, "scaling", None) or {}).get(fam), "powers", {})
     dims = [k for k in scalars if k in powers and tuple(powers[k]) != (0, 0)]
+    if not powers:  # no declared scaling (a user's statement): ratios of the positive scalars, e.g. L/mu
+        dims = [k for k in scalars if np.all(scalars[k] > 0) and np.unique(scalars[k]).size >= 3]
+        powers = {k: (0, 1) for k in dims}
     for i, k1 in enumerate(dims):
         for k2 in dims[i + 1:]:
             if tuple(powers[k1]) == tuple(powers[k2]):
@@ -227,7 +230,31 @@ def _sharpest(st, fam, batch, base):
                       "split at": float(vals[order][half])}
         out.append({"part": p.name, "sharpest_factor": float(r[i]), "instance": i,
                     "worst_parameters": {k: float(v[i]) for k, v in scalars.items()}, "dependence": dep,
+                    "unbounded": _unbounded(p, scalars),
                     "derived": _derived(st, fam, batch, p, i)})
+    return out
+
+
+def _unbounded(p, scalars, bins=5, growth=4.0):
+    """Parameters along which the worst LHS/RHS keeps growing: the sample maximum is then no sharp
+    constant.  Per parameter spanning two decades or more, the instances are put in ``bins``
+    log-spaced bins; the trend counts when the bins' maxima increase towards one end and the extreme
+    bin's exceeds the opposite one's ``growth`` times.  ``[{"parameter", "towards": "large" |
+    "small", "bin_maxima"}]`` (empty: no such trend on these instances)."""
+    ok = p.sides.applicable & np.isfinite(p.ratio) & (p.ratio > 0)
+    out = []
+    for k, v in scalars.items():
+        vals = v[ok]
+        if vals.size < 2 * bins or np.any(vals <= 0) or vals.max() / vals.min() < 100:
+            continue
+        edges = np.geomspace(vals.min(), vals.max() * (1 + 1e-12), bins + 1)
+        which = np.clip(np.searchsorted(edges, vals, side="right") - 1, 0, bins - 1)
+        maxima = np.array([np.max(p.ratio[ok][which == b]) if np.any(which == b) else np.nan for b in range(bins)])
+        if np.isnan(maxima).any():
+            continue
+        for towards, m in (("large", maxima), ("small", maxima[::-1])):
+            if np.all(np.diff(m) > 0) and m[-1] > growth * m[0]:
+                out.append({"parameter": k, "towards": towards, "bin_maxima": [float(x) for x in maxima]})
     return out
 
 
@@ -349,6 +376,9 @@ def print_analyses(records, analyses):
             worst = ", ".join(f"{k}={v:.4g}" for k, v in sh["worst_parameters"].items())
             dep = "; ".join(f"{k}: {d['lower half']:.3g} below {d['split at']:.3g}, {d['upper half']:.3g} above"
                             for k, d in sh["dependence"].items())
+            for u in sh.get("unbounded") or []:
+                print(f"  {sh['part']}: LHS/RHS grows without bound as {u['parameter']} gets {u['towards']} (worst per "
+                      f"log-bin: {', '.join(f'{x:.3g}' for x in u['bin_maxima'])}): no finite sharpest constant")
             print(f"  sharpest constant of {sh['part']} (a sample maximum): the right side times "
                   f"{sh['sharpest_factor']:.4g} still holds on every instance tried; worst at {worst or 'instance #' + str(sh['instance'])}"
                   + (f"; max ratio by parameter: {dep}" if dep else ""))

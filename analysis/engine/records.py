@@ -69,8 +69,10 @@ unnecessary" | "not exercised" | "undefined", and the counterexample's ``part``,
 ``ratio`` or the number ``admitted``), ``scale_declared``, ``scale_not_declared_because`` (null, or why not), ``scales_tried`` (the (s, c) pairs
 the family can express), ``scale`` (the inconsistencies found:
 ``s``, ``c``, ``part``, ``instance``, ``what``, ``before``, ``after``; [] when consistent, null
-when not declared) and ``sharpest`` (per theorem inequality part: ``sharpest_factor``,
-``instance``, ``worst_parameters``, ``dependence`` and ``derived``: null, or for a part whose
+when not declared) and ``sharpest`` (per theorem inequality part: ``sharpest_factor`` (a sample maximum),
+``instance``, ``worst_parameters``, ``dependence``, ``unbounded`` (the parameters along which the
+worst ratio keeps growing: ``parameter``, ``towards``, ``bin_maxima``; then no finite sharpest
+constant exists) and ``derived``: null, or for a part whose
 quadratic worst case is one eigenvalue the sympy derivation — ``formula``, ``ratio``, ``proved``,
 ``cases``, ``sup_over_parameters``, ``sup_value``, ``value`` (the formula's max over the batch),
 ``instances_reach``, ``at_worst_instance``, ``attained_on``, ``closest``, ``exceeded``,

@@ -166,3 +166,27 @@ def test_a_bound_that_turns_negative_without_its_condition_is_vacuous_not_necess
     base = st.run("quadratic", None, None, batch=batch)
     (c,) = [c for c in _conditions(st, "quadratic", batch, batch, base) if c["kind"] == "claim"]
     assert c["verdict"] == VACUOUS and c["instance"] == 1
+
+
+def test_a_ratio_that_grows_without_bound_is_reported_not_a_finite_sharpest_constant():
+    """(lam + L)/(lam + mu) reaches L/mu as lam -> 0: unbounded over the condition number (issue 18)."""
+    from moreau.analysis.engine.analyse import _sharpest
+    from moreau.analysis.engine.core import Sides, Statement
+
+    def instances(family, trials, rng):
+        T = trials or 200
+        return {"mu": 10 ** rng.uniform(-3, 0, T), "L": np.ones(T), "lam": 10 ** rng.uniform(-3, 1, T)}
+
+    def evaluate(b, claim):
+        lhs = (b["lam"] + b["L"]) / (b["lam"] + b["mu"])
+        return {"ratio": Sides(lhs, np.full(lhs.shape, claim["C"]), "upper")}
+
+    st = Statement(id="toy.unb", source="toy", paper="none.md", latex="", text="", assumptions=(),
+                   families={"quadratic": ("toy",)}, claimed="upper", instances=instances, evaluate=evaluate,
+                   claim={"C": 1e9})
+    batch = instances("quadratic", 300, np.random.default_rng(0))
+    (sh,) = _sharpest(st, "quadratic", batch, st.run("quadratic", None, None, batch=batch))
+    assert {(u["parameter"], u["towards"]) for u in sh["unbounded"]} >= {("mu", "small")}
+    bounded = {**batch, "mu": np.full(300, 0.5)}  # a fixed condition number: bounded, nothing reported for mu
+    (sh,) = _sharpest(st, "quadratic", bounded, st.run("quadratic", None, None, batch=bounded))
+    assert not [u for u in sh["unbounded"] if u["parameter"] == "mu"]
