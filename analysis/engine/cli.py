@@ -189,7 +189,8 @@ def cmd_check(args) -> int:
         report.print_searches(records, args.search)
     analyses = None
     if args.analyse:
-        from moreau.analysis.engine.analyse import analyse, print_analyses
+        from moreau.analysis.engine.analyse import analyse
+        from moreau.analysis.engine.analyse_report import print_analyses
         analyses = [analyse(r) for r in records]
         print_analyses(records, analyses)
     if args.save_counterexamples:

@@ -190,3 +190,11 @@ def test_a_ratio_that_grows_without_bound_is_reported_not_a_finite_sharpest_cons
     bounded = {**batch, "mu": np.full(300, 0.5)}  # a fixed condition number: bounded, nothing reported for mu
     (sh,) = _sharpest(st, "quadratic", bounded, st.run("quadratic", None, None, batch=bounded))
     assert not [u for u in sh["unbounded"] if u["parameter"] == "mu"]
+
+
+def test_a_condition_necessary_on_one_family_only_is_explained_once(capsys):
+    """pFedMe Prop. 1's lam > 2L binds on quadratics (a_1 = -L); logistic losses are convex, so their
+    instances never reach it: the report says so instead of contradicting itself."""
+    assert main(["check", "pfedme.prop1", "--analyse"]) == 0
+    out = capsys.readouterr().out
+    assert "pfedme.prop1: condition condition is necessary on quadratic but not shown so on logistic" in out
