@@ -15,11 +15,15 @@ __all__ = ["Experiment"]
 class Experiment:
     """One entry of ``moreau reproduce``.
 
-    ``config(quick, trials) -> params`` (JSON-able; the grid lives in it),
-    ``points(params) -> [point]`` (JSON-able dicts), ``compute(params, point, rng) -> [row]``
-    (a module-level function: it runs in worker processes), ``finish(rows, params, out, seed) ->
-    {"figures": [paths], "claims": {...}, "theorems": {...}}`` (plots, qualitative claims and,
-    for each theorem the figure illustrates, whether the parameters meet its assumptions).
+    ``config(quick, trials) -> params`` (JSON-able; the grid lives in it; every key can be set
+    from the command line: ``moreau.experiments._config``), ``points(params) -> [point]``
+    (JSON-able dicts; a ``ValueError`` for parameters the experiment cannot run),
+    ``compute(params, point, rng) -> [row]`` (a module-level function: it runs in worker
+    processes), ``finish(rows, params, out, seed, quick) -> {"figures": [paths], "claims":
+    [verdict], "theorems": {...}}`` (plots, marked when ``quick``; one verdict per claim from
+    ``moreau.experiments._verdicts``; for each theorem the figure illustrates, whether the
+    parameters meet its assumptions).  ``notes``: keys of ``params`` that describe the run and
+    are not parameters (they cannot be set).
     """
 
     name: str
@@ -32,3 +36,4 @@ class Experiment:
     compute: Callable
     finish: Callable
     kind: str = "figure"  # "figure" or "demo"
+    notes: tuple = ()

@@ -8,6 +8,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ._verdicts import QUICK_NOTE  # noqa: E402
+
 __all__ = ["figure", "save", "theory", "COLUMN_WIDTH"]
 
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
@@ -32,9 +34,14 @@ def theory(ax, x, y, label, **kw):
     return ax.plot(x, y, linestyle="--", label=label, **kw)
 
 
-def save(fig, out, stem) -> list:
-    """Write ``stem.png`` and ``stem.pdf`` into ``out``; return the paths."""
+def save(fig, out, stem, quick=False) -> list:
+    """Write ``stem.png`` and ``stem.pdf`` into ``out``; return the paths.  A ``quick`` run's
+    figure says so in its title (``quick: not the paper's size``)."""
     out = Path(out)
+    if quick:
+        old = fig._suptitle.get_text() if fig._suptitle is not None else ""
+        size = fig._suptitle.get_fontsize() if old else 7
+        fig.suptitle(f"{old} ({QUICK_NOTE})" if old else QUICK_NOTE, fontsize=size, color="C3")
     paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
     for p in paths:
         fig.savefig(p, metadata={"Creator": "moreau reproduce"} if p.suffix == ".pdf" else None)

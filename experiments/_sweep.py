@@ -17,6 +17,11 @@ A directory remembers the arguments of the run it holds (``DIR/run.json``);
 a different run into it is refused (:class:`RunConflict`), never mixed, and so
 is a second run while one is writing into it (``flock`` on ``DIR/.lock``).
 
+Parameters are the experiment's defaults for the mode with the caller's overrides
+(:mod:`moreau.experiments._config`); the effective ones are part of the run's arguments and
+fingerprint.  The manifest records them (``configuration``) and one verdict per claim
+(:mod:`moreau.experiments._verdicts`, ``schema_version``), each marked ``quick`` in a quick run.
+
 Processes: local workers are capped at the CPUs this process may use; SIGTERM
 (``timeout``, batch schedulers) and SIGINT end them before :class:`Interrupted`
 is raised, and on Linux each worker dies with its parent (``PR_SET_PDEATHSIG``).
@@ -40,7 +45,10 @@ import numpy as np
 from moreau._files import DirectoryLocked, atomic_write, lock_directory
 
 from ._artifact import canonical, device, jsonable, provenance, read_checkpoint, write_checkpoint, write_csv
+from ._config import resolve
 from ._experiment import Experiment
+from ._progress import _Progress
+from ._verdicts import SCHEMA_VERSION
 
 # atomic_write (now moreau._files) and canonical (now ._artifact) stay importable from here
 __all__ = ["Experiment", "Interrupted", "RunConflict", "atomic_write", "canonical", "catalogue_verdict",
@@ -213,42 +221,6 @@ def _probe(address: str) -> None:
                               f"({exc.strerror or type(exc).__name__})") from None
 
 
-class _Progress:
-    """A tqdm bar on a terminal; elsewhere (logs, batch jobs) a line on ``stream`` when a point
-    finishes at least ``every`` seconds after the last line, and one at the end."""
-
-    def __init__(self, name: str, total: int, done: int, *, stream=None, every=10.0, clock=time.monotonic):
-        self.name, self.total, self.done, self.every, self.clock = name, total, done, every, clock
-        self.stream = stream if stream is not None else sys.stderr
-        self.t0 = self.last = clock()
-        self.bar = None
-        if self.stream.isatty():
-            try:
-                from tqdm import tqdm
-            except ImportError:
-                pass
-            else:
-                self.bar = tqdm(total=total, initial=done, desc=name, unit="point", file=self.stream)
-
-    def update(self) -> None:
-        self.done += 1
-        if self.bar is not None:
-            self.bar.update(1)
-        elif self.clock() - self.last >= self.every:
-            self._line()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-        else:
-            self._line()
-
-    def _line(self) -> None:
-        self.last = self.clock()
-        print(f"reproduce {self.name}: {self.done}/{self.total} points done, {self.last - self.t0:.0f} s elapsed",
-              file=self.stream, flush=True)
-
-
 @contextlib.contextmanager
 def _stop_on_signals():
     """SIGTERM (``timeout``, batch schedulers) and SIGINT raise :class:`Interrupted` in the main
@@ -297,22 +269,25 @@ def _finished(executor, name, params, points, pending, seed, backend):
 
 
 def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backend="numpy",
-        workers=None, scheduler=None, on_checkpoint=None) -> dict:
+        workers=None, scheduler=None, overrides=(), on_checkpoint=None) -> dict:
     """Run (or resume) a registered experiment into ``out``; return the manifest.
 
+    ``overrides``: ``{key: value}`` or ``[(source, key, value)]`` over the mode's defaults
+    (:func:`moreau.experiments._config.resolve`); the effective parameters are part of the run's
+    arguments, so a directory holding a run with another configuration is refused.
     One run at a time writes into ``out`` (a second raises :class:`RunConflict`). SIGTERM or
     SIGINT ends the workers and raises :class:`Interrupted`; finished points stay saved.
     ``on_checkpoint(index)`` is called after each point is saved (tests use it to interrupt).
     """
     out = Path(out)
-    params = experiment.config(quick, trials)
+    params, applied = resolve(experiment, quick, trials, overrides)
     args = {"name": experiment.name, "params": params, "seed": int(seed), "backend": backend,
             "quick": bool(quick), "trials": trials}
     fingerprint = hashlib.sha256(canonical(args).encode()).hexdigest()
+    points = experiment.points(params)  # before anything is written: it may refuse the parameters
     _writable(out)
     with _locked(out), _stop_on_signals():
         _claim_directory(out, args, fingerprint)
-        points = experiment.points(params)
         ckpt = out / "points"
         ckpt.mkdir(exist_ok=True)
         for stale in ckpt.glob(".*.tmp"):  # left by a killed run (this run holds the lock)
@@ -344,14 +319,17 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
             close(abort=not done)
         table = [dict(r) for i in range(len(points)) for r in rows[i]]
         write_csv(out / f"{experiment.name}.csv", table)
-        result = experiment.finish(table, params, out, seed=int(seed))
+        result = experiment.finish(table, params, out, seed=int(seed), quick=bool(quick))
+        claims = [dict(v, quick=bool(quick)) for v in result.get("claims", [])]
         manifest = {"name": experiment.name, "paper": experiment.paper, "figure": experiment.figure,
-                    "summary": experiment.summary, "arguments": args, "executor": how,
+                    "summary": experiment.summary, "schema_version": SCHEMA_VERSION, "arguments": args,
+                    "configuration": {"mode": "quick" if quick else "full", "set": applied, "effective": params},
+                    "executor": how,
                     "device": device(backend), "points": len(points), "resumed_points": resumed,
                     "wall_seconds": round(time.perf_counter() - t0, 3),
                     "csv": f"{experiment.name}.csv",
                     "figures": [str(Path(p).name) for p in result.get("figures", [])],
-                    "claims": result.get("claims", {}), "theorems": result.get("theorems", {}),
+                    "claims": claims, "theorems": result.get("theorems", {}),
                     "provenance": provenance(params, int(seed))}
         atomic_write(out / "manifest.json", json.dumps(manifest, indent=1, default=jsonable))
     return manifest
@@ -375,9 +353,20 @@ def _claim_directory(out: Path, args: dict, fingerprint: str) -> None:
         except (OSError, ValueError):
             raise RunConflict(f"{meta} is unreadable: remove it or choose another --out") from None
         if held.get("fingerprint") != fingerprint:
-            diff = sorted(k for k in set(held.get("arguments", {})) | set(args)
-                          if held.get("arguments", {}).get(k) != json.loads(canonical(args)).get(k))
+            diff = _differences(held.get("arguments", {}), json.loads(canonical(args)))
             raise RunConflict(f"{out} holds a run with other arguments (differs in: {', '.join(diff) or '?'}); "
                               f"rerun with the same arguments to resume, or choose another --out")
         return
     atomic_write(meta, json.dumps({"fingerprint": fingerprint, "arguments": json.loads(canonical(args))}, indent=1))
+
+
+def _differences(held: dict, now: dict) -> list:
+    """The arguments that differ, parameters by name (``params.rounds``)."""
+    out = []
+    for k in sorted(set(held) | set(now)):
+        a, b = held.get(k), now.get(k)
+        if k == "params" and isinstance(a, dict) and isinstance(b, dict):
+            out += [f"params.{p}" for p in sorted(set(a) | set(b)) if a.get(p) != b.get(p)]
+        elif a != b:
+            out.append(k)
+    return out

@@ -1,10 +1,18 @@
 """``moreau reproduce``: the papers' figures and the teaching demos, with CSV and a manifest.
 
-Exit status: 0 the run completed (claims that did not reproduce are recorded in
-the manifest, not hidden); 2 usage or environment errors (unknown name,
-unwritable --out, --trials < 1, a directory holding another run or in use by a
-running one, an unreachable --scheduler, a full disk or another OS error, a
-worker process killed); 3 an internal error (the traceback with --debug);
+Parameters: --print-config shows the mode's defaults as TOML; --config FILE.toml
+and --set KEY=VALUE (repeatable, VALUE parsed as JSON, else a string; --set
+same.lam=20 for a nested key) change them, --set over the file.
+
+Verdicts: one line per claim, holds / FAILS / UNDECIDED; claims that compare
+methods or settings across seeds are decided by t intervals (paired by seed where
+both sides share the data), Holm-adjusted over a claim's comparisons.
+
+Exit status: 0 the run completed (claims that fail or are undecided are recorded
+in the manifest, not hidden); 2 usage or environment errors (unknown name, a bad
+--set/--config key or value, unwritable --out, --trials < 1, a directory holding
+another run or in use by a running one, an unreachable --scheduler, a full disk
+or another OS error, a worker process killed); 3 an internal error (the traceback with --debug);
 128 + the signal number when stopped by SIGINT (130) or SIGTERM (143): the
 finished points are saved and the same command resumes.
 
@@ -35,6 +43,13 @@ def add_reproduce_parser(sub):
     p.add_argument("--quick", action="store_true", help="small sizes: every experiment in seconds (CI)")
     p.add_argument("--trials", type=positive_int, default=None, help="Monte Carlo trials per grid point "
                    "(experiments that are exact refuse it)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="sets",
+                   help="set one parameter (repeatable): VALUE as JSON, else a string, e.g. --set rounds=200 "
+                   "--set lambdas=[0.1,1] --set tuned.lam=20")
+    p.add_argument("--config", metavar="FILE.toml", help="parameters from a TOML file (the keys of --print-config); "
+                   "--set overrides it")
+    p.add_argument("--print-config", action="store_true", help="print the effective parameters of the chosen mode "
+                   "(--quick or full) as TOML and exit")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="run seed (per-point seeds derive from it; default 0)")
     p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy", help="array backend (default numpy)")
     p.add_argument("--workers", type=positive_int, default=None,
@@ -66,7 +81,22 @@ def cmd_reproduce(args) -> int:
     if args.name not in table:
         return _fail(f"unknown experiment {args.name!r}; known: {', '.join(table)}")
     exp = table[args.name]
+    from ._config import parse_set, read_toml, resolve, to_toml
     from ._sweep import RunConflict, run
+    from ._verdicts import line
+
+    try:
+        overrides = (read_toml(args.config) if args.config else []) + parse_set(args.sets)
+        params, applied = resolve(exp, args.quick, args.trials, overrides)
+    except ValueError as exc:
+        return _fail(str(exc).splitlines()[0])
+    if args.print_config:
+        mode = "quick" if args.quick else "full"
+        print(to_toml(params, exp.notes, [f"moreau reproduce {exp.name}: the parameters of a {mode} run"
+                                          + (f" (set: {', '.join(applied)})" if applied else " (the defaults)"),
+                                          f"use with: moreau reproduce {exp.name}{' --quick' * args.quick} "
+                                          "--config FILE.toml"]), end="")
+        return 0
 
     if args.backend != "numpy":
         from moreau import BackendError, set_backend
@@ -77,8 +107,8 @@ def cmd_reproduce(args) -> int:
             return _fail(f"--backend {args.backend}: {exc}")
     out = args.out or f"out/{args.name}"
     try:
-        manifest = run(exp, out, quick=args.quick, trials=args.trials, seed=args.seed,
-                       backend=args.backend, workers=args.workers, scheduler=args.scheduler)
+        manifest = run(exp, out, quick=args.quick, trials=args.trials, seed=args.seed, backend=args.backend,
+                       workers=args.workers, scheduler=args.scheduler, overrides=overrides)
     except (RunConflict, ConnectionError, ValueError) as exc:
         return _fail(str(exc).splitlines()[0])
     except OSError as exc:  # the environment (full disk, quota, permissions, I/O error): not a bug
@@ -96,8 +126,8 @@ def cmd_reproduce(args) -> int:
         return _fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", 3)
     print(f"{exp.name}: {manifest['points']} points ({manifest['resumed_points']} resumed) in "
           f"{manifest['wall_seconds']:.1f} s on {manifest['executor']}")
-    for claim, v in manifest["claims"].items():
-        print(f"  {'reproduced' if v.get('holds') else 'NOT reproduced'}: {claim} ({v.get('value')})")
+    for v in manifest["claims"]:
+        print(f"  {line(v)}")
     print(f"wrote {out}/: {', '.join(manifest['figures'] + [manifest['csv'], 'manifest.json'])}")
     return 0
 

@@ -25,6 +25,9 @@ client's model on the test images of its own classes, averaged over clients (Glo
 global model for every client).
 
 ``--trials``: random splits (seeds) per s (default 5, quick 1); mean ± standard deviation.
+Claims compare methods on the same split of each seed (paired t, Holm over each claim's
+comparisons; one seed decides nothing); "at least as accurate" allows a tie margin of
+``tie_margin`` (accuracy moves in steps of one test image).
 """
 from __future__ import annotations
 
@@ -34,12 +37,13 @@ from moreau import Multinomial, fl
 
 from ._plot import figure, save
 from ._experiment import Experiment
-from .fedprox_fig1a import adaptive_lambda
+from ._verdicts import by_seed, paired
+from .fedprox_fig1a import adaptive_lambda, methods
 
 __all__ = ["EXPERIMENT", "digits", "split"]
 
 FIXED = (0.5, 1.5, 2.5)
-METHODS = ("LocalTrain", "GlobalTrain", "FedProx λ=0.5", "FedProx λ=1.5", "FedProx λ=2.5", "FedProx adaptive λ")
+METHODS = methods(FIXED)
 M, N, MU, RHO, C = 10, 120, 0.01, 2.0, 10
 
 
@@ -83,10 +87,14 @@ def config(quick, trials):
     _load()  # a missing scikit-learn is a one-line error before the run
     return {"seeds": trials or (1 if quick else 5), "m": M, "n": N, "mu": MU, "rho": RHO,
             "pooled_2x2": bool(quick), "s": [2, 6, 10] if quick else [2, 4, 6, 8, 10],
-            "fixed_lambdas": list(FIXED)}
+            "fixed_lambdas": list(FIXED), "tie_margin": 0.005}
 
 
 def points(params):
+    bad = [s for s in params["s"] if s > C or params["n"] % s]
+    if bad or (params["m"] * params["n"]) % C:
+        raise ValueError(f"fedprox-fig1b: every s must be <= {C} and divide n = {params['n']}, and m*n a multiple "
+                         f"of {C} (got s = {params['s']}, m = {params['m']})")
     return [{"s": s, "seed": k} for s in params["s"] for k in range(params["seeds"])]
 
 
@@ -109,13 +117,13 @@ def compute(params, point, rng):
     lam_of = [None, None] + lams.tolist()
     return [{"s": point["s"], "seed": point["seed"], "method": meth, "lam": lam, "R_plugin": R,
              "global_accuracy": float(ga), "local_accuracy": float(la)}
-            for meth, lam, ga, la in zip(METHODS, lam_of, g_acc, l_acc)]
+            for meth, lam, ga, la in zip(methods(params["fixed_lambdas"]), lam_of, g_acc, l_acc)]
 
 
-def _table(rows, key):
+def _table(rows, key, names):
     """``{method: (s levels, mean, std)}`` over seeds."""
     out = {}
-    for meth in METHODS:
+    for meth in names:
         sel = [r for r in rows if r["method"] == meth]
         ss = sorted({r["s"] for r in sel})
         vals = [np.array([r[key] for r in sel if r["s"] == s]) for s in ss]
@@ -123,14 +131,16 @@ def _table(rows, key):
     return out
 
 
-def finish(rows, params, out, seed=0):
+def finish(rows, params, out, seed=0, quick=False):
+    names = methods(params["fixed_lambdas"])
     fig, ax = figure(2, 1, width=6.8, aspect=0.75)
-    styles = dict(zip(METHODS, [("k", "s-"), ("0.5", "D-"), ("C0", "o-"), ("C1", "o-"), ("C2", "o-"), ("C3", "*-")]))
+    styles = {**{m: (f"C{k if k < 3 else k + 1}", "o-") for k, m in enumerate(names[2:-1])}, "LocalTrain": ("k", "s-"),
+              "GlobalTrain": ("0.5", "D-"), "FedProx adaptive λ": ("C3", "*-")}
     img = "4×4 pooled" if params["pooled_2x2"] else "8×8"
     for c_i, (key, what) in enumerate((("global_accuracy", "global model, whole test set"),
                                        ("local_accuracy", "local models, own classes"))):
         a = ax[0][c_i]
-        for meth, (ss, mean, std) in _table(rows, key).items():
+        for meth, (ss, mean, std) in _table(rows, key, names).items():
             color, style = styles[meth]
             a.errorbar(ss, mean, yerr=std, fmt=style, color=color, label=meth, capsize=1.5, markersize=3, linewidth=1)
         a.invert_xaxis()
@@ -140,33 +150,58 @@ def finish(rows, params, out, seed=0):
     ax[0][0].legend(loc="lower left", fontsize=5.5)
     fig.suptitle(f"Digits-Logit ({img} sklearn digits, stand-in for MNIST), m={params['m']}, n={params['n']}",
                  fontsize=8)
-    figures = save(fig, out, "fedprox-fig1b")
+    figures = save(fig, out, "fedprox-fig1b", quick)
 
-    g, lo = _table(rows, "global_accuracy"), _table(rows, "local_accuracy")
-    gt, lt = g["GlobalTrain"][1], g["LocalTrain"][1]
-    fp = np.stack([g[f"FedProx λ={lam}"][1] for lam in FIXED])  # (3, levels)
-    claims = {
-        "GlobalTrain has the best global test accuracy at every s": {
-            "value": gt.tolist(), "holds": bool(np.all(gt >= np.max(np.vstack([fp, lt]), axis=0)))},
-        # accuracy moves in steps of one test image: a tie (two lambdas at GlobalTrain's accuracy) is not a decrease
-        "FedProx's global test accuracy does not decrease as lambda grows (towards GlobalTrain) at every s": {
-            "value": fp.tolist(), "holds": bool(np.all(np.diff(fp, axis=0) >= 0))},
-        "FedProx's global test accuracy lies between LocalTrain's and GlobalTrain's": {
-            "value": [lt.tolist(), gt.tolist()], "holds": bool(np.all((fp >= lt) & (fp <= gt)))}}
-    s_min = int(np.argmin(lo["GlobalTrain"][0]))
-    small = lo[f"FedProx λ={FIXED[0]}"][1][s_min]
-    claims[f"s = {lo['GlobalTrain'][0][s_min]}: FedProx lambda={FIXED[0]} beats GlobalTrain's local accuracy"] = {
-        "value": [float(small), float(lo["GlobalTrain"][1][s_min])], "holds": bool(small > lo["GlobalTrain"][1][s_min])}
-    err = {k: 1 - lo[k][1] for k in ("LocalTrain", "GlobalTrain", "FedProx adaptive λ")}
-    ratio = err["FedProx adaptive λ"] / np.minimum(err["LocalTrain"], err["GlobalTrain"])
-    claims["adaptive FedProx's local test error within 1.5x of min(LocalTrain, GlobalTrain) at every s"] = {
-        "value": ratio.tolist(), "holds": bool(np.all(ratio <= 1.5))}
+    claims = _claims(rows, params, names)
     theorems = {"fedprox.thm1": {"assumptions": {
         "w_star known (a population minimiser)": False,
         "ridge mu > 0: every f_i strongly convex": bool(params["mu"] > 0),
         "n_i = n and p_i = 1/m": True},
         "note": "real data: R in the adaptive lambda is a plug-in estimate; the figure shows what the paper shows"}}
     return {"figures": figures, "claims": claims, "theorems": theorems}
+
+
+def _claims(rows, params, names):
+    """The paper's claims, each a set of paired comparisons at every s (same split per seed)."""
+    ss, delta, fixed = sorted(params["s"]), params["tie_margin"], names[2:-1]
+    acc = {(m, s, k): by_seed(rows, k, method=m, s=s) for m in names for s in ss
+           for k in ("global_accuracy", "local_accuracy")}
+    g, lo = _table(rows, "global_accuracy", names), _table(rows, "local_accuracy", names)
+    gt, lt = g["GlobalTrain"][1], g["LocalTrain"][1]
+    fp = np.stack([g[m][1] for m in fixed])  # (lambdas, levels)
+    tie = f"within a tie margin of {delta:g}"
+
+    def comparisons(pairs):  # [(label, a, b)] -> per-seed differences a - b + delta
+        return [a - b + delta for _, a, b in pairs], [label for label, _, _ in pairs]
+
+    G = lambda m, s: acc[(m, s, "global_accuracy")]  # noqa: E731
+    best = comparisons([(f"s={s}: GlobalTrain − {m} + {delta:g}", G("GlobalTrain", s), G(m, s))
+                        for s in ss for m in ("LocalTrain", *fixed)])
+    up = comparisons([(f"s={s}: {b} − {a} + {delta:g}", G(b, s), G(a, s))
+                      for s in ss for a, b in zip(fixed, fixed[1:])])
+    between = comparisons([(f"s={s}: {m} − LocalTrain + {delta:g}", G(m, s), G("LocalTrain", s)) for s in ss
+                           for m in fixed] + [(f"s={s}: GlobalTrain − {m} + {delta:g}", G("GlobalTrain", s), G(m, s))
+                                              for s in ss for m in fixed])
+    claims = [
+        paired(f"GlobalTrain has the best global test accuracy at every s ({tie}; value: the means)", *best,
+               value=gt.tolist()),
+        paired(f"FedProx's global test accuracy does not decrease as lambda grows (towards GlobalTrain) at every s "
+               f"({tie}; value: the means)", *up, value=fp.tolist()),
+        paired(f"FedProx's global test accuracy lies between LocalTrain's and GlobalTrain's ({tie}; value: the "
+               "means of LocalTrain, GlobalTrain)", *between, value=[lt.tolist(), gt.tolist()])]
+    s0, small = ss[0], fixed[0]
+    L = lambda m, s: acc[(m, s, "local_accuracy")]  # noqa: E731
+    claims.append(paired(f"s = {s0}: {small} beats GlobalTrain's local accuracy (value: the means)",
+                         [L(small, s0) - L("GlobalTrain", s0)], [f"s={s0}: {small} − GlobalTrain"],
+                         value=[float(lo[small][1][0]), float(lo["GlobalTrain"][1][0])]))
+    ad, refs = "FedProx adaptive λ", ("LocalTrain", "GlobalTrain")
+    err = {m: 1 - lo[m][1] for m in (ad, *refs)}
+    claims.append(paired("adaptive FedProx's local test error within 1.5x of min(LocalTrain, GlobalTrain) at every s "
+                         "(value: ratio of the means)",
+                         [1.5 * (1 - L(ref, s)) - (1 - L(ad, s)) for s in ss for ref in refs],
+                         [f"s={s}: 1.5·err {ref} − err adaptive" for s in ss for ref in refs],
+                         value=(err[ad] / np.minimum(*(err[r] for r in refs))).tolist()))
+    return claims
 
 
 EXPERIMENT = Experiment(

@@ -15,7 +15,9 @@ the point the method converges to (no finite-run error):
 
 Measured: the personalisation gap :math:`\frac1m\sum_i\|\text{model}_i - \hat w_i\|^2` (distance to
 each client's own optimum) and the statistical error :math:`\frac1m\sum_i\|\text{model}_i -
-w_\star^{(i)}\|^2`, mean over ``--trials`` data sets (default 10, quick 3) per R.
+w_\star^{(i)}\|^2`, mean over ``--trials`` data sets (default 10, quick 3) per R.  Claims: methods
+compared on the same data set per seed (paired t, Holm over the levels); the slope is fitted per
+seed index across R (t over those slopes).
 """
 from __future__ import annotations
 
@@ -26,18 +28,31 @@ from moreau import data, fl
 
 from ._plot import figure, save
 from ._experiment import Experiment
+from ._verdicts import by_seed, paired
 
-__all__ = ["EXPERIMENT", "METHODS"]
+__all__ = ["EXPERIMENT", "METHODS", "methods"]
 
-METHODS = ("GlobalTrain", "Per-FedAvg α=1/(2L)", "pFedMe λ=15", "pFedMe λ=1", "LocalTrain")
+
+def methods(params):
+    """``GlobalTrain``, Per-FedAvg at its α, pFedMe at each λ, ``LocalTrain``."""
+    c = params["alpha_times_L"]
+    alpha = "1/(2L)" if c == 0.5 else f"{c:g}/L"
+    return ("GlobalTrain", f"Per-FedAvg α={alpha}", *[f"pFedMe λ={lam:g}" for lam in params["lam"]], "LocalTrain")
 
 
 def config(quick, trials):
     return {"seeds": trials or (3 if quick else 10), "m": 10, "n": 50, "d": 5, "mu": 1.0, "L": 4.0, "sigma": 0.5,
-            "R_grid": np.logspace(-2, 1, 5 if quick else 13).tolist(), "lam": [15.0, 1.0]}
+            "R_grid": np.logspace(-2, 1, 5 if quick else 13).tolist(), "lam": [15.0, 1.0], "alpha_times_L": 0.5,
+            "slope_from_R": 0.3}
+
+
+METHODS = methods(config(False, None))
 
 
 def points(params):
+    if sum(R >= params["slope_from_R"] for R in params["R_grid"]) < 2:
+        raise ValueError(f"perfedavg-vs-pfedme fits a slope over R >= slope_from_R = {params['slope_from_R']:g}: "
+                         f"R_grid needs 2 such levels (got {params['R_grid']})")
     return [{"R": R, "seed": s} for R in params["R_grid"] for s in range(params["seeds"])]
 
 
@@ -54,10 +69,10 @@ def compute(params, point, rng):
                            L=params["L"], sigma=params["sigma"])
     f, ws = P.objective, np.asarray(P.w_star)
     w_hat = np.asarray(fl.local_train(f))
-    alpha = 1 / (2 * params["L"])
+    alpha = params["alpha_times_L"] / params["L"]
     w_maml = np.asarray(fl.global_train(_maml_quadratic(f, alpha)))
     models = {"GlobalTrain": np.broadcast_to(np.asarray(fl.global_train(f)), w_hat.shape),
-              "Per-FedAvg α=1/(2L)": w_maml - alpha * np.asarray(f.grad(np.broadcast_to(w_maml, w_hat.shape))),
+              methods(params)[1]: w_maml - alpha * np.asarray(f.grad(np.broadcast_to(w_maml, w_hat.shape))),
               "LocalTrain": w_hat}
     for lam in params["lam"]:
         models[f"pFedMe λ={lam:g}"] = np.asarray(fl.fedprox_optimum(f, lam)[1])
@@ -72,13 +87,14 @@ def _mean(rows, method, key):
                                    for R in Rs])
 
 
-def finish(rows, params, out, seed=0):
+def finish(rows, params, out, seed=0, quick=False):
+    names = methods(params)
     fig, ax = figure(2, width=6.8, aspect=0.78)
-    styles = dict(zip(METHODS, ("D-", "^-", "o-", "o--", "s-")))
+    styles = {**{m: "o--" for m in names}, names[0]: "D-", names[1]: "^-", names[2]: "o-", names[-1]: "s-"}
     for a, key, lab, tag in zip(ax[0], ("gap_to_client_optimum", "statistical_error"),
                                 (r"$\frac{1}{m}\sum_i\|\mathrm{model}_i-\hat w_i\|^2$",
                                  r"$\frac{1}{m}\sum_i\|\mathrm{model}_i-w_\star^{(i)}\|^2$"), "ab"):
-        for k, meth in enumerate(METHODS):
+        for k, meth in enumerate(names):
             if key == "gap_to_client_optimum" and meth == "LocalTrain":
                 continue  # zero by definition
             R, v = _mean(rows, meth, key)
@@ -86,25 +102,35 @@ def finish(rows, params, out, seed=0):
         a.set(xlabel=r"heterogeneity $R=\|w_\star^{(i)}-w_\star^{(g)}\|$", ylabel=lab,
               title=f"({tag}) {'distance to each client optimum' if tag == 'a' else 'statistical error'}")
         a.legend(loc="upper left")
-    figures = save(fig, out, "perfedavg-vs-pfedme")
-    R, g = _mean(rows, "GlobalTrain", "gap_to_client_optimum")
-    big = R >= 0.3
-    slope = float(np.polyfit(np.log(R[big]), np.log(g[big]), 1)[0])
-    gaps = {m: _mean(rows, m, "gap_to_client_optimum")[1] for m in METHODS}
-    claims = {
-        "GlobalTrain's personalisation gap grows like R^2 (fitted slope for R >= 0.3)":
-            {"value": slope, "holds": bool(abs(slope - 2) <= 0.2)},
-        "pFedMe (lambda = 15) and Per-FedAvg personalise: gap below GlobalTrain's at every R":
-            {"value": None, "holds": bool(np.all(gaps["pFedMe λ=15"] < gaps["GlobalTrain"])
-                                          and np.all(gaps["Per-FedAvg α=1/(2L)"] < gaps["GlobalTrain"]))},
-        "pFedMe's ordering (its Table 1: pFedMe-PM ahead of Per-FedAvg) on quadratics: pFedMe (lambda = 15) "
-        "closer to every client's optimum than Per-FedAvg (alpha = 1/(2L)) at every R (value: gap ratio)":
-            {"value": (gaps["pFedMe λ=15"] / gaps["Per-FedAvg α=1/(2L)"]).tolist(),
-             "holds": bool(np.all(gaps["pFedMe λ=15"] < gaps["Per-FedAvg α=1/(2L)"]))},
-    }
-    theorems = {"perfedavg.lemma4_2": {"assumptions": {"alpha in [0, 1/L]": True}},
-                "pfedme.prop1": {"assumptions": {"clients mu-strongly convex (lambda > 0 any)": True}}}
-    return {"figures": figures, "claims": claims, "theorems": theorems}
+    figures = save(fig, out, "perfedavg-vs-pfedme", quick)
+    alpha_ok = 0 <= params["alpha_times_L"] <= 1
+    return {"figures": figures, "claims": _claims(rows, params, names),
+            "theorems": {"perfedavg.lemma4_2": {"assumptions": {"alpha in [0, 1/L]": alpha_ok}},
+                         "pfedme.prop1": {"assumptions": {"clients mu-strongly convex (lambda > 0 any)": True}}}}
+
+
+def _claims(rows, params, names):
+    glob, pa, pf = names[0], names[1], names[2]
+    lam = params["lam"][0]
+    Rs = sorted({r["R"] for r in rows})
+    gap = {m: [by_seed(rows, "gap_to_client_optimum", method=m, R=R) for R in Rs] for m in names}
+    means = {m: np.array([g.mean() for g in gap[m]]) for m in names}
+    big = [i for i, R in enumerate(Rs) if R >= params["slope_from_R"]]
+    what = f"GlobalTrain's personalisation gap grows like R^2 (slope of log gap against log R, R >= " \
+           f"{params['slope_from_R']:g}, within 2 +- 0.2; value: slope of the mean curve)"
+    x = np.log(np.array(Rs)[big])
+    slope = float(np.polyfit(x, np.log(means[glob][big]), 1)[0])
+    per_seed = np.polyfit(x, np.log(np.stack([gap[glob][i] for i in big])), 1)[0]  # (seeds,)
+    grows = paired(what, [per_seed - 1.8, 2.2 - per_seed], ["slope − 1.8", "2.2 − slope"], value=slope,
+                   kind="t (per-seed fitted slopes)")
+    below = [(f"R={R:g}: {glob} − {m}", gap[glob][i] - gap[m][i]) for m in (pf, pa) for i, R in enumerate(Rs)]
+    closer = [(f"R={R:g}: {pa} − {pf}", gap[pa][i] - gap[pf][i]) for i, R in enumerate(Rs)]
+    return [grows,
+            paired(f"pFedMe (lambda = {lam:g}) and Per-FedAvg personalise: gap below GlobalTrain's at every R",
+                   [d for _, d in below], [n for n, _ in below]),
+            paired(f"pFedMe's ordering (its Table 1: pFedMe-PM ahead of Per-FedAvg) on quadratics: pFedMe (lambda = "
+                   f"{lam:g}) closer to every client's optimum than {pa} at every R (value: gap ratio of the means)",
+                   [d for _, d in closer], [n for n, _ in closer], value=(means[pf] / means[pa]).tolist())]
 
 
 EXPERIMENT = Experiment(

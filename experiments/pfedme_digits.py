@@ -81,8 +81,8 @@ def compute(params, point, rng):
     return [dict(r, seed=point["seed"]) for r in rows]
 
 
-def finish(rows, params, out, seed=0):
-    return finish_compare(rows, params, out, "pfedme-digits", PAPER, "digits 8×8 (MNIST stand-in)", "MNIST")
+def finish(rows, params, out, seed=0, quick=False):
+    return finish_compare(rows, params, out, "pfedme-digits", PAPER, "digits 8×8 (MNIST stand-in)", "MNIST", quick)
 
 
 EXPERIMENT = Experiment(
@@ -90,4 +90,5 @@ EXPERIMENT = Experiment(
     summary="pFedMe (personalised, global), FedAvg and Per-FedAvg on scikit-learn's 8x8 digits split 2 labels "
             "per client (stand-in for MNIST)",
     expected=("~5 s", "~6 min"),  # full: 286 s measured for the 5 seeds (2 shared cores, one worker)
-    config=config, points=points, compute=compute, finish=finish)
+    config=config, points=points, compute=compute, finish=finish,
+    notes=("n_classes",))  # the digits' 10 classes: a property of the data set

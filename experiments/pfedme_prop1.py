@@ -27,6 +27,7 @@ import moreau as mo
 from ._plot import figure, save, theory
 from ._experiment import Experiment
 from ._sweep import catalogue_verdict
+from ._verdicts import exact
 
 __all__ = ["EXPERIMENT"]
 
@@ -42,6 +43,8 @@ def config(quick, trials):
 
 
 def points(params):
+    if params["d"] < 2:
+        raise ValueError(f"pfedme-prop1: d must be >= 2 (the spectrum's two ends are attained; got {params['d']})")
     return ([{"case": "convex", "lam": lam} for lam in params["lam_convex"]]
             + [{"case": "weakly convex", "lam": lam} for lam in params["lam_weak"]])
 
@@ -68,7 +71,7 @@ def compute(params, point, rng):
     return [row]
 
 
-def finish(rows, params, out, seed=0):
+def finish(rows, params, out, seed=0, quick=False):
     L, mu = params["L"], params["mu"]
     cv = [r for r in rows if r["case"] == "convex"]
     wk = [r for r in rows if r["case"] == "weakly convex"]
@@ -95,22 +98,22 @@ def finish(rows, params, out, seed=0):
     b.annotate(r"$\lambda=2L$", (2.0, b.get_ylim()[0] * 1.5), fontsize=6, ha="left")
     b.set(xlabel=r"$\lambda/L$", ylabel="smoothness of $F$", title=r"(b) weakly convex $f$, $a_1=-L$")
     b.legend(loc="upper right")
-    figures = save(fig, out, "pfedme-prop1")
+    figures = save(fig, out, "pfedme-prop1", quick)
 
     rel = lambda x, y: float(np.max(np.abs(x - y) / np.abs(y)))  # noqa: E731
     ok_weak = sm_w <= lw * (1 + RTOL)
-    claims = {
-        "convex: measured smoothness = lam L/(lam+L) (FedProx Lemma 2), max rel. error":
-            {"value": rel(sm_c, lc * L / (lc + L)), "holds": rel(sm_c, lc * L / (lc + L)) <= RTOL},
-        "convex: measured smoothness <= lam (pFedMe), never attained: max ratio":
-            {"value": float(np.max(sm_c / lc)), "holds": bool(np.all(sm_c < lc))},
-        "convex: measured strong convexity = lam mu/(lam+mu), max rel. error":
-            {"value": rel(sc_c, lc * mu / (lc + mu)), "holds": rel(sc_c, lc * mu / (lc + mu)) <= RTOL},
-        "weakly convex: smoothness <= lam exactly when lam >= 2L":
-            {"value": {"smallest lam/L with smoothness <= lam": float(np.min(lw[ok_weak]) / L) if ok_weak.any()
-                       else None},
-             "holds": bool(np.all(ok_weak == (lw >= 2 * L * (1 - RTOL))))},
-    }
+    smallest = float(np.min(lw[ok_weak]) / L) if ok_weak.any() else None
+    claims = [
+        exact("convex: measured smoothness = lam L/(lam+L) (FedProx Lemma 2), max rel. error",
+              rel(sm_c, lc * L / (lc + L)) <= RTOL, rel(sm_c, lc * L / (lc + L)), f"max rel. error <= {RTOL:g}"),
+        exact("convex: measured smoothness <= lam (pFedMe), never attained: max ratio",
+              np.all(sm_c < lc), float(np.max(sm_c / lc)), "every ratio < 1"),
+        exact("convex: measured strong convexity = lam mu/(lam+mu), max rel. error",
+              rel(sc_c, lc * mu / (lc + mu)) <= RTOL, rel(sc_c, lc * mu / (lc + mu)), f"max rel. error <= {RTOL:g}"),
+        exact("weakly convex: smoothness <= lam exactly when lam >= 2L",
+              np.all(ok_weak == (lw >= 2 * L * (1 - RTOL))), {"smallest lam/L with smoothness <= lam": smallest},
+              "at every grid lam"),
+    ]
     theorems = {
         "pfedme.prop1": {"assumptions": {
             "convex panel: f convex, L-smooth, mu-strongly convex": True,

@@ -28,7 +28,7 @@ PAPER = {"FedAvg": 77.62, "Per-FedAvg": 81.49, "pFedMe-GM": 78.65, "pFedMe-PM": 
 def config(quick, trials):
     return {"seeds": trials or (2 if quick else 5), "rounds": 10 if quick else 600, "n_clients": 100,
             "size_scale": 5, "max_size": 100 if quick else None, "alpha": 0.5, "beta_data": 0.5, "mu": 0.01,
-            "n_classes": 10, "S": 10, "batch": 20, "R": 20, "K": 5,
+            "n_classes": 10, "d": 60, "train_fraction": 0.75, "S": 10, "batch": 20, "R": 20, "K": 5,
             "same": {"fedavg_eta": 0.005, "alpha": 0.005, "beta_hat": 0.005, "lam": 15.0, "eta": 0.005,
                      "beta": 1.0},
             "tuned": {"fedavg_eta": 0.02, "alpha": 0.02, "beta_hat": 0.002, "lam": 20.0, "eta": 0.01, "beta": 2.0}}
@@ -40,7 +40,8 @@ def points(params):
 
 def compute(params, point, rng):
     P = data.synthetic(params["alpha"], params["beta_data"], rng, n_clients=params["n_clients"],
-                       size_scale=params["size_scale"], max_size=params["max_size"], mu=params["mu"])
+                       size_scale=params["size_scale"], max_size=params["max_size"], mu=params["mu"],
+                       n_classes=params["n_classes"], d=params["d"], train_fraction=params["train_fraction"])
     f, t = P.objective, P.test
     train = tuple(np.asarray(a) for a in (f.X, f.y, f.weights))
     test = tuple(np.asarray(a) for a in (t.X, t.y, t.weights))
@@ -48,8 +49,8 @@ def compute(params, point, rng):
     return [dict(r, seed=point["seed"]) for r in rows]
 
 
-def finish(rows, params, out, seed=0):
-    res = finish_compare(rows, params, out, "pfedme-synthetic", PAPER, "Synthetic(0.5, 0.5)", "Synthetic")
+def finish(rows, params, out, seed=0, quick=False):
+    res = finish_compare(rows, params, out, "pfedme-synthetic", PAPER, "Synthetic(0.5, 0.5)", "Synthetic", quick)
     res["theorems"] = {"pfedme.thm1": {"assumptions": {
         "clients mu-strongly convex (ridge mu > 0)": params["mu"] > 0,
         "beta >= 1 (Theorem 1)": all(params[s]["beta"] >= 1 for s in ("same", "tuned")),

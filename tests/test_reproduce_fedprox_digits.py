@@ -94,18 +94,26 @@ def test_personalisation_pays_locally_under_strong_heterogeneity(fig1b):
 def test_manifest_records_the_papers_claims_as_the_csv_shows_them(fig1b):
     manifest, rows = fig1b
     claims = manifest["claims"]
+    assert len(claims) == 5
+    for v in claims:  # quick: one split per s, so no comparison across seeds can decide
+        assert v["verdict"] == "undecided" and "needs at least 2" in v["reason"] and v["interval"] is None
+        assert v["seeds"] == 1 and v["quick"] is True
     ss = (2, 6, 10)
     gt = np.array([_at(rows, "GlobalTrain", s, "global_accuracy") for s in ss])
     others = np.array([[_at(rows, m, s, "global_accuracy") for s in ss]
                        for m in fig1b_module.METHODS if m != "GlobalTrain" and m != "FedProx adaptive λ"])
-    best = bool(np.all(gt >= others.max(0)))
-    assert claims["GlobalTrain has the best global test accuracy at every s"]["holds"] == best
+
+    def value(start):  # the plotted means the claim records
+        (v,) = [v["value"] for v in claims if v["claim"].startswith(start)]
+        return v
+
+    assert value("GlobalTrain has the best global test accuracy at every s") == pytest.approx(gt.tolist())
     fp = others[1:]
     key = "FedProx's global test accuracy does not decrease as lambda grows (towards GlobalTrain) at every s"
-    assert claims[key]["holds"] == bool(np.all(np.diff(fp, axis=0) >= 0))
+    np.testing.assert_allclose(value(key), fp, rtol=1e-12)
     err = {m: 1 - np.array([_at(rows, m, s, "local_accuracy") for s in ss])
            for m in ("LocalTrain", "GlobalTrain", "FedProx adaptive λ")}
     ratio = err["FedProx adaptive λ"] / np.minimum(err["LocalTrain"], err["GlobalTrain"])
     key = "adaptive FedProx's local test error within 1.5x of min(LocalTrain, GlobalTrain) at every s"
-    assert claims[key]["holds"] == bool(np.all(ratio <= 1.5)) and claims[key]["holds"]
+    assert value(key) == pytest.approx(ratio.tolist()) and np.all(ratio <= 1.5)
     assert manifest["theorems"]["fedprox.thm1"]["assumptions"]["w_star known (a population minimiser)"] is False

@@ -5,6 +5,7 @@ import csv
 
 import numpy as np
 import pytest
+from scipy import stats
 
 pytest.importorskip("matplotlib", reason="moreau reproduce draws with matplotlib (extra 'plots')")
 
@@ -49,8 +50,9 @@ def test_perfedavg_vs_pfedme_quick(tmp_path):
         assert np.all(gap(method) < g), method  # every personalised method is closer than one global model
     assert np.all(gap("pFedMe λ=1") < gap("pFedMe λ=15"))  # smaller lambda, more personalisation
     assert all(float(r["gap_to_client_optimum"]) == 0 for r in rows if r["method"] == "LocalTrain")
-    claims = manifest["claims"]
-    assert claims["pFedMe (lambda = 15) and Per-FedAvg personalise: gap below GlobalTrain's at every R"]["holds"]
+    (v,) = [v for v in manifest["claims"]
+            if v["claim"] == "pFedMe (lambda = 15) and Per-FedAvg personalise: gap below GlobalTrain's at every R"]
+    assert v["verdict"] == "holds" and v["method"] == "paired t over 3 seeds, Holm-adjusted over 10 comparisons"
 
 
 
@@ -109,17 +111,25 @@ def test_pfedme_comparison_quick(tmp_path, name):
     for setting in ("same", "tuned"):  # the personalised model is far ahead of both global models
         for other in ("FedAvg", "pFedMe-GM"):
             assert mean[(setting, "pFedMe-PM")] > mean[(setting, other)] + 10, (setting, other)
-    # the manifest's verdicts agree with the ordering computed here
-    methods = ("FedAvg", "Per-FedAvg", "pFedMe-GM", "pFedMe-PM")
-    paper = ["pFedMe-PM", "Per-FedAvg", "pFedMe-GM", "FedAvg"]
-    measured = sorted(methods, key=lambda m: -mean[("tuned", m)])
-    claims = manifest["claims"]
+    # the manifest's comparisons are the CSV's per-seed differences; their intervals scipy's paired t
+    acc = {}
+    for r in sorted(rows, key=lambda r: int(r["seed"])):
+        acc.setdefault((r["setting"], r["method"]), []).append(float(r["accuracy"]))
+    claims = {v["claim"]: v for v in manifest["claims"]}
     table1 = next(v for k, v in claims.items() if k.startswith("Table 1 ordering"))
-    assert table1["holds"] == (measured == paper)
-    best = claims["pFedMe's personalised model is the most accurate (tuned)"]
-    assert best["holds"] == (measured[0] == "pFedMe-PM")
-    gm = claims["pFedMe-GM beats FedAvg (tuned; 'the global model of pFedMe only performs better than FedAvg')"]
-    assert gm["holds"] == (mean[("tuned", "pFedMe-GM")] > mean[("tuned", "FedAvg")])
+    assert [c["comparison"] for c in table1["comparisons"]] == [
+        "pFedMe-PM − Per-FedAvg", "Per-FedAvg − pFedMe-GM", "pFedMe-GM − FedAvg"]
+    assert table1["method"] == "paired t over 2 seeds, Holm-adjusted over 3 comparisons"
+    for v in claims.values():
+        setting = "same" if "same hyperparameters" in v["claim"] else "tuned"
+        for c in v["comparisons"]:
+            a, b = c["comparison"].split(" − ")
+            d = np.subtract(acc[(setting, a)], acc[(setting, b)])
+            ci = stats.ttest_1samp(d, 0.0).confidence_interval(c["level"])
+            assert c["estimate"] == pytest.approx(d.mean(), rel=1e-9, abs=1e-9)
+            assert c["interval"] == pytest.approx([ci.low, ci.high], rel=1e-9, abs=1e-9)
+        words = {c["verdict"] for c in v["comparisons"]}
+        assert v["verdict"] == ("fails" if "fails" in words else "holds" if words == {"holds"} else "undecided")
 
 
 def test_digits_split_two_labels_per_client():
