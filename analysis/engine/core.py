@@ -151,6 +151,8 @@ class Statement:
     sharp: dict = field(default_factory=dict)    # optional: family -> {part name: () -> Derivation}, the
                                                  # sympy-derived sharp constant (moreau.analysis.engine.sharp)
     readings: tuple = ()        # Reading: named claims beside the printed one (repairs, variants)
+    evidence_only: dict = field(default_factory=dict)       # family -> why no mutant can be rejected there: its
+                                                            # holding is evidence, not part of the verdict
     counterexamples: dict = field(default_factory=dict)     # family -> a recorded minimal counterexample of
                                                             # the printed claim (a one-instance batch, exact
                                                             # numbers), evaluated by every run

@@ -86,6 +86,10 @@ def describe(statement) -> str:
         out += [f"- {m.name}" + (f" (equivalent under O(·), not counted: {m.o_equivalent})" if m.o_equivalent else "")
                 for m in s.mutants]
         out.append("")
+    if s.evidence_only:
+        out.append("**Families that are evidence only (no mutant can be rejected there; not part of the verdict).**")
+        out += [f"- {fam}: {why}" for fam, why in s.evidence_only.items()]
+        out.append("")
     if s.consistency_checks:
         out.append("**Consistency checks (parts no mutant can reject, and why).**")
         out += [f"- {name}: {why}" for name, why in s.consistency_checks.items()]

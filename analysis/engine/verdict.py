@@ -57,7 +57,7 @@ def worst_failure(results):
     return where
 
 
-def claim_verdict(results) -> dict:
+def claim_verdict(results, evidence_only=()) -> dict:
     """The verdict on one claim (the printed statement or a reading) from its results over families.
 
     ``{"verdict", "shape_only", "reason", "max_ratio", "attained", "families": {family: verdict},
@@ -92,12 +92,13 @@ def claim_verdict(results) -> dict:
             fams[res.family] = UNDECIDED
             reasons.append(f"{res.family}: no instance met the assumptions")
         else:
-            fams[res.family] = HOLDS
+            fams[res.family] = HOLDS if res.family not in evidence_only else "holds (evidence only)"
     if FAILS in fams.values():
         verdict, reason = FAILS, ""
     elif HOLDS in fams.values():
         verdict, reason = HOLDS, ""
     else:
+        reasons += [f"{f}: evidence only (no power)" for f, v in fams.items() if v == "holds (evidence only)"]
         verdict, reason = UNDECIDED, "; ".join(reasons) or "nothing was run"
     mc = max(mc_ratios) if mc_ratios else None
     return {"verdict": verdict, "shape_only": bool(verdict == HOLDS and tested and shape), "reason": reason,
@@ -114,11 +115,13 @@ def statement_verdict(st, printed_results, reading_results) -> dict:
     """The printed statement's verdict and each reading's, with the catalogue's expectations.
 
     ``reading_results``: ``{reading name: [Result per family]}``."""
-    printed = {"id": st.id, "claim": "printed", **claim_verdict(printed_results), "expected": st.expect}
+    ev = getattr(st, "evidence_only", {}) or {}
+    printed = {"id": st.id, "claim": "printed", **claim_verdict(printed_results, ev), "expected": st.expect}
     printed["as_expected"] = printed["verdict"] == st.expect
     readings = []
     for r in st.readings:
-        v = {"claim": r.name, "kind": r.kind, **claim_verdict(reading_results.get(r.name, [])), "expected": r.expect}
+        v = {"claim": r.name, "kind": r.kind, **claim_verdict(reading_results.get(r.name, []), ev),
+             "expected": r.expect}
         v["as_expected"] = v["verdict"] == r.expect
         readings.append(v)
     return {"printed": printed, "readings": readings,

@@ -102,3 +102,15 @@ def test_every_statement_says_whether_a_class_worst_case_applies():
     silent = [sid for sid in IDS if sid not in builders and not reasons.get(sid)]
     assert not silent, f"statements with neither a PEP builder nor a reason: {silent}"
     assert not set(builders) & set(reasons)
+
+
+@pytest.mark.parametrize("sid", IDS)
+def test_a_family_on_which_no_mutant_is_rejected_is_declared_evidence_only(sid):
+    """A family with no power (every counting mutant survives there) may not count toward a verdict:
+    the statement declares it in evidence_only, with why."""
+    from moreau.analysis.engine.report import family_power
+    st = CAT[sid]
+    for (_, fam), (rejected, counted) in family_power(_records(sid)).items():
+        if counted and not rejected:
+            assert fam in st.evidence_only, f"{sid} [{fam}]: no mutant is rejected there; give it instances near " \
+                                            "the worst case or declare it evidence_only"
