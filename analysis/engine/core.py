@@ -155,7 +155,8 @@ class Statement:
                                                             # holding is evidence, not part of the verdict
     counterexamples: dict = field(default_factory=dict)     # family -> a recorded minimal counterexample of
                                                             # the printed claim (a one-instance batch, exact
-                                                            # numbers), evaluated by every run
+                                                            # numbers, or a callable returning it),
+                                                            # evaluated by every run
     consistency_checks: dict = field(default_factory=dict)  # part name -> why it is a definitional
                                                             # consistency check no mutant can reject
     expect: str = "holds"       # what the catalogue expects of the printed statement

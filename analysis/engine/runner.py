@@ -249,6 +249,7 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, o
     rec.readings = readings
     if fam in st.counterexamples:  # the recorded minimal counterexample, evaluated now (its numbers are this run's)
         one = st.counterexamples[fam]
+        one = one() if callable(one) else one  # a callable builds it (e.g. a row of the generator's own batch)
         rec.minimal = (one, st.run(fam, None, None, batch=one, reading=None))
     if mutants:
         t1 = time.perf_counter()

@@ -317,6 +317,13 @@ def _eval_nonconvex(prep, claim):
                             confidence=CONFIDENCE, constants=how, note=note)}
 
 
+def _finding_instance():
+    """The finding's instance (d = 1, n = 2, f_{1,2} = w^2/2 -+ w, alpha = 0.01, one client per round,
+    beta = 1e-12, tau = 50 000, K = 2e9): row 4 of the generator's batch, whatever the seed."""
+    from moreau.analysis.engine.core import take
+    return take(instances("quadratic", None, np.random.default_rng(0)), [4])
+
+
 STATEMENTS = (
     Statement(
         id="perfedavg.thm4_5",
@@ -344,6 +351,7 @@ STATEMENTS = (
         prepare=prepare,
         claim=CLAIM,
         readings=READINGS,
+        counterexamples={"quadratic": _finding_instance},
         expect="fails",
         mutants=(
             Mutant("4 (F(w_0) - F*)/(beta tau K) -> (F(w_0) - F*)/(beta tau K)",
