@@ -39,7 +39,7 @@ def connect(address):
 def _chunk_task(sid, modules, fam, size, seed, k, mutants):
     """On a worker: chunk ``k`` of ``sid`` on ``fam`` (its own stream), every claim and mutant."""
     from moreau.analysis.engine.registry import full_catalogue
-    from moreau.analysis.engine.runner import _draw, evaluate_chunk, rng_for
+    from moreau.analysis.engine.batches import _draw, evaluate_chunk, rng_for
 
     st = full_catalogue(modules)[sid]
     rng = rng_for(seed, sid, fam) if k == 0 else rng_for(seed, sid, fam, f"chunk {k}")
@@ -54,7 +54,7 @@ def remote_outputs(client, st, fam, trials, seed, chunk, mutants, modules, searc
     """Per chunk, in order, what :func:`moreau.analysis.engine.runner._local_outputs` yields, computed
     on the cluster (``trials`` above ``chunk``; every mutant evaluated on every chunk).  With
     ``--search`` the last chunk is computed here: the search's instances join it as in the serial run."""
-    from moreau.analysis.engine.runner import _concat, _draw, evaluate_chunk, rng_for
+    from moreau.analysis.engine.batches import _concat, _draw, evaluate_chunk, rng_for
     from moreau.analysis.engine.search import search
 
     n = -(-trials // chunk)

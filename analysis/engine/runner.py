@@ -7,13 +7,13 @@ The reports (JSON records and their schema, counterexample files) are in
 from __future__ import annotations
 
 import time
-import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from moreau.analysis.engine.batches import _batch_len, _concat, _draw, evaluate_chunk, rng_for
 from moreau.analysis.engine.chunks import ChunkReducer
-from moreau.analysis.engine.core import Result, _batch_size, take
+from moreau.analysis.engine.core import Result, take
 from moreau.analysis.engine.records import (SLACK_THRESHOLD, is_loose, load_counterexample, record_json, run_info,
                                             save_counterexample, save_instance, worst_ci_instance)
 from moreau.analysis.engine.registry import StatementError, catalogue
@@ -23,12 +23,6 @@ __all__ = ["SLACK_THRESHOLD", "is_loose", "Record", "run", "record_json", "save_
            "rng_for", "CHUNK"]
 
 FAMILIES = ("quadratic", "logistic", "multinomial", "nonconvex")
-
-
-def rng_for(seed: int, statement_id: str, family: str, mutant: str = "") -> np.random.Generator:
-    """A generator that depends on the seed, the id and the family only (order-free)."""
-    key = [int(seed), zlib.crc32(statement_id.encode()), zlib.crc32(family.encode()), zlib.crc32(mutant.encode())]
-    return np.random.default_rng(key)
 
 
 #: instances drawn, prepared and judged at a time when ``trials`` exceeds it (memory stays that of
@@ -119,28 +113,6 @@ def _families(st):
     return known + [f for f in st.families if f not in known]
 
 
-def _batch_len(batch) -> int:
-    try:
-        return _batch_size(batch)
-    except ValueError:
-        return 0
-
-
-def _draw(st, fam, trials, rng):
-    """The statement's instances on a family; a generator that fails says so in one line."""
-    try:
-        return st.instances(fam, trials, rng)
-    except Exception as exc:
-        if st.paper in _BUILTIN_PAPERS():
-            raise
-        raise StatementError(f"{st.id} [{fam}]: its instance generator failed ({type(exc).__name__}: {exc})") from exc
-
-
-def _BUILTIN_PAPERS():
-    from moreau.analysis.engine.registry import paper_packages
-    return {p.PAPER["key"] for p in paper_packages()}
-
-
 def _chunks(st, fam, trials, seed, chunk):
     """``(size, batch, number of chunks)`` per chunk, lazily; one chunk when trials <= chunk or
     when the checker's batch size does not follow ``trials``."""
@@ -159,22 +131,6 @@ def _chunks(st, fam, trials, seed, chunk):
     for k in range(1, n):
         size = min(chunk, trials - k * chunk)
         yield size, _draw(st, fam, size, rng_for(seed, st.id, fam, f"chunk {k}")), n
-
-
-def evaluate_chunk(st, fam, size, batch, mutants=(), prepared=None):
-    """The printed claim, every reading and ``mutants`` on one batch, the claim-independent work done
-    once (``prepared``: its output when the caller has it): ``(Result, {reading name: Result},
-    {mutant name: Result})`` (a Dask worker's unit of work too)."""
-    t0 = time.perf_counter()
-    prepared = st.prepared(batch) if prepared is None else prepared
-    res = st.run(fam, size, None, batch=batch, prepared=prepared)
-    res.seconds = time.perf_counter() - t0
-    out = {}
-    for r in st.readings:  # the readings on the same instances, same prepared data
-        t2 = time.perf_counter()
-        out[r.name] = st.run(fam, size, None, batch=batch, prepared=prepared, reading=r)
-        out[r.name].seconds = time.perf_counter() - t2
-    return res, out, {m.name: st.run(fam, size, None, mutant=m, batch=batch, prepared=prepared) for m in mutants}
 
 
 def _local_outputs(st, fam, trials, seed, chunk, search_examples, searches):
@@ -345,9 +301,3 @@ class _Lines:
         pass
 
 
-def _concat(batch, extra):
-    """``batch`` followed by ``extra`` when their arrays stack, else ``extra`` alone."""
-    try:
-        return {k: np.concatenate([np.asarray(batch[k]), np.asarray(extra[k])]) for k in batch}
-    except (KeyError, ValueError):
-        return extra
