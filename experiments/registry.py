@@ -22,6 +22,7 @@ MODULES = (
     "moreau.experiments.perfedavg_vs_pfedme",
     "moreau.experiments.pfedme_synthetic",
     "moreau.experiments.pfedme_digits",
+    "moreau.experiments.pflmf_rank",
 )
 
 

@@ -9,13 +9,16 @@ clients or trials, and takes a ``numpy.random.Generator`` or an int seed for its
   :func:`global_train`;
 - algorithms returning a :class:`History`: :func:`gd` (LocalTrain by GD), :func:`fedavg`,
   :func:`fedprox` (Algorithm 1 of the FedProx analysis), :func:`pfedme` (Algorithm 1 of
-  pFedMe), :func:`per_fedavg` (Algorithm 1 of Per-FedAvg, with its FO and HF variants).
+  pFedMe), :func:`per_fedavg` (Algorithm 1 of Per-FedAvg, with its FO and HF variants),
+  :func:`pflmf` (pFL^MF, thesis §4.1, Algorithm 1 as reconstructed);
+- :func:`low_rank_optimum` (the certified rank-r optimum of pFL^MF's problem (4.1)).
 """
 from ._common import History
 from ._fedprox import fedavg, fedprox, gd
 from ._optimum import FedProxInfo, fedprox_optimum, global_train, local_train
 from ._perfedavg import per_fedavg
 from ._pfedme import pfedme
+from ._pflmf import LowRankOptimum, low_rank_optimum, pflmf
 
 __all__ = ["fedprox_optimum", "local_train", "global_train", "FedProxInfo", "History", "gd", "fedprox",
-           "fedavg", "pfedme", "per_fedavg"]
+           "fedavg", "pfedme", "per_fedavg", "pflmf", "low_rank_optimum", "LowRankOptimum"]
