@@ -16,6 +16,8 @@ from ._multinomial import Multinomial
 from ._objective import Objective, ProxInfo
 from ._quadratic import Quadratic
 from ._ragged import RaggedLeastSquares, RaggedLogistic, RaggedMultinomial, ragged
+from ._nonsmooth import AbsoluteValue, ExactProx, Hinge
+from ._piecewise_quadratic import DoubleWell, Huber
 from . import data, fl  # noqa: E402  (subpackages built on the objectives above)
 
 __version__ = "0.1.0"
@@ -23,6 +25,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Objective", "Quadratic", "LeastSquares", "Logistic", "Multinomial", "Envelope", "MetaObjective",
     "ragged", "RaggedLogistic", "RaggedMultinomial", "RaggedLeastSquares",
+    "AbsoluteValue", "Hinge", "Huber", "DoubleWell", "ExactProx",
     "prox", "envelope", "meta_objective", "ProxInfo", "ProxConvergenceError",
     "set_backend", "get_backend", "BackendError", "data", "fl", "__version__",
 ]

@@ -125,7 +125,12 @@ class Envelope(Objective):
         return lam[..., 0] * self.xp.linalg.solve(M, (H @ v[..., None]))[..., 0]
 
     def _map(self, a, lam):
-        return lam * a / (lam + a)
+        """The envelope's curvature lam a/(lam + a) of a curvature a of f; an infinite a (f not
+        differentiable there: AbsoluteValue, Hinge) gives its limit lam, not inf/inf."""
+        xp = self.xp
+        fin = xp.isfinite(a)
+        a0 = xp.where(fin, a, xp.zeros_like(a))
+        return xp.where(fin, lam * a0 / (lam + a0), lam + 0 * a0)
 
     def _spectrum(self):
         s = self.f._spectrum()
