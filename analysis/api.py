@@ -26,7 +26,10 @@ Names:
 * :func:`rate_sides`, :func:`fit_exponent` — an O(·) rate checked by a fitted exponent with an
   interval; :func:`worst_point` — reduce a sweep (iterates, points) to its worst entry per instance;
 * :func:`quadratic_batch`, :func:`logistic_batch`, :func:`log_uniform`, :func:`orthogonal` —
-  instance generators; :func:`scale_fields` — declare how a batch rescales (``--analyse``);
+  instance generators; :func:`nonsmooth_batch` — instances that violate one common assumption at a
+  time (ℓ1 and hinge: not smooth; Huber: not strongly convex; double wells: not convex; exact proxes,
+  with per-instance ``smooth``/``convex``/``strongly_convex`` flags), so that ``--analyse`` can find
+  each assumption necessary or not; :func:`scale_fields` — declare how a batch rescales (``--analyse``);
 * :func:`check` — run statements and get their verdicts (the Python form of ``moreau check``);
 * :class:`Case`, :func:`derive` — a sympy derivation of the sharp constant of a part whose
   quadratic worst case is one eigenvalue (``Statement.sharp``; ``--analyse`` compares it with the
@@ -37,10 +40,12 @@ from __future__ import annotations
 from moreau.analysis.engine.core import (Mutant, Reading, Sides, Statement, fit_exponent, rate_sides, scale_fields,
                                          worst_point)
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
+from moreau.analysis.engine.nonsmooth_instances import nonsmooth_batch
 from moreau.analysis.engine.sharp import Case, derive
 
 __all__ = ["Statement", "Sides", "Mutant", "Reading", "rate_sides", "fit_exponent", "worst_point", "scale_fields",
-           "quadratic_batch", "logistic_batch", "log_uniform", "orthogonal", "check", "Case", "derive"]
+           "quadratic_batch", "logistic_batch", "log_uniform", "orthogonal", "nonsmooth_batch", "check", "Case",
+           "derive"]
 
 
 def check(statements, *, family="all", trials=None, seed=0, mutants=False):
