@@ -23,6 +23,7 @@ MODULES = (
     "moreau.experiments.pfedme_synthetic",
     "moreau.experiments.pfedme_digits",
     "moreau.experiments.pflmf_rank",
+    "moreau.experiments.permfl_digits",
 )
 
 

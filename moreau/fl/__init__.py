@@ -10,15 +10,19 @@ clients or trials, and takes a ``numpy.random.Generator`` or an int seed for its
 - algorithms returning a :class:`History`: :func:`gd` (LocalTrain by GD), :func:`fedavg`,
   :func:`fedprox` (Algorithm 1 of the FedProx analysis), :func:`pfedme` (Algorithm 1 of
   pFedMe), :func:`per_fedavg` (Algorithm 1 of Per-FedAvg, with its FO and HF variants),
-  :func:`pflmf` (pFL^MF, thesis §4.1, Algorithm 1 as reconstructed);
-- :func:`low_rank_optimum` (the certified rank-r optimum of pFL^MF's problem (4.1)).
+  :func:`pflmf` (pFL^MF, thesis §4.1, Algorithm 1 as reconstructed), :func:`permfl` (PerMFL,
+  thesis Paper II: devices in teams, returns a :class:`PerMFLHistory`);
+- :func:`low_rank_optimum` (the certified rank-r optimum of pFL^MF's problem (4.1)),
+  :func:`permfl_optimum` (the optimum of PerMFL's objective (4.3) by nested envelopes).
 """
 from ._common import History
 from ._fedprox import fedavg, fedprox, gd
 from ._optimum import FedProxInfo, fedprox_optimum, global_train, local_train
 from ._perfedavg import per_fedavg
 from ._pfedme import pfedme
+from ._permfl import PerMFLHistory, permfl, permfl_optimum
 from ._pflmf import LowRankOptimum, low_rank_optimum, pflmf
 
 __all__ = ["fedprox_optimum", "local_train", "global_train", "FedProxInfo", "History", "gd", "fedprox",
-           "fedavg", "pfedme", "per_fedavg", "pflmf", "low_rank_optimum", "LowRankOptimum"]
+           "fedavg", "pfedme", "per_fedavg", "pflmf", "low_rank_optimum", "LowRankOptimum",
+           "permfl", "permfl_optimum", "PerMFLHistory"]
