@@ -115,6 +115,7 @@ STATEMENTS = (
              "reaches the global rank-r optimum (Eckart-Young on the certified clients)",
         assumptions=("f_i = (s_i/2)(x - c_i)^T A (x - c_i), A positive definite, s_i > 0",
                      "sigma_r(M) > sigma_{r+1}(M)", "full participation, exact gradients, steps 0.6/(L sigma_1)"),
+        scaling={"quadratic": "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per instance (U V^T scales as theta: the factors split the scale freely), so a batch is not rescaled here"},
         families={"quadratic": ("proportional Hessians: certified rank-r optimum",)}, claimed="upper",
         instances=instances, prepare=prepare, evaluate=evaluate, claim=CLAIM,
         mutants=(

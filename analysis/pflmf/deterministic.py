@@ -125,6 +125,7 @@ STATEMENTS = (
              "gradients and fixed steps: the average squared gradient norm over T rounds is O(1/T)",
         assumptions=("f_i L_i-smooth, bounded below", "exact gradients", "fixed steps below the blocks' "
                      "smoothness along the run (reconstructed)", "participation probability p (as printed, any)"),
+        scaling={"quadratic": "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per instance (U V^T scales as theta: the factors split the scale freely), so a batch is not rescaled here"},
         families={"quadratic": ("certified rank-r quadratics, p in {1, 1/2}",)}, claimed="rate",
         instances=instances, prepare=prepare, evaluate=evaluate, claim=CLAIM, expect="fails",
         readings=(Reading("full participation (p = 1)", {"applies": lambda p: p == 1}, kind="variant",

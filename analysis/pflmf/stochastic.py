@@ -107,6 +107,7 @@ STATEMENTS = (
              "steps ~ 1/sqrt(T): the average squared gradient norm over T rounds is O(1/sqrt(T))",
         assumptions=("f_i L_i-smooth, bounded below", "unbiased stochastic gradients of bounded variance",
                      "steps eta_0/sqrt(T) below the blocks' smoothness along the run (reconstructed)"),
+        scaling={"quadratic": "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per instance (U V^T scales as theta: the factors split the scale freely), so a batch is not rescaled here"},
         families={"quadratic": ("least-squares clients, mini-batch gradients, p in {1, 1/2}",)}, claimed="rate",
         instances=instances, prepare=prepare, evaluate=evaluate, claim=CLAIM,
         mutants=(Mutant("rate O(1/T) (the deterministic rate)", {"exponent": -1.0}),
