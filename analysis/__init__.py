@@ -8,7 +8,7 @@ Layout (``analysis/README.md`` in the repository maps it file by file):
   (``moreau check``).  It never imports a paper package.
 * ``moreau.analysis.pep``: performance estimation (``moreau check --pep``).
 * one package per paper — ``pfedme``, ``fedprox``, ``perfedavg``, ``thesis`` and the thesis's own
-  systems ``permfl``, ``pflmf`` — with a module (or
+  systems ``fedfw``, ``permfl``, ``pflmf`` — with a module (or
   a small package) per statement whose path follows its id: ``pfedme.thm2`` is
   ``moreau.analysis.pfedme.thm2``, ``gd.nonconvex`` is in ``moreau.analysis.thesis.gd``.
 """

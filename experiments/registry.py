@@ -22,8 +22,10 @@ MODULES = (
     "moreau.experiments.perfedavg_vs_pfedme",
     "moreau.experiments.pfedme_synthetic",
     "moreau.experiments.pfedme_digits",
+    "moreau.experiments.compare",
     "moreau.experiments.pflmf_rank",
     "moreau.experiments.permfl_digits",
+    "moreau.experiments.fedfw_synthetic",
 )
 
 

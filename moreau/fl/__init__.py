@@ -12,10 +12,14 @@ clients or trials, and takes a ``numpy.random.Generator`` or an int seed for its
   pFedMe), :func:`per_fedavg` (Algorithm 1 of Per-FedAvg, with its FO and HF variants),
   :func:`pflmf` (pFL^MF, thesis §4.1, Algorithm 1 as reconstructed), :func:`permfl` (PerMFL,
   thesis Paper II: devices in teams, returns a :class:`PerMFLHistory`);
+- :func:`fedfw` (FedFW, thesis §4.3, eqs. (4.5)–(4.6)) over a :class:`Box` / :class:`L1Ball` /
+  :class:`L2Ball` / :class:`Simplex`; :func:`fedfw_optimum` its exact target;
 - :func:`low_rank_optimum` (the certified rank-r optimum of pFL^MF's problem (4.1)),
   :func:`permfl_optimum` (the optimum of PerMFL's objective (4.3) by nested envelopes).
 """
 from ._common import History
+from ._fedfw import FedFWHistory, FedFWTarget, fedfw, fedfw_optimum
+from ._lmo import Box, ConvexSet, L1Ball, L2Ball, Simplex
 from ._fedprox import fedavg, fedprox, gd
 from ._optimum import FedProxInfo, fedprox_optimum, global_train, local_train
 from ._perfedavg import per_fedavg
@@ -25,4 +29,5 @@ from ._pflmf import LowRankOptimum, low_rank_optimum, pflmf
 
 __all__ = ["fedprox_optimum", "local_train", "global_train", "FedProxInfo", "History", "gd", "fedprox",
            "fedavg", "pfedme", "per_fedavg", "pflmf", "low_rank_optimum", "LowRankOptimum",
-           "permfl", "permfl_optimum", "PerMFLHistory"]
+           "permfl", "permfl_optimum", "PerMFLHistory", "fedfw", "fedfw_optimum", "FedFWHistory", "FedFWTarget",
+           "Box", "ConvexSet", "L1Ball", "L2Ball", "Simplex"]

@@ -1,0 +1,322 @@
+r"""FedFW: the Federated Frank–Wolfe algorithm (Dadras thesis §4.3, eqs. (4.4)–(4.6); Paper III).
+
+Problem (4.4): :math:`\min_{x\in\mathcal D} F(x) = \frac1n\sum_{i=1}^n f_i(x)` over a compact convex
+:math:`\mathcal D` (a :mod:`moreau.fl._lmo` set).  FedFW runs Frank–Wolfe on the penalised surrogate
+of the consensus formulation :math:`X = (x_1, \dots, x_n) \in \mathcal D^n`,
+
+.. math:: \Phi_\lambda(X) = \frac1n\sum_i f_i(x_i) + \frac\lambda2\sum_i\|x_i - \bar x\|^2,
+          \qquad \nabla_{x_i}\Phi_\lambda(X) = \tfrac1n\nabla f_i(x_i) + \lambda(x_i - \bar x),
+
+(the terms through :math:`\bar x = \frac1n\sum_j x_j` cancel since :math:`\sum_j(x_j - \bar x) = 0`),
+with a penalty :math:`\lambda_t` that grows: the block gradient is the argument of (4.5).
+
+Reconstructions (the paper's full text was not available; see docs in ``analysis/fedfw``): the
+round index starts at t = 1 (so η_1 = 1: the authors' code, ``eta_t = 2/(step + 1)`` with step = 1
+first; read from t = 0 the printed η_0 = 2 would leave the set); the server keeps x̄ from the
+directions alone, :math:`\bar x^{t+1} = (1-\eta_t)\bar x^t + \eta_t\frac1n\sum_i s_i^t`, which
+equals the mean of the clients' models because every client starts at :math:`x_i^1 = \bar x^1`;
+the stochastic variant's parameters (η_t = 9/(t+8), λ_t = λ0√(t+8), ρ_t = 4/(t+7)^{2/3}, a
+momentum average of the stochastic gradients) are the authors' code's (``FedFW_sto``), the
+schedule of the stochastic homotopy CGM (Locatello et al. 2019) that FedFW's smoothing follows.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._backend import to_numpy
+from ._common import (History, batched_objective, check_diverged, check_objective, count, expand, generator,
+                      lead_shape, minibatch_size, point, positive, sample_counts)
+from ._lmo import check_set
+
+__all__ = ["fedfw", "fedfw_optimum", "FedFWHistory", "FedFWTarget", "SCHEDULES", "schedules"]
+
+#: named penalty schedules: λ_t for round t = 1..T (λ0 ``lam0``, T ``rounds``)
+SCHEDULES = ("sqrt", "constant", "horizon")
+
+
+@dataclass(frozen=True)
+class FedFWHistory(History):
+    r""":class:`History` of :func:`fedfw` with what the clients send.
+
+    ``directions`` ``(rounds, *lead, m, d)``: :math:`s_i^t` (index t − 1 for round t), the only thing a
+    client sends; ``nnz`` ``(rounds, *lead, m)`` (host int): the non-zeros of each :math:`s_i^t` (a
+    vertex of an ℓ1 ball or of a simplex has one: the client sends one index and one value, against d
+    numbers for a gradient).  ``w_global`` is :math:`\bar x^t`, ``w_local`` the :math:`x_i^t`.
+    """
+
+    directions: object = None
+    nnz: object = None
+
+
+def _sequence(v, rounds, name, *, upper=None):
+    a = np.asarray(v, dtype=float)
+    if a.shape != (rounds,):
+        raise ValueError(f"{name} as a sequence must have one value per round, shape ({rounds},) (got shape {a.shape})")
+    if not np.all(np.isfinite(a)) or np.any(a <= 0) or (upper is not None and np.any(a > upper)):
+        bad = a[~(np.isfinite(a) & (a > 0) & (a <= (upper if upper is not None else np.inf)))][0]
+        raise ValueError(f"{name} values must be in (0, {upper if upper is not None else 'inf'}] (got {bad:g})")
+    return a
+
+
+def schedules(rounds, *, stochastic=False, lam_schedule="sqrt", eta=None, rho=None):
+    r"""Host arrays ``(rounds,)`` for t = 1..T: the factor :math:`c_t` of :math:`\lambda_t = \lambda_0 c_t`
+    (None for ``"constant"``), η_t and ρ_t.
+
+    * ``"sqrt"``: :math:`c_t = \sqrt{t+1}`, η_t = 2/(t+1) (thesis (4.5)–(4.6)); stochastic:
+      :math:`c_t = \sqrt{t+8}`, η_t = 9/(t+8), ρ_t = 4/(t+7)^{2/3} (the authors' code);
+    * ``"horizon"``: :math:`c_t = T^{1/3}`, η_t = T^{-2/3} (the fixed-horizon choice of the authors'
+      code, ``constant_lambda``/``constant_eta``; reconstructed for the nonconvex rate);
+    * ``"constant"``: λ_t = ``lam`` (personalised FedFW), η_t as for ``"sqrt"``;
+    * a sequence of T positive factors :math:`c_t` (λ_t = λ0 c_t), η_t as for ``"sqrt"``.
+    """
+    t = np.arange(1, rounds + 1, dtype=float)
+    if isinstance(lam_schedule, str):
+        if lam_schedule not in SCHEDULES:
+            raise ValueError(f"lam_schedule must be one of {SCHEDULES} or a sequence of {rounds} values "
+                             f"(got {lam_schedule!r})")
+        if lam_schedule == "horizon":
+            c, e = np.full(rounds, rounds ** (1 / 3)), np.full(rounds, rounds ** (-2 / 3))
+        elif stochastic:
+            c, e = np.sqrt(t + 8), 9 / (t + 8)
+        else:
+            c, e = np.sqrt(t + 1), 2 / (t + 1)
+        c = None if lam_schedule == "constant" else c
+    else:
+        c = _sequence(lam_schedule, rounds, "lam_schedule")
+        e = 9 / (t + 8) if stochastic else 2 / (t + 1)
+    e = e if eta is None else _sequence(eta, rounds, "eta", upper=1.0)
+    r = (4 / np.cbrt((t + 7) ** 2) if rho is None else _sequence(rho, rounds, "rho", upper=1.0)) if stochastic else None
+    return c, e, r
+
+
+def fedfw(objective, constraint, *, rounds, lam_schedule="sqrt", lam0=None, lam=None, eta=None,
+          stochastic=False, rho=None, sigma=None, batch_size=None, x0=None, rng=None):
+    r"""FedFW (thesis §4.3, eqs. (4.5)–(4.6)) on the clients of ``objective`` over ``constraint``.
+
+    Round t = 1..T (``rounds``), every client i in parallel, then the server:
+
+    .. math::
+        s_i^t &\in \arg\min_{x\in\mathcal D}\Big\langle \tfrac1n g_i^t + \lambda_t(x_i^t - \bar x^t),\ x\Big\rangle
+            \quad\text{(4.5)}, \qquad x_i^{t+1} = (1-\eta_t)x_i^t + \eta_t s_i^t \quad\text{(4.6)},\\
+        \bar x^{t+1} &= (1-\eta_t)\bar x^t + \eta_t\,\tfrac1n\textstyle\sum_i s_i^t
+            \quad(= \tfrac1n\textstyle\sum_i x_i^{t+1}),
+
+    with :math:`g_i^t = \nabla f_i(x_i^t)` (FedFW), or, with ``stochastic=True`` (stochastic FedFW),
+    the momentum average :math:`g_i^t = (1-\rho_t)g_i^{t-1} + \rho_t\tilde\nabla f_i(x_i^t)` of
+    stochastic gradients.  n = m is the number of clients (the objective's last batch axis), λ_t
+    the penalty (``lam_schedule``: ``"sqrt"`` λ0√(t+1) as printed, the default; ``"constant"``:
+    λ_t = ``lam``, personalised FedFW whose fixed point is the penalised optimum; ``"horizon"``:
+    λ0 T^{1/3} with η = T^{-2/3}; or a sequence of T factors c_t, λ_t = λ0 c_t; see
+    :func:`schedules`), λ0 is ``lam0`` (default 1), η_t the step (``eta``: a sequence of T values in
+    (0, 1] overrides the schedule's), ρ_t the momentum weight (``rho``, stochastic only).  Stochastic gradients
+    :math:`\tilde\nabla f_i` (with or without the momentum): the gradient on a mini-batch of
+    ``batch_size`` samples drawn without replacement (objectives with samples), plus
+    :math:`\sigma\,\xi/\sqrt d`, ξ standard normal (``sigma``: :math:`E\|\cdot\|^2 = \sigma^2`).
+
+    ``x0`` is :math:`\bar x^1 = x_i^1` ``(*trials, d)`` (default the set's centre).  λ0, ``lam`` and
+    ``sigma`` are numbers or arrays broadcasting against the trial shape.  Randomness (``rng``,
+    required with ``sigma`` or ``batch_size``), per round: the mini-batch draw
+    ``rng.random((*lead, m, n))`` (as :func:`fedavg`), then ``rng.standard_normal((*lead, m, d))``.
+
+    Returns a :class:`FedFWHistory`: ``w_global`` ``(T+1, *lead, d)`` (index k: :math:`\bar x^{k+1}`,
+    after k rounds), ``w_local`` ``(T+1, *lead, m, d)``, ``directions``, ``nnz``;
+    ``params`` holds the host arrays ``lam`` ``(T, *lead)``, ``eta`` and ``rho`` ``(T,)``.
+
+    References: Dadras thesis §4.3, eqs. (4.4)–(4.6) (Paper III: Dadras, Banerjee, Prakhya,
+    Yurtsever, "Federated Frank-Wolfe Algorithm", ECML PKDD 2024, arXiv 2408.10090).
+    """
+    f, m = check_objective(objective)
+    xp = f.xp
+    rounds = count(rounds, "rounds")
+    C = check_set(constraint, f.dim, f.batch_shape[:-1])
+    if not isinstance(stochastic, bool):
+        raise TypeError(f"stochastic must be True or False (got {stochastic!r})")
+    if rho is not None and not stochastic:
+        raise ValueError("rho (the momentum weight) is used only by stochastic FedFW: pass stochastic=True")
+    c, e, r = schedules(rounds, stochastic=stochastic, lam_schedule=lam_schedule, eta=eta, rho=rho)
+    constant = isinstance(lam_schedule, str) and lam_schedule == "constant"
+    if constant and lam is None:
+        raise ValueError("lam_schedule='constant' (personalised FedFW) needs lam, the fixed penalty")
+    if lam is not None and not constant:
+        raise ValueError(f"lam is the fixed penalty of lam_schedule='constant' (got lam_schedule={lam_schedule!r}); "
+                         "a growing schedule takes lam0")
+    if lam0 is not None and constant:
+        raise ValueError("lam0 scales a growing schedule; lam_schedule='constant' takes lam")
+    base = positive(lam if constant else (1.0 if lam0 is None else lam0), "lam" if constant else "lam0", f)
+    sig = None if sigma is None else positive(sigma, "sigma", f, allow_zero=True)
+    size = minibatch_size(batch_size, f, replace=False)
+    rng = generator(rng, sig is not None or size is not None, "sigma or batch_size is set")
+    lead = lead_shape(f, base, *(() if sig is None else (sig,)))
+    xbar = _start(x0, C, f, lead)
+    X = xp.broadcast_to(xbar[..., None, :], lead + (m, f.dim))
+    lam2 = expand(base, 2)
+    lmo = C.oracle(xp, f.dtype, clients=True)
+    momentum = None
+    gs, ls, ds, nnz = [xbar], [X], [], []
+    for k in range(rounds):
+        lam_t = lam2 if constant else lam2 * float(c[k])
+        fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=False))
+        G = fk.grad(X)
+        if sig is not None:
+            noise = xp.asarray(rng.standard_normal(lead + (m, f.dim)), dtype=f.dtype)
+            G = G + expand(sig, 2) * noise / math.sqrt(f.dim)
+        if stochastic:
+            momentum = G if momentum is None else (1 - float(r[k])) * momentum + float(r[k]) * G
+            G = momentum
+        V = G / m + lam_t * (X - xbar[..., None, :])
+        S = lmo(V)
+        eta_t = float(e[k])
+        X = (1 - eta_t) * X + eta_t * S
+        xbar = (1 - eta_t) * xbar + eta_t * xp.mean(S, axis=-2)
+        check_diverged(xp, f, X, "fedfw", f"round {k + 1}", "lam (the penalty) or the gradients")
+        gs.append(xbar)
+        ls.append(X)
+        ds.append(S)
+        nnz.append(xp.sum(xp.astype(S != 0, xp.int64), axis=-1))  # on the device: no sync per round
+    lam_host = np.broadcast_to(np.asarray(to_numpy(base), dtype=float), lead)
+    lams = np.broadcast_to(lam_host, (rounds,) + lead) if constant else c.reshape((-1,) + (1,) * len(lead)) * lam_host
+    params = {"lam": lams, "eta": e, "rho": r, "lam_schedule": lam_schedule if isinstance(lam_schedule, str) else
+              "sequence", "stochastic": stochastic, "sigma": sig, "batch_size": size}
+    return FedFWHistory(w_global=xp.stack(gs), w_local=xp.stack(ls), rounds=rounds, local_steps=1, grad_evals=rounds,
+                        params=params, directions=xp.stack(ds), nnz=np.asarray(to_numpy(xp.stack(nnz))))
+
+
+def _start(x0, C, f, lead):
+    r""":math:`\bar x^1` ``(*lead, d)``: ``x0`` or the set's centre."""
+    return f.xp.asarray(point(C.center(f.dim) if x0 is None else x0, f, lead, "x0"), dtype=f.dtype)
+
+
+# -- the exact target --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FedFWTarget:
+    r"""What :func:`fedfw_optimum` returns (``x``, ``X`` in the objective's namespace, the rest host).
+
+    ``x`` ``(*lead, d)``: the minimiser of (4.4) (``lam`` None), or the mean :math:`\bar x` of the
+    penalised optimum; ``X`` ``(*lead, m, d)``: the clients' models (``x`` for every client when
+    ``lam`` is None); ``value``: F(x), or :math:`\Phi_\lambda(X)`; ``gap``: the Frank–Wolfe duality gap
+    of that problem at the returned (feasible) point, a bound on value − optimum (convexity;
+    computed in floating point); ``kkt``: :math:`\|z - P_{\mathcal D}(z - \nabla)\|_\infty`, the
+    projected-gradient residual (0 exactly at a KKT point); ``iterations``: active-set iterations.
+    """
+
+    x: object
+    X: object
+    value: object
+    gap: object
+    kkt: object
+    iterations: int
+
+
+def fedfw_optimum(objective, constraint, *, lam=None, max_iter=100):
+    r"""The exact point FedFW targets, on convex quadratic clients over a :class:`Box`.
+
+    ``lam`` None: the constrained optimum of (4.4), :math:`\min_{lo\le x\le hi}\frac1n\sum_i f_i(x)`,
+    a box QP with Hessian :math:`\bar A = \frac1n\sum_i A_i`.  ``lam`` > 0 (personalised FedFW, a fixed
+    λ): :math:`\min_{X\in\mathcal D^n}\Phi_\lambda(X)`, a box QP in nd variables with Hessian
+    :math:`\mathrm{blockdiag}(A_i)/n + \lambda(I_n - \frac1n\mathbf 1\mathbf 1^\top)\otimes I_d`.
+
+    Solved on the host by the primal–dual active-set method (a semismooth Newton method on
+    :math:`z = P_{[lo,hi]}(z - D^{-1}\nabla)`, D the Hessian's diagonal: fix the coordinates the
+    step pushes out of the box at their bound, solve the stationarity equations on the rest, repeat
+    until the sets stop changing), polished by projected gradient where the sets cycle.  Proof of
+    optimality returned with it (:class:`FedFWTarget`): the point is feasible by construction and
+    ``gap`` bounds its suboptimality, :math:`\mathrm{value} - \min \le \mathrm{gap}` (convex
+    objective: :math:`F(z) - F^* \le \langle\nabla F(z), z - s\rangle` for the LMO output s, thesis
+    eq. (2.6)); at an exact solution ``gap`` and ``kkt`` vanish up to rounding.
+
+    Shapes: ``objective`` a :class:`moreau.Quadratic` (or LeastSquares) with batch ``(*trials, m)``
+    and PSD ``A``; ``lam`` a number or an array broadcasting against the trial shape.
+
+    References: thesis §4.3 (4.4) and "personalized FedFW"; Hintermüller, Ito, Kunisch (2003)
+    for the active-set method.
+    """
+    from .._quadratic import Quadratic
+    from ._lmo import Box
+
+    f, m = check_objective(objective)
+    if not isinstance(f, Quadratic):
+        raise TypeError("fedfw_optimum needs quadratic clients (moreau.Quadratic or LeastSquares); "
+                        f"got {type(f).__name__}")
+    C = check_set(constraint, f.dim, f.batch_shape[:-1])
+    if not isinstance(C, Box):
+        raise TypeError(f"fedfw_optimum solves box constraints only (got {type(C).__name__})")
+    lo_c, _ = f.curvature_bounds()
+    low = float(np.min(np.asarray(to_numpy(lo_c))))
+    if low < -1e-10 * max(1.0, float(np.max(np.asarray(to_numpy(f.smoothness()))))):
+        raise ValueError(f"fedfw_optimum needs convex clients (PSD A); the smallest eigenvalue is {low:.3g}")
+    xp, d = f.xp, f.dim
+    lamv = None if lam is None else positive(lam, "lam", f)
+    lead = lead_shape(f, *(() if lamv is None else (lamv,)))
+    A = np.broadcast_to(np.asarray(to_numpy(f.A), float), lead + (m, d, d))
+    b = np.broadcast_to(np.asarray(to_numpy(f.b), float), lead + (m, d))
+    c0 = np.broadcast_to(np.asarray(to_numpy(f.c), float), lead + (m,)).mean(axis=-1)
+    lo, hi = (np.broadcast_to(a, lead + (d,)) for a in (C.lo, C.hi))
+    if lamv is None:
+        H, c, blo, bhi = A.mean(axis=-3), b.mean(axis=-2), lo, hi
+    else:
+        lh = np.broadcast_to(np.asarray(to_numpy(lamv), float), lead)[..., None, None]
+        P = np.kron(np.eye(m) - 1.0 / m, np.eye(d))
+        H = np.zeros(lead + (m * d, m * d))
+        for i in range(m):
+            H[..., i * d:(i + 1) * d, i * d:(i + 1) * d] = A[..., i, :, :] / m
+        H = H + lh * P
+        c = b.reshape(lead + (m * d,)) / m
+        blo, bhi = (np.tile(a, (1,) * len(lead) + (m,)) for a in (lo, hi))
+    z, its = _box_qp(H, c, blo, bhi, max_iter)
+    g = np.einsum("...ij,...j->...i", H, z) - c
+    gap = np.sum(g * (z - np.where(g > 0, blo, bhi)), axis=-1)
+    kkt = np.max(np.abs(z - np.clip(z - g, blo, bhi)), axis=-1)
+    value = 0.5 * np.einsum("...i,...i->...", z, g - c) + c0
+    X = np.broadcast_to(z[..., None, :], lead + (m, d)) if lamv is None else z.reshape(lead + (m, d))
+    return FedFWTarget(x=xp.asarray(X.mean(axis=-2), dtype=f.dtype), X=xp.asarray(X, dtype=f.dtype), value=value,
+                       gap=gap, kkt=kkt, iterations=its)
+
+
+def _box_qp(H, c, lo, hi, max_iter):
+    """min ½zᵀHz − cᵀz on [lo, hi] (H PSD, batched): ``(z, iterations)``.  Primal-dual active sets from
+    the clipped unconstrained solution; where the sets still change after ``max_iter`` passes, projected
+    gradient (step 1/||H||) from the last point, then the active sets again."""
+    shape, n = c.shape[:-1], c.shape[-1]
+    H, c, lo, hi = (a.reshape((-1,) + a.shape[len(shape):]) for a in (H, c, lo, hi))
+    z, its, done = _active_sets(H, c, lo, hi, np.clip(_solve(H, c), lo, hi), max_iter)
+    if not done:
+        step = 1.0 / np.maximum(np.linalg.norm(H, ord=2, axis=(-2, -1)), 1e-300)[:, None]
+        for _ in range(20 * max_iter):
+            z = np.clip(z - step * (np.einsum("tij,tj->ti", H, z) - c), lo, hi)
+        z, more, _ = _active_sets(H, c, lo, hi, z, max_iter)
+        its += more
+    return z.reshape(shape + (n,)), its
+
+
+def _active_sets(H, c, lo, hi, z, max_iter):
+    """Semismooth Newton passes on z = P(z − D⁻¹∇): ``(z, passes, whether the sets settled)``."""
+    n = c.shape[-1]
+    scale = 1.0 / np.maximum(np.diagonal(H, axis1=-2, axis2=-1), 1e-12 * np.max(np.abs(H), axis=(-2, -1))[:, None]
+                             + 1e-300)
+    pattern = None
+    for its in range(1, max_iter + 1):
+        g = np.einsum("tij,tj->ti", H, z) - c
+        y = z - scale * g
+        at_lo, at_hi = y <= lo, y >= hi
+        new = np.where(at_lo, -1, np.where(at_hi, 1, 0))
+        if pattern is not None and np.array_equal(new, pattern):
+            return z, its, True
+        pattern = new
+        free = new == 0
+        fixed = np.where(at_lo, lo, np.where(at_hi, hi, 0.0))
+        M = np.where(free[:, :, None] & free[:, None, :], H, np.eye(n))
+        rhs = np.where(free, c - np.einsum("tij,tj->ti", H, fixed), fixed)
+        z = np.clip(np.where(free, _solve(M, rhs), fixed), lo, hi)
+    return z, max_iter, False
+
+
+def _solve(M, r):
+    """``M z = r`` per instance; least squares where M is singular."""
+    try:
+        return np.linalg.solve(M, r[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        return np.stack([np.linalg.lstsq(Mi, ri, rcond=None)[0] for Mi, ri in zip(M, r)])
