@@ -22,8 +22,10 @@ class Experiment:
     processes), ``finish(rows, params, out, seed, quick) -> {"figures": [paths], "claims":
     [verdict], "theorems": {...}}`` (plots, marked when ``quick``; one verdict per claim from
     ``moreau.experiments._verdicts``; for each theorem the figure illustrates, whether the
-    parameters meet its assumptions).  ``notes``: keys of ``params`` that describe the run and
-    are not parameters (they cannot be set).
+    parameters meet its assumptions), optionally ``"tables": {stem: rows}`` (more CSV files; the
+    experiment's own name replaces the CSV of the computed rows) and ``"columns": {file: {column:
+    meaning}}`` (the manifest's dictionary of its CSV files).  ``notes``: keys of ``params`` that
+    describe the run and are not parameters (they cannot be set).
     """
 
     name: str

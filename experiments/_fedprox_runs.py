@@ -5,19 +5,43 @@ import numpy as np
 
 from moreau import data, fl
 
-__all__ = ["paper_run", "STEP_NOTE"]
+__all__ = ["METRICS", "STEP_NOTE", "paper_run"]
 
 STEP_NOTE = ("step sizes of §6.1: gamma = (lam + L)/(lam L) = 1/L_g, eta = 1/(L + lam), L = lambda_max(X^T X)/(4n) "
              "(without the ridge, as the paper computes it; the largest over clients)")
 
+#: the per-round metrics of :func:`paper_run` (the long-format CSV's ``metric`` column)
+METRICS = {
+    "global_total": "||w_t^(g) - w*^(g)||^2: the global model's total error (w*^(g) = sum_k p_k w_k, the generating "
+                    "models' mean)",
+    "local_total": "(1/m) sum_i ||w_t^(i) - w*^(i)||^2: the local models' total error",
+    "distance_to_optimum": "||w_t^(g) - w~^(g)||^2: squared distance of the global model to this lambda's exact "
+                           "FedProx optimum (moreau.fl.fedprox_optimum)",
+    "train_loss": "(1/m) sum_i f_i(w_t^(g)): the global model's training objective (logistic loss + ridge)",
+    "test_accuracy": "the global model's accuracy (%) on every client's test rows (n_test per client, drawn after "
+                     "the training rows)",
+    "local_test_accuracy": "the local models' accuracy (%), each on its own client's test rows, mean over clients",
+    "global_statistical": "||w~^(g) - w*^(g)||^2: the exact optimum's global error (the level the total error "
+                          "approaches; the same every round)",
+    "local_statistical": "(1/m) sum_i ||w~^(i) - w*^(i)||^2: the exact optimum's local error (the same every round)",
+}
 
-def paper_run(rng, *, R, lams, Ks, rounds, m, n, d, mu):
+
+def _accuracy(test, W):
+    """% of test rows whose label's sign the models ``W`` ``(T, m, d)`` predict; ``(T,)`` over all
+    clients' rows and ``(T,)`` the mean over clients of each client's own."""
+    X, y = np.asarray(test.X), np.asarray(test.y)
+    margin = np.einsum("ind,tid->tin", X, W) * np.where(y > 0, 1.0, -1.0)  # (T, m, n_test)
+    hits = (margin > 0) + 0.5 * (margin == 0)  # a tie (x.w = 0: w = 0 at round 0) is a coin flip: half a hit
+    return 100 * hits.mean(axis=(1, 2)), 100 * hits.mean(axis=2).mean(axis=1)
+
+
+def paper_run(rng, *, R, lams, Ks, rounds, m, n, d, mu, n_test=0):
     """Algorithm 1 (``moreau.fl.fedprox``) on ONE data set for every ``lam`` in ``lams`` and ``K`` in
-    ``Ks`` (so runs compare on the same data).  Yields ``(lam, K, global total (rounds+1,), local
-    total (rounds+1,), global distance to the exact optimum ||w_t^(g) - w~^(g)||^2 (rounds+1,),
-    statistical errors (global, local) of the exact optimum, L)``; local errors are means over
-    clients of ``||w_t^(i) - w*^(i)||^2``."""
-    P = data.fedprox_synthetic(rng, R=R, m=m, n=n, d=d, mu=mu)
+    ``Ks`` (so runs compare on the same data).  Yields ``(lam, K, {metric: values (rounds+1,)})``,
+    the metrics of :data:`METRICS` (the accuracies only with ``n_test`` > 0 test rows per client,
+    drawn after the training rows: the training data do not depend on ``n_test``)."""
+    P = data.fedprox_synthetic(rng, R=R, m=m, n=n, d=d, mu=mu, n_test=n_test)
     f, ws, wg = P.objective, np.asarray(P.w_star), np.asarray(P.w_star_global)
     L = float(np.max(P.constants["L"])) - mu
     for lam in lams:
@@ -25,15 +49,14 @@ def paper_run(rng, *, R, lams, Ks, rounds, m, n, d, mu):
         stat = (float(np.sum((opt_g - wg) ** 2)), float(np.mean(np.sum((opt_l - ws) ** 2, axis=-1))))
         for K in Ks:
             h = fl.fedprox(f, lam=lam, gamma=(lam + L) / (lam * L), eta=1 / (L + lam), K=K, rounds=rounds)
-            g_err = np.sum((np.asarray(h.w_global) - wg) ** 2, axis=-1)
-            l_err = np.mean(np.sum((np.asarray(h.w_local) - ws) ** 2, axis=-1), axis=-1)
-            to_opt = np.sum((np.asarray(h.w_global) - opt_g) ** 2, axis=-1)
-            yield lam, K, g_err, l_err, to_opt, stat, L
-
-
-def mean_curves(rows, key, **match):
-    """``(rounds, mean over seeds, std)`` of ``key`` for the rows matching ``match``."""
-    sel = [r for r in rows if all(r[k] == v for k, v in match.items())]
-    ts = sorted({r["round"] for r in sel})
-    vals = np.array([[r[key] for r in sel if r["round"] == t] for t in ts])
-    return np.array(ts), vals.mean(axis=1), vals.std(axis=1)
+            G, W = np.asarray(h.w_global), np.asarray(h.w_local)
+            out = {"global_total": np.sum((G - wg) ** 2, axis=-1),
+                   "local_total": np.mean(np.sum((W - ws) ** 2, axis=-1), axis=-1),
+                   "distance_to_optimum": np.sum((G - opt_g) ** 2, axis=-1),
+                   "train_loss": np.mean(np.asarray(f.value(np.broadcast_to(G[:, None, :], W.shape))), axis=-1)}
+            if n_test:
+                out["test_accuracy"] = _accuracy(P.test, np.broadcast_to(G[:, None, :], W.shape))[0]
+                out["local_test_accuracy"] = _accuracy(P.test, W)[1]
+            out["global_statistical"] = np.full(G.shape[0], stat[0])
+            out["local_statistical"] = np.full(G.shape[0], stat[1])
+            yield lam, K, out

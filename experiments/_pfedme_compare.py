@@ -9,104 +9,180 @@ Two hyperparameter settings per data set, on the same data per seed:
   pFedMe λ, η = 0.01 and β = 2 of the table.
 
 pFedMe's inner step is :math:`1/(L_i + \lambda)`, :math:`L_i` the Multinomial curvature bound of
-client i (valid, so the K inner steps contract; the paper does not state its step): pFedMe runs
-:func:`moreau.fl.pfedme` with ``inner_eta="client"``, which takes :math:`L_i` from the clients'
-objective built here (checked equal to the ``L`` passed in).
+client i on its training rows (valid, so the K inner steps contract; the paper does not state its
+step): pFedMe runs :func:`moreau.fl.pfedme` with ``inner_eta="client"``.
 Accuracy as the paper measures it: correct test predictions of all N clients together over
 their test samples (75/25 split per client), the personalised models (pFedMe-PM: the last
 inner solution :math:`\tilde\theta_i`; Per-FedAvg: one α-step from the global model) or the
-global model (FedAvg, pFedMe-GM) on every client's test data.  Reported after the last
-round (the paper's code reports the best round; we do not).  Every method runs on the same data
-set per seed, so the claims compare them by paired t intervals over the seeds, an ordering or
-"most accurate" with Holm over its comparisons (``moreau.experiments._verdicts``).
+global model (FedAvg, pFedMe-GM) on every client's test data.
+
+Curves over rounds (every ``eval_every`` rounds and the last; long-format CSV, one row per round ×
+method × seed × metric): test accuracy, validation accuracy, the training objective
+(``moreau.experiments._evaluate``) and, with ``optimum = true``, the squared distance to the exact
+optimum of the method's own problem (FedAvg: GlobalTrain, ``moreau.fl.global_train``; pFedMe:
+``moreau.fl.fedprox_optimum``, the pFedMe optimum, global model and personalised models;
+Per-FedAvg's MAML problem has none computed here).  A fraction ``validation_fraction`` of each
+client's training rows is held out, at random, and never trained on: the honest *best round on
+validation*.  Reported side by side: the last round, the best round on validation and the best
+round on test (which leaks the test set: the paper's code reports it).  The claims are decided on
+the last round.  Every method runs on the same data set per seed, so the claims compare them by
+paired t intervals over the seeds, an ordering or "most accurate" with Holm over its comparisons
+(``moreau.experiments._verdicts``).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from moreau import fl
+
 from . import _pfedme_runs as runs
+from ._curve_figures import curves_figure, legend, selection_bars
+from ._curves import LAST, SELECTION_COLUMNS, band_label, check_band, columns, long_rows, selections
+from ._evaluate import Split, hold_out
 from ._plot import figure, save
 from ._verdicts import by_seed, paired
 
-__all__ = ["METHODS", "SETTINGS", "compare", "finish_compare"]
+__all__ = ["METHODS", "METRICS", "SETTINGS", "check", "compare", "finish_compare"]
 
 METHODS = ("FedAvg", "Per-FedAvg", "pFedMe-GM", "pFedMe-PM")
 SETTINGS = ("same", "tuned")
+METRICS = {
+    "test_accuracy": "test accuracy (%): correct predictions of all clients' test rows together",
+    "validation_accuracy": "accuracy (%) on the validation rows held out of each client's training rows",
+    "train_loss": "training objective sum_i n_i f_i(model_i) / sum_i n_i (cross-entropy + mu/2 ||theta||^2)",
+    "distance_to_optimum": "squared distance to the exact optimum of the method's problem: ||w_t - w*||^2 for a "
+                           "global model, (1/m) sum_i ||theta_i - theta_i*||^2 for personalised ones (optimum = true)",
+}
 
 
-def compare(rng, train, test, L, mu, params):
-    """Rows ``{setting, method, accuracy}`` of one seed: ``train``/``test`` = (X, y, weights) padded
-    ``(N, n, D)``, ``L`` ``(N,)`` the clients' curvature bounds."""
+def check(name, params):
+    """Refuse parameters the comparison cannot run (one-line ``ValueError``)."""
+    check_band(name, params["band"])
+    if not 0 <= params["validation_fraction"] <= 0.5:
+        raise ValueError(f"{name}: validation_fraction must be in [0, 0.5] (got {params['validation_fraction']})")
+
+
+class _Recorder:
+    """Metrics of one run at the evaluated rounds, as ``record`` callbacks of ``_pfedme_runs``."""
+
+    def __init__(self, splits, mu, every, last, labels, optima):
+        self.splits, self.mu, self.every, self.last = splits, mu, every, last
+        self.labels, self.optima = labels, optima  # (global label, personal label); {label: optimum}
+        self.rounds, self.values = [], {}
+
+    def __call__(self, t, w, personal):
+        if t % self.every and t != self.last:
+            return
+        self.rounds.append(t)
+        models = ((self.labels[0], w), (self.labels[1], personal() if self.labels[1] else None))
+        for label, theta in models:
+            if label is None:
+                continue
+            train, val, test = self.splits
+            vals = {"test_accuracy": test.accuracy(theta), "train_loss": train.loss(theta, self.mu)}
+            if val is not None:
+                vals["validation_accuracy"] = val.accuracy(theta)
+            if label in self.optima:
+                d = np.sum((np.asarray(theta) - self.optima[label]) ** 2, axis=-1)
+                vals["distance_to_optimum"] = float(np.mean(d))
+            for k, v in vals.items():
+                self.values.setdefault(label, {}).setdefault(k, []).append(v)
+
+    def rows(self, seed, setting):
+        return [r for label, vals in self.values.items()
+                for r in long_rows(vals, method=label, seed=seed, rounds=self.rounds, setting=setting)]
+
+
+def compare(rng, train, test, mu, params, seed):
+    """Long rows ``{setting, round, method, seed, metric, value}`` of one seed: ``train``/``test`` =
+    (X, y, weights) padded ``(N, n, D)``.  ``rng`` drives the algorithms as before; the validation
+    split and the evaluation's own draws come from generators spawned from it (the training stream
+    is the same with or without them)."""
+    split_rng, eval_rng = rng.spawn(2)
+    val = None
+    if params["validation_fraction"] > 0:
+        train, val = hold_out(split_rng, *train, params["validation_fraction"])
     X, y, wt = train
     C = params["n_classes"]
     Y = (y[..., None] == np.arange(C)).astype(float)
     n = wt.sum(axis=-1).astype(np.int64)
-    common = {"rounds": params["rounds"], "S": params["S"], "B": params["batch"]}
-    acc = lambda model: runs.accuracy(*test, model)  # noqa: E731
     f = runs.objective(X, Y, n, mu)
-    if not np.allclose(np.asarray(f.smoothness()), L, rtol=1e-12, atol=0):
-        raise ValueError("L must be the clients' Multinomial curvature bounds (the objective's smoothness())")
+    splits = (Split(*train), None if val is None else Split(*val), Split(*test))
+    T, every = params["rounds"], params["eval_every"]
+    common = {"rounds": T, "S": params["S"], "B": params["batch"]}
+    optima, cache = {}, {}
+    if params["optimum"]:
+        optima["FedAvg"] = np.asarray(fl.global_train(f))
     rows = []
     for setting in SETTINGS:
         hp = params[setting]
-        w = runs.fedavg(rng, X, Y, n, mu, eta=hp["fedavg_eta"], tau=params["R"], **common)
-        _, th_p = runs.per_fedavg(rng, X, Y, n, mu, alpha=hp["alpha"], beta=hp["beta_hat"], tau=params["R"],
-                                  **common)
-        w_g, th = runs.pfedme(rng, X, Y, n, mu, lam=hp["lam"], eta=hp["eta"], beta=hp["beta"], R=params["R"],
-                              K=params["K"], inner_eta="client", f=f, **common)
-        for method, model in zip(METHODS, (w, th_p, w_g, th)):
-            rows.append({"setting": setting, "method": method, "accuracy": 100 * acc(model)})
+        if params["optimum"]:
+            if hp["lam"] not in cache:
+                cache[hp["lam"]] = tuple(np.asarray(a) for a in fl.fedprox_optimum(f, hp["lam"]))
+            optima["pFedMe-GM"], optima["pFedMe-PM"] = cache[hp["lam"]]
+        rec = [_Recorder(splits, mu, every, T, labels, optima)
+               for labels in (("FedAvg", None), (None, "Per-FedAvg"), ("pFedMe-GM", "pFedMe-PM"))]
+        runs.fedavg(rng, X, Y, n, mu, eta=hp["fedavg_eta"], tau=params["R"], record=rec[0], **common)
+        runs.per_fedavg(rng, X, Y, n, mu, alpha=hp["alpha"], beta=hp["beta_hat"], tau=params["R"], record=rec[1],
+                        eval_rng=eval_rng, **common)
+        runs.pfedme(rng, X, Y, n, mu, lam=hp["lam"], eta=hp["eta"], beta=hp["beta"], R=params["R"], K=params["K"],
+                    inner_eta="client", f=f, record=rec[2], **common)
+        rows += [r for rc in rec for r in rc.rows(seed, setting)]
     return rows
 
 
-def summary(rows, setting):
-    """``{method: (mean, std over seeds, seeds)}`` of one setting."""
-    out = {}
-    for method in METHODS:
-        a = np.array([r["accuracy"] for r in rows if r["setting"] == setting and r["method"] == method])
-        out[method] = (float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0, int(a.size))
-    return out
+def _panel_title(tag, setting, data_label, params):
+    what = "same hyperparameters (Fig. 3/4)" if setting == "same" else "tuned (Table 1)"
+    return f"({tag}) {data_label}: {what}, T = {params['rounds']}"
 
 
 def finish_compare(rows, params, out, stem, paper, data_label, paper_label, quick=False):
-    """Figure (one panel per setting: mean ± std over seeds, the paper's Table 1 beside the
-    tuned panel) and the ordering claims."""
-    fig, ax = figure(2, width=6.8, aspect=0.8)
-    x = np.arange(len(METHODS))
-    stats = {s: summary(rows, s) for s in SETTINGS}
-    for a, setting in zip(ax[0], SETTINGS):
-        st = stats[setting]
-        a.bar(x, [st[m][0] for m in METHODS], yerr=[st[m][1] for m in METHODS], color=[f"C{k}" for k in x],
-              alpha=0.8, capsize=3)
-        k = st[METHODS[0]][2]
-        a.bar([0], [0], color="0.6", label=f"measured (mean ± std, {k} seed{'s' * (k > 1)})")  # legend key
-        if setting == "tuned":
-            a.plot(x, [paper[m] for m in METHODS], "k*", markersize=7, label=f"pFedMe paper, Table 1 ({paper_label})")
-        a.set_xticks(x, METHODS)
-        a.set(ylabel="test accuracy (%)", ylim=(0, 119),
-              title=f"({'a' if setting == 'same' else 'b'}) {data_label}: "
-                    + ("same hyperparameters (Fig. 3/4)" if setting == "same" else "tuned (Table 1)")
-                    + f", T = {params['rounds']}")
-        a.legend(loc="upper left")
+    """Bars (last round, best round on validation, best round on test beside the paper's Table 1
+    in every panel), curves over rounds (pFedMe Figs. 3–4 style), the table of selected rounds, and
+    the ordering claims (decided on the last round)."""
+    kind = params["band"]
+    table = [r for st in SETTINGS for r in selections(rows, METHODS, setting=st)]
+    fig, ax = figure(2, width=6.8, aspect=0.95)
+    for a, setting, tag in zip(ax[0], SETTINGS, "ab"):
+        handles = selection_bars(a, [r for r in table if r["setting"] == setting], METHODS, kind, paper=paper,
+                                 paper_label=f"pFedMe paper, Table 1 ({paper_label}; tuned, best round on test)")
+        a.set(ylabel="test accuracy (%)", title=_panel_title(tag, setting, data_label, params))
+    S = len({r["seed"] for r in table})
+    legend(fig, handles, band_label(kind, S).replace("lines", "bars").replace("band", "error bars"), ncol=2)
     figures = save(fig, out, stem, quick)
-    tuned = stats["tuned"]
-    means = {m: tuned[m][0] for m in METHODS}
-    acc = {(st, m): by_seed(rows, "accuracy", setting=st, method=m) for st in SETTINGS for m in METHODS}
+    figures += _curves_figure(rows, table, params, out, stem, data_label, quick)
+
+    last = {(st, m): by_seed(table, "test_accuracy", setting=st, method=m, selection=LAST)
+            for st in SETTINGS for m in METHODS}
+    means = {m: float(last[("tuned", m)].mean()) for m in METHODS}
     paper_order = sorted(METHODS, key=lambda m: -paper[m])
 
     def ahead(setting, pairs):  # per-seed accuracy differences (points) of (a ahead of b) pairs
-        return [acc[(setting, a)] - acc[(setting, b)] for a, b in pairs], [f"{a} − {b}" for a, b in pairs]
+        return [last[(setting, a)] - last[(setting, b)] for a, b in pairs], [f"{a} − {b}" for a, b in pairs]
 
     best = [("pFedMe-PM", m) for m in METHODS if m != "pFedMe-PM"]
     claims = [
-        paired("Table 1 ordering (tuned): " + " > ".join(paper_order) + " (value: measured means, %)",
+        paired("Table 1 ordering (tuned, last round): " + " > ".join(paper_order) + " (value: measured means, %)",
                *ahead("tuned", list(zip(paper_order, paper_order[1:]))), value=means, units=" points"),
-        paired("pFedMe's personalised model is the most accurate (tuned)", *ahead("tuned", best),
+        paired("pFedMe's personalised model is the most accurate (tuned, last round)", *ahead("tuned", best),
                value=max(METHODS, key=lambda m: means[m]), units=" points"),
-        paired("pFedMe's personalised model is the most accurate (same hyperparameters, Fig. 3/4)",
-               *ahead("same", best), value={m: stats["same"][m][0] for m in METHODS}, units=" points"),
-        paired("pFedMe-GM beats FedAvg (tuned; 'the global model of pFedMe only performs better than FedAvg')",
-               *ahead("tuned", [("pFedMe-GM", "FedAvg")]), value=means["pFedMe-GM"] - means["FedAvg"],
+        paired("pFedMe's personalised model is the most accurate (same hyperparameters, Fig. 3/4, last round)",
+               *ahead("same", best), value={m: float(last[("same", m)].mean()) for m in METHODS}, units=" points"),
+        paired("pFedMe-GM beats FedAvg (tuned, last round; 'the global model of pFedMe only performs better than "
+               "FedAvg')", *ahead("tuned", [("pFedMe-GM", "FedAvg")]), value=means["pFedMe-GM"] - means["FedAvg"],
                units=" points"),
     ]
-    return {"figures": figures, "claims": claims}
+    setting_col = {"setting": "hyperparameters: 'same' (pFedMe Fig. 3/4, the same for every method) or 'tuned' "
+                              "(Table 1's fine-tuned values)"}
+    return {"figures": figures, "claims": claims, "tables": {f"{stem}-table": table},
+            "columns": {f"{stem}.csv": columns(METRICS, setting_col),
+                        f"{stem}-table.csv": {**setting_col, **SELECTION_COLUMNS}}}
+
+
+def _curves_figure(rows, table, params, out, stem, data_label, quick):
+    """Rows: the two settings; columns: test accuracy (last and best rounds marked), training
+    objective, distance to the exact optimum (when computed)."""
+    panels = [({"setting": st}, _panel_title(f"{tag}", st, data_label, params)) for st, tag in zip(SETTINGS, "ab")]
+    metrics = [("test_accuracy", "test accuracy (%)", False), ("train_loss", "training objective", False),
+               ("distance_to_optimum", "squared distance to the optimum", True)]
+    return curves_figure(rows, panels, metrics, METHODS, params["band"], out, f"{stem}-curves", quick, table=table)

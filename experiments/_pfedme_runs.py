@@ -67,14 +67,15 @@ def objective(X, Y, n, mu):
     return Multinomial(X, np.argmax(Y, axis=-1), n_classes=Y.shape[-1], mu=mu, weights=valid)
 
 
-def pfedme(rng, X, Y, n, mu, *, lam, eta, beta, R, K, inner_eta, rounds, S=None, B=None, f=None):
+def pfedme(rng, X, Y, n, mu, *, lam, eta, beta, R, K, inner_eta, rounds, S=None, B=None, f=None, record=None):
     r"""pFedMe, Algorithm 1 with the inner problem (7) solved by K gradient steps of size
     ``inner_eta`` from :math:`\theta = w_{i,r}^t` (as the paper's experiments): ``"client"`` for
     :math:`1/(L_i + \lambda)`, or one number (an array equal across clients is that number);
     every client runs its R local rounds (:func:`moreau.fl.pfedme`, one round per call), the
     server averages S sampled ones with the β-step.  ``f``: the clients' objective if already
     built (else :func:`objective`).  Returns ``(w_T (D*C,), theta_tilde (m, D*C))``, the last
-    inner solutions."""
+    inner solutions.  ``record(t, w_t, personal)``, if given, is called at the start (t = 0,
+    :math:`\tilde\theta = 0`) and after every round, ``personal()`` returning the personalised models."""
     m, DC = X.shape[0], X.shape[-1] * Y.shape[-1]
     f = objective(X, Y, n, mu) if f is None else f
     if not isinstance(inner_eta, str):
@@ -85,45 +86,68 @@ def pfedme(rng, X, Y, n, mu, *, lam, eta, beta, R, K, inner_eta, rounds, S=None,
         inner_eta = float(step[0])
     w = np.zeros(DC)
     theta = np.zeros((m, DC))
-    for _ in range(rounds):
+    if record is not None:
+        record(0, w, lambda: theta)
+    for t in range(rounds):
         h = fl.pfedme(f, lam=lam, eta=eta, beta=1.0, R=R, rounds=1, batch_size=B, inner=K, inner_eta=inner_eta,
                       w0=w, rng=rng, personal="inner")
         W, theta = np.asarray(h.w_local[1]), np.asarray(h.theta[1])
         mask = _pick(rng, m, S)
         w = (1 - beta) * w + beta * W[mask].mean(axis=0)
+        if record is not None:
+            record(t + 1, w, lambda: theta)
     return w, theta
 
 
-def fedavg(rng, X, Y, n, mu, *, eta, tau, rounds, S=None, B=None):
-    """FedAvg: the sampled clients take τ mini-batch gradient steps from w_t; uniform average."""
+def fedavg(rng, X, Y, n, mu, *, eta, tau, rounds, S=None, B=None, record=None):
+    """FedAvg: the sampled clients take τ mini-batch gradient steps from w_t; uniform average.
+    ``record(t, w_t, personal)`` as in :func:`pfedme` (``personal()`` is None: one global model)."""
     m, DC = X.shape[0], X.shape[-1] * Y.shape[-1]
     w = np.zeros(DC)
-    for _ in range(rounds):
+    if record is not None:
+        record(0, w, lambda: None)
+    for t in range(rounds):
         mask = _pick(rng, m, S)
         W = np.broadcast_to(w, (m, DC)).copy()
         for _ in range(tau):
             W -= eta * grad(*batch(rng, X, Y, n, B), mu, W)
         w = W[mask].mean(axis=0)
+        if record is not None:
+            record(t + 1, w, lambda: None)
     return w
 
 
-def per_fedavg(rng, X, Y, n, mu, *, alpha, beta, tau, rounds, S=None, B=None):
+def per_fedavg(rng, X, Y, n, mu, *, alpha, beta, tau, rounds, S=None, B=None, record=None, eval_rng=None):
     r"""Per-FedAvg, first-order variant: per local step
     :math:`\tilde w = w - \alpha\tilde\nabla f_i(w, \mathcal D)`,
     :math:`w \leftarrow w - \beta\tilde\nabla f_i(\tilde w, \mathcal D')`; uniform average of the sampled
     clients.  Returns ``(w_K, personalised (m, D*C))``, the personalised model one α-step from
-    :math:`w_K` on a fresh mini-batch (pFedMe §5: "the local model after taking an SGD step")."""
+    :math:`w_K` on a fresh mini-batch (pFedMe §5: "the local model after taking an SGD step").
+    ``record(t, w_t, personal)`` as in :func:`pfedme`: ``personal()`` takes that α-step on a
+    mini-batch drawn from ``eval_rng`` before the last round (so that evaluating leaves the
+    training stream alone), from ``rng`` after it (the returned model)."""
     m, DC = X.shape[0], X.shape[-1] * Y.shape[-1]
     w = np.zeros(DC)
-    for _ in range(rounds):
+
+    def personal(g, w):
+        W = np.broadcast_to(w, (m, DC))
+        return W - alpha * grad(*batch(g, X, Y, n, B), mu, W)
+
+    if record is not None:
+        record(0, w, lambda: personal(eval_rng, w))
+    for t in range(rounds):
         mask = _pick(rng, m, S)
         W = np.broadcast_to(w, (m, DC)).copy()
         for _ in range(tau):
             Wt = W - alpha * grad(*batch(rng, X, Y, n, B), mu, W)
             W -= beta * grad(*batch(rng, X, Y, n, B), mu, Wt)
         w = W[mask].mean(axis=0)
-    W = np.broadcast_to(w, (m, DC))
-    return w, W - alpha * grad(*batch(rng, X, Y, n, B), mu, W)
+        if record is not None and t + 1 < rounds:
+            record(t + 1, w, lambda: personal(eval_rng, w))
+    final = personal(rng, w)
+    if record is not None:
+        record(rounds, w, lambda: final)
+    return w, final
 
 
 def accuracy(X, y, weights, theta):

@@ -7,7 +7,10 @@ executor — a local process pool, the calling process (``workers=1``), or a
 Dask cluster (``dask.distributed.Client(address).get_executor()`` is a
 ``concurrent.futures.Executor``: one code path) — writes each finished point
 to ``DIR/points/`` atomically (write to a temporary file, then rename), and
-when all are done writes the CSV, the figures and the manifest.  A damaged
+when all are done writes the CSV, the figures and the manifest.  ``finish`` may return more tables
+(``{"tables": {stem: rows}}``, each written as ``stem.csv``; the experiment's own name replaces the
+CSV of the computed rows, for numbers computed in ``finish``) and a dictionary of their columns
+(``{"columns": {file: {column: meaning}}}``), both recorded in the manifest.  A damaged
 checkpoint is reported (one line on stderr) and its point recomputed.
 
 Reproducibility: each point's generator is seeded from ``(seed, experiment
@@ -320,6 +323,9 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
         table = [dict(r) for i in range(len(points)) for r in rows[i]]
         write_csv(out / f"{experiment.name}.csv", table)
         result = experiment.finish(table, params, out, seed=int(seed), quick=bool(quick))
+        tables = {f"{stem}.csv": t for stem, t in result.get("tables", {}).items()}  # stem == name: replaces the CSV
+        for file, t in tables.items():
+            write_csv(out / file, t)
         claims = [dict(v, quick=bool(quick)) for v in result.get("claims", [])]
         manifest = {"name": experiment.name, "paper": experiment.paper, "figure": experiment.figure,
                     "summary": experiment.summary, "schema_version": SCHEMA_VERSION, "arguments": args,
@@ -327,7 +333,8 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
                     "executor": how,
                     "device": device(backend), "points": len(points), "resumed_points": resumed,
                     "wall_seconds": round(time.perf_counter() - t0, 3),
-                    "csv": f"{experiment.name}.csv",
+                    "csv": f"{experiment.name}.csv", "tables": sorted(set(tables) - {f"{experiment.name}.csv"}),
+                    "columns": result.get("columns", {}),
                     "figures": [str(Path(p).name) for p in result.get("figures", [])],
                     "claims": claims, "theorems": result.get("theorems", {}),
                     "provenance": provenance(params, int(seed))}

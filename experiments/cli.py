@@ -48,6 +48,11 @@ def add_reproduce_parser(sub):
                    "--set lambdas=[0.1,1] --set tuned.lam=20")
     p.add_argument("--config", metavar="FILE.toml", help="parameters from a TOML file (the keys of --print-config); "
                    "--set overrides it")
+    p.add_argument("--data", metavar="FILE", help="compare: your federated data set, an .npz of X_0, y_0, X_1, y_1, "
+                   "... or a .csv with 'client' and 'label' columns (the same as --set data=FILE)")
+    p.add_argument("--method", action="append", default=[], metavar="MODULE:FUNCTION", dest="methods",
+                   help="compare: add your algorithm (repeatable): a function (objective, *, rounds, rng) -> "
+                   "moreau.fl.History, as MODULE:FUNCTION or path/to/file.py:FUNCTION")
     p.add_argument("--print-config", action="store_true", help="print the effective parameters of the chosen mode "
                    "(--quick or full) as TOML and exit")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="run seed (per-point seeds derive from it; default 0)")
@@ -87,6 +92,7 @@ def cmd_reproduce(args) -> int:
 
     try:
         overrides = (read_toml(args.config) if args.config else []) + parse_set(args.sets)
+        overrides += _data_and_methods(exp, args, overrides)
         params, applied = resolve(exp, args.quick, args.trials, overrides)
     except ValueError as exc:
         return _fail(str(exc).splitlines()[0])
@@ -128,8 +134,28 @@ def cmd_reproduce(args) -> int:
           f"{manifest['wall_seconds']:.1f} s on {manifest['executor']}")
     for v in manifest["claims"]:
         print(f"  {line(v)}")
-    print(f"wrote {out}/: {', '.join(manifest['figures'] + [manifest['csv'], 'manifest.json'])}")
+    files = manifest["figures"] + [manifest["csv"], *manifest.get("tables", []), "manifest.json"]
+    print(f"wrote {out}/: {', '.join(files)}")
     return 0
+
+
+def _data_and_methods(exp, args, overrides) -> list:
+    """``--data FILE`` as ``--set data=FILE``; each ``--method`` appended to the ``methods`` list
+    that the defaults, the file and ``--set`` give (overrides, in order)."""
+    from ._config import ConfigError, resolve
+
+    if not args.data and not args.methods:
+        return []
+    keys = resolve(exp, args.quick, args.trials)[0]
+    for flag, key, given in (("--data", "data", args.data), ("--method", "methods", args.methods)):
+        if given and key not in keys:
+            raise ConfigError(f"{flag} applies to experiments with a '{key}' parameter (moreau reproduce compare), "
+                              f"not to {exp.name}")
+    out = [(f"--data {args.data}", "data", args.data)] if args.data else []
+    if args.methods:
+        current = resolve(exp, args.quick, args.trials, overrides + out)[0]["methods"]
+        out.append((f"--method {' --method '.join(args.methods)}", "methods", current + list(args.methods)))
+    return out
 
 
 def _os_error(exc: OSError, out) -> str:

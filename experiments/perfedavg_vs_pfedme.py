@@ -18,6 +18,13 @@ each client's own optimum) and the statistical error :math:`\frac1m\sum_i\|\text
 w_\star^{(i)}\|^2`, mean over ``--trials`` data sets (default 10, quick 3) per R.  Claims: methods
 compared on the same data set per seed (paired t, Holm over the levels); the slope is fitted per
 seed index across R (t over those slopes).
+
+Curves over rounds (``curves``: at its ``R_levels``, the same seeds): the algorithms themselves
+(``moreau.fl.fedavg`` with τ = 1, ``per_fedavg`` with the exact Hessian, ``pfedme`` with exact inner
+solutions) approach those exact points; ``perfedavg-vs-pfedme-curves.csv`` (long format, one row
+per round × method × seed × metric) and ``perfedavg-vs-pfedme-curves.png`` (mean and ``band`` over
+seeds).  pFedMe with ``pfedme_R`` > 1 local rounds and a fixed η stops at a floor above its optimum
+(README, "Where the algorithms stop").
 """
 from __future__ import annotations
 
@@ -26,8 +33,10 @@ import numpy as np
 import moreau as mo
 from moreau import data, fl
 
-from ._plot import figure, save
+from ._curve_figures import curves_figure
+from ._curves import check_band, columns, long_rows
 from ._experiment import Experiment
+from ._plot import figure, save
 from ._verdicts import by_seed, paired
 
 __all__ = ["EXPERIMENT", "METHODS", "methods"]
@@ -43,7 +52,9 @@ def methods(params):
 def config(quick, trials):
     return {"seeds": trials or (3 if quick else 10), "m": 10, "n": 50, "d": 5, "mu": 1.0, "L": 4.0, "sigma": 0.5,
             "R_grid": np.logspace(-2, 1, 5 if quick else 13).tolist(), "lam": [15.0, 1.0], "alpha_times_L": 0.5,
-            "slope_from_R": 0.3}
+            "slope_from_R": 0.3, "band": "std",
+            "curves": {"R_levels": [0.1, 3.0], "rounds": 60 if quick else 200, "pfedme_R": 5, "pfedme_eta": 0.05,
+                       "pfedme_beta": 1.0, "perfedavg_beta": 0.2, "fedavg_eta": 0.25}}
 
 
 METHODS = methods(config(False, None))
@@ -53,7 +64,9 @@ def points(params):
     if sum(R >= params["slope_from_R"] for R in params["R_grid"]) < 2:
         raise ValueError(f"perfedavg-vs-pfedme fits a slope over R >= slope_from_R = {params['slope_from_R']:g}: "
                          f"R_grid needs 2 such levels (got {params['R_grid']})")
-    return [{"R": R, "seed": s} for R in params["R_grid"] for s in range(params["seeds"])]
+    check_band("perfedavg-vs-pfedme", params["band"])
+    return ([{"R": R, "seed": s} for R in params["R_grid"] for s in range(params["seeds"])]
+            + [{"R": R, "seed": s, "curves": True} for R in params["curves"]["R_levels"] for s in range(params["seeds"])])
 
 
 def _maml_quadratic(f, alpha):
@@ -65,6 +78,8 @@ def _maml_quadratic(f, alpha):
 
 
 def compute(params, point, rng):
+    if point.get("curves"):
+        return _curves(params, point, rng)
     P = data.least_squares(rng, m=params["m"], n=params["n"], d=params["d"], R=point["R"], mu=params["mu"],
                            L=params["L"], sigma=params["sigma"])
     f, ws = P.objective, np.asarray(P.w_star)
@@ -87,7 +102,49 @@ def _mean(rows, method, key):
                                    for R in Rs])
 
 
+def _curves(params, point, rng):
+    """The algorithms over rounds on one data set (long rows): FedAvg with one local step (its fixed
+    point is GlobalTrain), Per-FedAvg (exact Hessian, τ = 1), pFedMe (exact inner solutions, its
+    personalised models the certified prox of w_t) at each λ; each method's models to its own exact
+    optimum, to every client's optimum and to the true models, and the clients' mean objective."""
+    c, names = params["curves"], methods(params)
+    P = data.least_squares(rng, m=params["m"], n=params["n"], d=params["d"], R=point["R"], mu=params["mu"],
+                           L=params["L"], sigma=params["sigma"])
+    f, ws = P.objective, np.asarray(P.w_star)
+    w_hat = np.asarray(fl.local_train(f))
+    alpha = params["alpha_times_L"] / params["L"]
+    w_maml = np.asarray(fl.global_train(_maml_quadratic(f, alpha)))
+    T = c["rounds"]
+    runs = {"FedAvg τ=1 (→ GlobalTrain)": (np.asarray(fl.fedavg(f, eta=c["fedavg_eta"], tau=1, rounds=T).w_global),
+                                          np.asarray(fl.global_train(f))),
+            names[1]: (np.asarray(fl.per_fedavg(f, alpha=alpha, beta=c["perfedavg_beta"], tau=1, rounds=T).theta),
+                       w_maml - alpha * np.asarray(f.grad(np.broadcast_to(w_maml, w_hat.shape))))}
+    for lam in params["lam"]:
+        h = fl.pfedme(f, lam=lam, eta=c["pfedme_eta"], beta=c["pfedme_beta"], R=c["pfedme_R"], rounds=T, inner="exact")
+        runs[f"pFedMe λ={lam:g}"] = (np.asarray(h.theta), np.asarray(fl.fedprox_optimum(f, lam)[1]))
+    rows = []
+    for name, (models, opt) in runs.items():
+        models = np.broadcast_to(models[:, None, :] if models.ndim == 2 else models, (T + 1,) + w_hat.shape)
+        sq = lambda ref: np.mean(np.sum((models - ref) ** 2, axis=-1), axis=-1)  # noqa: E731
+        rows += long_rows({"distance_to_optimum": sq(opt), "gap_to_client_optimum": sq(w_hat),
+                           "statistical_error": sq(ws), "train_loss": np.mean(np.asarray(f.value(models)), axis=-1)},
+                          method=name, seed=point["seed"], R=point["R"])
+    return rows
+
+
+CURVE_METRICS = {
+    "distance_to_optimum": "(1/m) sum_i ||model_i,t - model_i*||^2: to the exact fixed point of the method "
+                           "(FedAvg tau=1: GlobalTrain; Per-FedAvg: one alpha-step from the MAML minimiser; pFedMe: "
+                           "the prox of its optimum, moreau.fl.fedprox_optimum)",
+    "gap_to_client_optimum": "(1/m) sum_i ||model_i,t - w^_i||^2: to each client's own minimiser",
+    "statistical_error": "(1/m) sum_i ||model_i,t - w*^(i)||^2: to each client's true model",
+    "train_loss": "(1/m) sum_i f_i(model_i,t): the clients' mean training objective",
+}
+
+
 def finish(rows, params, out, seed=0, quick=False):
+    curve_rows = [r for r in rows if "metric" in r]
+    rows = [r for r in rows if "metric" not in r]
     names = methods(params)
     fig, ax = figure(2, width=6.8, aspect=0.78)
     styles = {**{m: "o--" for m in names}, names[0]: "D-", names[1]: "^-", names[2]: "o-", names[-1]: "s-"}
@@ -103,8 +160,18 @@ def finish(rows, params, out, seed=0, quick=False):
               title=f"({tag}) {'distance to each client optimum' if tag == 'a' else 'statistical error'}")
         a.legend(loc="upper left")
     figures = save(fig, out, "perfedavg-vs-pfedme", quick)
+    curve_names = ["FedAvg τ=1 (→ GlobalTrain)", names[1], *[f"pFedMe λ={lam:g}" for lam in params["lam"]]]
+    panels = [({"R": R}, f"({'abcd'[i]}) R = {R:g}") for i, R in enumerate(params["curves"]["R_levels"])]
+    figures += curves_figure(curve_rows, panels, [(k, lab, True) for k, lab in (
+        ("distance_to_optimum", "to the method's exact optimum"), ("gap_to_client_optimum", "to each client's optimum"),
+        ("train_loss", "training objective"))], curve_names, params["band"], out, "perfedavg-vs-pfedme-curves", quick,
+        suptitle=f"over rounds (pFedMe with R = {params['curves']['pfedme_R']} local rounds stops short of its optimum: "
+                 "a fixed eta with R > 1, see Findings)")
     alpha_ok = 0 <= params["alpha_times_L"] <= 1
+    grid = {"R": "heterogeneity R = ||w*^(i) - w*^(g)||"}
     return {"figures": figures, "claims": _claims(rows, params, names),
+            "tables": {"perfedavg-vs-pfedme": rows, "perfedavg-vs-pfedme-curves": curve_rows},
+            "columns": {"perfedavg-vs-pfedme-curves.csv": columns(CURVE_METRICS, grid)},
             "theorems": {"perfedavg.lemma4_2": {"assumptions": {"alpha in [0, 1/L]": alpha_ok}},
                          "pfedme.prop1": {"assumptions": {"clients mu-strongly convex (lambda > 0 any)": True}}}}
 

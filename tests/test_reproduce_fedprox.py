@@ -127,6 +127,13 @@ def test_rates_below_theorem_1_bounds_with_slope_minus_one(tmp_path):
             assert abs(slope + 1) <= 0.1, (sweep, key, slope)
 
 
+def _series(rows, metric, **match):
+    """One run's metric in round order from a long-format CSV (match: the run's columns)."""
+    sel = sorted((r for r in rows if r["metric"] == metric and all(r[k] == str(v) for k, v in match.items())),
+                 key=lambda r: int(r["round"]))
+    return np.array([float(r["value"]) for r in sel])
+
+
 def test_fig1d_starts_from_zero_and_records_its_claims_honestly(tmp_path):
     from moreau import data
 
@@ -135,21 +142,28 @@ def test_fig1d_starts_from_zero_and_records_its_claims_honestly(tmp_path):
     p = manifest["arguments"]["params"]
     with open(tmp_path / "fedprox-fig1d.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    first = next(r for r in rows if r["round"] == "0")
+    assert list(rows[0]) == ["R", "lam", "round", "method", "seed", "metric", "value"]
+    assert set(manifest["columns"]["fedprox-fig1d.csv"]["metrics"]) == {r["metric"] for r in rows}
+    first = next(r for r in rows if r["round"] == "0" and r["metric"] == "global_total")
     point = {"R": float(first["R"]), "seed": int(first["seed"])}
     P = data.fedprox_synthetic(_sweep.point_rng(0, exp.name, point), R=point["R"], m=p["m"], n=p["n"], d=p["d"],
                                mu=p["mu"])
-    # round 0 is w = 0: the total global error is ||w*_g||^2 of the regenerated data set
-    assert float(first["global_total"]) == pytest.approx(float(np.sum(np.asarray(P.w_star_global) ** 2)), rel=1e-12)
+    # round 0 is w = 0: the total global error is ||w*_g||^2 of the regenerated data set (the test rows, drawn
+    # after the training rows, change nothing), the training objective log 2 and every test prediction a tie
+    assert float(first["value"]) == pytest.approx(float(np.sum(np.asarray(P.w_star_global) ** 2)), rel=1e-12)
+    run = {"R": first["R"], "seed": first["seed"], "method": first["method"]}
+    assert _series(rows, "train_loss", **run)[0] == pytest.approx(np.log(2), rel=1e-12)
+    assert _series(rows, "test_accuracy", **run)[0] == 50.0
+    assert len(set(_series(rows, "global_statistical", **run))) == 1  # a constant: the exact optimum's error
     for v in manifest["claims"]:  # each comparison is the CSV's, its interval scipy's paired t
         R = float(v["claim"].split("=")[1].split(":")[0])
         logs = []
         for lam in p["lambdas"]:
             ratios = []
             for s in range(p["seeds"]):
-                sel = sorted((r for r in rows if float(r["R"]) == R and float(r["lam"]) == lam and int(r["seed"]) == s),
-                             key=lambda r: int(r["round"]))
-                ratios.append(float(sel[-1]["global_to_optimum"]) / float(sel[0]["global_to_optimum"]))
+                d = _series([r for r in rows if float(r["R"]) == R and float(r["lam"]) == lam], "distance_to_optimum",
+                            seed=s)
+                ratios.append(d[-1] / d[0])
             logs.append(np.log(ratios))
         for c, d in zip(v["comparisons"], np.diff(logs, axis=0), strict=True):
             ci = stats.ttest_1samp(d, 0.0).confidence_interval(c["level"])
@@ -165,9 +179,8 @@ def test_fig2_compares_K_on_the_same_data_and_reports_the_gain(tmp_path):
         rows = list(csv.DictReader(fh))
 
     def curve(lam, K, s):
-        sel = sorted((r for r in rows if float(r["lam"]) == lam and int(r["K"]) == K and int(r["seed"]) == s),
-                     key=lambda r: int(r["round"]))
-        return np.array([float(r["global_to_optimum"]) for r in sel])
+        return _series([r for r in rows if float(r["lam"]) == lam and int(r["K"]) == K], "distance_to_optimum",
+                       seed=s)
 
     log_gain = {}
     for lam in p["lambdas"]:

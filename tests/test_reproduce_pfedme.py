@@ -94,7 +94,7 @@ def test_full_batch_runs_equal_moreau_fl():
 def _means(rows):
     out = {}
     for r in rows:
-        out.setdefault((r["setting"], r["method"]), []).append(float(r["accuracy"]))
+        out.setdefault((r["setting"], r["method"]), []).append(float(r["test_accuracy"]))
     return {k: float(np.mean(v)) for k, v in out.items()}
 
 
@@ -104,17 +104,33 @@ def test_pfedme_comparison_quick(tmp_path, name):
         pytest.importorskip("sklearn", reason="pfedme-digits needs scikit-learn (extra 'digits')")
     manifest = _sweep.run(get(name), tmp_path, quick=True, workers=1)
     with open(tmp_path / f"{name}.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    assert {r["seed"] for r in rows} == {"0", "1"} and len(rows) == 2 * 2 * 4
-    assert all(0 <= float(r["accuracy"]) <= 100 for r in rows)
+        curves = list(csv.DictReader(fh))
+    with open(tmp_path / f"{name}-table.csv", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    assert list(curves[0]) == ["setting", "round", "method", "seed", "metric", "value"]
+    assert set(manifest["columns"][f"{name}.csv"]) >= {"setting", "round", "method", "seed", "metric", "value",
+                                                       "metrics"}
+    assert {r["metric"] for r in curves} == {"test_accuracy", "validation_accuracy", "train_loss"}
+    assert {int(r["round"]) for r in curves} == set(range(11))  # quick: T = 10, every round evaluated
+    rows = [r for r in table if r["selection"] == "last round"]
+    assert {r["seed"] for r in rows} == {"0", "1"} and len(rows) == 2 * 2 * 4 and len(table) == 3 * len(rows)
+    assert all(0 <= float(r["test_accuracy"]) <= 100 for r in rows)
+    at = {(r["setting"], r["method"], r["seed"], int(r["round"])): float(r["value"])
+          for r in curves if r["metric"] == "test_accuracy"}
+    by = {(r["setting"], r["method"], r["seed"], r["selection"]): r for r in table}
+    for (setting, method, seed, what), r in by.items():  # the table is the curves' numbers at the chosen rounds
+        assert float(r["test_accuracy"]) == at[(setting, method, seed, int(r["round"]))]
+        if what != "last round":
+            assert float(r["test_accuracy"]) <= float(by[(setting, method, seed, "best round on test (leaks the "
+                                                          "test set)")]["test_accuracy"])
     mean = _means(rows)
     for setting in ("same", "tuned"):  # the personalised model is far ahead of both global models
         for other in ("FedAvg", "pFedMe-GM"):
             assert mean[(setting, "pFedMe-PM")] > mean[(setting, other)] + 10, (setting, other)
-    # the manifest's comparisons are the CSV's per-seed differences; their intervals scipy's paired t
+    # the manifest's comparisons are the last round's per-seed differences; their intervals scipy's paired t
     acc = {}
     for r in sorted(rows, key=lambda r: int(r["seed"])):
-        acc.setdefault((r["setting"], r["method"]), []).append(float(r["accuracy"]))
+        acc.setdefault((r["setting"], r["method"]), []).append(float(r["test_accuracy"]))
     claims = {v["claim"]: v for v in manifest["claims"]}
     table1 = next(v for k, v in claims.items() if k.startswith("Table 1 ordering"))
     assert [c["comparison"] for c in table1["comparisons"]] == [

@@ -3,7 +3,8 @@
 Each runs as plain Python (``python experiments/demos/NAME.py``, figures into
 ``$MOREAU_DEMO_OUT`` or ``out/demos``), opens as a notebook with jupytext, finishes
 in seconds and explains in its cells what the picture shows.  Each sets
-``CLAIMS``: what the picture claims, checked on the numbers it plots.
+``CLAIMS``: what the picture claims, checked on the numbers it plots, and ``ROWS``: those
+numbers (:func:`plotted`), the CSV of ``moreau reproduce NAME``.
 ``moreau reproduce NAME`` runs a demo like an experiment (figures, manifest).
 """
 from __future__ import annotations
@@ -11,7 +12,19 @@ from __future__ import annotations
 import runpy
 from pathlib import Path
 
-__all__ = ["DEMOS", "run_demo", "demo_experiment"]
+import numpy as np
+
+__all__ = ["COLUMNS", "DEMOS", "demo_experiment", "plotted", "run_demo"]
+
+#: the columns of a demo's CSV (its ``ROWS``: every plotted number)
+COLUMNS = {"panel": "the figure's panel, as its title letters it", "series": "the curve or points (its legend label)",
+           "x": "abscissa of the plotted point", "y": "ordinate of the plotted point"}
+
+
+def plotted(panel: str, series: str, x, y) -> list:
+    """Rows ``{panel, series, x, y}`` of one plotted curve (a demo's ``ROWS`` collect them: the CSV)."""
+    x, y = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+    return [{"panel": panel, "series": series, "x": float(a), "y": float(b)} for a, b in zip(x.ravel(), y.ravel())]
 
 HERE = Path(__file__).resolve().parent
 
@@ -59,7 +72,8 @@ def demo_experiment(name: str):
 
         ns = run_demo(name, out, seed)
         claims = [exact(text, v["holds"], v.get("value")) for text, v in ns.get("CLAIMS", {}).items()]
-        return {"figures": ns.get("FIGURES", []), "claims": claims, "theorems": ns.get("THEOREMS", {})}
+        return {"figures": ns.get("FIGURES", []), "claims": claims, "theorems": ns.get("THEOREMS", {}),
+                "tables": {name: ns["ROWS"]}, "columns": {f"{name}.csv": COLUMNS}}
 
     return Experiment(name=name, paper="teaching demo", figure="demo", summary=summary, expected=("~1 s", "~1 s"),
                       config=config, points=lambda params: [{}], compute=compute, finish=finish, kind="demo",

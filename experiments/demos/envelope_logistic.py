@@ -14,12 +14,21 @@ from pathlib import Path
 import numpy as np
 
 from moreau.experiments import envelope_demo
+from moreau.experiments.demos import plotted
 
 OUT = Path(globals().get("OUT") or os.environ.get("MOREAU_DEMO_OUT", "out/demos"))
 SEED = int(globals().get("SEED") or 0)
 envelope_demo.main(["--out", str(OUT), "--seed", str(SEED)])
 FIGURES = [OUT / "envelope_demo.png"]
-data = json.loads((OUT / "envelope_demo.json").read_text())["logistic"]
+saved = json.loads((OUT / "envelope_demo.json").read_text())
+data = saved["logistic"]
+lams, quad_lams = saved["provenance"]["params"]["lams"], saved["provenance"]["params"]["quad_lams"]
+ROWS = plotted("logistic", "f", data["theta"], data["f"])
+ROWS += [r for lam, F in zip(lams, data["envelope"]) for r in plotted("logistic", f"F, lam = {lam:g}", data["theta"], F)]
+ROWS += [r for lam, P in zip(lams, data["prox"]) for r in plotted("prox", f"prox, lam = {lam:g}", data["theta"], P)]
+ROWS += plotted("quadratic", "f", saved["quadratic"]["theta"], saved["quadratic"]["f"])
+ROWS += [r for lam, F in zip(quad_lams, saved["quadratic"]["envelope"])
+         for r in plotted("quadratic", f"F, lam = {lam:g}", saved["quadratic"]["theta"], F)]
 
 # %% [markdown]
 # What the picture claims, checked on the plotted numbers: F_λ ≤ f everywhere, and the prox

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from moreau.experiments._plot import figure, save
+from moreau.experiments.demos import plotted
 from moreau import data, fl
 
 OUT = Path(globals().get("OUT") or os.environ.get("MOREAU_DEMO_OUT", "out/demos"))
@@ -45,6 +46,12 @@ q.loglog(lams, to_global, label=r"mean $\|\tilde w_i - \hat w^{\mathrm{global}}\
 q.set(xlabel=r"$\lambda$", ylabel="distance", title="(b) from LocalTrain to GlobalTrain")
 q.legend(loc="center left")
 FIGURES = save(fig, OUT, "demo-fedprox-interpolation")
+ROWS = [r for i in range(local.shape[0]) for r in plotted("(a)", f"client {i}: w~_i(lam) (x: w_1, y: w_2)",
+                                                          w_loc[:, i, 0], w_loc[:, i, 1])]
+ROWS += plotted("(a)", "global w~(lam)", w_g[:, 0], w_g[:, 1]) + plotted("(a)", "GlobalTrain", glob[0], glob[1])
+ROWS += [r for i in range(local.shape[0]) for r in plotted("(a)", f"LocalTrain client {i}", local[i, 0], local[i, 1])]
+ROWS += plotted("(b)", "mean ||w~_i - w^_i local||", lams, to_local)
+ROWS += plotted("(b)", "mean ||w~_i - w^ global||", lams, to_global)
 
 # %%
 CLAIMS = {

@@ -18,6 +18,7 @@ import numpy as np
 
 import moreau as mo
 from moreau.experiments._plot import figure, save, theory
+from moreau.experiments.demos import plotted
 from moreau import fl
 
 OUT = Path(globals().get("OUT") or os.environ.get("MOREAU_DEMO_OUT", "out/demos"))
@@ -51,6 +52,10 @@ q.loglog(np.abs(w_loc[:, 0] - w_loc[:, 1]), excess.sum(axis=1), "o-", markersize
 q.set(xlabel=r"$|\tilde w_1 - \tilde w_2|$ (how personal)", ylabel=r"$\sum_i f_i(\tilde w_i) - \min f_i$",
       title="(b) price of collaborating vs personalisation")
 FIGURES = save(fig, OUT, "demo-personalisation")
+ROWS = [r for i in range(2) for r in plotted("(a)", f"client {i + 1}: w~_{i + 1}", lams, w_loc[:, i])]
+ROWS += plotted("(a)", "global w~", lams, w_g) + plotted("(a)", "GlobalTrain (lam -> inf)", lams, np.sum(a * c) / np.sum(a))
+ROWS += plotted("(b)", "sum_i f_i(w~_i) - min f_i against |w~_1 - w~_2|", np.abs(w_loc[:, 0] - w_loc[:, 1]),
+                excess.sum(axis=1))
 
 # %%
 CLAIMS = {

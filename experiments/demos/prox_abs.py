@@ -18,6 +18,7 @@ import numpy as np
 
 import moreau as mo
 from moreau.experiments._plot import figure, save, theory
+from moreau.experiments.demos import plotted
 
 OUT = Path(globals().get("OUT") or os.environ.get("MOREAU_DEMO_OUT", "out/demos"))
 OUT.mkdir(parents=True, exist_ok=True)
@@ -83,6 +84,12 @@ theory(r, k, (lam_q / (lam_q + a)) ** k, r"$(\lambda/(\lambda+a))^k$", color="0.
 r.set(xlabel="step k", ylabel=r"$|\theta_k|$", title=r"(c) $f=a\theta^2/2$: steps of size $1/\lambda$")
 r.legend(loc="lower left")
 FIGURES = save(fig, OUT, "demo-prox-abs")
+ROWS = plotted("(a)", "|w|", w, np.abs(w))
+ROWS += [r for lam in LAMS for r in plotted("(a)", f"Huber, lam = {lam:g}", w, huber(w, lam))]
+ROWS += [r for lam in LAMS for r in plotted("(b)", f"soft thresholding, lam = {lam:g}", w, soft_threshold(w, lam))]
+ROWS += plotted("(c)", "explicit steps |theta_k|", k, explicit) + plotted("(c)", "prox steps |theta_k| (moreau)", k,
+                                                                            implicit)
+ROWS += plotted("(c)", "(lam/(lam + a))^k", k, (lam_q / (lam_q + a)) ** k)
 
 # %%
 CLAIMS = {

@@ -15,6 +15,7 @@ import numpy as np
 
 import moreau as mo
 from moreau.experiments._plot import figure, save, theory
+from moreau.experiments.demos import plotted
 
 OUT = Path(globals().get("OUT") or os.environ.get("MOREAU_DEMO_OUT", "out/demos"))
 OUT.mkdir(parents=True, exist_ok=True)
@@ -47,6 +48,12 @@ for lam in (1.25 * L, 2 * L, 4 * L):
 b.set(xlabel=r"$w$", ylabel="value", title=r"(b) envelopes: more concave than $f$ for small $\lambda$")
 b.legend(loc="lower center")
 FIGURES = save(fig, OUT, "demo-weakly-convex")
+ROWS = plotted("(a)", "|F''| along a_1 = -L (moreau), x: lam/L", lams / L, smooth)
+ROWS += plotted("(a)", "lam L/(lam - L), x: lam/L", lams / L, lams * L / (lams - L))
+ROWS += plotted("(a)", "pFedMe's L_F = lam, x: lam/L", lams / L, lams)
+ROWS += plotted("(b)", "f = -L theta^2/2", t, -L * t**2 / 2)
+ROWS += [r for lam in (1.25 * L, 2 * L, 4 * L)
+         for r in plotted("(b)", f"F, lam = {lam / L:g}L", t, lam * (-L) / (lam - L) * t**2 / 2)]
 
 # %%
 formula = -lams * L / (lams - L)
