@@ -7,6 +7,7 @@ from functools import cached_property
 import numpy as np
 
 from ._backend import safe_norm, to_numpy
+from ._least_squares import point_view
 from ._newton_batch import take_object
 from ._samples import SampleLoss
 
@@ -74,7 +75,12 @@ class Logistic(SampleLoss):
         return self._value_grad(theta, grad=False)[0]
 
     def grad(self, theta):
-        return self._value_grad(theta, value=False)[1]
+        """The gradient of :meth:`_eval` (the evaluation Newton uses, without the value, the
+        rounding bound and the Hessian weights): the bits of :meth:`_value_grad`'s, cheaper."""
+        return self._grad(point_view(self, theta))
+
+    def _grad(self, theta):  # at a point already checked (moreau.fl's own iterates)
+        return self._grad_from(theta, self._sigmoids(theta)[3])
 
     def _value_grad(self, theta, *, value=True, grad=True):
         xp = self.xp
@@ -92,30 +98,41 @@ class Logistic(SampleLoss):
         one evaluation of the margins (Newton's evaluations: nothing computed twice;
         ``theta`` is Newton's own validated iterate)."""
         xp = self.xp
-        # the values of y * (X theta), exp(-|z|), sigma(|z|) = 1 / (1 + e), sigma(-|z|) = e * big,
-        # log(1 + e^-z) = log1p(e) + max(-z, 0) and p sigma(z) sigma(-z), formed in place where
-        # the array is a fresh temporary (the same operations, so the same bits: 10% faster)
-        z = (self.X @ theta[..., None])[..., 0]
-        z = _times(z, self.y)
-        nz = -z
-        e = xp.exp(xp.minimum(z, nz))  # exp(-|z|)
-        big = 1 + e
-        big = 1 / big  # sigma(|z|)
+        z, e, big, s_neg = self._sigmoids(theta)
         loss = xp.log1p(e)
-        loss += xp.clip(nz, min=0)
+        loss += xp.clip(-z, min=0)  # log(1 + e^-z) = log1p(e) + max(-z, 0)
         small = e
         small *= big  # sigma(-|z|)
-        # sigma(-z) = small where z >= 0, else big: selected by exact products with 0 and 1
-        # (the same bits as xp.where, whose data-dependent branch costs 5x on random signs)
+        v = xp.vecdot(self._p, loss) + self.mu / 2 * xp.vecdot(theta, theta)
+        g = self._grad_from(theta, s_neg)
+        c = _times(small * big, self._p)  # p sigma(z) sigma(-z)
+        return v, g, self._rounding(theta, s_neg, c), c
+
+    def _sigmoids(self, theta):
+        """``(z, exp(-|z|), sigma(|z|), sigma(-z))`` at the margins ``z = y * (X theta)``, formed in
+        place where the array is a fresh temporary (the same operations as :meth:`_pieces`, so the
+        same bits: 10% faster)."""
+        xp = self.xp
+        z = (self.X @ theta[..., None])[..., 0]
+        z = _times(z, self.y)
+        e = xp.exp(xp.minimum(z, -z))  # exp(-|z|)
+        big = 1 + e
+        big = 1 / big  # sigma(|z|)
+        # sigma(-z) = sigma(-|z|) = e * big where z >= 0, else big: selected by exact products
+        # with 0 and 1 (the same bits as xp.where, whose data-dependent branch costs 5x on
+        # random signs)
         s_neg = xp.astype(z >= 0, self.dtype)
         rest = 1 - s_neg
         rest *= big
-        s_neg *= small
+        s_neg *= e * big
         s_neg += rest
-        v = xp.vecdot(self._p, loss) + self.mu / 2 * xp.vecdot(theta, theta)
-        g = self._mu_theta(theta) - (xp.matrix_transpose(self.X) @ (self._py * s_neg)[..., None])[..., 0]
-        c = _times(small * big, self._p)  # p sigma(z) sigma(-z)
-        return v, g, self._rounding(theta, s_neg, c), c
+        return z, e, big, s_neg
+
+    def _grad_from(self, theta, s_neg):
+        """``mu theta - X^T (p y sigma(-z))`` (the gradient of :meth:`_value_grad`, the same bits:
+        ``y`` is +-1, so every sign change is exact)."""
+        xp = self.xp
+        return self._mu_theta(theta) - (xp.matrix_transpose(self.X) @ (self._py * s_neg)[..., None])[..., 0]
 
     def _hess_at(self, theta, c, low=False):
         """``X^T diag(c) X + mu I`` for a batch of weights ``c`` (``(..., n)``), formed in
@@ -309,12 +326,15 @@ class Logistic(SampleLoss):
         return take_object(self, idx, shape, {"X": 2, "y": 1, "_p": 1, "mu": 0, "_rownorm": 1})
 
     def hvp(self, theta, v):
+        """``X^T (p sigma(z) sigma(-z) X v) + mu v``: the weights of :meth:`_eval`'s Hessian
+        (``sigma(z) sigma(-z) = sigma(|z|) sigma(-|z|)``, no sign selection)."""
         xp = self.xp
-        z = self.margins(theta)
-        v = self._point(v, "v")
-        _, s, s_neg = self._pieces(z, loss=False)
-        Xv = (self.X @ v[..., None])[..., 0]
-        return (xp.matrix_transpose(self.X) @ (self._p * s * s_neg * Xv)[..., None])[..., 0] + self.mu[..., None] * v
+        theta, v = point_view(self, theta), point_view(self, v, "v")
+        _, e, big, _ = self._sigmoids(theta)
+        e *= big  # sigma(-|z|)
+        c = _times(e * big, self._p)
+        c = _times(c, (self.X @ v[..., None])[..., 0])
+        return (xp.matrix_transpose(self.X) @ c[..., None])[..., 0] + self.mu[..., None] * v
 
     def third(self, theta, v):
         r""":math:`D^3 f(\theta)[v] = \sum_j p_j\, l'''(z_j)\,(z_j^\top v)\, z_j z_j^\top`."""

@@ -7,8 +7,9 @@ from functools import cached_property
 import numpy as np
 
 from ._backend import numpy_dtype, safe_norm, to_numpy
+from ._least_squares import point_view
 from ._multinomial_cert import MultinomialCertificates
-from ._multinomial_fast import hessian_blocks, softmax_blocks
+from ._multinomial_fast import hessian_blocks, softmax_blocks, softmax_grad, softmax_hvp
 from ._newton_batch import take_object
 from ._samples import SampleLoss
 
@@ -122,6 +123,20 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         return loss + self.mu / 2 * xp.vecdot(theta, theta)
 
     def grad(self, theta):
+        r"""Gradient ``(..., d*C)``: the fast evaluation Newton uses (:meth:`_eval`'s gradient,
+        bit for bit, without its value, rounding bound and Hessian state; class-major, in blocks
+        of clients: ``moreau._multinomial_fast``), so :meth:`_grad_rounding` bounds its error.
+        :meth:`_grad_plain` is the samples-by-classes reference (equal to rounding)."""
+        return self._grad(point_view(self, theta))
+
+    def _grad(self, theta):
+        """:meth:`grad` at a point already checked (``moreau.fl``'s own iterates)."""
+        g, bshape = self._softmax(theta, full=False)
+        return self.xp.reshape(g, bshape + (self.dim,))
+
+    def _grad_plain(self, theta):
+        """The gradient in the samples-by-classes layout of :meth:`value` and :meth:`hess`
+        (``_probs``; the reference of :meth:`grad`)."""
         xp = self.xp
         theta = self._point(theta)
         _, _, P, Q = self._probs(theta, others="label")
@@ -162,6 +177,13 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         xp = self.xp
         return xp.astype(self.y[..., None, :] == xp.arange(self.n_classes, dtype=self.dtype)[:, None], self.dtype)
 
+    @cached_property
+    def _ypos(self):
+        """numpy: ``y_j n + j`` ``(..., n)`` (int64), each label's flat position in a client's
+        class-major ``(C, n)`` block (the fast gradient's indexed label entries)."""
+        n = self.X.shape[-2]
+        return np.asarray(self.y).astype(np.int64) * n + np.arange(n)
+
     def _eval(self, theta):
         """Value, gradient, :meth:`_grad_rounding` and the Hessian's state from one evaluation
         of the logits, laid out class-major (``moreau._multinomial_fast``; the same operations
@@ -169,29 +191,57 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         state ``(..., 2C + 1, n)``: the probabilities, their complements ``1 - pi_c`` and the
         largest logit shift, for :meth:`_hess_at` and :meth:`_local_curvature` at ``theta``."""
         xp = self.xp
-        d, C, n, D = self.n_features, self.n_classes, self.X.shape[-2], self.dim
-        bshape = tuple(np.broadcast_shapes(tuple(theta.shape[:-1]), self.batch_shape))
-        N = math.prod(bshape)
-
-        def flat(a, tail):  # (N,) + tail, or the shared array itself
-            if math.prod(tuple(a.shape[:a.ndim - len(tail)])) == 1:
-                return xp.reshape(a, tail)
-            return xp.reshape(xp.broadcast_to(a, bshape + tail), (N,) + tail)
-
-        W = xp.reshape(xp.broadcast_to(theta, bshape + (D,)), (N, d, C))
-        loss, Gt, Rn, state = softmax_blocks(xp, flat(self.X, (n, d)), W, flat(self._Yt, (C, n)),
-                                             flat(self._p, (n,)))
+        C, n = self.n_classes, self.X.shape[-2]
+        (loss, g, Rn, state), bshape = self._softmax(theta, full=True)
         v = xp.reshape(loss, bshape) + self.mu / 2 * xp.vecdot(theta, theta)
         state = xp.reshape(state, bshape + (2 * C + 1, n))
         E = self._grad_bound(theta, state[..., 2 * C, :], xp.reshape(Rn, bshape + (n,)))
-        Gt = xp.reshape(Gt, bshape + (C, d))
-        mean = Gt[..., 0, :]
-        for c in range(1, C):
-            mean = mean + Gt[..., c, :]
-        Gt = Gt - (mean / C)[..., None, :]  # the projection of grad (see grad)
-        G = xp.reshape(xp.matrix_transpose(Gt), tuple(Gt.shape[:-2]) + (self.dim,))
-        g = G + self.mu[..., None] * theta
-        return v, g, E, state
+        return v, xp.reshape(g, bshape + (self.dim,)), E, state
+
+    def _softmax(self, theta, full):
+        """``(softmax_blocks(...), bshape)`` on the flattened broadcast batch ``bshape`` of
+        ``theta`` and the data (shared data stays one array)."""
+        d, C, n = self.n_features, self.n_classes, self.X.shape[-2]
+        bshape = _bshape(tuple(theta.shape[:-1]), self.batch_shape)
+        flat = self._flat(bshape)
+        args = (self.xp, flat(self.X, (n, d)), flat(theta, (d, C), True), flat(self._Yt, (C, n)), flat(self._p, (n,)),
+                flat(self.mu, ()))
+        if full:
+            return softmax_blocks(*args), bshape
+        got = softmax_grad(*args, ypos=flat(self._ypos, (n,)) if isinstance(theta, np.ndarray) else None)
+        return got, bshape
+
+    def _flat(self, bshape):
+        """``flat(a, tail, point=False)``: ``a`` as ``(N,) + tail`` on the batch ``bshape``
+        (``N`` its size), or the shared array itself (``tail``) when ``a`` has no batch axes
+        and is not a ``point`` (points are reshaped from their last axis)."""
+        xp, N = self.xp, math.prod(bshape)
+
+        def flat(a, tail, point=False):
+            lead = tuple(a.shape[:-1] if point else a.shape[:a.ndim - len(tail)])
+            if lead == bshape:  # nothing to broadcast (the usual case: no copy, no Python-level checks)
+                return xp.reshape(a, (N,) + tail)
+            if point:
+                return xp.reshape(xp.broadcast_to(a, bshape + (self.dim,)), (N,) + tail)
+            if math.prod(lead) == 1:
+                return xp.reshape(a, tail)
+            return xp.reshape(xp.broadcast_to(a, bshape + tail), (N,) + tail)
+        return flat
+
+    def hvp(self, theta, v):
+        r"""``hess(theta) @ v`` without the Hessian: :math:`\sum_j p_j\, x_j \otimes
+        \pi_j \odot (u_j - \pi_j^\top u_j) + \mu v`, :math:`u_j = V^\top x_j` (``V`` is ``v``
+        as a ``(d, C)`` matrix), the product of :math:`\mathrm{diag}(\pi_j) - \pi_j\pi_j^\top`
+        with :math:`u_j`; ``O(n d C)`` per entry where the Hessian costs ``O(n d^2 C^2)``
+        (``moreau._multinomial_fast.softmax_hvp``).  Equal to ``hess(theta) @ v`` to rounding."""
+        xp = self.xp
+        theta, v = point_view(self, theta), point_view(self, v, "v")
+        d, C, n = self.n_features, self.n_classes, self.X.shape[-2]
+        bshape = _bshape(tuple(theta.shape[:-1]), tuple(v.shape[:-1]), self.batch_shape)
+        flat = self._flat(bshape)
+        h = softmax_hvp(xp, flat(self.X, (n, d)), flat(theta, (d, C), True), flat(v, (d, C), True),
+                        flat(self._p, (n,)), flat(self.mu, ()))
+        return xp.reshape(h, bshape + (self.dim,))
 
     def _hess_at(self, theta, state, low=False, rows=None, out=None):
         """``hess(theta)`` from the state :meth:`_eval` returned at ``theta``: the blocks
@@ -262,6 +312,11 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         r = self._rownorm
         tn = safe_norm(theta, xp)
         return xp.sum(self._p * r * safe_norm(P - self._Y, xp), axis=-1) + self.smoothness() * tn
+
+
+def _bshape(*shapes):
+    """``numpy.broadcast_shapes`` with the common case (equal shapes) first."""
+    return shapes[0] if all(s == shapes[0] for s in shapes) else tuple(np.broadcast_shapes(*shapes))
 
 
 def _first(yh, bad):

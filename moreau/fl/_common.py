@@ -9,14 +9,22 @@ makes the same draws with the same shapes and slices them.
 """
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
-from .._backend import as_array, to_numpy
+from .._backend import _all_finite, as_array, to_numpy
+from .._least_squares import LeastSquares, RowsLeastSquares
+from .._logistic import Logistic
+from .._multinomial import Multinomial
 from .._objective import Objective
+from .._quadratic import Quadratic
+from .._ragged import RaggedLogistic
+from .._ragged_samples import RaggedSamples
 
 __all__ = ["History"]
 
@@ -137,7 +145,7 @@ def check_diverged(xp, f, W, what, where, steps="eta"):
     longer finite: the run diverged, almost always a step size ``steps`` above the stability
     limit (``2/L`` for a gradient step), and is reported as such instead of as a bad point
     passed to the next gradient."""
-    if bool(xp.all(xp.isfinite(W))):
+    if _all_finite(W, xp):  # one pass, no mask the size of W
         return
     try:
         L = float(xp.max(f.smoothness()))
@@ -220,35 +228,120 @@ def participation(rng, lead, m, S):
 def sample_counts(rng, f, lead, size, *, replace):
     r"""Mini-batch weights ``(*lead, m, n)`` (host): how often each sample is drawn.
 
-    Draws ``size`` of the samples with positive weight (the padding, weight 0, is never
-    drawn), uniformly.  Without replacement: one draw ``rng.random((*lead, m, n))``, the
-    ``size`` smallest keys among the valid samples.  With replacement: one draw
-    ``rng.random((*lead, m, size))``, each mapped to the k-th valid sample (inverse transform).
-    """
-    w = np.asarray(to_numpy(f.weights))  # read once: a ragged objective forms its padded view per read
-    valid = np.broadcast_to(w > 0, tuple(lead) + tuple(f.batch_shape[-1:]) + (w.shape[-1],))
-    nvalid = valid.sum(axis=-1)
-    if not replace and np.any(nvalid < size):
-        raise ValueError(f"batch_size={size} exceeds the number of samples of a client ({int(nvalid.min())}) "
-                         "for sampling without replacement")
-    if not replace:
-        keys = np.where(valid, rng.random(valid.shape), np.inf)
-        chosen = np.argsort(keys, axis=-1)[..., :size]
-        out = np.zeros(valid.shape)
-        np.put_along_axis(out, chosen, 1.0, axis=-1)
-        return out
-    u = rng.random(valid.shape[:-1] + (size,))
-    k = np.minimum((u * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)  # k-th valid sample
-    order = np.argsort(~valid, axis=-1, kind="stable")  # valid sample indices first, in order
-    idx = np.take_along_axis(order, k, axis=-1)
-    n = valid.shape[-1]
-    rows = np.arange(idx.size // size).reshape(idx.shape[:-1] + (1,))
-    return np.bincount((rows * n + idx).reshape(-1), minlength=rows.size * n).reshape(valid.shape).astype(float)
+    Draws ``size`` of the samples with positive weight (the padding, weight 0, is never drawn),
+    uniformly.  Without replacement: one draw ``rng.random((*lead, m, n))``, the ``size`` smallest
+    keys among the valid samples.  With replacement: one draw ``rng.random((*lead, m, size))``,
+    each mapped to the k-th valid sample (inverse transform)."""
+    batches = MiniBatches(f, lead)
+    return batches.counts(batches.rows(rng, size, replace=replace))
+
+
+class MiniBatches:
+    """The mini-batches of one run on ``f`` (batch ``(*lead, m)``), drawn as :func:`sample_counts`
+    documents, the samples of positive weight read once.  :meth:`objective`: the drawn rows gathered
+    (:func:`gathered`; repeats as rows) for the sample losses, else ``f.with_weights(counts)``."""
+
+    def __init__(self, f, lead):
+        self.f = f
+        w = np.asarray(to_numpy(f.weights))
+        self.valid = np.broadcast_to(w > 0, tuple(lead) + tuple(f.batch_shape[-1:]) + (w.shape[-1],))
+        self.nvalid = self.valid.sum(axis=-1)
+        n = self.valid.shape[-1]
+        prefix = np.array_equal(self.valid, np.arange(n) < self.nvalid[..., None])  # padding after
+        self.order = None if prefix else np.argsort(~self.valid, axis=-1, kind="stable")  # valid rows first
+
+    def rows(self, rng, size, *, replace):
+        """The drawn rows ``(*lead, m, size)`` (host indices into each client's samples)."""
+        valid, nvalid = self.valid, self.nvalid
+        if not replace:
+            if np.any(nvalid < size):
+                raise ValueError(f"batch_size={size} exceeds the number of samples of a client "
+                                 f"({int(nvalid.min())}) for sampling without replacement")
+            keys = np.where(valid, rng.random(valid.shape), np.inf)
+            # the size smallest keys (argpartition: the set argsort's first size would give, in O(n))
+            chosen = np.argpartition(keys, size - 1, axis=-1)[..., :size] if size < keys.shape[-1] else \
+                np.argsort(keys, axis=-1)[..., :size]
+            return np.sort(chosen, axis=-1)
+        u = rng.random(valid.shape[:-1] + (size,))
+        k = np.minimum((u * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)  # k-th valid sample
+        return k if self.order is None else np.take_along_axis(self.order, k, axis=-1)
+
+    def counts(self, idx):
+        """How often each sample is in the draw ``idx``: ``(*lead, m, n)`` (host floats)."""
+        n = self.valid.shape[-1]
+        rows = np.arange(idx.size // idx.shape[-1]).reshape(idx.shape[:-1] + (1,))
+        return np.bincount((rows * n + idx).reshape(-1), minlength=rows.size * n).reshape(self.valid.shape) * 1.0
+
+    def objective(self, rng, size, *, replace):
+        """The mini-batch objective of one draw (batch ``(*lead, m)``)."""
+        f, idx = self.f, self.rows(rng, size, replace=replace)
+        return gathered(f, idx) if _gathers(f) else f.with_weights(f.xp.asarray(self.counts(idx), dtype=f.dtype))
 
 
 def batched_objective(f, counts):
-    """``f`` with mini-batch weights ``counts`` (host array moved to ``f``'s namespace)."""
-    return f.with_weights(f.xp.asarray(counts, dtype=f.dtype))
+    """``f`` with mini-batch weights ``counts`` (host ``(*lead, m, n)``): for the sample losses
+    (:class:`~moreau.LeastSquares`, :class:`~moreau.Logistic`, :class:`~moreau.Multinomial` and their
+    ragged forms) the rows of positive count gathered into a new objective of the model class with
+    those counts as weights (:func:`gathered`: the same function, its cost that of the mini-batch,
+    not of all the client's samples); any other objective ``f.with_weights(counts)``."""
+    if not _gathers(f):
+        return f.with_weights(f.xp.asarray(counts, dtype=f.dtype))
+    counts = np.asarray(counts)
+    k = max(int(np.max(np.sum(counts > 0, axis=-1))), 1)
+    idx = np.argsort(counts <= 0, axis=-1, kind="stable")[..., :k]  # the rows drawn, ascending
+    return gathered(f, idx, np.take_along_axis(counts, idx, axis=-1))
+
+
+def _gathers(f):  # the built-in sample losses and their ragged forms (a subclass may hold more)
+    return type(f) in (LeastSquares, Logistic, Multinomial) or isinstance(f, RaggedSamples)
+
+
+def gathered(f, idx, weights=None):
+    r"""The rows ``idx`` (host ints ``S + (k,)``, ``S`` broadcasting against the batch; indices into
+    each entry's samples in the padded layout, repeats allowed) of the sample loss ``f`` with per-row
+    ``weights`` (host, default ones): one object of the model class, batch ``S`` broadcast with the
+    batch, the function of ``f.with_weights`` with those weights summed per row.  The rows were
+    validated by ``f``: no check is repeated (a shallow copy of ``f`` with the rows; least squares:
+    :class:`~moreau._least_squares.RowsLeastSquares`)."""
+    xp = f.xp
+    idx = np.asarray(idx)
+    full = tuple(np.broadcast_shapes(idx.shape[:-1], tuple(f.batch_shape)))
+    idx = np.broadcast_to(idx, full + idx.shape[-1:])
+    if isinstance(f, RaggedSamples):  # from each size bucket, back in entry order
+        lay, proto = f.layout, f.parts[0]
+        got = [_take_rows(xp, p.X, p.y, ib) for p, ib in zip(f.parts, lay.split(idx, 1, f._outer))]
+        X, y = lay.merge([g[0] for g in got], 2), lay.merge([g[1] for g in got], 1)
+    else:
+        (X, y), proto = _take_rows(xp, f.X, f.y, idx), f
+    w = xp.ones(tuple(idx.shape), dtype=f.dtype) if weights is None else xp.asarray(weights, dtype=f.dtype)
+    if isinstance(proto, LeastSquares):
+        return RowsLeastSquares(xp, X, y, f.mu, w, full)
+    new = copy.copy(proto)  # its caches (row norms, constants, one-hot labels) are of other rows: dropped
+    cached = {k for c in type(proto).__mro__ for k, v in vars(c).items() if isinstance(v, cached_property)}
+    new.__dict__ = {k: v for k, v in vars(proto).items() if k not in cached}
+    new.X, new.y, new.mu, new.weights = X, y, f.mu, w
+    new._p = w / xp.sum(w, axis=-1, keepdims=True)
+    new.batch_shape = full
+    return new
+
+
+def _take_rows(xp, X, y, idx):
+    """``X`` ``(..., n, d)``, ``y`` ``(..., n)`` at the rows ``idx`` (host ``(*lead, k)``): one ``take`` each."""
+    lead, k = tuple(idx.shape[:-1]), idx.shape[-1]
+    n, d = X.shape[-2], X.shape[-1]
+
+    def flat(a, tail):  # a as (rows, *tail) and the flat row index of idx in it (no copy of a)
+        own = tuple(a.shape[:a.ndim - 1 - len(tail)])
+        M = math.prod(own)
+        rows = xp.reshape(a, (M * n,) + tail)
+        if M == 1:
+            return rows, idx
+        entry = np.broadcast_to(np.reshape(np.arange(M) * n, own), lead)  # a's entry of each idx row
+        return rows, entry[..., None] + idx
+    Xf, ix = flat(X, (d,))
+    Xb = xp.reshape(xp.take(Xf, xp.asarray(np.reshape(ix, (-1,))), axis=0), lead + (k, d))
+    yf, iy = flat(y, ())
+    return Xb, xp.reshape(xp.take(yf, xp.asarray(np.reshape(iy, (-1,))), axis=0), lead + (k,))
 
 
 def minibatch_size(size, f, name="batch_size", *, replace):
@@ -265,6 +358,38 @@ def minibatch_size(size, f, name="batch_size", *, replace):
             raise ValueError(f"{name}={size} exceeds the number of samples of a client ({nvalid}) "
                              "for sampling without replacement")
     return size
+
+
+def gradient(f):
+    """``(grad, fresh)``: the gradient for the algorithm's own iterates (finite: :func:`check_diverged`
+    after every step; of the batch's shape by construction), the built-in models' ``_grad`` that does
+    not check them again (per size bucket for the ragged ones), else ``f.grad``; ``fresh``: it returns
+    a new array the caller may overwrite (a user's objective may return a cached one)."""
+    if type(f).grad in (Logistic.grad, Multinomial.grad, LeastSquares.grad):
+        return f._grad, True
+    if type(f).grad is RaggedLogistic.grad:  # the ragged models' per-bucket gradient
+        lay = f.layout
+        return (lambda W: lay.merge([p._grad(w) for p, w in zip(f.parts, lay.split(W, 1, f._outer))], 1)), True
+    return f.grad, type(f).grad is Quadratic.grad
+
+
+def scaled(s, g, fresh):
+    """``s * g``, formed in ``g`` when ``fresh`` (``g`` is the caller's own new array) and ``s``
+    broadcasts into it: the same numbers, one array fewer per step."""
+    out = _into(g.__imul__, g, s, fresh)
+    return s * g if out is None else out
+
+
+def added(g, h, fresh):
+    """``g + h``, formed in ``g`` as :func:`scaled` (``g + h = h + g`` exactly)."""
+    out = _into(g.__iadd__, g, h, fresh)
+    return g + h if out is None else out
+
+
+def _into(op, g, s, fresh):
+    if fresh and tuple(np.broadcast_shapes(tuple(g.shape), tuple(getattr(s, "shape", ())))) == tuple(g.shape):
+        return op(s)
+    return None
 
 
 def expand(x, k=1):

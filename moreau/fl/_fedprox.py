@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (History, batched_objective, check_diverged, check_objective, client_weights, count, expand,
-                      generator, lead_shape, minibatch_size, point, participation, positive, sample_counts,
-                      sample_size)
+from ._common import (History, MiniBatches, added, check_diverged, check_objective, client_weights, count, expand,
+                      generator, gradient, lead_shape, minibatch_size, participation, point, positive, sample_size,
+                      scaled)
 
 __all__ = ["gd", "fedprox", "fedavg"]
 
@@ -30,8 +30,9 @@ def gd(objective, *, eta, steps, w0=None):
     W = point(w0, f, lead, "w0", clients=True)
     e = expand(eta, 2)
     out = [W]
+    grad, own = gradient(f)
     for k in range(steps):
-        W = W - e * f.grad(W)
+        W = W - scaled(e, grad(W), own)
         check_diverged(xp, f, W, "gd", f"step {k + 1} of {steps}")
         out.append(W)
     return History(w_global=None, w_local=xp.stack(out), rounds=0, local_steps=steps, grad_evals=steps,
@@ -74,10 +75,12 @@ def fedprox(objective, *, lam, gamma, eta, K, rounds, w0=None, local0=None, weig
     lam2, eta2, gam1 = expand(lam, 2), expand(eta, 2), expand(gamma, 1)
     pc = p[..., None]
     gs, ls = [w], [W]
+    grad, own = gradient(f)
     for t in range(rounds):
         wg = w[..., None, :]
         for k in range(K):
-            W = W - eta2 * (f.grad(W) + lam2 * (W - wg))
+            g = added(grad(W), scaled(lam2, W - wg, True), own)
+            W = W - scaled(eta2, g, True)
             check_diverged(xp, f, W, "fedprox", f"round {t + 1}, local step {k + 1}", "eta (with lam)")
         w = w - gam1 * xp.sum(pc * (lam2 * (wg - W)), axis=-2)
         check_diverged(xp, f, w, "fedprox", f"round {t + 1} (server step)", "gamma")
@@ -129,14 +132,16 @@ def fedavg(objective, *, eta, tau, rounds, S=None, batch_size=None, weights=None
     eta2 = expand(eta, 2)
     gs, ls, picks = [w], [xp.broadcast_to(w[..., None, :], lead + (m, f.dim))], []
     evals = np.zeros(lead + (m,), dtype=int)
+    batches = None if size is None else MiniBatches(f, lead)
     for t in range(rounds):
         mask, idx = participation(rng, lead, m, S)
         if idx is not None:
             picks.append(idx)
         W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
         for k in range(tau):
-            fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=False))
-            W = W - eta2 * fk.grad(W)
+            fk = f if size is None else batches.objective(rng, size, replace=False)
+            grad, own = gradient(fk)
+            W = W - scaled(eta2, grad(W), own)
             check_diverged(xp, f, W, "fedavg", f"round {t + 1}, local step {k + 1}")
         on = xp.asarray(mask, dtype=f.dtype)
         wts = p * on

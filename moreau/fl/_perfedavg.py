@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (History, batched_objective, check_diverged, check_objective, count, expand, generator,
-                      lead_shape, minibatch_size, point, participation, positive, sample_counts, sample_size)
+from ._common import (History, MiniBatches, check_diverged, check_objective, count, expand, generator, gradient,
+                      lead_shape, minibatch_size, participation, point, positive, sample_size, scaled)
 
 __all__ = ["per_fedavg"]
 
@@ -82,6 +82,7 @@ def per_fedavg(objective, *, alpha, beta, tau, rounds, S=None, D=None, D_prime=N
     thetas = [_personalised(f, w, a2, lead)]
     count_g = np.zeros(lead + (m,), dtype=int)
     per_step = 4 if variant == "hessian_free" else 2
+    batches = MiniBatches(f, lead) if any(s is not None for s in sizes) else None
     for t in range(rounds):
         mask, idx = participation(rng, lead, m, S)
         if idx is not None:
@@ -91,15 +92,15 @@ def per_fedavg(objective, *, alpha, beta, tau, rounds, S=None, D=None, D_prime=N
         step_bars = []
         for k in range(tau):
             step_bars.append(xp.sum(on[..., None] * W, axis=-2) / S)
-            fD, fD1, fD2 = (f if s is None else batched_objective(f, sample_counts(rng, f, lead, s, replace=True))
-                            for s in sizes)
-            w_tilde = W - a2 * fD.grad(W)
-            g = fD1.grad(w_tilde)
+            fD, fD1, fD2 = (f if s is None else batches.objective(rng, s, replace=True) for s in sizes)
+            (grad, own), (grad1, own1) = gradient(fD), gradient(fD1)
+            w_tilde = W - scaled(a2, grad(W), own)
+            g, own = grad1(w_tilde), own1
             if variant == "hessian":
-                g = g - a2 * fD2.hvp(W, g)
+                g, own = g - scaled(a2, fD2.hvp(W, g), False), True
             elif variant == "hessian_free":
-                g = g - a2 * (fD2.grad(W + d2 * g) - fD2.grad(W - d2 * g)) / (2 * d2)
-            W = W - b2 * g
+                g, own = g - a2 * (fD2.grad(W + d2 * g) - fD2.grad(W - d2 * g)) / (2 * d2), True
+            W = W - scaled(b2, g, own)
             check_diverged(xp, f, W, "per_fedavg", f"round {t + 1}, local step {k + 1}", "beta (or alpha)")
         W = xp.where(xp.asarray(mask)[..., None], W, w[..., None, :])
         w = xp.sum(on[..., None] * W, axis=-2) / S

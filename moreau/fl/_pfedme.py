@@ -9,8 +9,9 @@ from .._logistic import Logistic
 from .._multinomial import Multinomial
 from .._quadratic import Quadratic
 from .._ragged_samples import RaggedSamples
-from ._common import (History, batched_objective, check_diverged, check_objective, count, expand, generator,
-                      lead_shape, minibatch_size, point, positive, sample_clients, sample_counts, sample_size)
+from ._common import (History, added, batched_objective, check_diverged, check_objective, count, expand, gathered,
+                      generator, gradient, lead_shape, minibatch_size, point, positive, sample_clients, sample_counts,
+                      sample_size, scaled)
 
 PERSONAL = ("certified", "inner", "none")
 
@@ -167,43 +168,45 @@ def _inner(inner, inner_eta, nu, f):
 
 def _valid_rows(f, lead):
     """``(nvalid (*lead, m), order (*lead, m, n) or None)``: each client's count of rows of positive
-    weight and their indices first (None when they already are the first rows: padding after)."""
-    if type(f) not in (LeastSquares, Logistic, Multinomial):
+    weight and their indices first (None when they already are the first rows: padding after); for a
+    ragged objective a list of those per size bucket (read one by one: no padded layout formed);
+    None for objectives without samples."""
+    if isinstance(f, RaggedSamples):
+        parts, outer = f.parts, f._outer
+    elif type(f) in (LeastSquares, Logistic, Multinomial):
+        parts, outer = (f,), tuple(lead)
+    else:
         return None
-    n = f.X.shape[-2]
-    valid = np.broadcast_to(np.asarray(to_numpy(f.weights)) > 0, tuple(lead) + (f.batch_shape[-1], n))
-    nvalid = valid.sum(axis=-1)
-    prefix = np.array_equal(valid, np.arange(n) < nvalid[..., None])
-    return nvalid, None if prefix else np.argsort(~valid, axis=-1, kind="stable")
+    out = []
+    for p in parts:
+        w = np.asarray(to_numpy(p.weights))
+        n = w.shape[-1]
+        valid = np.broadcast_to(w > 0, tuple(outer) + tuple(p.batch_shape[-1:]) + (n,))
+        nvalid = valid.sum(axis=-1)
+        prefix = np.array_equal(valid, np.arange(n) < nvalid[..., None])
+        out.append((nvalid, None if prefix else np.argsort(~valid, axis=-1, kind="stable")))
+    return out if isinstance(f, RaggedSamples) else out[0]
 
 
 def _minibatch(f, rng, lead, size, rows):
     r"""The mini-batch objective ``(*lead, m)``: ``size`` rows drawn i.i.d. uniformly from each
     client's rows of positive weight with one draw ``rng.random((*lead, m, size))`` (the draw and
     its map to the k-th valid row are :func:`~moreau.fl._common.sample_counts`'s, so the counts of
-    the gathered rows are its counts), the drawn rows gathered into a new objective of the same
-    type with unit weights (LeastSquares, Logistic, Multinomial; ``rows`` from :func:`_valid_rows`);
-    any other objective gets the counts as sample weights.  A ragged objective (``moreau.ragged``)
-    gathers the same rows from its size buckets (the same draw, the same objective)."""
-    if isinstance(f, RaggedSamples):
-        return f._draw_rows(rng.random(tuple(lead) + (f.batch_shape[-1], size)))
+    the gathered rows are its counts), the drawn rows gathered into a new objective of the model
+    class with unit weights (:func:`~moreau.fl._common.gathered`: LeastSquares, Logistic,
+    Multinomial, and from the size buckets of their ragged forms; ``rows`` from :func:`_valid_rows`);
+    any other objective gets the counts as sample weights."""
     if rows is None:
         return batched_objective(f, sample_counts(rng, f, lead, size, replace=True))
-    xp = f.xp
-    m, n = f.batch_shape[-1], f.X.shape[-2]
-    nvalid, order = rows
-    u = rng.random(tuple(lead) + (m, size))
-    idx = np.minimum((u * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)  # k-th valid sample
-    if order is not None:
-        idx = np.take_along_axis(order, idx, axis=-1)
-    idx = xp.asarray(idx)
-    X = xp.broadcast_to(f.X, tuple(lead) + (m, n, f.X.shape[-1]))
-    y = xp.broadcast_to(f.y, tuple(lead) + (m, n))
-    Xb = xp.take_along_axis(X, xp.broadcast_to(idx[..., None], tuple(idx.shape) + (1,)), axis=-2)
-    yb = xp.take_along_axis(y, idx, axis=-1)
-    if type(f) is Multinomial:
-        return Multinomial(Xb, yb, n_classes=f.n_classes, mu=f.mu)
-    return type(f)(Xb, yb, mu=f.mu)
+    u = rng.random(tuple(lead) + (f.batch_shape[-1], size))
+    lay = f.layout if isinstance(f, RaggedSamples) else None
+    parts, rows = ([u], [rows]) if lay is None else (lay.split(u, 1, f._outer), rows)
+    idx = []
+    for ub, (nvalid, order) in zip(parts, rows):
+        k = np.minimum((ub * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)  # k-th valid sample
+        idx.append(k if order is None else np.take_along_axis(np.broadcast_to(order, k.shape[:-1] + order.shape[-1:]),
+                                                              k, axis=-1))
+    return gathered(f, idx[0] if lay is None else lay.merge(idx, 1))  # validated rows: no checks repeated
 
 
 def _inner_gd(fk, W, lam2, K, step, nu, lead):
@@ -213,13 +216,16 @@ def _inner_gd(fk, W, lam2, K, step, nu, lead):
     theta = W
     used = xp.zeros(lead + (fk.batch_shape[-1],), dtype=xp.int64)
     active = xp.ones(lead + (fk.batch_shape[-1],), dtype=xp.bool)
+    grad, own = gradient(fk)
     for _ in range(K):
-        g = fk.grad(theta) + lam2 * (theta - W)
+        g = added(grad(theta), scaled(lam2, theta - W, True), own)
         used = used + xp.astype(active, xp.int64)
-        if nu is not None:
-            active = active & (xp.vecdot(g, g) > expand(nu, 1))
-            if not bool(xp.any(active)):
-                return theta, used
+        if nu is None:  # every client steps (the products formed in g: the same numbers)
+            theta = theta - scaled(step, g, True)
+            continue
+        active = active & (xp.vecdot(g, g) > expand(nu, 1))
+        if not bool(xp.any(active)):
+            return theta, used
         theta = theta - xp.where(active[..., None], step * g, xp.zeros_like(g))
     if nu is not None:
         g = fk.grad(theta) + lam2 * (theta - W)
