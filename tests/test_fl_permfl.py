@@ -105,14 +105,14 @@ def test_a_sweep_is_one_call_and_equals_single_calls(which):
         assert_close(ths[k], t1, factor=10)
 
 
-def test_logistic_newton_solves_the_stacked_problem_with_a_small_certificate():
+def test_logistic_newton_solves_the_stacked_problem_with_a_small_error_estimate():
     rng = np.random.default_rng(3)
     T, m, n, d = 2, len(TEAMS), 12, 2
     X, y = rng.standard_normal((T, m, n, d)), rng.choice([-1.0, 1.0], (T, m, n))
     f = mo.Logistic(X, y, mu=0.1)
     lam, gamma = 0.8, 1.9
     x, w, th, info = permfl_optimum(f, TEAMS, lam, gamma, return_info=True)
-    assert np.all(info["error_bound"] <= 1e-10) and np.all(info["mu"] > 0)
+    assert np.all(info["error_estimate"] <= 1e-10) and np.all(info["mu"] > 0)
     M, N = 3, np.bincount(TEAMS)
     p = 1 / (M * N[TEAMS])
     for t in range(T):  # the stacked gradient, from each device's own Logistic objective (no batching)

@@ -226,7 +226,10 @@ def fedfw_optimum(objective, constraint, *, lam=None, max_iter=100):
     optimality returned with it (:class:`FedFWTarget`): the point is feasible by construction and
     ``gap`` bounds its suboptimality, :math:`\mathrm{value} - \min \le \mathrm{gap}` (convex
     objective: :math:`F(z) - F^* \le \langle\nabla F(z), z - s\rangle` for the LMO output s, thesis
-    eq. (2.6)); at an exact solution ``gap`` and ``kkt`` vanish up to rounding.
+    eq. (2.6)); at an exact solution ``gap`` and ``kkt`` vanish up to rounding.  ``gap`` is
+    evaluated in floating point: it bounds the suboptimality up to the rounding of
+    :math:`\langle\nabla F(z), z - s\rangle`, which is not bounded here (not a certificate of the
+    kind :func:`fedprox_optimum` returns).
 
     Shapes: ``objective`` a :class:`moreau.Quadratic` (or LeastSquares) with batch ``(*trials, m)``
     and PSD ``A``; ``lam`` a number or an array broadcasting against the trial shape.

@@ -190,15 +190,17 @@ def permfl_optimum(objective, teams, lam, gamma, *, return_info=False):
     only), stopped when :math:`\|\nabla\Phi(z)\|/\mu_\Phi \le \max(10^{-12}(1+\|z\|), 64\,\epsilon\,
     s/\mu_\Phi)` (s the gradient's rounding scale), :math:`\mu_\Phi` the smallest eigenvalue of the
     coupling matrix with every :math:`\nabla^2 f_{ij}` replaced by its lower curvature bound
-    (a lower bound on Φ's modulus: Φ's Hessian dominates it).  The bound is a certificate on
-    :math:`\|z - z^*\|` up to the rounding of the evaluated gradient and of that eigenvalue (no
-    a-priori rounding analysis, unlike :func:`fedprox_optimum`); needs every f_ij strongly convex.
+    (a lower bound on Φ's modulus: Φ's Hessian dominates it).  ``error_estimate`` =
+    :math:`\|\nabla\Phi(z)\|/\mu_\Phi` is an *estimate* of :math:`\|z - z^*\|`, not a
+    certificate: the rounding of the evaluated gradient and of that eigenvalue is not bounded (no
+    a-priori rounding analysis, unlike :func:`fedprox_optimum`'s ``error_bound``); needs every f_ij
+    strongly convex.
 
     Shapes: ``objective`` batch ``(..., m)``, ``teams`` ``(m,)``, ``lam`` and ``gamma`` scalars or
     arrays broadcasting against ``(...)`` (``(S, 1)`` over trials ``(T,)``: a sweep).  Returns
     ``x`` ``(*lead, d)``, ``w`` ``(*lead, M, d)``, ``theta`` ``(*lead, m, d)``; with
-    ``return_info=True`` also ``{"error_bound", "mu", "iterations"}`` (host arrays; closed form:
-    bound NaN, 0 iterations).
+    ``return_info=True`` also ``{"error_estimate", "mu", "iterations"}`` (host arrays; closed form:
+    estimate NaN, 0 iterations).
 
     References: Dadras thesis, eq. (4.3); moreau.envelope (nested envelopes).
     """
@@ -209,7 +211,7 @@ def permfl_optimum(objective, teams, lam, gamma, *, return_info=False):
     lead = lead_shape(f, lam, gamma)
     if isinstance(f, Quadratic):
         x, w, theta = _quadratic_optimum(f, E, N, lam, gamma, lead)
-        info = {"error_bound": np.full(lead, np.nan), "mu": None, "iterations": np.zeros(lead, dtype=int)}
+        info = {"error_estimate": np.full(lead, np.nan), "mu": None, "iterations": np.zeros(lead, dtype=int)}
     else:
         x, w, theta, info = _newton_optimum(f, E, N, lam, gamma, lead)
     return (x, w, theta, info) if return_info else (x, w, theta)
@@ -313,4 +315,4 @@ def _newton_optimum(f, E, N, lam, gamma, lead):
     z, bound, its = minimize(state, hess, xp.zeros(lead + (n0 * d,), dtype=f.dtype), f.dtype, xp=xp,
                              what="permfl_optimum")
     x, w, th = split(z)
-    return x, w, th, {"error_bound": np.asarray(to_numpy(bound)), "mu": mu_phi, "iterations": np.asarray(to_numpy(its))}
+    return x, w, th, {"error_estimate": np.asarray(to_numpy(bound)), "mu": mu_phi, "iterations": np.asarray(to_numpy(its))}
