@@ -118,11 +118,20 @@ def get(statement_id: str):
 
 # --- statements outside the package: a user's module, an installed package's entry points ------
 
+_LOADED: dict = {}
+
+
 def load_module(spec: str) -> list:
     """The statements a user's module declares: its module-level ``STATEMENTS`` (a sequence of
     :class:`moreau.analysis.api.Statement`).  ``spec`` is a path to a ``.py`` file or a dotted
     module name importable from the current environment.  Raises :class:`StatementError` (one line)
     when the module cannot be loaded or declares no valid statements."""
+    if spec not in _LOADED:  # a user's module runs once per process, however often it is asked for
+        _LOADED[spec] = _load_module(spec)
+    return _LOADED[spec]
+
+
+def _load_module(spec: str) -> list:
     import importlib.util
     import sys
     from pathlib import Path
