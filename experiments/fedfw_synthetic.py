@@ -144,10 +144,13 @@ def finish(rows, params, out, seed=0, quick=False):
         for k, name in enumerate(METHODS):
             curve = np.array([[r["loss"] for r in rows if r["set"] == kind and r["method"] == name and r["seed"] == s]
                               for s in sorted({r["seed"] for r in rows})])
-            a.plot(np.arange(R + 1), curve.mean(axis=0), color=f"C{k}", label=name)
+            # FedAvg and FedProx + projection nearly coincide here: distinct dashes keep both visible
+            a.plot(np.arange(R + 1), curve.mean(axis=0), color=f"C{k}", label=name,
+                   linestyle=("-", "-", "--", ":")[k % 4], linewidth=1.4 if k < 2 else 1.1)
         a.set(xlabel="communication round t", ylabel=r"training loss $F(\bar x^t)$", yscale="log",
               title=rf"({tag}) $\ell_{kind[1]}$ ball, $\kappa = {params['kappa']:g}$")
-        a.legend(loc="upper right", fontsize=5)
+        a.legend(loc="upper right", fontsize=5, title=f"mean over {len({r['seed'] for r in rows})} seeds",
+                 title_fontsize=5)
     figures = save(fig, out, "fedfw-synthetic", quick)
 
     def at(method, kind, t):
