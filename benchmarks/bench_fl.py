@@ -3,6 +3,7 @@ r"""Rounds per second of ``moreau.fl`` against a per-client numpy loop and a han
 
     python benchmarks/bench_fl.py [--quick] [--big] [--repeat 3] [--json PATH] [--only ALGO ...]
     python benchmarks/bench_fl.py --issue-setup [--json PATH]   # the issue's data, before/after a change
+    python benchmarks/bench_fl.py --backend cupy [--quick]      # also moreau on cupy arrays (GPU), wall clock
 
 Every algorithm runs T rounds three ways on the same data, with the same draws of one
 ``numpy.random.default_rng(seed)`` (the randomness layout of ``moreau.fl``), in one process, timed
@@ -20,6 +21,9 @@ loop and vec run the *same* functions below (numpy broadcasting: a client is ``(
 formed before the clock, as ``moreau.LeastSquares`` does; logistic with ``scipy.special.expit``;
 softmax with a row max; mini-batches gathered by index).  The three results of every run are compared
 (largest difference of the final global models relative to their size) and printed beside the rates.
+With ``--backend cupy`` a fourth run, **cupy**, is ``moreau.fl`` on the same objective built from cupy
+arrays (the same draws; the final model copied to the host inside the timed call, which synchronises
+the device); its rows compare wall-clock medians, since CPU time says nothing of a GPU's work.
 
 Algorithms (T = 2 rounds, all N clients every round): FedAvg (tau = 5 full-gradient steps, and tau = 5
 steps on mini-batches of B = 20 drawn without replacement), FedProx (K = 5), pFedMe with exact inner
@@ -52,9 +56,9 @@ HP = {"eta": 0.5, "lam": 15.0, "pf_eta": 0.05, "beta": 1.0, "inner_eta": 1 / 17,
 
 
 # --------------------------------------------------------------------------- data
-def make_data(rng, N, d, C, kind, n):
+def make_data(rng, N, d, C, kind, n, gpu=None):
     """Client sizes, samples of all clients concatenated, the moreau objective, per-client and
-    padded numpy data."""
+    padded numpy data; with ``gpu`` (the cupy module), ``vec["f_gpu"]``: the objective on its arrays."""
     sizes = np.full(N, n) if kind == "balanced" else np.clip(
         np.floor(rng.lognormal(np.log(n), 1.0, N)).astype(int), B, 10 * n)
     X = rng.standard_normal((int(sizes.sum()), d)) / np.sqrt(d)
@@ -69,10 +73,12 @@ def make_data(rng, N, d, C, kind, n):
         Z = np.einsum("jd,jdc->jc", X, 2 * rng.standard_normal((N, d, C))[owner])
         y, model, opts = np.argmax(Z + rng.gumbel(size=Z.shape), axis=-1), mo.Multinomial, {"n_classes": C}
     mu = HP["mu"]
-    if kind == "balanced":
-        f = model(X.reshape(N, n, d), y.reshape(N, n), mu=mu, **opts)
-    else:
-        f = mo.ragged(model, X, y, sizes, mu=mu, **opts)
+
+    def build(asarray):
+        if kind == "balanced":
+            return model(asarray(X.reshape(N, n, d)), asarray(y.reshape(N, n)), mu=mu, **opts)
+        return mo.ragged(model, asarray(X), asarray(y), sizes, mu=mu, **opts)
+    f = build(np.asarray)
     T_ = np.eye(C)[y] if C > 2 else y  # targets: y, or one-hot rows
     off = np.concatenate([[0], np.cumsum(sizes)])
     clients = [_client(X[off[i]:off[i + 1]], T_[off[i]:off[i + 1]], C, mu) for i in range(N)]
@@ -83,6 +89,8 @@ def make_data(rng, N, d, C, kind, n):
     Tp = np.zeros((N, nm) + T_.shape[1:])
     Tp[valid] = T_
     vec = {"X": Xp, "T": Tp, "p": valid / sizes[:, None], "mu": mu, "C": C, "n": sizes}
+    if gpu is not None:
+        vec["f_gpu"] = build(gpu.asarray)
     if C == 1:
         vec["A"] = np.stack([c["A"] for c in clients])
         vec["b"] = np.stack([c["b"] for c in clients])
@@ -280,7 +288,8 @@ def run_moreau(algo, f, seed):
     else:
         r = fl.per_fedavg(f, alpha=h["alpha"], beta=h["pa_beta"], tau=TAU, rounds=T, D=B, D_prime=B, D_second=B,
                           rng=seed)
-    return np.asarray(r.w_global[-1])
+    w = r.w_global[-1, ...]
+    return w.get() if hasattr(w, "get") else np.asarray(w)  # cupy: the copy to the host synchronises
 
 
 # --------------------------------------------------------------------------- driver
@@ -329,9 +338,9 @@ def git_info():
     return {"commit": run("rev-parse", "HEAD") or "unknown", "dirty": bool(run("status", "--porcelain"))}
 
 
-def bench_config(cfg, algos, repeat, seed, budget):
+def bench_config(cfg, algos, repeat, seed, budget, gpu=None):
     N, d, C, kind, n = cfg
-    f, clients, vec, sizes = make_data(np.random.default_rng(seed), N, d, C, kind, n)
+    f, clients, vec, sizes = make_data(np.random.default_rng(seed), N, d, C, kind, n, gpu)
     Dm = d * (C if C > 2 else 1)
     rows = []
     for algo in algos:
@@ -340,6 +349,8 @@ def bench_config(cfg, algos, repeat, seed, budget):
         fns = {"moreau": lambda a=algo: run_moreau(a, f, seed),
                "loop": lambda a=algo: run_numpy(a, clients, sizes, seed, True),
                "vec": lambda a=algo: run_numpy(a, vec, sizes, seed, False)}
+        if gpu is not None:
+            fns["cupy"] = lambda a=algo: run_moreau(a, vec["f_gpu"], seed)
         tm, out, k = measure(fns, repeat, budget)
         scale = max(float(np.abs(out["loop"]).max()), 1e-300)
         ratio = {f"x_{b}": {clock: {q: tm[b][clock][q] / tm["moreau"][clock][q] for q in ("best", "median")}
@@ -350,12 +361,19 @@ def bench_config(cfg, algos, repeat, seed, budget):
                "rel_diff": {"loop": float(np.abs(out["moreau"] - out["loop"]).max()) / scale,
                             "vec": float(np.abs(out["moreau"] - out["vec"]).max()) / scale,
                             "loop_vec": float(np.abs(out["vec"] - out["loop"]).max()) / scale}}
+        if gpu is not None:
+            row["rel_diff"]["cupy"] = float(np.abs(out["cupy"] - out["loop"]).max()) / scale
+            row["x_cupy_wall_median"] = {b: tm[b]["wall"]["median"] / tm["cupy"]["wall"]["median"]
+                                         for b in ("moreau", "loop", "vec")}
         rows.append(row)
         r, xl, xv = row["rounds_per_s_cpu_best"], ratio["x_loop"], ratio["x_vec"]
         print(f"  {N:>6} {d:>4} {C:>3} {kind:<9} {algo:<13} {r['moreau']:>8.1f} {r['loop']:>8.1f} {r['vec']:>8.1f}  "
               f"{xl['cpu']['best']:>5.1f} {xl['cpu']['median']:>5.1f} {xl['wall']['median']:>5.1f}   "
               f"{xv['cpu']['best']:>5.2f} {xv['cpu']['median']:>5.2f} {xv['wall']['median']:>5.2f}   "
-              f"{row['rel_diff']['loop']:.0e} {row['rel_diff']['vec']:.0e}", flush=True)
+              f"{row['rel_diff']['loop']:.0e} {row['rel_diff']['vec']:.0e}"
+              + ("" if gpu is None else "   cupy: {:.1f}/s wall; x moreau {:.2f}, x loop {:.1f}, x vec {:.2f}; "
+                 "diff {:.0e}".format(T / tm["cupy"]["wall"]["median"], *row["x_cupy_wall_median"].values(),
+                                      row["rel_diff"]["cupy"])), flush=True)
     return rows
 
 
@@ -399,8 +417,17 @@ def main(argv=None):
     p.add_argument("--issue-setup", action="store_true", help="only the issue's setup (see issue_setup)")
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--blas-threads", type=int, default=1)  # read by bench_prox at import
+    p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy",
+                   help="cupy: also moreau.fl on cupy arrays (wall-clock medians against the numpy runs)")
     a = p.parse_args(argv)
-    info, git = bp.machine_info("numpy"), git_info()
+    gpu = None
+    if a.backend == "cupy":
+        ok, why = mo._backend.gpu_status()
+        if not ok:
+            print(f"--backend cupy: {why}", file=sys.stderr)
+            return 2
+        import cupy as gpu
+    info, git = bp.machine_info(a.backend), git_info()
     bp.print_machine(info, git)
     if a.issue_setup:
         out = issue_setup(a.repeat)
@@ -419,16 +446,17 @@ def main(argv=None):
           f"{'x loop (cpu b/m, wall m)':<19}  {'x vec (cpu b/m, wall m)':<20} rel. diff (loop, vec)")
     rows = []
     for cfg in configs:
-        rows += bench_config(cfg, algos, a.repeat, a.seed, a.budget)
+        rows += bench_config(cfg, algos, a.repeat, a.seed, a.budget, gpu)
     load_end = bp._loadavg()
     print(f"  load average at the end: {load_end}")
     if a.json:
         Path(a.json).write_text(json.dumps({
-            "params": {"T": T, "tau": TAU, "B": B, "hyper": HP, "seed": a.seed, "repeat": a.repeat},
+            "params": {"T": T, "tau": TAU, "B": B, "hyper": HP, "seed": a.seed, "repeat": a.repeat,
+                       "backend": a.backend},
             "machine": info, "git": git, "load_average_at_end": load_end, "rows": rows,
             "when": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=1, default=bp._json_default))
         print(f"results written to {a.json}")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

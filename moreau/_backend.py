@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import os
+import warnings
 from functools import lru_cache
 
 import numpy as np
@@ -155,7 +156,8 @@ def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False, copy: bool 
     change to the caller's array cannot reach an objective's caches) unless
     ``copy=False``, for callers that make their own new array from it.  NaN
     or inf anywhere is a ``ValueError`` naming the argument (``check_finite=False``:
-    the caller checks, e.g. fused with its own copy).
+    the caller checks, e.g. fused with its own copy).  float32 on cupy warns
+    (:func:`flushes_subnormals`).
     """
     if not is_array_api_obj(x):
         x = np.asarray(x)
@@ -176,6 +178,11 @@ def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False, copy: bool 
     if dtype not in (xp.float32, xp.float64):
         raise TypeError(f"{name} must be float32 or float64 (got {dtype}); cast it first")
     x = xp.astype(x, dtype) if copy or x.dtype != dtype else x  # astype copies
+    if flushes_subnormals(xp, dtype):
+        warnings.warn(f"float32 on cupy, which flushes subnormal numbers to zero: moreau's "
+                      f"float32 error bounds assume gradual underflow and are not proven where values below "
+                      f"{float(np.finfo(np.float32).smallest_normal):.3g} occur (float64 is unaffected)",
+                      RuntimeWarning, stacklevel=3)
     if check_finite and not _all_finite(x, xp):
         raise ValueError(f"{name} must be finite (got NaN or inf at "
                          f"{_first_bad(x, xp)})")
@@ -218,7 +225,9 @@ def safe_norm(v, xp, axis=-1):
     bounds its relative effect by ``k eps^2 / 2``: the usual
     ``gamma_k`` bound then holds with room to spare.  Entries failing the test
     (``s`` infinite, zero or below ``tiny / eps``) are recomputed scaled by
-    their largest entry, and only those.
+    their largest entry, and only those.  All of this assumes gradual underflow:
+    on cupy in float32 (:func:`flushes_subnormals`) subnormal entries are read as
+    zero, and the bound holds only for ``v`` without them.
     """
     with np.errstate(over="ignore"):  # an overflow is detected below (s = inf)
         s = xp.vecdot(v, v, axis=axis)
@@ -252,6 +261,19 @@ def to_numpy(x):
 def is_numpy(xp):
     """True for numpy itself or array-api-compat's numpy namespace (the LAPACK routes)."""
     return getattr(xp, "__name__", "") in ("numpy", "array_api_compat.numpy")
+
+
+def is_gpu(xp):
+    """True for cupy (raw or array-api-compat's namespace): kernels on a GPU."""
+    return getattr(xp, "__name__", "").split(".")[-1] == "cupy"
+
+
+def flushes_subnormals(xp, dtype) -> bool:
+    """True where ``xp``'s arithmetic in ``dtype`` flushes subnormal operands and results to
+    zero: cupy in float32 (CuPy compiles every kernel with ``-ftz=true``; seen on an H200,
+    ``benchmarks/RESULTS.md`` section 9).  moreau's error bounds assume gradual underflow: in
+    that case they are not proven where values below ``finfo(dtype).smallest_normal`` occur."""
+    return is_gpu(xp) and np.dtype(dtype) == np.float32
 
 
 def host_numpy(x):

@@ -6,7 +6,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ._backend import as_array, constructor_namespace, is_numpy, safe_norm, to_numpy
+from ._backend import as_array, constructor_namespace, is_gpu, is_numpy, safe_norm, to_numpy
 from ._chol import chol_lower_bound, chol_proves_exists, chol_solve
 from ._matrices import blocks, load_symmetric, matvec
 from ._objective import Objective
@@ -238,6 +238,8 @@ class Quadratic(Objective):
             return "eigh"
         if "_tri" in self.__dict__:
             return "tri"
+        if is_gpu(self.xp):  # the per-system Cholesky is 4-100x slower than eigh on a GPU (RESULTS.md 9)
+            return "eigh"
         systems = math.prod(np.broadcast_shapes(self.batch_shape, tuple(lam.shape), tuple(w.shape[:-1])))
         per_matrix = systems / max(1, math.prod(self.A.shape[:-2]))
         if per_matrix <= CHOL_MAX_SYSTEMS[self.dim >= 40]:
@@ -266,11 +268,11 @@ class Quadratic(Objective):
         No iterations (``max_iter`` does not apply).  Three routes, chosen by the
         work (``route`` forces one, for tests):
 
-        * ``'eigh'`` (the eigendecomposition is cached, or a non-numpy backend
-          with many systems): ``V diag(1/(a+lam)) V^T``.
+        * ``'eigh'`` (the eigendecomposition is cached, cupy, or another non-numpy
+          backend with many systems): ``V diag(1/(a+lam)) V^T``.
         * ``'tri'`` (numpy, many ``lam`` per matrix): ``A = Q T Q^T`` once, a
           tridiagonal solve per ``lam`` (:mod:`moreau._tridiag`).
-        * ``'chol'`` (at most ``CHOL_MAX_SYSTEMS`` systems per matrix):
+        * ``'chol'`` (at most ``CHOL_MAX_SYSTEMS`` systems per matrix; not on cupy):
           certified Cholesky per system, no eigenvalue computed; its success
           proves that the prox exists (:func:`moreau._chol.chol_solve`).  Where it
           cannot certify a system the spectral route runs instead (which then

@@ -20,7 +20,8 @@ import moreau as mo
 import moreau._newton as newton
 from _mpref import error, logistic_prox
 from _tol import host
-from moreau._backend import safe_norm
+from array_api_compat import array_namespace
+from moreau._backend import flushes_subnormals, safe_norm
 from moreau._logistic import Logistic
 
 EPS = np.finfo(np.float64).eps
@@ -207,7 +208,9 @@ def _mp_norm(row):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_safe_norm_fast_path_accuracy(xp, dtype):
+def test_safe_norm_fast_path_accuracy(xp, dtype, request):
+    if flushes_subnormals(xp, dtype):  # seen on an H200: benchmarks/RESULTS.md section 9
+        request.applymarker(pytest.mark.xfail(strict=True, reason="cupy flushes float32 subnormals to zero"))
     rng = np.random.default_rng(1)
     fi = np.finfo(dtype)
     k = 7
@@ -218,16 +221,37 @@ def test_safe_norm_fast_path_accuracy(xp, dtype):
     v[9, 0] = fi.max / 2  # one huge entry among ordinary ones
     v[10, 1:] = fi.smallest_subnormal  # one ordinary entry among subnormals
     v[11] = 0.0
-    got = host(safe_norm(xp.asarray(v), xp)).astype(np.float64)
+    ns = array_namespace(xp.asarray(v))  # moreau's own namespace (array_api_compat wraps cupy's gaps)
+    got = host(safe_norm(xp.asarray(v), ns)).astype(np.float64)
     assert got.shape == (12,)
     for i, row in enumerate(v):
         ref = _mp_norm(row)
         bound = (k / 2 + 2) * float(fi.eps) * ref + float(fi.smallest_subnormal)
         assert abs(mp.mpf(float(got[i])) - ref) <= bound, (i, got[i], ref)
-    one = host(safe_norm(xp.asarray(v[7]), xp))  # a single vector (0-d result)
+    one = host(safe_norm(xp.asarray(v[7]), ns))  # a single vector (0-d result)
     assert one.shape == ()
     assert abs(mp.mpf(float(one)) - _mp_norm(v[7])) <= (k / 2 + 2) * float(fi.eps) * _mp_norm(v[7]) \
         + float(fi.smallest_subnormal)
+
+
+def test_float32_on_a_flushing_backend_warns(monkeypatch):
+    """Where the backend flushes float32 subnormals (cupy) the constructor says that the float32
+    bounds are not proven below the smallest normal; float64 and numpy say nothing."""
+    import warnings
+
+    import moreau._backend as backend
+
+    X = np.ones((2, 3, 2), dtype=np.float32)
+    y = np.ones((2, 3), dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mo.Logistic(X, y)  # numpy: no warning
+    monkeypatch.setattr(backend, "flushes_subnormals", lambda xp, dtype: np.dtype(dtype) == np.float32)
+    with pytest.warns(RuntimeWarning, match=r"float32 on cupy.*not proven where values below 1.18e-38"):
+        mo.Logistic(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mo.Logistic(X.astype(np.float64), y.astype(np.float64))
 
 
 def test_safe_norm_no_overflow_warning():

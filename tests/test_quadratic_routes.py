@@ -301,6 +301,19 @@ def test_route_choice_numpy():
     assert q._route(many, w) == "eigh"
 
 
+@pytest.mark.gpu
+def test_route_on_cupy_is_eigh(gpu_xp):
+    """On a GPU the per-system Cholesky is the slow route (benchmarks/RESULTS.md section 9):
+    cupy takes eigh for one lam too, with the same answer and a certificate that holds."""
+    rng = np.random.default_rng(9)
+    A = make_A(rng, (0.5, 2.0), 6, 4)
+    b, w = rng.normal(size=(6, 4)), rng.normal(size=(6, 4))
+    q = mo.Quadratic(gpu_xp.asarray(A), gpu_xp.asarray(b))
+    assert q._route(q._lam(1.0, convexity=False), gpu_xp.asarray(w)) == "eigh"
+    theta, info = mo.prox(q, gpu_xp.asarray(w), 0.5, return_info=True)
+    assert np.all(np.linalg.norm(host(theta) - dense_ref(A, b, w, 0.5), axis=-1) <= info.error_bound)
+
+
 def test_route_choice_array_api_strict():
     xs = pytest.importorskip("array_api_strict")
     rng = np.random.default_rng(9)
