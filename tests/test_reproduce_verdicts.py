@@ -121,3 +121,23 @@ def test_a_quick_run_records_the_verdict_shape_and_prints_one_line_per_claim(tmp
     assert len(printed) == len(m["claims"])
     assert all(s.endswith("[quick: not the paper's size]") for s in printed)
     assert all(s.strip().split(":")[0] in ("holds", "FAILS", "UNDECIDED") for s in printed)
+
+
+def test_catalogue_verdict_in_a_manifest_is_check_s_verdict():
+    """reproduce's manifests carry the catalogue's verdict in ``moreau check --json``'s shape and words:
+    the printed statement and each reading, what the catalogue expects of them, the schema version."""
+    from moreau.analysis.engine.records import record_json
+    from moreau.analysis.engine.report import verdict_of
+    from moreau.analysis.engine.runner import run
+    from moreau.experiments._sweep import catalogue_verdict
+
+    for sid, printed in (("fedprox.lemma2", HOLDS), ("pfedme.cor1", FAILS)):
+        v = json.loads(json.dumps(catalogue_verdict(sid)))  # plain JSON, as written to the manifest
+        assert v["schema_version"] == SCHEMA_VERSION and v["statement"] == sid and v["instances"] > 0
+        assert v["printed"]["verdict"] == printed and v["printed"]["claim"] == "printed"
+        assert v["as_expected"] is True
+        recs = run([sid], "quadratic")  # the same run through check's own JSON
+        ref = record_json(recs[0], verdict=verdict_of(recs[0].statement, recs))["verdict"]
+        assert {k: v[k] for k in ref} == json.loads(json.dumps(ref))
+        if printed == FAILS:  # a failing statement shows the reading that holds beside it, never in its place
+            assert any(r["verdict"] == HOLDS for r in v["readings"])

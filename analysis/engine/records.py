@@ -112,7 +112,7 @@ import numpy as np
 from moreau.analysis.engine.core import take
 
 __all__ = ["SLACK_THRESHOLD", "is_loose", "run_info", "record_json", "worst_ci_instance",
-           "save_counterexample", "save_instance", "load_counterexample"]
+           "save_counterexample", "save_instance", "load_counterexample", "verdict_json"]
 
 #: a theorem's bound that holds with max LHS/RHS below this on every instance tried is flagged
 #: "loose" (report and JSON; ``moreau check --slack-threshold``): the instances never come within
@@ -161,7 +161,7 @@ def record_json(rec, run: dict | None = None, slack_threshold: float = None, ver
                      for name, (rr, _, _) in rec.readings.items()],
         "mutants_against": "printed" if st.reference is None else f"reading: {st.reference.name}",
         **({"minimal_counterexample": _minimal_json(*rec.minimal)} if rec.minimal is not None else {}),
-        **({"verdict": _verdict_json(verdict)} if verdict is not None else {}),
+        **({"verdict": verdict_json(verdict)} if verdict is not None else {}),
         **({"search": [{"mutant": name, **rep} for name, rep in rec.searches]} if rec.searches else {}),
         **({"run": run} if run is not None else {}),
     }
@@ -175,7 +175,7 @@ def _minimal_json(one, res):
             "instance": {k: np.asarray(v).tolist() for k, v in one.items()}}
 
 
-def _verdict_json(v):
+def verdict_json(v):
     """The statement's verdict (JSON-safe copy)."""
     def claim(c):
         return {k: (_num(x) if k == "max_ratio" and x is not None else x) for k, x in c.items()}
