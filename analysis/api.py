@@ -30,6 +30,9 @@ Names:
   time (ℓ1 and hinge: not smooth; Huber: not strongly convex; double wells: not convex; exact proxes,
   with per-instance ``smooth``/``convex``/``strongly_convex`` flags), so that ``--analyse`` can find
   each assumption necessary or not; :func:`scale_fields` — declare how a batch rescales (``--analyse``);
+* :class:`Simplify`, :func:`quadratic_fields` — say what an instance's fields are (the matrix, vectors in
+  its coordinates, free scalars, derived fields, rotation invariance) in ``Statement.simplify`` and a
+  failing instance is shrunk to a readable counterexample (diagonal, fewest dimensions, round numbers);
 * :func:`check` — run statements and get their verdicts (the Python form of ``moreau check``);
 * :class:`Case`, :func:`derive` — a sympy derivation of the sharp constant of a part whose
   quadratic worst case is one eigenvalue (``Statement.sharp``; ``--analyse`` compares it with the
@@ -42,10 +45,11 @@ from moreau.analysis.engine.core import (Mutant, Reading, Sides, Statement, fit_
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
 from moreau.analysis.engine.nonsmooth_instances import nonsmooth_batch
 from moreau.analysis.engine.sharp import Case, derive
+from moreau.analysis.engine.shrink import Simplify, quadratic_fields
 
 __all__ = ["Statement", "Sides", "Mutant", "Reading", "rate_sides", "fit_exponent", "worst_point", "scale_fields",
            "quadratic_batch", "logistic_batch", "log_uniform", "orthogonal", "nonsmooth_batch", "check", "Case",
-           "derive"]
+           "derive", "Simplify", "quadratic_fields"]
 
 
 def check(statements, *, family="all", trials=None, seed=0, mutants=False):

@@ -29,7 +29,7 @@ def check(statement, *, family="all", trials=None, seed=0, search=True, reading=
     family (or ``family``) and, with ``search`` and hypothesis installed, on a hypothesis search
     of its generator (``max_examples`` from the active hypothesis settings profile)."""
     from moreau.analysis.engine import runner
-    from moreau.analysis.engine.report import counterexample_text, group
+    from moreau.analysis.engine.report import counterexample_text, group, shrunk_text
 
     cat = {statement.id: statement}
     records = runner.run([statement.id], family, trials, seed, cat=cat)
@@ -39,6 +39,8 @@ def check(statement, *, family="all", trials=None, seed=0, search=True, reading=
         if failing:
             what = "as printed" if reading is None else f"under reading {reading!r}"
             text = counterexample_text(recs, results, reading) or "a claimed-tight bound is not attained"
+            if reading is None:  # the printed claim: its failing instance shrunk where the statement says how
+                text += "".join(f"; {shrunk_text(*r.shrunk)}" for r in recs if r.shrunk is not None)
             raise AssertionError(f"{statement.id} fails {what}: {text}")
     if search:
         _search(statement, family, seed, reading)

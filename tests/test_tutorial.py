@@ -24,6 +24,7 @@ def test_the_tutorial_runs_and_says_what_it_prints(capsys):
     assert out.startswith("holds 0.99") and "{'lam + L for lam + mu': True}" in out
     assert "fails [('λ + μ', 'holds')] True" in out
     assert "tutorial.lemma1_draft fails as printed: counterexample [qua" in out
+    assert "smallest counterexample found [quadratic]: lhs" in out and "'d 3 -> 2'" in out
 
 
 def test_check_module_runs_a_users_file(capsys):

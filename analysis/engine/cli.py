@@ -49,6 +49,9 @@ def add_check_parser(sub):
     p.add_argument("--search", type=positive_int, default=0, metavar="N",
                    help="also search N hypothesis examples per (id, family) for a failing instance "
                         "(and per surviving mutant); a failure is shrunk to one small instance")
+    p.add_argument("--search-seconds", type=_seconds_arg, default=DEFAULT_SEARCH_SECONDS, metavar="S",
+                   help="without --search: a short search of S seconds per (id, family) of each statement expected "
+                        f"to hold, for an instance that breaks it (default {DEFAULT_SEARCH_SECONDS}; 0: none)")
     p.add_argument("--symbolic", action="store_true", help="sympy proofs of the quadratic identities")
     p.add_argument("--analyse", action="store_true",
                    help="also drop each condition in turn (which are necessary), rescale the problem (is "
@@ -73,6 +76,21 @@ def add_check_parser(sub):
                    help="print the documentation of the given ids (default: all) and exit (docs/catalogue.md)")
     p.set_defaults(func=cmd_check)
     return p
+
+
+#: the default run's short search per (id, family) of a statement expected to hold, in seconds
+DEFAULT_SEARCH_SECONDS = 0.05
+
+
+def _seconds_arg(text):
+    """A number of seconds in [0, 3600]."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds in [0, 3600] (got {text!r})") from None
+    if not 0 <= x <= 3600:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds in [0, 3600] (got {text!r})")
+    return x
 
 
 def _ratio_arg(text):
@@ -171,7 +189,8 @@ def cmd_check(args) -> int:
                 from moreau.analysis.engine.distributed import connect
                 client = connect(args.scheduler)
             records = runner.run(ids or None, args.family, args.trials, args.seed, args.mutants, args.search,
-                                 progress=True, cat=cat, client=client, modules=tuple(args.module))
+                                 progress=True, cat=cat, client=client, modules=tuple(args.module),
+                                 search_seconds=0.0 if args.search else args.search_seconds)
         except StatementError as exc:
             return _fail(str(exc))
         finally:
@@ -187,6 +206,8 @@ def cmd_check(args) -> int:
         ok &= report.print_mutants(records, restricted=args.family != "all", verbose=args.verbose)
     if args.search:
         report.print_searches(records, args.search)
+    else:
+        report.print_short_search(records)
     analyses = None
     if args.analyse:
         from moreau.analysis.engine.analyse import analyse

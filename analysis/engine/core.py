@@ -160,6 +160,8 @@ class Statement:
     consistency_checks: dict = field(default_factory=dict)  # part name -> why it is a definitional
                                                             # consistency check no mutant can reject
     expect: str = "holds"       # what the catalogue expects of the printed statement
+    simplify: dict = field(default_factory=dict)  # family -> shrink.Simplify: what the fields of an instance are,
+                                                  # so that a failing one is shrunk to a readable counterexample
 
     def __post_init__(self):
         if self.expect not in EXPECTATIONS:

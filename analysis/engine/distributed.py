@@ -50,24 +50,24 @@ def _chunk_task(sid, modules, fam, size, seed, k, mutants):
 
 
 def remote_outputs(client, st, fam, trials, seed, chunk, mutants, modules, search_examples=0, searches=None,
-                   window=8):
+                   search_seconds=0.0, window=8):
     """Per chunk, in order, what :func:`moreau.analysis.engine.runner._local_outputs` yields, computed
     on the cluster (``trials`` above ``chunk``; every mutant evaluated on every chunk).  With
-    ``--search`` the last chunk is computed here: the search's instances join it as in the serial run."""
+    a search (``--search``, or the default run's short search) the last chunk is computed here: the
+    search's instances join it as in the serial run."""
     from moreau.analysis.engine.batches import _concat, _draw, evaluate_chunk, rng_for
-    from moreau.analysis.engine.search import search
+    from moreau.analysis.engine.search import search_statement
 
     n = -(-trials // chunk)
     names = tuple(m.name for m in st.mutants) if mutants else ()
     sizes = [min(chunk, trials - k * chunk) for k in range(n)]
     queue = deque()
     k_next = 0
-    remote = n - 1 if search_examples else n
+    remote = n - 1 if search_examples or (search_seconds and st.expect == "holds") else n
     for k in range(n):
         if k == remote:  # the last chunk, with the search's instances, here
             batch = _draw(st, fam, sizes[k], rng_for(seed, st.id, fam, f"chunk {k}"))
-            report = {}
-            found = search(st, fam, max_examples=search_examples, seed=seed, report=report)
+            found, report = search_statement(st, fam, seed, search_examples, search_seconds)
             searches.append(("", report))
             if found is not None:
                 batch = _concat(batch, found)

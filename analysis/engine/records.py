@@ -55,6 +55,9 @@ With ``--search N``, a record also carries ``"search"``: one entry per search ru
 statement's, then each mutant that survived the batches): ``mutant`` ("" for the statement),
 ``examples`` (batches evaluated), ``before_failure``, ``shrinks``, ``failing``, ``found`` and, when
 found, ``batch_size`` and ``instance`` (the shrunk failing instance; see ``moreau.analysis.engine.search``).
+Without ``--search``, the default run's short search of each statement expected to hold
+(``--search-seconds``) leaves one such entry too, with ``"short": true``, ``examples``, ``seconds``
+and ``found`` (its failing instance, unshrunk, when found).
 
 Every part also carries ``"tested"`` (false when no instance met its assumptions: the run
 does not claim it holds).  Records written by the CLI carry ``"run"``: what produced them —
@@ -128,7 +131,8 @@ def run_info(args) -> dict:
 
     prov = provenance({}, args.seed)
     return {"seed": args.seed, "trials": args.trials, "family": args.family, "mutants": bool(args.mutants),
-            "search": args.search, "tolerances": {"rtol": RTOL, "tight_rtol": TIGHT_RTOL},
+            "search": args.search, "search_seconds": 0.0 if args.search else getattr(args, "search_seconds", 0.0),
+            "tolerances": {"rtol": RTOL, "tight_rtol": TIGHT_RTOL},
             "slack_threshold": getattr(args, "slack_threshold", SLACK_THRESHOLD),
             **{k: prov[k] for k in ("versions", "python", "machine", "git_commit")}}
 
@@ -161,6 +165,8 @@ def record_json(rec, run: dict | None = None, slack_threshold: float = None, ver
                      for name, (rr, _, _) in rec.readings.items()],
         "mutants_against": "printed" if st.reference is None else f"reading: {st.reference.name}",
         **({"minimal_counterexample": _minimal_json(*rec.minimal)} if rec.minimal is not None else {}),
+        **({"shrunk_counterexample": {**_minimal_json(*rec.shrunk[:2]), "steps": list(rec.shrunk[2]),
+                                      "evaluations": int(rec.shrunk[3])}} if rec.shrunk is not None else {}),
         **({"verdict": verdict_json(verdict)} if verdict is not None else {}),
         **({"search": [{"mutant": name, **rep} for name, rep in rec.searches]} if rec.searches else {}),
         **({"run": run} if run is not None else {}),

@@ -7,7 +7,7 @@ import numpy as np
 
 from moreau.analysis.engine.verdict import FAILS, headline, statement_verdict, worst_failure
 
-__all__ = ["group", "print_verdicts", "print_table", "print_mutants", "print_searches", "save", "mutant_verdicts",
+__all__ = ["group", "print_verdicts", "print_table", "print_mutants", "print_searches", "print_short_search", "save", "mutant_verdicts",
            "family_power", "counterexample_text"]
 
 WIDTH = 119
@@ -70,16 +70,27 @@ def counterexample_text(recs, results, reading=None):
     return head + _params(batch, brow, max(20, WIDTH - 24 - len(head)))
 
 
-def minimal_text(one, res):
-    """The recorded minimal counterexample's line: its sides as this run computed them."""
+def minimal_text(one, res, head="minimal counterexample"):
+    """The recorded minimal counterexample's line (or, with ``head``, a shrunk one's): its sides as this run
+    computed them."""
     fails = [p for p in res.parts if p.failures.size and p.sides.role == "theorem"]
     if not fails:
-        return f"recorded minimal counterexample [{res.family}]: no longer fails ({_params(one, 0, 60)})"
+        return f"recorded {head} [{res.family}]: no longer fails ({_params(one, 0, 60)})"
     p = fails[0]
     s = p.sides
-    ratio = f" (ratio {p.ratio[0]:.6g})" if np.isfinite(p.ratio[0]) and s.rhs[0] > 0 else ""
-    return (f"minimal counterexample [{res.family}]: lhs {s.lhs[0]:.6g} > rhs {s.rhs[0]:.6g}{ratio} at "
-            + _params(one, 0, 70))
+    if p.claimed == "rate":  # an exponent against the claimed one, not a bound
+        ci = f" [{s.lhs_ci[0][0]:.4g}, {s.lhs_ci[1][0]:.4g}]" if s.lhs_ci is not None and \
+            s.lhs_ci[0][0] < s.lhs_ci[1][0] else ""
+        what = f"exponent {s.lhs[0]:.4g}{ci}, claimed {s.kind} {s.rhs[0]:.4g}"
+    else:
+        ratio = f" (ratio {p.ratio[0]:.6g})" if np.isfinite(p.ratio[0]) and s.rhs[0] > 0 else ""
+        what = f"lhs {s.lhs[0]:.6g} > rhs {s.rhs[0]:.6g}{ratio}"
+    return f"{head} [{res.family}]: {what} at " + _params(one, 0, 70)
+
+
+def shrunk_text(one, res, log, evals):
+    """The run's worst failing instance after shrinking (``moreau.analysis.engine.shrink``)."""
+    return minimal_text(one, res, head="smallest counterexample found")  # its steps: the JSON's shrunk_counterexample
 
 
 def print_verdicts(records, elapsed=None):
@@ -102,6 +113,8 @@ def print_verdicts(records, elapsed=None):
             text = counterexample_text(recs, [r.result for r in recs])
             if text:
                 print(_clip(f"{'':22s}{text}"))
+            for shrunk in [r.shrunk for r in recs if r.shrunk is not None]:
+                print(_clip(f"{'':22s}{shrunk_text(*shrunk)}"))
     return verdicts
 
 
@@ -267,6 +280,18 @@ def print_mutants(records, restricted=False, verbose=False) -> bool:
         print(f"  {sid} [{fam}]: no power (no mutant is rejected on this family: its verdict rests on the others)")
     print()
     return ok
+
+
+def print_short_search(records):
+    """One line: what the default run's short search tried, and any failure it found (by statement)."""
+    reps = [(rec, rep) for rec in records for name, rep in rec.searches if not name and rep.get("short")]
+    if not reps:
+        return
+    found = [f"{rec.statement.id} [{rec.result.family}]" for rec, rep in reps if rep["found"]]
+    n, secs = sum(rep["examples"] for _, rep in reps), sum(rep["seconds"] for _, rep in reps)
+    pairs = len({(rec.statement.id, rec.result.family) for rec, _ in reps})
+    what = ("a failing instance for " + ", ".join(found)) if found else "no failure beyond the run's instances"
+    print(_clip(f"short search: {n} batches on {pairs} (id, family) pairs in {secs:.1f} s: {what}"))
 
 
 def print_searches(records, n):

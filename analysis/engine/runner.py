@@ -17,7 +17,7 @@ from moreau.analysis.engine.core import Result, take
 from moreau.analysis.engine.records import (SLACK_THRESHOLD, is_loose, load_counterexample, record_json, run_info,
                                             save_counterexample, save_instance, worst_ci_instance)
 from moreau.analysis.engine.registry import StatementError, catalogue
-from moreau.analysis.engine.search import search
+from moreau.analysis.engine.search import search, search_statement
 
 __all__ = ["SLACK_THRESHOLD", "is_loose", "Record", "run", "record_json", "save_counterexample", "save_instance", "load_counterexample",
            "rng_for", "CHUNK"]
@@ -49,6 +49,9 @@ class Record:
     # the statement's recorded minimal counterexample on this family, evaluated by this run: (batch, Result of
     # the printed claim), or None
     minimal: tuple | None = None
+    # the run's worst failing instance shrunk (Statement.simplify, no recorded minimal counterexample):
+    # (batch, Result of the printed claim, steps taken, evaluations), or None
+    shrunk: tuple | None = None
 
     def local(self, i: int) -> int:
         """The row of ``batch`` that holds global instance ``i``."""
@@ -61,14 +64,16 @@ class Record:
 
 
 def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examples=0, chunk=None,
-        progress=False, cat=None, client=None, modules=()):
+        progress=False, cat=None, client=None, modules=(), search_seconds=0.0):
     """Run statements; returns a list of :class:`Record` (one per id and family).
 
     A mutant is rejected when the batch, or the checker's default batch, or
     (with ``search_examples > 0``) a hypothesis search finds an instance where
     it fails.  With ``search_examples > 0`` the statement itself is also
     searched: a failing instance found that way is appended to the record's
-    batch and counted like any other instance.
+    batch and counted like any other instance.  Without it, ``search_seconds > 0`` gives each
+    statement expected to hold a short search of that many seconds (``search.short_search``), whose
+    failing instance joins the batch the same way.
 
     ``trials`` above ``chunk``: instances are drawn, prepared and judged ``chunk`` at a time
     (chunk k > 0 from its own stream ``rng_for(seed, id, family, "chunk k")``), the results reduced
@@ -100,8 +105,9 @@ def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examp
                         _batch_len(_draw(st, fam, chunk, rng_for(seed, st.id, fam))) == chunk:
                     from moreau.analysis.engine.distributed import remote_outputs
                     outputs = remote_outputs(client, st, fam, trials, seed, chunk, mutants, modules,
-                                             search_examples, searches)
-                rec = _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs)
+                                             search_examples, searches, search_seconds)
+                rec = _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs,
+                               search_seconds)
                 rec.searches = searches + rec.searches if outputs is not None else rec.searches
                 records.append(rec)
     return records
@@ -133,13 +139,13 @@ def _chunks(st, fam, trials, seed, chunk):
         yield size, _draw(st, fam, size, rng_for(seed, st.id, fam, f"chunk {k}")), n
 
 
-def _local_outputs(st, fam, trials, seed, chunk, search_examples, searches):
+def _local_outputs(st, fam, trials, seed, chunk, search_examples, searches, search_seconds=0.0):
     """Per chunk ``(size, batch, n_chunks, Result, readings, mutant(m) -> Result)``, computed here."""
     for k, (size, batch, n_chunks) in enumerate(_chunks(st, fam, trials, seed, chunk)):
-        if search_examples and k == n_chunks - 1:
-            report = {}
-            found = search(st, fam, max_examples=search_examples, seed=seed, report=report)
-            searches.append(("", report))
+        if k == n_chunks - 1:
+            found, report = search_statement(st, fam, seed, search_examples, search_seconds)
+            if report is not None:
+                searches.append(("", report))
             if found is not None:
                 batch = _concat(batch, found)
         if not _batch_len(batch):
@@ -157,7 +163,7 @@ def _local_outputs(st, fam, trials, seed, chunk, search_examples, searches):
         del batch, prepared
 
 
-def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs=None):
+def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs=None, search_seconds=0.0):
     """One (statement, family): the chunks' outputs (``outputs``, default computed here; the Dask
     runner passes its own) reduced as the serial run does, so that both give the same record."""
     reducer, rec, bar = ChunkReducer(), None, None
@@ -167,7 +173,7 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, o
     verdicts = {}  # mutant name -> (rejected, Result, where, one-instance batch, its index there)
     t_mut, offset, searches, closest = 0.0, 0, [], {}
     if outputs is None:
-        outputs = _local_outputs(st, fam, trials, seed, chunk, search_examples, searches)
+        outputs = _local_outputs(st, fam, trials, seed, chunk, search_examples, searches, search_seconds)
     for k, (size, batch, n_chunks, res, rres, mutant_result) in enumerate(outputs):
         if k == 0 and progress and n_chunks > 1:
             bar = _bar(n_chunks, f"{st.id} [{fam}]") or _Lines(n_chunks, f"{st.id} [{fam}]")
@@ -207,6 +213,8 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, o
         one = st.counterexamples[fam]
         one = one() if callable(one) else one  # a callable builds it (e.g. a row of the generator's own batch)
         rec.minimal = (one, st.run(fam, None, None, batch=one, reading=None))
+    elif fam in st.simplify and not rec.result.holds:
+        rec.shrunk = _shrunk(st, fam, rec)
     if mutants:
         t1 = time.perf_counter()
         _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, searches)
@@ -217,6 +225,20 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, o
         rec.mutant_seconds = t_mut + time.perf_counter() - t1
     rec.searches = searches
     return rec
+
+
+def _shrunk(st, fam, rec):
+    """The run's worst failing instance of the printed claim, shrunk (``moreau.analysis.engine.shrink``)."""
+    from moreau.analysis.engine.shrink import shrink
+    from moreau.analysis.engine.verdict import worst_failure
+
+    where = worst_failure([rec.result])
+    if where is None:
+        return None
+    _, _, row, i = where
+    one = take(rec.batch, [row if rec.index is None else rec.local(i)])
+    small, log, evals = shrink(st, fam, one, st.simplify[fam])
+    return small, st.run(fam, None, None, batch=small, reading=None), log, evals
 
 
 def _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, searches):

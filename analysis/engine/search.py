@@ -11,10 +11,15 @@ batches (``Statement.strategy``) for a finer-grained search.
 
 Only failed inequalities count: a mutant rejected because a claimed-tight
 constant is no longer attained needs the whole batch, not one instance.
+
+:func:`short_search` is the default run's search: the same space (the generator's seed and a
+batch of 1 to ``MAX_TRIALS`` instances, from the run's seed), drawn in order until a failure or
+a time budget is spent, no shrinking; ``--search N`` searches further with hypothesis.
 """
 from __future__ import annotations
 
 import random
+import time
 
 import numpy as np
 from hypothesis import HealthCheck, assume, find, settings
@@ -23,7 +28,7 @@ from hypothesis.errors import NoSuchExample
 
 from moreau.analysis.engine.core import take
 
-__all__ = ["batch_strategy", "search"]
+__all__ = ["batch_strategy", "search", "short_search", "search_statement"]
 
 MAX_TRIALS = 8
 
@@ -90,3 +95,42 @@ def search(statement, family, mutant=None, *, max_examples=60, seed=0, report=No
             report.update(batch_size=int(len(next(v for v in found.values() if np.ndim(v) > 0))),
                           instance={k: np.asarray(v).tolist() for k, v in result.items()})
     return result
+
+
+def short_search(statement, family, budget_s, *, seed=0):
+    """``(one failing instance or None, report)``: batches of the generator drawn from ``seed`` (their
+    own seeds and sizes 1..``MAX_TRIALS``, as :func:`batch_strategy`), evaluated in order until one fails
+    or ``budget_s`` seconds are spent (at least one batch is evaluated).  ``report``: ``examples``,
+    ``seconds``, ``found`` and, when found, ``batch_size`` and ``instance`` (as :func:`search`'s)."""
+    rng = np.random.default_rng([seed, 0x5EA7C4])
+    t0 = time.perf_counter()
+    n, found, size = 0, None, 0
+    while found is None and (n == 0 or time.perf_counter() - t0 < budget_s):
+        size = int(rng.integers(1, MAX_TRIALS + 1))
+        gen = np.random.default_rng(int(rng.integers(0, 2**32)))
+        try:
+            batch = statement.instances(family, size, gen)
+        except (ValueError, IndexError, ZeroDivisionError):
+            continue  # the generator needs more instances than this draw gave it (as batch_strategy)
+        finally:
+            n += 1
+        bad = statement.run(family, None, None, batch=batch).failures
+        if bad.size:
+            found = take(batch, bad[:1])
+    report = {"examples": n, "seconds": time.perf_counter() - t0, "found": found is not None, "short": True}
+    if found is not None:
+        report.update(batch_size=size, instance={k: np.asarray(v).tolist() for k, v in found.items()})
+    return found, report
+
+
+def search_statement(statement, family, seed, examples=0, seconds=0.0):
+    """``(found or None, report or None)``: the statement's own search in a run — ``examples``
+    hypothesis examples (``--search N``), else the short search of ``seconds`` (the default run's;
+    only for a statement the catalogue expects to hold: a known failure is found by the run's batch
+    and shown by its recorded minimal counterexample), else none."""
+    if examples:
+        report = {}
+        return search(statement, family, max_examples=examples, seed=seed, report=report), report
+    if seconds and statement.expect == "holds":
+        return short_search(statement, family, seconds, seed=seed)
+    return None, None

@@ -74,6 +74,14 @@ STATEMENTS = (
         families={"quadratic": ("convex clients on l1 balls, simplices, Euclidean balls, boxes (d = 6)",)},
         claimed="tight", instances=instances, evaluate=evaluate, claim=CLAIM, readings=READINGS, expect="fails",
         scaling={"quadratic": SCALING},
+        # d = 2 (d = 1 cannot fail: every point of an interval has one coordinate), one client (m = 1), the box
+        # D = [-1, 1]^2 (set 0, h = (1, 1), x̄^1 = its centre 0), f(x) = |x|^2/2 - x_1 - x_2 (A = I, L = 1; z = (1, 1)
+        # a vertex), λ0 = u(L + G/D)/m with u = 1 (G = ||A|| ||h|| + ||b|| = 2√2 = D): λ0 = 2 (the penalty is 0 with
+        # one client: x_1^t = x̄^t).  Round 1: ∇f(0) = (-1, -1), the box's LMO s = (1, 1), a vertex with 2 non-zeros
+        # > 1 (and s = (1, 1) every round after, ties at ∇f = 0 included).
+        counterexamples={"quadratic": {"A": np.eye(2)[None, None], "b": np.ones((1, 1, 2)), "L": np.ones(1),
+                                       "h": np.ones((1, 2)), "set": np.zeros(1), "x0": np.zeros((1, 2)),
+                                       "lam0": np.full(1, 2.0)}},
         mutants=(
             Mutant("d non-zeros (dense directions)", {"nnz": lambda d: d}),
             Mutant("no non-zero", {"nnz": lambda d: np.zeros_like(d)}),

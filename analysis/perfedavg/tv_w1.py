@@ -77,6 +77,7 @@ from moreau.analysis.perfedavg.divergences.instances import (logistic_atoms_batc
                                                              w1_closed_form_batch)
 from moreau.analysis.perfedavg.divergences.finite_support import (closed_form_sups, logistic_sups, reference, tv,
                                                                   w1_batch, w1_homogeneous_sweep)
+from moreau.analysis.perfedavg.minimal_counterexamples import TV_MINIMAL, W1_MINIMAL
 
 __all__ = ["STATEMENTS"]
 
@@ -328,6 +329,9 @@ STATEMENTS = (
                   "logistic": ("mu = 0, atoms in R^2",)},
         claimed="upper", instances=instances_tv, evaluate=evaluate_tv, claim=CLAIM_TV,
         readings=READINGS_TV, expect="fails",
+        # d = 1, n = 2, K = 2: p_1 = δ_z1, p_2 = (δ_z1 + δ_z2)/2 (TV = 1/4). quadratic: l = w (B = 1): lhs 1 > rhs 1/4;
+        # logistic: x = 1, y = ±1 at w = 0 (L = 1/4): γ_H lhs 1/16 > 1/64 (see minimal_counterexamples.py)
+        counterexamples=TV_MINIMAL,
         mutants=(
             Mutant("4 B^2 -> 3 B^2", {"gamma_G2": lambda B, L, x: 3 * B**2 * _mean_sq(x)}),
             Mutant("square dropped: 4 B (1/n) sum TV^2", {"gamma_G2": lambda B, L, x: 4 * B * _mean_sq(x)}),
@@ -364,6 +368,9 @@ STATEMENTS = (
                   "logistic": ("mu = 0, d = ||x - x'|| + |y - y'|",)},
         claimed="upper", instances=instances_w1, evaluate=evaluate_w1, claim=CLAIM_W1,
         readings=READINGS_W1, expect="fails",
+        # d = 1, n = 2, K = 2: p_1 = δ_z1, p_2 = δ_z2 (W1 = d(z1, z2)/2). quadratic: l = z w, z = 0, 1 (L_Z = 1):
+        # lhs 1/2 > 1/4; logistic: (x, y) = (1, ±1) at w = 0: γ_H lhs 1/16 > 1/64 (see minimal_counterexamples.py)
+        counterexamples=W1_MINIMAL,
         mutants=(
             Mutant("L_Z^2 -> L_Z^2 / 2", {"gamma_G2": lambda LZ, rZ, x: LZ**2 / 2 * _mean_sq(x)}),
             Mutant("square dropped on L_Z: L_Z (1/n) sum W1^2", {"gamma_G2": lambda LZ, rZ, x: LZ * _mean_sq(x)}),

@@ -65,6 +65,7 @@ import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, rate_sides
 from moreau.analysis.engine.instances import log_uniform
+from moreau.analysis.pfedme.minimal_counterexamples import MINIMAL_COR1, MINIMAL_COR2
 
 SYMPY_PART = "numpy slope of each substituted term = sympy's exponent"
 _SYMPY_WHY = ("the checker's own machinery: the numeric slope of each substituted term equals the exponent sympy "
@@ -332,6 +333,8 @@ STATEMENTS = (
         evaluate=evaluate_cor1,
         consistency_checks={SYMPY_PART: _SYMPY_WHY},
         claim=CLAIM1, readings=READINGS1, expect="fails",
+        # T = R = N = 1, case (i): the exponent of T is 0, printed -1 (derived in pfedme.minimal_counterexamples)
+        counterexamples=MINIMAL_COR1,
         mutants=_M1,
         findings=(_FINDING1,),
     ),
@@ -351,6 +354,8 @@ STATEMENTS = (
         evaluate=evaluate_cor2,
         consistency_checks={SYMPY_PART: _SYMPY_WHY},
         claim=CLAIM2, readings=READINGS2, expect="fails",
+        # N = R = 1: the exponent of R of the sigma part is -5/3, printed -2 (derived in pfedme.minimal_counterexamples)
+        counterexamples=MINIMAL_COR2,
         mutants=_M2,
         findings=(_FINDING2,),
     ),

@@ -167,13 +167,13 @@ def prepare_moments(batch):
     err = batch["sd_delta"][:, None, None] * batch["sd_u"]
     cp = cs + (lam / h)[:, None, None] * err
     lo, hi = np.minimum(cp.min(axis=1), sw0), np.maximum(cp.max(axis=1), sw0)
-    sd_ok = live & outer_certified(lo, hi, ss, a, L, lam, sside)
+    sd_ok = live & outer_certified(lo, hi, ss, a, L, lam, sside) & (N > 2)     # S = 1, 2 < N
     out = {"tp_ok": tp_ok, "tp_avg": tp_avg, "tp_lim": tp_lim, "tp_Delta": tp_Delta, "sd_ok": sd_ok,
            "sd_Delta": envelope(sw0, ss, a, L, lam)[0].mean(axis=-1) - F_star(ss, a, L, lam)[0]}
     for S in (1, 2):
-        cS = c_S(N, S)
+        cS = c_S(N, min(S, N))                 # N < 3 (a minimal instance): S = N stands in, the parts do not apply
         out[f"sd_avg{S}"] = sampling_delta_sums(sw0, cs, err, h, lam, kap, cS)
-        E, _ = enumerate_sampling(sw0, ss, a, L, lam, eta, beta, R, S, T_ENUM_D, error=err)
+        E, _ = enumerate_sampling(sw0, ss, a, L, lam, eta, beta, R, min(S, N), T_ENUM_D, error=err)
         cf = sampling_delta_t(sw0, cs, err, h, lam, kap, cS, T_ENUM_D)
         eps = 1e-14 * lam * (a + np.max(np.abs(ss), axis=(1, 2)) + lam * batch["sd_delta"] / h)
         out[f"sd_err{S}"] = np.max(np.abs(E - cf) / (1e-9 * cf + 2 * eps * np.sqrt(cf) + eps**2), axis=0)
@@ -209,7 +209,7 @@ def moment_parts(batch, ext, mom, b_sides, claim, cond, consts):
     """``{part: Sides}`` (``ext`` from ``prepare_ext``, ``mom`` from :func:`prepare_moments`, ``b_sides`` the
     (b) parts' ``(x (P, T, N), gF2 (P, T), sF2 (T,))`` at the (b) points)."""
     L, lam, eta, beta, R = (batch[k] for k in ("L", "lam", "eta", "beta", "R"))
-    N = batch["sp_s"].shape[1]
+    N = np.float64(batch["sp_s"].shape[1])    # a numpy N: (N/S - 1)/(N - 1) is nan, not an error, at N = 1
     Tg = T_GRID[:, None]
     delta1, p = batch["dl_delta"], batch["tp_p"]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -259,7 +259,7 @@ def moment_parts(batch, ext, mom, b_sides, claim, cond, consts):
                                f"relative + rounding of grad F; certified instances {int(mom['sd_ok'].sum())}/{lam.size}"),
         PARTS_M[3]: Sides(l3, r3, "upper", applicable=sd_ok, constants=consts,
                           note=f"worst (T, S) per instance; ratio {ratio_range(l3, r3, sd_ok)}; lam^2 delta^2 over "
-                               f"the S = 2 sampling term {short_range((lam * batch['sd_delta'])[sd_ok] ** 2 / np.maximum(2 * lam * beta * R * eta * c_S(N, 2) * sF2, 1e-300)[sd_ok])}; "
+                               f"the S = 2 sampling term {short_range((lam * batch['sd_delta'])[sd_ok] ** 2 / np.maximum(2 * lam * beta * R * eta * c_S(N, min(2, N)) * sF2, 1e-300)[sd_ok])}; "
                                f"one u for all clients on even instances"),
         PARTS_M[4]: Sides(mom["sg_resid"], np.full(lam.size, 1e-13), "exact", applicable=lam > L, constants=consts,
                           note="zeta = +-gamma_D e_k; points: the certified box's corners, c, 0.3 tau (concave piece); "

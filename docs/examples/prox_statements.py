@@ -10,7 +10,8 @@ Only the public API is used (moreau.analysis.api and moreau).
 import numpy as np
 
 import moreau as mo
-from moreau.analysis.api import Mutant, Reading, Sides, Statement, log_uniform, quadratic_batch
+from moreau.analysis.api import (Mutant, Reading, Sides, Simplify, Statement, log_uniform, quadratic_batch,
+                                 quadratic_fields)
 
 CLAIM = {"denominator": lambda lam, mu, L: lam + mu}
 
@@ -58,6 +59,12 @@ AS_WRITTEN = Statement(
     claim={"denominator": lambda lam, mu, L: lam + L},
     readings=(Reading("λ + μ", {"denominator": lambda lam, mu, L: lam + mu}, why="the strong convexity modulus"),),
     expect="fails",
+    # what an instance is, so that a failing one is shrunk to a readable counterexample: A a symmetric matrix,
+    # b and w vectors in its coordinates, lam a free number, eig and L derived from A; the claim is invariant
+    # under rotations (A -> Q A Q^T, b -> Q b, w -> Q w); valid: strongly convex (mu > 0), lam > 0
+    simplify={"quadratic": Simplify(matrix="A", vectors=("b", "w"), scalars=("lam",), derive=quadratic_fields,
+                                    rotation_invariant=True, valid=lambda inst: (inst["eig"][:, 0] > 0)
+                                    & (inst["lam"] > 0))},
     mutants=(Mutant("2 lam + mu", {"denominator": lambda lam, mu, L: 2 * lam + mu}),),
 )
 

@@ -90,6 +90,7 @@ from moreau.analysis.pfedme.thm1.text_delta import PART_A, PART_B, delta_fields,
 from moreau.analysis.pfedme.thm1.findings import (CONSISTENCY, CONSISTENCY_B, FINDING, FINDING_A, FINDING_B,
                                                   O_EQUIVALENT, READINGS, READINGS_B, delta_text, exponent_printed)
 from moreau.analysis.pfedme.thm1.client_sampling import sampling_grid, sampling_sides, sigma_F1
+from moreau.analysis.pfedme.minimal_counterexamples import MINIMAL_THM1, MINIMAL_THM1B  # derived there
 
 __all__ = ["STATEMENTS", "instances"]
 
@@ -345,7 +346,7 @@ STATEMENTS = (
         instances=instances,
         prepare=prepare,
         evaluate=finish,
-        claim=CLAIM, readings=READINGS, expect="fails", consistency_checks=CONSISTENCY,
+        claim=CLAIM, readings=READINGS, expect="fails", consistency_checks=CONSISTENCY, counterexamples=MINIMAL_THM1,
         mutants=(
             Mutant("exponent 2 eta mu_F (beyond the exact -2 log(1 - eta mu_F/2))",
                    {"exponent": lambda eta, eta_hat, mu_F: 2 * eta * mu_F}),
@@ -382,7 +383,7 @@ STATEMENTS = (
         scaling={"quadratic": scale_fields(_SCALING)},
         families={"quadratic": ("identical and heterogeneous clients",)},
         claimed="upper",
-        instances=instances_b,
+        instances=instances_b, counterexamples=MINIMAL_THM1B,
         evaluate=evaluate_b,
         claim=CLAIM_B, readings=READINGS_B, expect="fails", consistency_checks=CONSISTENCY_B,
         mutants=(

@@ -99,6 +99,8 @@ def moments(A, b, lam, eta, beta, R, S, mu_F, w0, T_rounds):
 def sampling_grid(A, b, lam, eta, beta, R, mu_F, eta_steps):
     """``V`` ``(T, N − 1, len(eta_steps))``: :func:`sampling_part` for S = 1..N − 1 at η·eta_steps."""
     N = b.shape[1]
+    if N < 2:                                  # one client: no S < N (the parts built from it do not apply)
+        return np.zeros((b.shape[0], 0, len(eta_steps)))
     return np.stack([np.stack([sampling_part(A, b, lam, eta * k, beta, R, S, mu_F) for k in eta_steps], axis=-1)
                      for S in range(1, N)], axis=1)
 
@@ -124,6 +126,13 @@ def sampling_sides(V, sigma2, eta, mu_F, ident, eta_steps, claim, consts):
     N = Sm + 1
     S = np.arange(1, N)
     ok = ~ident & (sigma2 > 0)
+    if Sm == 0:                                # N = 1: no S < N, no instance to check
+        z, no = np.zeros(T), np.zeros(T, bool)
+        return {PARTS_S[0]: rate_sides(z, (z, z), claim["sampling_exponent_eta"], kind="equal", atol=0.02,
+                                       applicable=no, constants=consts, level=0.95, note="N = 1: no S < N"),
+                PARTS_S[1]: rate_sides(z, (z, z), claim["sampling_exponent_S"], kind="equal", atol=0.02,
+                                       applicable=no, constants=consts, level=0.95, note="N = 1: no S < N"),
+                PARTS_S[2]: Sides(z, z, "upper", applicable=no, constants=consts, note="N = 1: no S < N")}
     fit = lambda x, y: fit_exponent(x, y) if np.any(ok) else (np.zeros(0), (np.zeros(0), np.zeros(0)))  # noqa: E731
     out, sl = [], []
     for x, y in ((eta_steps, V[ok, N // 2 - 1]), (N / S[::-1] - 1, V[ok, ::-1, 0])):

@@ -121,7 +121,8 @@ def _minibatch(batch):
 
 
 def logistic_instances(rng, T):
-    """Identical logistic clients (sigma_F1 = 0): X (T, n, d) shared by the N clients, ridge mu in [0.2, 1]."""
+    """Identical logistic clients (sigma_F1 = 0): X (T, n, d) shared by the N_CL clients, ridge mu in [0.2, 1]
+    (an optional field ``N`` (T,), the same on every row, sets another number of clients: the minimal instance's 1)."""
     X = rng.standard_normal((T, 20, DIM)) * rng.uniform(0.5, 1.5, (T, 1, 1))
     w_true = rng.standard_normal((T, DIM))
     y = np.where(rng.uniform(size=(T, 20)) < 1 / (1 + np.exp(-np.einsum("tnd,td->tn", X, w_true))), 1.0, -1.0)
@@ -135,21 +136,21 @@ def logistic_rate(batch):
     """``(sim_gap, (eta, eta_hat, mu_F), exact, consts, printed)``: the exact local exponent of F(w_bar_T) - F* at w* from the round
     Jacobian Q (``round_map`` with A = hess f(w*), b = 0) and the simulated contraction's relative gap to rho(Q)."""
     X, y, mu, lam, beta, R = (batch[k] for k in ("Xl", "yl", "mu", "lam", "beta", "R"))
-    T = lam.size
-    shape = (T, N_CL) + X.shape[1:]
+    T, n_cl, dim = lam.size, (int(np.max(batch["N"])) if "N" in batch else N_CL), X.shape[-1]
+    shape = (T, n_cl) + X.shape[1:]
     f = mo.Logistic(np.broadcast_to(X[:, None], shape), np.broadcast_to(y[:, None], shape[:-1]),
-                    mu=np.broadcast_to(mu[:, None], (T, N_CL)))
+                    mu=np.broadcast_to(mu[:, None], (T, n_cl)))
     w_star, _, info = fedprox_optimum(f, lam, return_info=True)
     mu_F, _, _, eta_hat = constants(lam, mu, beta)
     eta = eta_hat / (beta * R)
-    A = np.asarray(f.hess(np.broadcast_to(w_star[:, None], (T, N_CL, DIM))))
-    Q, _ = round_map(A, np.zeros((T, N_CL, DIM)), lam, eta, beta, R)
+    A = np.asarray(f.hess(np.broadcast_to(w_star[:, None], (T, n_cl, dim))))
+    Q, _ = round_map(A, np.zeros((T, n_cl, dim)), lam, eta, beta, R)
     ev, V = np.linalg.eigh((Q + np.swapaxes(Q, -1, -2)) / 2)   # Q is symmetric (identical clients)
     rho, v = np.abs(ev).max(axis=-1), V[np.arange(T), :, np.argmax(np.abs(ev), axis=-1)]
     gap = np.zeros(T)
     for r in np.unique(R):
         s = np.flatnonzero(R == r)
-        h = pfedme(mo.Logistic(f.X[s], f.y[s], mu=np.broadcast_to(mu[s, None], (s.size, N_CL))), lam=lam[s],
+        h = pfedme(mo.Logistic(f.X[s], f.y[s], mu=np.broadcast_to(mu[s, None], (s.size, n_cl))), lam=lam[s],
                    eta=eta[s], beta=beta[s], R=int(r), rounds=6, w0=w_star[s] + 1e-5 * v[s])
         e = np.linalg.norm(h.w_global - w_star[s], axis=-1)
         measured = (e[-1] / e[0]) ** (1 / 6)

@@ -143,12 +143,13 @@ from __future__ import annotations
 import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Sides, Statement, fit_exponent, rate_sides, scale_fields
-from moreau.analysis.pfedme.thm2.instances import (DIM, ETA_STEPS, K_STEP, ROUNDS_B, T_MAX, _k, _trajectory, eta_hat_2,
+from moreau.analysis.pfedme.thm2.instances import (ETA_STEPS, K_STEP, ROUNDS_B, T_MAX, _k, _trajectory, eta_hat_2,
                                                    instances)
 from moreau.analysis.pfedme.thm2.findings import (_FINDING_DRIFT, _FINDING_ETA, _FINDING_MOMENT, _FINDING_SAMPLING,
                                                   _FINDING_SCALE, READINGS, delta_text, drift_printed, first_printed,
                                                   sampling_printed)
 from moreau.analysis.pfedme.delta_moments import moment_parts
+from moreau.analysis.pfedme.minimal_counterexamples import MINIMAL_THM2
 from moreau.analysis.pfedme.thm2.sampling_parts import PARTS_D, ext_parts
 from moreau.analysis.pfedme.double_wells import F_star, envelope, prox, ratio_range, sigma_f2, value_range, worst_pair
 
@@ -230,8 +231,8 @@ def evaluate(batch, claim):
     l3, r3 = worst_pair(drift2.T, rhs3.T)
     # (b): points
     rng_pts = np.random.default_rng(7)
-    near = s.mean(axis=1)[None] + a[None, :, None] * rng_pts.standard_normal((4, lam.size, DIM))
-    far = x_star[None] + 50 * a[None, :, None] * rng_pts.standard_normal((1, lam.size, DIM))
+    near = s.mean(axis=1)[None] + a[None, :, None] * rng_pts.standard_normal((4, lam.size, s.shape[-1]))
+    far = x_star[None] + 50 * a[None, :, None] * rng_pts.standard_normal((1, lam.size, s.shape[-1]))
     pts = np.concatenate([ws[list(ROUNDS_B)], x_star[None], w_inf[None], near, far])
     th = prox(pts, s, a, L, lam)
     lhs_b = np.mean(np.sum((th - pts[..., None, :]) ** 2, axis=-1), axis=-1)
@@ -314,6 +315,8 @@ STATEMENTS = (
         instances=instances,
         evaluate=evaluate,
         claim=CLAIM, readings=READINGS, expect="fails", consistency_checks=CONSISTENCY,
+        # N = 1, d = 1: the eta-free first term fails by T = 1500 (derived in pfedme.minimal_counterexamples)
+        counterexamples=MINIMAL_THM2,
         mutants=(
             Mutant("(a) first term over T^2", {"first": lambda Delta, eta, beta, R, T, eta_hat:
                                                2 * Delta / (beta * R * eta * T**2)}),

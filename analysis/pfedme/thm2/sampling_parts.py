@@ -72,15 +72,15 @@ def prepare_ext(batch):
     kap = kappa(eta, h, beta, R)
     cbar = c.mean(axis=1)
     lo, hi = np.minimum(c.min(axis=1), w0), np.maximum(c.max(axis=1), w0)
-    sp_ok = outer_certified(lo, hi, s, a, L, lam, side) & (kap > 0) & (kap < 1) & (lam > L)
+    sp_ok = outer_certified(lo, hi, s, a, L, lam, side) & (kap > 0) & (kap < 1) & (lam > L) & (N > 2)  # S = 1, 2 < N
     e0 = np.sum((w0 - cbar) ** 2, axis=-1)
     V = np.mean(np.sum((c - cbar[:, None]) ** 2, axis=-1), axis=-1)
     Fv = envelope(w0, s, a, L, lam)[0].mean(axis=-1)
     out = {"sp_ok": sp_ok, "sp_Delta": Fv - F_star(s, a, L, lam)[0], "sp_sf2": sigma_f2(s, a, L)}
     t = np.arange(T_ENUM + 1)[:, None]
     for S in (1, 2):
-        cs = c_S(N, S)
-        E, var = enumerate_sampling(w0, s, a, L, lam, eta, beta, R, S, T_ENUM)
+        cs = c_S(N, min(S, N))                 # N < 3 (a minimal instance): S = N stands in, the parts do not apply
+        E, var = enumerate_sampling(w0, s, a, L, lam, eta, beta, R, min(S, N), T_ENUM)
         floor = h**2 * kap * cs * V / (2 - kap)
         q2t = np.exp(2 * t * np.log1p(-kap))
         cf = h**2 * q2t * e0 + floor * (1 - q2t)
@@ -119,7 +119,7 @@ def prepare_ext(batch):
 def ext_parts(batch, ext, claim, cond, consts):
     """``{part: Sides}`` of the sampling and inexact-solve parts (``ext`` from :func:`prepare_ext`)."""
     L, lam, eta, beta, R = (batch[k] for k in ("L", "lam", "eta", "beta", "R"))
-    N = batch["sp_s"].shape[1]
+    N = np.float64(batch["sp_s"].shape[1])    # a numpy N: (N/S - 1)/(N - 1) is nan, not an error, at N = 1
     sp_ok = ext["sp_ok"] & cond
     with np.errstate(divide="ignore", invalid="ignore"):
         sF2 = lam**2 * ext["sp_sf2"] / (lam**2 - 8 * L**2)

@@ -47,3 +47,71 @@ def test_cli_search_flag_runs():
     from moreau._cli import main
 
     assert main(["check", "pfedme.prop1", "--family", "quadratic", "--search", "5", "--mutants"]) == 0
+
+
+# --- the default run's short search ---------------------------------------------------------------
+
+def _rare(sid="toy.rare", expect="holds"):
+    """x ~ U(0, 1), claimed x <= 0.999: false on one draw in a thousand, which the run's four
+    instances miss and a short search finds."""
+    from moreau.analysis.engine.core import Sides, Statement
+
+    return Statement(id=sid, source="toy", paper="none.md", latex=r"x \le 0.999", text="x <= 0.999",
+                     assumptions=("x in [0, 1]",), families={"quadratic": ("toy",)}, claimed="upper",
+                     instances=lambda family, trials, rng: {"x": rng.uniform(0.0, 1.0, trials or 4)},
+                     evaluate=lambda batch, claim: {"x <= c": Sides(batch["x"], claim["c"] + 0 * batch["x"],
+                                                                    "upper")},
+                     claim={"c": 0.999}, expect=expect)
+
+
+def test_the_short_search_finds_what_the_run_s_batch_misses():
+    from moreau.analysis.engine import runner
+
+    st = _rare()
+    cat = {st.id: st}
+    (plain,) = runner.run(cat=cat)  # the batch alone: four draws below 0.999
+    assert plain.result.holds and not plain.searches
+    (rec,) = runner.run(cat=cat, search_seconds=5.0)
+    (name, rep), = rec.searches
+    assert name == "" and rep["short"] and rep["found"] and rep["examples"] >= 1 and rep["seconds"] <= 10
+    assert not rec.result.holds  # its failing instance joined the batch: the verdict is the search's
+    assert rep["instance"]["x"][0] > 0.999
+    assert rec.result.instances == plain.result.instances + 1
+
+
+def test_the_short_search_skips_known_failures_and_stops_on_time():
+    from moreau.analysis.engine import runner
+    from moreau.analysis.engine.search import short_search
+
+    known = _rare("toy.known", expect="fails")
+    (rec,) = runner.run(cat={known.id: known}, search_seconds=5.0)
+    assert not rec.searches  # a statement expected to fail is shown by its run, not searched
+    tiny = _rare()
+    tiny = type(tiny)(**{**tiny.__dict__, "claim": {"c": 2.0}})  # true: nothing to find
+    found, rep = short_search(tiny, "quadratic", 0.2, seed=3)
+    assert found is None and not rep["found"] and rep["examples"] > 1 and 0.2 <= rep["seconds"] < 5
+
+
+def test_cli_short_search_line_json_and_bad_value(monkeypatch, tmp_path, capsys):
+    import json
+
+    from moreau._cli import main
+    from moreau.analysis.engine import registry, runner
+
+    st = _rare()
+    monkeypatch.setattr(registry, "catalogue", lambda: {st.id: st})
+    monkeypatch.setattr(runner, "catalogue", lambda: {st.id: st})
+    assert main(["check", "toy.rare", "--search-seconds", "5", "--json", str(tmp_path / "r.json")]) == 1
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("short search:"))
+    assert "a failing instance for toy.rare [quadratic]" in line and len(line) < 120
+    doc = json.loads((tmp_path / "r.json").read_text())
+    rec = doc["records"][0] if isinstance(doc, dict) else doc[0]
+    assert rec["search"][0]["short"] is True and rec["search"][0]["found"] is True
+    assert rec["run"]["search_seconds"] == 5.0
+    assert main(["check", "toy.rare", "--search-seconds", "0"]) == 0  # no search: the batch holds
+    assert "short search" not in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:  # argparse: a usage error, exit 2, one line naming the option
+        main(["check", "toy.rare", "--search-seconds", "-1"])
+    assert exc.value.code == 2
+    assert "--search-seconds: must be a number of seconds in [0, 3600] (got '-1')" in capsys.readouterr().err

@@ -218,3 +218,19 @@ def test_the_recorded_minimal_counterexample_is_evaluated_by_the_run():
     fixed = dataclasses.replace(st, claim={**st.claim, **st.reference.changes}, readings=(), expect="holds")
     (rec,) = runner.run(["fw.convex"], "quadratic", None, 0, cat={"fw.convex": fixed})
     assert "no longer fails" in minimal_text(*rec.minimal)
+
+
+def test_every_printed_failure_has_a_recorded_minimal_counterexample_that_fails():
+    """Each statement that fails as printed shows its smallest known counterexample (fewest dimensions and
+    clients, simple numbers), evaluated by every run: it must still fail there, as printed."""
+    from moreau.analysis.engine.registry import catalogue
+
+    failing = [st for st in catalogue().values() if st.expect == "fails"]
+    assert failing
+    for st in failing:
+        assert st.counterexamples, f"{st.id} fails as printed but records no minimal counterexample"
+        for fam, one in st.counterexamples.items():
+            one = one() if callable(one) else one
+            assert all(np.shape(v)[:1] == (1,) for v in one.values() if np.ndim(v)), (st.id, fam)
+            res = st.run(fam, None, None, batch=one, reading=None)
+            assert not res.holds, f"{st.id} [{fam}]: the recorded minimal counterexample no longer fails"

@@ -1,0 +1,167 @@
+r"""Readable counterexamples: a failing instance made small and simple, still failing.
+
+A random failing instance (a 4×4 matrix with entries like 0.3719…) proves a statement false but
+says little.  Given a failing instance and what its fields *are* (:class:`Simplify`: which field is
+the symmetric matrix, which are vectors in its coordinates, which are free scalars, how the derived
+fields follow from the others, whether the statement is invariant under rotations), :func:`shrink`
+tries, in order, and keeps each step only if the printed statement still fails there (a theorem
+part with finite sides, a positive right side and LHS > RHS) and the instance still meets the
+statement's assumptions (the evaluation's own applicability decides: an instance outside them
+fails nothing):
+
+1. *diagonalise* (rotation-invariant statements only): ``A = V diag(a) Vᵀ`` becomes ``diag(a)`` and
+   each vector ``v`` becomes ``Vᵀ v`` — the same instance in the eigenbasis;
+2. *fewer dimensions*: drop coordinate k (the principal submatrix of ``A`` without row and column k,
+   the vectors without entry k), one at a time, as long as one can be dropped;
+3. *simpler numbers*: each free scalar, each diagonal entry and each vector entry (off-diagonal
+   entries of a matrix that is not diagonal, in symmetric pairs) replaced by the first of 0, ±1,
+   the nearest integer, one significant digit, a half, two significant digits that still fails.
+
+Every candidate is rebuilt with ``derive`` (e.g. the spectrum and the smoothness of the new
+matrix), so no field is rounded out of step with what it depends on.  The result is a
+counterexample found by the run, not a proof of minimality: the report calls it the *smallest
+found*.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["Simplify", "shrink", "quadratic_fields"]
+
+
+@dataclass(frozen=True)
+class Simplify:
+    """What the shrinker may do with a family's instances (``Statement.simplify[family]``).
+
+    ``matrix``: the name of a symmetric ``(1, d, d)`` field (or None); ``vectors``: fields ``(1, d)``
+    in the matrix's coordinates (dropped and rotated with it); ``scalars``: free ``(1,)`` fields that
+    may be rounded; ``derive(instance) -> dict``: the fields that follow from the others, recomputed
+    for every candidate (:func:`quadratic_fields` for ``quadratic_batch``'s ``eig`` and ``L``);
+    ``rotation_invariant``: the statement's sides do not change under ``A -> Q A Qᵀ``, ``v -> Q v``
+    (then the instance is diagonalised first); ``min_dim``: the smallest dimension to try; ``valid(instance)
+    -> bool``: the family's own constraints a candidate must keep (e.g. a positive smallest eigenvalue for a
+    strongly convex family), beside the statement's applicability."""
+    matrix: str | None = None
+    vectors: tuple = ()
+    scalars: tuple = ()
+    derive: Callable | None = None
+    rotation_invariant: bool = False
+    min_dim: int = 1
+    valid: Callable | None = None
+
+
+def quadratic_fields(instance, matrix="A"):
+    """``quadratic_batch``'s derived fields of ``instance[matrix]``: ``eig`` (ascending) and ``L = max|eig|``."""
+    eig = np.linalg.eigvalsh(instance[matrix])
+    return {"eig": eig, "L": np.max(np.abs(eig), axis=-1)}
+
+
+def _simple_values(x):
+    """Candidates for the number ``x``, simplest first (each different from ``x``)."""
+    out = [0.0, float(np.sign(x)) if x else 1.0, float(np.round(x))]
+    if x:
+        e = np.floor(np.log10(abs(x)))
+        out += [float(np.round(x / 10**e) * 10**e), float(np.round(2 * x) / 2), float(np.round(x / 10**(e - 1)) * 10**(e - 1))]
+    seen, res = set(), []
+    for v in out:
+        if v != x and v not in seen:
+            seen.add(v)
+            res.append(v)
+    return res
+
+
+def shrink(statement, family, instance, spec: Simplify, *, max_evals=400):
+    """``(instance, log, evaluations)``: the simplest failing instance found from ``instance`` (a one-instance
+    batch on which the printed statement fails) by the steps of the module doc; ``log`` lists the
+    steps taken ("diagonalised", "d 4 -> 2", "7 numbers simplified")."""
+    evals = [0]
+
+    def rebuilt(inst):
+        inst = {k: np.array(v) if np.ndim(v) else v for k, v in inst.items()}
+        if spec.derive is not None:
+            inst.update({k: np.asarray(v) for k, v in spec.derive(inst).items()})
+        return inst
+
+    def fails(inst):
+        if evals[0] >= max_evals:
+            return False
+        evals[0] += 1
+        if spec.valid is not None and not bool(np.all(spec.valid(inst))):
+            return False
+        try:
+            with np.errstate(all="ignore"):
+                res = statement.run(family, None, None, batch=inst, reading=None)
+        except (ValueError, ZeroDivisionError, np.linalg.LinAlgError, FloatingPointError):
+            return False  # a candidate the statement refuses (outside its domain) is not a counterexample
+        for p in res.parts:
+            if p.sides.role != "theorem" or not p.failures.size:
+                continue
+            lhs, rhs = float(np.asarray(p.sides.lhs)[0]), float(np.asarray(p.sides.rhs)[0])
+            if p.claimed == "rate" or (np.isfinite(lhs) and np.isfinite(rhs) and rhs > 0):
+                return True
+        return False
+
+    cur, log = rebuilt(instance), []
+    M = spec.matrix
+    if M is not None and spec.rotation_invariant and not _is_diagonal(cur[M]):
+        a, V = np.linalg.eigh(cur[M][0])
+        cand = dict(cur)
+        cand[M] = np.diag(a)[None]
+        for v in spec.vectors:
+            cand[v] = (V.T @ cur[v][0])[None]
+        cand = rebuilt(cand)
+        if fails(cand):
+            cur = cand
+            log.append("diagonalised")
+    if M is not None:
+        d0 = cur[M].shape[-1]
+        dropped = True
+        while dropped and cur[M].shape[-1] > spec.min_dim:
+            dropped = False
+            for k in range(cur[M].shape[-1]):
+                keep = [j for j in range(cur[M].shape[-1]) if j != k]
+                cand = dict(cur)
+                cand[M] = cur[M][:, keep][:, :, keep]
+                for v in spec.vectors:
+                    cand[v] = cur[v][:, keep]
+                cand = rebuilt(cand)
+                if fails(cand):
+                    cur, dropped = cand, True
+                    break
+        if cur[M].shape[-1] < d0:
+            log.append(f"d {d0} -> {cur[M].shape[-1]}")
+    n_simpler = 0
+    for name, index in _entries(cur, spec):
+        x = float(cur[name][index])
+        for v in _simple_values(x):
+            cand = {k: (np.array(val) if np.ndim(val) else val) for k, val in cur.items()}
+            cand[name][index] = v
+            if name == M and index[1] != index[2]:  # keep the matrix symmetric
+                cand[name][index[0], index[2], index[1]] = v
+            cand = rebuilt(cand)
+            if fails(cand):
+                cur, n_simpler = cand, n_simpler + 1
+                break
+    if n_simpler:
+        log.append(f"{n_simpler} number(s) simplified")
+    return cur, log, evals[0]
+
+
+def _is_diagonal(A):
+    return bool(np.all(A[0] == np.diag(np.diag(A[0]))))
+
+
+def _entries(inst, spec):
+    """(field, index) of every number the shrinker may simplify: scalars, the matrix's diagonal (and its
+    upper triangle when it is not diagonal), the vectors' entries."""
+    out = [(s, (0,)) for s in spec.scalars]
+    if spec.matrix is not None:
+        A = inst[spec.matrix]
+        d = A.shape[-1]
+        diag = _is_diagonal(A)
+        out += [(spec.matrix, (0, i, j)) for i in range(d) for j in range(i, d) if i == j or not diag]
+    out += [(v, (0, i)) for v in spec.vectors for i in range(inst[v].shape[-1])]
+    return out
