@@ -1,11 +1,47 @@
-"""Figure conventions shared by the experiments: a paper's column width, PNG and PDF."""
+"""Figure conventions shared by the experiments: a paper's column width, PNG and PDF.
+
+Headless (the CLI, the tests, a script) the figures are drawn with Agg and closed once saved.
+Inside a Jupyter kernel (a demo opened as a notebook) the kernel's backend is kept (inline,
+ipympl, ...) and a saved figure stays open, so that the notebook displays it.
+"""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")
+#: matplotlib backends that only write files: in a kernel set to one of them nothing is displayed
+_FILE_ONLY = {"agg", "cairo", "pdf", "pgf", "ps", "svg", "template"}
+
+
+def shows_figures() -> bool:
+    """Whether figures are displayed where this runs: inside a Jupyter (IPython) kernel whose
+    matplotlib backend is not a file-only one (the inline backend ipykernel selects, ipympl, a GUI).
+    False on the command line, in scripts and in the tests: there Agg is forced and figures closed."""
+    if "ipykernel" not in sys.modules:
+        return False
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return False
+    getter = getattr(matplotlib.rcParams, "_get_backend_or_none", None)  # no backend resolution
+    backend = getter() if getter is not None else matplotlib.rcParams.get("backend")
+    return not isinstance(backend, str) or backend.lower() not in _FILE_ONLY
+
+
+def close_unless_shown(fig) -> None:
+    """Close ``fig`` (saved) unless a notebook is to display it: the inline backend shows the
+    figures still open at the end of the cell, and closes them itself."""
+    if not shows_figures():
+        plt.close(fig)
+
+
+if not shows_figures():
+    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ._verdicts import QUICK_NOTE  # noqa: E402
@@ -45,6 +81,6 @@ def save(fig, out, stem, quick=False) -> list:
     paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
     for p in paths:
         fig.savefig(p, metadata={"Creator": "moreau reproduce"} if p.suffix == ".pdf" else None)
-    plt.close(fig)
+    close_unless_shown(fig)
     plt.rcParams.update(getattr(fig, "_moreau_rc", {}))
     return paths

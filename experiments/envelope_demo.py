@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
+from moreau.experiments._plot import close_unless_shown  # Agg unless in a Jupyter kernel
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.optimize import brentq  # noqa: E402
@@ -105,7 +103,7 @@ def plot(data, lams, quad_lams, path):
     fig.suptitle("Moreau envelope $F_\\lambda(w) = \\min_\\theta\\, f(\\theta) + "
                  "\\frac{\\lambda}{2}(\\theta - w)^2$ and its prox (1-D)", fontsize=11)
     fig.savefig(path)
-    plt.close(fig)
+    close_unless_shown(fig)
 
 
 def _positive(s):
