@@ -7,9 +7,13 @@ from .._backend import to_numpy
 from .._logistic import Logistic
 from .._multinomial import Multinomial
 from .._ragged import ragged as _ragged
+from ._authors_synthetic import AUTHORS_SEED, authors_arrays
 from ._problem import FederatedProblem, Streams, check_int, check_real, client_weights, seed_record
 
 __all__ = ["fedprox_synthetic", "synthetic"]
+
+
+_DRAWS = ("moreau", "authors")
 
 
 def _cov_diag(d):
@@ -84,8 +88,8 @@ def fedprox_synthetic(rng, *, R, m=10, n=200, d=60, mu=0.01, n_test=0, trials=()
     return FederatedProblem(obj, w, wg, p, constants, how, params, test)
 
 
-def synthetic(alpha, beta, rng, *, n_clients=30, n_classes=10, d=60, size_scale=1, max_size=None, mu=0.01,
-              train_fraction=0.75, trials=(), ragged=True):
+def synthetic(alpha, beta, rng=None, *, n_clients=None, n_classes=10, d=60, size_scale=None, max_size=None,
+              mu=0.01, train_fraction=0.75, trials=(), ragged=True, draw="moreau"):
     r"""The public Synthetic(alpha, beta) federated data (10-class softmax), for figures only.
 
     The recipe of the FedProx (Li et al.) code that pFedMe Section 5 adopts:
@@ -124,10 +128,40 @@ def synthetic(alpha, beta, rng, *, n_clients=30, n_classes=10, d=60, size_scale=
     ``(max_k n_k, d)`` block drawn for every client in turn: the stream of one
     ``(n_clients, max_k n_k, d)`` draw, drawn in chunks of clients).
 
+    ``draw`` (default ``"moreau"``: everything above, from ``rng``) or ``"authors"``: the data
+    set of pFedMe's own experiments, drawn as the authors' script
+    ``data/Synthetic/generate_synthetic_05_05.py`` (github.com/CharlieDinh/pFedMe) draws it: a
+    ``numpy.random.RandomState(0)`` (their ``np.random.seed(0)``) making their calls in their
+    order (sizes, u, B, every v_k, then per client W_k, b_k and its rows, by
+    ``multivariate_normal``; see :mod:`moreau.data._authors_synthetic`).  The authors': the seed,
+    the sizes (``n_clients`` and ``size_scale``, ``None`` by default, are 30 and 1 for moreau's
+    draw and the script's 100 and 5 here: 250 to 25,810 samples, 205,795 in all; other values,
+    or other ``alpha, beta, n_classes, d`` than 0.5, 0.5, 10, 60, replay the script with its
+    constants edited), every ``u_k, B_k, v_k, W_k, b_k``, row and label, client ``k`` their
+    user ``f_%05d``.  ``rng`` must then be ``None`` (the seed is theirs) and ``trials`` ``()``
+    (one fixed data set).  Still moreau's: the split (their
+    script shuffles each client's rows with Python's unseeded ``random.shuffle`` and trains on
+    the first 90 %, which cannot be replayed and is not the paper's 75/25: here the first
+    :math:`\lfloor` ``train_fraction`` :math:`n_k\rfloor` rows in draw order train, the rest
+    test; ``train_fraction=0.9`` gives the script's proportions), ``max_size`` (keeps each
+    client's first rows *after* the full draw, so the other clients' rows are still theirs), the
+    intercept column, the ridge ``mu``, uniform ``p``, the ragged layout.  ``params`` then
+    records ``draw="authors"`` and ``authors_seed``.
+
     References: pFedMe, Section 5.1 (Synthetic, alpha = beta = 0.5); the
     FedProx paper of Li et al. (Synthetic(alpha, beta)).
     """
+    if not (isinstance(draw, str) and draw in _DRAWS):
+        raise ValueError(f"draw must be one of {', '.join(map(repr, _DRAWS))} (got {draw!r})")
+    authors = draw == "authors"
+    if authors and rng is not None:
+        raise ValueError(f"rng must be None with draw='authors': the authors' draw uses their own seed "
+                         f"(numpy.random.RandomState({AUTHORS_SEED})), not rng (got rng={rng!r})")
+    if authors and not (isinstance(trials, tuple) and trials == ()):
+        raise ValueError(f"trials must be () with draw='authors': it is one fixed data set (got {trials!r})")
     alpha, beta = check_real(alpha, "alpha", lo=0.0), check_real(beta, "beta", lo=0.0)
+    n_clients = (100 if authors else 30) if n_clients is None else n_clients
+    size_scale = (5 if authors else 1) if size_scale is None else size_scale
     m, C, d = check_int(n_clients, "n_clients", 1), check_int(n_classes, "n_classes", 2), check_int(d, "d", 1)
     size_scale = check_int(size_scale, "size_scale", 1)
     if max_size is not None:
@@ -138,21 +172,26 @@ def synthetic(alpha, beta, rng, *, n_clients=30, n_classes=10, d=60, size_scale=
         raise ValueError(f"train_fraction must be < 1 (got {frac:g})")
     if not isinstance(ragged, bool | np.bool_):
         raise TypeError(f"ragged must be True or False (got {ragged!r})")
-    st = Streams(rng, trials)
-    T = st.trials
-    sizes = (st.lognormal(4.0, 2.0, (m,)).astype(np.int64) + 50) * size_scale
-    if max_size is not None:
-        sizes = np.minimum(sizes, max_size)
-    n_tr = np.maximum((frac * sizes).astype(np.int64), 1)
-    n_te = sizes - n_tr
-    if np.any(n_te < 1):
-        raise ValueError(f"train_fraction={frac:g} leaves a client without test samples")
-    u = alpha * st.normal((m,))
-    v = beta * st.normal((m,))[..., None] + st.normal((m, d))
-    W = u[..., None, None] + st.normal((m, d, C))
-    b = u[..., None] + st.normal((m, C))
-    scale = np.sqrt(_cov_diag(d))
-    train, test = _samples(st, sizes, n_tr, v, W, b, scale, C, mu)
+    if authors:
+        A = authors_arrays(alpha, beta, m, C, d, size_scale)
+        T, sizes, W, b = (), A["sizes"], A["W"], A["b"]
+        if max_size is not None:
+            sizes = np.minimum(sizes, max_size)
+        n_tr, n_te = _split(sizes, frac)
+        train, test = _authors_objectives(A, sizes, n_tr, C, mu)
+    else:
+        st = Streams(rng, trials)
+        T = st.trials
+        sizes = (st.lognormal(4.0, 2.0, (m,)).astype(np.int64) + 50) * size_scale
+        if max_size is not None:
+            sizes = np.minimum(sizes, max_size)
+        n_tr, n_te = _split(sizes, frac)
+        u = alpha * st.normal((m,))
+        v = beta * st.normal((m,))[..., None] + st.normal((m, d))
+        W = u[..., None, None] + st.normal((m, d, C))
+        b = u[..., None] + st.normal((m, C))
+        scale = np.sqrt(_cov_diag(d))
+        train, test = _samples(st, sizes, n_tr, v, W, b, scale, C, mu)
     if not ragged:
         train, test = train.padded(), test.padded()
     w_star = np.concatenate([W, b[..., None, :]], axis=-2).reshape(T + (m, (d + 1) * C))
@@ -162,10 +201,39 @@ def synthetic(alpha, beta, rng, *, n_clients=30, n_classes=10, d=60, size_scale=
     how = {"L": "Multinomial bound lambda_max(X^T W X)/(2 sum w) + mu per training set (valid, not exact)",
            "mu": "ridge (ours)", "w_star": "generating [W_k; b_k] flattened (separable labels: not a minimiser)",
            "w_star_global": "uniform mean of w_star", "n_train": "floor(train_fraction n_k) rows, the rest test"}
-    params = {"generator": "synthetic", "rng": seed_record(rng), "alpha": alpha, "beta": beta, "n_clients": m,
-              "n_classes": C, "d": d, "size_scale": size_scale, "max_size": max_size, "mu": mu,
+    params = {"generator": "synthetic", "rng": None if authors else seed_record(rng), "alpha": alpha, "beta": beta,
+              "n_clients": m, "n_classes": C, "d": d, "size_scale": size_scale, "max_size": max_size, "mu": mu,
               "train_fraction": frac, "trials": T, "ragged": bool(ragged)}
+    if authors:
+        params.update(draw="authors", authors_seed=AUTHORS_SEED)
+        how["draw"] = (f"the pFedMe authors' script replayed (numpy.random.RandomState({AUTHORS_SEED})): sizes, "
+                       "W_k, b_k, rows, labels theirs; split, max_size, intercept, mu moreau's")
     return FederatedProblem(train, w_star, w_star.mean(axis=-2), p, constants, how, params, test)
+
+
+def _split(sizes, frac):
+    """``(n_train, n_test)``: the first ``floor(frac n_k)`` rows (at least one) train, the rest test."""
+    n_tr = np.maximum((frac * sizes).astype(np.int64), 1)
+    n_te = sizes - n_tr
+    if np.any(n_te < 1):
+        raise ValueError(f"train_fraction={frac:g} leaves a client without test samples")
+    return n_tr, n_te
+
+
+def _authors_objectives(A, sizes, n_tr, C, mu):
+    """The training and test objectives of the authors' draw: client ``k``'s first ``sizes[k]``
+    rows (all of them unless ``max_size`` cut them) with the intercept column, the first
+    ``n_tr[k]`` for training, the rest for testing."""
+    parts = ([], [], [], [])  # train x, train y, test x, test y
+    for k, (x, y) in enumerate(zip(A["x"], A["y"])):
+        n, t = int(sizes[k]), int(n_tr[k])
+        x1 = np.concatenate([x[:n], np.ones((n, 1))], axis=-1)
+        for out, sl in ((parts[:2], slice(0, t)), (parts[2:], slice(t, n))):
+            out[0].append(x1[sl])
+            out[1].append(y[:n][sl])
+    cat = [np.concatenate(p) for p in parts]
+    return (_ragged(Multinomial, cat[0], cat[1], n_tr, mu=mu, n_classes=C),
+            _ragged(Multinomial, cat[2], cat[3], sizes - n_tr, mu=mu, n_classes=C))
 
 
 _CHUNK_BYTES = 32 * 2**20  # the Gaussian draws of one chunk of clients (the peak of the drawing)
