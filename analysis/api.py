@@ -33,6 +33,9 @@ Names:
 * :class:`Simplify`, :func:`quadratic_fields` — say what an instance's fields are (the matrix, vectors in
   its coordinates, free scalars, derived fields, rotation invariance) in ``Statement.simplify`` and a
   failing instance is shrunk to a readable counterexample (diagonal, fewest dimensions, round numbers);
+* ``Statement.pep`` with :data:`pep_classes` (PEPit problems: envelope and prox constants, the prox
+  displacement, GD, Frank–Wolfe; the ``pep`` extra), :func:`pep_row`, :func:`pep_parts`,
+  :func:`pep_worst` — the class worst case of a part beside the instances' (``moreau check --pep``);
 * :func:`check` — run statements and get their verdicts (the Python form of ``moreau check``);
 * :class:`Case`, :func:`derive` — a sympy derivation of the sharp constant of a part whose
   quadratic worst case is one eigenvalue (``Statement.sharp``; ``--analyse`` compares it with the
@@ -46,10 +49,14 @@ from moreau.analysis.engine.instances import log_uniform, logistic_batch, orthog
 from moreau.analysis.engine.nonsmooth_instances import nonsmooth_batch
 from moreau.analysis.engine.sharp import Case, derive
 from moreau.analysis.engine.shrink import Simplify, quadratic_fields
+from moreau.analysis.pep import classes as pep_classes
+from moreau.analysis.pep.rows import row as pep_row
+from moreau.analysis.pep.rows import run_parts as pep_parts
+from moreau.analysis.pep.rows import worst as pep_worst
 
 __all__ = ["Statement", "Sides", "Mutant", "Reading", "rate_sides", "fit_exponent", "worst_point", "scale_fields",
            "quadratic_batch", "logistic_batch", "log_uniform", "orthogonal", "nonsmooth_batch", "check", "Case",
-           "derive", "Simplify", "quadratic_fields"]
+           "derive", "Simplify", "quadratic_fields", "pep_classes", "pep_row", "pep_parts", "pep_worst"]
 
 
 def check(statements, *, family="all", trials=None, seed=0, mutants=False):

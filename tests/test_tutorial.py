@@ -127,3 +127,24 @@ def test_a_users_statement_never_enters_the_projects_catalogue():
             full_catalogue([str(path)])
         finally:
             path.unlink()
+
+
+def test_a_users_statement_gets_its_class_worst_case_with_pep(tmp_path, capsys):
+    """Statement.pep: the user's own PEP builder runs under --pep; the class worst case of the prox
+    displacement over L-smooth mu-strongly convex functions is 1/(lam + mu) at the record's parameters
+    (the closed form, not the builder's own number), and a statement without one says why."""
+    pytest.importorskip("PEPit")
+    pytest.importorskip("clarabel")
+    import json
+
+    out = tmp_path / "pep.json"
+    assert main(["check", "--module", str(EXAMPLE), "--pep", "--json", str(out)]) == 0
+    recs = {r["id"]: r for r in json.loads(out.read_text())}
+    (row,) = recs["mine.prox_displacement"]["pep"]
+    p = row["parameters"]
+    assert row["class"] == "L-smooth mu-strongly convex" and row["status"] in ("optimal", "optimal_inaccurate")
+    tol = 1e-5 if row["status"] == "optimal" else 1e-4
+    assert row["pep_value"] == pytest.approx(1 / (p["lam"] + p["mu"]), rel=tol)
+    assert row["verdict"].startswith("tight over the class")
+    (none,) = recs["mine.prox_displacement_L"]["pep"]
+    assert none["verdict"] == "not applicable" and "Statement.pep" in none["note"]

@@ -162,6 +162,8 @@ class Statement:
     expect: str = "holds"       # what the catalogue expects of the printed statement
     simplify: dict = field(default_factory=dict)  # family -> shrink.Simplify: what the fields of an instance are,
                                                   # so that a failing one is shrunk to a readable counterexample
+    pep: Callable | str | None = None  # optional: a PEP builder (st, quadratic batch, seed) -> rows
+                                       # (moreau.analysis.pep.rows) for --pep, or why none applies
 
     def __post_init__(self):
         if self.expect not in EXPECTATIONS:

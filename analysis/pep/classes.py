@@ -22,7 +22,7 @@ import numbers
 
 from moreau.analysis.pep.solve import solve
 
-__all__ = ["envelope_smoothness", "envelope_strong_convexity", "prox_lipschitz", "h_smoothness",
+__all__ = ["envelope_smoothness", "envelope_strong_convexity", "prox_lipschitz", "prox_displacement", "h_smoothness",
            "h_strong_convexity", "gd_strongly_convex", "gd_nonconvex", "frank_wolfe", "fedprox_rounds",
            "CLASSES"]
 
@@ -107,6 +107,22 @@ def prox_lipschitz(lam, mu, L=None, cls="smooth_convex"):
     problem.set_initial_condition((w1 - w2) ** 2 <= 1)
     problem.set_performance_metric((t1 - t2) ** 2)
     s = solve(problem)
+    return s.value ** 0.5, s
+
+
+def prox_displacement(lam, mu, L=None, cls="smooth_convex", accept=("optimal", "optimal_inaccurate")):
+    r"""Worst-case ratio ‖prox_{f/λ}(w) − w‖ / ‖∇f(w)‖ over the class (one point w); at small λ and μ/L
+    the solve may end 'optimal_inaccurate' (accepted by default: reported with its status)."""
+    from PEPit import PEP
+    from PEPit.primitive_steps import proximal_step
+    _check_class(cls, lam, L, mu)
+    problem = PEP()
+    f = _declare(problem, cls, L, mu)
+    w = problem.set_initial_point()
+    theta, _, _ = proximal_step(w, f, 1 / lam)
+    problem.set_initial_condition(f.gradient(w) ** 2 <= 1)
+    problem.set_performance_metric((theta - w) ** 2)
+    s = solve(problem, accept=accept)
     return s.value ** 0.5, s
 
 

@@ -32,12 +32,15 @@ from __future__ import annotations
 
 import math
 
-from moreau.analysis.pep.solve import SOLVER, require_pep
+from moreau.analysis.pep.solve import SOLVER, PEPSolveError, require_pep
 
 __all__ = ["run_pep", "print_pep", "pep_ids", "TOL"]
 
 #: relative tolerance under which two ratios are called equal (10x the accepted duality gap)
 TOL = 1e-5
+#: a solve accepted as 'optimal_inaccurate' (primal-dual gap <= 1e-4 relative): decided only to that accuracy
+INACCURATE_TOL = 1e-4
+_TOL = TOL
 
 
 def pep_ids():
@@ -47,7 +50,8 @@ def pep_ids():
     return [i for i in catalogue() if i in builders]
 
 
-_NO_PEP = "no PEP formulation declared for it (a PEP builder in a paper package's pep_worst_cases module)"
+_NO_PEP = ("no PEP formulation declared for it (Statement.pep, or a PEP builder in a paper package's "
+           "pep_worst_cases module)")
 
 
 def _builders():
@@ -87,6 +91,12 @@ def run_pep(ids=None, seed=0, cat=None):
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int (got {seed!r})")
     out, builders, not_applicable = [], _builders(), _not_applicable()
+    for sid in ids:  # a statement's own builder (a user's statement), or its reason for none
+        pep = getattr(cat[sid], "pep", None)
+        if callable(pep):
+            builders[sid] = pep
+        elif isinstance(pep, str):
+            not_applicable[sid] = pep
     for sid in ids:
         if sid not in builders:
             out.append(dict(id=sid, part=None, **{"class": None}, parameters={}, pep_value=None, pep_ratio=None,
@@ -96,7 +106,15 @@ def run_pep(ids=None, seed=0, cat=None):
             continue
         st = cat[sid]
         batch = st.instances("quadratic", None, rng_for(seed, sid, "quadratic"))
-        for row in builders[sid](st, batch, seed=seed):
+        try:
+            rows = builders[sid](st, batch, seed=seed)
+        except PEPSolveError as exc:  # a solve the builder did not accept: a failed record, never a crash
+            out.append(dict(id=sid, part=None, **{"class": None}, parameters={}, pep_value=None, pep_ratio=None,
+                            solver=SOLVER, status=f"failed: {exc}", instances_max_ratio=None, paper_constant=None,
+                            verdict="no class value (solve failed)", note="", required=True,
+                            outside_conditions=False))
+            continue
+        for row in rows:
             out.append(_record(sid, row))
     return out
 
@@ -113,7 +131,8 @@ def _record(sid, row):
     rec = {"id": sid, "part": row["part"], "class": row["cls"], "parameters": row["parameters"],
            "pep_value": _num(value), "pep_ratio": _num(pep_ratio), "solver": solver, "status": status,
            "instances_max_ratio": _num(inst), "paper_constant": _num(paper),
-           "verdict": _verdict(pep_ratio, inst, row, value), "note": row["note"], "required": row["required"],
+           "verdict": _verdict(pep_ratio, inst, row, value, INACCURATE_TOL if ok and status != "optimal" else None),
+           "note": row["note"], "required": row["required"],
            "outside_conditions": row["outside"]}
     if ok and status != "optimal":  # said in the verdict itself, not only in the status column
         rec["verdict"] += f" [solver status {status}: primal-dual gap <= 1e-4 only]"
@@ -122,7 +141,10 @@ def _record(sid, row):
     return rec
 
 
-def _verdict(r_pep, r_inst, row, value):
+def _verdict(r_pep, r_inst, row, value, tol=None):
+    """``tol``: the relative tolerance of the comparisons (default TOL; a solve accepted as
+    'optimal_inaccurate' is decided only to its own accuracy, :data:`INACCURATE_TOL`)."""
+    TOL = _TOL if tol is None else tol  # noqa: N806
     if r_pep is None:
         return "no class value (solve failed)"
     if row.get("kind") == "rate bound":

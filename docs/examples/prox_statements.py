@@ -10,8 +10,8 @@ Only the public API is used (moreau.analysis.api and moreau).
 import numpy as np
 
 import moreau as mo
-from moreau.analysis.api import (Mutant, Reading, Sides, Simplify, Statement, log_uniform, quadratic_batch,
-                                 quadratic_fields)
+from moreau.analysis.api import (Mutant, Reading, Sides, Simplify, Statement, log_uniform, pep_classes, pep_parts,
+                                 pep_row, pep_worst, quadratic_batch, quadratic_fields)
 
 CLAIM = {"denominator": lambda lam, mu, L: lam + mu}
 
@@ -35,8 +35,19 @@ def evaluate(batch, claim):
     grad = np.linalg.norm(np.asarray(q.grad(w)), axis=-1)
     mu, L = batch["eig"][:, 0], batch["L"]
     rhs = grad / claim["denominator"](lam, mu, L)
-    return {"prox displacement <= |grad f(w)|/(lam + mu)": Sides(lhs, rhs, "upper",
-                                                                  constants={"mu, L": "exact (spectrum)"})}
+    return {PART: Sides(lhs, rhs, "upper", constants={"mu, L": "exact (spectrum)"})}
+
+
+PART = "prox displacement <= |grad f(w)|/(lam + mu)"
+
+
+def pep_worst_case(st, batch, seed=0):
+    """`moreau check --pep`: the worst case of |prox(w) - w| / |grad f(w)| over all L-smooth mu-strongly
+    convex f (not only quadratics), at the parameters of the checker's worst instance, against 1/(lam + mu)."""
+    i, ratio = pep_worst(pep_parts(st, batch)[PART])
+    lam, mu, L = batch["lam"][i], batch["eig"][i, 0], batch["L"][i]
+    return [pep_row(PART, "L-smooth mu-strongly convex", dict(lam=lam, mu=mu, L=L),
+                    pep_classes.prox_displacement(lam, mu, L), 1 / (lam + mu), "upper", ratio, sharp="1/(lam + mu)")]
 
 
 PROX_DISPLACEMENT = Statement(
@@ -47,6 +58,7 @@ PROX_DISPLACEMENT = Statement(
     claimed="upper", instances=instances, evaluate=evaluate, claim=CLAIM,
     mutants=(Mutant("lam + L for lam + mu", {"denominator": lambda lam, mu, L: lam + L}),
              Mutant("2 lam + mu", {"denominator": lambda lam, mu, L: 2 * lam + mu})),
+    pep=pep_worst_case,
 )
 
 #: the same lemma as a colleague wrote it, with λ + L: it fails as printed; the fix is a reading
