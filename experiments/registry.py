@@ -22,6 +22,8 @@ MODULES = (
     "moreau.experiments.perfedavg_vs_pfedme",
     "moreau.experiments.pfedme_synthetic",
     "moreau.experiments.pfedme_digits",
+    "moreau.experiments.pfedme_k_beta",
+    "moreau.experiments.perfedavg_table1",
     "moreau.experiments.compare",
     "moreau.experiments.pflmf_rank",
     "moreau.experiments.permfl_digits",
