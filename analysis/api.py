@@ -25,6 +25,10 @@ Names:
   sides of a part, a wrong version that must be rejected, a named reading beside the printed claim;
 * :func:`rate_sides`, :func:`fit_exponent` — an O(·) rate checked by a fitted exponent with an
   interval; :func:`worst_point` — reduce a sweep (iterates, points) to its worst entry per instance;
+  :func:`sweep_sides` — the same, with the rounding floor read off the sweep (a failure below some
+  eps times the largest magnitude the quantity went through is "at the rounding floor", undecided),
+  and ``Statement.precise`` — the statement evaluated in higher precision (mpmath), which decides
+  such instances;
 * :func:`quadratic_batch`, :func:`logistic_batch`, :func:`log_uniform`, :func:`orthogonal` —
   instance generators; :func:`nonsmooth_batch` — instances that violate one common assumption at a
   time (ℓ1 and hinge: not smooth; Huber: not strongly convex; double wells: not convex; exact proxes,
@@ -44,7 +48,7 @@ Names:
 from __future__ import annotations
 
 from moreau.analysis.engine.core import (Mutant, Reading, Sides, Statement, fit_exponent, rate_sides, scale_fields,
-                                         worst_point)
+                                         sweep_sides, worst_point)
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
 from moreau.analysis.engine.nonsmooth_instances import nonsmooth_batch
 from moreau.analysis.engine.sharp import Case, derive
@@ -54,7 +58,8 @@ from moreau.analysis.pep.rows import row as pep_row
 from moreau.analysis.pep.rows import run_parts as pep_parts
 from moreau.analysis.pep.rows import worst as pep_worst
 
-__all__ = ["Statement", "Sides", "Mutant", "Reading", "rate_sides", "fit_exponent", "worst_point", "scale_fields",
+__all__ = ["Statement", "Sides", "Mutant", "Reading", "rate_sides", "fit_exponent", "worst_point", "sweep_sides",
+           "scale_fields",
            "quadratic_batch", "logistic_batch", "log_uniform", "orthogonal", "nonsmooth_batch", "check", "Case",
            "derive", "Simplify", "quadratic_fields", "pep_classes", "pep_row", "pep_parts", "pep_worst"]
 

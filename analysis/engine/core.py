@@ -32,6 +32,7 @@ Every part is normalised to ``lhs <= rhs`` (a lower bound ``c <= mu_true`` has
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -39,11 +40,11 @@ from typing import Callable
 import numpy as np
 
 from moreau.analysis.engine.judge import (RATE_KINDS, RTOL, TIGHT_RTOL, PartResult, Sides, judge, rate_sides,
-                                          worst_point)
+                                          sweep_sides, worst_point)
 from moreau.analysis.engine.rates import fit_exponent
 
 __all__ = ["scale_fields", "QUADRATIC_SCALING", "LOGISTIC_SCALING", "Sides", "Mutant", "Reading", "Statement",
-           "PartResult", "Result", "evaluate_claim", "worst_point", "fit_exponent", "rate_sides", "RTOL", "TIGHT_RTOL",
+           "PartResult", "Result", "evaluate_claim", "worst_point", "sweep_sides", "fit_exponent", "rate_sides", "RTOL", "TIGHT_RTOL",
            "RATE_KINDS", "READING_KINDS", "EXPECTATIONS"]
 
 #: what a reading is: a repair of the printed statement, another reading of ambiguous printed
@@ -164,6 +165,9 @@ class Statement:
                                                   # so that a failing one is shrunk to a readable counterexample
     pep: Callable | str | None = None  # optional: a PEP builder (st, quadratic batch, seed) -> rows
                                        # (moreau.analysis.pep.rows) for --pep, or why none applies
+    precise: Callable | None = None  # optional: evaluate in higher precision (mpmath), (batch, claim) -> {part:
+                                     # Sides}; run on the instances whose failure sits at the rounding floor
+                                     # (Sides.floor, sweep_sides), which it then decides
 
     def __post_init__(self):
         if self.expect not in EXPECTATIONS:
@@ -222,6 +226,8 @@ class Statement:
             claim.update(changes)
         data = prepared if prepared is not None else self.prepared(batch)
         parts = evaluate_claim(self.evaluate, data, claim, flip)
+        if self.precise is not None and any(p.at_floor for p in parts):
+            parts = _replay_precise(self.precise, batch, claim, parts, flip)
         n = _batch_size(batch)
         return Result(self.id, family, n, parts, time.perf_counter() - t0)
 
@@ -232,6 +238,27 @@ def evaluate_claim(evaluate, batch, claim, flip=()):
     if unknown:
         raise KeyError(f"flip names unknown parts {unknown}; parts are {list(sides)}")
     return [judge(name, s, name in flip) for name, s in sides.items()]
+
+
+def _replay_precise(precise, batch, claim, parts, flip):
+    """The parts with their at-floor instances decided by ``precise`` (the statement's evaluation in
+    higher precision): those rows take the precise sides, no floor, and are judged again."""
+    rows = np.unique(np.concatenate([p.floor_rows for p in parts if p.at_floor]))
+    exact = precise(take(batch, rows), claim)
+    out = []
+    for p in parts:
+        if not p.at_floor or p.name not in exact:
+            out.append(p)
+            continue
+        s, q = p.sides, exact[p.name]
+        pos = np.searchsorted(rows, p.floor_rows)
+        lhs, rhs, floor = s.lhs.copy(), s.rhs.copy(), s.floor.copy()
+        lhs[p.floor_rows] = np.asarray(q.lhs, dtype=float)[pos]
+        rhs[p.floor_rows] = np.asarray(q.rhs, dtype=float)[pos]
+        floor[p.floor_rows] = -np.inf  # decided: no floor there
+        merged = dataclasses.replace(s, lhs=lhs, rhs=rhs, floor=floor)
+        out.append(dataclasses.replace(judge(p.name, merged, p.name in flip), replayed=int(p.at_floor)))
+    return out
 
 
 def _batch_size(batch) -> int:

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Sides", "PartResult", "judge", "rate_sides", "worst_point", "RTOL", "TIGHT_RTOL", "RATE_KINDS"]
+__all__ = ["Sides", "PartResult", "judge", "rate_sides", "worst_point", "sweep_sides", "RTOL", "TIGHT_RTOL",
+           "RATE_KINDS"]
 
 #: relative tolerance of ``lhs <= rhs``: both sides are exact closed forms or
 #: certified proxes accurate to ~1e-12 relative, so 1e-9 separates rounding
@@ -54,8 +55,9 @@ class Sides:
     atol: float = 0.0
     role: str = "theorem"
     floor: object = None   # optional, per instance: the rounding level of the computed left side (e.g.
-                           # 64 eps |w_0 - w*| for an iterate's distance); a failure with lhs <= floor is
-                           # "at the rounding floor": not a failure, the verdict is undecided there
+                           # 64 eps |w_0 - w*| for an iterate's distance); a failure with lhs <= floor, or
+                           # lhs - rhs <= floor, is "at the rounding floor": not a failure, the verdict is
+                           # undecided there (or decided by Statement.precise)
 
     def __post_init__(self):
         self.lhs = np.atleast_1d(np.asarray(self.lhs, dtype=float))
@@ -92,6 +94,8 @@ class PartResult:
     ratio: np.ndarray = None        # per instance: lhs / rhs
     rhs_negative: int = 0           # applicable instances whose right side is negative (the bound says nothing)
     at_floor: int = 0               # instances that fail only at the rounding floor (``Sides.floor``)
+    floor_rows: np.ndarray = None   # their indices (for a replay in higher precision: ``Statement.precise``)
+    replayed: int = 0               # at-floor instances decided by that replay (held or failed there)
     index: np.ndarray = None        # global instance index of each row of ``sides`` (None: the row itself;
 
 
@@ -111,6 +115,32 @@ def worst_point(lhs, rhs, ok=None):
     k = np.argmax(r, axis=0)
     t = np.arange(lhs.shape[1])
     return lhs[k, t], rhs[k, t]
+
+
+def sweep_sides(lhs, rhs, claimed="upper", *, ok=None, floor_factor=64.0, eps=None, **kw) -> Sides:
+    """:class:`Sides` of a sweep ``(P, T)`` (P iterates or points per instance) reduced to its worst
+    point per instance (:func:`worst_point`), with the rounding floor set from the sweep itself:
+    ``floor_factor * eps * max_P |lhs|`` — a quantity computed in floating point (a distance to an
+    optimum, a gap) carries an absolute error of some eps times the largest magnitude it went through,
+    so a bound below that (a geometric rate q^t run until q^t = 1e-30) cannot be refuted by the
+    float computation: the judge reports such failures "at the rounding floor" (undecided, or decided
+    by ``Statement.precise``).  ``eps``: of the computation's dtype (default: ``lhs``'s float dtype).
+    Other keywords go to :class:`Sides`."""
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    if eps is None:
+        eps = float(np.finfo(lhs.dtype if np.issubdtype(lhs.dtype, np.floating) else np.float64).eps)
+    rhs = np.broadcast_to(rhs, lhs.shape)
+    floor = floor_factor * eps * np.max(np.abs(np.where(np.isfinite(lhs), lhs, 0.0)), axis=0)
+    # a failure above the floor is a failure whatever happens below it: the worst point above the floor
+    # where there is a failing one, else the worst point of all (which may sit at the floor)
+    with np.errstate(invalid="ignore"):
+        real = (lhs - rhs > floor) & (lhs > rhs + RTOL * np.maximum(np.abs(lhs), np.abs(rhs))) & (np.abs(lhs) > floor)
+    if ok is not None:
+        real &= ok
+    l_up, r_up = worst_point(lhs, rhs, real)
+    l_all, r_all = worst_point(lhs, rhs, ok)
+    fails_up = np.any(real, axis=0)
+    return Sides(np.where(fails_up, l_up, l_all), np.where(fails_up, r_up, r_all), claimed, floor=floor, **kw)
 
 
 def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
@@ -135,7 +165,11 @@ def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
     # a non-finite left side, or an undefined right side, never holds (an infinite right side is a
     # vacuous bound: it holds, and the report says so)
     ok &= np.isfinite(s.lhs) & np.isfinite(lhs_lo) & np.isfinite(lhs_hi) & ~np.isnan(s.rhs)
-    at_floor = app & ~ok & (np.abs(s.lhs) <= s.floor) if s.floor is not None else np.zeros_like(ok)
+    # at the rounding floor: the left side, or its excess over the right side, within the computation's
+    # rounding level (the float evaluation cannot tell such an instance from one that holds)
+    with np.errstate(invalid="ignore"):
+        at_floor = app & ~ok & np.isfinite(s.lhs) & ((np.abs(s.lhs) <= s.floor) | (s.lhs - s.rhs <= s.floor)) \
+            if s.floor is not None else np.zeros_like(ok)
     ok |= at_floor
     fail = app & ~ok
     ratio = _ratio(s.lhs, s.rhs)
@@ -153,7 +187,7 @@ def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
                       holds=bool(holds), max_ratio=max_ratio, tight=tight,
                       failures=np.flatnonzero(fail), sides=s, holds_each=~fail,
                       slack=s.rhs - s.lhs, ratio=ratio, rhs_negative=int(np.sum(app & (s.rhs < 0))),
-                      at_floor=int(np.sum(at_floor)))
+                      at_floor=int(np.sum(at_floor)), floor_rows=np.flatnonzero(at_floor))
 
 
 def rate_sides(slope, ci, exponent, *, kind="equal", atol=0.05, note="", constants=None,
