@@ -22,6 +22,7 @@ MODULES = (
     "moreau.experiments.perfedavg_vs_pfedme",
     "moreau.experiments.pfedme_synthetic",
     "moreau.experiments.pfedme_digits",
+    "moreau.experiments.pfedme_official_conventions",
     "moreau.experiments.pfedme_k_beta",
     "moreau.experiments.perfedavg_table1",
     "moreau.experiments.compare",
