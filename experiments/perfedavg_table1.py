@@ -154,13 +154,11 @@ def points(params):
 
 
 def compute(params, point, rng):
-    from sklearn.datasets import load_digits
+    from .pfedme_digits import digits
 
-    d = load_digits()
-    X = np.concatenate([d.data / 16.0, np.ones((d.data.shape[0], 1))], axis=1)
+    X, y = digits()
     data_rng, split_rng, key_rng = rng.spawn(3)
-    train, test = split(X, d.target.astype(np.int64), params["n_clients"], params["a"], data_rng,
-                        params["train_fraction"])
+    train, test = split(X, y, params["n_clients"], params["a"], data_rng, params["train_fraction"])
     parts = {"test": test}
     if params["validation_fraction"] > 0:
         train, parts["validation"] = hold_out(split_rng, *train, params["validation_fraction"])

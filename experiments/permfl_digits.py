@@ -35,7 +35,7 @@ from . import _pfedme_runs as runs
 from ._experiment import Experiment
 from ._plot import figure, save
 from ._verdicts import by_seed, paired
-from .pfedme_digits import split
+from .pfedme_digits import digits, split
 
 __all__ = ["EXPERIMENT", "METHODS"]
 
@@ -59,12 +59,9 @@ def points(params):
 
 
 def compute(params, point, rng):
-    from sklearn.datasets import load_digits
-
-    d = load_digits()
-    X = np.concatenate([d.data / 16.0, np.ones((d.data.shape[0], 1))], axis=1)
+    X, y = digits()
     N, C, mu = params["n_clients"], params["n_classes"], params["mu"]
-    train, test = split(X, d.target.astype(np.int64), N, rng, params["train_fraction"])
+    train, test = split(X, y, N, rng, params["train_fraction"])
     Xt, yt, wt = train
     Y = (yt[..., None] == np.arange(C)).astype(float)
     n = wt.sum(axis=-1).astype(np.int64)

@@ -21,7 +21,7 @@ import numpy as np
 from ._pfedme_compare import check, compare, finish_compare
 from ._experiment import Experiment
 
-__all__ = ["EXPERIMENT", "PAPER", "split"]
+__all__ = ["EXPERIMENT", "PAPER", "split", "digits"]
 
 #: pFedMe Table 1, MNIST, MLR (accuracy, %)
 PAPER = {"FedAvg": 93.96, "Per-FedAvg": 94.37, "pFedMe-GM": 94.18, "pFedMe-PM": 95.62}
@@ -39,6 +39,15 @@ def config(quick, trials):
 def points(params):
     check("pfedme-digits", params)
     return [{"seed": s} for s in range(params["seeds"])]
+
+
+def digits():
+    """scikit-learn's 8×8 digits: features scaled to [0, 1] with an intercept column (1,797 × 65) and
+    the labels 0..9 (the `digits` extra)."""
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return np.concatenate([d.data / 16.0, np.ones((d.data.shape[0], 1))], axis=1), d.target.astype(np.int64)
 
 
 def split(X, y, N, rng, train_fraction=0.75):
@@ -73,11 +82,8 @@ def split(X, y, N, rng, train_fraction=0.75):
 
 
 def compute(params, point, rng):
-    from sklearn.datasets import load_digits
-
-    d = load_digits()
-    X = np.concatenate([d.data / 16.0, np.ones((d.data.shape[0], 1))], axis=1)
-    train, test = split(X, d.target.astype(np.int64), params["n_clients"], rng, params["train_fraction"])
+    X, y = digits()
+    train, test = split(X, y, params["n_clients"], rng, params["train_fraction"])
     return compare(rng, train, test, params["mu"], params, point["seed"])
 
 
