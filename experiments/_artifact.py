@@ -63,9 +63,20 @@ def _fmt(v):
     return v
 
 
-def write_checkpoint(path, point: dict, rows: list, fingerprint: str) -> None:
-    """Save the rows of one finished grid point, with the point and the run's fingerprint."""
-    atomic_write(path, json.dumps({"fingerprint": fingerprint, "point": point, "rows": rows}, default=jsonable))
+def write_checkpoint(path, point: dict, rows: list, fingerprint: str, timing: dict | None = None) -> None:
+    """Save the rows of one finished grid point, with the point, the run's fingerprint and (``timing``)
+    when, how long and on which worker it was computed."""
+    doc = {"fingerprint": fingerprint, "point": point, "rows": rows, **({"timing": timing} if timing else {})}
+    atomic_write(path, json.dumps(doc, default=jsonable))
+
+
+def checkpoint_timing(path) -> dict | None:
+    """The ``timing`` a checkpoint recorded (None for an older one or an unreadable file)."""
+    try:
+        t = json.loads(Path(path).read_text(encoding="utf-8")).get("timing")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return t if isinstance(t, dict) else None
 
 
 def read_checkpoint(path, point: dict, fingerprint: str):

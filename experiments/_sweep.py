@@ -37,6 +37,7 @@ import hashlib
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -47,7 +48,8 @@ import numpy as np
 
 from moreau._files import DirectoryLocked, atomic_write, lock_directory
 
-from ._artifact import canonical, device, jsonable, provenance, read_checkpoint, write_checkpoint, write_csv
+from ._artifact import (canonical, checkpoint_timing, device, jsonable, provenance, read_checkpoint, write_checkpoint,
+                        write_csv)
 from ._config import resolve
 from ._experiment import Experiment
 from ._progress import _Progress
@@ -106,8 +108,21 @@ def catalogue_verdict(sid: str, family: str = "quadratic") -> dict:
             **verdict_json(verdict_of(recs[0].statement, recs))}
 
 
+def _utc() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _timed_point(name: str, params: dict, point: dict, seed: int, backend: str):
+    """Worker entry point (picklable by reference): ``(rows, timing)`` of one point, ``timing`` when it
+    started (UTC), its seconds and the worker (host:pid) that computed it."""
+    started, t0 = _utc(), time.perf_counter()
+    rows = _compute_point(name, params, point, seed, backend)
+    return rows, {"started": started, "seconds": round(time.perf_counter() - t0, 3),
+                  "worker": f"{socket.gethostname()}:{os.getpid()}"}
+
+
 def _compute_point(name: str, params: dict, point: dict, seed: int, backend: str):
-    """Worker entry point (picklable by reference): the rows of one point."""
+    """The rows of one point."""
     from .registry import get
 
     if backend != "numpy":
@@ -268,14 +283,41 @@ def _locked(out: Path):
 
 
 def _finished(executor, name, params, points, pending, seed, backend):
-    """``(index, rows)`` of each pending point as it finishes."""
+    """``(index, (rows, timing))`` of each pending point as it finishes."""
     if isinstance(executor, _Serial):
         for i in pending:
-            yield i, _compute_point(name, params, points[i], seed, backend)
+            yield i, _timed_point(name, params, points[i], seed, backend)
         return
-    futures = {executor.submit(_compute_point, name, params, points[i], seed, backend): i for i in pending}
+    futures = {executor.submit(_timed_point, name, params, points[i], seed, backend): i for i in pending}
     for fut in cf.as_completed(futures):
         yield futures[fut], fut.result()
+
+
+def _log(out: Path, line: str) -> None:
+    """Append one line to the run's log file (``run.log``: the run's sessions and every point's start,
+    time and worker; kept over resumes)."""
+    path = out / "run.log"
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{_utc()} {line}\n")
+    except OSError as exc:  # named, as every output of the run is (a full disk, a file-size limit)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+def _sessions(out: Path, wall: float | None = None, computed: int = 0, finished: bool = False) -> list:
+    """The run's sessions so far (``sessions.json``: one per invocation, its wall seconds and points
+    computed), with this one appended when ``wall`` is given."""
+    path = out / "sessions.json"
+    try:
+        held = json.loads(path.read_text(encoding="utf-8"))
+        held = held if isinstance(held, list) else []
+    except (OSError, ValueError):
+        held = []
+    if wall is not None:
+        held.append({"ended": _utc(), "wall_seconds": round(wall, 3), "points_computed": computed,
+                     "finished": finished})
+        atomic_write(path, json.dumps(held, indent=1))
+    return held
 
 
 def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backend="numpy",
@@ -316,10 +358,15 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
         pending = [i for i in range(len(points)) if i not in rows]
         executor, close, how = make_executor(workers, scheduler)
         progress, done = _Progress(experiment.name, len(points), resumed), False
+        _log(out, f"session: {len(pending)} of {len(points)} points to compute ({resumed} resumed), {how}, "
+                  f"{'quick' if quick else 'full'}, seed {int(seed)}")
         try:
-            for i, result in _finished(executor, experiment.name, params, points, pending, int(seed), backend):
+            for i, (result, timing) in _finished(executor, experiment.name, params, points, pending, int(seed),
+                                                  backend):
                 rows[i] = result
-                write_checkpoint(files[i], points[i], result, fingerprint)
+                write_checkpoint(files[i], points[i], result, fingerprint, timing)
+                _log(out, f"point {i + 1}/{len(points)} {canonical(points[i])}: started {timing['started']}, "
+                          f"{timing['seconds']:.3f} s, worker {timing['worker']}")
                 progress.update()
                 if on_checkpoint is not None:
                     on_checkpoint(i)
@@ -327,6 +374,14 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
         finally:
             progress.close()
             close(abort=not done)
+            wall = time.perf_counter() - t0
+            try:  # the bookkeeping of an interrupted session never hides why it was interrupted (a full disk)
+                _log(out, f"session {'finished' if done else 'interrupted'}: {wall:.3f} s")
+                sessions = _sessions(out, wall, len(rows) - resumed, done)
+            except OSError:
+                if done:
+                    raise
+                sessions = []
         table = [dict(r) for i in range(len(points)) for r in rows[i]]
         write_csv(out / f"{experiment.name}.csv", table)
         result = experiment.finish(table, params, out, seed=int(seed), quick=bool(quick))
@@ -339,7 +394,15 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
                     "configuration": {"mode": "quick" if quick else "full", "set": applied, "effective": params},
                     "executor": how,
                     "device": device(backend), "points": len(points), "resumed_points": resumed,
-                    "wall_seconds": round(time.perf_counter() - t0, 3),
+                    "wall_seconds": round(wall, 3),
+                    # over every session of this run (resumes included), and each point's own time and worker
+                    "cumulative_wall_seconds": round(sum(x["wall_seconds"] for x in sessions), 3),
+                    "sessions": len(sessions),
+                    "point_timings": [dict(index=i, point=points[i], **(checkpoint_timing(files[i]) or {}))
+                                      for i in range(len(points))],
+                    "point_seeds": "each point's generator is numpy.random.default_rng([seed, crc32(name), "
+                                   "crc32(canonical JSON of the point)]) (moreau.experiments._sweep.point_rng)",
+                    "log": "run.log",
                     "csv": f"{experiment.name}.csv", "tables": sorted(set(tables) - {f"{experiment.name}.csv"}),
                     "columns": result.get("columns", {}),
                     "figures": [str(Path(p).name) for p in result.get("figures", [])],

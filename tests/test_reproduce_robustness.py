@@ -112,7 +112,16 @@ def test_sigterm_ends_the_workers_a_second_run_is_refused_and_a_rerun_resumes(tm
     saved = len(checkpoints(out))
     assert 0 < saved < 24 and not (out / "manifest.json").exists()
     assert reproduce(*SLOW, "--workers", 2, "--out", out) == 0
-    assert json.loads((out / "manifest.json").read_text())["resumed_points"] == saved
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["resumed_points"] == saved
+    # the manifest's time is the run's over both sessions, and every point says how long it took and where
+    assert m["sessions"] == 2 and m["cumulative_wall_seconds"] > m["wall_seconds"] > 0
+    assert [t["index"] for t in m["point_timings"]] == list(range(24))
+    assert all(t["seconds"] > 0 and ":" in t["worker"] and t["started"].endswith("Z") for t in m["point_timings"])
+    assert len({t["worker"] for t in m["point_timings"]}) >= 2  # two workers, two sessions
+    log = (out / "run.log").read_text().splitlines()
+    assert sum(" point " in x for x in log) == 24 and sum("session:" in x for x in log) == 2
+    assert any("session interrupted" in x for x in log) and log[-1].split(" ", 1)[1].startswith("session finished")
 
 
 @LINUX
@@ -154,13 +163,13 @@ def test_a_full_disk_is_exit_2_naming_the_file_and_the_rerun_resumes(tmp_path, c
 def test_a_real_write_error_from_the_kernel_is_exit_2(tmp_path):
     import resource
 
-    # files over 4 KiB fail with EFBIG (python ignores SIGXFSZ): the CSV is the first such file
+    # files over 4 KiB fail with EFBIG (python ignores SIGXFSZ): the run's log (a line per point) is the first
     proc = spawn(FAST, "--quick", "--workers", 1, "--out", tmp_path,
                  preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096)))
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 2, err
     (line,) = messages(err)
-    assert f"{tmp_path / (FAST + '.csv')}: File too large (EFBIG)" in line and "Traceback" not in err
+    assert f"{tmp_path / 'run.log'}: File too large (EFBIG)" in line and "Traceback" not in err
     assert not list(tmp_path.glob(".*.tmp"))
 
 
