@@ -194,3 +194,27 @@ def test_fig2_compares_K_on_the_same_data_and_reports_the_gain(tmp_path):
     ci = stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
     assert claim["interval"] == pytest.approx([ci.low, ci.high], rel=1e-9)
     assert claim["verdict"] == ("holds" if ci.low > 0 else "fails" if ci.high < 0 else "undecided")
+
+
+def test_fig1a_authors_code_settings_are_a_named_variant():
+    """--set paper_settings=authors-code: the released code's settings as the issue reads them (d = 10, R a
+    standard deviation, R = linspace(0.1, 3, 10)); the default stays the paper's text; anything else refused."""
+    import numpy as np
+
+    from moreau.experiments import fedprox_fig1a as f1a
+
+    params = f1a.config(True, None)
+    assert params["paper_settings"] == "paper"
+    paper = [p["R"] for p in f1a.points(params) if p["data"] == "paper synthetic"]
+    assert sorted(set(paper)) == sorted(params["paper_R"])
+    code = dict(params, paper_settings="authors-code")
+    grid = sorted({p["R"] for p in f1a.points(code) if p["data"] == "paper synthetic"})
+    np.testing.assert_allclose(grid, np.linspace(0.1, 3.0, 10))
+    rng = np.random.default_rng(0)
+    point = {"data": "paper synthetic", "R": 2.0, "seed": 0}
+    rows = f1a.compute(code, point, rng)
+    # R = 2 as a standard deviation is variance 4: the same draw as the paper's reading with R = 4, in d = 10
+    same = f1a.compute(dict(params, d=10), dict(point, R=4.0), np.random.default_rng(0))
+    assert [r["global_error"] for r in rows] == [r["global_error"] for r in same]
+    with pytest.raises(ValueError, match="paper_settings must be 'paper' or 'authors-code'"):
+        f1a.points(dict(params, paper_settings="code"))
