@@ -133,6 +133,10 @@ def _summary(rows, params):
     return out
 
 
+#: line styles per level (a curve drawn later must not hide an equal one drawn before it)
+STYLES = ("-", "--", "-.", ":")
+
+
 def _sweep_figure(rows, params, out, quick, which):
     """pFedMe Fig. 1 (``which = "K"``) or Fig. 2 (``"beta"``): rows PM / GM, columns test accuracy and
     training objective; one curve (mean, band over seeds) per level."""
@@ -159,7 +163,10 @@ def _sweep_figure(rows, params, out, quick, which):
                     continue
                 S = max(S, len(seeds))
                 mean, lo, hi = band(v, kind)
-                a.plot(ts, mean, color=f"C{k}", label=label(K, b))
+                # dashes and widths differ by level, so that curves that coincide (K = 3, 5, 7 once the inner
+                # solver has converged) stay visible under each other
+                a.plot(ts, mean, color=f"C{k}", label=label(K, b), linestyle=STYLES[k % len(STYLES)],
+                       linewidth=1.6 - 0.3 * k)
                 a.fill_between(ts, lo, hi, color=f"C{k}", alpha=0.18, linewidth=0)
             a.axvline(params["at_round"], color="0.4", linestyle=":", linewidth=0.8)
             what = "personalised model (PM)" if model == "pFedMe-PM" else "global model (GM)"
@@ -167,8 +174,8 @@ def _sweep_figure(rows, params, out, quick, which):
     fig.suptitle(f"{title}: {STAND_IN}\n{fixed}, λ = {params['lam']:g}, η = {params['eta']:g}, R = {params['R']}, "
                  f"|D| = {params['batch']}, S = {params['S']}", fontsize=7)
     handles = ax[0][0].get_legend_handles_labels()[0]
-    legend(fig, handles, band_label(kind, S) + f"; dotted: round {params['at_round']}, where the claims are decided",
-           ncol=len(levels))
+    legend(fig, handles, band_label(kind, S) + f"\nvertical dotted line: round {params['at_round']}, where the claims "
+           "are decided; curves that coincide are drawn thinner and dashed, on top of each other", ncol=len(levels))
     return save(fig, out, f"{NAME}-{which}", quick)
 
 
