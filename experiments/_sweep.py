@@ -53,15 +53,12 @@ from ._artifact import (canonical, checkpoint_timing, device, jsonable, provenan
 from ._config import resolve
 from ._experiment import Experiment
 from ._progress import _Progress
+from ._rundir import RunConflict, _claim_directory, _log, _sessions, _utc, _writable
 from ._verdicts import SCHEMA_VERSION
 
 # atomic_write (now moreau._files) and canonical (now ._artifact) stay importable from here
 __all__ = ["Experiment", "Interrupted", "RunConflict", "atomic_write", "canonical", "catalogue_verdict",
            "point_rng", "run", "usable_cpus"]
-
-
-class RunConflict(RuntimeError):
-    """The output directory holds a run with other arguments, or another run is writing into it."""
 
 
 class Interrupted(KeyboardInterrupt):
@@ -106,10 +103,6 @@ def catalogue_verdict(sid: str, family: str = "quadratic") -> dict:
     return {"schema_version": SCHEMA_VERSION, "statement": sid, "family": family,
             "instances": int(sum(r.result.instances for r in recs)),
             **verdict_json(verdict_of(recs[0].statement, recs))}
-
-
-def _utc() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _timed_point(name: str, params: dict, point: dict, seed: int, backend: str):
@@ -293,33 +286,6 @@ def _finished(executor, name, params, points, pending, seed, backend):
         yield futures[fut], fut.result()
 
 
-def _log(out: Path, line: str) -> None:
-    """Append one line to the run's log file (``run.log``: the run's sessions and every point's start,
-    time and worker; kept over resumes)."""
-    path = out / "run.log"
-    try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(f"{_utc()} {line}\n")
-    except OSError as exc:  # named, as every output of the run is (a full disk, a file-size limit)
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
-
-
-def _sessions(out: Path, wall: float | None = None, computed: int = 0, finished: bool = False) -> list:
-    """The run's sessions so far (``sessions.json``: one per invocation, its wall seconds and points
-    computed), with this one appended when ``wall`` is given."""
-    path = out / "sessions.json"
-    try:
-        held = json.loads(path.read_text(encoding="utf-8"))
-        held = held if isinstance(held, list) else []
-    except (OSError, ValueError):
-        held = []
-    if wall is not None:
-        held.append({"ended": _utc(), "wall_seconds": round(wall, 3), "points_computed": computed,
-                     "finished": finished})
-        atomic_write(path, json.dumps(held, indent=1))
-    return held
-
-
 def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backend="numpy",
         workers=None, scheduler=None, overrides=(), on_checkpoint=None) -> dict:
     """Run (or resume) a registered experiment into ``out``; return the manifest.
@@ -410,40 +376,3 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
                     "provenance": provenance(params, int(seed))}
         atomic_write(out / "manifest.json", json.dumps(manifest, indent=1, default=jsonable))
     return manifest
-
-
-def _writable(out: Path) -> None:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".write-test-{os.getpid()}"  # per process: a run holding out/ may be probing too
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise PermissionError(f"--out {str(out)!r} is not a writable directory ({exc.strerror or exc})") from None
-
-
-def _claim_directory(out: Path, args: dict, fingerprint: str) -> None:
-    meta = out / "run.json"
-    if meta.exists():
-        try:
-            held = json.loads(meta.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise RunConflict(f"{meta} is unreadable: remove it or choose another --out") from None
-        if held.get("fingerprint") != fingerprint:
-            diff = _differences(held.get("arguments", {}), json.loads(canonical(args)))
-            raise RunConflict(f"{out} holds a run with other arguments (differs in: {', '.join(diff) or '?'}); "
-                              f"rerun with the same arguments to resume, or choose another --out")
-        return
-    atomic_write(meta, json.dumps({"fingerprint": fingerprint, "arguments": json.loads(canonical(args))}, indent=1))
-
-
-def _differences(held: dict, now: dict) -> list:
-    """The arguments that differ, parameters by name (``params.rounds``)."""
-    out = []
-    for k in sorted(set(held) | set(now)):
-        a, b = held.get(k), now.get(k)
-        if k == "params" and isinstance(a, dict) and isinstance(b, dict):
-            out += [f"params.{p}" for p in sorted(set(a) | set(b)) if a.get(p) != b.get(p)]
-        elif a != b:
-            out.append(k)
-    return out
