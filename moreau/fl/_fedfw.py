@@ -1,6 +1,7 @@
 r"""FedFW: the Federated Frank–Wolfe algorithm (Dadras thesis §4.3, eqs. (4.4)–(4.6); Paper III).
 
-Problem (4.4): :math:`\min_{x\in\mathcal D} F(x) = \frac1n\sum_{i=1}^n f_i(x)` over a compact convex
+Problem (4.4) (the paper's eq. (1), arXiv 2408.10090 §1, where every f_i is L-smooth with one L):
+:math:`\min_{x\in\mathcal D} F(x) = \frac1n\sum_{i=1}^n f_i(x)` over a compact convex
 :math:`\mathcal D` (a :mod:`moreau.fl._lmo` set).  FedFW runs Frank–Wolfe on the penalised surrogate
 of the consensus formulation :math:`X = (x_1, \dots, x_n) \in \mathcal D^n`,
 
@@ -10,10 +11,11 @@ of the consensus formulation :math:`X = (x_1, \dots, x_n) \in \mathcal D^n`,
 (the terms through :math:`\bar x = \frac1n\sum_j x_j` cancel since :math:`\sum_j(x_j - \bar x) = 0`),
 with a penalty :math:`\lambda_t` that grows: the block gradient is the argument of (4.5).
 
-Reconstructions (the paper's full text was not available; see docs in ``analysis/fedfw``): the
-round index starts at t = 1 (so η_1 = 1: the authors' code, ``eta_t = 2/(step + 1)`` with step = 1
-first; read from t = 0 the printed η_0 = 2 would leave the set); the server keeps x̄ from the
-directions alone, :math:`\bar x^{t+1} = (1-\eta_t)\bar x^t + \eta_t\frac1n\sum_i s_i^t`, which
+Reconstructions (beyond its abstract and §1's problem statement the paper's text could not be read;
+see ``analysis/fedfw``): the round index starts at t = 1 (so η_1 = 1: the authors' code,
+``eta_t = 2/(step + 1)`` with step = 1 first; read from t = 0 the printed η_0 = 2 would leave the
+set); the server keeps x̄ from the directions alone,
+:math:`\bar x^{t+1} = (1-\eta_t)\bar x^t + \eta_t\frac1n\sum_i s_i^t`, which
 equals the mean of the clients' models because every client starts at :math:`x_i^1 = \bar x^1`;
 the stochastic variant's parameters (η_t = 9/(t+8), λ_t = λ0√(t+8), ρ_t = 4/(t+7)^{2/3}, a
 momentum average of the stochastic gradients) are the authors' code's (``FedFW_sto``), the
