@@ -99,14 +99,17 @@ def search(statement, family, mutant=None, *, max_examples=60, seed=0, report=No
 
 def short_search(statement, family, budget_s, *, seed=0):
     """``(one failing instance or None, report)``: batches of the generator drawn from ``seed`` (their
-    own seeds and sizes 1..``MAX_TRIALS``, as :func:`batch_strategy`), evaluated in order until one fails
-    or ``budget_s`` seconds are spent (at least one batch is evaluated).  ``report``: ``examples``,
+    own seeds and sizes 1..``MAX_TRIALS``, as :func:`batch_strategy`, the k-th batch at most 2^k
+    instances), evaluated in order until one fails or ``budget_s`` seconds are spent (at least one
+    batch is evaluated).  ``report``: ``examples``,
     ``seconds``, ``found`` and, when found, ``batch_size`` and ``instance`` (as :func:`search`'s)."""
     rng = np.random.default_rng([seed, 0x5EA7C4])
     t0 = time.perf_counter()
     n, found, size = 0, None, 0
     while found is None and (n == 0 or time.perf_counter() - t0 < budget_s):
-        size = int(rng.integers(1, MAX_TRIALS + 1))
+        # batches grow 1, <= 2, <= 4, ... up to MAX_TRIALS: a statement whose instances are costly (a rate
+        # fitted per instance) spends its first, compulsory batch on one instance, not eight
+        size = int(rng.integers(1, min(MAX_TRIALS, 2 ** n) + 1))
         gen = np.random.default_rng(int(rng.integers(0, 2**32)))
         try:
             batch = statement.instances(family, size, gen)
