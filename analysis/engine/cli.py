@@ -79,7 +79,7 @@ def add_check_parser(sub):
 
 
 #: the default run's short search per (id, family) of a statement expected to hold, in seconds
-DEFAULT_SEARCH_SECONDS = 0.05
+DEFAULT_SEARCH_SECONDS = 0.03
 
 
 def _seconds_arg(text):

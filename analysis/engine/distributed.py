@@ -67,12 +67,20 @@ def remote_outputs(client, st, fam, trials, seed, chunk, mutants, modules, searc
     for k in range(n):
         if k == remote:  # the last chunk, with the search's instances, here
             batch = _draw(st, fam, sizes[k], rng_for(seed, st.id, fam, f"chunk {k}"))
-            found, report = search_statement(st, fam, seed, search_examples, search_seconds)
-            searches.append(("", report))
-            if found is not None:
-                batch = _concat(batch, found)
             chosen = [m for m in st.mutants if m.name in names]
+            if search_examples:  # as the serial run: --search before the batch is judged
+                found, report = search_statement(st, fam, seed, search_examples)
+                searches.append(("", report))
+                if found is not None:
+                    batch = _concat(batch, found)
             res, readings, mres = evaluate_chunk(st, fam, sizes[k], batch, chosen)
+            if not search_examples:  # the short search after it, as the serial run
+                found, report = search_statement(st, fam, seed, 0, search_seconds,
+                                                 per_instance=res.seconds / max(res.instances, 1))
+                searches.append(("", report))
+                if found is not None:
+                    batch = _concat(batch, found)
+                    res, readings, mres = evaluate_chunk(st, fam, sizes[k], batch, chosen)
             yield sizes[k], batch, n, res, readings, (lambda m, mres=mres: mres[m.name])
             continue
         while k_next < remote and len(queue) < window:

@@ -291,7 +291,9 @@ def print_short_search(records):
     n, secs = sum(rep["examples"] for _, rep in reps), sum(rep["seconds"] for _, rep in reps)
     pairs = len({(rec.statement.id, rec.result.family) for rec, _ in reps})
     what = ("a failing instance for " + ", ".join(found)) if found else "no failure beyond the run's instances"
-    print(_clip(f"short search: {n} batches on {pairs} (id, family) pairs in {secs:.1f} s: {what}"))
+    skipped = sum(1 for _, rep in reps if rep.get("skipped"))
+    more = f" ({skipped} too costly to search)" if skipped else ""
+    print(_clip(f"short search: {n} batches on {pairs - skipped} (id, family) pairs in {secs:.1f} s: {what}{more}"))
 
 
 def print_searches(records, n):

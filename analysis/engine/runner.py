@@ -142,25 +142,39 @@ def _chunks(st, fam, trials, seed, chunk):
 def _local_outputs(st, fam, trials, seed, chunk, search_examples, searches, search_seconds=0.0):
     """Per chunk ``(size, batch, n_chunks, Result, readings, mutant(m) -> Result)``, computed here."""
     for k, (size, batch, n_chunks) in enumerate(_chunks(st, fam, trials, seed, chunk)):
-        if k == n_chunks - 1:
-            found, report = search_statement(st, fam, seed, search_examples, search_seconds)
-            if report is not None:
-                searches.append(("", report))
+        last = k == n_chunks - 1
+        if last and search_examples:  # --search: the hypothesis search's instance joins the batch
+            found, report = search_statement(st, fam, seed, search_examples)
+            searches.append(("", report))
             if found is not None:
                 batch = _concat(batch, found)
         if not _batch_len(batch):
             raise StatementError(f"{st.id} [{fam}]: the instance generator drew no instance (a run on no instance "
                                  "is an error, not a pass)")
-        t0 = time.perf_counter()
-        prepared = st.prepared(batch)  # claim-independent work, once for the statement, readings and mutants
-        t_prep = time.perf_counter() - t0
-        res, readings, _ = evaluate_chunk(st, fam, size, batch, prepared=prepared)
-        res.seconds += t_prep
+        res, readings, prepared = _evaluate(st, fam, size, batch)
+        if last and not search_examples:  # the short search, after the batch: it knows what an instance costs
+            found, report = search_statement(st, fam, seed, 0, search_seconds,
+                                             per_instance=res.seconds / max(res.instances, 1))
+            if report is not None:
+                searches.append(("", report))
+            if found is not None:  # rare: the batch is judged again with the failing instance in it
+                batch = _concat(batch, found)
+                res, readings, prepared = _evaluate(st, fam, size, batch)
 
         def mutant(m, batch=batch, prepared=prepared, size=size):
             return st.run(fam, size, None, mutant=m, batch=batch, prepared=prepared)
         yield size, batch, n_chunks, res, readings, mutant
         del batch, prepared
+
+
+def _evaluate(st, fam, size, batch):
+    """``(Result, readings, prepared)`` of one chunk, the prepare step's time counted in the result."""
+    t0 = time.perf_counter()
+    prepared = st.prepared(batch)  # claim-independent work, once for the statement, readings and mutants
+    t_prep = time.perf_counter() - t0
+    res, readings, _ = evaluate_chunk(st, fam, size, batch, prepared=prepared)
+    res.seconds += t_prep
+    return res, readings, prepared
 
 
 def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs=None, search_seconds=0.0):

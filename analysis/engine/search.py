@@ -126,14 +126,19 @@ def short_search(statement, family, budget_s, *, seed=0):
     return found, report
 
 
-def search_statement(statement, family, seed, examples=0, seconds=0.0):
+def search_statement(statement, family, seed, examples=0, seconds=0.0, per_instance=0.0):
     """``(found or None, report or None)``: the statement's own search in a run — ``examples``
     hypothesis examples (``--search N``), else the short search of ``seconds`` (the default run's;
     only for a statement the catalogue expects to hold: a known failure is found by the run's batch
-    and shown by its recorded minimal counterexample), else none."""
+    and shown by its recorded minimal counterexample), else none.  A statement whose one instance
+    costs more than ``seconds`` (``per_instance``, measured on the run's batch) is not searched: the
+    report says so (``skipped``), and ``--search N`` searches it."""
     if examples:
         report = {}
         return search(statement, family, max_examples=examples, seed=seed, report=report), report
     if seconds and statement.expect == "holds":
+        if per_instance > seconds:
+            return None, {"examples": 0, "seconds": 0.0, "found": False, "short": True,
+                          "skipped": f"one instance costs {per_instance:.3g} s, more than the {seconds:g} s budget"}
         return short_search(statement, family, seconds, seed=seed)
     return None, None

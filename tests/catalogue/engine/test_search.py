@@ -115,3 +115,18 @@ def test_cli_short_search_line_json_and_bad_value(monkeypatch, tmp_path, capsys)
         main(["check", "toy.rare", "--search-seconds", "-1"])
     assert exc.value.code == 2
     assert "--search-seconds: must be a number of seconds in [0, 3600] (got '-1')" in capsys.readouterr().err
+
+
+def test_a_statement_whose_instance_costs_more_than_the_budget_is_not_searched():
+    """The short search runs after the batch: a statement whose one instance costs more than its seconds is
+    skipped (said in the report), not charged a compulsory batch."""
+    import time
+
+    from moreau.analysis.engine import runner
+
+    st = _rare()
+    slow = type(st)(**{**st.__dict__, "evaluate": lambda batch, claim: (time.sleep(0.02 * len(batch["x"])),
+                                                                        st.evaluate(batch, claim))[1]})
+    (rec,) = runner.run(cat={slow.id: slow}, search_seconds=0.01)
+    (_, rep), = rec.searches
+    assert rep["short"] and rep["examples"] == 0 and not rep["found"] and "more than the 0.01 s budget" in rep["skipped"]
