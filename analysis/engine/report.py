@@ -290,7 +290,7 @@ def print_short_search(records):
     found = [f"{rec.statement.id} [{rec.result.family}]" for rec, rep in reps if rep["found"]]
     n, secs = sum(rep["examples"] for _, rep in reps), sum(rep["seconds"] for _, rep in reps)
     pairs = len({(rec.statement.id, rec.result.family) for rec, _ in reps})
-    what = ("a failing instance for " + ", ".join(found)) if found else "no failure beyond the run's instances"
+    what = ("a failing instance for " + ", ".join(found)) if found else "no failure beyond the run's batch"
     skipped = sum(1 for _, rep in reps if rep.get("skipped"))
     more = f" ({skipped} too costly to search)" if skipped else ""
     print(_clip(f"short search: {n} batches on {pairs - skipped} (id, family) pairs in {secs:.1f} s: {what}{more}"))
