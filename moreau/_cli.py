@@ -23,12 +23,15 @@ def cmd_info(args) -> int:
 
     print(f"moreau {_version(DISTRIBUTION)}  python {platform.python_version()}  ({platform.platform()})")
     for name in ("numpy", "scipy", "sympy", "array-api-compat", "array-api-strict", "hypothesis",
-                 "matplotlib", "cupy-cuda12x", "cupy"):
+                 "matplotlib", "cupy-cuda12x", "cupy-cuda13x", "cupy"):
         print(f"  {name:18s} {_version(name)}")
     ok, why = gpu_status()
     print("backends found: numpy" + (", cupy" if ok else "")
           + (", array-api-strict" if _version("array-api-strict") != "not installed" else ""))
     print(f"GPU usable: {'yes' if ok else 'no'} ({why})")
+    if ok:  # measured on an H200 (benchmarks/RESULTS.md section 9)
+        print("  note: cupy flushes float32 subnormals to zero; float32 error bounds on cupy are not proven below "
+              "1.18e-38 (float64 is unaffected)")
     try:
         backend = get_backend()
     except Exception as exc:  # a diagnostic reports a bad setting instead of crashing
