@@ -177,3 +177,16 @@ def test_trials_beyond_the_limit_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exc:
         _check("gd.strongly_convex", "--trials", "99999999999999999999")
     assert exc.value.code == 2 and "must be at most" in capsys.readouterr().err
+
+
+def test_info_says_the_float32_caveat_where_a_gpu_is_usable(monkeypatch, capsys):
+    """Seen on an H200: cupy flushes float32 subnormals; `moreau info` says so when a GPU is usable, not otherwise."""
+    import moreau._backend as backend
+
+    monkeypatch.setattr(backend, "gpu_status", lambda: (True, "NVIDIA test device"))
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "GPU usable: yes (NVIDIA test device)" in out and "flushes float32 subnormals" in out
+    monkeypatch.setattr(backend, "gpu_status", lambda: (False, "no device"))
+    assert cli.main(["info"]) == 0
+    assert "flushes float32" not in capsys.readouterr().out
