@@ -145,6 +145,14 @@ class _Ball(ConvexSet):
     def center(self, d):
         return np.zeros(self.r.shape + (d,))
 
+    def diameter(self):
+        return 2 * self.r
+
+    def contains(self, x, *, clients=False, rtol=1e-12):
+        xp = array_namespace(x)
+        r = self._param(self.r, xp, x.dtype, clients, False)
+        return self._norm(x, xp) <= r * (1 + rtol)
+
 
 class L1Ball(_Ball):
     r"""The ℓ1 ball :math:`\{u: \|u\|_1 \le r\}`; its LMO output has one non-zero (a signed vertex)."""
@@ -160,13 +168,9 @@ class L1Ball(_Ball):
             return -r * xp.sign(xp.sum(g * onehot, axis=-1, keepdims=True)) * onehot
         return lmo
 
-    def diameter(self):
-        return 2 * self.r
-
-    def contains(self, x, *, clients=False, rtol=1e-12):
-        xp = array_namespace(x)
-        r = self._param(self.r, xp, x.dtype, clients, False)
-        return xp.sum(xp.abs(x), axis=-1) <= r * (1 + rtol)
+    @staticmethod
+    def _norm(x, xp):
+        return xp.sum(xp.abs(x), axis=-1)
 
 
 class L2Ball(_Ball):
@@ -180,13 +184,9 @@ class L2Ball(_Ball):
             return -r * g / xp.where(n > 0, n, xp.ones_like(n))
         return lmo
 
-    def diameter(self):
-        return 2 * self.r
-
-    def contains(self, x, *, clients=False, rtol=1e-12):
-        xp = array_namespace(x)
-        r = self._param(self.r, xp, x.dtype, clients, False)
-        return safe_norm(x, xp) <= r * (1 + rtol)
+    @staticmethod
+    def _norm(x, xp):
+        return safe_norm(x, xp)
 
 
 class Simplex(_Ball):
