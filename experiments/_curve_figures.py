@@ -14,9 +14,19 @@ from matplotlib.patches import Patch
 
 from ._curves import BEST_TEST, BEST_VAL, LAST, band, curve
 
-__all__ = ["curves_figure", "draw", "legend", "mark_selected", "method_handles", "selection_bars", "selection_handles"]
+__all__ = ["curves_figure", "draw", "layered", "legend", "mark_selected", "method_handles", "selection_bars", "selection_handles"]
 
 MARKERS = {LAST: "o", BEST_VAL: "s", BEST_TEST: "^"}
+
+
+#: dash patterns by position: a curve drawn later must not hide an equal one drawn before it
+_DASHES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 2)))
+
+
+def layered(k: int) -> dict:
+    """Line style of the k-th curve of a panel: later curves dashed and thinner, so that curves that
+    coincide (methods that reach the same point) stay visible under each other."""
+    return {"linestyle": _DASHES[k % len(_DASHES)], "linewidth": max(1.7 - 0.2 * k, 0.6)}
 
 
 def draw(ax, rows, metric, methods, kind, *, log=False, **match) -> int:
@@ -29,7 +39,7 @@ def draw(ax, rows, metric, methods, kind, *, log=False, **match) -> int:
             continue
         S = max(S, len(seeds))
         mean, lo, hi = band(v, kind, log)
-        ax.plot(ts, mean, color=f"C{k}", label=method)
+        ax.plot(ts, mean, color=f"C{k}", label=method, **layered(k))
         ax.fill_between(ts, lo, hi, color=f"C{k}", alpha=0.18, linewidth=0)
     if log:
         ax.set_yscale("log")

@@ -37,7 +37,7 @@ import itertools
 import numpy as np
 
 from . import _pfedme_runs as runs
-from ._curve_figures import legend
+from ._curve_figures import layered, legend
 from ._curves import SELECTION_COLUMNS, band, band_label, check_band, columns, curve, long_rows, selections
 from ._evaluate import Split, hold_out
 from ._experiment import Experiment
@@ -133,10 +133,6 @@ def _summary(rows, params):
     return out
 
 
-#: line styles per level (a curve drawn later must not hide an equal one drawn before it)
-STYLES = ("-", "--", "-.", ":")
-
-
 def _sweep_figure(rows, params, out, quick, which):
     """pFedMe Fig. 1 (``which = "K"``) or Fig. 2 (``"beta"``): rows PM / GM, columns test accuracy and
     training objective; one curve (mean, band over seeds) per level."""
@@ -163,10 +159,8 @@ def _sweep_figure(rows, params, out, quick, which):
                     continue
                 S = max(S, len(seeds))
                 mean, lo, hi = band(v, kind)
-                # dashes and widths differ by level, so that curves that coincide (K = 3, 5, 7 once the inner
-                # solver has converged) stay visible under each other
-                a.plot(ts, mean, color=f"C{k}", label=label(K, b), linestyle=STYLES[k % len(STYLES)],
-                       linewidth=1.6 - 0.3 * k)
+                # curves that coincide (K = 3, 5, 7 once the inner solver has converged) stay visible
+                a.plot(ts, mean, color=f"C{k}", label=label(K, b), **layered(k))
                 a.fill_between(ts, lo, hi, color=f"C{k}", alpha=0.18, linewidth=0)
             a.axvline(params["at_round"], color="0.4", linestyle=":", linewidth=0.8)
             what = "personalised model (PM)" if model == "pFedMe-PM" else "global model (GM)"

@@ -45,7 +45,7 @@ from moreau import Multinomial, data
 
 from . import _official as official
 from . import _pfedme_runs as runs
-from ._curve_figures import legend
+from ._curve_figures import layered, legend
 from ._curves import LAST, SELECTION_COLUMNS, band, band_label, check_band, columns, curve, selections
 from ._evaluate import Split, hold_out
 from ._experiment import Experiment
@@ -246,7 +246,7 @@ def _curves_figure(rows, params, out, quick):
                 continue
             S = max(S, len(seeds))
             mean, lo, hi = band(v, params["band"])
-            a.plot(ts, mean, color=f"C{k}", label=c, linestyle="--" if c == "paper" else "-")
+            a.plot(ts, mean, color=f"C{k}", label=c, **layered(k))
             a.fill_between(ts, lo, hi, color=f"C{k}", alpha=0.15, linewidth=0)
         a.axhline(PAPER[m], color="k", linestyle=":", linewidth=0.8)
         a.set(xlabel="communication round t", ylabel="test accuracy (%)", title=f"{m} (dotted: Table 1)")
@@ -256,7 +256,8 @@ def _curves_figure(rows, params, out, quick):
             if lab not in labels:
                 handles.append(h)
                 labels.append(lab)
-    legend(fig, handles, band_label(params["band"], S), ncol=4)
+    legend(fig, handles, band_label(params["band"], S) + "; curves that coincide: thinner and dashed, on top",
+           ncol=4)
     return save(fig, out, f"{NAME}-curves", quick)
 
 
