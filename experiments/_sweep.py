@@ -323,13 +323,14 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
         t0 = time.perf_counter()
         pending = [i for i in range(len(points)) if i not in rows]
         executor, close, how = make_executor(workers, scheduler)
+        timings = {}  # this session's points; a resumed point's timing is read from its checkpoint
         progress, done = _Progress(experiment.name, len(points), resumed), False
         _log(out, f"session: {len(pending)} of {len(points)} points to compute ({resumed} resumed), {how}, "
                   f"{'quick' if quick else 'full'}, seed {int(seed)}")
         try:
             for i, (result, timing) in _finished(executor, experiment.name, params, points, pending, int(seed),
                                                   backend):
-                rows[i] = result
+                rows[i], timings[i] = result, timing
                 write_checkpoint(files[i], points[i], result, fingerprint, timing)
                 _log(out, f"point {i + 1}/{len(points)} {canonical(points[i])}: started {timing['started']}, "
                           f"{timing['seconds']:.3f} s, worker {timing['worker']}")
@@ -364,7 +365,7 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
                     # over every session of this run (resumes included), and each point's own time and worker
                     "cumulative_wall_seconds": round(sum(x["wall_seconds"] for x in sessions), 3),
                     "sessions": len(sessions),
-                    "point_timings": [dict(index=i, point=points[i], **(checkpoint_timing(files[i]) or {}))
+                    "point_timings": [dict(index=i, point=points[i], **(timings.get(i) or checkpoint_timing(files[i]) or {}))
                                       for i in range(len(points))],
                     "point_seeds": "each point's generator is numpy.random.default_rng([seed, crc32(name), "
                                    "crc32(canonical JSON of the point)]) (moreau.experiments._sweep.point_rng)",
