@@ -146,6 +146,25 @@ def test_the_gradient_is_newtons_evaluation_bit_for_bit(model, case):
         assert np.array_equal(host(f.grad(th)), host(f._value_grad(th)[1]))
 
 
+@pytest.mark.parametrize("n, d", [(1, 3), (5, 1), (1, 1), (11, 3)], ids=["one-sample", "one-feature", "both", "plain"])
+@pytest.mark.parametrize("C", [2, 4, 12])
+def test_class_sums_in_one_call_are_the_unrolled_sums(n, d, C):
+    """The softmax gradient's class sums (``_class_sum``: one numpy reduction over the class axis
+    where the rows have more than one entry) are the unrolled sums of Newton's evaluation, bit for
+    bit, also at the sizes where numpy would sum pairwise (one sample or one feature: the unrolled
+    sum is taken there), with C above numpy's 8-way unrolling."""
+    import moreau._multinomial_fast as mf
+    rng = np.random.default_rng(C)
+    for k in (1, 2, 7, 300):
+        E = rng.standard_normal((3, C, k)) * 10.0 ** rng.integers(-8, 8, (3, C, k))
+        assert np.array_equal(mf._class_sum(E), mf._sum([E[:, c] for c in range(C)]))
+    X = rng.standard_normal((6, n, d))
+    y = rng.integers(0, C, (6, n))
+    f = mo.Multinomial(X, y, n_classes=C)
+    th = rng.standard_normal((6, d * C)) * 3
+    assert np.array_equal(f.grad(th), f._eval(th)[1])
+
+
 @pytest.mark.parametrize("ragged", [False, True], ids=["padded", "ragged"])
 def test_least_squares_gradient_is_the_quadratic_one_bit_for_bit(ragged):
     f, _ = _data("least_squares", 25, ragged=ragged)
