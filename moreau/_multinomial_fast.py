@@ -258,7 +258,7 @@ def softmax_hvp(xp, X, W, V, p, mu):
             Ut = xp.matrix_transpose(V[i:j, ...]) @ Xt
             Zt -= max_over(xp, [Zt[:, c, :] for c in range(C)])[:, None, :]
             E = xp.exp(Zt)
-        E /= _sum([E[:, c, :] for c in range(C)])[:, None, :]  # pi
+        E /= (_class_sum(E) if fast else _sum([E[:, c, :] for c in range(C)]))[:, None, :]  # pi
         dot = E[:, 0, :] * Ut[:, 0, :]
         for c in range(1, C):
             dot += E[:, c, :] * Ut[:, c, :]
