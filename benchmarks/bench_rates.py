@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 r"""Monte Carlo throughput of the fedprox.thm1 check: trials per second on least squares.
 
-    python benchmarks/bench_rates.py [--quick] [--json PATH] [--seed N] [--blas-threads N]
+    python benchmarks/bench_rates.py [--quick] [--json PATH] [--seed N] [--blas-threads N] [--backend cupy]
 
 One trial = one data set of m = 10 clients, d = 20, n samples each (``moreau.data.least_squares``,
 R = 0.1, mu = 1, L = 4, sigma = 1, the adaptive lambda of Theorem 1) and its FedProx solution
@@ -13,6 +13,11 @@ R = 0.1, mu = 1, L = 4, sigma = 1, the adaptive lambda of Theorem 1) and its Fed
    by one einsum, the FedProx solution by its precomputed affine map (numpy, no sufficient statistic);
 3. sufficient statistic (``moreau.analysis.fedprox.thm1.least_squares_moments.monte_carlo_errors``): ``b_i`` drawn directly
    as ``A_i w⋆ + σ/√n A_i^{1/2} ξ_i`` and the errors as ``bias + K ξ`` (cost independent of n).
+
+With ``--backend cupy`` the sufficient-statistic path also runs on the GPU (the same function on
+cupy arrays with a ``cupy.random.Generator``: another stream, so its estimate differs within its
+standard error), at the check's chunk size and at chunks of 65,536 trials, the clock stopped after
+the device synchronises.
 
 Each row: best and median of k timed calls after a warm-up (``time.perf_counter``), the estimates
 of E‖w̃⁽ᵍ⁾ − w⋆⁽ᵍ⁾‖² next to the exact value, and the ratio to the loop.  Then the peak memory
@@ -109,7 +114,23 @@ def vectorised(P, X, A, bias, K, n, trials, rng):
     return np.concatenate(out)
 
 
-def run(quick, seed):
+def _gpu_rows(cupy, bias, K, trials, seed):
+    """The sufficient-statistic path on cupy: ``{"gpu": row, "gpu_big_chunks": row}``."""
+    from moreau.analysis.fedprox.thm1.least_squares_moments import CHUNK
+    bg, Kg = cupy.asarray(bias), cupy.asarray(K)
+    rng = cupy.random.default_rng(seed)
+    out = {}
+    for key, chunk in (("gpu", CHUNK), ("gpu_big_chunks", 65_536)):
+        def call(chunk=chunk):
+            mean, se = monte_carlo_errors(bg, Kg, trials, rng, chunk=chunk)
+            return float(mean[0]), float(se[0])  # the copy to the host synchronises
+        best, med, (mean0, se0) = _timed(call, 3)
+        out[key] = dict(trials=trials, chunk=chunk, best_s=best, median_s=med, per_s=trials / best,
+                        estimate=mean0, se=se0)
+    return out
+
+
+def run(quick, seed, gpu=None):
     ns = (50, 500) if quick else (50, 500, 5000)
     rows = []
     for j, n in enumerate(ns):
@@ -121,7 +142,8 @@ def run(quick, seed):
         best_f, med_f, (mean_f, se_f) = _timed(lambda: monte_carlo_errors(bias, K, T_fast, rng), 3)
         best_v, med_v, sq_v = _timed(lambda: vectorised(P, X, A, bias, K, n, T_vec, rng), 3)
         best_l, med_l, sq_l = _timed(lambda: loop(P, X, lam, T_loop, rng), 1 if quick else 2)
-        rows.append(dict(n=n, lam=lam, exact=exact,
+        gpu_rows = _gpu_rows(gpu, bias, K, T_fast * 10, seed) if gpu is not None else {}
+        rows.append(dict(n=n, lam=lam, exact=exact, **gpu_rows,
                          fast=dict(trials=T_fast, best_s=best_f, median_s=med_f, per_s=T_fast / best_f,
                                    estimate=float(mean_f[0]), se=float(se_f[0])),
                          vectorised=dict(trials=T_vec, best_s=best_v, median_s=med_v, per_s=T_vec / best_v,
@@ -173,17 +195,31 @@ def main(argv=None):
     ap.add_argument("--json", metavar="PATH")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--blas-threads", type=int, default=1, help="BLAS threads (0: the libraries' default)")
+    ap.add_argument("--backend", choices=("numpy", "cupy"), default="numpy",
+                    help="cupy: also the sufficient-statistic path on the GPU")
     ap.add_argument("--memory-trials", type=int, default=None, help="trials of the peak-memory run (default 1e6)")
     args = ap.parse_args(argv)
     info = machine()
     print(f"# {info['cpu']}, {info['cpus']} cpus, python {info['python']}, numpy {info['numpy']}; BLAS {info['blas']}")
     print(f"# m = {M}, d = {D}, R = {R}, mu = {MU}, L = {L}, sigma = {SIGMA}; load average {info['loadavg_start']}")
-    rows = run(args.quick, args.seed)
+    gpu = None
+    if args.backend == "cupy":
+        try:
+            import cupy as gpu
+            info["gpu"] = gpu.cuda.runtime.getDeviceProperties(0)["name"].decode()
+        except Exception as exc:  # noqa: BLE001  (one line: what is missing)
+            print(f"bench_rates: --backend cupy: cupy is not usable here ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return 2
+        print(f"# GPU: {info['gpu']}, cupy {gpu.__version__}")
+    rows = run(args.quick, args.seed, gpu)
     print(f"{'n':>5} {'method':>20} {'trials':>8} {'best s':>8} {'median s':>9} {'trials/s':>10} "
           f"{'vs loop':>8}   E|w_g - w*_g|^2 (exact)")
     for r in rows:
         for key, name in (("loop", "per-trial loop"), ("vectorised", "vectorised samples"),
-                          ("fast", "sufficient statistic")):
+                          ("fast", "sufficient statistic"), ("gpu", "suff. stat. [cupy]"),
+                          ("gpu_big_chunks", "[cupy] chunks 65536")):
+            if key not in r:
+                continue
             x = r[key]
             print(f"{r['n']:5d} {name:>20} {x['trials']:8d} {x['best_s']:8.3f} {x['median_s']:9.3f} "
                   f"{x['per_s']:10.4g} {x['per_s'] / r['loop']['per_s']:8.4g}   "

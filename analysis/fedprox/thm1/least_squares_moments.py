@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+from array_api_compat import array_namespace
 
 __all__ = ["error_maps", "exact_errors", "monte_carlo_errors", "monte_carlo_memo", "baseline_errors", "CHUNK"]
 
@@ -79,24 +80,29 @@ def monte_carlo_errors(bias, K, trials, rng, chunk=CHUNK):
     (memory bounded independently of ``trials``: ``chunk·(2m+1)·d`` floats per configuration),
     accumulates the sum and the sum of squares of the squared errors; ``se`` is the sample
     standard deviation over ``√trials`` (a CLT interval is ``mean ± z·se``).
+
+    Runs where ``bias`` and ``K`` live: numpy arrays with a numpy ``Generator`` (what ``moreau
+    check`` does), or cupy arrays with a ``cupy.random.Generator`` (``benchmarks/bench_rates.py
+    --backend cupy``); the namespace needs ``einsum`` (numpy's and cupy's have it).
     """
+    xp = array_namespace(bias, K)
     *lead, rows, d = bias.shape
     md = K.shape[-1]
-    Kt = np.swapaxes(K, -1, -2)
-    s1 = np.zeros((*lead, rows))
-    s2 = np.zeros((*lead, rows))
+    Kt = xp.matrix_transpose(K)
+    s1 = xp.zeros((*lead, rows), dtype=bias.dtype)
+    s2 = xp.zeros((*lead, rows), dtype=bias.dtype)
     done = 0
     while done < trials:
         c = min(chunk, trials - done)
         xi = rng.standard_normal((*lead, c, md))
-        err = (xi @ Kt).reshape(*lead, c, rows, d) + bias[..., None, :, :]
-        sq = np.einsum("...crd,...crd->...cr", err, err)
-        s1 += sq.sum(axis=-2)
-        s2 += np.einsum("...cr,...cr->...r", sq, sq)
+        err = xp.reshape(xi @ Kt, (*lead, c, rows, d)) + bias[..., None, :, :]
+        sq = xp.einsum("...crd,...crd->...cr", err, err)
+        s1 += xp.sum(sq, axis=-2)
+        s2 += xp.einsum("...cr,...cr->...r", sq, sq)
         done += c
     mean = s1 / trials
-    var = np.maximum(s2 / trials - mean**2, 0.0) * trials / max(trials - 1, 1)
-    return mean, np.sqrt(var / trials)
+    var = xp.maximum(s2 / trials - mean**2, 0.0) * trials / max(trials - 1, 1)
+    return mean, xp.sqrt(var / trials)
 
 
 _MC_MEMO = {}
