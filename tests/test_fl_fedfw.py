@@ -11,6 +11,7 @@ Tolerances (``_tol.assert_close``, 100 eps relative): ``factor=10`` for the loop
 relative, commented where used).
 """
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -182,12 +183,31 @@ def test_a_minibatch_of_every_sample_is_the_full_gradient():
 
 
 def test_schedules_are_the_printed_ones():
+    """Deterministic: c_t = sqrt(t+1), eta_t = 2/(t+1), no rho (thesis (4.5)-(4.6)); stochastic (the authors'
+    ``FedFW_sto``): c_t = sqrt(t+8), eta_t = 9/(t+8), rho_t = 4/(t+7)^(2/3); horizon: c_t = T^(1/3),
+    eta_t = T^(-2/3); rounds t = 1..T."""
+    t = [1, 2, 3, 4, 5]
     c, e, r = schedules(5)
-    t = np.arange(1, 6)
-    assert_close(c, np.sqrt(t + 1)) and r is None
-    assert_close(e, 2 / (t + 1)) and e[0] == 1.0  # t starts at 1: the first step lands on s^1 in D
-    c, e, _ = schedules(8, lam_schedule="horizon")
-    assert_close(c, np.full(8, 2.0)) and assert_close(e, np.full(8, 0.25))
+    assert_close(c, np.array([math.sqrt(k + 1) for k in t]))
+    assert r is None
+    assert_close(e, np.array([2 / (k + 1) for k in t]))
+    assert e[0] == 1.0  # t starts at 1: the first step lands on s^1 in D
+    c, e, r = schedules(5, stochastic=True)
+    assert_close(c, np.array([3.0, math.sqrt(10), math.sqrt(11), math.sqrt(12), math.sqrt(13)]))
+    assert_close(e, np.array([1.0, 0.9, 9 / 11, 0.75, 9 / 13]))
+    assert_close(r, np.array([4 / (k + 7) ** (2 / 3) for k in t]))
+    assert c[0] == 3.0 and e[0] == 1.0 and r[0] == pytest.approx(1.0, rel=1e-15)  # 4 / 8^(2/3) = 1
+    c, e, r = schedules(8, lam_schedule="horizon")
+    assert_close(c, np.full(8, 2.0))  # 8^(1/3)
+    assert_close(e, np.full(8, 0.25))  # 8^(-2/3)
+    assert r is None
+    c, e, r = schedules(8, lam_schedule="horizon", stochastic=True)
+    assert_close(c, np.full(8, 2.0))
+    assert_close(e, np.full(8, 0.25))
+    assert_close(r, np.array([4 / (k + 7) ** (2 / 3) for k in range(1, 9)]))
+    c, e, r = schedules(5, lam_schedule="constant")
+    assert c is None and r is None
+    assert_close(e, np.array([2 / (k + 1) for k in t]))
 
 
 # --- the targets --------------------------------------------------------------------------------
