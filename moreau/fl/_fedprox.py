@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._blocks import client_blocks, run_blocks
 from ._common import (History, MiniBatches, added, check_diverged, check_objective, client_weights, count, expand,
                       generator, gradient, lead_shape, minibatch_size, participation, point, positive, sample_size,
                       scaled)
@@ -29,13 +30,22 @@ def gd(objective, *, eta, steps, w0=None):
     lead = lead_shape(f, eta)
     W = point(w0, f, lead, "w0", clients=True)
     e = expand(eta, 2)
-    out = [W]
-    grad, own = gradient(f)
-    for k in range(steps):
-        W = W - scaled(e, grad(W), own)
-        check_diverged(xp, f, W, "gd", f"step {k + 1} of {steps}")
-        out.append(W)
-    return History(w_global=None, w_local=xp.stack(out), rounds=0, local_steps=steps, grad_evals=steps,
+
+    def step(fb, Wb, k):
+        grad, own = gradient(fb)
+        Wb = Wb - scaled(e, grad(Wb), own)
+        check_diverged(xp, f, Wb, "gd", f"step {k + 1} of {steps}")
+        return Wb
+    blocks = client_blocks(f)
+    if len(blocks) == 1:
+        out = [W]
+        run_blocks(blocks, W, steps, lambda fb, Wb, k: out.append(step(fb, Wb, k)) or out[-1])
+        w_local = xp.stack(out)
+    else:  # numpy: every step's iterates written block by block
+        w_local = np.empty((steps + 1,) + tuple(W.shape), dtype=W.dtype)
+        w_local[0] = W
+        run_blocks(blocks, W, steps, step, record=w_local[1:])
+    return History(w_global=None, w_local=w_local, rounds=0, local_steps=steps, grad_evals=steps,
                    params={"eta": eta, "steps": steps})
 
 
@@ -75,13 +85,17 @@ def fedprox(objective, *, lam, gamma, eta, K, rounds, w0=None, local0=None, weig
     lam2, eta2, gam1 = expand(lam, 2), expand(eta, 2), expand(gamma, 1)
     pc = p[..., None]
     gs, ls = [w], [W]
-    grad, own = gradient(f)
+    blocks = client_blocks(f)
     for t in range(rounds):
         wg = w[..., None, :]
-        for k in range(K):
-            g = added(grad(W), scaled(lam2, W - wg, True), own)
-            W = W - scaled(eta2, g, True)
-            check_diverged(xp, f, W, "fedprox", f"round {t + 1}, local step {k + 1}", "eta (with lam)")
+
+        def step(fb, Wb, k, t=t, wg=wg):
+            grad, own = gradient(fb)
+            g = added(grad(Wb), scaled(lam2, Wb - wg, True), own)
+            Wb = Wb - scaled(eta2, g, True)
+            check_diverged(xp, f, Wb, "fedprox", f"round {t + 1}, local step {k + 1}", "eta (with lam)")
+            return Wb
+        W = run_blocks(blocks, W, K, step)
         w = w - gam1 * xp.sum(pc * (lam2 * (wg - W)), axis=-2)
         check_diverged(xp, f, w, "fedprox", f"round {t + 1} (server step)", "gamma")
         gs.append(w)
@@ -133,16 +147,18 @@ def fedavg(objective, *, eta, tau, rounds, S=None, batch_size=None, weights=None
     gs, ls, picks = [w], [xp.broadcast_to(w[..., None, :], lead + (m, f.dim))], []
     evals = np.zeros(lead + (m,), dtype=int)
     batches = None if size is None else MiniBatches(f, lead)
+    blocks = client_blocks(f) if size is None else [(slice(None), None)]  # mini-batches: drawn for all clients
     for t in range(rounds):
         mask, idx = participation(rng, lead, m, S)
         if idx is not None:
             picks.append(idx)
-        W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
-        for k in range(tau):
-            fk = f if size is None else batches.objective(rng, size, replace=False)
-            grad, own = gradient(fk)
-            W = W - scaled(eta2, grad(W), own)
-            check_diverged(xp, f, W, "fedavg", f"round {t + 1}, local step {k + 1}")
+
+        def step(fb, Wb, k, t=t):
+            grad, own = gradient(fb if fb is not None else batches.objective(rng, size, replace=False))
+            Wb = Wb - scaled(eta2, grad(Wb), own)
+            check_diverged(xp, f, Wb, "fedavg", f"round {t + 1}, local step {k + 1}")
+            return Wb
+        W = run_blocks(blocks, xp.broadcast_to(w[..., None, :], lead + (m, f.dim)), tau, step)
         on = xp.asarray(mask, dtype=f.dtype)
         wts = p * on
         W = xp.where(xp.asarray(mask)[..., None], W, w[..., None, :])
