@@ -387,9 +387,13 @@ def test_cli_json_records_failure(toy_catalogue, tmp_path, capsys):
 def test_save_and_replay_counterexample(toy_catalogue, tmp_path, capsys):
     assert main(["check", "toy.false", "--save-counterexamples", str(tmp_path)]) == 1
     files = sorted(tmp_path.glob("*.npz"))
-    assert files, "no counterexample saved"
-    with np.load(files[0], allow_pickle=False) as z:  # no pickle needed
-        assert z["x"].shape == (1,) and z["x"][0] ** 2 > 0.9 * z["x"][0] ** 2
+    # toy.false fails on all 16 instances of the run's batch; the first 5 failing instances are saved
+    assert [f.name for f in files] == [f"toy.false-quadratic-{i}.npz" for i in range(5)]
+    xs = runner.rng_for(0, "toy.false", "quadratic").uniform(0.5, 2.0, 16)  # the run's batch, drawn again
+    for i, f in enumerate(files):
+        with np.load(f, allow_pickle=False) as z:  # no pickle needed
+            assert z["x"].shape == (1,) and 0.5 <= z["x"][0] <= 2.0
+            assert z["x"][0] == xs[i]  # instance i of the run's batch, not some other number
     capsys.readouterr()
     assert main(["check", "--replay", str(files[0])]) == 1
     assert "holds=False" in capsys.readouterr().out
