@@ -21,12 +21,18 @@ Instances: 3 problems for each (r, τ, p) in (1, 1, 1), (2, 2, ½); per problem 
 T ∈ {64, 128, 256} 12 independent runs from one start (Monte Carlo over mini-batches and
 participation).  Sides: the slope of log of the Monte Carlo mean of the average on log T, with
 a 95 % delta-method interval from the standard errors; a rate part "at most" −1/2 (+ 0.05).
-These horizons are short (the checker's time budget): the statement is about T → ∞, and a
-slope on a short grid can still carry the transient (it makes the slope steeper, never
-shallower, here).
+These horizons are short (the checker's time budget) and the statement is about T → ∞: a slope
+on a short grid can carry the transient in either direction.  Some problems are still on their
+way in at T = 256 (the seed-0 batch of ``--trials 50``, problem 5, r = τ = p = 1: local slopes
+−0.32, −0.30, −0.35 from T = 64 to 512, then −0.51, −0.48, −0.49, −0.51 up to T = 8192).  So
+a problem whose whole interval lies above the printed exponent + 0.05 on the short grid is fitted
+again on T ∈ {1024, 2048, 4096} (``LONG``) and judged there; it fails only if it fails there
+too.  The re-fit is part of the claim-independent preparation (every mutant is judged on the same
+fits); a problem re-fitted shows its horizons in the part's constants.
 
-Claimed: a rate.  What the check shows: slopes −0.5 to −0.65, the interval always containing
-−1/2 or below it; the deterministic rate O(1/T) is rejected (a mutant).
+Claimed: a rate.  What the check shows: slopes −0.5 to −0.8 on the short grid, and on the long
+grid where the short one is still in its transient; the deterministic rate O(1/T) is rejected (a
+mutant).
 """
 from __future__ import annotations
 
@@ -42,6 +48,7 @@ __all__ = ["STATEMENTS"]
 
 GROUPS = ((1, 1, 1.0), (2, 2, 0.5))   # (r, tau, p)
 GRID = np.array([64, 128, 256])
+LONG = 16 * GRID                      # where a short-grid failure is fitted again
 RUNS, M, D, K, BATCH, ATOL = 12, 4, 3, 6, 2, 0.05
 
 CLAIM = {"exponent": -0.5}            # O(1/sqrt(T))
@@ -63,38 +70,55 @@ def instances(family, trials, rng):
 
 
 def prepare(batch):
-    """Run every group and horizon (claim-independent): the fitted exponent per problem."""
+    """Run every group and horizon (claim-independent): the fitted exponent per problem, on the
+    short grid, or on ``LONG`` where the short grid's whole interval is above the printed exponent
+    + ATOL."""
     n = batch["r"].shape[0]
     slope, lo, hi, ok = np.zeros(n), np.zeros(n), np.zeros(n), np.ones(n, bool)
     A = np.einsum("nmkd,nmke->nmde", batch["X"], batch["X"]) / K
     Li = np.linalg.eigvalsh(A)[..., -1]
+    horizon = np.full(n, GRID[-1])
     for r, tau, p in GROUPS:
         g = np.flatnonzero((batch["r"] == r) & (batch["tau"] == tau) & (batch["p"] == p))
         if not g.size:
             continue
-        f = mo.LeastSquares(np.broadcast_to(batch["X"][g], (RUNS,) + batch["X"][g].shape),
-                            np.broadcast_to(batch["y"][g], (RUNS,) + batch["y"][g].shape))
-        L = Li[g].max(axis=1)
-        y, se = [], []
-        for T in GRID:
-            scale = np.sqrt(GRID[0] / T)
-            eta_u, eta_v = 0.3 * p * scale / L, 0.075 * scale / L
-            h = pflmf(f, r, rounds=int(T), eta_u=eta_u, eta_v=eta_v, tau=tau, p=p, batch_size=BATCH,
-                      U0=batch["U0"][g][..., :r], V0=batch["V0"][g][..., :r],
-                      rng=np.random.default_rng([int(batch["seed"][g[0]]), int(T)]))
-            avg = clients.grad_norm2(f, h)[:-1].mean(axis=0)             # (RUNS, problems)
-            y.append(avg.mean(axis=0))
-            se.append(avg.std(axis=0, ddof=1) / np.sqrt(RUNS))
-            ok[g] &= clients.step_condition(Li[g], h, eta_u, eta_v).all(axis=0)
-        slope[g], (lo[g], hi[g]) = fit_exponent(GRID, np.array(y).T, y_se=np.array(se).T)
-    return {"slope": slope, "lo": lo, "hi": hi, "steps_ok": ok, "p": batch["p"]}
+        slope[g], lo[g], hi[g], ok[g] = _fit(batch, g, Li[g], r, tau, p, GRID)
+        again = g[lo[g] > CLAIM["exponent"] + ATOL]
+        if again.size:
+            slope[again], lo[again], hi[again], ok_long = _fit(batch, again, Li[again], r, tau, p, LONG)
+            ok[again] &= ok_long
+            horizon[again] = LONG[-1]
+    return {"slope": slope, "lo": lo, "hi": hi, "steps_ok": ok, "p": batch["p"], "horizon": horizon}
+
+
+def _fit(batch, g, Li, r, tau, p, grid):
+    """``(slope, lo, hi, steps_ok)`` of the problems ``g`` (one group) on the horizons ``grid``."""
+    f = mo.LeastSquares(np.broadcast_to(batch["X"][g], (RUNS,) + batch["X"][g].shape),
+                        np.broadcast_to(batch["y"][g], (RUNS,) + batch["y"][g].shape))
+    L = Li.max(axis=1)
+    ok = np.ones(g.size, bool)
+    y, se = [], []
+    for T in grid:
+        scale = np.sqrt(GRID[0] / T)
+        eta_u, eta_v = 0.3 * p * scale / L, 0.075 * scale / L
+        h = pflmf(f, r, rounds=int(T), eta_u=eta_u, eta_v=eta_v, tau=tau, p=p, batch_size=BATCH,
+                  U0=batch["U0"][g][..., :r], V0=batch["V0"][g][..., :r],
+                  rng=np.random.default_rng([int(batch["seed"][g[0]]), int(T)]))
+        avg = clients.grad_norm2(f, h)[:-1].mean(axis=0)             # (RUNS, problems)
+        y.append(avg.mean(axis=0))
+        se.append(avg.std(axis=0, ddof=1) / np.sqrt(RUNS))
+        ok &= clients.step_condition(Li, h, eta_u, eta_v).all(axis=0)
+    slope, (lo, hi) = fit_exponent(grid, np.array(y).T, y_se=np.array(se).T)
+    return slope, lo, hi, ok
 
 
 def evaluate(data, claim):
     return {PART: rate_sides(data["slope"], (data["lo"], data["hi"]), claim["exponent"], kind="at most", atol=ATOL,
                              applicable=data["steps_ok"], level=0.95,
                              constants={"grad F": "exact (closed-form gradients along the run)",
-                                        "E": f"Monte Carlo, {RUNS} runs per horizon"},
+                                        "E": f"Monte Carlo, {RUNS} runs per horizon",
+                                        "T": f"{GRID[0]}..{GRID[-1]}; {LONG[0]}..{LONG[-1]} for the "
+                                             f"{int(np.sum(data['horizon'] > GRID[-1]))} problem(s) re-fitted"},
                              note="fails only where the whole interval is above exponent + 0.05")}
 
 
