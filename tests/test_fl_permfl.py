@@ -232,6 +232,36 @@ def test_bad_arguments_name_themselves(call, error, match):
         call()
 
 
+def _check_paired_claim(v, diffs, family_level=0.95):
+    """A claim's comparisons recomputed here from the per-seed differences ``diffs`` (name -> (S,)): the
+    mean, scipy's paired t p-value and interval at the comparison's level, Holm's adjusted p-values and
+    step-down levels (S. Holm 1979), each comparison's verdict from its interval's sign and the claim's from
+    its comparisons (fails if one fails, holds if all hold)."""
+    from scipy import stats
+
+    comps = v["comparisons"]
+    assert [c["comparison"] for c in comps] == list(diffs)
+    k, alpha = len(comps), 1 - family_level
+    tests = [stats.ttest_1samp(np.asarray(d, float), 0.0) for d in diffs.values()]
+    p = np.array([t.pvalue for t in tests])
+    order = np.argsort(p, kind="stable")
+    adj = np.empty(k)
+    adj[order] = np.minimum(1.0, np.maximum.accumulate((k - np.arange(k)) * p[order]))
+    stop = next((j for j in range(k) if adj[order[j]] > alpha), k)
+    for j, i in enumerate(order):
+        c, d, t = comps[i], np.asarray(list(diffs.values())[i], float), tests[i]
+        assert c["estimate"] == pytest.approx(d.mean(), rel=1e-9, abs=1e-9)
+        assert c["p"] == pytest.approx(p[i], rel=1e-9, abs=1e-12)
+        assert c["p_holm"] == pytest.approx(adj[i], rel=1e-9, abs=1e-12)
+        assert c["level"] == pytest.approx(1 - alpha / (k - min(j, stop)), rel=1e-12)
+        ci = t.confidence_interval(c["level"])
+        assert c["interval"] == pytest.approx([ci.low, ci.high], rel=1e-9, abs=1e-9)
+        assert c["verdict"] == ("holds" if ci.low > 0 else "fails" if ci.high < 0 else "undecided")
+        assert (c["verdict"] != "undecided") == (j < stop)  # the interval excludes 0 exactly when Holm rejects
+    words = {c["verdict"] for c in comps}
+    assert v["verdict"] == ("fails" if "fails" in words else "holds" if words == {"holds"} else "undecided")
+
+
 @pytest.mark.reproduce
 def test_permfl_digits_quick(tmp_path, monkeypatch):
     """``moreau reproduce permfl-digits --quick``: every method on every seed, accuracies in [0, 100],
@@ -251,5 +281,16 @@ def test_permfl_digits_quick(tmp_path, monkeypatch):
         rows = list(csv.DictReader(fh))
     assert {(r["method"], r["seed"]) for r in rows} == {(m, str(s)) for m in METHODS for s in (0, 1)}
     assert all(0 <= float(r["accuracy"]) <= 100 for r in rows)
-    assert [c["verdict"] in ("holds", "fails", "undecided") for c in manifest["claims"]] == [True, True]
+    acc = {m: np.array([float(r["accuracy"]) for r in sorted(rows, key=lambda r: int(r["seed"]))
+                        if r["method"] == m]) for m in METHODS}  # per seed, from the CSV
+    beat_gm, beat_sota = manifest["claims"]
+    pm = "PerMFL-PM"
+    assert "beat its global model" in beat_gm["claim"] and "beat FedAvg and pFedMe-PM" in beat_sota["claim"]
+    _check_paired_claim(beat_gm, {f"{pm} − PerMFL-GM": acc[pm] - acc["PerMFL-GM"]})
+    _check_paired_claim(beat_sota, {f"{pm} − FedAvg": acc[pm] - acc["FedAvg"],
+                                    f"{pm} − pFedMe-PM": acc[pm] - acc["pFedMe-PM"]})
+    for v, shown in ((beat_gm, (pm, "PerMFL-GM", "PerMFL-PM (code: λ_d = L)")),
+                     (beat_sota, (pm, "FedAvg", "pFedMe-PM"))):
+        assert v["value"] == pytest.approx({m: acc[m].mean() for m in shown}, rel=1e-12)
+        assert v["seeds"] == 2 and v["method"].startswith("paired t over 2 seeds")
     assert manifest["theorems"]["permfl.thm1"]["assumptions"]["beta <= 1/gamma"] is True

@@ -176,6 +176,36 @@ def test_bad_switches_are_refused():
 
 # ---------------------------------------------------------------- the experiment, --quick
 
+def _check_paired_claim(v, diffs, family_level=0.95):
+    """A claim's comparisons recomputed here from the per-seed differences ``diffs`` (name -> (S,)): the
+    mean, scipy's paired t p-value and interval at the comparison's level, Holm's adjusted p-values and
+    step-down levels (S. Holm 1979), each comparison's verdict from its interval's sign and the claim's from
+    its comparisons (fails if one fails, holds if all hold)."""
+    from scipy import stats
+
+    comps = v["comparisons"]
+    assert [c["comparison"] for c in comps] == list(diffs)
+    k, alpha = len(comps), 1 - family_level
+    tests = [stats.ttest_1samp(np.asarray(d, float), 0.0) for d in diffs.values()]
+    p = np.array([t.pvalue for t in tests])
+    order = np.argsort(p, kind="stable")
+    adj = np.empty(k)
+    adj[order] = np.minimum(1.0, np.maximum.accumulate((k - np.arange(k)) * p[order]))
+    stop = next((j for j in range(k) if adj[order[j]] > alpha), k)
+    for j, i in enumerate(order):
+        c, d, t = comps[i], np.asarray(list(diffs.values())[i], float), tests[i]
+        assert c["estimate"] == pytest.approx(d.mean(), rel=1e-9, abs=1e-9)
+        assert c["p"] == pytest.approx(p[i], rel=1e-9, abs=1e-12)
+        assert c["p_holm"] == pytest.approx(adj[i], rel=1e-9, abs=1e-12)
+        assert c["level"] == pytest.approx(1 - alpha / (k - min(j, stop)), rel=1e-12)
+        ci = t.confidence_interval(c["level"])
+        assert c["interval"] == pytest.approx([ci.low, ci.high], rel=1e-9, abs=1e-9)
+        assert c["verdict"] == ("holds" if ci.low > 0 else "fails" if ci.high < 0 else "undecided")
+        assert (c["verdict"] != "undecided") == (j < stop)  # the interval excludes 0 exactly when Holm rejects
+    words = {c["verdict"] for c in comps}
+    assert v["verdict"] == ("fails" if "fails" in words else "holds" if words == {"holds"} else "undecided")
+
+
 @pytest.mark.reproduce
 def test_pfedme_official_conventions_quick(tmp_path):
     pytest.importorskip("matplotlib", reason="moreau reproduce draws with matplotlib (extra 'plots')")
@@ -204,8 +234,37 @@ def test_pfedme_official_conventions_quick(tmp_path):
     assert {r["selection"] for r in table} == {"last round", "best round on test (leaks the test set)",
                                               "best round on validation"}
     claims = manifest["claims"]
-    assert len(claims) == 11 and all(v["quick"] and v["verdict"] in ("holds", "fails", "undecided") for v in claims)
+    assert len(claims) == 11 and all(v["quick"] for v in claims)
     assert all(v["method"].startswith("paired t over 3 seeds") for v in claims)
-    assert any("together raise pFedMe's personalised accuracy" in v["claim"] for v in claims)
+    last = {}  # (method, convention) -> the last round's test accuracy per seed, from the CSV
+    for r in sorted(rows, key=lambda r: int(r["seed"])):
+        if r["metric"] == "test_accuracy" and r["round"] == "20":
+            last.setdefault((r["method"], r["convention"]), []).append(float(r["value"]))
+    last = {k: np.array(v) for k, v in last.items()}
+    assert {len(v) for v in last.values()} == {3}
+
+    def change(m, c):  # m's per-seed change from the papers' algorithms under convention c
+        return last[(m, c)] - last[(m, "paper")]
+
+    gap = {c: last[("pFedMe-PM", c)] - last[("Per-FedAvg", c)] for c in ("paper", "all")}
+    pm, gm, pa = "pFedMe-PM", "pFedMe-GM", "Per-FedAvg"
+    expected = [  # (words of the claim, its comparisons); the models each convention changes, in METHODS' order
+        ("together raise pFedMe's personalised accuracy", {f"{pm}: all − paper": change(pm, "all")}),
+        ("together raise pFedMe's global-model accuracy", {f"{gm}: all − paper": change(gm, "all")}),
+        ("together raise Per-FedAvg's accuracy", {f"{pa}: all − paper": change(pa, "all")}),
+        *((f"{c} alone", {f"{m}: {c} − paper": change(m, c) for m in ms})
+          for c, ms in (("warm-start", (pm, gm)), ("hidden-L2", (pm, gm)), ("sample-weights", (pm, gm, pa)),
+                        ("local-as-personal", (pm,)), ("test-adaptation", (pa,)))),
+        ("pFedMe-PM ahead of Per-FedAvg with the papers' algorithms", {f"{pm} − {pa} (paper)": gap["paper"]}),
+        ("pFedMe-PM ahead of Per-FedAvg with the authors' conventions", {f"{pm} − {pa} (all)": gap["all"]}),
+        ("conventions widen pFedMe-PM's lead", {"(PM − Per-FedAvg)_all − (PM − Per-FedAvg)_paper":
+                                                gap["all"] - gap["paper"]}),
+    ]
+    for v, (words, diffs) in zip(claims, expected, strict=True):
+        assert words in v["claim"]
+        _check_paired_claim(v, diffs)
+        means = {n: d.mean() for n, d in diffs.items()}
+        assert v["value"] == pytest.approx(means if " alone " in v["claim"] else next(iter(means.values())),
+                                           rel=1e-12, abs=1e-12)
     for stem in (NAME, f"{NAME}-curves"):
         assert (tmp_path / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
