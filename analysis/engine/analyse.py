@@ -137,7 +137,7 @@ def _conditions(st, fam, batch, prepared, base):
         s = p.sides
         s_all = type(s)(s.lhs, s.rhs, s.claimed, applicable=np.ones_like(outside), lhs_ci=s.lhs_ci,
                         confidence=s.confidence, constants=s.constants, note=s.note, kind=s.kind, atol=s.atol,
-                        role=s.role)
+                        role=s.role, family=s.family)
         q = judge(p.name, s_all)
         finite = outside & np.isfinite(s.lhs) & np.isfinite(s.rhs)
         fails = np.flatnonzero(outside & ~q.holds_each)

@@ -95,7 +95,7 @@ class ChunkReducer:
         f = first.sides
         s = Sides(k["lhs"], k["rhs"], f.claimed, applicable=k["applicable"],
                   lhs_ci=None if k["ci_lo"] is None else (k["ci_lo"], k["ci_hi"]), confidence=f.confidence,
-                  constants=f.constants, note=f.note, kind=f.kind, atol=f.atol, role=f.role)
+                  constants=f.constants, note=f.note, kind=f.kind, atol=f.atol, role=f.role, family=f.family)
         if failures is None:
             failures = np.concatenate(q["failures"]) if q["failures"] else np.zeros(0, np.int64)
         max_ratio = q["max_ratio"] if np.isfinite(q["max_ratio"]) else float("nan")

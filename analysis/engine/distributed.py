@@ -36,16 +36,22 @@ def connect(address):
                              f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
 
 
-def _chunk_task(sid, modules, fam, size, seed, k, mutants):
-    """On a worker: chunk ``k`` of ``sid`` on ``fam`` (its own stream), every claim and mutant."""
+def _chunk_task(sid, modules, fam, size, seed, k, mutants, total):
+    """On a worker: chunk ``k`` of ``sid`` on ``fam`` (its own stream), every claim and mutant; Monte
+    Carlo levels held over the run's ``total`` instances, as in the serial run."""
     from moreau.analysis.engine.registry import full_catalogue
     from moreau.analysis.engine.batches import _draw, evaluate_chunk, rng_for
+    from moreau.analysis.engine.judge import INSTANCES
 
     st = full_catalogue(modules)[sid]
     rng = rng_for(seed, sid, fam) if k == 0 else rng_for(seed, sid, fam, f"chunk {k}")
     batch = _draw(st, fam, size, rng)
     chosen = [m for m in st.mutants if m.name in mutants]
-    res, readings, mres = evaluate_chunk(st, fam, size, batch, chosen)
+    token = INSTANCES.set(total)
+    try:
+        res, readings, mres = evaluate_chunk(st, fam, size, batch, chosen)
+    finally:
+        INSTANCES.reset(token)
     return batch, res, readings, mres
 
 
@@ -85,7 +91,7 @@ def remote_outputs(client, st, fam, trials, seed, chunk, mutants, modules, searc
             continue
         while k_next < remote and len(queue) < window:
             queue.append(client.submit(_chunk_task, st.id, tuple(modules), fam, sizes[k_next], seed, k_next, names,
-                                       pure=False))
+                                       trials, pure=False))
             k_next += 1
         future = queue.popleft()
         batch, res, readings, mres = future.result()

@@ -49,7 +49,10 @@ Parts may carry more keys:
 * a Monte Carlo bound part (an upper bound whose lhs is estimated):
   ``"level"`` (two-sided level), and at the applicable instance closest to
   failing (largest lower end / rhs) ``"worst_instance"``, ``"lhs"``,
-  ``"lhs_ci": [lo, hi]`` and ``"rhs"``.
+  ``"lhs_ci": [lo, hi]`` and ``"rhs"``;
+* both, where intervals have a level: ``"level_jointly_over"``: the number of instances over which
+  the intervals hold jointly at ``level`` (the run's instances of the statement and family; the
+  judge widens each checker's per-instance interval by Bonferroni, ``moreau.analysis.engine.judge.familywise``).
 
 With ``--search N``, a record also carries ``"search"``: one entry per search run (the
 statement's, then each mutant that survived the batches): ``mutant`` ("" for the statement),
@@ -230,6 +233,8 @@ def _part_json(p, slack_threshold=None) -> dict:
            "min_slack": _num(np.min(p.slack[s.applicable])) if p.applicable else None,
            "constants": s.constants, "note": s.note}
     level = None if s.confidence is None else float(s.confidence)
+    if s.family is not None:
+        out["level_jointly_over"] = int(s.family)  # the intervals below hold at ``level`` jointly over that many instances
     if p.claimed == "rate":
         lo, hi = s.lhs_ci
         out.update(slope=[_num(v) for v in s.lhs], slope_ci=[[_num(a), _num(b)] for a, b in zip(lo, hi)],

@@ -198,7 +198,10 @@ def _measure(p):
 
 
 def _level(s):
-    return "" if s.confidence is None else f", {100 * s.confidence:g}% interval"
+    if s.confidence is None:
+        return ""
+    joint = f" jointly over {s.family} instances" if s.family and s.family > 1 else ""
+    return f", {100 * s.confidence:g}% interval{joint}"
 
 
 def _rate_measure(p):

@@ -13,6 +13,7 @@ import numpy as np
 
 from moreau.analysis.engine.batches import _batch_len, _concat, _draw, evaluate_chunk, rng_for
 from moreau.analysis.engine.chunks import ChunkReducer
+from moreau.analysis.engine.judge import INSTANCES
 from moreau.analysis.engine.core import Result, take
 from moreau.analysis.engine.records import (SLACK_THRESHOLD, is_loose, load_counterexample, record_json, run_info,
                                             save_counterexample, save_instance, worst_ci_instance)
@@ -101,13 +102,18 @@ def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examp
         for fam in _families(st):
             if family in ("all", fam):
                 outputs, searches = None, []
-                if client is not None and trials and trials > chunk and \
-                        _batch_len(_draw(st, fam, chunk, rng_for(seed, st.id, fam))) == chunk:
-                    from moreau.analysis.engine.distributed import remote_outputs
-                    outputs = remote_outputs(client, st, fam, trials, seed, chunk, mutants, modules,
-                                             search_examples, searches, search_seconds)
-                rec = _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs,
-                               search_seconds)
+                chunked = bool(trials and trials > chunk and
+                               _batch_len(_draw(st, fam, chunk, rng_for(seed, st.id, fam))) == chunk)
+                token = INSTANCES.set(trials if chunked else 0)  # Monte Carlo levels hold over the run's instances
+                try:
+                    if client is not None and chunked:
+                        from moreau.analysis.engine.distributed import remote_outputs
+                        outputs = remote_outputs(client, st, fam, trials, seed, chunk, mutants, modules,
+                                                 search_examples, searches, search_seconds)
+                    rec = _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs,
+                                   search_seconds)
+                finally:
+                    INSTANCES.reset(token)
                 rec.searches = searches + rec.searches if outputs is not None else rec.searches
                 records.append(rec)
     return records

@@ -64,6 +64,7 @@ def claim_verdict(results, evidence_only=()) -> dict:
     "monte_carlo_max_ratio"}``; ``max_ratio`` is LHS/RHS over the theorem's inequality parts with exact
     sides (None where none was tested; Monte Carlo parts' point estimates are reported apart)."""
     fams, ratios, mc_ratios, attained, tested, shape, reasons = {}, [], [], False, False, True, []
+    mc_failing = []  # Monte Carlo parts that fail: their ratio belongs in a failing claim's max
     negative = []
     for res in results:
         parts = _theorem_parts(res)
@@ -76,6 +77,8 @@ def claim_verdict(results, evidence_only=()) -> dict:
         for p in tested_here:  # exact sides give the ratio; a Monte Carlo point estimate is reported apart
             if p.claimed in ("upper", "tight") and np.isfinite(p.max_ratio):
                 (mc_ratios if p.sides.lhs_ci is not None else ratios).append(float(p.max_ratio))
+                if p.sides.lhs_ci is not None and not p.holds:
+                    mc_failing.append(float(p.max_ratio))
         negative.extend(f"{p.rhs_negative}/{p.applicable}" for p in tested_here if p.rhs_negative)
         floor = [p for p in parts if p.at_floor]
         if failing:
@@ -101,6 +104,8 @@ def claim_verdict(results, evidence_only=()) -> dict:
         reasons += [f"{f}: evidence only (no power)" for f, v in fams.items() if v == "holds (evidence only)"]
         verdict, reason = UNDECIDED, "; ".join(reasons) or "nothing was run"
     mc = max(mc_ratios) if mc_ratios else None
+    if verdict == FAILS and mc_failing:  # a claim failed by a Monte Carlo part: never "fails (max 1)"
+        ratios = ratios + mc_failing
     return {"verdict": verdict, "shape_only": bool(verdict == HOLDS and tested and shape), "reason": reason,
             "max_ratio": max(ratios) if ratios else (mc if verdict != HOLDS or (mc is not None and mc <= 1) else None),
             "attained": bool(attained), "families": fams,

@@ -208,8 +208,12 @@ def test_monte_carlo_bound_part_json():
     sides = Sides([1.0, 2.0, 0.5], [3.0, 2.5, 1.0], lhs_ci=([0.9, 1.9, 0.1], [1.1, 2.1, 0.9]), confidence=0.95)
     rec = runner.Record(st, Result(st.id, "quadratic", 3, [judge("bound", sides)], 0.0))
     (part,) = runner.record_json(rec)["parts"]
-    assert part["level"] == 0.95 and part["worst_instance"] == 1
-    assert part["lhs_ci"] == [1.9, 2.1] and part["rhs"] == 2.5 and part["lhs"] == 2.0
+    assert part["level"] == 0.95 and part["worst_instance"] == 1 and part["level_jointly_over"] == 3
+    # the interval is widened to hold jointly over the 3 instances (Bonferroni): half-width 0.1 at 95 %
+    # per instance becomes 0.1 z(1 - 0.05/6) / z(1 - 0.05/2)
+    from scipy.stats import norm
+    h = 0.1 * norm.ppf(1 - 0.05 / 6) / norm.ppf(1 - 0.05 / 2)
+    assert part["lhs_ci"] == pytest.approx([2.0 - h, 2.0 + h], rel=1e-12) and part["rhs"] == 2.5 and part["lhs"] == 2.0
 
 
 def test_rate_at_least_fails_only_on_certainly_slower_vanishing():

@@ -36,7 +36,7 @@ RECORD_KEYS = {"id", "source", "family", "instances", "holds", "max_ratio", "tig
 PART_KEYS = {"name", "claimed", "role", "loose", "holds", "applicable", "max_ratio", "tight", "min_slack", "constants", "note",
              "tested"}
 # keys a rate part or a Monte Carlo part adds (analysis/engine/records.py schema)
-OPTIONAL_PART_KEYS = {"slope", "slope_ci", "exponent", "kind", "atol", "level",
+OPTIONAL_PART_KEYS = {"slope", "slope_ci", "exponent", "kind", "atol", "level", "level_jointly_over",
                       "worst_instance", "lhs", "lhs_ci", "rhs"}
 
 
