@@ -387,7 +387,8 @@ def added(g, h, fresh):
 
 
 def _into(op, g, s, fresh):
-    if fresh and tuple(np.broadcast_shapes(tuple(g.shape), tuple(getattr(s, "shape", ())))) == tuple(g.shape):
+    shape = tuple(getattr(s, "shape", ()))  # a scalar or g's own shape: no broadcast to work out
+    if fresh and (not shape or shape == tuple(g.shape) or np.broadcast_shapes(tuple(g.shape), shape) == g.shape):
         return op(s)
     return None
 
