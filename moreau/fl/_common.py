@@ -376,21 +376,18 @@ def gradient(f):
 def scaled(s, g, fresh):
     """``s * g``, formed in ``g`` when ``fresh`` (``g`` is the caller's own new array) and ``s``
     broadcasts into it: the same numbers, one array fewer per step."""
-    out = _into(g.__imul__, g, s, fresh)
-    return s * g if out is None else out
+    return g.__imul__(s) if _fits(g, s, fresh) else s * g
 
 
 def added(g, h, fresh):
     """``g + h``, formed in ``g`` as :func:`scaled` (``g + h = h + g`` exactly)."""
-    out = _into(g.__iadd__, g, h, fresh)
-    return g + h if out is None else out
+    return g.__iadd__(h) if _fits(g, h, fresh) else g + h
 
 
-def _into(op, g, s, fresh):
+def _fits(g, s, fresh):
     shape = tuple(getattr(s, "shape", ()))  # a scalar or g's own shape: no broadcast to work out
-    if fresh and (not shape or shape == tuple(g.shape) or np.broadcast_shapes(tuple(g.shape), shape) == g.shape):
-        return op(s)
-    return None
+    return fresh and (not shape or shape == tuple(g.shape) or np.broadcast_shapes(tuple(g.shape), shape) == g.shape)
+
 
 
 def expand(x, k=1):
