@@ -2,6 +2,7 @@
 r"""Ragged clients (size buckets, ``moreau.ragged``) against the padded layout, at pFedMe's sizes.
 
     python benchmarks/bench_ragged.py [--size-scale 5] [--clients 100] [--repeat 3] [--json PATH]
+    python benchmarks/bench_ragged.py --many 100000 [--json PATH]
 
 Data: ``moreau.data.synthetic(0.5, 0.5, 0, n_clients=100, size_scale=5)`` (multinomial, d = 60 + 1,
 C = 10, D = 610; client sizes 250 ... 15,225, 133,539 training rows in all).  Prints
@@ -14,6 +15,11 @@ C = 10, D = 610; client sizes 250 ... 15,225, 133,539 training rows in all).  Pr
    and pFedMe's setting S = 10, |D| = 20 mini-batches, tau = 5), ragged against the padded
    objective (``.padded()``) on the same data in one process: best and median of ``--repeat``
    calls after a warm-up, and the largest relative difference of the two results.
+
+``--many N``: instead, N ragged clients (logistic, d = 20, sizes ``floor(lognormal(log 20, 1))``
+clipped to [2, 2000]) in a fresh process: the traced peak and the resident set after building the
+objective, after one FedAvg round (tau = 5 full-batch steps) and after one pFedMe round (S = N / 10,
+K = 5 inner steps on mini-batches of 20), against the bytes of the data and of the padded layout.
 """
 from __future__ import annotations
 
@@ -57,6 +63,47 @@ print(json.dumps({{"traced_peak_mb": peak, "maxrss_mb": resource.getrusage(resou
 """
 
 
+_MANY = r"""
+import json, resource, sys, time, tracemalloc
+import numpy as np
+sys.path.insert(0, {repo!r})
+import moreau as mo
+N, d = {N}, 20
+rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+rng = np.random.default_rng(0)
+sizes = np.clip(np.floor(rng.lognormal(np.log(20), 1.0, N)).astype(int), 2, 2000)
+X = rng.standard_normal((int(sizes.sum()), d)) / np.sqrt(d)
+owner = np.repeat(np.arange(N), sizes)
+y = np.where(rng.random(len(X)) < 1 / (1 + np.exp(-np.einsum("jd,jd->j", X, rng.standard_normal((N, d))[owner]))), 1.0, -1.0)
+del owner
+out = {{"clients": N, "rows": int(sizes.sum()), "n_max": int(sizes.max()), "data_mb": (X.nbytes + y.nbytes) / 2**20,
+        "padded_mb": N * int(sizes.max()) * (d + 1) * 8 / 2**20, "rss_after_data_mb": rss()}}
+tracemalloc.start()
+t = time.perf_counter()
+f = mo.ragged(mo.Logistic, X, y, sizes)
+out["build"] = {{"s": time.perf_counter() - t, "traced_peak_mb": tracemalloc.get_traced_memory()[1] / 2**20,
+                 "slots": int(f.layout.slots), "buckets": len(f.layout.buckets), "rss_mb": rss()}}
+L = float(np.max(np.asarray(f.smoothness())))
+for name, call in (("fedavg", lambda: mo.fl.fedavg(f, eta=1 / L, tau=5, rounds=1)),
+                   ("pfedme", lambda: mo.fl.pfedme(f, lam=15.0, eta=0.005, beta=1.0, R=5, rounds=1, S=N // 10,
+                                                   batch_size=20, inner=5, inner_eta=0.005, rng=1,
+                                                   personal="none"))):
+    tracemalloc.reset_peak()
+    t = time.perf_counter()
+    h = call()
+    out[name] = {{"s": time.perf_counter() - t, "traced_peak_mb": tracemalloc.get_traced_memory()[1] / 2**20,
+                  "rss_mb": rss(), "finite": bool(np.isfinite(np.asarray(h.w_global)).all())}}
+print(json.dumps(out))
+"""
+
+
+def many(N):
+    """Memory and time of N ragged clients (``--many``) in a fresh interpreter."""
+    out = subprocess.run([sys.executable, "-c", _MANY.format(repo=str(REPO), N=N)], capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def generate(m, scale, ragged):
     """Peak memory and time of one ``synthetic`` call in a fresh interpreter."""
     code = _CHILD.format(repo=str(REPO), m=m, scale=scale, ragged=ragged)
@@ -81,11 +128,28 @@ def main(argv=None):
     p.add_argument("--size-scale", type=int, default=5)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--json", metavar="PATH")
+    p.add_argument("--many", type=int, metavar="N", help="N ragged clients: memory and one round (see above)")
     a = p.parse_args(argv)
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], check=False,
                             capture_output=True, text=True).stdout.strip()
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}, "
           f"numpy {np.__version__}, moreau {mo.__version__} ({commit}), load {os.getloadavg()[0]:.2f}")
+    if a.many:
+        r = many(a.many)
+        r["commit"] = commit
+        print(f"{r['clients']} ragged clients, {r['rows']} rows (largest client {r['n_max']}), d = 20: data "
+              f"{r['data_mb']:.0f} MB; padded to the largest client it would be {r['padded_mb']:.0f} MB; "
+              f"resident {r['rss_after_data_mb']:.0f} MB after drawing it")
+        b = r["build"]
+        print(f"  moreau.ragged(Logistic, ...): {b['s']:.1f} s, traced peak {b['traced_peak_mb']:.0f} MB, "
+              f"{b['slots']} sample slots in {b['buckets']} buckets, resident {b['rss_mb']:.0f} MB")
+        for name in ("fedavg", "pfedme"):
+            x = r[name]
+            print(f"  one {name} round: {x['s']:.1f} s, traced peak {x['traced_peak_mb']:.0f} MB, resident "
+                  f"{x['rss_mb']:.0f} MB, finite {x['finite']}")
+        if a.json:
+            Path(a.json).write_text(json.dumps(r, indent=2) + "\n")
+        return
     res = {"clients": a.clients, "size_scale": a.size_scale, "commit": commit, "memory": {}, "fedavg": {}}
     print(f"\n1. data.synthetic(0.5, 0.5, 0, n_clients={a.clients}, size_scale={a.size_scale}): "
           "generation in a fresh process")
