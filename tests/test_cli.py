@@ -1,6 +1,8 @@
 """The top-level CLI: exit codes and one-line messages shared by every subcommand."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import moreau._cli as cli
@@ -56,11 +58,53 @@ def _check(*argv):
     (["pfedme.prop1", "--json", "/nonexistent-dir/x.json"], "does not exist"),
     (["pfedme.prop1", "--save-counterexamples", "/proc/forbidden"], "not a writable directory"),
     (["no.such.id"], "unknown id"),
-], ids=["empty-selection", "json-unwritable", "save-unwritable", "unknown-id"])
+    # regressions: each of these was silently ignored (exit 0), the run going ahead without it
+    (["gd.nonconvex", "--json", ""], "--json needs a non-empty path"),
+    (["gd.nonconvex", "--save-counterexamples", ""], "--save-counterexamples needs a non-empty path"),
+    (["--list", "--describe"], "--list and --describe cannot be used together"),
+    (["--list", "gd.nonconvex"], "--list and statement ids cannot be used together"),
+    (["gd.nonconvex", "--search", "2", "--search-seconds", "5"], "--search and --search-seconds cannot"),
+    (["--replay", "x.npz", "--json", "r.json"], "--replay and --json cannot be used together"),
+    (["--replay", "x.npz", "--mutants"], "--replay and --mutants cannot be used together"),
+    (["--replay", "x.npz", "--trials", "3"], "--replay and --trials cannot be used together"),
+    (["--family", "bogus"], "valid: all, logistic, multinomial, nonconvex, quadratic"),
+], ids=["empty-selection", "json-unwritable", "save-unwritable", "unknown-id", "json-empty", "save-empty",
+        "list-describe", "list-ids", "search-seconds", "replay-json", "replay-mutants", "replay-trials",
+        "family-bogus"])
 def test_check_usage_errors(capsys, argv, message):
     assert _check(*argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_check_help_lists_debug_as_the_readme_does(capsys):
+    """README's `moreau check` usage ends with [--debug]; `moreau check --help` listed no --debug."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    with pytest.raises(SystemExit):
+        cli.main(["check", "--help"])
+    assert "[--debug]" in readme and "--debug" in capsys.readouterr().out
+
+
+def test_replay_of_a_file_that_is_not_a_counterexample_names_it_without_numpys_advice(tmp_path, capsys):
+    """Regression: a JSON file passed numpy's 'allow_pickle=' advice through (unsafe, and not how moreau saves)."""
+    path = tmp_path / "a.json"
+    path.write_text("{}")
+    assert _check("--replay", path) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(path) in err and ".npz" in err and "pickle" not in err
+
+
+def test_json_run_record_names_the_backend_and_the_modules(tmp_path, capsys):
+    """Regression: a GPU run's JSON could not be told from a CPU run's, nor a --module run's from a catalogue run's."""
+    import json
+
+    from moreau._backend import get_backend
+
+    example = Path(__file__).resolve().parents[1] / "docs" / "examples" / "prox_statements.py"
+    path = tmp_path / "r.json"
+    assert _check("--module", example, "--search-seconds", 0, "--json", path) == 0
+    run = json.loads(path.read_text())[0]["run"]
+    assert run["backend"] == get_backend() == "numpy" and run["modules"] == [str(example)]
 
 
 @pytest.mark.parametrize("flag", ["--seed=-1", "--seed=x", "--trials=0", "--search=-3"])

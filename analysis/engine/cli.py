@@ -49,7 +49,7 @@ def add_check_parser(sub):
     p.add_argument("--search", type=positive_int, default=0, metavar="N",
                    help="also search N hypothesis examples per (id, family) for a failing instance "
                         "(and per surviving mutant); a failure is shrunk to one small instance")
-    p.add_argument("--search-seconds", type=_seconds_arg, default=DEFAULT_SEARCH_SECONDS, metavar="S",
+    p.add_argument("--search-seconds", type=_seconds_arg, default=None, metavar="S",
                    help="without --search: a short search of S seconds per (id, family) of each statement expected "
                         f"to hold, for an instance that breaks it (default {DEFAULT_SEARCH_SECONDS}; 0: none)")
     p.add_argument("--symbolic", action="store_true", help="sympy proofs of the quadratic identities")
@@ -74,6 +74,8 @@ def add_check_parser(sub):
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
     p.add_argument("--describe", action="store_true",
                    help="print the documentation of the given ids (default: all) and exit (docs/catalogue.md)")
+    p.add_argument("--debug", action="store_true",  # read by moreau._cli.main, accepted anywhere on the line
+                   help="show the traceback of an internal error (exit 3)")
     p.set_defaults(func=cmd_check)
     return p
 
@@ -138,6 +140,31 @@ def _writable_dir(path) -> str | None:
     return None
 
 
+def _conflicts(args):
+    """Flags that cannot be combined: ``(flag, given, other flag, given, why)``."""
+    replay = args.replay is not None
+    return [("--list", args.list, "--describe", args.describe, "--list prints every entry's summary"),
+            ("--list", args.list, "statement ids", bool(args.ids), "--list lists the whole catalogue; "
+             "use --describe ID for given ids"),
+            ("--search", bool(args.search), "--search-seconds", args.search_seconds is not None,
+             "--search N replaces the timed short search"),
+            ("--replay", replay, "--json", args.json is not None, "a replay re-checks one saved instance"),
+            ("--replay", replay, "--mutants", args.mutants, "a replay re-checks one saved instance"),
+            ("--replay", replay, "--trials", args.trials is not None, "a replay re-checks one saved instance")]
+
+
+def _usage_problem(args):
+    """A one-line reason why the flags cannot run as given (empty paths, conflicting flags), or None."""
+    for flag, value in (("--json", args.json), ("--save-counterexamples", args.save_counterexamples),
+                        ("--replay", args.replay), ("--scheduler", args.scheduler)):
+        if value is not None and not str(value).strip():
+            return f"{flag} needs a non-empty {'address' if flag == '--scheduler' else 'path'} (got {value!r})"
+    for a, given_a, b, given_b, why in _conflicts(args):
+        if given_a and given_b:
+            return f"{a} and {b} cannot be used together ({why})"
+    return None
+
+
 def cmd_check(args) -> int:
     from moreau.analysis.engine import runner
     from moreau.analysis.engine import report
@@ -146,6 +173,11 @@ def cmd_check(args) -> int:
 
     from moreau.analysis.engine.registry import StatementError, full_catalogue, load_module
 
+    problem = _usage_problem(args)
+    if problem:
+        return _fail(problem)
+    if args.search_seconds is None:
+        args.search_seconds = DEFAULT_SEARCH_SECONDS
     try:
         cat = full_catalogue(args.module)
         own = [st.id for spec in args.module for st in load_module(spec)]
@@ -155,6 +187,9 @@ def cmd_check(args) -> int:
     unknown = [i for i in ids if i not in cat]
     if unknown:
         return _fail(f"unknown id(s) {', '.join(unknown)}; known: {', '.join(cat)}")
+    families = sorted({f for st in cat.values() for f in st.families})
+    if args.family not in ("all", *families):
+        return _fail(f"unknown --family {args.family!r}; valid: all, {', '.join(families)}")
     if args.list:
         for s in cat.values():
             print(f"{s.id:22s} {s.source:45s} families: {', '.join(s.families)}  claimed: {s.claimed}")
@@ -165,13 +200,13 @@ def cmd_check(args) -> int:
 
         print("\n".join(describe(cat[i]) for i in (ids or cat)))
         return 0
-    if args.replay:
+    if args.replay is not None:
         return _replay(args, cat)
     selected = [(i, f) for i in (ids or cat) for f in cat[i].families if args.family in ("all", f)]
     if not selected:
         return _fail(f"no statement of {', '.join(ids or cat)} covers --family {args.family} (nothing to check)")
-    for why in (_writable_file(args.json) if args.json else None,
-                _writable_dir(args.save_counterexamples) if args.save_counterexamples else None):
+    for why in (_writable_file(args.json) if args.json is not None else None,
+                _writable_dir(args.save_counterexamples) if args.save_counterexamples is not None else None):
         if why:
             return _fail(why)
     if args.pep:
@@ -278,16 +313,23 @@ def _print_gaps(ids):
 def _replay(args, cat) -> int:
     """Re-check one saved instance.  Exit 1 when an inequality fails on it; whether a
     claimed-tight bound is attained is a property of a family, not of one instance."""
+    import zipfile
+    from pathlib import Path
+
     from moreau.analysis.engine.records import load_counterexample
 
-    import zipfile
-
+    expected = "expected a .npz counterexample written by moreau check --save-counterexamples"
+    if Path(args.replay).is_file() and not zipfile.is_zipfile(args.replay):  # numpy's advice (allow_pickle) is not ours
+        return _fail(f"cannot read {args.replay}: not a .npz archive ({expected})")
     try:
         meta, batch = load_counterexample(args.replay)
         if not isinstance(meta, dict) or not isinstance(meta.get("family"), str):
             raise ValueError("its metadata is not a moreau counterexample record")
     except (OSError, KeyError, ValueError, TypeError, AttributeError, EOFError, zipfile.BadZipFile) as exc:
-        return _fail(f"cannot read {args.replay}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if "pickle" in why:
+            why = "it holds object (pickled) arrays"
+        return _fail(f"cannot read {args.replay}: {why} ({expected})")
     if meta.get("id") not in cat:
         print(f"moreau check: {args.replay} is for unknown id {meta.get('id')!r}", file=sys.stderr)
         return 2

@@ -65,6 +65,8 @@ and ``found`` (its failing instance, unshrunk, when found).
 Every part also carries ``"tested"`` (false when no instance met its assumptions: the run
 does not claim it holds).  Records written by the CLI carry ``"run"``: what produced them —
 ``seed``, ``trials`` (null: each checker's default), ``family`` (as requested), ``mutants``,
+``backend`` (the array backend, ``MOREAU_BACKEND``: "numpy" or "cupy"), ``modules`` (the ``--module``
+files and modules given),
 ``search``, ``tolerances`` (``rtol`` of ``lhs <= rhs``, ``tight_rtol`` of attainment; exact parts
 carry their own allowed error as rhs), ``slack_threshold`` (below which a bound is "loose"), ``versions`` (moreau, numpy, scipy, ...), ``python``,
 ``machine`` and ``git_commit`` (or ``"not a git checkout"``).
@@ -132,8 +134,11 @@ def run_info(args) -> dict:
 
     from moreau.analysis.engine.core import RTOL, TIGHT_RTOL
 
+    from moreau._backend import get_backend
+
     prov = provenance({}, args.seed)
     return {"seed": args.seed, "trials": args.trials, "family": args.family, "mutants": bool(args.mutants),
+            "backend": get_backend(), "modules": list(getattr(args, "module", None) or []),
             "search": args.search, "search_seconds": 0.0 if args.search else getattr(args, "search_seconds", 0.0),
             "tolerances": {"rtol": RTOL, "tight_rtol": TIGHT_RTOL},
             "slack_threshold": getattr(args, "slack_threshold", SLACK_THRESHOLD),
