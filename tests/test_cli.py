@@ -234,3 +234,24 @@ def test_info_says_the_float32_caveat_where_a_gpu_is_usable(monkeypatch, capsys)
     monkeypatch.setattr(backend, "gpu_status", lambda: (False, "no device"))
     assert cli.main(["info"]) == 0
     assert "flushes float32" not in capsys.readouterr().out
+
+
+def test_mutants_equivalent_under_O_are_in_no_count(capsys):
+    """Regression: `mutants: 241/241 rejected` counted the 4 mutants labelled "not counted", and --describe's
+    header counted them too; each count now leaves them out, and the label says they were rejected."""
+    import re
+
+    from moreau.analysis.engine.registry import catalogue
+
+    st = catalogue()["pfedme.thm1"]
+    o_eq = [m for m in st.mutants if m.o_equivalent]
+    counted = len(st.mutants) - len(o_eq)
+    assert o_eq and counted
+    assert _check("pfedme.thm1", "--family", "quadratic", "--mutants", "--search-seconds", 0) == 0
+    out = capsys.readouterr().out
+    k, n = map(int, re.search(r"mutants: (\d+)/(\d+) rejected", out).groups())
+    assert n == counted and k <= n and f"{len(o_eq)} equivalent under O(.) not counted" in out
+    line = next(ln for ln in out.splitlines() if o_eq[0].name in ln)
+    assert "rejected by quadratic; equivalent under O(.), not counted" in line
+    assert _check("pfedme.thm1", "--describe") == 0
+    assert f"**Mutants ({counted}, each must be rejected, and {len(o_eq)} equivalent" in capsys.readouterr().out

@@ -61,8 +61,9 @@ class Mutant:
     ``changes`` may also hold ``"flip": (part name, ...)``: those parts'
     inequalities reversed (``lhs >= rhs`` is claimed instead).  A mutant is applied to the
     statement's reference claim (:attr:`Statement.reference`).  ``o_equivalent``: why the mutant
-    differs from the claim only by a constant inside O(·) — it refutes nothing, is reported as
-    "equivalent under O(·)" and never counted as teeth.
+    differs from the printed claim only by a constant inside O(·) — rejecting it (on a reading's explicit
+    constants) refutes nothing printed: it is reported as "equivalent under O(·)", with whether a family
+    rejects it, and never counted (not in the mutant totals of the report, README or --describe).
     """
 
     name: str

@@ -82,7 +82,9 @@ def describe(statement) -> str:
                 "what the check shows)</summary>", "", "```text", doc, "```", "", "</details>", ""]
     if s.mutants:
         against = "the printed statement" if s.reference is None else f"the reading '{s.reference.name}'"
-        out.append(f"**Mutants ({len(s.mutants)}, each must be rejected; applied to {against}).**")
+        o_eq = sum(bool(m.o_equivalent) for m in s.mutants)
+        more = f", and {o_eq} equivalent under O(·), not counted" if o_eq else ""
+        out.append(f"**Mutants ({len(s.mutants) - o_eq}, each must be rejected{more}; applied to {against}).**")
         out += [f"- {m.name}" + (f" (equivalent under O(·), not counted: {m.o_equivalent})" if m.o_equivalent else "")
                 for m in s.mutants]
         out.append("")

@@ -262,7 +262,8 @@ def print_mutants(records, restricted=False, verbose=False) -> bool:
     for (sid, name), fams in mutant_verdicts(records).items():
         others = [f for f in every[sid] if f not in fams]
         if equivalent[(sid, name)]:
-            verdict = f"equivalent under O(.) (not counted: {equivalent[(sid, name)]})"
+            verdict = (f"{'rejected by ' + ', '.join(fams) if fams else 'not rejected'}; equivalent under O(.), "
+                       f"not counted: {equivalent[(sid, name)]}")
         elif fams:
             verdict = f"rejected by {', '.join(fams)}" + (f"; not by {', '.join(others)}" if others else "")
         elif restricted:
@@ -272,10 +273,11 @@ def print_mutants(records, restricted=False, verbose=False) -> bool:
             ok = False
         if verbose or not fams or others or equivalent[(sid, name)]:
             lines.append(f"{sid}: {name}  {verdict}")
-    n = len(mutant_verdicts(records))
-    rejected = sum(bool(f) for f in mutant_verdicts(records).values())
-    print(f"mutants: {rejected}/{n} rejected" + ("" if verbose else " (listed: those some family does not reject; "
-                                                  "all with -v)"))
+    counted = {k: f for k, f in mutant_verdicts(records).items() if not equivalent[k]}  # O(.)-equivalent: not counted
+    n_eq = sum(bool(equivalent[k]) for k in mutant_verdicts(records))
+    print(f"mutants: {sum(bool(f) for f in counted.values())}/{len(counted)} rejected"
+          + (f", {n_eq} equivalent under O(.) not counted" if n_eq else "")
+          + ("" if verbose else " (listed: those some family does not reject, and those not counted; all with -v)"))
     for line in lines:
         print(f"  {line}")
     weak = [(sid, fam) for (sid, fam), (k, n_) in family_power(records).items() if n_ and not k]

@@ -81,8 +81,9 @@ FINDING_B = (
     "2 lam^2 delta^2/mu_F^2 + 2 delta^2 (0.13 and 0.10 of it there: reading 'Lemma 1's second-moment δ'). Command: "
     "moreau check pfedme.thm1b -v.")
 
-#: Theorem 1 is stated with O(.): a constant factor inside it refutes nothing
-O_EQUIVALENT = "Theorem 1 (a) is stated with O(.): a constant factor inside it refutes nothing"
+#: Theorem 1 (a) is printed with O(.): a mutant of a constant is tested on a reading's explicit constants
+O_EQUIVALENT = ("Theorem 1 (a) is printed with O(.): a changed constant is tested on the reading's explicit "
+                "constants only, and rejecting it there refutes nothing printed")
 _MACHINE = "the checker's own machinery: a simulation equals the closed form it evaluates (no claim entry enters)"
 #: parts no mutant can reject, and why
 CONSISTENCY = {

@@ -170,7 +170,8 @@ CONSISTENCY = {
     "and is theta^ - zeta/(lam + L) on the outer piece": _MACHINE,
 }
 
-_O = "Theorem 2 (a), (b) are stated with O(.): a constant factor refutes nothing"
+_O = ("Theorem 2 (a), (b) are printed with O(.): a changed constant is tested on the reading's explicit "
+      "constants only, and rejecting it there refutes nothing printed")
 
 #: Theorem 2 as printed (its readings: ``findings.READINGS``)
 CLAIM = {
