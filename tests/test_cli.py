@@ -255,3 +255,39 @@ def test_mutants_equivalent_under_O_are_in_no_count(capsys):
     assert "rejected by quadratic; equivalent under O(.), not counted" in line
     assert _check("pfedme.thm1", "--describe") == 0
     assert f"**Mutants ({counted}, each must be rejected, and {len(o_eq)} equivalent" in capsys.readouterr().out
+
+
+def test_long_report_lines_wrap_and_keep_every_parameter_and_qualifier(capsys):
+    """Regression: report lines were clipped at 119 columns with "...", cutting a minimal counterexample's
+    parameters (pfedme.cor1 printed "... at T=1, R=1, N=1, massive=Tru...") and a Monte Carlo line's
+    "interval reaches 1"; they now continue on indented lines, none over 120 columns."""
+    from moreau.analysis.engine import report
+    from moreau.analysis.engine.registry import catalogue
+    from moreau.analysis.engine.verdict import headline
+
+    st = catalogue()["pfedme.cor1"]
+    one = st.counterexamples["quadratic"]
+    one = one() if callable(one) else one
+    assert _check("pfedme.cor1", "--search-seconds", 0) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= 120 for line in out.splitlines()) and "..." not in out
+    text = " ".join(line.strip() for line in out.split("minimal counterexample [quadratic]:")[1].splitlines()[:4])
+    assert all(f"{k}=" in text or f"{k}:" in text for k in one), (sorted(one), text)
+    v = {"claim": "a reading whose name is long enough to push the interval clause past the column limit",
+         "kind": "reading", "verdict": "holds", "shape_only": False, "max_ratio": 0.9999, "attained": True,
+         "monte_carlo_max_ratio": 1.0000123, "as_expected": True, "expected": "holds", "families": {}}
+    sv = {"printed": {**v, "claim": "printed", "verdict": "fails", "expected": "fails", "max_ratio": 3.0},
+          "readings": [v]}
+    lines = report._wrap(f"{'':22s}{headline(sv)[1]}").splitlines()
+    assert len(lines) > 1 and all(len(line) <= 120 and line.startswith(" " * 22) for line in lines)
+    assert "Monte Carlo 1.00001: interval reaches 1" in " ".join(line.strip() for line in lines)
+
+
+def test_a_monte_carlo_estimate_above_1_never_prints_as_1():
+    """Regression: `.4g` printed a point estimate of 1.00001 as "Monte Carlo 1: interval reaches 1"."""
+    from moreau.analysis.engine.verdict import _ratio_text
+
+    for mc in (1.00001, 1.0000004, 1.022, 1 + 2e-16):
+        text = _ratio_text({"verdict": "holds", "max_ratio": 1.0, "attained": True, "monte_carlo_max_ratio": mc})
+        shown = text.split("Monte Carlo ")[1].split(":")[0]
+        assert float(shown) > 1, text

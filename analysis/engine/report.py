@@ -28,8 +28,9 @@ def verdict_of(st, recs):
                               for r in st.readings})
 
 
-def _params(batch, row, room):
-    """The instance's parameters as ``k=v`` (scalars first, then small arrays; sizes of the rest)."""
+def _params(batch, row, room=None):
+    """The instance's parameters as ``k=v`` (scalars first, then small arrays; sizes of the rest); with
+    ``room``, those that fit in it (then ", ..."), else all of them."""
     scal, small, big = [], [], []
     for k, v in batch.items():
         a = np.asarray(v)[row] if np.ndim(v) else np.asarray(v)
@@ -41,7 +42,7 @@ def _params(batch, row, room):
             big.append(f"{k}:{'x'.join(map(str, a.shape))}")
     out, skipped = "", False
     for item in scal + small + big:
-        if len(out) + len(item) + 7 > room:
+        if room is not None and len(out) + len(item) + 7 > room:
             skipped = True
             continue
         out += (", " if out else "") + item
@@ -66,8 +67,7 @@ def counterexample_text(recs, results, reading=None):
         lhs = s.lhs_ci[0][row] if s.lhs_ci is not None else s.lhs[row]
         what = f"lhs {_num(lhs)} > rhs {_num(s.rhs[row])}" + (
             f" (ratio {_fmt(p.ratio[row])})" if np.isfinite(p.ratio[row]) and s.rhs[row] > 0 else "")
-    head = f"counterexample [{res.family} #{i}]: {what} at "
-    return head + _params(batch, brow, max(20, WIDTH - 24 - len(head)))
+    return f"counterexample [{res.family} #{i}]: {what} at " + _params(batch, brow)
 
 
 def minimal_text(one, res, head="minimal counterexample"):
@@ -75,7 +75,7 @@ def minimal_text(one, res, head="minimal counterexample"):
     computed them."""
     fails = [p for p in res.parts if p.failures.size and p.sides.role == "theorem"]
     if not fails:
-        return f"recorded {head} [{res.family}]: no longer fails ({_params(one, 0, 60)})"
+        return f"recorded {head} [{res.family}]: no longer fails ({_params(one, 0)})"
     p = fails[0]
     s = p.sides
     if p.claimed == "rate":  # an exponent against the claimed one, not a bound
@@ -85,7 +85,7 @@ def minimal_text(one, res, head="minimal counterexample"):
     else:
         ratio = f" (ratio {p.ratio[0]:.6g})" if np.isfinite(p.ratio[0]) and s.rhs[0] > 0 else ""
         what = f"lhs {s.lhs[0]:.6g} > rhs {s.rhs[0]:.6g}{ratio}"
-    return f"{head} [{res.family}]: {what} at " + _params(one, 0, 70)
+    return f"{head} [{res.family}]: {what} at " + _params(one, 0)
 
 
 def shrunk_text(one, res, log, evals):
@@ -102,19 +102,19 @@ def print_verdicts(records, elapsed=None):
         sv = verdict_of(st, recs)
         verdicts.append(sv)
         first, *rest = headline(sv)
-        print(_clip(f"{st.id:{width}s} {_short(st.source):26s} {first}"))
+        print(_wrap(f"{st.id:{width}s} {_short(st.source):26s} {first}"))
         for line in rest:
-            print(_clip(f"{'':22s}{line}"))
+            print(_wrap(f"{'':22s}{line}"))
         minimal = [r.minimal for r in recs if r.minimal is not None]
         for one, res in minimal:  # the recorded minimal counterexample, evaluated by this run
             text = minimal_text(one, res)
-            print(_clip(f"{'':22s}{text}"))
+            print(_wrap(f"{'':22s}{text}"))
         if sv["printed"]["verdict"] == FAILS and not any(not res.holds for _, res in minimal):
             text = counterexample_text(recs, [r.result for r in recs])
             if text:
-                print(_clip(f"{'':22s}{text}"))
+                print(_wrap(f"{'':22s}{text}"))
             for shrunk in [r.shrunk for r in recs if r.shrunk is not None]:
-                print(_clip(f"{'':22s}{shrunk_text(*shrunk)}"))
+                print(_wrap(f"{'':22s}{shrunk_text(*shrunk)}"))
     return verdicts
 
 
@@ -129,8 +129,18 @@ def _short(source):
     return where if len(where) <= 26 else where[:25] + "."
 
 
-def _clip(line):
-    return line if len(line) <= WIDTH else line[:WIDTH - 3] + "..."
+def _wrap(line, indent=22):
+    """``line`` within WIDTH columns: a longer one continues on lines indented like the report's continuation
+    lines (nothing is cut: the qualifiers and parameters at its end are part of what it says)."""
+    import re
+    import textwrap
+
+    if len(line) <= WIDTH:
+        return line
+    body = line.lstrip(" ")
+    body = re.sub(r"\[[^\]]*\]", lambda m: m.group().replace(" ", "\0"), body)  # an array stays on one line
+    return "\n".join(textwrap.wrap(body, WIDTH, initial_indent=line[:len(line) - len(body)],
+                                    subsequent_indent=" " * indent, break_on_hyphens=False)).replace("\0", " ")
 
 
 def _fmt(x):
@@ -298,7 +308,7 @@ def print_short_search(records):
     what = ("a failing instance for " + ", ".join(found)) if found else "no failure beyond the run's batch"
     skipped = sum(1 for _, rep in reps if rep.get("skipped"))
     more = f" ({skipped} too costly to search)" if skipped else ""
-    print(_clip(f"short search: {n} batches on {pairs - skipped} (id, family) pairs in {secs:.1f} s: {what}{more}"))
+    print(_wrap(f"short search: {n} batches on {pairs - skipped} (id, family) pairs in {secs:.1f} s: {what}{more}"))
 
 
 def print_searches(records, n):

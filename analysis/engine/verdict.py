@@ -133,11 +133,16 @@ def statement_verdict(st, printed_results, reading_results) -> dict:
             "as_expected": printed["as_expected"] and all(v["as_expected"] for v in readings)}
 
 
+def _above_one(x):
+    """``x`` > 1 in as few significant digits (at least 4) as show it above 1: never "1" for 1.00001."""
+    return next((t for t in (f"{x:.{d}g}" for d in range(4, 18)) if float(t) > 1), repr(x))
+
+
 def _ratio_text(v):
     out = "" if v["max_ratio"] is None else f"max {v['max_ratio']:.4g}" + (", attained" if v["attained"] else "")
     mc = v.get("monte_carlo_max_ratio")
     if v["verdict"] == HOLDS and mc is not None and mc > 1:
-        out += (", " if out else "") + f"Monte Carlo {mc:.4g}: interval reaches 1"
+        out += (", " if out else "") + f"Monte Carlo {_above_one(mc)}: interval reaches 1"
     return out
 
 
