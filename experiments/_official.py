@@ -55,7 +55,7 @@ their test rows (``Server.evaluate``), as ``moreau.experiments._evaluate.Split.a
 
 Randomness: exactly :func:`moreau.fl.pfedme`'s and :func:`moreau.fl.per_fedavg`'s layouts (no
 switch draws anything), with a single trial (no leading batch axes); mini-batches gathered
-(:class:`moreau.fl._common.MiniBatches`, i.i.d. with replacement).  ``record(t, w_t, personal)``
+(:class:`moreau.fl._minibatches.MiniBatches`, i.i.d. with replacement).  ``record(t, w_t, personal)``
 is called at t = 0 and after every round (``personal()`` returns the ``(m, d)`` personalised
 models, computed only when called), as ``experiments._pfedme_runs``.
 """
@@ -64,7 +64,8 @@ from __future__ import annotations
 import numpy as np
 
 from moreau import prox
-from moreau.fl._common import History, MiniBatches, gathered, gradient, participation, sample_clients
+from moreau.fl._common import History, gathered, gradient, participation, sample_clients
+from moreau.fl._minibatches import MiniBatches
 
 __all__ = ["OFFICIAL_MU", "PERSONAL", "adaptation_batch", "per_fedavg", "pfedme", "sample_counts"]
 

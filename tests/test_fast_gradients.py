@@ -25,6 +25,7 @@ from _tol import assert_close, host
 
 import moreau as mo
 import moreau.fl._common as fc
+import moreau.fl._minibatches as fmb
 import moreau.fl._pfedme as fpm
 from moreau import fl
 from moreau._objective import Objective
@@ -228,7 +229,7 @@ def test_points_are_checked_as_before():
 @pytest.mark.parametrize("replace", [False, True], ids=["without", "with-replacement"])
 def test_gathered_minibatch_is_the_weighted_objective(model, ragged, replace):
     f, _ = _data(model, 11, ragged=ragged, n=9)
-    counts = fc.sample_counts(np.random.default_rng(12), f, (2,), 2, replace=replace)
+    counts = fmb.sample_counts(np.random.default_rng(12), f, (2,), 2, replace=replace)
     fb, fw = fc.batched_objective(f, counts), f.with_weights(counts)  # new, old
     assert isinstance(fb, _cls(model)) and fb.batch_shape == fw.batch_shape == (2, 5)
     assert fb.X.shape[-2] <= 2 < (f.X.shape[-2])
@@ -299,7 +300,7 @@ def _old_paths(monkeypatch):
         flat = np.broadcast_to(idx, full + idx.shape[-1:]).reshape(-1, idx.shape[-1])
         counts = np.stack([np.bincount(r, minlength=n) for r in flat]).reshape(full + (n,)).astype(float)
         return weighted(f, counts)
-    monkeypatch.setattr(fc.MiniBatches, "objective",
+    monkeypatch.setattr(fmb.MiniBatches, "objective",
                         lambda self, rng, size, *, replace: weighted(self.f, self.counts(self.rows(rng, size,
                                                                                                   replace=replace))))
     monkeypatch.setattr(fpm, "batched_objective", weighted)

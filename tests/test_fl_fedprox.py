@@ -151,7 +151,7 @@ def test_fedavg_stochastic_equals_a_loop_over_trials_and_clients():
 
 
 def test_minibatches_never_draw_padding_and_have_the_right_size():
-    from moreau.fl._common import sample_counts
+    from moreau.fl._minibatches import sample_counts
 
     _, f = least_squares(9, n=6)
     valid = host(f.weights) > 0

@@ -273,7 +273,7 @@ def _full_batch_reference(X, Y, nv, L, *, lam, eta, beta, R, K, rounds, S):
 def test_gathered_minibatch_is_the_weighted_one(family):
     """The gathered mini-batch draws what sample_counts draws (same stream, same rows, as counts) and
     is the same function as the counts-weighted objective; zero weights anywhere, not only after."""
-    from moreau.fl._common import sample_counts
+    from moreau.fl._minibatches import sample_counts
     from moreau.fl._pfedme import _minibatch, _valid_rows
 
     if family == "least_squares":

@@ -225,59 +225,6 @@ def participation(rng, lead, m, S):
     return mask, idx
 
 
-def sample_counts(rng, f, lead, size, *, replace):
-    r"""Mini-batch weights ``(*lead, m, n)`` (host): how often each sample is drawn.
-
-    Draws ``size`` of the samples with positive weight (the padding, weight 0, is never drawn),
-    uniformly.  Without replacement: one draw ``rng.random((*lead, m, n))``, the ``size`` smallest
-    keys among the valid samples.  With replacement: one draw ``rng.random((*lead, m, size))``,
-    each mapped to the k-th valid sample (inverse transform)."""
-    batches = MiniBatches(f, lead)
-    return batches.counts(batches.rows(rng, size, replace=replace))
-
-
-class MiniBatches:
-    """The mini-batches of one run on ``f`` (batch ``(*lead, m)``), drawn as :func:`sample_counts`
-    documents, the samples of positive weight read once.  :meth:`objective`: the drawn rows gathered
-    (:func:`gathered`; repeats as rows) for the sample losses, else ``f.with_weights(counts)``."""
-
-    def __init__(self, f, lead):
-        self.f = f
-        w = np.asarray(to_numpy(f.weights))
-        self.valid = np.broadcast_to(w > 0, tuple(lead) + tuple(f.batch_shape[-1:]) + (w.shape[-1],))
-        self.nvalid = self.valid.sum(axis=-1)
-        n = self.valid.shape[-1]
-        prefix = np.array_equal(self.valid, np.arange(n) < self.nvalid[..., None])  # padding after
-        self.order = None if prefix else np.argsort(~self.valid, axis=-1, kind="stable")  # valid rows first
-
-    def rows(self, rng, size, *, replace):
-        """The drawn rows ``(*lead, m, size)`` (host indices into each client's samples)."""
-        valid, nvalid = self.valid, self.nvalid
-        if not replace:
-            if np.any(nvalid < size):
-                raise ValueError(f"batch_size={size} exceeds the number of samples of a client "
-                                 f"({int(nvalid.min())}) for sampling without replacement")
-            keys = np.where(valid, rng.random(valid.shape), np.inf)
-            # the size smallest keys (argpartition: the set argsort's first size would give, in O(n))
-            chosen = np.argpartition(keys, size - 1, axis=-1)[..., :size] if size < keys.shape[-1] else \
-                np.argsort(keys, axis=-1)[..., :size]
-            return np.sort(chosen, axis=-1)
-        u = rng.random(valid.shape[:-1] + (size,))
-        k = np.minimum((u * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)  # k-th valid sample
-        return k if self.order is None else np.take_along_axis(self.order, k, axis=-1)
-
-    def counts(self, idx):
-        """How often each sample is in the draw ``idx``: ``(*lead, m, n)`` (host floats)."""
-        n = self.valid.shape[-1]
-        rows = np.arange(idx.size // idx.shape[-1]).reshape(idx.shape[:-1] + (1,))
-        return np.bincount((rows * n + idx).reshape(-1), minlength=rows.size * n).reshape(self.valid.shape) * 1.0
-
-    def objective(self, rng, size, *, replace):
-        """The mini-batch objective of one draw (batch ``(*lead, m)``)."""
-        f, idx = self.f, self.rows(rng, size, replace=replace)
-        return gathered(f, idx) if _gathers(f) else f.with_weights(f.xp.asarray(self.counts(idx), dtype=f.dtype))
-
-
 def batched_objective(f, counts):
     """``f`` with mini-batch weights ``counts`` (host ``(*lead, m, n)``): for the sample losses
     (:class:`~moreau.LeastSquares`, :class:`~moreau.Logistic`, :class:`~moreau.Multinomial` and their
@@ -353,7 +300,8 @@ def minibatch_size(size, f, name="batch_size", *, replace):
         raise TypeError(f"{name} needs an objective with samples and with_weights (LeastSquares, Logistic, "
                         f"Multinomial); got {type(f).__name__}")
     if not replace:
-        nvalid = int(np.min(np.sum(np.asarray(to_numpy(f.weights)) > 0, axis=-1)))
+        parts = f.parts if isinstance(f, RaggedSamples) else (f,)  # ragged: per bucket (no m x n_max array)
+        nvalid = min(int(np.min(np.sum(np.asarray(to_numpy(p.weights)) > 0, axis=-1))) for p in parts)
         if size > nvalid:
             raise ValueError(f"{name}={size} exceeds the number of samples of a client ({nvalid}) "
                              "for sampling without replacement")

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._backend import to_numpy
+from ._minibatches import sample_counts
 from ._common import (History, batched_objective, check_diverged, check_objective, count, expand, generator,
-                      lead_shape, minibatch_size, point, positive, sample_counts)
+                      lead_shape, minibatch_size, point, positive)
 from ._lmo import check_set
 
 __all__ = ["fedfw", "fedfw_optimum", "FedFWHistory", "FedFWTarget", "SCHEDULES", "schedules"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._blocks import client_blocks, run_blocks
-from ._common import (History, MiniBatches, added, check_diverged, check_objective, client_weights, count, expand,
+from ._minibatches import MiniBatches
+from ._common import (History, added, check_diverged, check_objective, client_weights, count, expand,
                       generator, gradient, lead_shape, minibatch_size, participation, point, positive, sample_size,
                       scaled)
 

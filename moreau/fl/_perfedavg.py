@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (History, MiniBatches, check_diverged, check_objective, count, expand, generator, gradient,
+from ._minibatches import MiniBatches
+from ._common import (History, check_diverged, check_objective, count, expand, generator, gradient,
                       lead_shape, minibatch_size, participation, point, positive, sample_size, scaled)
 
 __all__ = ["per_fedavg"]

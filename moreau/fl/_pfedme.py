@@ -9,8 +9,9 @@ from .._logistic import Logistic
 from .._multinomial import Multinomial
 from .._quadratic import Quadratic
 from .._ragged_samples import RaggedSamples
+from ._minibatches import sample_counts
 from ._common import (History, added, batched_objective, check_diverged, check_objective, count, expand, gathered,
-                      generator, gradient, lead_shape, minibatch_size, point, positive, sample_clients, sample_counts,
+                      generator, gradient, lead_shape, minibatch_size, point, positive, sample_clients,
                       sample_size, scaled)
 
 PERSONAL = ("certified", "inner", "none")
@@ -191,7 +192,7 @@ def _valid_rows(f, lead):
 def _minibatch(f, rng, lead, size, rows):
     r"""The mini-batch objective ``(*lead, m)``: ``size`` rows drawn i.i.d. uniformly from each
     client's rows of positive weight with one draw ``rng.random((*lead, m, size))`` (the draw and
-    its map to the k-th valid row are :func:`~moreau.fl._common.sample_counts`'s, so the counts of
+    its map to the k-th valid row are :func:`~moreau.fl._minibatches.sample_counts`'s, so the counts of
     the gathered rows are its counts), the drawn rows gathered into a new objective of the model
     class with unit weights (:func:`~moreau.fl._common.gathered`: LeastSquares, Logistic,
     Multinomial, and from the size buckets of their ragged forms; ``rows`` from :func:`_valid_rows`);

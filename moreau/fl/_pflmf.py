@@ -23,8 +23,9 @@ import numpy as np
 
 from .._backend import to_numpy
 from .._quadratic import Quadratic
+from ._minibatches import sample_counts
 from ._common import (History, batched_objective, check_diverged, check_objective, client_weights, count, expand,
-                      generator, lead_shape, minibatch_size, positive, sample_counts)
+                      generator, lead_shape, minibatch_size, positive)
 
 __all__ = ["pflmf", "low_rank_optimum", "LowRankOptimum"]
 

@@ -191,7 +191,7 @@ def test_simulator_against_a_written_out_loop_on_cauchy_clients():
 
 
 def test_batch_weights_match_moreau_sample_counts():
-    from moreau.fl._common import sample_counts
+    from moreau.fl._minibatches import sample_counts
     f = mo.Logistic(np.zeros((5, 3, 6, 2)), np.ones((5, 3, 6)))
     a = _batch_weights(np.random.default_rng(2), 5, 3, 6, 4)
     b = sample_counts(np.random.default_rng(2), f, (5,), 4, replace=True)
