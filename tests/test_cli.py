@@ -291,3 +291,24 @@ def test_a_monte_carlo_estimate_above_1_never_prints_as_1():
         text = _ratio_text({"verdict": "holds", "max_ratio": 1.0, "attained": True, "monte_carlo_max_ratio": mc})
         shown = text.split("Monte Carlo ")[1].split(":")[0]
         assert float(shown) > 1, text
+
+
+def test_trials_a_checker_raises_or_rounds_is_reported_and_recorded(tmp_path, capsys):
+    """Regression: --trials below a checker's minimum was silently raised (fedprox.thm1: 30 Monte Carlo draws)
+    or rounded (pflmf: a multiple of its groups) while the JSON recorded the number asked for; and
+    perfedavg.propf1 / thm4_5 crashed (exit 3) on fewer quadratic instances than their designed ones."""
+    import json
+
+    path = tmp_path / "r.json"
+    assert _check("pflmf.bm", "perfedavg.propf1", "--family", "quadratic", "--trials", 1, "--search-seconds", 0,
+                  "--json", path) == 0
+    out = capsys.readouterr().out
+    run = json.loads(path.read_text())[0]["run"]
+    assert run["trials"] == 1 and run["trials_used"] == {"pflmf.bm": {"quadratic": 4},
+                                                          "perfedavg.propf1": {"quadratic": 8}}
+    said = " ".join(out.split())
+    assert "--trials 1 is not what every checker uses: pflmf.bm used 4 on quadratic" in said
+    assert "perfedavg.propf1 used 8 on quadratic" in said
+    assert _check("gd.nonconvex", "--family", "quadratic", "--trials", 3, "--search-seconds", 0,
+                  "--json", path) == 0
+    assert json.loads(path.read_text())[0]["run"]["trials_used"] == {} and "not what" not in capsys.readouterr().out

@@ -233,6 +233,7 @@ def cmd_check(args) -> int:
                 client.close()
     if args.slack_threshold is None:
         args.slack_threshold = SLACK_THRESHOLD
+    trials_used, trials_line = report.trials_used(records, args.trials)
     if args.verbose:
         report.print_table(records, args.slack_threshold)
     verdicts = report.print_verdicts(records)
@@ -262,6 +263,7 @@ def cmd_check(args) -> int:
     if args.json:
         info = run_info(args)
         info["numerical_warnings"] = _warning_counts(caught)
+        info["trials_used"] = trials_used  # {id: {family: n}} where a checker used another number than --trials
         by_id = {v["printed"]["id"]: v for v in verdicts}
         payload = [record_json(r, run=info, slack_threshold=args.slack_threshold, verdict=by_id[r.statement.id])
                    for r in records]
@@ -283,6 +285,8 @@ def cmd_check(args) -> int:
     untested = sum(1 for r in records for p in r.result.parts if not p.applicable)
     note = (f"; {untested} part(s) not tested (no instance met their assumptions: not claimed to hold)"
             if untested and args.verbose else "")
+    if trials_line:
+        print(trials_line)
     print(summary_line(verdicts) + note)
     print(f"{expectation_line(verdicts)}; {time.perf_counter() - t0:.1f} s")
     return 0 if ok else 1

@@ -169,6 +169,8 @@ class Statement:
     precise: Callable | None = None  # optional: evaluate in higher precision (mpmath), (batch, claim) -> {part:
                                      # Sides}; run on the instances whose failure sits at the rounding floor
                                      # (Sides.floor, sweep_sides), which it then decides
+    trials_used: Callable | None = None  # optional: (family, --trials) -> (the number the checker uses, why) where
+                                         # it raises or rounds it (reported in the run and the JSON's run record)
 
     def __post_init__(self):
         if self.expect not in EXPECTATIONS:

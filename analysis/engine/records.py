@@ -64,7 +64,9 @@ and ``found`` (its failing instance, unshrunk, when found).
 
 Every part also carries ``"tested"`` (false when no instance met its assumptions: the run
 does not claim it holds).  Records written by the CLI carry ``"run"``: what produced them —
-``seed``, ``trials`` (null: each checker's default), ``family`` (as requested), ``mutants``,
+``seed``, ``trials`` (null: each checker's default; as requested), ``trials_used`` (``{id: {family: n}}``
+where a checker used another number: raised to its minimum or rounded to its groups, ``Statement.trials_used``;
+{} when none), ``family`` (as requested), ``mutants``,
 ``backend`` (the array backend, ``MOREAU_BACKEND``: "numpy" or "cupy"), ``modules`` (the ``--module``
 files and modules given),
 ``search``, ``tolerances`` (``rtol`` of ``lhs <= rhs``, ``tight_rtol`` of attainment; exact parts

@@ -118,6 +118,23 @@ def print_verdicts(records, elapsed=None):
     return verdicts
 
 
+def trials_used(records, trials):
+    """``({id: {family: n}}, line)``: where a checker uses another number than ``--trials`` (raised to its
+    minimum, rounded to its groups: ``Statement.trials_used``), and the report's line saying so (None if nowhere)."""
+    used, why = {}, {}
+    for rec in records if trials is not None else ():
+        if rec.statement.trials_used is not None:
+            n, reason = rec.statement.trials_used(rec.result.family, trials)
+            if n != trials:
+                used.setdefault(rec.statement.id, {})[rec.result.family] = int(n)
+                why[rec.statement.id] = reason
+    if not used:
+        return used, None
+    text = "; ".join(f"{sid} used {', '.join(f'{n} on {fam}' for fam, n in fams.items())} ({why[sid]})"
+                     for sid, fams in used.items())
+    return used, _wrap(f"--trials {trials} is not what every checker uses: {text}", indent=2)
+
+
 def _num(x):
     """A number for a counterexample: non-finite values shown as they are (inf, nan)."""
     return f"{x:.4g}"

@@ -51,6 +51,11 @@ PART_VALUE = "F(U_T, V_T) = (1/2) sum_{k>r} sigma_k(M)^2 (Eckart-Young value), e
 PART_MODEL = "U_T V_T^T = A^{-1/2} [M]_r W^{-1/2} (the truncated SVD), every start"
 
 
+def trials_used(family, trials):
+    """What ``--trials`` becomes: a multiple of the ranks, at least one instance each."""
+    return len(RANKS) * max(1, int(trials) // len(RANKS)), f"a multiple of its {len(RANKS)} ranks, at least one each"
+
+
 def instances(family, trials, rng):
     per = max(1, (trials or 6 * len(RANKS)) // len(RANKS))
     n = per * len(RANKS)
@@ -117,7 +122,7 @@ STATEMENTS = (
                      "sigma_r(M) > sigma_{r+1}(M)", "full participation, exact gradients, steps 0.6/(L sigma_1)"),
         scaling={"quadratic": "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per instance (U V^T scales as theta: the factors split the scale freely), so a batch is not rescaled here"},
         families={"quadratic": ("proportional Hessians: certified rank-r optimum",)}, claimed="upper",
-        instances=instances, prepare=prepare, evaluate=evaluate, claim=CLAIM,
+        instances=instances, trials_used=trials_used, prepare=prepare, evaluate=evaluate, claim=CLAIM,
         mutants=(
             Mutant("value of rank r - 1 (sum over k >= r)", {
                 "value_gap": lambda sigma, r: 0.5 * np.sum(

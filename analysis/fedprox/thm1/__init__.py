@@ -103,6 +103,11 @@ CONFIGS = np.array([(10, 5, 1.0, 4.0, 1.0), (10, 5, 0.1, 10.0, 0.3), (10, 5, 1.0
 MC_MIN = 30
 
 
+def trials_used(family, trials):
+    """What ``--trials`` becomes: Monte Carlo draws per grid point, at least ``MC_MIN``."""
+    return max(int(trials), MC_MIN), f"Monte Carlo draws per grid point, at least {MC_MIN}"
+
+
 def instances(family, trials, rng):
     """The configurations of ``CONFIGS`` (logistic: ``CONFIGS_LOGISTIC``); ``trials`` is the Monte
     Carlo draws (data sets) per grid point, at least ``MC_MIN``."""
@@ -328,7 +333,7 @@ STATEMENTS = (
         families={"quadratic": ("least squares, fixed designs, Gaussian noise",),
                   "logistic": ("well-specified logistic with a ridge, population-minimiser truth",)},
         claimed="rate",
-        instances=instances,
+        instances=instances, trials_used=trials_used,
         evaluate=evaluate,
         claim=CLAIM,
         expect="fails",
