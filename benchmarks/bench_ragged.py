@@ -18,8 +18,8 @@ C = 10, D = 610; client sizes 250 ... 15,225, 133,539 training rows in all).  Pr
 
 ``--many N``: instead, N ragged clients (logistic, d = 20, sizes ``floor(lognormal(log 20, 1))``
 clipped to [2, 2000]) in a fresh process: the traced peak and the resident set after building the
-objective, after one FedAvg round (tau = 5 full-batch steps) and after one pFedMe round (S = N / 10,
-K = 5 inner steps on mini-batches of 20), against the bytes of the data and of the padded layout.
+objective, after one FedAvg round (tau = 5 full-batch steps, then mini-batches of 2 without
+replacement) and after one pFedMe round (S = N / 10, K = 5 inner steps on mini-batches of 20), against the bytes of the data and of the padded layout.
 """
 from __future__ import annotations
 
@@ -85,6 +85,7 @@ out["build"] = {{"s": time.perf_counter() - t, "traced_peak_mb": tracemalloc.get
                  "slots": int(f.layout.slots), "buckets": len(f.layout.buckets), "rss_mb": rss()}}
 L = float(np.max(np.asarray(f.smoothness())))
 for name, call in (("fedavg", lambda: mo.fl.fedavg(f, eta=1 / L, tau=5, rounds=1)),
+                   ("fedavg-B", lambda: mo.fl.fedavg(f, eta=1 / L, tau=5, rounds=1, batch_size=2, rng=2)),
                    ("pfedme", lambda: mo.fl.pfedme(f, lam=15.0, eta=0.005, beta=1.0, R=5, rounds=1, S=N // 10,
                                                    batch_size=20, inner=5, inner_eta=0.005, rng=1,
                                                    personal="none"))):
@@ -143,7 +144,7 @@ def main(argv=None):
         b = r["build"]
         print(f"  moreau.ragged(Logistic, ...): {b['s']:.1f} s, traced peak {b['traced_peak_mb']:.0f} MB, "
               f"{b['slots']} sample slots in {b['buckets']} buckets, resident {b['rss_mb']:.0f} MB")
-        for name in ("fedavg", "pfedme"):
+        for name in ("fedavg", "fedavg-B", "pfedme"):
             x = r[name]
             print(f"  one {name} round: {x['s']:.1f} s, traced peak {x['traced_peak_mb']:.0f} MB, resident "
                   f"{x['rss_mb']:.0f} MB, finite {x['finite']}")
