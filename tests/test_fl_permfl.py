@@ -12,6 +12,7 @@ an iteration's limit (gradient tolerance 1e-14 times the condition number, up to
 """
 import numpy as np
 import pytest
+from _claims import check_paired_claim
 from _tol import assert_close, host
 from scipy import optimize
 
@@ -232,36 +233,6 @@ def test_bad_arguments_name_themselves(call, error, match):
         call()
 
 
-def _check_paired_claim(v, diffs, family_level=0.95):
-    """A claim's comparisons recomputed here from the per-seed differences ``diffs`` (name -> (S,)): the
-    mean, scipy's paired t p-value and interval at the comparison's level, Holm's adjusted p-values and
-    step-down levels (S. Holm 1979), each comparison's verdict from its interval's sign and the claim's from
-    its comparisons (fails if one fails, holds if all hold)."""
-    from scipy import stats
-
-    comps = v["comparisons"]
-    assert [c["comparison"] for c in comps] == list(diffs)
-    k, alpha = len(comps), 1 - family_level
-    tests = [stats.ttest_1samp(np.asarray(d, float), 0.0) for d in diffs.values()]
-    p = np.array([t.pvalue for t in tests])
-    order = np.argsort(p, kind="stable")
-    adj = np.empty(k)
-    adj[order] = np.minimum(1.0, np.maximum.accumulate((k - np.arange(k)) * p[order]))
-    stop = next((j for j in range(k) if adj[order[j]] > alpha), k)
-    for j, i in enumerate(order):
-        c, d, t = comps[i], np.asarray(list(diffs.values())[i], float), tests[i]
-        assert c["estimate"] == pytest.approx(d.mean(), rel=1e-9, abs=1e-9)
-        assert c["p"] == pytest.approx(p[i], rel=1e-9, abs=1e-12)
-        assert c["p_holm"] == pytest.approx(adj[i], rel=1e-9, abs=1e-12)
-        assert c["level"] == pytest.approx(1 - alpha / (k - min(j, stop)), rel=1e-12)
-        ci = t.confidence_interval(c["level"])
-        assert c["interval"] == pytest.approx([ci.low, ci.high], rel=1e-9, abs=1e-9)
-        assert c["verdict"] == ("holds" if ci.low > 0 else "fails" if ci.high < 0 else "undecided")
-        assert (c["verdict"] != "undecided") == (j < stop)  # the interval excludes 0 exactly when Holm rejects
-    words = {c["verdict"] for c in comps}
-    assert v["verdict"] == ("fails" if "fails" in words else "holds" if words == {"holds"} else "undecided")
-
-
 @pytest.mark.reproduce
 def test_permfl_digits_quick(tmp_path, monkeypatch):
     """``moreau reproduce permfl-digits --quick``: every method on every seed, accuracies in [0, 100],
@@ -286,8 +257,8 @@ def test_permfl_digits_quick(tmp_path, monkeypatch):
     beat_gm, beat_sota = manifest["claims"]
     pm = "PerMFL-PM"
     assert "beat its global model" in beat_gm["claim"] and "beat FedAvg and pFedMe-PM" in beat_sota["claim"]
-    _check_paired_claim(beat_gm, {f"{pm} − PerMFL-GM": acc[pm] - acc["PerMFL-GM"]})
-    _check_paired_claim(beat_sota, {f"{pm} − FedAvg": acc[pm] - acc["FedAvg"],
+    check_paired_claim(beat_gm, {f"{pm} − PerMFL-GM": acc[pm] - acc["PerMFL-GM"]})
+    check_paired_claim(beat_sota, {f"{pm} − FedAvg": acc[pm] - acc["FedAvg"],
                                     f"{pm} − pFedMe-PM": acc[pm] - acc["pFedMe-PM"]})
     for v, shown in ((beat_gm, (pm, "PerMFL-GM", "PerMFL-PM (code: λ_d = L)")),
                      (beat_sota, (pm, "FedAvg", "pFedMe-PM"))):
