@@ -22,8 +22,10 @@ def group(records):
 
 
 def verdict_of(st, recs):
-    """The statement's verdict (``moreau.analysis.engine.verdict.statement_verdict``) over its records."""
-    return statement_verdict(st, [r.result for r in recs],
+    """The statement's verdict (``moreau.analysis.engine.verdict.statement_verdict``) over its records;
+    a recorded minimal counterexample is one more instance of the printed claim this run evaluated
+    (a run whose batch happens to hold, e.g. ``--trials 1``, still fails where it fails)."""
+    return statement_verdict(st, [r.result for r in recs] + [r.minimal[1] for r in recs if r.minimal is not None],
                              {r.name: [rec.readings[r.name][0] for rec in recs if r.name in rec.readings]
                               for r in st.readings})
 

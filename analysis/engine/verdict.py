@@ -82,20 +82,20 @@ def claim_verdict(results, evidence_only=()) -> dict:
         negative.extend(f"{p.rhs_negative}/{p.applicable}" for p in tested_here if p.rhs_negative)
         floor = [p for p in parts if p.at_floor]
         if failing:
-            fams[res.family] = FAILS
+            _set(fams, res.family, FAILS)
         elif floor:
-            fams[res.family] = UNDECIDED
+            _set(fams, res.family, UNDECIDED)
             reasons.append(f"{res.family}: inconclusive at the rounding floor ('{floor[0].name}': {floor[0].at_floor} "
                            f"instance(s) fail only where the left side is at the computation's rounding level; "
                            "evaluate them in higher precision to decide)")
         elif aux_failing:
-            fams[res.family] = UNDECIDED
+            _set(fams, res.family, UNDECIDED)
             reasons.append(f"{res.family}: the checker's own check '{aux_failing[0].name}' failed")
         elif not tested_here:
-            fams[res.family] = UNDECIDED
+            _set(fams, res.family, UNDECIDED)
             reasons.append(f"{res.family}: no instance met the assumptions")
         else:
-            fams[res.family] = HOLDS if res.family not in evidence_only else "holds (evidence only)"
+            _set(fams, res.family, HOLDS if res.family not in evidence_only else "holds (evidence only)")
     if FAILS in fams.values():
         verdict, reason = FAILS, ""
     elif HOLDS in fams.values():
@@ -114,6 +114,14 @@ def claim_verdict(results, evidence_only=()) -> dict:
             "monte_carlo_max_ratio": mc,
             # a bound negative where its left side is a norm is itself a finding: "k/n" per part
             "rhs_negative": negative}
+
+
+def _set(fams, family, verdict):
+    """A family's verdict over several results of it (the batch, a recorded counterexample): fails if
+    one fails, else holds if one holds, else undecided (as families combine into the claim's)."""
+    rank = {FAILS: 0, HOLDS: 1, "holds (evidence only)": 2, UNDECIDED: 3}
+    old = fams.get(family)
+    fams[family] = verdict if old is None or rank[verdict] < rank[old] else old
 
 
 def statement_verdict(st, printed_results, reading_results) -> dict:

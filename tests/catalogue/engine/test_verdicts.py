@@ -234,3 +234,17 @@ def test_every_printed_failure_has_a_recorded_minimal_counterexample_that_fails(
             assert all(np.shape(v)[:1] == (1,) for v in one.values() if np.ndim(v)), (st.id, fam)
             res = st.run(fam, None, None, batch=one, reading=None)
             assert not res.holds, f"{st.id} [{fam}]: the recorded minimal counterexample no longer fails"
+
+
+def test_a_recorded_minimal_counterexample_decides_a_run_whose_batch_holds():
+    """pflmf.deterministic at --trials 1: its one drawn instance holds, its recorded minimal counterexample
+    (evaluated by every run, its line printed) fails: the printed statement fails (before: "holds" printed
+    above a failing counterexample); a family's verdict over several results: fails if one fails."""
+    recs = runner.run(["pflmf.deterministic"], "all", 1, 0)
+    assert all(r.result.holds for r in recs) and any(not r.minimal[1].holds for r in recs if r.minimal)
+    assert verdict_of(CAT["pflmf.deterministic"], recs)["printed"]["verdict"] == "fails"
+    st = _toy(1.5)
+    hold = st.run("quadratic", None, None, batch={"x": np.array([1.0])}, reading=None)
+    fail = st.run("quadratic", None, None, batch={"x": np.array([1.9])}, reading=None)
+    for order in ([hold, fail], [fail, hold]):
+        assert claim_verdict(order)["verdict"] == "fails" and claim_verdict(order)["families"] == {"quadratic": "fails"}
