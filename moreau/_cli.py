@@ -41,8 +41,15 @@ def cmd_info(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's usage errors on one line (exit 2), not a usage block before them."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="moreau", description=__doc__)
+    p = _Parser(prog="moreau", description=__doc__)
     p.add_argument("--debug", action="store_true",
                    help="show the traceback of an internal error (accepted anywhere on the command line)")
     sub = p.add_subparsers(dest="command", required=True)

@@ -312,3 +312,13 @@ def test_trials_a_checker_raises_or_rounds_is_reported_and_recorded(tmp_path, ca
     assert _check("gd.nonconvex", "--family", "quadratic", "--trials", 3, "--search-seconds", 0,
                   "--json", path) == 0
     assert json.loads(path.read_text())[0]["run"]["trials_used"] == {} and "not what" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["check", "--trials", "abc"], ["bogus"], ["reproduce", "--workers", "x"],
+                                  ["check", "--no-such-flag"]])
+def test_argparse_usage_errors_are_one_line(argv, capsys):
+    """A value argparse rejects is one line on stderr (no usage block before it), exit 2."""
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and "error:" in err and "--help" in err
