@@ -115,6 +115,7 @@ def test_a_short_grid_transient_is_fitted_again_on_long_horizons():
 
 
 def test_a_failure_that_persists_on_long_horizons_still_fails(monkeypatch):
+    """Slower than the claim on every rung (up to T = 65,536): fails."""
     import moreau.analysis.pflmf.stochastic as S
     st = get("pflmf.stochastic")
 
@@ -123,6 +124,30 @@ def test_a_failure_that_persists_on_long_horizons_still_fails(monkeypatch):
     monkeypatch.setattr(S, "_fit", slow)
     batch = st.instances("quadratic", None, runner.rng_for(0, st.id, "quadratic"))
     data = st.prepare(batch)
-    assert np.all(data["horizon"] == S.LONG[-1])
+    assert np.all(data["horizon"] == S.RUNGS[-1] * S.GRID[-1])  # every rung tried
     from moreau.analysis.engine.judge import judge
     assert not judge(S.PART, st.evaluate(data, S.CLAIM)[S.PART]).holds
+
+
+def test_the_rungs_stop_where_the_fit_meets_the_claim(monkeypatch):
+    """A problem slow up to 16x the short grid and on its rate at 64x (as --trials 1000's problem 94 up
+    to T = 4096) is judged on the 64x rung, and holds; the others are never re-fitted."""
+    import moreau.analysis.pflmf.stochastic as S
+    st = get("pflmf.stochastic")
+    calls = []
+
+    def fit(batch, g, Li, r, tau, p, grid):
+        calls.append((tuple(g), int(grid[-1])))
+        slow = (g == g.min()) & (grid[-1] <= 16 * S.GRID[-1])  # the group's first problem, until 16x
+        s = np.where(slow, -0.4, -0.5)
+        return s, s - 0.02, s + 0.02, np.ones(g.size, bool)
+    monkeypatch.setattr(S, "_fit", fit)
+    batch = st.instances("quadratic", None, runner.rng_for(0, st.id, "quadratic"))
+    data = st.prepare(batch)
+    firsts = [int(np.flatnonzero((batch["r"] == r) & (batch["tau"] == t) & (batch["p"] == p)).min())
+              for r, t, p in S.GROUPS]
+    assert sorted(np.flatnonzero(data["horizon"] > S.GRID[-1])) == sorted(firsts)
+    assert np.all(data["horizon"][firsts] == 64 * S.GRID[-1]) and np.all(data["slope"][firsts] == -0.5)
+    assert all(len(g) == 1 for g, T in calls if T > S.GRID[-1])      # rungs run only the failing problems
+    from moreau.analysis.engine.judge import judge
+    assert judge(S.PART, st.evaluate(data, S.CLAIM)[S.PART]).holds
