@@ -304,9 +304,10 @@ def print_mutants(records, restricted=False, verbose=False) -> bool:
             lines.append(f"{sid}: {name}  {verdict}")
     counted = {k: f for k, f in mutant_verdicts(records).items() if not equivalent[k]}  # O(.)-equivalent: not counted
     n_eq = sum(bool(equivalent[k]) for k in mutant_verdicts(records))
-    print(f"mutants: {sum(bool(f) for f in counted.values())}/{len(counted)} rejected"
-          + (f", {n_eq} equivalent under O(.) not counted" if n_eq else "")
-          + ("" if verbose else " (listed: those some family does not reject, and those not counted; all with -v)"))
+    print(_wrap(f"mutants: {sum(bool(f) for f in counted.values())}/{len(counted)} rejected"
+                + (f", {n_eq} equivalent under O(.) not counted" if n_eq else "")
+                + ("" if verbose else " (listed: those some family does not reject, and those not counted; all with -v)"),
+                indent=2))
     for line in lines:
         print(f"  {line}")
     weak = [(sid, fam) for (sid, fam), (k, n_) in family_power(records).items() if n_ and not k]
