@@ -18,7 +18,7 @@ from moreau.analysis.engine.core import Result, take
 from moreau.analysis.engine.records import (SLACK_THRESHOLD, is_loose, load_counterexample, record_json, run_info,
                                             save_counterexample, save_instance, worst_ci_instance)
 from moreau.analysis.engine.registry import StatementError, catalogue
-from moreau.analysis.engine.search import search, search_statement
+from moreau.analysis.engine.search import MAX_TRIALS, _searching, search, search_statement
 
 __all__ = ["SLACK_THRESHOLD", "is_loose", "Record", "run", "record_json", "save_counterexample", "save_instance", "load_counterexample",
            "rng_for", "CHUNK"]
@@ -274,15 +274,19 @@ def _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, se
                 verdicts[m.name] = (True, r, "default", *_rejecting_instance(extra, r))
                 pending.remove(m)
     if pending and search_examples:
-        for m in list(pending):
-            report = {}
-            found = search(st, fam, m, max_examples=search_examples, seed=seed, report=report)
-            searches.append((m.name, report))
-            if found is not None:
-                r = st.run(fam, None, None, mutant=m, batch=found)
-                if not r.holds:
-                    verdicts[m.name] = (True, r, "search", *_rejecting_instance(found, r))
-                    pending.remove(m)
+        token = _searching(search_examples * MAX_TRIALS)  # Monte Carlo levels over every instance searched
+        try:
+            for m in list(pending):
+                report = {}
+                found = search(st, fam, m, max_examples=search_examples, seed=seed, report=report)
+                searches.append((m.name, report))
+                if found is not None:
+                    r = st.run(fam, None, None, mutant=m, batch=found)
+                    if not r.holds:
+                        verdicts[m.name] = (True, r, "search", *_rejecting_instance(found, r))
+                        pending.remove(m)
+        finally:
+            INSTANCES.reset(token)
 
 
 def _closest_instance(batch, res, offset=0):

@@ -89,3 +89,33 @@ def test_appendix_h_rounding_level_instance_is_not_a_failure():
     h2 = [p for n, p in parts.items() if n.startswith("H.2 bias")][0]
     assert h2.holds and 40 in list(h2.floor_rows)
     assert rec.result.holds
+
+
+def test_a_search_judges_monte_carlo_intervals_over_every_instance_it_may_examine():
+    """A toy whose every instance's 95 % interval lies just above the bound (lo = rhs + 0.1 h after the
+    batch's own correction): one batch of the short search "fails" at the batch's level, never at the
+    joint level over the SHORT_SEARCH_INSTANCES a search may examine (z ~ 4.6: the estimate would have to
+    be 2.3 half-widths above the bound)."""
+    from moreau.analysis.engine import search as se
+    from moreau.analysis.engine.core import Statement
+
+    z = norm.ppf(0.975)
+
+    def instances(family, trials, rng):
+        return {"x": rng.uniform(0.5, 2.0, trials or 8)}
+
+    def evaluate(batch, claim):  # lhs = rhs + 1.6 h with h = 1 (a "95 %" half-width) on every instance
+        x = batch["x"]
+        est = x + 1.6
+        return {"p": Sides(est, x, "upper", lhs_ci=(est - 1.0, est + 1.0), confidence=0.95)}
+
+    st = Statement(id="toy.mc", source="toy", paper="toy", latex="x", text="x", assumptions=("x",),
+                   families={"quadratic": ("toy",)}, claimed="upper", instances=instances, evaluate=evaluate,
+                   claim={}, mutants=(), expect="holds")
+    one = st.run("quadratic", None, None, batch={"x": np.array([1.0] * 16)})
+    k16 = norm.ppf(1 - 0.05 / 32) / z
+    assert 1.6 - k16 > 0 and not one.holds                             # the batch's own correction: a "failure"
+    found, report = se.search_statement(st, "quadratic", 0, 0, 0.05)
+    assert found is None and not report["found"] and report["examples"] >= 1
+    k = norm.ppf(1 - 0.05 / (2 * se.SHORT_SEARCH_INSTANCES)) / z
+    assert 1.6 - k < 0                                                  # the joint level decides it
