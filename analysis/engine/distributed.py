@@ -41,17 +41,14 @@ def _chunk_task(sid, modules, fam, size, seed, k, mutants, total):
     Carlo levels held over the run's ``total`` instances, as in the serial run."""
     from moreau.analysis.engine.registry import full_catalogue
     from moreau.analysis.engine.batches import _draw, evaluate_chunk, rng_for
-    from moreau.analysis.engine.judge import INSTANCES
+    from moreau.analysis.engine.judge import judged_over
 
     st = full_catalogue(modules)[sid]
     rng = rng_for(seed, sid, fam) if k == 0 else rng_for(seed, sid, fam, f"chunk {k}")
     batch = _draw(st, fam, size, rng)
     chosen = [m for m in st.mutants if m.name in mutants]
-    token = INSTANCES.set(total)
-    try:
+    with judged_over(total):
         res, readings, mres = evaluate_chunk(st, fam, size, batch, chosen)
-    finally:
-        INSTANCES.reset(token)
     return batch, res, readings, mres
 
 

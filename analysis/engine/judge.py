@@ -7,6 +7,7 @@ exponents against the theory's).
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["Sides", "PartResult", "judge", "rate_sides", "worst_point", "sweep_sides", "familywise", "INSTANCES",
+__all__ = ["Sides", "PartResult", "judge", "rate_sides", "worst_point", "sweep_sides", "familywise", "INSTANCES", "judged_over",
            "RTOL", "TIGHT_RTOL", "RATE_KINDS"]
 
 #: relative tolerance of ``lhs <= rhs``: both sides are exact closed forms or
@@ -153,6 +154,17 @@ def sweep_sides(lhs, rhs, claimed="upper", *, ok=None, floor_factor=64.0, eps=No
 #: around one statement and family; chunks and cluster workers carry the run's total): a Monte
 #: Carlo interval's level is shared over them (:func:`familywise`)
 INSTANCES = contextvars.ContextVar("moreau_instances_judged", default=0)
+
+
+@contextlib.contextmanager
+def judged_over(n):
+    """Within the block, Monte Carlo intervals are judged jointly over at least ``n`` instances
+    (:data:`INSTANCES`; a block inside another keeps the larger count)."""
+    token = INSTANCES.set(max(int(INSTANCES.get() or 0), int(n or 0)))
+    try:
+        yield
+    finally:
+        INSTANCES.reset(token)
 
 
 def familywise(s: Sides) -> Sides:

@@ -3,6 +3,9 @@ detail with ``-v``.  Every number printed here is read from the run's results (p
 a finding lives in ``--describe`` and docs/catalogue.md)."""
 from __future__ import annotations
 
+import re
+import textwrap
+
 import numpy as np
 
 from moreau.analysis.engine.verdict import FAILS, headline, statement_verdict, worst_failure
@@ -151,9 +154,6 @@ def _short(source):
 def _wrap(line, indent=22):
     """``line`` within WIDTH columns: a longer one continues on lines indented like the report's continuation
     lines (nothing is cut: the qualifiers and parameters at its end are part of what it says)."""
-    import re
-    import textwrap
-
     if len(line) <= WIDTH:
         return line
     body = line.lstrip(" ")
@@ -288,7 +288,8 @@ def print_mutants(records, restricted=False, verbose=False) -> bool:
         every.setdefault(rec.statement.id, []).append(rec.result.family)
     equivalent = {(rec.statement.id, m.name): m.o_equivalent for rec in records for m, _, _ in rec.mutants}
     ok, lines = True, []
-    for (sid, name), fams in mutant_verdicts(records).items():
+    table = mutant_verdicts(records)
+    for (sid, name), fams in table.items():
         others = [f for f in every[sid] if f not in fams]
         if equivalent[(sid, name)]:
             verdict = (f"{'rejected by ' + ', '.join(fams) if fams else 'not rejected'}; equivalent under O(.), "
@@ -302,8 +303,8 @@ def print_mutants(records, restricted=False, verbose=False) -> bool:
             ok = False
         if verbose or not fams or others or equivalent[(sid, name)]:
             lines.append(f"{sid}: {name}  {verdict}")
-    counted = {k: f for k, f in mutant_verdicts(records).items() if not equivalent[k]}  # O(.)-equivalent: not counted
-    n_eq = sum(bool(equivalent[k]) for k in mutant_verdicts(records))
+    counted = {k: f for k, f in table.items() if not equivalent[k]}  # O(.)-equivalent: not counted
+    n_eq = len(table) - len(counted)
     print(_wrap(f"mutants: {sum(bool(f) for f in counted.values())}/{len(counted)} rejected"
                 + (f", {n_eq} equivalent under O(.) not counted" if n_eq else "")
                 + ("" if verbose else " (listed: those some family does not reject, and those not counted; all with -v)"),

@@ -13,12 +13,12 @@ import numpy as np
 
 from moreau.analysis.engine.batches import _batch_len, _concat, _draw, evaluate_chunk, rng_for
 from moreau.analysis.engine.chunks import ChunkReducer
-from moreau.analysis.engine.judge import INSTANCES
+from moreau.analysis.engine.judge import judged_over
 from moreau.analysis.engine.core import Result, take
 from moreau.analysis.engine.records import (SLACK_THRESHOLD, is_loose, load_counterexample, record_json, run_info,
                                             save_counterexample, save_instance, worst_ci_instance)
 from moreau.analysis.engine.registry import StatementError, catalogue
-from moreau.analysis.engine.search import MAX_TRIALS, _searching, search, search_statement
+from moreau.analysis.engine.search import MAX_TRIALS, search, search_statement
 
 __all__ = ["SLACK_THRESHOLD", "is_loose", "Record", "run", "record_json", "save_counterexample", "save_instance", "load_counterexample",
            "rng_for", "CHUNK"]
@@ -104,16 +104,13 @@ def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examp
                 outputs, searches = None, []
                 chunked = bool(trials and trials > chunk and
                                _batch_len(_draw(st, fam, chunk, rng_for(seed, st.id, fam))) == chunk)
-                token = INSTANCES.set(trials if chunked else 0)  # Monte Carlo levels hold over the run's instances
-                try:
+                with judged_over(trials if chunked else 0):  # Monte Carlo levels hold over the run's instances
                     if client is not None and chunked:
                         from moreau.analysis.engine.distributed import remote_outputs
                         outputs = remote_outputs(client, st, fam, trials, seed, chunk, mutants, modules,
                                                  search_examples, searches, search_seconds)
                     rec = _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs,
                                    search_seconds)
-                finally:
-                    INSTANCES.reset(token)
                 rec.searches = searches + rec.searches if outputs is not None else rec.searches
                 records.append(rec)
     return records
@@ -274,8 +271,7 @@ def _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, se
                 verdicts[m.name] = (True, r, "default", *_rejecting_instance(extra, r))
                 pending.remove(m)
     if pending and search_examples:
-        token = _searching(search_examples * MAX_TRIALS)  # Monte Carlo levels over every instance searched
-        try:
+        with judged_over(search_examples * MAX_TRIALS):  # Monte Carlo levels over every instance searched
             for m in list(pending):
                 report = {}
                 found = search(st, fam, m, max_examples=search_examples, seed=seed, report=report)
@@ -285,8 +281,6 @@ def _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, se
                     if not r.holds:
                         verdicts[m.name] = (True, r, "search", *_rejecting_instance(found, r))
                         pending.remove(m)
-        finally:
-            INSTANCES.reset(token)
 
 
 def _closest_instance(batch, res, offset=0):

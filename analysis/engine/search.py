@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 from moreau.analysis.engine.core import take
-from moreau.analysis.engine.judge import INSTANCES
+from moreau.analysis.engine.judge import judged_over
 
 __all__ = ["batch_strategy", "search", "short_search", "search_statement"]
 
@@ -136,20 +136,12 @@ def short_search(statement, family, budget_s, *, seed=0):
 SHORT_SEARCH_INSTANCES = 1 << 14
 
 
-def _searching(n):
-    """Monte Carlo intervals judged jointly over at least ``n`` instances while a search runs."""
-    return INSTANCES.set(max(int(INSTANCES.get() or 0), int(n)))
-
-
 def search_statement(statement, family, seed, examples=0, seconds=0.0, per_instance=0.0):
     """:func:`_search_statement` with Monte Carlo intervals held jointly over every instance the search
     may examine (``examples`` x MAX_TRIALS for ``--search``, :data:`SHORT_SEARCH_INSTANCES` for the short
     search)."""
-    token = _searching(examples * MAX_TRIALS if examples else SHORT_SEARCH_INSTANCES)
-    try:
+    with judged_over(examples * MAX_TRIALS if examples else SHORT_SEARCH_INSTANCES):
         return _search_statement(statement, family, seed, examples, seconds, per_instance)
-    finally:
-        INSTANCES.reset(token)
 
 
 def _search_statement(statement, family, seed, examples=0, seconds=0.0, per_instance=0.0):

@@ -119,9 +119,11 @@ def claim_verdict(results, evidence_only=()) -> dict:
 def _set(fams, family, verdict):
     """A family's verdict over several results of it (the batch, a recorded counterexample): fails if
     one fails, else holds if one holds, else undecided (as families combine into the claim's)."""
-    rank = {FAILS: 0, HOLDS: 1, "holds (evidence only)": 2, UNDECIDED: 3}
     old = fams.get(family)
-    fams[family] = verdict if old is None or rank[verdict] < rank[old] else old
+    fams[family] = verdict if old is None or _RANK[verdict] < _RANK[old] else old
+
+
+_RANK = {FAILS: 0, HOLDS: 1, "holds (evidence only)": 2, UNDECIDED: 3}
 
 
 def statement_verdict(st, printed_results, reading_results) -> dict:

@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import norm
 
 from moreau.analysis.engine import runner
-from moreau.analysis.engine.judge import INSTANCES, Sides, familywise, judge
+from moreau.analysis.engine.judge import INSTANCES, Sides, familywise, judge, judged_over
 from moreau.analysis.engine.verdict import claim_verdict
 
 
@@ -32,11 +32,9 @@ def test_widening_is_bonferroni_over_the_instances():
     for level in (None, 1.0):                                         # no level, or a rigorous bracket
         t = _mc([1.0, 2.0], 0.5, 3.0, level=level)
         assert familywise(t) is t
-    token = INSTANCES.set(10_000)                                     # a chunked run: its total, not the chunk
-    try:
+    with judged_over(10_000):                                         # a chunked run: its total, not the chunk
         s = familywise(_mc([1.0, 2.0], 0.5, 3.0))
-    finally:
-        INSTANCES.reset(token)
+    assert INSTANCES.get() == 0                                       # and only inside the block
     assert s.family == 10_000
     np.testing.assert_allclose(s.lhs_ci[1] - [1, 2], 0.5 * norm.ppf(1 - 0.05 / 20_000) / norm.ppf(0.975), rtol=1e-12)
 
