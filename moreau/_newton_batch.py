@@ -14,7 +14,7 @@ from array_api_compat import is_array_api_obj
 from ._backend import to_numpy
 
 __all__ = ["_View", "_h_and_grad", "_finished", "_assemble", "_check_finite", "_tolerance", "take_batch",
-           "take_object", "takes_rows"]
+           "take_object", "takes_rows", "bare_copy"]
 
 
 class _View:
@@ -111,16 +111,21 @@ def take_object(obj, idx, shape, arrays):
     (``arrays``: attribute name -> number of trailing per-entry axes) hold the entries
     ``idx`` of the batch ``shape``; other arrays and cached properties are dropped (the
     copy recomputes a cache for its own entries if it needs it), plain attributes shared."""
-    xp = obj.xp
+    new = bare_copy(obj)
+    for k, tail in arrays.items():
+        if k in vars(obj):
+            new.__dict__[k] = take_batch(obj.xp, vars(obj)[k], tail, idx, shape)
+    new.batch_shape = (int(idx.shape[0]),)
+    return new
+
+
+def bare_copy(obj):
+    """A shallow copy of ``obj`` holding its plain attributes only: every array and cached property
+    left out, for the caller to set the batch's own (a read of anything else fails loudly instead of
+    seeing another batch)."""
     cached = {k for cls in type(obj).__mro__ for k, v in vars(cls).items() if isinstance(v, cached_property)}
     new = copy.copy(obj)
-    new.__dict__ = {}
-    for k, v in vars(obj).items():
-        if k in arrays:
-            new.__dict__[k] = take_batch(xp, v, arrays[k], idx, shape)
-        elif not is_array_api_obj(v) and k not in cached:
-            new.__dict__[k] = v
-    new.batch_shape = (int(idx.shape[0]),)
+    new.__dict__ = {k: v for k, v in vars(obj).items() if not is_array_api_obj(v) and k not in cached}
     return new
 
 

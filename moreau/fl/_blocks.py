@@ -17,14 +17,11 @@ everything else runs as one block.
 """
 from __future__ import annotations
 
-import copy
-from functools import cached_property
-
 import numpy as np
-from array_api_compat import is_array_api_obj
 
 from .._least_squares import LeastSquares
 from .._logistic import Logistic
+from .._newton_batch import bare_copy
 
 __all__ = ["client_blocks", "run_blocks"]
 
@@ -63,27 +60,25 @@ def client_blocks(f):
             for i in range(0, m, size)]
 
 
-def run_blocks(blocks, W, steps, step, *, record=None):
+def run_blocks(blocks, W, steps, step, record=None):
     """``steps`` local steps ``W <- step(f_sl, W_sl, k)`` (``k`` = 0, 1, ...) on each block of
     ``blocks`` (:func:`client_blocks`), all steps of one block before the next; ``W`` ``(..., m, d)``.
-    ``record`` (optional, ``(steps, ..., m, d)``): every step's iterates written into it.  Returns
-    the last iterates (a new array where there are several blocks)."""
+    ``record(k, sl, W_sl)`` (optional) is called after every step.  Returns the last iterates (a new
+    array where there are several blocks)."""
     if len(blocks) == 1:
-        f = blocks[0][1]
-        for k in range(steps):
-            W = step(f, W, k)
-            if record is not None:
-                record[k] = W
-        return W
+        return _steps(blocks[0][1], W, slice(None), steps, step, record)
     out = np.empty(W.shape, dtype=W.dtype)
     for sl, f in blocks:
-        Wb = W[..., sl, :]
-        for k in range(steps):
-            Wb = step(f, Wb, k)
-            if record is not None:
-                record[k, ..., sl, :] = Wb
-        out[..., sl, :] = Wb
+        out[..., sl, :] = _steps(f, W[..., sl, :], sl, steps, step, record)
     return out
+
+
+def _steps(f, W, sl, steps, step, record):
+    for k in range(steps):
+        W = step(f, W, k)
+        if record is not None:
+            record(k, sl, W)
+    return W
 
 
 def _per_client_bytes(v, tail):
@@ -95,12 +90,10 @@ def _per_client_bytes(v, tail):
 
 
 def _view(f, arrays, reads, sl):
-    """A shallow copy of ``f`` on the clients ``sl``: the arrays its ``_grad`` reads sliced (views),
-    its plain attributes shared, every other array and cache left out (read by nothing here: a
+    """``f`` on the clients ``sl`` (:func:`~moreau._newton_batch.bare_copy`, as Newton's compacted
+    batches): the arrays its ``_grad`` reads sliced (views), nothing else (read by nothing here: a
     read fails loudly instead of seeing the whole batch)."""
-    cached = {k for cls in type(f).__mro__ for k, v in vars(cls).items() if isinstance(v, cached_property)}
-    new = copy.copy(f)
-    new.__dict__ = {k: v for k, v in vars(f).items() if not is_array_api_obj(v) and k not in cached}
+    new = bare_copy(f)
     for k, v in arrays.items():
         axis = v.ndim - reads[k] - 1
         new.__dict__[k] = v if axis < 0 or v.shape[axis] == 1 else v[(slice(None),) * axis + (sl,)]

@@ -38,14 +38,17 @@ def gd(objective, *, eta, steps, w0=None):
         check_diverged(xp, f, Wb, "gd", f"step {k + 1} of {steps}")
         return Wb
     blocks = client_blocks(f)
-    if len(blocks) == 1:
+    if len(blocks) == 1:  # any namespace: the iterates stacked
         out = [W]
-        run_blocks(blocks, W, steps, lambda fb, Wb, k: out.append(step(fb, Wb, k)) or out[-1])
+        run_blocks(blocks, W, steps, step, record=lambda k, sl, Wb: out.append(Wb))
         w_local = xp.stack(out)
     else:  # numpy: every step's iterates written block by block
         w_local = np.empty((steps + 1,) + tuple(W.shape), dtype=W.dtype)
         w_local[0] = W
-        run_blocks(blocks, W, steps, step, record=w_local[1:])
+
+        def put(k, sl, Wb):
+            w_local[k + 1, ..., sl, :] = Wb
+        run_blocks(blocks, W, steps, step, record=put)
     return History(w_global=None, w_local=w_local, rounds=0, local_steps=steps, grad_evals=steps,
                    params={"eta": eta, "steps": steps})
 
