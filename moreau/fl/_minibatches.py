@@ -8,7 +8,7 @@ from .._backend import to_numpy
 from .._ragged_samples import RaggedSamples
 from ._common import _gathers, gathered
 
-__all__ = ["MiniBatches", "sample_counts"]
+__all__ = ["MiniBatches", "sample_counts", "valid_rows"]
 
 #: keys of a draw without replacement formed at a time (the draw's stream is the same)
 CHUNK_BYTES = 1 << 25
@@ -45,15 +45,9 @@ class MiniBatches:
                 self.valid, self.nvalid, self.order = None, nvalid, None
                 self.shape = nvalid.shape + (f.layout.n_max,)
                 return
-        w = np.asarray(to_numpy(f.weights))
-        self.valid = np.broadcast_to(w > 0, lead + tuple(f.batch_shape[-1:]) + (w.shape[-1],))
-        self.nvalid = self.valid.sum(axis=-1)
-        self.shape = self.valid.shape
-        n = self.shape[-1]
-        prefix = np.array_equal(self.valid, np.arange(n) < self.nvalid[..., None])  # padding after
-        self.order = None if prefix else np.argsort(~self.valid, axis=-1, kind="stable")  # valid rows first
-        if prefix:
-            self.valid = None
+        w = f.weights
+        self.shape = lead + tuple(f.batch_shape[-1:]) + (w.shape[-1],)
+        self.valid, self.nvalid, self.order = valid_rows(w, self.shape)
 
     def rows(self, rng, size, *, replace):
         """The drawn rows ``(*lead, m, size)`` (host indices into each client's samples)."""
@@ -65,11 +59,12 @@ class MiniBatches:
             flat = nvalid.reshape(-1)
             out = np.empty((flat.size, size), dtype=np.int64)
             step = max(1, CHUNK_BYTES // (8 * n))
+            vflat = None if self.valid is None else self.valid.reshape(-1, n)
             for i in range(0, flat.size, step):  # consecutive rows of the one draw (*lead, m, n)
                 j = min(i + step, flat.size)
+                # one chunk: the draw in its documented shape (the same stream either way)
                 keys = rng.random(self.shape).reshape(-1, n) if j - i == flat.size else rng.random((j - i, n))
-                valid = np.arange(n) < flat[i:j, None] if self.valid is None else \
-                    self.valid.reshape(-1, n)[i:j]
+                valid = np.arange(n) < flat[i:j, None] if vflat is None else vflat[i:j]
                 keys[~valid] = np.inf
                 # the size smallest keys (argpartition: the set argsort's first size would give, in O(n))
                 chosen = np.argpartition(keys, size - 1, axis=-1)[:, :size] if size < n else \
@@ -92,13 +87,24 @@ class MiniBatches:
         return gathered(f, idx) if _gathers(f) else f.with_weights(f.xp.asarray(self.counts(idx), dtype=f.dtype))
 
 
+def valid_rows(weights, shape):
+    """``(valid or None, nvalid, order or None)`` of per-sample ``weights`` broadcast to ``shape``
+    ``(..., n)`` (host): the mask of positive weights, each entry's count of them and their indices
+    first (``argsort``); mask and order ``None`` where they already come first (the padding after
+    them: the common case, kept as counts only)."""
+    valid = np.broadcast_to(np.asarray(to_numpy(weights)) > 0, tuple(shape))
+    nvalid = valid.sum(axis=-1)
+    if np.array_equal(valid, np.arange(shape[-1]) < nvalid[..., None]):
+        return None, nvalid, None
+    return valid, nvalid, np.argsort(~valid, axis=-1, kind="stable")
+
+
 def _ragged_counts(f):
     """``(samples of positive weight per client, whether they come first in every client)`` of a
     ragged objective, from its size buckets (its padded weights are never formed)."""
     lay = f.layout
     nvalid, prefix = np.zeros(lay.N, dtype=np.int64), True
     for p, (idx, width) in zip(f.parts, lay.buckets):
-        v = np.broadcast_to(np.asarray(to_numpy(p.weights)) > 0, (idx.size, width))
-        nvalid[idx] = v.sum(axis=-1)
-        prefix = prefix and np.array_equal(v, np.arange(width) < nvalid[idx, None])
+        valid, nvalid[idx], _ = valid_rows(p.weights, (idx.size, width))
+        prefix = prefix and valid is None
     return nvalid.reshape(lay.shape), prefix

@@ -9,7 +9,7 @@ from .._logistic import Logistic
 from .._multinomial import Multinomial
 from .._quadratic import Quadratic
 from .._ragged_samples import RaggedSamples
-from ._minibatches import sample_counts
+from ._minibatches import sample_counts, valid_rows
 from ._common import (History, added, batched_objective, check_diverged, check_objective, count, expand, gathered,
                       generator, gradient, lead_shape, minibatch_size, point, positive, sample_clients,
                       sample_size, scaled)
@@ -178,14 +178,8 @@ def _valid_rows(f, lead):
         parts, outer = (f,), tuple(lead)
     else:
         return None
-    out = []
-    for p in parts:
-        w = np.asarray(to_numpy(p.weights))
-        n = w.shape[-1]
-        valid = np.broadcast_to(w > 0, tuple(outer) + tuple(p.batch_shape[-1:]) + (n,))
-        nvalid = valid.sum(axis=-1)
-        prefix = np.array_equal(valid, np.arange(n) < nvalid[..., None])
-        out.append((nvalid, None if prefix else np.argsort(~valid, axis=-1, kind="stable")))
+    out = [valid_rows(p.weights, tuple(outer) + tuple(p.batch_shape[-1:]) + (p.weights.shape[-1],))[1:]
+           for p in parts]
     return out if isinstance(f, RaggedSamples) else out[0]
 
 
