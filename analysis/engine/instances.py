@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["orthogonal", "quadratic_batch", "logistic_batch", "log_uniform", "split_counts", "KINDS"]
+__all__ = ["orthogonal", "quadratic_batch", "logistic_batch", "log_uniform", "split_counts", "KINDS", "per_group",
+           "trials_in_groups", "trials_at_least"]
 
 KINDS = ("convex", "strongly_convex", "weakly_convex")
 
@@ -95,3 +96,26 @@ def logistic_batch(rng, T, n, d, *, mu=0.0, scale=1.0, well_specified=True):
         y = np.where(z >= 0, 1.0, -1.0)
     mu = np.broadcast_to(np.asarray(mu, float), (T,)).copy()
     return {"X": X, "y": y, "mu": mu, "w_star": w_star}
+
+
+def per_group(trials, groups, default):
+    """Instances per group of a generator that draws the same number in each of ``groups`` groups:
+    ``trials`` split over them (``default`` per group when ``trials`` is None), at least one each."""
+    return max(1, (trials or default * groups) // groups)
+
+
+def trials_in_groups(groups, what):
+    """A ``Statement.trials_used`` for a generator using :func:`per_group`: ``--trials`` becomes a
+    multiple of its ``groups`` ``what`` (ranks, groups), at least one each."""
+    def used(family, trials):
+        return groups * per_group(trials, groups, 1), f"a multiple of its {groups} {what}, at least one each"
+    return used
+
+
+def trials_at_least(minimum, what, family=None):
+    """A ``Statement.trials_used``: ``--trials`` raised to ``minimum`` (on ``family`` only, when given;
+    ``what``: what is counted, e.g. "quadratic instances: its adversarial ones")."""
+    def used(fam, trials):
+        t = int(trials)
+        return (max(t, minimum) if family in (None, fam) else t), f"at least {minimum} {what}"
+    return used

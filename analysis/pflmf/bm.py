@@ -34,6 +34,7 @@ import numpy as np
 
 from moreau.fl._pflmf import pflmf
 from moreau.analysis.engine.core import Mutant, Sides, Statement
+from moreau.analysis.engine.instances import per_group, trials_in_groups
 from moreau.analysis.pflmf import clients
 
 __all__ = ["STATEMENTS"]
@@ -51,13 +52,11 @@ PART_VALUE = "F(U_T, V_T) = (1/2) sum_{k>r} sigma_k(M)^2 (Eckart-Young value), e
 PART_MODEL = "U_T V_T^T = A^{-1/2} [M]_r W^{-1/2} (the truncated SVD), every start"
 
 
-def trials_used(family, trials):
-    """What ``--trials`` becomes: a multiple of the ranks, at least one instance each."""
-    return len(RANKS) * max(1, int(trials) // len(RANKS)), f"a multiple of its {len(RANKS)} ranks, at least one each"
+trials_used = trials_in_groups(len(RANKS), "ranks")  # what --trials becomes (instances: per_group)
 
 
 def instances(family, trials, rng):
-    per = max(1, (trials or 6 * len(RANKS)) // len(RANKS))
+    per = per_group(trials, len(RANKS), 6)
     n = per * len(RANKS)
     batch = clients.certified(rng, n, 6, 4, kappa=2.0, decay=(0.5, 0.8))
     batch["r"] = np.repeat(np.array(RANKS), per)

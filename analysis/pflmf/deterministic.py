@@ -46,6 +46,7 @@ import numpy as np
 
 from moreau.fl._pflmf import pflmf
 from moreau.analysis.engine.core import Mutant, Reading, Statement, fit_exponent, rate_sides
+from moreau.analysis.engine.instances import per_group, trials_in_groups
 from moreau.analysis.pflmf import clients
 
 __all__ = ["STATEMENTS"]
@@ -67,13 +68,11 @@ FINDING = ("fails as printed with partial participation: at p = 1/2 and r < rank
            "(every residual 0), gives T^-1")
 
 
-def trials_used(family, trials):
-    """What ``--trials`` becomes: a multiple of the groups, at least one instance each."""
-    return len(GROUPS) * max(1, int(trials) // len(GROUPS)), f"a multiple of its {len(GROUPS)} groups, at least one each"
+trials_used = trials_in_groups(len(GROUPS), "groups")  # what --trials becomes (instances: per_group)
 
 
 def instances(family, trials, rng):
-    per = max(1, (trials or 2 * len(GROUPS)) // len(GROUPS))
+    per = per_group(trials, len(GROUPS), 2)
     n = per * len(GROUPS)
     batch = clients.certified(rng, n, 6, 4, kappa=4.0, decay=(0.5, 0.8))
     g = np.repeat(np.arange(len(GROUPS)), per)

@@ -44,6 +44,7 @@ import moreau as mo
 
 from moreau.fl._pflmf import pflmf
 from moreau.analysis.engine.core import Mutant, Statement, fit_exponent, rate_sides
+from moreau.analysis.engine.instances import per_group, trials_in_groups
 from moreau.analysis.pflmf import clients
 
 __all__ = ["STATEMENTS"]
@@ -58,13 +59,11 @@ CLAIM = {"exponent": -0.5}            # O(1/sqrt(T))
 PART = "(1/T) sum_{t<T} E||grad F(U_t, V_t)||^2 = O(1/sqrt(T)), eta ~ 1/sqrt(T): fitted exponent over T = 64..256"
 
 
-def trials_used(family, trials):
-    """What ``--trials`` becomes: a multiple of the groups, at least one instance each."""
-    return len(GROUPS) * max(1, int(trials) // len(GROUPS)), f"a multiple of its {len(GROUPS)} groups, at least one each"
+trials_used = trials_in_groups(len(GROUPS), "groups")  # what --trials becomes (instances: per_group)
 
 
 def instances(family, trials, rng):
-    per = max(1, (trials or 3 * len(GROUPS)) // len(GROUPS))
+    per = per_group(trials, len(GROUPS), 3)
     n = per * len(GROUPS)
     X = rng.standard_normal((n, M, K, D))
     theta = np.einsum("ndk,nmk->nmd", rng.standard_normal((n, D, 2)), rng.standard_normal((n, M, 2)))

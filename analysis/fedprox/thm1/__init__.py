@@ -30,6 +30,7 @@ import numpy as np
 from scipy import stats
 
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, fit_exponent, rate_sides
+from moreau.analysis.engine.instances import trials_at_least
 from moreau.data import least_squares
 
 from moreau.analysis.fedprox.thm1.logistic_monte_carlo import logistic_batch, logistic_parts
@@ -103,15 +104,13 @@ CONFIGS = np.array([(10, 5, 1.0, 4.0, 1.0), (10, 5, 0.1, 10.0, 0.3), (10, 5, 1.0
 MC_MIN = 30
 
 
-def trials_used(family, trials):
-    """What ``--trials`` becomes: Monte Carlo draws per grid point, at least ``MC_MIN``."""
-    return max(int(trials), MC_MIN), f"Monte Carlo draws per grid point, at least {MC_MIN}"
+trials_used = trials_at_least(MC_MIN, "Monte Carlo draws per grid point")  # what --trials becomes
 
 
 def instances(family, trials, rng):
     """The configurations of ``CONFIGS`` (logistic: ``CONFIGS_LOGISTIC``); ``trials`` is the Monte
     Carlo draws (data sets) per grid point, at least ``MC_MIN``."""
-    trials = None if trials is None else max(int(trials), MC_MIN)
+    trials = None if trials is None else trials_used(family, trials)[0]
     if family == "logistic":
         return logistic_batch(trials, rng)
     T = len(CONFIGS)

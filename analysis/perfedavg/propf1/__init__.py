@@ -73,7 +73,7 @@ import numpy as np
 
 from moreau.analysis.perfedavg.propf1 import logistic as lg
 from moreau.analysis.engine.core import Mutant, Sides, Statement, scale_fields
-from moreau.analysis.engine.instances import log_uniform, quadratic_batch, split_counts
+from moreau.analysis.engine.instances import log_uniform, quadratic_batch, split_counts, trials_at_least
 from moreau.analysis.perfedavg.algorithm_moments import client_stats, drift_moments, local_moments
 from moreau.analysis.perfedavg.propf1.worst_round import worst_t
 
@@ -109,16 +109,13 @@ PHIS = np.logspace(-4, 4, 49)
 Q_MIN = 8
 
 
-def trials_used(family, trials):
-    """What ``--trials`` becomes: on quadratics at least ``Q_MIN`` (its adversarial instances)."""
-    return (max(int(trials), Q_MIN) if family == "quadratic" else int(trials)), \
-        f"at least {Q_MIN} quadratic instances: its adversarial ones"
+trials_used = trials_at_least(Q_MIN, "quadratic instances: its adversarial ones", "quadratic")
 
 
 def instances(family, trials, rng):
     if family == "logistic":
         return lg.instances(rng, trials or 8)
-    T = max(trials, Q_MIN) if trials else 48
+    T = trials_used(family, trials)[0] if trials else 48
     sizes = split_counts(T, 4)
     kinds = ("weakly_convex", "convex", "strongly_convex")
     a = np.concatenate([quadratic_batch(rng, k, DIM, kinds[i % 3])["eig"] for i, k in enumerate(sizes[:3])]

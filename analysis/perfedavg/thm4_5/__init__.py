@@ -92,7 +92,7 @@ import numpy as np
 import moreau as mo
 
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, fit_exponent, rate_sides, scale_fields
-from moreau.analysis.engine.instances import log_uniform, logistic_batch
+from moreau.analysis.engine.instances import log_uniform, logistic_batch, trials_at_least
 from moreau.analysis.perfedavg.logistic_runs import logistic_constants, logistic_lhs
 from moreau.analysis.perfedavg.thm4_5.nonconvex_family import NC, nc_instances, nc_prepare
 from moreau.analysis.perfedavg.algorithm_moments import client_stats, thm45_closed, thm45_exact
@@ -142,12 +142,14 @@ NC_FAMILY = "nonconvex"
 
 
 Q_MIN = 14  # fewest quadratic instances (--trials is raised to it): the sweeps, finding, 9 designed cases distinct
+trials_used = trials_at_least(Q_MIN, "quadratic instances: its sweeps, finding, designed cases", "quadratic")
 
 
 def instances(family, trials, rng):
     if family == NC_FAMILY:
         return nc_instances(rng, trials or 8)
-    return _quadratic(rng, max(trials, Q_MIN) if trials else 20) if family == "quadratic" else _logistic(rng, trials or 6)
+    return _quadratic(rng, trials_used(family, trials)[0] if trials else 20) if family == "quadratic" else \
+        _logistic(rng, trials or 6)
 
 
 def prepare(batch):
@@ -349,8 +351,7 @@ STATEMENTS = (
                   NC_FAMILY: ("NONCONVEX: Cauchy robust regression, two modes, pseudo-Huber ridge; exact runs",
                               "Monte Carlo")},
         claimed="upper",
-        instances=instances, trials_used=lambda fam, t: (max(t, Q_MIN) if fam == "quadratic" else t, f"at least "
-                                                         f"{Q_MIN} quadratic instances: its sweeps, finding, designed cases"),
+        instances=instances, trials_used=trials_used,
         evaluate=evaluate,
         prepare=prepare,
         claim=CLAIM,
