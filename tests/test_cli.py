@@ -266,8 +266,7 @@ def test_long_report_lines_wrap_and_keep_every_parameter_and_qualifier(capsys):
     from moreau.analysis.engine.verdict import headline
 
     st = catalogue()["pfedme.cor1"]
-    one = st.counterexamples["quadratic"]
-    one = one() if callable(one) else one
+    one = st.counterexample("quadratic")
     assert _check("pfedme.cor1", "--search-seconds", 0) == 0
     out = capsys.readouterr().out
     assert all(len(line) <= 120 for line in out.splitlines()) and "..." not in out

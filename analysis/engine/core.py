@@ -198,6 +198,12 @@ class Statement:
         """What ``evaluate`` receives for ``batch``: ``prepare(batch)``, or the batch itself."""
         return batch if self.prepare is None else self.prepare(batch)
 
+    def counterexample(self, family: str) -> dict:
+        """The recorded minimal counterexample on ``family`` as a one-instance batch (a callable in
+        ``counterexamples`` builds it, e.g. from a row of the generator's own batch)."""
+        one = self.counterexamples[family]
+        return one() if callable(one) else one
+
     def run(self, family: str, trials: int, rng, mutant: Mutant | None = None, batch=None,
             prepared=None, reading: Reading | None | str = "reference") -> Result:
         """Check the printed statement (``reading=None``), a reading, or ``mutant`` on ``batch``

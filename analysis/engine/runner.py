@@ -227,8 +227,7 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, o
         readings = {name: (red.result(st.id, fam), red.batch, red.index) for name, red in reading_reducers.items()}
     rec.readings = readings
     if fam in st.counterexamples:  # the recorded minimal counterexample, evaluated now (its numbers are this run's)
-        one = st.counterexamples[fam]
-        one = one() if callable(one) else one  # a callable builds it (e.g. a row of the generator's own batch)
+        one = st.counterexample(fam)
         rec.minimal = (one, st.run(fam, None, None, batch=one, reading=None))
     elif fam in st.simplify and not rec.result.holds:
         rec.shrunk = _shrunk(st, fam, rec)

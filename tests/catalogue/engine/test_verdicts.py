@@ -229,8 +229,8 @@ def test_every_printed_failure_has_a_recorded_minimal_counterexample_that_fails(
     assert failing
     for st in failing:
         assert st.counterexamples, f"{st.id} fails as printed but records no minimal counterexample"
-        for fam, one in st.counterexamples.items():
-            one = one() if callable(one) else one
+        for fam in st.counterexamples:
+            one = st.counterexample(fam)
             assert all(np.shape(v)[:1] == (1,) for v in one.values() if np.ndim(v)), (st.id, fam)
             res = st.run(fam, None, None, batch=one, reading=None)
             assert not res.holds, f"{st.id} [{fam}]: the recorded minimal counterexample no longer fails"

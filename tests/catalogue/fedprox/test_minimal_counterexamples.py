@@ -21,7 +21,7 @@ def _ratio(mu=2.0, sigma=1.0, nR2=1.01**2):
 
 
 def test_the_printed_claim_fails_exactly_on_the_recorded_instance():
-    one = ST.counterexamples["quadratic"]()
+    one = ST.counterexample("quadratic")
     res = ST.run("quadratic", None, None, batch=one, reading=None)
     assert res.instances == 1 and not res.holds
     failing = [p for p in res.parts if p.failures.size]
@@ -35,7 +35,7 @@ def test_the_printed_claim_fails_exactly_on_the_recorded_instance():
 
 
 def test_the_recorded_instance_is_the_smallest_configuration():
-    one = ST.counterexamples["quadratic"]()
+    one = ST.counterexample("quadratic")
     gen = ST.instances("quadratic", None, np.random.default_rng(0))
     assert set(one) == set(gen) and all(np.shape(v) == (1,) for v in one.values())
     assert all(np.asarray(one[k]).dtype.kind == np.asarray(gen[k]).dtype.kind for k in one)
@@ -48,7 +48,7 @@ def test_the_failure_does_not_depend_on_the_seed():
     """The seed fixes the Monte Carlo parts only: the exact failing part fails by the same ratio at another
     seed (the ratio is the same at every n of the grid along R = 1.01 n^-1/2: which n is reported is
     rounding's tie-break)."""
-    one = ST.counterexamples["quadratic"]()
+    one = ST.counterexample("quadratic")
     for seed in (0, 7):
         res = ST.run("quadratic", None, None, batch=dict(one, seed=np.array([seed])), reading=None)
         p = next(p for p in res.parts if p.name == FAILING)
@@ -57,6 +57,6 @@ def test_the_failure_does_not_depend_on_the_seed():
 
 
 def test_the_reading_expected_to_hold_holds_on_it():
-    one = ST.counterexamples["quadratic"]()
+    one = ST.counterexample("quadratic")
     for r in ST.readings:
         assert r.expect == "holds" and ST.run("quadratic", None, None, batch=one, reading=r).holds
