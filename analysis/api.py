@@ -45,10 +45,20 @@ Names:
   quadratic worst case is one eigenvalue (``Statement.sharp``; ``--analyse`` compares it with the
   instances, for your statements as for the catalogue's: see ``analysis/pfedme/sharp_constants.py``).
 """
+
 from __future__ import annotations
 
-from moreau.analysis.engine.core import (Mutant, Reading, Sides, Statement, fit_exponent, rate_sides, scale_fields,
-                                         sweep_sides, worst_point)
+from moreau.analysis.engine.core import (
+    Mutant,
+    Reading,
+    Sides,
+    Statement,
+    fit_exponent,
+    rate_sides,
+    scale_fields,
+    sweep_sides,
+    worst_point,
+)
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
 from moreau.analysis.engine.nonsmooth_instances import nonsmooth_batch
 from moreau.analysis.engine.sharp import Case, derive
@@ -58,10 +68,31 @@ from moreau.analysis.pep.rows import row as pep_row
 from moreau.analysis.pep.rows import run_parts as pep_parts
 from moreau.analysis.pep.rows import worst as pep_worst
 
-__all__ = ["Statement", "Sides", "Mutant", "Reading", "rate_sides", "fit_exponent", "worst_point", "sweep_sides",
-           "scale_fields",
-           "quadratic_batch", "logistic_batch", "log_uniform", "orthogonal", "nonsmooth_batch", "check", "Case",
-           "derive", "Simplify", "quadratic_fields", "pep_classes", "pep_row", "pep_parts", "pep_worst"]
+__all__ = [
+    "Statement",
+    "Sides",
+    "Mutant",
+    "Reading",
+    "rate_sides",
+    "fit_exponent",
+    "worst_point",
+    "sweep_sides",
+    "scale_fields",
+    "quadratic_batch",
+    "logistic_batch",
+    "log_uniform",
+    "orthogonal",
+    "nonsmooth_batch",
+    "check",
+    "Case",
+    "derive",
+    "Simplify",
+    "quadratic_fields",
+    "pep_classes",
+    "pep_row",
+    "pep_parts",
+    "pep_worst",
+]
 
 
 def check(statements, *, family="all", trials=None, seed=0, mutants=False):
@@ -81,7 +112,9 @@ def check(statements, *, family="all", trials=None, seed=0, mutants=False):
     for st, recs in group(records):
         v = verdict_of(st, recs)
         if mutants:
-            v["mutants"] = {m.name: any(rej for rec in recs for mm, rej, _ in rec.mutants if mm.name == m.name)
-                            for m in st.mutants}
+            v["mutants"] = {
+                m.name: any(rej for rec in recs for mm, rej, _ in rec.mutants if mm.name == m.name)
+                for m in st.mutants
+            }
         out.append(v)
     return out[0] if isinstance(statements, Statement) else out

@@ -16,6 +16,7 @@ Both give the same verdicts (checked here: the run stops if any differs).  Times
 whole mutant loop (``time.perf_counter``), after a warm-up; the total ratio is the claim of the
 issue ("--mutants at least 3x faster").  One BLAS thread by default.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,7 +62,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=3, help="timed repetitions per way (best of)")
-    ap.add_argument("--blas-threads", default=None, help="BLAS threads (default 1; 0 keeps the library default)")
+    ap.add_argument(
+        "--blas-threads", default=None, help="BLAS threads (default 1; 0 keeps the library default)"
+    )
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args(argv)
     rows = []
@@ -76,10 +79,20 @@ def main(argv=None):
             b, t_each = _best(lambda: _verdicts_per_mutant(st, fam, batch), args.repeat)
             if a != b:
                 raise SystemExit(f"{sid} [{fam}]: verdicts differ between the two ways: {a} vs {b}")
-            rows.append(dict(id=sid, family=fam, mutants=len(st.mutants), prepared_s=t_prep, per_mutant_s=t_each,
-                             has_prepare=st.prepare is not None))
-            print(f"{sid:22s} {fam:11s} {len(st.mutants):7d} {t_prep:9.3f} {t_each:10.3f} {t_each / t_prep:6.1f}"
-                  + ("" if st.prepare is not None else "   (no prepare step)"))
+            rows.append(
+                dict(
+                    id=sid,
+                    family=fam,
+                    mutants=len(st.mutants),
+                    prepared_s=t_prep,
+                    per_mutant_s=t_each,
+                    has_prepare=st.prepare is not None,
+                )
+            )
+            print(
+                f"{sid:22s} {fam:11s} {len(st.mutants):7d} {t_prep:9.3f} {t_each:10.3f} {t_each / t_prep:6.1f}"
+                + ("" if st.prepare is not None else "   (no prepare step)")
+            )
     tp, te = sum(r["prepared_s"] for r in rows), sum(r["per_mutant_s"] for r in rows)
     print(f"{'total':22s} {'':11s} {sum(r['mutants'] for r in rows):7d} {tp:9.3f} {te:10.3f} {te / tp:6.1f}")
     try:
@@ -89,8 +102,17 @@ def main(argv=None):
     print(f"1-minute load average at the end: {load}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"rows": rows, "total_prepared_s": tp, "total_per_mutant_s": te, "load_1min": load,
-                       "provenance": provenance({"seed": args.seed, "repeat": args.repeat}, args.seed)}, fh, indent=1)
+            json.dump(
+                {
+                    "rows": rows,
+                    "total_prepared_s": tp,
+                    "total_per_mutant_s": te,
+                    "load_1min": load,
+                    "provenance": provenance({"seed": args.seed, "repeat": args.repeat}, args.seed),
+                },
+                fh,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ Per-FedAvg (tau = 5, Hessian-vector products, D = D' = D'' = 20).  C = 1 is leas
 logistic regression (labels +-1), C > 2 softmax regression.  Sizes: balanced n_i = n, or lognormal
 ``floor(lognormal(log n, 1))`` clipped to [B, 10 n].
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,16 +52,30 @@ mo = bp.mo
 fl = mo.fl
 ALGOS = ("fedavg", "fedavg-B", "fedprox", "pfedme-exact", "pfedme-K", "per-fedavg")
 T, TAU, B = 2, 5, 20
-HP = {"eta": 0.5, "lam": 15.0, "pf_eta": 0.05, "beta": 1.0, "inner_eta": 1 / 17, "fp_lam": 1.0, "gamma": 0.5,
-      "fp_eta": 0.3, "alpha": 0.05, "pa_beta": 0.05, "mu": 0.01}
+HP = {
+    "eta": 0.5,
+    "lam": 15.0,
+    "pf_eta": 0.05,
+    "beta": 1.0,
+    "inner_eta": 1 / 17,
+    "fp_lam": 1.0,
+    "gamma": 0.5,
+    "fp_eta": 0.3,
+    "alpha": 0.05,
+    "pa_beta": 0.05,
+    "mu": 0.01,
+}
 
 
 # --------------------------------------------------------------------------- data
 def make_data(rng, N, d, C, kind, n, gpu=None):
     """Client sizes, samples of all clients concatenated, the moreau objective, per-client and
     padded numpy data; with ``gpu`` (the cupy module), ``vec["f_gpu"]``: the objective on its arrays."""
-    sizes = np.full(N, n) if kind == "balanced" else np.clip(
-        np.floor(rng.lognormal(np.log(n), 1.0, N)).astype(int), B, 10 * n)
+    sizes = (
+        np.full(N, n)
+        if kind == "balanced"
+        else np.clip(np.floor(rng.lognormal(np.log(n), 1.0, N)).astype(int), B, 10 * n)
+    )
     X = rng.standard_normal((int(sizes.sum()), d)) / np.sqrt(d)
     owner = np.repeat(np.arange(N), sizes)
     if C == 1:
@@ -78,10 +93,11 @@ def make_data(rng, N, d, C, kind, n, gpu=None):
         if kind == "balanced":
             return model(asarray(X.reshape(N, n, d)), asarray(y.reshape(N, n)), mu=mu, **opts)
         return mo.ragged(model, asarray(X), asarray(y), sizes, mu=mu, **opts)
+
     f = build(np.asarray)
     T_ = np.eye(C)[y] if C > 2 else y  # targets: y, or one-hot rows
     off = np.concatenate([[0], np.cumsum(sizes)])
-    clients = [_client(X[off[i]:off[i + 1]], T_[off[i]:off[i + 1]], C, mu) for i in range(N)]
+    clients = [_client(X[off[i] : off[i + 1]], T_[off[i] : off[i + 1]], C, mu) for i in range(N)]
     nm = int(sizes.max())
     valid = np.arange(nm) < sizes[:, None]
     Xp = np.zeros((N, nm, d))
@@ -176,7 +192,9 @@ def prox(D, w, lam):
         return np.linalg.solve(D["A"] + lam * eye, (D["b"] + lam * w)[..., None])[..., 0]
     theta = w
     for _ in range(50):
-        step = np.linalg.solve(hess(D, theta) + lam * eye, (grad(D, theta) + lam * (theta - w))[..., None])[..., 0]
+        step = np.linalg.solve(hess(D, theta) + lam * eye, (grad(D, theta) + lam * (theta - w))[..., None])[
+            ..., 0
+        ]
         theta = theta - step
         if np.all(np.linalg.norm(step, axis=-1) <= 1e-13 * (1 + np.linalg.norm(theta, axis=-1))):
             return theta
@@ -186,9 +204,18 @@ def prox(D, w, lam):
 def gather(D, idx):
     """The mini-batch of rows ``idx`` (``(B,)`` or ``(N, B)``; repeats allowed), weights 1/B."""
     X, T_ = D["X"], D["T"]
-    Tg = np.take_along_axis(T_, idx[..., None], axis=-2) if T_.ndim == X.ndim else np.take_along_axis(T_, idx, -1)
-    return {"X": np.take_along_axis(X, idx[..., None], axis=-2), "T": Tg, "p": np.full(idx.shape, 1.0 / idx.shape[-1]),
-            "mu": D["mu"], "C": D["C"]}
+    Tg = (
+        np.take_along_axis(T_, idx[..., None], axis=-2)
+        if T_.ndim == X.ndim
+        else np.take_along_axis(T_, idx, -1)
+    )
+    return {
+        "X": np.take_along_axis(X, idx[..., None], axis=-2),
+        "T": Tg,
+        "p": np.full(idx.shape, 1.0 / idx.shape[-1]),
+        "mu": D["mu"],
+        "C": D["C"],
+    }
 
 
 # --------------------------------------------------------------------------- one client's (or all clients') round
@@ -234,8 +261,16 @@ def _draws(rng, algo, sizes):
         keys = [np.where(np.arange(nm) < sizes[:, None], rng.random((N, nm)), np.inf) for _ in range(TAU)]
         return np.stack([np.argpartition(k, B - 1, axis=-1)[:, :B] for k in keys])
     count = {"pfedme-K": TAU, "per-fedavg": 3 * TAU}.get(algo, 0)
-    return np.stack([np.minimum((rng.random((N, B)) * sizes[:, None]).astype(np.int64), sizes[:, None] - 1)
-                     for _ in range(count)]) if count else None
+    return (
+        np.stack(
+            [
+                np.minimum((rng.random((N, B)) * sizes[:, None]).astype(np.int64), sizes[:, None] - 1)
+                for _ in range(count)
+            ]
+        )
+        if count
+        else None
+    )
 
 
 def run_numpy(algo, data, sizes, seed, per_client):
@@ -258,6 +293,7 @@ def run_numpy(algo, data, sizes, seed, per_client):
             if algo == "per-fedavg":
                 return perfedavg_local(D, W0, dr)
             return pfedme_local(D, W0, dr, algo == "pfedme-exact")
+
         start = Wp if algo == "fedprox" else np.broadcast_to(w, (N, Dm))
         if per_client:
             W = np.stack([local(data[i], i, start[i]) for i in range(N)])
@@ -277,28 +313,58 @@ def run_moreau(algo, f, seed):
     """T rounds of ``algo`` with ``moreau.fl``: the final global model."""
     h = HP
     if algo in ("fedavg", "fedavg-B"):
-        r = fl.fedavg(f, eta=h["eta"], tau=TAU, rounds=T, **({"batch_size": B, "rng": seed} if algo == "fedavg-B" else {}))
+        r = fl.fedavg(
+            f,
+            eta=h["eta"],
+            tau=TAU,
+            rounds=T,
+            **({"batch_size": B, "rng": seed} if algo == "fedavg-B" else {}),
+        )
     elif algo == "fedprox":
         r = fl.fedprox(f, lam=h["fp_lam"], gamma=h["gamma"], eta=h["fp_eta"], K=TAU, rounds=T)
     elif algo == "pfedme-exact":
         r = fl.pfedme(f, lam=h["lam"], eta=h["pf_eta"], beta=h["beta"], R=TAU, rounds=T, personal="none")
     elif algo == "pfedme-K":
-        r = fl.pfedme(f, lam=h["lam"], eta=h["pf_eta"], beta=h["beta"], R=TAU, rounds=T, batch_size=B, inner=TAU,
-                      inner_eta=h["inner_eta"], rng=seed, personal="none")
+        r = fl.pfedme(
+            f,
+            lam=h["lam"],
+            eta=h["pf_eta"],
+            beta=h["beta"],
+            R=TAU,
+            rounds=T,
+            batch_size=B,
+            inner=TAU,
+            inner_eta=h["inner_eta"],
+            rng=seed,
+            personal="none",
+        )
     else:
-        r = fl.per_fedavg(f, alpha=h["alpha"], beta=h["pa_beta"], tau=TAU, rounds=T, D=B, D_prime=B, D_second=B,
-                          rng=seed)
+        r = fl.per_fedavg(
+            f, alpha=h["alpha"], beta=h["pa_beta"], tau=TAU, rounds=T, D=B, D_prime=B, D_second=B, rng=seed
+        )
     w = r.w_global[-1, ...]
     return w.get() if hasattr(w, "get") else np.asarray(w)  # cupy: the copy to the host synchronises
 
 
 # --------------------------------------------------------------------------- driver
 CONFIGS = {  # (N, d, C, sizes, n)
-    "default": [(10, 60, 10, "balanced", 50), (100, 60, 10, "balanced", 50), (1000, 60, 10, "balanced", 50),
-                (10, 60, 10, "lognormal", 50), (100, 60, 10, "lognormal", 50), (1000, 60, 10, "lognormal", 50),
-                (100, 20, 10, "balanced", 50), (100, 200, 10, "balanced", 50), (100, 20, 4, "lognormal", 50),
-                (100, 60, 1, "balanced", 50), (100, 60, 1, "lognormal", 50), (1000, 60, 1, "balanced", 50),
-                (100, 60, 2, "balanced", 50), (100, 60, 2, "lognormal", 50), (1000, 60, 2, "balanced", 50)],
+    "default": [
+        (10, 60, 10, "balanced", 50),
+        (100, 60, 10, "balanced", 50),
+        (1000, 60, 10, "balanced", 50),
+        (10, 60, 10, "lognormal", 50),
+        (100, 60, 10, "lognormal", 50),
+        (1000, 60, 10, "lognormal", 50),
+        (100, 20, 10, "balanced", 50),
+        (100, 200, 10, "balanced", 50),
+        (100, 20, 4, "lognormal", 50),
+        (100, 60, 1, "balanced", 50),
+        (100, 60, 1, "lognormal", 50),
+        (1000, 60, 1, "balanced", 50),
+        (100, 60, 2, "balanced", 50),
+        (100, 60, 2, "lognormal", 50),
+        (1000, 60, 2, "balanced", 50),
+    ],
     "quick": [(10, 20, 4, "balanced", 20), (100, 20, 1, "lognormal", 20), (100, 20, 2, "balanced", 20)],
     "big": [(10000, 20, 10, "balanced", 50), (10000, 20, 2, "balanced", 50)],
 }
@@ -323,18 +389,34 @@ def measure(fns, k, budget):
             outs[key] = fns[key]()
             times[key]["cpu"].append(time.process_time() - c0)
             times[key]["wall"].append(time.perf_counter() - w0)
-    return {key: {clock: {"best": min(v), "median": float(np.median(v)), "times": v} for clock, v in t.items()}
-            for key, t in times.items()}, outs, k
+    return (
+        {
+            key: {
+                clock: {"best": min(v), "median": float(np.median(v)), "times": v} for clock, v in t.items()
+            }
+            for key, t in times.items()
+        },
+        outs,
+        k,
+    )
 
 
 def git_info():
     """The commit and whether the tree differs from it (read-only: no index refresh)."""
+
     def run(*args):
         try:
-            return subprocess.run(["git", "--no-optional-locks", *args], cwd=bp.REPO, capture_output=True,
-                                  text=True, timeout=10, check=False).stdout.strip()
+            return subprocess.run(
+                ["git", "--no-optional-locks", *args],
+                cwd=bp.REPO,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            ).stdout.strip()
         except Exception:  # noqa: BLE001
             return ""
+
     return {"commit": run("rev-parse", "HEAD") or "unknown", "dirty": bool(run("status", "--porcelain"))}
 
 
@@ -346,34 +428,66 @@ def bench_config(cfg, algos, repeat, seed, budget, gpu=None):
     for algo in algos:
         if algo == "pfedme-exact" and Dm > 250:
             continue
-        fns = {"moreau": lambda a=algo: run_moreau(a, f, seed),
-               "loop": lambda a=algo: run_numpy(a, clients, sizes, seed, True),
-               "vec": lambda a=algo: run_numpy(a, vec, sizes, seed, False)}
+        fns = {
+            "moreau": lambda a=algo: run_moreau(a, f, seed),
+            "loop": lambda a=algo: run_numpy(a, clients, sizes, seed, True),
+            "vec": lambda a=algo: run_numpy(a, vec, sizes, seed, False),
+        }
         if gpu is not None:
             fns["cupy"] = lambda a=algo: run_moreau(a, vec["f_gpu"], seed)
         tm, out, k = measure(fns, repeat, budget)
         scale = max(float(np.abs(out["loop"]).max()), 1e-300)
-        ratio = {f"x_{b}": {clock: {q: tm[b][clock][q] / tm["moreau"][clock][q] for q in ("best", "median")}
-                            for clock in ("cpu", "wall")} for b in ("loop", "vec")}
-        row = {"N": N, "d": d, "C": C, "sizes": kind, "n": n, "n_total": int(sizes.sum()), "n_max": int(sizes.max()),
-               "algo": algo, "rounds": T, "k": k, "seconds": tm,
-               "rounds_per_s_cpu_best": {key: T / t["cpu"]["best"] for key, t in tm.items()}, **ratio,
-               "rel_diff": {"loop": float(np.abs(out["moreau"] - out["loop"]).max()) / scale,
-                            "vec": float(np.abs(out["moreau"] - out["vec"]).max()) / scale,
-                            "loop_vec": float(np.abs(out["vec"] - out["loop"]).max()) / scale}}
+        ratio = {
+            f"x_{b}": {
+                clock: {q: tm[b][clock][q] / tm["moreau"][clock][q] for q in ("best", "median")}
+                for clock in ("cpu", "wall")
+            }
+            for b in ("loop", "vec")
+        }
+        row = {
+            "N": N,
+            "d": d,
+            "C": C,
+            "sizes": kind,
+            "n": n,
+            "n_total": int(sizes.sum()),
+            "n_max": int(sizes.max()),
+            "algo": algo,
+            "rounds": T,
+            "k": k,
+            "seconds": tm,
+            "rounds_per_s_cpu_best": {key: T / t["cpu"]["best"] for key, t in tm.items()},
+            **ratio,
+            "rel_diff": {
+                "loop": float(np.abs(out["moreau"] - out["loop"]).max()) / scale,
+                "vec": float(np.abs(out["moreau"] - out["vec"]).max()) / scale,
+                "loop_vec": float(np.abs(out["vec"] - out["loop"]).max()) / scale,
+            },
+        }
         if gpu is not None:
             row["rel_diff"]["cupy"] = float(np.abs(out["cupy"] - out["loop"]).max()) / scale
-            row["x_cupy_wall_median"] = {b: tm[b]["wall"]["median"] / tm["cupy"]["wall"]["median"]
-                                         for b in ("moreau", "loop", "vec")}
+            row["x_cupy_wall_median"] = {
+                b: tm[b]["wall"]["median"] / tm["cupy"]["wall"]["median"] for b in ("moreau", "loop", "vec")
+            }
         rows.append(row)
         r, xl, xv = row["rounds_per_s_cpu_best"], ratio["x_loop"], ratio["x_vec"]
-        print(f"  {N:>6} {d:>4} {C:>3} {kind:<9} {algo:<13} {r['moreau']:>8.1f} {r['loop']:>8.1f} {r['vec']:>8.1f}  "
-              f"{xl['cpu']['best']:>5.1f} {xl['cpu']['median']:>5.1f} {xl['wall']['median']:>5.1f}   "
-              f"{xv['cpu']['best']:>5.2f} {xv['cpu']['median']:>5.2f} {xv['wall']['median']:>5.2f}   "
-              f"{row['rel_diff']['loop']:.0e} {row['rel_diff']['vec']:.0e}"
-              + ("" if gpu is None else "   cupy: {:.1f}/s wall; x moreau {:.2f}, x loop {:.1f}, x vec {:.2f}; "
-                 "diff {:.0e}".format(T / tm["cupy"]["wall"]["median"], *row["x_cupy_wall_median"].values(),
-                                      row["rel_diff"]["cupy"])), flush=True)
+        print(
+            f"  {N:>6} {d:>4} {C:>3} {kind:<9} {algo:<13} {r['moreau']:>8.1f} {r['loop']:>8.1f} {r['vec']:>8.1f}  "
+            f"{xl['cpu']['best']:>5.1f} {xl['cpu']['median']:>5.1f} {xl['wall']['median']:>5.1f}   "
+            f"{xv['cpu']['best']:>5.2f} {xv['cpu']['median']:>5.2f} {xv['wall']['median']:>5.2f}   "
+            f"{row['rel_diff']['loop']:.0e} {row['rel_diff']['vec']:.0e}"
+            + (
+                ""
+                if gpu is None
+                else "   cupy: {:.1f}/s wall; x moreau {:.2f}, x loop {:.1f}, x vec {:.2f}; "
+                "diff {:.0e}".format(
+                    T / tm["cupy"]["wall"]["median"],
+                    *row["x_cupy_wall_median"].values(),
+                    row["rel_diff"]["cupy"],
+                )
+            ),
+            flush=True,
+        )
     return rows
 
 
@@ -384,13 +498,27 @@ def issue_setup(repeat):
     from moreau.data import synthetic
 
     f = synthetic(0.5, 0.5, 0, n_clients=100).objective
-    calls = {"fedavg tau=5": lambda: fl.fedavg(f, eta=0.05, tau=5, rounds=2),
-             "fedavg tau=5 B=20": lambda: fl.fedavg(f, eta=0.05, tau=5, rounds=2, batch_size=20, rng=1),
-             "fedprox K=5": lambda: fl.fedprox(f, lam=1.0, gamma=0.5, eta=0.05, K=5, rounds=2),
-             "pfedme R=5 K=5 B=20": lambda: fl.pfedme(f, lam=15, eta=0.005, beta=1, R=5, rounds=2, batch_size=20,
-                                                      inner=5, inner_eta="client", rng=1, personal="inner"),
-             "per-fedavg FO tau=5 D=20": lambda: fl.per_fedavg(f, alpha=0.005, beta=0.005, tau=5, rounds=2, D=20,
-                                                               D_prime=20, variant="first_order", rng=1)}
+    calls = {
+        "fedavg tau=5": lambda: fl.fedavg(f, eta=0.05, tau=5, rounds=2),
+        "fedavg tau=5 B=20": lambda: fl.fedavg(f, eta=0.05, tau=5, rounds=2, batch_size=20, rng=1),
+        "fedprox K=5": lambda: fl.fedprox(f, lam=1.0, gamma=0.5, eta=0.05, K=5, rounds=2),
+        "pfedme R=5 K=5 B=20": lambda: fl.pfedme(
+            f,
+            lam=15,
+            eta=0.005,
+            beta=1,
+            R=5,
+            rounds=2,
+            batch_size=20,
+            inner=5,
+            inner_eta="client",
+            rng=1,
+            personal="inner",
+        ),
+        "per-fedavg FO tau=5 D=20": lambda: fl.per_fedavg(
+            f, alpha=0.005, beta=0.005, tau=5, rounds=2, D=20, D_prime=20, variant="first_order", rng=1
+        ),
+    }
     out = {}
     for name, call in calls.items():
         call()
@@ -411,14 +539,24 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--seed", type=int, default=19)
     p.add_argument("--only", action="append", choices=ALGOS)
-    p.add_argument("--size", action="append", metavar="N,d,C,SIZES[,n]",
-                   help="run this size instead of the default list (SIZES: balanced or lognormal; n default 50)")
-    p.add_argument("--budget", type=float, default=20.0, help="seconds per (size, algorithm) before fewer rounds")
+    p.add_argument(
+        "--size",
+        action="append",
+        metavar="N,d,C,SIZES[,n]",
+        help="run this size instead of the default list (SIZES: balanced or lognormal; n default 50)",
+    )
+    p.add_argument(
+        "--budget", type=float, default=20.0, help="seconds per (size, algorithm) before fewer rounds"
+    )
     p.add_argument("--issue-setup", action="store_true", help="only the issue's setup (see issue_setup)")
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--blas-threads", type=int, default=1)  # read by bench_prox at import
-    p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy",
-                   help="cupy: also moreau.fl on cupy arrays (wall-clock medians against the numpy runs)")
+    p.add_argument(
+        "--backend",
+        choices=("numpy", "cupy"),
+        default="numpy",
+        help="cupy: also moreau.fl on cupy arrays (wall-clock medians against the numpy runs)",
+    )
     a = p.parse_args(argv)
     gpu = None
     if a.backend == "cupy":
@@ -432,29 +570,57 @@ def main(argv=None):
     if a.issue_setup:
         out = issue_setup(a.repeat)
         if a.json:
-            Path(a.json).write_text(json.dumps({"machine": info, "git": git, "moreau_file": mo.__file__, "calls": out},
-                                               default=bp._json_default))
+            Path(a.json).write_text(
+                json.dumps(
+                    {"machine": info, "git": git, "moreau_file": mo.__file__, "calls": out},
+                    default=bp._json_default,
+                )
+            )
         return
     configs = CONFIGS["quick" if a.quick else "default"] + (CONFIGS["big"] if a.big else [])
     if a.size:
-        configs = [tuple(int(v) if v.isdigit() else v for v in spec.split(",")) + ((50,) if spec.count(",") == 3 else ())
-                   for spec in a.size]
+        configs = [
+            tuple(int(v) if v.isdigit() else v for v in spec.split(","))
+            + ((50,) if spec.count(",") == 3 else ())
+            for spec in a.size
+        ]
     algos = a.only or list(ALGOS)
-    print(f"\n=== rounds per second of CPU time (best of {a.repeat} interleaved calls of T = {T} rounds; tau = K = R = "
-          f"{TAU}, B = {B}) ===\n  x loop, x vec: the other's time / moreau's: CPU best, CPU median, wall median")
-    print(f"  {'N':>6} {'d':>4} {'C':>3} {'sizes':<9} {'algorithm':<13} {'moreau':>8} {'loop':>8} {'vec':>8}  "
-          f"{'x loop (cpu b/m, wall m)':<19}  {'x vec (cpu b/m, wall m)':<20} rel. diff (loop, vec)")
+    print(
+        f"\n=== rounds per second of CPU time (best of {a.repeat} interleaved calls of T = {T} rounds; tau = K = R = "
+        f"{TAU}, B = {B}) ===\n  x loop, x vec: the other's time / moreau's: CPU best, CPU median, wall median"
+    )
+    print(
+        f"  {'N':>6} {'d':>4} {'C':>3} {'sizes':<9} {'algorithm':<13} {'moreau':>8} {'loop':>8} {'vec':>8}  "
+        f"{'x loop (cpu b/m, wall m)':<19}  {'x vec (cpu b/m, wall m)':<20} rel. diff (loop, vec)"
+    )
     rows = []
     for cfg in configs:
         rows += bench_config(cfg, algos, a.repeat, a.seed, a.budget, gpu)
     load_end = bp._loadavg()
     print(f"  load average at the end: {load_end}")
     if a.json:
-        Path(a.json).write_text(json.dumps({
-            "params": {"T": T, "tau": TAU, "B": B, "hyper": HP, "seed": a.seed, "repeat": a.repeat,
-                       "backend": a.backend},
-            "machine": info, "git": git, "load_average_at_end": load_end, "rows": rows,
-            "when": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=1, default=bp._json_default))
+        Path(a.json).write_text(
+            json.dumps(
+                {
+                    "params": {
+                        "T": T,
+                        "tau": TAU,
+                        "B": B,
+                        "hyper": HP,
+                        "seed": a.seed,
+                        "repeat": a.repeat,
+                        "backend": a.backend,
+                    },
+                    "machine": info,
+                    "git": git,
+                    "load_average_at_end": load_end,
+                    "rows": rows,
+                    "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+                },
+                indent=1,
+                default=bp._json_default,
+            )
+        )
         print(f"results written to {a.json}")
 
 

@@ -14,6 +14,7 @@ Measures, for a batch of ``m`` symmetric ``d x d`` matrices (float64; ``A`` alon
 each above what was allocated before it, in MB, with the size of the output for comparison.
 Timing is reported too (one call each, ``time.perf_counter``), for orientation only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,9 +47,9 @@ def spd_batch(rng, m, d):
     A = np.empty((m, d, d))
     for i in range(0, m, 256):
         M = rng.standard_normal((min(256, m - i), d, d))
-        np.matmul(M, np.swapaxes(M, -1, -2), out=A[i:i + 256])
-        A[i:i + 256] /= d
-        A[i:i + 256] += 0.01 * np.eye(d)
+        np.matmul(M, np.swapaxes(M, -1, -2), out=A[i : i + 256])
+        A[i : i + 256] /= d
+        A[i : i + 256] += 0.01 * np.eye(d)
     return A
 
 
@@ -84,15 +85,31 @@ def main(argv=None):
     _, pk, kept, dt = measured(lambda: mo.prox(q, w, 1.0, return_info=True))
     rows["prox, 1 lam, return_info (chol + T + proof)"] = dict(peak_mb=pk, retained_mb=kept, seconds=dt)
     for k, r in rows.items():
-        print(f"  {k:<42} peak {r['peak_mb']:9.1f} MB  retained {r['retained_mb']:9.1f} MB  {r['seconds']:7.2f} s")
+        print(
+            f"  {k:<42} peak {r['peak_mb']:9.1f} MB  retained {r['retained_mb']:9.1f} MB  {r['seconds']:7.2f} s"
+        )
     if a.json:
-        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
-        Path(a.json).write_text(json.dumps({
-            "params": vars(a), "A_mb": size_A, "output_mb": size_out, "rows": rows,
-            "versions": {"python": platform.python_version(), "numpy": np.__version__,
-                         "moreau": getattr(mo, "__version__", "?")},
-            "machine": platform.machine(), "commit": commit}, indent=2))
+        commit = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        Path(a.json).write_text(
+            json.dumps(
+                {
+                    "params": vars(a),
+                    "A_mb": size_A,
+                    "output_mb": size_out,
+                    "rows": rows,
+                    "versions": {
+                        "python": platform.python_version(),
+                        "numpy": np.__version__,
+                        "moreau": getattr(mo, "__version__", "?"),
+                    },
+                    "machine": platform.machine(),
+                    "commit": commit,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

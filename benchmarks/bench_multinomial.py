@@ -22,6 +22,7 @@ counted too (median per call over the timed rounds, the warm-up call left out).
 Errors are certified the same way for every method: ``||theta - prox(w)|| <= ||theta - theta_m||
 + bound_m`` with ``theta_m`` moreau's default answer and ``bound_m`` its certificate.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,10 @@ import bench_prox as bp  # noqa: E402  (sets the BLAS threads before numpy loads
 np, mo = bp.np, bp.mo
 import scipy.optimize  # noqa: E402
 
-SIZES = {"default": dict(m=500, n=100, d=10, C=4, loop=100, k=7),
-         "quick": dict(m=50, n=30, d=4, C=3, loop=20, k=3)}
+SIZES = {
+    "default": dict(m=500, n=100, d=10, C=4, loop=100, k=7),
+    "quick": dict(m=50, n=30, d=4, C=3, loop=20, k=3),
+}
 
 
 def softmax_data(rng, m, n, d, C):
@@ -98,7 +101,7 @@ def plain_newton(X, y, C, w, lam, gtol=1e-12, max_iter=50, extra=0):
 def lbfgs_loop(X, y, C, w, lam, clients):
     out = np.empty((len(clients), w.shape[-1]))
     for i, j in enumerate(clients):
-        Xi, Yi, wi = X[j:j + 1], np.eye(C)[y[j:j + 1]], w[j:j + 1]
+        Xi, Yi, wi = X[j : j + 1], np.eye(C)[y[j : j + 1]], w[j : j + 1]
 
         def fg(t, Xi=Xi, Yi=Yi, wi=wi):
             t = t[None]
@@ -108,8 +111,10 @@ def lbfgs_loop(X, y, C, w, lam, clients):
             v = float((lse - (Yi * Z).sum(-1)).mean() + lam / 2 * ((t - wi) ** 2).sum())
             g, _ = _grad_hess(Xi, Yi, wi, lam, t, hess=False)
             return v, g[0]
-        r = scipy.optimize.minimize(fg, w[j], jac=True, method="L-BFGS-B",
-                                    options={"gtol": 1e-10, "ftol": 1e-15, "maxiter": 10_000})
+
+        r = scipy.optimize.minimize(
+            fg, w[j], jac=True, method="L-BFGS-B", options={"gtol": 1e-10, "ftol": 1e-15, "maxiter": 10_000}
+        )
         out[i] = r.x
     return out
 
@@ -128,8 +133,10 @@ def main(argv=None):
     rng = np.random.default_rng(a.seed)
     X, y, w = softmax_data(rng, m, n, d, C)
     lam = 1.0
-    print(f"\n=== Multinomial prox: m = {m}, n = {n}, d = {d}, C = {C} (D = {d * C}), lam = {lam}, mu = 0; "
-          f"seed {a.seed} ===")
+    print(
+        f"\n=== Multinomial prox: m = {m}, n = {n}, d = {d}, C = {C} (D = {d * C}), lam = {lam}, mu = 0; "
+        f"seed {a.seed} ==="
+    )
     theta_m, info_m = mo.prox(mo.Multinomial(X, y, n_classes=C), w, lam, return_info=True)
     bound_m = np.asarray(info_m.error_bound)
     clients = np.arange(min(nloop, m))
@@ -151,41 +158,65 @@ def main(argv=None):
             out = fn()
             faults[key].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - r0)
             return out
+
         return run
+
     fns = {key: (counted(key, fn), warm) for key, (fn, warm) in fns.items()}
     timings, outs = bp.measure_interleaved(fns, k)
     faults = {key: int(np.median(v[1:])) for key, v in faults.items()}  # [0]: the warm-up call
     timings["lbfgs"] = bp.scaled(timings["lbfgs"], m / len(clients))
-    errs = {key: float((np.linalg.norm(outs[key] - theta_m, axis=-1) + bound_m).max())
-            for key in ("moreau", "moreau-matched", "newton", "newton+1")}
+    errs = {
+        key: float((np.linalg.norm(outs[key] - theta_m, axis=-1) + bound_m).max())
+        for key in ("moreau", "moreau-matched", "newton", "newton+1")
+    }
     errs["lbfgs"] = tol_match
-    labels = {"moreau": "(a) moreau incl. Multinomial(), default tolerance",
-              "moreau-matched": f"(a) moreau incl. Multinomial(), tol = L-BFGS-B's worst error {tol_match:.1e}",
-              "newton": "(b) plain batched numpy Newton, stop at max|grad h| < 1e-12",
-              "newton+1": "(b) the same, one more full step",
-              "lbfgs": f"(c) scipy L-BFGS-B per client (timed on {len(clients)} of {m}, scaled)"}
+    labels = {
+        "moreau": "(a) moreau incl. Multinomial(), default tolerance",
+        "moreau-matched": f"(a) moreau incl. Multinomial(), tol = L-BFGS-B's worst error {tol_match:.1e}",
+        "newton": "(b) plain batched numpy Newton, stop at max|grad h| < 1e-12",
+        "newton+1": "(b) the same, one more full step",
+        "lbfgs": f"(c) scipy L-BFGS-B per client (timed on {len(clients)} of {m}, scaled)",
+    }
     print(f"  {'method':<78} {'best':>9} {'median':>9}   certified error (max)   page faults/call")
     for key in fns:
         t = timings[key]
-        print(f"  {labels[key]:<78} {bp.fmt_t(t['best']):>9} {bp.fmt_t(t['median']):>9}   {errs[key]:.1e}"
-              f"{faults[key]:>26}")
+        print(
+            f"  {labels[key]:<78} {bp.fmt_t(t['best']):>9} {bp.fmt_t(t['median']):>9}   {errs[key]:.1e}"
+            f"{faults[key]:>26}"
+        )
     ratios = {
-        "matched_vs_lbfgs": bp.ratio_line("moreau (matched tol) vs (c) L-BFGS-B loop", timings["moreau-matched"],
-                                          timings["lbfgs"], 5.0),
-        "default_vs_newton+1": bp.ratio_line("moreau (default) vs (b) plain Newton + 1 step",
-                                             timings["moreau"], timings["newton+1"], 1.0),
-        "default_vs_newton": bp.ratio_line("moreau (default) vs (b) plain Newton", timings["moreau"],
-                                           timings["newton"]),
+        "matched_vs_lbfgs": bp.ratio_line(
+            "moreau (matched tol) vs (c) L-BFGS-B loop", timings["moreau-matched"], timings["lbfgs"], 5.0
+        ),
+        "default_vs_newton+1": bp.ratio_line(
+            "moreau (default) vs (b) plain Newton + 1 step", timings["moreau"], timings["newton+1"], 1.0
+        ),
+        "default_vs_newton": bp.ratio_line(
+            "moreau (default) vs (b) plain Newton", timings["moreau"], timings["newton"]
+        ),
     }
     print(f"  mean Newton iterations (moreau default): {float(np.mean(info_m.iterations)):.2f}")
     if a.json:
-        Path(a.json).write_text(json.dumps({
-            "params": dict(cfg, lam=lam, mu=0.0, seed=a.seed), "machine": info, "git": git,
-            "timings": {key: {kk: v for kk, v in t.items() if kk != "times"} | {"times": list(t["times"])}
-                        for key, t in timings.items()},
-            "certified_error": errs, "ratios": ratios, "page_faults_per_call": faults,
-            "mean_iterations": float(np.mean(info_m.iterations)), "when": time.strftime("%Y-%m-%d %H:%M:%S")},
-            indent=2, default=bp._json_default))
+        Path(a.json).write_text(
+            json.dumps(
+                {
+                    "params": dict(cfg, lam=lam, mu=0.0, seed=a.seed),
+                    "machine": info,
+                    "git": git,
+                    "timings": {
+                        key: {kk: v for kk, v in t.items() if kk != "times"} | {"times": list(t["times"])}
+                        for key, t in timings.items()
+                    },
+                    "certified_error": errs,
+                    "ratios": ratios,
+                    "page_faults_per_call": faults,
+                    "mean_iterations": float(np.mean(info_m.iterations)),
+                    "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+                },
+                indent=2,
+                default=bp._json_default,
+            )
+        )
         print(f"results written to {a.json}")
 
 

@@ -17,6 +17,7 @@ Every time is measured in this one process with ``time.perf_counter`` after a
 warm-up call; each row reports the best and the median of k repeats, and ratios
 are given for both.  See benchmarks/README.md for what each row measures.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,22 +76,53 @@ LD_EPS = float(np.finfo(LD).eps)
 # --------------------------------------------------------------------------- sizes
 SIZES = {
     "default": dict(
-        q_m=1000, q_d=60, q_Ls=(1, 5, 50, 200), q_loop_clients=100,
-        l_m=1000, l_n=200, l_d=20, l_lam=1.0, lbfgs_clients=250, cvxpy_clients=20, l_rounds=9,
-        a_m=1000, a_n=200, a_d=20, a_K=5,
-        repeat=5, repeat_slow=3,
+        q_m=1000,
+        q_d=60,
+        q_Ls=(1, 5, 50, 200),
+        q_loop_clients=100,
+        l_m=1000,
+        l_n=200,
+        l_d=20,
+        l_lam=1.0,
+        lbfgs_clients=250,
+        cvxpy_clients=20,
+        l_rounds=9,
+        a_m=1000,
+        a_n=200,
+        a_d=20,
+        a_K=5,
+        repeat=5,
+        repeat_slow=3,
     ),
     "quick": dict(
-        q_m=100, q_d=20, q_Ls=(1, 5, 50), q_loop_clients=20,
-        l_m=100, l_n=50, l_d=10, l_lam=1.0, lbfgs_clients=20, cvxpy_clients=5, l_rounds=3,
-        a_m=100, a_n=50, a_d=10, a_K=5,
-        repeat=3, repeat_slow=2,
+        q_m=100,
+        q_d=20,
+        q_Ls=(1, 5, 50),
+        q_loop_clients=20,
+        l_m=100,
+        l_n=50,
+        l_d=10,
+        l_lam=1.0,
+        lbfgs_clients=20,
+        cvxpy_clients=5,
+        l_rounds=3,
+        a_m=100,
+        a_n=50,
+        a_d=10,
+        a_K=5,
+        repeat=3,
+        repeat_slow=2,
     ),
 }
 ACC_LAMS = (1e-4, 1e-2, 1.0, 1e2, 1e4)
 #: issue 19's targets; logistic: >= 5x the L-BFGS-B loop at matched accuracy (on the median), >= 1.5x
 #: a plain batched Newton at equal accuracy (moreau's own, 4e-16: the plain Newton one step further)
-TARGETS = {"quad_vs_batched": 8.0, "quad_vs_loop": 25.0, "logistic_vs_lbfgs": 5.0, "logistic_vs_plain_newton": 1.5}
+TARGETS = {
+    "quad_vs_batched": 8.0,
+    "quad_vs_loop": 25.0,
+    "logistic_vs_lbfgs": 5.0,
+    "logistic_vs_plain_newton": 1.5,
+}
 #: quadratic: moreau including construction vs the batched solve, per number of lambdas
 QUAD_TARGETS = {1: 1.0, 5: 1.0, 50: 8.0, 200: 15.0}
 
@@ -143,8 +175,13 @@ def measure(fn, k, *, warmup=None, sync=lambda: None, budget_s=None):
 
 def scaled(timing, factor):
     """A timing of a subset scaled linearly to the whole batch."""
-    return dict(timing, best=timing["best"] * factor, median=timing["median"] * factor,
-                times=[t * factor for t in timing["times"]], scaled_by=factor)
+    return dict(
+        timing,
+        best=timing["best"] * factor,
+        median=timing["median"] * factor,
+        times=[t * factor for t in timing["times"]],
+        scaled_by=factor,
+    )
 
 
 # --------------------------------------------------------------------------- output
@@ -194,7 +231,11 @@ def ratio_line(name, fast, slow, target=None):
     verdict = None
     if target is not None:
         met_b, met_m = rb >= target, rm >= target
-        verdict = "MET" if met_b and met_m else ("NOT MET" if not (met_b or met_m) else "MET on best, NOT on median")
+        verdict = (
+            "MET"
+            if met_b and met_m
+            else ("NOT MET" if not (met_b or met_m) else "MET on best, NOT on median")
+        )
         s += f"   target >= {target:g}x: {verdict}"
     print(s)
     return {"best": rb, "median": rm, "target": target, "verdict": verdict}
@@ -202,9 +243,13 @@ def ratio_line(name, fast, slow, target=None):
 
 # --------------------------------------------------------------------------- machine
 def machine_info(backend_name):
-    info = {"platform": platform.platform(), "python": platform.python_version(),
-            "machine": platform.machine(), "cpu_model": platform.processor() or "?",
-            "logical_cpus": os.cpu_count()}
+    info = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpu_model": platform.processor() or "?",
+        "logical_cpus": os.cpu_count(),
+    }
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
@@ -217,22 +262,33 @@ def machine_info(backend_name):
         info["usable_cpus"] = len(os.sched_getaffinity(0))
     except AttributeError:
         info["usable_cpus"] = os.cpu_count()
-    info["thread_env"] = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                                      "MKL_NUM_THREADS") if k in os.environ}
+    info["thread_env"] = {
+        k: os.environ[k]
+        for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+        if k in os.environ
+    }
     info["versions"] = {"numpy": np.__version__, "scipy": scipy.__version__, "moreau": mo.__version__}
     try:
         cfg = np.show_config(mode="dicts")["Build Dependencies"]
         blas = cfg.get("blas", {})
-        info["blas"] = " ".join(str(x) for x in (blas.get("name"), blas.get("version"),
-                                                 blas.get("openblas configuration", "")) if x)
+        info["blas"] = " ".join(
+            str(x)
+            for x in (blas.get("name"), blas.get("version"), blas.get("openblas configuration", ""))
+            if x
+        )
     except Exception as exc:  # older numpy: no mode="dicts"
         info["blas"] = f"? ({type(exc).__name__})"
     try:  # the BLAS kernel actually loaded (architecture, threads), not only the build
         from threadpoolctl import threadpool_info
 
-        info["blas_runtime"] = [{k: d.get(k) for k in ("internal_api", "version", "architecture",
-                                                        "num_threads", "threading_layer")}
-                                for d in threadpool_info() if d.get("user_api") == "blas"]
+        info["blas_runtime"] = [
+            {
+                k: d.get(k)
+                for k in ("internal_api", "version", "architecture", "num_threads", "threading_layer")
+            }
+            for d in threadpool_info()
+            if d.get("user_api") == "blas"
+        ]
     except ImportError:
         info["blas_runtime"] = "threadpoolctl not installed"
     info["long_double_eps"] = LD_EPS
@@ -258,10 +314,12 @@ def _loadavg():
 def git_info():
     def run(*args):
         try:
-            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
-                                  timeout=10).stdout.strip()
+            return subprocess.run(
+                ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
         except Exception:
             return ""
+
     commit = run("rev-parse", "HEAD") or "unknown"
     dirty = bool(run("status", "--porcelain"))
     return {"commit": commit, "dirty": dirty}
@@ -269,17 +327,23 @@ def git_info():
 
 def print_machine(info, git):
     print("machine:")
-    print(f"  cpu      {info['cpu_model']}  ({info['logical_cpus']} logical cpus, "
-          f"{info['usable_cpus']} usable by this process)  {info['machine']}")
+    print(
+        f"  cpu      {info['cpu_model']}  ({info['logical_cpus']} logical cpus, "
+        f"{info['usable_cpus']} usable by this process)  {info['machine']}"
+    )
     print(f"  os       {info['platform']}")
     print(f"  python   {info['python']}   " + "   ".join(f"{k} {v}" for k, v in info["versions"].items()))
     print(f"  blas     {info['blas']}")
     print(f"  kernel   {info['blas_runtime']}  (threadpoolctl)")
-    print(f"  threads  {info['thread_env'] or 'no OMP/OPENBLAS/MKL_NUM_THREADS set (library defaults)'}"
-          "  (--blas-threads; default 1, see benchmarks/README.md)")
+    print(
+        f"  threads  {info['thread_env'] or 'no OMP/OPENBLAS/MKL_NUM_THREADS set (library defaults)'}"
+        "  (--blas-threads; default 1, see benchmarks/README.md)"
+    )
     if info["load_average_at_start"] is not None:
-        print(f"  load     1/5/15-min load average at start {info['load_average_at_start']} "
-              f"(other processes on the machine compete for its {info['usable_cpus']} cpus)")
+        print(
+            f"  load     1/5/15-min load average at start {info['load_average_at_start']} "
+            f"(other processes on the machine compete for its {info['usable_cpus']} cpus)"
+        )
     if "gpu" in info:
         print(f"  gpu      {info['gpu']}  (CUDA runtime {info['cuda_runtime']})")
     print(f"  git      {git['commit']}{' (working tree has uncommitted changes)' if git['dirty'] else ''}")
@@ -386,13 +450,13 @@ def rel_err(theta, w, U_ref):
     wl = w.astype(LD)
     th_ref = wl + U_ref
     th = theta.astype(LD)
-    e_th = np.sqrt(((th - th_ref) ** 2).sum(-1)) / np.sqrt((th_ref ** 2).sum(-1))
-    e_u = np.sqrt(((th - wl - U_ref) ** 2).sum(-1)) / np.sqrt((U_ref ** 2).sum(-1))
+    e_th = np.sqrt(((th - th_ref) ** 2).sum(-1)) / np.sqrt((th_ref**2).sum(-1))
+    e_u = np.sqrt(((th - wl - U_ref) ** 2).sum(-1)) / np.sqrt((U_ref**2).sum(-1))
     return float(e_th.max()), float(e_u.max())
 
 
 def rel_err_u(u, U_ref):
-    e = np.sqrt(((u.astype(LD) - U_ref) ** 2).sum(-1)) / np.sqrt((U_ref ** 2).sum(-1))
+    e = np.sqrt(((u.astype(LD) - U_ref) ** 2).sum(-1)) / np.sqrt((U_ref**2).sum(-1))
     return float(e.max())
 
 
@@ -405,19 +469,34 @@ def bench_quadratic(cfg, backends, seed, results):
     A = spd_batch(rng, m, d)
     b = rng.standard_normal((m, d))
     w = rng.standard_normal((m, d))
-    print(f"\n=== 1. Quadratic lambda-sweep: m = {m} clients, d = {d}, L = {', '.join(map(str, cfg['q_Ls']))} "
-          f"lambdas logspace(1e-2, 1e2), float64; seed {seed} ===")
-    print("  data: A = M M^T/d + 0.01 I (M ~ N(0,1), SPD), b, w ~ N(0, I); "
-          "solves (A + lam I) theta = b + lam w for every (lam, client)")
-    print("  moreau rows include Quadratic() (copy, symmetry check) and whatever decomposition the route needs;")
-    print("  routes: chol = certified Cholesky per system, tri = tridiagonal reduction + tridiagonal solves + GEMM,")
+    print(
+        f"\n=== 1. Quadratic lambda-sweep: m = {m} clients, d = {d}, L = {', '.join(map(str, cfg['q_Ls']))} "
+        f"lambdas logspace(1e-2, 1e2), float64; seed {seed} ==="
+    )
+    print(
+        "  data: A = M M^T/d + 0.01 I (M ~ N(0,1), SPD), b, w ~ N(0, I); "
+        "solves (A + lam I) theta = b + lam w for every (lam, client)"
+    )
+    print(
+        "  moreau rows include Quadratic() (copy, symmetry check) and whatever decomposition the route needs;"
+    )
+    print(
+        "  routes: chol = certified Cholesky per system, tri = tridiagonal reduction + tridiagonal solves + GEMM,"
+    )
     print("  eigh = batched eigendecomposition; 'auto' is what moreau.prox chooses.")
     out_all = {}
     for L in cfg["q_Ls"]:
         out_all[str(L)] = _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends)
     results["quadratic_sweep"] = {
-        "params": {"m": m, "d": d, "n_lambda": list(cfg["q_Ls"]), "lambda": [1e-2, 1e2, "logspace"],
-                   "seed": seed, "loop_clients_timed": nloop, "A": "M M^T/d + 0.01 I"},
+        "params": {
+            "m": m,
+            "d": d,
+            "n_lambda": list(cfg["q_Ls"]),
+            "lambda": [1e-2, 1e2, "logspace"],
+            "seed": seed,
+            "loop_clients_timed": nloop,
+            "A": "M M^T/d + 0.01 I",
+        },
         "per_n_lambda": out_all,
     }
 
@@ -447,8 +526,13 @@ def measure_interleaved(fns, k, *, sync=lambda: None, budget_s=60):
             outs[key] = fn()
             sync()
             times[key].append(time.perf_counter() - t0)
-    return ({key: {"best": min(v), "median": statistics.median(v), "k": k, "times": v}
-             for key, v in times.items()}, outs)
+    return (
+        {
+            key: {"best": min(v), "median": statistics.median(v), "k": k, "times": v}
+            for key, v in times.items()
+        },
+        outs,
+    )
 
 
 def _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends):
@@ -462,19 +546,26 @@ def _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends):
         syncs.append(be.sync)
         q0 = mo.Quadratic(A_, b_)
         routes[tag] = q0._route(q0._lam(lam_[:, None], convexity=False), w_)
-        fns[f"moreau{tag}"] = (lambda A_=A_, b_=b_, w_=w_, lam_=lam_:
-                               mo.prox(mo.Quadratic(A_, b_), w_, lam_[:, None]), None)
+        fns[f"moreau{tag}"] = (
+            lambda A_=A_, b_=b_, w_=w_, lam_=lam_: mo.prox(mo.Quadratic(A_, b_), w_, lam_[:, None]),
+            None,
+        )
         labels[f"moreau{tag}"] = f"(a) moreau.prox incl. Quadratic(), auto route = {routes[tag]}{tag}"
-        fns[f"moreau-info{tag}"] = (lambda A_=A_, b_=b_, w_=w_, lam_=lam_:
-                                    mo.prox(mo.Quadratic(A_, b_), w_, lam_[:, None], return_info=True)[0], None)
+        fns[f"moreau-info{tag}"] = (
+            lambda A_=A_, b_=b_, w_=w_, lam_=lam_: mo.prox(
+                mo.Quadratic(A_, b_), w_, lam_[:, None], return_info=True
+            )[0],
+            None,
+        )
         labels[f"moreau-info{tag}"] = f"(a) the same with return_info=True (certificate, proven modulus){tag}"
-        for r in (("chol", "tri", "eigh") if be.name == "numpy" else ("chol", "eigh")):
+        for r in ("chol", "tri", "eigh") if be.name == "numpy" else ("chol", "eigh"):
             if r == "chol" and L > 50:
                 continue  # L Cholesky sweeps: as slow as the batched solve, nothing to learn
 
             def one(r=r, A_=A_, b_=b_, w_=w_, lam_=lam_):
                 q = mo.Quadratic(A_, b_)
                 return q._solve(w_, q._lam(lam_[:, None], convexity=False), route=r, want_u=False)[0]
+
             fns[f"route-{r}{tag}"] = (one, None)
             labels[f"route-{r}{tag}"] = f"(a) route {r} forced, incl. Quadratic(){tag}"
         q = mo.Quadratic(A_, b_)
@@ -488,6 +579,7 @@ def _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends):
                 li = float(lam[i])
                 out[i] = xp.linalg.solve(A_ + li * eye, (b_ + li * w_)[..., None])[..., 0]
             return out
+
         fns[f"batched{tag}"] = (batched, None)
         name = "numpy" if be.name == "numpy" else "cupy"
         labels[f"batched{tag}"] = f"(b) {name}.linalg.solve, batched over clients, loop over {L} lam{tag}"
@@ -501,6 +593,7 @@ def _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends):
             for i in range(L):
                 out[i, j] = scipy.linalg.solve(Aj + lam[i] * eye, bj + lam[i] * wj, assume_a="pos")
         return out
+
     fns["loop"] = (lambda: loop(nloop), lambda: loop(min(5, nloop)))
     label = "(c) scipy.linalg.solve(assume_a='pos') loop over clients x lam"
     if nloop < m:
@@ -514,8 +607,11 @@ def _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends):
     rows = [{"key": key, "label": labels[key], "timing": timings[key]} for key in fns]
     rows[0]["route"] = routes[""]
 
-    print_table(f"  --- L = {L} lambdas: times (one call = the whole sweep: all lambdas x all clients)", rows,
-                ["batched", "loop"] + (["batched [cupy]"] if len(backends) > 1 else []))
+    print_table(
+        f"  --- L = {L} lambdas: times (one call = the whole sweep: all lambdas x all clients)",
+        rows,
+        ["batched", "loop"] + (["batched [cupy]"] if len(backends) > 1 else []),
+    )
     by = {r["key"]: r["timing"] for r in rows}
 
     mo_, ba_ = outs["moreau"], outs["batched"]
@@ -524,37 +620,60 @@ def _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends):
     def resid(th):
         r = (A @ th[..., None])[..., 0] + lam[:, None, None] * th - rhs
         return float((np.linalg.norm(r, axis=-1) / np.linalg.norm(rhs, axis=-1)).max())
+
     acc = {
         "max_abs_theta": float(np.abs(mo_).max()),
         "moreau_vs_batched": float(np.abs(mo_ - ba_).max()),
         "moreau_vs_loop": float(np.abs(mo_[:, :nloop] - out_loop).max()),
         "rel_residual_moreau": resid(mo_),
         "rel_residual_batched": resid(ba_),
-        "routes_vs_eigh": {r: float(np.abs(outs[f"route-{r}"] - outs["route-eigh"]).max())
-                           for r in ("chol", "tri") if f"route-{r}" in outs},
+        "routes_vs_eigh": {
+            r: float(np.abs(outs[f"route-{r}"] - outs["route-eigh"]).max())
+            for r in ("chol", "tri")
+            if f"route-{r}" in outs
+        },
     }
     if len(backends) > 1:
         acc["moreau_cupy_vs_numpy"] = float(np.abs(outs["moreau [cupy]"] - mo_).max())
-    print(f"  accuracy (max over all lambdas and clients; max|theta| = {acc['max_abs_theta']:.3g}): "
-          f"max|moreau - batched| = {acc['moreau_vs_batched']:.2e}, max|moreau - scipy loop| = "
-          f"{acc['moreau_vs_loop']:.2e}" + (f" (first {nloop} clients)" if nloop < m else ""))
-    print(f"    routes vs eigh: " + ", ".join(f"{r} {v:.2e}" for r, v in acc["routes_vs_eigh"].items())
-          + f";  relative residuals: moreau {acc['rel_residual_moreau']:.2e}, batched {acc['rel_residual_batched']:.2e}")
+    print(
+        f"  accuracy (max over all lambdas and clients; max|theta| = {acc['max_abs_theta']:.3g}): "
+        f"max|moreau - batched| = {acc['moreau_vs_batched']:.2e}, max|moreau - scipy loop| = "
+        f"{acc['moreau_vs_loop']:.2e}" + (f" (first {nloop} clients)" if nloop < m else "")
+    )
+    print(
+        f"    routes vs eigh: "
+        + ", ".join(f"{r} {v:.2e}" for r, v in acc["routes_vs_eigh"].items())
+        + f";  relative residuals: moreau {acc['rel_residual_moreau']:.2e}, batched {acc['rel_residual_batched']:.2e}"
+    )
     print("  ratios (numpy):")
     ratios = {
-        "full_vs_batched": ratio_line(f"L={L:<3} moreau incl. set-up vs (b) batched solve", by["moreau"],
-                                      by["batched"], QUAD_TARGETS.get(L)),
-        "full_vs_loop": ratio_line(f"L={L:<3} moreau incl. set-up vs (c) scipy loop   ", by["moreau"], by["loop"]),
-        "cached_vs_batched": ratio_line(f"L={L:<3} moreau eigh cached vs (b) batched solve", by["moreau-cached"],
-                                        by["batched"]),
+        "full_vs_batched": ratio_line(
+            f"L={L:<3} moreau incl. set-up vs (b) batched solve",
+            by["moreau"],
+            by["batched"],
+            QUAD_TARGETS.get(L),
+        ),
+        "full_vs_loop": ratio_line(
+            f"L={L:<3} moreau incl. set-up vs (c) scipy loop   ", by["moreau"], by["loop"]
+        ),
+        "cached_vs_batched": ratio_line(
+            f"L={L:<3} moreau eigh cached vs (b) batched solve", by["moreau-cached"], by["batched"]
+        ),
     }
     if len(backends) > 1:
         ratios["cupy_full_vs_cupy_batched"] = ratio_line(
-            f"L={L:<3} moreau cupy incl. set-up vs cupy batched solve", by["moreau [cupy]"], by["batched [cupy]"],
-            QUAD_TARGETS.get(L))
-    return {"n_lambda": L, "route": rows[0]["route"],
-            "rows": [{"key": r["key"], "label": r["label"], **r["timing"]} for r in rows],
-            "accuracy": acc, "ratios": ratios}
+            f"L={L:<3} moreau cupy incl. set-up vs cupy batched solve",
+            by["moreau [cupy]"],
+            by["batched [cupy]"],
+            QUAD_TARGETS.get(L),
+        )
+    return {
+        "n_lambda": L,
+        "route": rows[0]["route"],
+        "rows": [{"key": r["key"], "label": r["label"], **r["timing"]} for r in rows],
+        "accuracy": acc,
+        "ratios": ratios,
+    }
 
 
 # --------------------------------------------------------------------------- benchmark 2
@@ -569,6 +688,7 @@ def lbfgs_prox(Zi, wi, lam, mu, opts):
         val = np.logaddexp(0.0, -z).sum() / n + mu / 2 * (t @ t) + lam / 2 * (u @ u)
         s_neg = np.exp(-np.logaddexp(0.0, z))
         return val, -(Zi.T @ s_neg) / n + mu * t + lam * u
+
     r = scipy.optimize.minimize(fg, wi.copy(), jac=True, method="L-BFGS-B", options=opts)
     return r.x, r.nit, r.nfev
 
@@ -593,10 +713,14 @@ def bench_logistic(cfg, backends, seed, results):
     rng = np.random.default_rng(seed)
     X, y, w = logistic_data(rng, m, n, d)
     Z = y[..., None] * X
-    print(f"\n=== 2. Logistic prox: m = {m} clients, n = {n} samples, d = {d}, lambda = {lam:g}, mu = {mu:g}, "
-          f"float64; seed {seed} ===")
+    print(
+        f"\n=== 2. Logistic prox: m = {m} clients, n = {n} samples, d = {d}, lambda = {lam:g}, mu = {mu:g}, "
+        f"float64; seed {seed} ==="
+    )
     print("  data: X ~ N(0,1), labels from a logistic model with theta* ~ N(0, I), w ~ N(0, I)")
-    print(f"  timing: every method below once per round, in a shuffled order, {rounds} rounds after one warm-up")
+    print(
+        f"  timing: every method below once per round, in a shuffled order, {rounds} rounds after one warm-up"
+    )
     print("  each (measure_interleaved): a change of machine load hits all rows alike")
 
     # L-BFGS-B loops on a subset of clients; 'lbfgs' runs once first: its accuracy is the
@@ -613,9 +737,12 @@ def bench_logistic(cfg, backends, seed, results):
             nfev.append(b_)
         lb_stats[key].update(nit=nit, nfev=nfev)
         return out
+
     tol_match = max(float(certified_bound_ld(Z[:ns], w[:ns], lam, mu, lb_loop("lbfgs")).max()), 1e-300)
-    print(f"  matched accuracy: tol = L-BFGS-B's (gtol 1e-10) worst certified bound on its {ns} clients = "
-          f"{tol_match:.2e}")
+    print(
+        f"  matched accuracy: tol = L-BFGS-B's (gtol 1e-10) worst certified bound on its {ns} clients = "
+        f"{tol_match:.2e}"
+    )
 
     fns, labels, syncs = {}, {}, []
     for be in backends:
@@ -623,14 +750,22 @@ def bench_logistic(cfg, backends, seed, results):
         X_, y_, w_ = be.asarray(X), be.asarray(y), be.asarray(w)
         syncs.append(be.sync)
         f = mo.Logistic(X_, y_, mu=mu)
-        fns[f"moreau{tag}"] = (lambda X_=X_, y_=y_, w_=w_: mo.prox(mo.Logistic(X_, y_, mu=mu), w_, lam,
-                                                                   return_info=True), None)
+        fns[f"moreau{tag}"] = (
+            lambda X_=X_, y_=y_, w_=w_: mo.prox(mo.Logistic(X_, y_, mu=mu), w_, lam, return_info=True),
+            None,
+        )
         labels[f"moreau{tag}"] = f"(a) moreau.prox(return_info=True), incl. Logistic(){tag}"
         fns[f"moreau-prebuilt{tag}"] = (lambda f=f, w_=w_: mo.prox(f, w_, lam, return_info=True), None)
         labels[f"moreau-prebuilt{tag}"] = f"(a') moreau.prox(return_info=True), Logistic prebuilt{tag}"
-        fns[f"moreau-matched{tag}"] = (lambda X_=X_, y_=y_, w_=w_: mo.prox(
-            mo.Logistic(X_, y_, mu=mu), w_, lam, tol=tol_match, return_info=True), None)
-        labels[f"moreau-matched{tag}"] = f"(a\") the same incl. Logistic(), tol = L-BFGS-B's bound {tol_match:.1e}{tag}"
+        fns[f"moreau-matched{tag}"] = (
+            lambda X_=X_, y_=y_, w_=w_: mo.prox(
+                mo.Logistic(X_, y_, mu=mu), w_, lam, tol=tol_match, return_info=True
+            ),
+            None,
+        )
+        labels[f"moreau-matched{tag}"] = (
+            f"(a\") the same incl. Logistic(), tol = L-BFGS-B's bound {tol_match:.1e}{tag}"
+        )
     fns["plain"] = (lambda: plain_newton(Z, w, lam, mu), None)
     labels["plain"] = "(p) plain batched numpy Newton (full steps, max|grad h| < 1e-12)"
     fns["plain+1"] = (lambda: plain_newton(Z, w, lam, mu, extra=1), None)
@@ -640,7 +775,9 @@ def bench_logistic(cfg, backends, seed, results):
         labels[key] = f"(l) batched numpy L-BFGS (m=10), max|grad h| < {gtol:g}"
     for key, (label, _) in LBFGS_CONFIGS.items():
         fns[key] = (lambda key=key: lb_loop(key), lambda key=key: lb_loop(key, min(5, ns)))
-        labels[key] = f"(b) scipy {label} loop" + (f"  *timed on {ns} of {m} clients, x{m / ns:g}" if ns < m else "")
+        labels[key] = f"(b) scipy {label} loop" + (
+            f"  *timed on {ns} of {m} clients, x{m / ns:g}" if ns < m else ""
+        )
     timings, outs = measure_interleaved(fns, rounds, sync=lambda: [s() for s in syncs], budget_s=90)
     for key in LBFGS_CONFIGS:
         if ns < m:
@@ -660,29 +797,47 @@ def bench_logistic(cfg, backends, seed, results):
             out = np.empty((nc, d))
             for i in range(nc):
                 th = cp.Variable(d)
-                obj = cp.sum(cp.logistic(-Z[i] @ th)) / n + mu / 2 * cp.sum_squares(th) \
+                obj = (
+                    cp.sum(cp.logistic(-Z[i] @ th)) / n
+                    + mu / 2 * cp.sum_squares(th)
                     + lam / 2 * cp.sum_squares(th - w[i])
+                )
                 cp.Problem(cp.Minimize(obj)).solve()
                 out[i] = th.value
             return out
+
         t, out = measure(cvx_loop, 2, warmup=lambda: cvx_loop(1))
         outs["cvxpy"] = out
-        rows.append({"key": "cvxpy", "label": f"(c) cvxpy {cp.__version__} (default solver) loop, timed alone"
-                     + (f"  *timed on {nc} of {m} clients, x{m / nc:g}" if nc < m else ""),
-                     "timing": scaled(t, m / nc) if nc < m else t})
+        rows.append(
+            {
+                "key": "cvxpy",
+                "label": f"(c) cvxpy {cp.__version__} (default solver) loop, timed alone"
+                + (f"  *timed on {nc} of {m} clients, x{m / nc:g}" if nc < m else ""),
+                "timing": scaled(t, m / nc) if nc < m else t,
+            }
+        )
 
-    print_table("  times (one call = the prox of all m clients)", rows,
-                ["lbfgs", "plain+1"] + (["moreau"] if len(backends) > 1 else []))
+    print_table(
+        "  times (one call = the prox of all m clients)",
+        rows,
+        ["lbfgs", "plain+1"] + (["moreau"] if len(backends) > 1 else []),
+    )
     if ns < m:
         print(f"  * L-BFGS-B loops were timed on the first {ns} clients and scaled linearly to {m}.")
 
     # accuracy: the same long-double certificate for every method
-    print("  accuracy: certified bound ||grad h(theta)|| / (lam + mu) >= ||theta - prox(w)||, grad h evaluated")
-    print("  in long double at each method's float64 theta (same function for all); rel. error vs a long-double")
+    print(
+        "  accuracy: certified bound ||grad h(theta)|| / (lam + mu) >= ||theta - prox(w)||, grad h evaluated"
+    )
+    print(
+        "  in long double at each method's float64 theta (same function for all); rel. error vs a long-double"
+    )
     print(f"  Newton reference (long double eps = {LD_EPS:.2g})")
     U_ref, B_ref = reference_prox_ld(Z, w, lam, mu)
     acc = {"reference_bound_max": float(B_ref.max()), "tol_match": tol_match}
-    print(f"  {'method':<51} {'clients':>7} {'max bound':>10} {'median bnd':>10} {'max rel err θ':>13} {'iters':>12}")
+    print(
+        f"  {'method':<51} {'clients':>7} {'max bound':>10} {'median bnd':>10} {'max rel err θ':>13} {'iters':>12}"
+    )
     for key, out in outs.items():
         if key.startswith("moreau"):
             th, extra = backends[-1].host(out[0]) if key.endswith("[cupy]") else out[0], out[1]
@@ -696,16 +851,25 @@ def bench_logistic(cfg, backends, seed, results):
         if key.startswith("moreau"):
             it = f"max {int(extra.iterations.max())} mean {extra.iterations.mean():.1f}"
             own = float(np.max(extra.error_bound))
-            acc[key] = {"bound_max": float(bnd.max()), "bound_median": float(np.median(bnd)),
-                        "rel_err_theta_max": e_th, "moreau_reported_bound_max": own,
-                        "iterations_max": int(extra.iterations.max()),
-                        "iterations_mean": float(extra.iterations.mean())}
+            acc[key] = {
+                "bound_max": float(bnd.max()),
+                "bound_median": float(np.median(bnd)),
+                "rel_err_theta_max": e_th,
+                "moreau_reported_bound_max": own,
+                "iterations_max": int(extra.iterations.max()),
+                "iterations_mean": float(extra.iterations.mean()),
+            }
             label = f"{key} (own error_bound max {own:.1e})"
         elif key in LBFGS_CONFIGS:
             it = f"max {max(extra['nit'])} mean {np.mean(extra['nit']):.1f}"
-            acc[key] = {"bound_max": float(bnd.max()), "bound_median": float(np.median(bnd)),
-                        "rel_err_theta_max": e_th, "nit_max": int(max(extra["nit"])),
-                        "nfev_max": int(max(extra["nfev"])), "clients": nc}
+            acc[key] = {
+                "bound_max": float(bnd.max()),
+                "bound_median": float(np.median(bnd)),
+                "rel_err_theta_max": e_th,
+                "nit_max": int(max(extra["nit"])),
+                "nfev_max": int(max(extra["nfev"])),
+                "clients": nc,
+            }
             label = LBFGS_CONFIGS[key][0]
         else:
             it = f"{extra['iterations']}" if extra else "-"
@@ -715,45 +879,107 @@ def bench_logistic(cfg, backends, seed, results):
     print(f"  (reference's own long-double certified bound: max {B_ref.max():.1e})")
 
     by = {r["key"]: r["timing"] for r in rows}
-    print("  ratios (numpy; best-of-k and median-of-k times, and the median over rounds of the ratio within a round):")
+    print(
+        "  ratios (numpy; best-of-k and median-of-k times, and the median over rounds of the ratio within a round):"
+    )
     pairs = {
-        "matched_vs_lbfgs": ("moreau at L-BFGS-B's accuracy, incl. Logistic() vs L-BFGS-B", "moreau-matched", "lbfgs",
-                             TARGETS["logistic_vs_lbfgs"]),
-        "moreau_vs_lbfgs": ("moreau incl. Logistic() (default) vs L-BFGS-B (gtol 1e-10)  ", "moreau", "lbfgs", None),
-        "moreau_vs_lbfgs_tight": ("moreau incl. Logistic() (default) vs L-BFGS-B (gtol 1e-14)  ", "moreau",
-                                  "lbfgs-tight", None),
-        "prebuilt_vs_lbfgs": ("moreau prebuilt (default)          vs L-BFGS-B (gtol 1e-10)  ", "moreau-prebuilt",
-                              "lbfgs", None),
-        "moreau_vs_plain1": ("moreau incl. Logistic() vs plain Newton at moreau's accuracy", "moreau", "plain+1",
-                             TARGETS["logistic_vs_plain_newton"]),
-        "prebuilt_vs_plain1": ("moreau prebuilt        vs plain Newton at moreau's accuracy", "moreau-prebuilt",
-                               "plain+1", TARGETS["logistic_vs_plain_newton"]),
-        "moreau_vs_plain": ("moreau incl. Logistic() vs plain batched Newton (1e-12)     ", "moreau", "plain", None),
-        "matched_vs_plain": ("moreau at L-BFGS-B's accuracy vs plain batched Newton (1e-12)", "moreau-matched",
-                             "plain", None),
-        "moreau_vs_blbfgs": ("moreau incl. Logistic() vs batched L-BFGS (1e-10)          ", "moreau", "blbfgs", None),
-        "moreau_vs_blbfgs_tight": ("moreau incl. Logistic() vs batched L-BFGS (1e-14)          ", "moreau",
-                                   "blbfgs-tight", None),
+        "matched_vs_lbfgs": (
+            "moreau at L-BFGS-B's accuracy, incl. Logistic() vs L-BFGS-B",
+            "moreau-matched",
+            "lbfgs",
+            TARGETS["logistic_vs_lbfgs"],
+        ),
+        "moreau_vs_lbfgs": (
+            "moreau incl. Logistic() (default) vs L-BFGS-B (gtol 1e-10)  ",
+            "moreau",
+            "lbfgs",
+            None,
+        ),
+        "moreau_vs_lbfgs_tight": (
+            "moreau incl. Logistic() (default) vs L-BFGS-B (gtol 1e-14)  ",
+            "moreau",
+            "lbfgs-tight",
+            None,
+        ),
+        "prebuilt_vs_lbfgs": (
+            "moreau prebuilt (default)          vs L-BFGS-B (gtol 1e-10)  ",
+            "moreau-prebuilt",
+            "lbfgs",
+            None,
+        ),
+        "moreau_vs_plain1": (
+            "moreau incl. Logistic() vs plain Newton at moreau's accuracy",
+            "moreau",
+            "plain+1",
+            TARGETS["logistic_vs_plain_newton"],
+        ),
+        "prebuilt_vs_plain1": (
+            "moreau prebuilt        vs plain Newton at moreau's accuracy",
+            "moreau-prebuilt",
+            "plain+1",
+            TARGETS["logistic_vs_plain_newton"],
+        ),
+        "moreau_vs_plain": (
+            "moreau incl. Logistic() vs plain batched Newton (1e-12)     ",
+            "moreau",
+            "plain",
+            None,
+        ),
+        "matched_vs_plain": (
+            "moreau at L-BFGS-B's accuracy vs plain batched Newton (1e-12)",
+            "moreau-matched",
+            "plain",
+            None,
+        ),
+        "moreau_vs_blbfgs": (
+            "moreau incl. Logistic() vs batched L-BFGS (1e-10)          ",
+            "moreau",
+            "blbfgs",
+            None,
+        ),
+        "moreau_vs_blbfgs_tight": (
+            "moreau incl. Logistic() vs batched L-BFGS (1e-14)          ",
+            "moreau",
+            "blbfgs-tight",
+            None,
+        ),
     }
     ratios = {}
     for name, (text, fast, slow, target) in pairs.items():
         ratios[name] = ratio_line(text, by[fast], by[slow], target)
         ratios[name]["paired_median"] = _paired_ratio(timings, fast, slow)  # loops' times already scaled
-        print(f"    per-round ratio, median over {len(by[fast]['times'])} rounds: {ratios[name]['paired_median']:.2f}x")
+        print(
+            f"    per-round ratio, median over {len(by[fast]['times'])} rounds: {ratios[name]['paired_median']:.2f}x"
+        )
     if "cvxpy" in by:
         ratios["moreau_vs_cvxpy"] = ratio_line("moreau incl. Logistic() vs cvxpy", by["moreau"], by["cvxpy"])
     if len(backends) > 1:
         print("  ratios (cupy):")
-        ratios["cupy_vs_numpy"] = ratio_line("moreau cupy vs moreau numpy (incl. Logistic())",
-                                             by["moreau [cupy]"], by["moreau"])
-        ratios["cupy_vs_lbfgs"] = ratio_line("moreau cupy vs L-BFGS-B (gtol 1e-10, ftol 1e-15)",
-                                             by["moreau [cupy]"], by["lbfgs"], TARGETS["logistic_vs_lbfgs"])
+        ratios["cupy_vs_numpy"] = ratio_line(
+            "moreau cupy vs moreau numpy (incl. Logistic())", by["moreau [cupy]"], by["moreau"]
+        )
+        ratios["cupy_vs_lbfgs"] = ratio_line(
+            "moreau cupy vs L-BFGS-B (gtol 1e-10, ftol 1e-15)",
+            by["moreau [cupy]"],
+            by["lbfgs"],
+            TARGETS["logistic_vs_lbfgs"],
+        )
     results["logistic_prox"] = {
-        "params": {"m": m, "n": n, "d": d, "lam": lam, "mu": mu, "seed": seed, "lbfgs_clients_timed": ns,
-                   "rounds": rounds, "timing": "measure_interleaved (shuffled order per round)",
-                   "lbfgs_options": {k_: v[1] for k_, v in LBFGS_CONFIGS.items()}},
+        "params": {
+            "m": m,
+            "n": n,
+            "d": d,
+            "lam": lam,
+            "mu": mu,
+            "seed": seed,
+            "lbfgs_clients_timed": ns,
+            "rounds": rounds,
+            "timing": "measure_interleaved (shuffled order per round)",
+            "lbfgs_options": {k_: v[1] for k_, v in LBFGS_CONFIGS.items()},
+        },
         "rows": [{"key": r["key"], "label": r["label"], **r["timing"]} for r in rows],
-        "accuracy": acc, "ratios": ratios,
+        "accuracy": acc,
+        "ratios": ratios,
     }
 
 
@@ -813,7 +1039,9 @@ def batched_lbfgs(Z, w, lam, mu, gtol=1e-10, mem=10, max_iter=200):
             q -= alpha[:, i, None] * yj
         jn = (stored - 1) % mem
         sn, yn = S[np.arange(m), jn], Y[np.arange(m), jn]
-        gamma = np.where(stored > 0, (sn * yn).sum(-1) / np.maximum((yn * yn).sum(-1), 1e-300), 1.0 / (lam + mu))
+        gamma = np.where(
+            stored > 0, (sn * yn).sum(-1) / np.maximum((yn * yn).sum(-1), 1e-300), 1.0 / (lam + mu)
+        )
         r = gamma[:, None] * q
         for i in reversed(range(mem)):  # oldest first
             j = (stored - 1 - i) % mem
@@ -853,20 +1081,30 @@ def bench_accuracy(cfg, backends, seed, results):
     rng = np.random.default_rng(seed)
     X, y, w = logistic_data(rng, m, n, d)
     Z = y[..., None] * X
-    print(f"\n=== 3. Logistic prox accuracy over lambda: m = {m}, n = {n}, d = {d}, mu = {mu:g}, float64; "
-          f"seed {seed} ===")
+    print(
+        f"\n=== 3. Logistic prox accuracy over lambda: m = {m}, n = {n}, d = {d}, mu = {mu:g}, float64; "
+        f"seed {seed} ==="
+    )
     print("  EXACT  = moreau.prox (certified Newton, default tolerance);")
-    print("  EXACT-u = moreau displacement read from the envelope gradient, u = -envelope(f, lam).grad(w) / lam;")
-    print(f"  INEXACT = 'public-style' prox of FL codes: K = {K} gradient steps theta <- theta - "
-          "(grad f(theta) + lam (theta - w)) / (L + lam) from theta = w, L = f.smoothness() (exact);")
+    print(
+        "  EXACT-u = moreau displacement read from the envelope gradient, u = -envelope(f, lam).grad(w) / lam;"
+    )
+    print(
+        f"  INEXACT = 'public-style' prox of FL codes: K = {K} gradient steps theta <- theta - "
+        "(grad f(theta) + lam (theta - w)) / (L + lam) from theta = w, L = f.smoothness() (exact);"
+    )
     print("  reference = independent long-double damped Newton (value, gradient in long double).")
-    print("  bound = ||grad h(theta)|| / (lam + mu) in long double (certifies ||theta - prox(w)||); max over "
-          "clients; rel errors max over clients.")
+    print(
+        "  bound = ||grad h(theta)|| / (lam + mu) in long double (certifies ||theta - prox(w)||); max over "
+        "clients; rel errors max over clients."
+    )
     f = mo.Logistic(X, y, mu=mu)
     Lf = np.asarray(f.smoothness())
     others = [be for be in backends if be.name != "numpy"]
-    head = (f"  {'lambda':>7}  {'method':<11} {'max bound':>10} {'rel err θ':>10} {'rel err θ-w':>11} "
-            f"{'iters':>6}  {'ref bound':>9}")
+    head = (
+        f"  {'lambda':>7}  {'method':<11} {'max bound':>10} {'rel err θ':>10} {'rel err θ-w':>11} "
+        f"{'iters':>6}  {'ref bound':>9}"
+    )
     print(head)
     table = []
     for lam in ACC_LAMS:
@@ -886,18 +1124,37 @@ def bench_accuracy(cfg, backends, seed, results):
         for j, (name, t_, it) in enumerate(entries):
             bnd = certified_bound_ld(Z, w, lam, mu, t_)
             e_th, e_u = rel_err(t_, w, U_ref)
-            print(f"  {lam:>7.0e}  {name:<11} {bnd.max():>10.2e} {e_th:>10.2e} {e_u:>11.2e} {it:>6}  "
-                  + (f"{B_ref.max():>9.1e}" if j == 0 else ""))
-            table.append({"lam": lam, "method": name, "bound_max": float(bnd.max()), "rel_err_theta_max": e_th,
-                          "rel_err_disp_max": e_u, "iterations": it, "reference_bound_max": float(B_ref.max())})
+            print(
+                f"  {lam:>7.0e}  {name:<11} {bnd.max():>10.2e} {e_th:>10.2e} {e_u:>11.2e} {it:>6}  "
+                + (f"{B_ref.max():>9.1e}" if j == 0 else "")
+            )
+            table.append(
+                {
+                    "lam": lam,
+                    "method": name,
+                    "bound_max": float(bnd.max()),
+                    "rel_err_theta_max": e_th,
+                    "rel_err_disp_max": e_u,
+                    "iterations": it,
+                    "reference_bound_max": float(B_ref.max()),
+                }
+            )
             if name == "EXACT":
                 e_env = rel_err_u(u_env, U_ref)
                 print(f"  {'':>7}  {'EXACT-u':<11} {'':>10} {'':>10} {e_env:>11.2e}")
                 table.append({"lam": lam, "method": "EXACT-u", "rel_err_disp_max": e_env})
     print("  (iters: Newton iterations, max over clients, for EXACT; K for INEXACT)")
     results["logistic_accuracy"] = {
-        "params": {"m": m, "n": n, "d": d, "mu": mu, "K": K, "lambdas": list(ACC_LAMS), "seed": seed,
-                   "inexact": "K gradient steps of size 1/(L + lam) from w"},
+        "params": {
+            "m": m,
+            "n": n,
+            "d": d,
+            "mu": mu,
+            "K": K,
+            "lambdas": list(ACC_LAMS),
+            "seed": seed,
+            "inexact": "K gradient steps of size 1/(L + lam) from w",
+        },
         "table": table,
     }
 
@@ -906,15 +1163,30 @@ def bench_accuracy(cfg, backends, seed, results):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="small sizes: a smoke test of a few seconds")
-    p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy",
-                   help="cupy: the same benchmarks at 10x the clients, cupy rows beside numpy rows")
-    p.add_argument("--json", metavar="PATH", help="write results, parameters, versions, machine and git commit")
+    p.add_argument(
+        "--backend",
+        choices=("numpy", "cupy"),
+        default="numpy",
+        help="cupy: the same benchmarks at 10x the clients, cupy rows beside numpy rows",
+    )
+    p.add_argument(
+        "--json", metavar="PATH", help="write results, parameters, versions, machine and git commit"
+    )
     p.add_argument("--seed", type=int, default=20240607, help="base seed of numpy.random.default_rng")
-    p.add_argument("--blas-threads", type=int, metavar="N", default=1,
-                   help="set OPENBLAS/OMP/MKL_NUM_THREADS=N before numpy loads (default 1, keeping values "
-                        "already in the environment; 0: the libraries' own defaults)")
-    p.add_argument("--only", choices=("quadratic", "logistic", "accuracy"), action="append",
-                   help="run only these benchmarks (repeatable)")
+    p.add_argument(
+        "--blas-threads",
+        type=int,
+        metavar="N",
+        default=1,
+        help="set OPENBLAS/OMP/MKL_NUM_THREADS=N before numpy loads (default 1, keeping values "
+        "already in the environment; 0: the libraries' own defaults)",
+    )
+    p.add_argument(
+        "--only",
+        choices=("quadratic", "logistic", "accuracy"),
+        action="append",
+        help="run only these benchmarks (repeatable)",
+    )
     args = p.parse_args(argv)
 
     mode = "quick" if args.quick else "default"
@@ -931,15 +1203,21 @@ def main(argv=None):
 
     t_start = time.perf_counter()
     info, git = machine_info(args.backend), git_info()
-    print(f"moreau prox benchmarks ({mode} sizes{', cupy vs numpy at 10x clients' if len(backends) > 1 else ''})")
+    print(
+        f"moreau prox benchmarks ({mode} sizes{', cupy vs numpy at 10x clients' if len(backends) > 1 else ''})"
+    )
     print_machine(info, git)
-    print(f"timing: time.perf_counter around each call; one warm-up call first; k timed repeats; "
-          f"best-of-k AND median reported;\n        ratios = slower time / faster time, for best and for "
-          f"median separately.  Seeds: base {args.seed} (+1, +2 per benchmark).")
+    print(
+        f"timing: time.perf_counter around each call; one warm-up call first; k timed repeats; "
+        f"best-of-k AND median reported;\n        ratios = slower time / faster time, for best and for "
+        f"median separately.  Seeds: base {args.seed} (+1, +2 per benchmark)."
+    )
     load = info["load_average_at_start"]
     if load is not None and load[0] > 0.5 * info["usable_cpus"]:
-        print(f"  WARNING: 1-min load average {load[0]} at start on {info['usable_cpus']} cpus: other processes are"
-              " running;\n  times are inflated and noisy (multi-threaded BLAS suffers most).")
+        print(
+            f"  WARNING: 1-min load average {load[0]} at start on {info['usable_cpus']} cpus: other processes are"
+            " running;\n  times are inflated and noisy (multi-threaded BLAS suffers most)."
+        )
     if LD_EPS >= 1e-16:
         print("  WARNING: long double is float64 on this platform: the accuracy references are only float64.")
 
@@ -956,9 +1234,18 @@ def main(argv=None):
     print(f"\ntotal wall time {elapsed:.1f} s;  load average at end {info['load_average_at_end']}")
 
     if args.json:
-        doc = {"mode": mode, "backend": args.backend, "seed": args.seed, "sizes": cfg, "targets": TARGETS,
-               "machine": info, "git": git, "timing_protocol": "perf_counter, 1 warm-up, k repeats, best and median",
-               "wall_s": elapsed, "results": results}
+        doc = {
+            "mode": mode,
+            "backend": args.backend,
+            "seed": args.seed,
+            "sizes": cfg,
+            "targets": TARGETS,
+            "machine": info,
+            "git": git,
+            "timing_protocol": "perf_counter, 1 warm-up, k repeats, best and median",
+            "wall_s": elapsed,
+            "results": results,
+        }
         Path(args.json).write_text(json.dumps(doc, indent=2, default=_json_default))
         print(f"results written to {args.json}")
     return 0

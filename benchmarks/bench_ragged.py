@@ -21,6 +21,7 @@ clipped to [2, 2000]) in a fresh process: the traced peak and the resident set a
 objective, after one FedAvg round (tau = 5 full-batch steps, then mini-batches of 2 without
 replacement) and after one pFedMe round (S = N / 10, K = 5 inner steps on mini-batches of 20), against the bytes of the data and of the padded layout.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -100,8 +101,9 @@ print(json.dumps(out))
 
 def many(N):
     """Memory and time of N ragged clients (``--many``) in a fresh interpreter."""
-    out = subprocess.run([sys.executable, "-c", _MANY.format(repo=str(REPO), N=N)], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _MANY.format(repo=str(REPO), N=N)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -131,47 +133,68 @@ def main(argv=None):
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--many", type=int, metavar="N", help="N ragged clients: memory and one round (see above)")
     a = p.parse_args(argv)
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], check=False,
-                            capture_output=True, text=True).stdout.strip()
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}, "
-          f"numpy {np.__version__}, moreau {mo.__version__} ({commit}), load {os.getloadavg()[0]:.2f}")
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], check=False, capture_output=True, text=True
+    ).stdout.strip()
+    print(
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}, "
+        f"numpy {np.__version__}, moreau {mo.__version__} ({commit}), load {os.getloadavg()[0]:.2f}"
+    )
     if a.many:
         r = many(a.many)
         r["commit"] = commit
-        print(f"{r['clients']} ragged clients, {r['rows']} rows (largest client {r['n_max']}), d = 20: data "
-              f"{r['data_mb']:.0f} MB; padded to the largest client it would be {r['padded_mb']:.0f} MB; "
-              f"resident {r['rss_after_data_mb']:.0f} MB after drawing it")
+        print(
+            f"{r['clients']} ragged clients, {r['rows']} rows (largest client {r['n_max']}), d = 20: data "
+            f"{r['data_mb']:.0f} MB; padded to the largest client it would be {r['padded_mb']:.0f} MB; "
+            f"resident {r['rss_after_data_mb']:.0f} MB after drawing it"
+        )
         b = r["build"]
-        print(f"  moreau.ragged(Logistic, ...): {b['s']:.1f} s, traced peak {b['traced_peak_mb']:.0f} MB, "
-              f"{b['slots']} sample slots in {b['buckets']} buckets, resident {b['rss_mb']:.0f} MB")
+        print(
+            f"  moreau.ragged(Logistic, ...): {b['s']:.1f} s, traced peak {b['traced_peak_mb']:.0f} MB, "
+            f"{b['slots']} sample slots in {b['buckets']} buckets, resident {b['rss_mb']:.0f} MB"
+        )
         for name in ("fedavg", "fedavg-B", "pfedme"):
             x = r[name]
-            print(f"  one {name} round: {x['s']:.1f} s, traced peak {x['traced_peak_mb']:.0f} MB, resident "
-                  f"{x['rss_mb']:.0f} MB, finite {x['finite']}")
+            print(
+                f"  one {name} round: {x['s']:.1f} s, traced peak {x['traced_peak_mb']:.0f} MB, resident "
+                f"{x['rss_mb']:.0f} MB, finite {x['finite']}"
+            )
         if a.json:
             Path(a.json).write_text(json.dumps(r, indent=2) + "\n")
         return
     res = {"clients": a.clients, "size_scale": a.size_scale, "commit": commit, "memory": {}, "fedavg": {}}
-    print(f"\n1. data.synthetic(0.5, 0.5, 0, n_clients={a.clients}, size_scale={a.size_scale}): "
-          "generation in a fresh process")
+    print(
+        f"\n1. data.synthetic(0.5, 0.5, 0, n_clients={a.clients}, size_scale={a.size_scale}): "
+        "generation in a fresh process"
+    )
     for ragged in (True, False):
         r = generate(a.clients, a.size_scale, ragged)
         res["memory"]["ragged" if ragged else "padded"] = r
-        print(f"   {'ragged' if ragged else 'padded (ragged=False)'}: traced peak {r['traced_peak_mb']:.0f} MB, "
-              f"max resident {r['maxrss_mb']:.0f} MB (after imports {r['import_rss_mb']:.0f} MB), "
-              f"{r['seconds']:.1f} s -> {r['type']}")
+        print(
+            f"   {'ragged' if ragged else 'padded (ragged=False)'}: traced peak {r['traced_peak_mb']:.0f} MB, "
+            f"max resident {r['maxrss_mb']:.0f} MB (after imports {r['import_rss_mb']:.0f} MB), "
+            f"{r['seconds']:.1f} s -> {r['type']}"
+        )
     P = mo.data.synthetic(0.5, 0.5, 0, n_clients=a.clients, size_scale=a.size_scale)
     f = P.objective
     g = f.padded()
     lay = f.layout
     n = int(lay.sizes.sum())
-    print(f"\n   training rows {n}; ragged holds {lay.slots} sample slots in {len(lay.buckets)} buckets "
-          f"(widths {[w for _, w in lay.buckets]}), padded {lay.n_max * lay.N} ({lay.n_max} x {lay.N})")
-    res["layout"] = {"rows": n, "ragged_slots": lay.slots, "padded_slots": lay.n_max * lay.N,
-                     "buckets": [[int(i.size), w] for i, w in lay.buckets]}
+    print(
+        f"\n   training rows {n}; ragged holds {lay.slots} sample slots in {len(lay.buckets)} buckets "
+        f"(widths {[w for _, w in lay.buckets]}), padded {lay.n_max * lay.N} ({lay.n_max} x {lay.N})"
+    )
+    res["layout"] = {
+        "rows": n,
+        "ragged_slots": lay.slots,
+        "padded_slots": lay.n_max * lay.N,
+        "buckets": [[int(i.size), w] for i, w in lay.buckets],
+    }
     L = float(np.max(np.asarray(f.smoothness())))
-    cases = {"full batch, all clients, tau = 5": dict(eta=1 / L, tau=5, rounds=1),
-             "S = 10, |D| = 20, tau = 5": dict(eta=1 / L, tau=5, rounds=1, S=10, batch_size=20)}
+    cases = {
+        "full batch, all clients, tau = 5": dict(eta=1 / L, tau=5, rounds=1),
+        "S = 10, |D| = 20, tau = 5": dict(eta=1 / L, tau=5, rounds=1, S=10, batch_size=20),
+    }
     print(f"\n2. one FedAvg round (moreau.fl.fedavg, eta = 1/L = {1 / L:.3g}); best / median of {a.repeat}")
     for name, kw in cases.items():
         row = {}
@@ -182,9 +205,11 @@ def main(argv=None):
         row["max_rel_diff"] = float(np.max(np.abs(wr - wp)) / np.max(np.abs(wp)))
         row["speedup"] = row["padded"]["best_s"] / row["ragged"]["best_s"]
         res["fedavg"][name] = row
-        print(f"   {name}: ragged {row['ragged']['best_s']:.3f} / {row['ragged']['median_s']:.3f} s, "
-              f"padded {row['padded']['best_s']:.3f} / {row['padded']['median_s']:.3f} s "
-              f"({row['speedup']:.1f}x); results differ by {row['max_rel_diff']:.1e} (relative)")
+        print(
+            f"   {name}: ragged {row['ragged']['best_s']:.3f} / {row['ragged']['median_s']:.3f} s, "
+            f"padded {row['padded']['best_s']:.3f} / {row['padded']['median_s']:.3f} s "
+            f"({row['speedup']:.1f}x); results differ by {row['max_rel_diff']:.1e} (relative)"
+        )
     print(f"\nload {os.getloadavg()[0]:.2f} at the end")
     if a.json:
         Path(a.json).write_text(json.dumps(res, indent=2) + "\n")

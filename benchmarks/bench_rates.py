@@ -23,6 +23,7 @@ Each row: best and median of k timed calls after a warm-up (``time.perf_counter`
 of E‖w̃⁽ᵍ⁾ − w⋆⁽ᵍ⁾‖² next to the exact value, and the ratio to the loop.  Then the peak memory
 (``tracemalloc``) of 1e6 trials through the chunked path.  One BLAS thread by default (one core).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -107,7 +108,7 @@ def vectorised(P, X, A, bias, K, n, trials, rng):
     while done < trials:
         c = min(chunk, trials - done)
         eps = rng.standard_normal((c, M, n))
-        noise_b = SIGMA * np.einsum("mnd,cmn->cmd", X, eps) / n         # b − A w⋆
+        noise_b = SIGMA * np.einsum("mnd,cmn->cmd", X, eps) / n  # b − A w⋆
         err = noise_b.reshape(c, M * D) @ Kb.T + bias.reshape(-1)
         out.append(np.sum(err[:, :D] ** 2, axis=-1))
         done += c
@@ -117,16 +118,20 @@ def vectorised(P, X, A, bias, K, n, trials, rng):
 def _gpu_rows(cupy, bias, K, trials, seed):
     """The sufficient-statistic path on cupy: ``{"gpu": row, "gpu_big_chunks": row}``."""
     from moreau.analysis.fedprox.thm1.least_squares_moments import CHUNK
+
     bg, Kg = cupy.asarray(bias), cupy.asarray(K)
     rng = cupy.random.default_rng(seed)
     out = {}
     for key, chunk in (("gpu", CHUNK), ("gpu_big_chunks", 65_536)):
+
         def call(chunk=chunk):
             mean, se = monte_carlo_errors(bg, Kg, trials, rng, chunk=chunk)
             return float(mean[0]), float(se[0])  # the copy to the host synchronises
+
         best, med, (mean0, se0) = _timed(call, 3)
-        out[key] = dict(trials=trials, chunk=chunk, best_s=best, median_s=med, per_s=trials / best,
-                        estimate=mean0, se=se0)
+        out[key] = dict(
+            trials=trials, chunk=chunk, best_s=best, median_s=med, per_s=trials / best, estimate=mean0, se=se0
+        )
     return out
 
 
@@ -143,13 +148,38 @@ def run(quick, seed, gpu=None):
         best_v, med_v, sq_v = _timed(lambda: vectorised(P, X, A, bias, K, n, T_vec, rng), 3)
         best_l, med_l, sq_l = _timed(lambda: loop(P, X, lam, T_loop, rng), 1 if quick else 2)
         gpu_rows = _gpu_rows(gpu, bias, K, T_fast * 10, seed) if gpu is not None else {}
-        rows.append(dict(n=n, lam=lam, exact=exact, **gpu_rows,
-                         fast=dict(trials=T_fast, best_s=best_f, median_s=med_f, per_s=T_fast / best_f,
-                                   estimate=float(mean_f[0]), se=float(se_f[0])),
-                         vectorised=dict(trials=T_vec, best_s=best_v, median_s=med_v, per_s=T_vec / best_v,
-                                         estimate=float(sq_v.mean()), se=float(sq_v.std(ddof=1) / np.sqrt(T_vec))),
-                         loop=dict(trials=T_loop, best_s=best_l, median_s=med_l, per_s=T_loop / best_l,
-                                   estimate=float(sq_l.mean()), se=float(sq_l.std(ddof=1) / np.sqrt(T_loop)))))
+        rows.append(
+            dict(
+                n=n,
+                lam=lam,
+                exact=exact,
+                **gpu_rows,
+                fast=dict(
+                    trials=T_fast,
+                    best_s=best_f,
+                    median_s=med_f,
+                    per_s=T_fast / best_f,
+                    estimate=float(mean_f[0]),
+                    se=float(se_f[0]),
+                ),
+                vectorised=dict(
+                    trials=T_vec,
+                    best_s=best_v,
+                    median_s=med_v,
+                    per_s=T_vec / best_v,
+                    estimate=float(sq_v.mean()),
+                    se=float(sq_v.std(ddof=1) / np.sqrt(T_vec)),
+                ),
+                loop=dict(
+                    trials=T_loop,
+                    best_s=best_l,
+                    median_s=med_l,
+                    per_s=T_loop / best_l,
+                    estimate=float(sq_l.mean()),
+                    se=float(sq_l.std(ddof=1) / np.sqrt(T_loop)),
+                ),
+            )
+        )
     return rows
 
 
@@ -164,18 +194,32 @@ def peak_memory(seed, trials):
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     unchunked = trials * (K.shape[0] + K.shape[1]) * 8  # ξ and the errors of all trials at once
-    return dict(trials=trials, peak_bytes=peak, seconds_traced=seconds, unchunked_bytes=unchunked,
-                estimate=float(mean[0]), exact=float(exact_errors(bias, K)[0]))
+    return dict(
+        trials=trials,
+        peak_bytes=peak,
+        seconds_traced=seconds,
+        unchunked_bytes=unchunked,
+        estimate=float(mean[0]),
+        exact=float(exact_errors(bias, K)[0]),
+    )
 
 
 def machine():
-    info = {"cpu": _cpu_model(), "cpus": os.cpu_count(), "python": platform.python_version(),
-            "numpy": np.__version__, "blas_env": {v: os.environ.get(v) for v in _BLAS_VARS},
-            "loadavg_start": os.getloadavg()}
+    info = {
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "blas_env": {v: os.environ.get(v) for v in _BLAS_VARS},
+        "loadavg_start": os.getloadavg(),
+    }
     try:
         import threadpoolctl
-        info["blas"] = [{k: p.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
-                        for p in threadpoolctl.threadpool_info()]
+
+        info["blas"] = [
+            {k: p.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
+            for p in threadpoolctl.threadpool_info()
+        ]
     except ImportError:
         info["blas"] = "threadpoolctl not installed"
     return info
@@ -195,39 +239,63 @@ def main(argv=None):
     ap.add_argument("--json", metavar="PATH")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--blas-threads", type=int, default=1, help="BLAS threads (0: the libraries' default)")
-    ap.add_argument("--backend", choices=("numpy", "cupy"), default="numpy",
-                    help="cupy: also the sufficient-statistic path on the GPU")
-    ap.add_argument("--memory-trials", type=int, default=None, help="trials of the peak-memory run (default 1e6)")
+    ap.add_argument(
+        "--backend",
+        choices=("numpy", "cupy"),
+        default="numpy",
+        help="cupy: also the sufficient-statistic path on the GPU",
+    )
+    ap.add_argument(
+        "--memory-trials", type=int, default=None, help="trials of the peak-memory run (default 1e6)"
+    )
     args = ap.parse_args(argv)
     info = machine()
-    print(f"# {info['cpu']}, {info['cpus']} cpus, python {info['python']}, numpy {info['numpy']}; BLAS {info['blas']}")
-    print(f"# m = {M}, d = {D}, R = {R}, mu = {MU}, L = {L}, sigma = {SIGMA}; load average {info['loadavg_start']}")
+    print(
+        f"# {info['cpu']}, {info['cpus']} cpus, python {info['python']}, numpy {info['numpy']}; BLAS {info['blas']}"
+    )
+    print(
+        f"# m = {M}, d = {D}, R = {R}, mu = {MU}, L = {L}, sigma = {SIGMA}; load average {info['loadavg_start']}"
+    )
     gpu = None
     if args.backend == "cupy":
         try:
             import cupy as gpu
+
             info["gpu"] = gpu.cuda.runtime.getDeviceProperties(0)["name"].decode()
         except Exception as exc:  # noqa: BLE001  (one line: what is missing)
-            print(f"bench_rates: --backend cupy: cupy is not usable here ({type(exc).__name__}: {exc})", file=sys.stderr)
+            print(
+                f"bench_rates: --backend cupy: cupy is not usable here ({type(exc).__name__}: {exc})",
+                file=sys.stderr,
+            )
             return 2
         print(f"# GPU: {info['gpu']}, cupy {gpu.__version__}")
     rows = run(args.quick, args.seed, gpu)
-    print(f"{'n':>5} {'method':>20} {'trials':>8} {'best s':>8} {'median s':>9} {'trials/s':>10} "
-          f"{'vs loop':>8}   E|w_g - w*_g|^2 (exact)")
+    print(
+        f"{'n':>5} {'method':>20} {'trials':>8} {'best s':>8} {'median s':>9} {'trials/s':>10} "
+        f"{'vs loop':>8}   E|w_g - w*_g|^2 (exact)"
+    )
     for r in rows:
-        for key, name in (("loop", "per-trial loop"), ("vectorised", "vectorised samples"),
-                          ("fast", "sufficient statistic"), ("gpu", "suff. stat. [cupy]"),
-                          ("gpu_big_chunks", "[cupy] chunks 65536")):
+        for key, name in (
+            ("loop", "per-trial loop"),
+            ("vectorised", "vectorised samples"),
+            ("fast", "sufficient statistic"),
+            ("gpu", "suff. stat. [cupy]"),
+            ("gpu_big_chunks", "[cupy] chunks 65536"),
+        ):
             if key not in r:
                 continue
             x = r[key]
-            print(f"{r['n']:5d} {name:>20} {x['trials']:8d} {x['best_s']:8.3f} {x['median_s']:9.3f} "
-                  f"{x['per_s']:10.4g} {x['per_s'] / r['loop']['per_s']:8.4g}   "
-                  f"{x['estimate']:.4g} ± {x['se']:.2g} ({r['exact']:.4g})")
+            print(
+                f"{r['n']:5d} {name:>20} {x['trials']:8d} {x['best_s']:8.3f} {x['median_s']:9.3f} "
+                f"{x['per_s']:10.4g} {x['per_s'] / r['loop']['per_s']:8.4g}   "
+                f"{x['estimate']:.4g} ± {x['se']:.2g} ({r['exact']:.4g})"
+            )
     mem = peak_memory(args.seed, args.memory_trials or (100_000 if args.quick else 1_000_000))
-    print(f"peak traced memory for {mem['trials']:.0e} trials (chunks of 4096): {mem['peak_bytes'] / 2**20:.1f} MiB "
-          f"(all at once: {mem['unchunked_bytes'] / 2**30:.2f} GiB); {mem['seconds_traced']:.1f} s under tracemalloc; "
-          f"estimate {mem['estimate']:.5g} vs exact {mem['exact']:.5g}")
+    print(
+        f"peak traced memory for {mem['trials']:.0e} trials (chunks of 4096): {mem['peak_bytes'] / 2**20:.1f} MiB "
+        f"(all at once: {mem['unchunked_bytes'] / 2**30:.2f} GiB); {mem['seconds_traced']:.1f} s under tracemalloc; "
+        f"estimate {mem['estimate']:.5g} vs exact {mem['exact']:.5g}"
+    )
     info["loadavg_end"] = os.getloadavg()
     print(f"# load average at the end {info['loadavg_end']}")
     if args.json:

@@ -4,6 +4,7 @@ Every artifact carries its parameters, seed, package versions and the git commit
 :mod:`moreau._provenance`); every file is written whole or not at all, with the mode the
 umask asks for (:func:`moreau._files.atomic_write`).
 """
+
 from __future__ import annotations
 
 import csv
@@ -18,8 +19,16 @@ import numpy as np
 from moreau._files import atomic_write
 from moreau._provenance import provenance
 
-__all__ = ["canonical", "device", "jsonable", "provenance", "read_checkpoint", "write_checkpoint", "write_csv",
-           "write_json"]
+__all__ = [
+    "canonical",
+    "device",
+    "jsonable",
+    "provenance",
+    "read_checkpoint",
+    "write_checkpoint",
+    "write_csv",
+    "write_json",
+]
 
 
 def canonical(obj) -> str:
@@ -40,7 +49,9 @@ def write_json(path, payload: dict, params: dict, seed) -> Path:
     """Write ``payload`` with its provenance next to it under key ``provenance``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps({**payload, "provenance": provenance(params, seed)}, indent=1, default=jsonable))
+    atomic_write(
+        path, json.dumps({**payload, "provenance": provenance(params, seed)}, indent=1, default=jsonable)
+    )
     return path
 
 

@@ -10,6 +10,7 @@ then each ``--set``); ``--trials N`` stands for ``--set seeds=N``.  Keys an expe
 notes (``Experiment.notes``) describe the run and cannot be set.  Errors are one line naming the
 source, the key, the expected type and the value (:class:`ConfigError`, a ``ValueError``).
 """
+
 from __future__ import annotations
 
 import copy
@@ -82,8 +83,10 @@ def _apply(name, source, params, examples, path, value, applied, prefix=""):
     if head not in params:
         keys = ", ".join(params) or "none"
         what = f"for {name}" if not prefix else f"in table '{prefix[:-1]}'"
-        raise ConfigError(f"{source}: unknown key '{where}' {what} (its keys: {keys}; "
-                          f"moreau reproduce {name} --print-config shows them)")
+        raise ConfigError(
+            f"{source}: unknown key '{where}' {what} (its keys: {keys}; "
+            f"moreau reproduce {name} --print-config shows them)"
+        )
     ex = [e[head] for e in examples if isinstance(e, dict) and head in e]
     if isinstance(params[head], dict) and (rest or isinstance(value, dict)):
         sub = [e for e in ex if isinstance(e, dict)]
@@ -108,9 +111,15 @@ def _kind(v) -> str:
     return type(v).__name__
 
 
-_WORDS = {"null": ("null", "nulls"), "bool": ("true or false", "booleans"), "int": ("an integer", "integers"),
-          "float": ("a number", "numbers"), "str": ("a string", "strings"), "list": ("a list", "lists"),
-          "table": ("a table", "tables")}
+_WORDS = {
+    "null": ("null", "nulls"),
+    "bool": ("true or false", "booleans"),
+    "int": ("an integer", "integers"),
+    "float": ("a number", "numbers"),
+    "str": ("a string", "strings"),
+    "list": ("a list", "lists"),
+    "table": ("a table", "tables"),
+}
 
 
 def _counts(examples) -> bool:

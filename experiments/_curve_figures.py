@@ -6,6 +6,7 @@ the best rounds (on validation; on test, which leaks it) are marked on the accur
 drawn side by side as bars, on an axis fitted to the data (not from 0), the paper's values marked
 in every panel.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +15,16 @@ from matplotlib.patches import Patch
 
 from ._curves import BEST_TEST, BEST_VAL, LAST, band, curve
 
-__all__ = ["curves_figure", "draw", "layered", "legend", "mark_selected", "method_handles", "selection_bars", "selection_handles"]
+__all__ = [
+    "curves_figure",
+    "draw",
+    "layered",
+    "legend",
+    "mark_selected",
+    "method_handles",
+    "selection_bars",
+    "selection_handles",
+]
 
 MARKERS = {LAST: "o", BEST_VAL: "s", BEST_TEST: "^"}
 
@@ -58,20 +68,37 @@ def mark_selected(ax, table, methods) -> None:
         for what, marker in MARKERS.items():
             t, a = _mean_of(table, method, what, "round"), _mean_of(table, method, what, "test_accuracy")
             if t is not None:
-                ax.plot([t], [a], marker=marker, color=f"C{k}", markeredgecolor="k", markeredgewidth=0.4,
-                        markersize=4, linestyle="none", zorder=5)
+                ax.plot(
+                    [t],
+                    [a],
+                    marker=marker,
+                    color=f"C{k}",
+                    markeredgecolor="k",
+                    markeredgewidth=0.4,
+                    markersize=4,
+                    linestyle="none",
+                    zorder=5,
+                )
 
 
 def selection_handles() -> list:
     """Legend entries of the markers of :func:`mark_selected`."""
-    words = {LAST: "last round", BEST_VAL: "best round on validation", BEST_TEST: "best round on test (leaks test)"}
-    return [Line2D([], [], marker=m, color="0.5", markeredgecolor="k", linestyle="none", label=words[w])
-            for w, m in MARKERS.items()]
+    words = {
+        LAST: "last round",
+        BEST_VAL: "best round on validation",
+        BEST_TEST: "best round on test (leaks test)",
+    }
+    return [
+        Line2D([], [], marker=m, color="0.5", markeredgecolor="k", linestyle="none", label=words[w])
+        for w, m in MARKERS.items()
+    ]
 
 
 def legend(fig, handles, title, ncol=4) -> None:
     """One legend for the whole figure, below the panels, titled with what the lines and band are."""
-    fig.legend(handles=handles, loc="outside lower center", ncol=ncol, title=title, title_fontsize=6, fontsize=6)
+    fig.legend(
+        handles=handles, loc="outside lower center", ncol=ncol, title=title, title_fontsize=6, fontsize=6
+    )
 
 
 def method_handles(methods) -> list:
@@ -90,17 +117,34 @@ def selection_bars(ax, table, methods, kind, *, paper=None, paper_label="paper")
     for j, what in enumerate(whats):
         means, err = [], []
         for method in methods:
-            v = np.array([[r["test_accuracy"] for r in sorted(table, key=lambda r: r["seed"])
-                           if r["method"] == method and r["selection"] == what]]).T  # (S, 1)
+            v = np.array(
+                [
+                    [
+                        r["test_accuracy"]
+                        for r in sorted(table, key=lambda r: r["seed"])
+                        if r["method"] == method and r["selection"] == what
+                    ]
+                ]
+            ).T  # (S, 1)
             mean, lo, hi = band(v, kind) if v.size else (np.array([np.nan]),) * 3
             means.append(mean[0])
             err.append((mean[0] - lo[0], hi[0] - mean[0]))
             lows.append(lo[0])
             highs.append(hi[0])
         pos = x + (j - (len(whats) - 1) / 2) * width
-        ax.bar(pos, means, width * 0.95, yerr=np.array(err).T, color=[f"C{k}" for k in x], capsize=1.5,
-               alpha=(0.9, 0.6, 0.35)[j], hatch="////" if what == BEST_TEST else None, edgecolor="k",
-               linewidth=0.3, error_kw={"linewidth": 0.7})
+        ax.bar(
+            pos,
+            means,
+            width * 0.95,
+            yerr=np.array(err).T,
+            color=[f"C{k}" for k in x],
+            capsize=1.5,
+            alpha=(0.9, 0.6, 0.35)[j],
+            hatch="////" if what == BEST_TEST else None,
+            edgecolor="k",
+            linewidth=0.3,
+            error_kw={"linewidth": 0.7},
+        )
     vals = [v for v in lows + highs if np.isfinite(v)]
     if paper:
         ax.plot(x, [paper.get(m, np.nan) for m in methods], "k*", markersize=6, zorder=6)
@@ -109,14 +153,18 @@ def selection_bars(ax, table, methods, kind, *, paper=None, paper_label="paper")
     pad = max(0.5, 0.08 * (hi - lo))
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xticks(x, methods, rotation=15)
-    handles = [Patch(facecolor="0.55", alpha=a, hatch=h, edgecolor="k", linewidth=0.3, label=w)
-               for w, a, h in zip(whats, (0.9, 0.6, 0.35), (None, None, "////"))]
+    handles = [
+        Patch(facecolor="0.55", alpha=a, hatch=h, edgecolor="k", linewidth=0.3, label=w)
+        for w, a, h in zip(whats, (0.9, 0.6, 0.35), (None, None, "////"))
+    ]
     if paper:
         handles.append(Line2D([], [], marker="*", color="k", linestyle="none", label=paper_label))
     return handles
 
 
-def curves_figure(rows, panels, metrics, methods, kind, out, stem, quick, *, table=None, suptitle=None) -> list:
+def curves_figure(
+    rows, panels, metrics, methods, kind, out, stem, quick, *, table=None, suptitle=None
+) -> list:
     """A grid of curves over rounds: one row of panels per ``(match, title)`` of ``panels`` (the
     rows of ``rows`` matching ``match``), one column per ``(metric, label, log)`` of ``metrics``
     (columns without data are left out); the selected rounds of ``table`` marked on the
@@ -125,8 +173,12 @@ def curves_figure(rows, panels, metrics, methods, kind, out, stem, quick, *, tab
     from ._plot import figure, save
 
     metrics = [mt for mt in metrics if any(r.get("metric") == mt[0] for r in rows)]
-    fig, ax = figure(len(metrics), len(panels), width=6.8 if len(metrics) > 1 else 3.4,
-                     aspect=0.75 * max(len(metrics), 2) / 2)
+    fig, ax = figure(
+        len(metrics),
+        len(panels),
+        width=6.8 if len(metrics) > 1 else 3.4,
+        aspect=0.75 * max(len(metrics), 2) / 2,
+    )
     S = 0
     for i, (match, title) in enumerate(panels):
         for j, (metric, label, log) in enumerate(metrics):
@@ -138,7 +190,8 @@ def curves_figure(rows, panels, metrics, methods, kind, out, stem, quick, *, tab
     if suptitle:
         fig.suptitle(suptitle, fontsize=7)
     handles = method_handles(methods) + (selection_handles() if table is not None else [])
-    words = band_label(kind, S, any(log for _, _, log in metrics)) + ("; markers: mean over seeds of the selected round and its test accuracy"
-                                   if table is not None else "")
+    words = band_label(kind, S, any(log for _, _, log in metrics)) + (
+        "; markers: mean over seeds of the selected round and its test accuracy" if table is not None else ""
+    )
     legend(fig, handles, words, ncol=4)
     return save(fig, out, stem, quick)

@@ -12,6 +12,7 @@ test``: the test set chose the round, so the number *leaks* it and is optimistic
 validation split held out of each client's training data (``best round on validation``: an
 honest model selection).  pFedMe's code reports the best round on test; we report all three.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,21 @@ import math
 import numpy as np
 from scipy import stats
 
-__all__ = ["BANDS", "COLUMNS", "LAST", "BEST_TEST", "BEST_VAL", "band", "band_label", "check_band", "columns",
-           "curve", "long_rows", "selections", "SELECTION_COLUMNS"]
+__all__ = [
+    "BANDS",
+    "COLUMNS",
+    "LAST",
+    "BEST_TEST",
+    "BEST_VAL",
+    "band",
+    "band_label",
+    "check_band",
+    "columns",
+    "curve",
+    "long_rows",
+    "selections",
+    "SELECTION_COLUMNS",
+]
 
 COLUMNS = {
     "round": "communication round t (0: the starting model, before any round)",
@@ -31,20 +45,23 @@ COLUMNS = {
 }
 
 #: band kind -> (how it is computed, the words of the figure's label)
-BANDS = {"std": "mean ± 1 standard deviation over seeds",
-         "ci95": "95 % t interval of the mean over seeds",
-         "minmax": "min–max over seeds"}
+BANDS = {
+    "std": "mean ± 1 standard deviation over seeds",
+    "ci95": "95 % t interval of the mean over seeds",
+    "minmax": "min–max over seeds",
+}
 
 LAST = "last round"
 BEST_TEST = "best round on test (leaks the test set)"
 BEST_VAL = "best round on validation"
 
 SELECTION_COLUMNS = {
-    "method": COLUMNS["method"], "seed": COLUMNS["seed"],
+    "method": COLUMNS["method"],
+    "seed": COLUMNS["seed"],
     "selection": f"which round is reported: '{LAST}'; '{BEST_TEST}': the round of highest test accuracy, chosen "
-                 "on the test set itself, so the number is optimistic; "
-                 f"'{BEST_VAL}': the round of highest accuracy on a validation split held out of each client's "
-                 "training data (not trained on): an honest choice",
+    "on the test set itself, so the number is optimistic; "
+    f"'{BEST_VAL}': the round of highest accuracy on a validation split held out of each client's "
+    "training data (not trained on): an honest choice",
     "round": "the round selected",
     "test_accuracy": "test accuracy (%) of the method's models at that round",
     "validation_accuracy": "validation accuracy (%) at that round (empty without a validation split)",
@@ -65,8 +82,18 @@ def long_rows(metrics: dict, *, method: str, seed: int, rounds=None, **grid) -> 
     for metric, values in metrics.items():
         values = np.asarray(values, dtype=float).reshape(-1)
         ts = np.arange(values.size) if rounds is None else np.asarray(rounds)
-        out += [{**grid, "round": int(t), "method": method, "seed": int(seed), "metric": metric, "value": float(v)}
-                for t, v in zip(ts, values) if not math.isnan(v)]
+        out += [
+            {
+                **grid,
+                "round": int(t),
+                "method": method,
+                "seed": int(seed),
+                "metric": metric,
+                "value": float(v),
+            }
+            for t, v in zip(ts, values)
+            if not math.isnan(v)
+        ]
     return out
 
 
@@ -79,8 +106,11 @@ def columns(metrics: dict, grid: dict | None = None) -> dict:
 def curve(rows, metric, method, **match):
     """``(rounds (T,), values (S, T), seeds)`` of one method's metric, seeds in increasing order,
     the rounds every seed has."""
-    sel = [r for r in rows if r.get("metric") == metric and r["method"] == method
-           and all(r[k] == v for k, v in match.items())]
+    sel = [
+        r
+        for r in rows
+        if r.get("metric") == metric and r["method"] == method and all(r[k] == v for k, v in match.items())
+    ]
     seeds = sorted({int(r["seed"]) for r in sel})
     by = {(int(r["seed"]), int(r["round"])): float(r["value"]) for r in sel}
     ts = sorted(set.intersection(*[{t for s2, t in by if s2 == s} for s in seeds])) if seeds else []
@@ -134,7 +164,15 @@ def selections(rows, methods, *, test="test_accuracy", validation="validation_ac
             if has_val:
                 picks.append((BEST_VAL, int(np.argmax(val[k]))))
             for what, j in picks:
-                out.append({**match, "method": method, "seed": s, "selection": what, "round": int(ts[j]),
-                            "test_accuracy": float(acc[k, j]),
-                            "validation_accuracy": float(val[k, j]) if has_val else None})
+                out.append(
+                    {
+                        **match,
+                        "method": method,
+                        "seed": s,
+                        "selection": what,
+                        "round": int(ts[j]),
+                        "test_accuracy": float(acc[k, j]),
+                        "validation_accuracy": float(val[k, j]) if has_val else None,
+                    }
+                )
     return out

@@ -17,6 +17,7 @@ the rows', where a batched product would pad every client to the largest).
 
 :func:`hold_out` splits each client's rows of a padded split into two, at random (seeded).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -76,8 +77,15 @@ class Split:
         zmax = Z.max(axis=-1)
         ce = np.log(np.exp(Z - zmax[:, None]).sum(axis=-1)) + zmax - Z[np.arange(Z.shape[0]), self.y]
         theta = np.asarray(theta, dtype=float)
-        ridge = 0.5 * mu * (np.sum(theta**2) if theta.ndim == 1 else
-                            np.sum(self.sizes * np.sum(theta**2, axis=-1)) / self.sizes.sum())
+        ridge = (
+            0.5
+            * mu
+            * (
+                np.sum(theta**2)
+                if theta.ndim == 1
+                else np.sum(self.sizes * np.sum(theta**2, axis=-1)) / self.sizes.sum()
+            )
+        )
         return float(ce.mean() + ridge)
 
 
@@ -99,6 +107,9 @@ def hold_out(rng, X, y, weights, fraction: float):
     held = ((Xs * mask[..., None])[:, :h], (ys * mask)[:, :h], mask[:, :h].astype(float))
     shift = np.minimum(col + n_held[:, None], n - 1)
     mask = col < (n_i - n_held)[:, None]
-    kept = ((np.take_along_axis(Xs, shift[..., None], axis=1) * mask[..., None])[:, :k],
-            (np.take_along_axis(ys, shift, axis=1) * mask)[:, :k], mask[:, :k].astype(float))
+    kept = (
+        (np.take_along_axis(Xs, shift[..., None], axis=1) * mask[..., None])[:, :k],
+        (np.take_along_axis(ys, shift, axis=1) * mask)[:, :k],
+        mask[:, :k].astype(float),
+    )
     return kept, held

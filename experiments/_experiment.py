@@ -3,6 +3,7 @@
 Its own module so that the registry, the demos and the sweep runner (``moreau.experiments._sweep``)
 import it without importing each other.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

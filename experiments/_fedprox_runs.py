@@ -1,4 +1,5 @@
 """Algorithm 1 on the FedProx paper's synthetic data with its §6.1 step sizes (shared by fig1d and fig2)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,22 +8,24 @@ from moreau import data, fl
 
 __all__ = ["METRICS", "STEP_NOTE", "paper_run"]
 
-STEP_NOTE = ("step sizes of §6.1: gamma = (lam + L)/(lam L) = 1/L_g, eta = 1/(L + lam), L = lambda_max(X^T X)/(4n) "
-             "(without the ridge, as the paper computes it; the largest over clients)")
+STEP_NOTE = (
+    "step sizes of §6.1: gamma = (lam + L)/(lam L) = 1/L_g, eta = 1/(L + lam), L = lambda_max(X^T X)/(4n) "
+    "(without the ridge, as the paper computes it; the largest over clients)"
+)
 
 #: the per-round metrics of :func:`paper_run` (the long-format CSV's ``metric`` column)
 METRICS = {
     "global_total": "||w_t^(g) - w*^(g)||^2: the global model's total error (w*^(g) = sum_k p_k w_k, the generating "
-                    "models' mean)",
+    "models' mean)",
     "local_total": "(1/m) sum_i ||w_t^(i) - w*^(i)||^2: the local models' total error",
     "distance_to_optimum": "||w_t^(g) - w~^(g)||^2: squared distance of the global model to this lambda's exact "
-                           "FedProx optimum (moreau.fl.fedprox_optimum)",
+    "FedProx optimum (moreau.fl.fedprox_optimum)",
     "train_loss": "(1/m) sum_i f_i(w_t^(g)): the global model's training objective (logistic loss + ridge)",
     "test_accuracy": "the global model's accuracy (%) on every client's test rows (n_test per client, drawn after "
-                     "the training rows)",
+    "the training rows)",
     "local_test_accuracy": "the local models' accuracy (%), each on its own client's test rows, mean over clients",
     "global_statistical": "||w~^(g) - w*^(g)||^2: the exact optimum's global error (the level the total error "
-                          "approaches; the same every round)",
+    "approaches; the same every round)",
     "local_statistical": "(1/m) sum_i ||w~^(i) - w*^(i)||^2: the exact optimum's local error (the same every round)",
 }
 
@@ -50,10 +53,12 @@ def paper_run(rng, *, R, lams, Ks, rounds, m, n, d, mu, n_test=0):
         for K in Ks:
             h = fl.fedprox(f, lam=lam, gamma=(lam + L) / (lam * L), eta=1 / (L + lam), K=K, rounds=rounds)
             G, W = np.asarray(h.w_global), np.asarray(h.w_local)
-            out = {"global_total": np.sum((G - wg) ** 2, axis=-1),
-                   "local_total": np.mean(np.sum((W - ws) ** 2, axis=-1), axis=-1),
-                   "distance_to_optimum": np.sum((G - opt_g) ** 2, axis=-1),
-                   "train_loss": np.mean(np.asarray(f.value(np.broadcast_to(G[:, None, :], W.shape))), axis=-1)}
+            out = {
+                "global_total": np.sum((G - wg) ** 2, axis=-1),
+                "local_total": np.mean(np.sum((W - ws) ** 2, axis=-1), axis=-1),
+                "distance_to_optimum": np.sum((G - opt_g) ** 2, axis=-1),
+                "train_loss": np.mean(np.asarray(f.value(np.broadcast_to(G[:, None, :], W.shape))), axis=-1),
+            }
             if n_test:
                 out["test_accuracy"] = _accuracy(P.test, np.broadcast_to(G[:, None, :], W.shape))[0]
                 out["local_test_accuracy"] = _accuracy(P.test, W)[1]

@@ -22,6 +22,7 @@ A method with both is reported twice, ``NAME-GM`` (global model) and ``NAME-PM``
 with one, as ``NAME``.  A user's method is named ``module:function`` or ``path/to/file.py:function``
 (``--method``); its name is the function's.
 """
+
 from __future__ import annotations
 
 import functools
@@ -39,7 +40,11 @@ from moreau import fl
 __all__ = ["BUILTIN", "labels", "load", "models", "source_digest"]
 
 #: built-in name -> (labels of (global, personalised) models)
-BUILTIN = {"FedAvg": ("FedAvg", None), "Per-FedAvg": (None, "Per-FedAvg"), "pFedMe": ("pFedMe-GM", "pFedMe-PM")}
+BUILTIN = {
+    "FedAvg": ("FedAvg", None),
+    "Per-FedAvg": (None, "Per-FedAvg"),
+    "pFedMe": ("pFedMe-GM", "pFedMe-PM"),
+}
 
 
 def _builtin(name, params):
@@ -51,20 +56,40 @@ def _builtin(name, params):
         return functools.partial(fl.fedavg, eta=hp["eta"], tau=hp["tau"], S=S, batch_size=B)
     if name == "Per-FedAvg":
         hp = params["per_fedavg"]
-        return functools.partial(fl.per_fedavg, alpha=hp["alpha"], beta=hp["beta"], tau=hp["tau"], S=S, D=B,
-                                 D_prime=B, D_second=B if hp["variant"] != "first_order" else None,
-                                 variant=hp["variant"])
+        return functools.partial(
+            fl.per_fedavg,
+            alpha=hp["alpha"],
+            beta=hp["beta"],
+            tau=hp["tau"],
+            S=S,
+            D=B,
+            D_prime=B,
+            D_second=B if hp["variant"] != "first_order" else None,
+            variant=hp["variant"],
+        )
     hp = params["pfedme"]
-    return functools.partial(fl.pfedme, lam=hp["lam"], eta=hp["eta"], beta=hp["beta"], R=hp["R"], S=S,
-                             batch_size=B, inner=hp["K"], inner_eta="client", personal="inner")
+    return functools.partial(
+        fl.pfedme,
+        lam=hp["lam"],
+        eta=hp["eta"],
+        beta=hp["beta"],
+        R=hp["R"],
+        S=S,
+        batch_size=B,
+        inner=hp["K"],
+        inner_eta="client",
+        personal="inner",
+    )
 
 
 def _module_file(spec):
     """The ``(module or file, function)`` of a user's ``spec``."""
     target, colon, func = spec.rpartition(":")
     if not colon or not target or not func.isidentifier():
-        raise ValueError(f"--method {spec}: expected MODULE:FUNCTION or path/to/file.py:FUNCTION (or a built-in: "
-                         f"{', '.join(BUILTIN)})")
+        raise ValueError(
+            f"--method {spec}: expected MODULE:FUNCTION or path/to/file.py:FUNCTION (or a built-in: "
+            f"{', '.join(BUILTIN)})"
+        )
     return target, func
 
 
@@ -133,14 +158,18 @@ def models(spec, h, m, D, rounds) -> dict:
         raise ValueError(f"--method {spec}: returned {type(h).__name__}, not a moreau.fl.History")
     g_label, p_label = labels(spec if spec in BUILTIN else _module_file(spec)[1], h)
     out = {}
-    for label, arr, shape in ((g_label, h.w_global, (rounds + 1, D)),
-                              (p_label, h.theta if h.theta is not None else h.w_local, (rounds + 1, m, D))):
+    for label, arr, shape in (
+        (g_label, h.w_global, (rounds + 1, D)),
+        (p_label, h.theta if h.theta is not None else h.w_local, (rounds + 1, m, D)),
+    ):
         if label is None:
             continue
         arr = np.asarray(arr, dtype=float)
         if arr.shape != shape:
-            raise ValueError(f"--method {spec}: its History holds models of shape {arr.shape} for {label}; expected "
-                             f"{shape} (rounds + 1 = {rounds + 1}, clients m = {m}, dimension D = {D})")
+            raise ValueError(
+                f"--method {spec}: its History holds models of shape {arr.shape} for {label}; expected "
+                f"{shape} (rounds + 1 = {rounds + 1}, clients m = {m}, dimension D = {D})"
+            )
         out[label] = arr
     if not out:
         raise ValueError(f"--method {spec}: its History has no models (w_global, theta and w_local are None)")

@@ -59,6 +59,7 @@ switch draws anything), with a single trial (no leading batch axes); mini-batche
 is called at t = 0 and after every round (``personal()`` returns the ``(m, d)`` personalised
 models, computed only when called), as ``experiments._pfedme_runs``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -89,7 +90,9 @@ def _weights(f, sample_weights):
         return None
     n = sample_counts(f) if sample_weights is True else np.asarray(sample_weights, dtype=float)
     if n.shape != (f.batch_shape[-1],) or np.any(n < 0) or not n.sum() > 0:
-        raise ValueError(f"sample_weights must be True or {f.batch_shape[-1]} counts >= 0 with a positive sum")
+        raise ValueError(
+            f"sample_weights must be True or {f.batch_shape[-1]} counts >= 0 with a positive sum"
+        )
     return n
 
 
@@ -108,8 +111,27 @@ def _start(f, w0):
     return np.zeros(d) if w0 is None else np.array(np.broadcast_to(np.asarray(w0, dtype=float), (d,)))
 
 
-def pfedme(f, *, lam, eta, beta, R, K, rounds, inner_eta="client", S=None, batch_size=None, w0=None, rng=None,
-           warm_start=False, hidden_mu=0.0, sample_weights=False, personal="inner", record=None, keep=True):
+def pfedme(
+    f,
+    *,
+    lam,
+    eta,
+    beta,
+    R,
+    K,
+    rounds,
+    inner_eta="client",
+    S=None,
+    batch_size=None,
+    w0=None,
+    rng=None,
+    warm_start=False,
+    hidden_mu=0.0,
+    sample_weights=False,
+    personal="inner",
+    record=None,
+    keep=True,
+):
     r"""pFedMe, Algorithm 1 with K inner gradient steps, and the authors' conventions 1-4 as switches.
 
     Per round t every client starts from :math:`w_{i,0}^t = w_t` and for r = 0..R-1 draws a
@@ -131,16 +153,22 @@ def pfedme(f, *, lam, eta, beta, R, K, rounds, inner_eta="client", S=None, batch
     m, d = f.batch_shape[-1], f.dim
     S = m if S is None else int(S)
     rng = _rng(rng)
-    step = 1.0 / (np.asarray(f.smoothness(), dtype=float) + lam)[:, None] if inner_eta == "client" \
+    step = (
+        1.0 / (np.asarray(f.smoothness(), dtype=float) + lam)[:, None]
+        if inner_eta == "client"
         else float(inner_eta)
+    )
     n = _weights(f, sample_weights)
     batches = None if batch_size is None else MiniBatches(f, ())
     w = _start(f, w0)
     W = np.broadcast_to(w, (m, d))
 
     def personal_of(w, W, theta):
-        return {"inner": lambda: theta, "local": lambda: W,
-                "prox": lambda: np.asarray(prox(f, np.broadcast_to(w, (m, d)), lam))}[personal]
+        return {
+            "inner": lambda: theta,
+            "local": lambda: W,
+            "prox": lambda: np.asarray(prox(f, np.broadcast_to(w, (m, d)), lam)),
+        }[personal]
 
     gs, ls, ths = [w], [W], [personal_of(w, W, W)()] if keep else []
     if record is not None:
@@ -168,11 +196,28 @@ def pfedme(f, *, lam, eta, beta, R, K, rounds, inner_eta="client", S=None, batch
             ths.append(personal_of(w, W, theta)())
         if record is not None:
             record(t + 1, w, personal_of(w, W, theta))
-    return History(w_global=np.stack(gs) if keep else w[None], w_local=np.stack(ls) if keep else None,
-                   theta=np.stack(ths) if keep else None, rounds=rounds, local_steps=R, grad_evals=rounds * R * K,
-                   params={"lam": lam, "eta": eta, "beta": beta, "R": R, "K": K, "S": S, "batch_size": batch_size,
-                           "inner_eta": inner_eta, "warm_start": warm_start, "hidden_mu": hidden_mu,
-                           "sample_weights": n is not None, "personal": personal})
+    return History(
+        w_global=np.stack(gs) if keep else w[None],
+        w_local=np.stack(ls) if keep else None,
+        theta=np.stack(ths) if keep else None,
+        rounds=rounds,
+        local_steps=R,
+        grad_evals=rounds * R * K,
+        params={
+            "lam": lam,
+            "eta": eta,
+            "beta": beta,
+            "R": R,
+            "K": K,
+            "S": S,
+            "batch_size": batch_size,
+            "inner_eta": inner_eta,
+            "warm_start": warm_start,
+            "hidden_mu": hidden_mu,
+            "sample_weights": n is not None,
+            "personal": personal,
+        },
+    )
 
 
 def adaptation_batch(test, size, j):
@@ -191,9 +236,27 @@ def adaptation_batch(test, size, j):
     return gathered(test, rows, ok.astype(float))
 
 
-def per_fedavg(f, *, alpha, beta, tau, rounds, S=None, D=None, D_prime=None, D_second=None, variant="first_order",
-               w0=None, rng=None, sample_weights=False, test_adaptation=False, test=None, test_batch_size=None,
-               record=None, keep=True):
+def per_fedavg(
+    f,
+    *,
+    alpha,
+    beta,
+    tau,
+    rounds,
+    S=None,
+    D=None,
+    D_prime=None,
+    D_second=None,
+    variant="first_order",
+    w0=None,
+    rng=None,
+    sample_weights=False,
+    test_adaptation=False,
+    test=None,
+    test_batch_size=None,
+    record=None,
+    keep=True,
+):
     r"""Per-FedAvg, Algorithm 1 (``variant="hessian"``, eq. (8)) or its first-order variant (the
     authors' code), and the authors' conventions 3 and 5 as switches.
 
@@ -229,6 +292,7 @@ def per_fedavg(f, *, alpha, beta, tau, rounds, S=None, D=None, D_prime=None, D_s
             j = np.full(m, 2 * t)
             th = W - alpha * adaptation_batch(test, test_batch_size, j).grad(W)
             return th - beta * adaptation_batch(test, test_batch_size, j + 1).grad(th)
+
         return personal
 
     gs, ls, ths = [w], [np.broadcast_to(w, (m, d))], [personal_of(0, w)()] if keep else []
@@ -254,8 +318,23 @@ def per_fedavg(f, *, alpha, beta, tau, rounds, S=None, D=None, D_prime=None, D_s
             ths.append(personal_of(t + 1, w)())
         if record is not None:
             record(t + 1, w, personal_of(t + 1, w))
-    return History(w_global=np.stack(gs) if keep else w[None], w_local=np.stack(ls) if keep else None,
-                   theta=np.stack(ths) if keep else None, rounds=rounds, local_steps=tau, grad_evals=2 * tau * rounds,
-                   params={"alpha": alpha, "beta": beta, "tau": tau, "S": S, "D": D, "D_prime": D_prime,
-                           "D_second": D_second, "variant": variant, "sample_weights": n is not None,
-                           "test_adaptation": bool(test_adaptation)})
+    return History(
+        w_global=np.stack(gs) if keep else w[None],
+        w_local=np.stack(ls) if keep else None,
+        theta=np.stack(ths) if keep else None,
+        rounds=rounds,
+        local_steps=tau,
+        grad_evals=2 * tau * rounds,
+        params={
+            "alpha": alpha,
+            "beta": beta,
+            "tau": tau,
+            "S": S,
+            "D": D,
+            "D_prime": D_prime,
+            "D_second": D_second,
+            "variant": variant,
+            "sample_weights": n is not None,
+            "test_adaptation": bool(test_adaptation),
+        },
+    )

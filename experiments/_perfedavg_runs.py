@@ -12,6 +12,7 @@ and the evaluation after one local step.
 
 References: Per-FedAvg (Fallah et al., 2020), §5, Appendix H and I.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,7 +57,7 @@ def split(X, y, N, a, rng, train_fraction=0.75):
         out_X, out_y, w = np.zeros((N, n, X.shape[1])), np.zeros((N, n)), np.zeros((N, n))
         for i, v in enumerate(lists):
             v = rng.permutation(np.asarray(v, dtype=np.int64))
-            out_X[i, :v.size], out_y[i, :v.size], w[i, :v.size] = X[v], y[v], 1.0
+            out_X[i, : v.size], out_y[i, : v.size], w[i, : v.size] = X[v], y[v], 1.0
         return out_X, out_y, w
 
     return pad(parts["train"]), pad(parts["test"])
@@ -124,11 +125,35 @@ def run_method(method, f, rng, params, tau, alpha, evaluate):
         if method == METHODS[0]:
             h = fl.fedavg(f, eta=beta, tau=tau, rounds=k, S=S, batch_size=B, w0=w, rng=rng)
         elif method == METHODS[1]:
-            h = fl.per_fedavg(f, alpha=alpha, beta=beta, tau=tau, rounds=k, S=S, D=B, D_prime=B,
-                              variant="first_order", w0=w, rng=rng)
+            h = fl.per_fedavg(
+                f,
+                alpha=alpha,
+                beta=beta,
+                tau=tau,
+                rounds=k,
+                S=S,
+                D=B,
+                D_prime=B,
+                variant="first_order",
+                w0=w,
+                rng=rng,
+            )
         else:
-            h = fl.per_fedavg(f, alpha=alpha, beta=beta, tau=tau, rounds=k, S=S, D=B, D_prime=B, D_second=B,
-                              variant="hessian_free", delta=params["delta"], w0=w, rng=rng)
+            h = fl.per_fedavg(
+                f,
+                alpha=alpha,
+                beta=beta,
+                tau=tau,
+                rounds=k,
+                S=S,
+                D=B,
+                D_prime=B,
+                D_second=B,
+                variant="hessian_free",
+                delta=params["delta"],
+                w0=w,
+                rng=rng,
+            )
         w = np.asarray(h.w_global[-1])
         t += k
         record(t)

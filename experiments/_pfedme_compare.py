@@ -29,6 +29,7 @@ the last round.  Every method runs on the same data set per seed, so the claims 
 paired t intervals over the seeds, an ordering or "most accurate" with Holm over its comparisons
 (``moreau.experiments._verdicts``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,7 +52,7 @@ METRICS = {
     "validation_accuracy": "accuracy (%) on the validation rows held out of each client's training rows",
     "train_loss": "training objective sum_i n_i f_i(model_i) / sum_i n_i (cross-entropy + mu/2 ||theta||^2)",
     "distance_to_optimum": "squared distance to the exact optimum of the method's problem: ||w_t - w*||^2 for a "
-                           "global model, (1/m) sum_i ||theta_i - theta_i*||^2 for personalised ones (optimum = true)",
+    "global model, (1/m) sum_i ||theta_i - theta_i*||^2 for personalised ones (optimum = true)",
 }
 
 
@@ -59,7 +60,9 @@ def check(name, params):
     """Refuse parameters the comparison cannot run (one-line ``ValueError``)."""
     check_band(name, params["band"])
     if not 0 <= params["validation_fraction"] <= 0.5:
-        raise ValueError(f"{name}: validation_fraction must be in [0, 0.5] (got {params['validation_fraction']})")
+        raise ValueError(
+            f"{name}: validation_fraction must be in [0, 0.5] (got {params['validation_fraction']})"
+        )
 
 
 class _Recorder:
@@ -89,8 +92,11 @@ class _Recorder:
                 self.values.setdefault(label, {}).setdefault(k, []).append(v)
 
     def rows(self, seed, setting):
-        return [r for label, vals in self.values.items()
-                for r in long_rows(vals, method=label, seed=seed, rounds=self.rounds, setting=setting)]
+        return [
+            r
+            for label, vals in self.values.items()
+            for r in long_rows(vals, method=label, seed=seed, rounds=self.rounds, setting=setting)
+        ]
 
 
 def compare(rng, train, test, mu, params, seed):
@@ -120,13 +126,40 @@ def compare(rng, train, test, mu, params, seed):
             if hp["lam"] not in cache:
                 cache[hp["lam"]] = tuple(np.asarray(a) for a in fl.fedprox_optimum(f, hp["lam"]))
             optima["pFedMe-GM"], optima["pFedMe-PM"] = cache[hp["lam"]]
-        rec = [_Recorder(splits, mu, every, T, labels, optima)
-               for labels in (("FedAvg", None), (None, "Per-FedAvg"), ("pFedMe-GM", "pFedMe-PM"))]
+        rec = [
+            _Recorder(splits, mu, every, T, labels, optima)
+            for labels in (("FedAvg", None), (None, "Per-FedAvg"), ("pFedMe-GM", "pFedMe-PM"))
+        ]
         runs.fedavg(rng, X, Y, n, mu, eta=hp["fedavg_eta"], tau=params["R"], record=rec[0], **common)
-        runs.per_fedavg(rng, X, Y, n, mu, alpha=hp["alpha"], beta=hp["beta_hat"], tau=params["R"], record=rec[1],
-                        eval_rng=eval_rng, **common)
-        runs.pfedme(rng, X, Y, n, mu, lam=hp["lam"], eta=hp["eta"], beta=hp["beta"], R=params["R"], K=params["K"],
-                    inner_eta="client", f=f, record=rec[2], **common)
+        runs.per_fedavg(
+            rng,
+            X,
+            Y,
+            n,
+            mu,
+            alpha=hp["alpha"],
+            beta=hp["beta_hat"],
+            tau=params["R"],
+            record=rec[1],
+            eval_rng=eval_rng,
+            **common,
+        )
+        runs.pfedme(
+            rng,
+            X,
+            Y,
+            n,
+            mu,
+            lam=hp["lam"],
+            eta=hp["eta"],
+            beta=hp["beta"],
+            R=params["R"],
+            K=params["K"],
+            inner_eta="client",
+            f=f,
+            record=rec[2],
+            **common,
+        )
         rows += [r for rc in rec for r in rc.rows(seed, setting)]
     return rows
 
@@ -144,16 +177,25 @@ def finish_compare(rows, params, out, stem, paper, data_label, paper_label, quic
     table = [r for st in SETTINGS for r in selections(rows, METHODS, setting=st)]
     fig, ax = figure(2, width=6.8, aspect=0.95)
     for a, setting, tag in zip(ax[0], SETTINGS, "ab"):
-        handles = selection_bars(a, [r for r in table if r["setting"] == setting], METHODS, kind, paper=paper,
-                                 paper_label=f"pFedMe paper, Table 1 ({paper_label}; tuned, best round on test)")
+        handles = selection_bars(
+            a,
+            [r for r in table if r["setting"] == setting],
+            METHODS,
+            kind,
+            paper=paper,
+            paper_label=f"pFedMe paper, Table 1 ({paper_label}; tuned, best round on test)",
+        )
         a.set(ylabel="test accuracy (%)", title=_panel_title(tag, setting, data_label, params))
     S = len({r["seed"] for r in table})
     legend(fig, handles, band_label(kind, S).replace("lines", "bars").replace("band", "error bars"), ncol=2)
     figures = save(fig, out, stem, quick)
     figures += _curves_figure(rows, table, params, out, stem, data_label, quick)
 
-    last = {(st, m): by_seed(table, "test_accuracy", setting=st, method=m, selection=LAST)
-            for st in SETTINGS for m in METHODS}
+    last = {
+        (st, m): by_seed(table, "test_accuracy", setting=st, method=m, selection=LAST)
+        for st in SETTINGS
+        for m in METHODS
+    }
     means = {m: float(last[("tuned", m)].mean()) for m in METHODS}
     paper_order = sorted(METHODS, key=lambda m: -paper[m])
 
@@ -162,27 +204,60 @@ def finish_compare(rows, params, out, stem, paper, data_label, paper_label, quic
 
     best = [("pFedMe-PM", m) for m in METHODS if m != "pFedMe-PM"]
     claims = [
-        paired("Table 1 ordering (tuned, last round): " + " > ".join(paper_order) + " (value: measured means, %)",
-               *ahead("tuned", list(zip(paper_order, paper_order[1:]))), value=means, units=" points"),
-        paired("pFedMe's personalised model is the most accurate (tuned, last round)", *ahead("tuned", best),
-               value=max(METHODS, key=lambda m: means[m]), units=" points"),
-        paired("pFedMe's personalised model is the most accurate (same hyperparameters, Fig. 3/4, last round)",
-               *ahead("same", best), value={m: float(last[("same", m)].mean()) for m in METHODS}, units=" points"),
-        paired("pFedMe-GM beats FedAvg (tuned, last round; 'the global model of pFedMe only performs better than "
-               "FedAvg')", *ahead("tuned", [("pFedMe-GM", "FedAvg")]), value=means["pFedMe-GM"] - means["FedAvg"],
-               units=" points"),
+        paired(
+            "Table 1 ordering (tuned, last round): "
+            + " > ".join(paper_order)
+            + " (value: measured means, %)",
+            *ahead("tuned", list(zip(paper_order, paper_order[1:]))),
+            value=means,
+            units=" points",
+        ),
+        paired(
+            "pFedMe's personalised model is the most accurate (tuned, last round)",
+            *ahead("tuned", best),
+            value=max(METHODS, key=lambda m: means[m]),
+            units=" points",
+        ),
+        paired(
+            "pFedMe's personalised model is the most accurate (same hyperparameters, Fig. 3/4, last round)",
+            *ahead("same", best),
+            value={m: float(last[("same", m)].mean()) for m in METHODS},
+            units=" points",
+        ),
+        paired(
+            "pFedMe-GM beats FedAvg (tuned, last round; 'the global model of pFedMe only performs better than "
+            "FedAvg')",
+            *ahead("tuned", [("pFedMe-GM", "FedAvg")]),
+            value=means["pFedMe-GM"] - means["FedAvg"],
+            units=" points",
+        ),
     ]
-    setting_col = {"setting": "hyperparameters: 'same' (pFedMe Fig. 3/4, the same for every method) or 'tuned' "
-                              "(Table 1's fine-tuned values)"}
-    return {"figures": figures, "claims": claims, "tables": {f"{stem}-table": table},
-            "columns": {f"{stem}.csv": columns(METRICS, setting_col),
-                        f"{stem}-table.csv": {**setting_col, **SELECTION_COLUMNS}}}
+    setting_col = {
+        "setting": "hyperparameters: 'same' (pFedMe Fig. 3/4, the same for every method) or 'tuned' "
+        "(Table 1's fine-tuned values)"
+    }
+    return {
+        "figures": figures,
+        "claims": claims,
+        "tables": {f"{stem}-table": table},
+        "columns": {
+            f"{stem}.csv": columns(METRICS, setting_col),
+            f"{stem}-table.csv": {**setting_col, **SELECTION_COLUMNS},
+        },
+    }
 
 
 def _curves_figure(rows, table, params, out, stem, data_label, quick):
     """Rows: the two settings; columns: test accuracy (last and best rounds marked), training
     objective, distance to the exact optimum (when computed)."""
-    panels = [({"setting": st}, _panel_title(f"{tag}", st, data_label, params)) for st, tag in zip(SETTINGS, "ab")]
-    metrics = [("test_accuracy", "test accuracy (%)", False), ("train_loss", "training objective", False),
-               ("distance_to_optimum", "squared distance to the optimum", True)]
-    return curves_figure(rows, panels, metrics, METHODS, params["band"], out, f"{stem}-curves", quick, table=table)
+    panels = [
+        ({"setting": st}, _panel_title(f"{tag}", st, data_label, params)) for st, tag in zip(SETTINGS, "ab")
+    ]
+    metrics = [
+        ("test_accuracy", "test accuracy (%)", False),
+        ("train_loss", "training objective", False),
+        ("distance_to_optimum", "squared distance to the optimum", True),
+    ]
+    return curves_figure(
+        rows, panels, metrics, METHODS, params["band"], out, f"{stem}-curves", quick, table=table
+    )

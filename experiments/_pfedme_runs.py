@@ -20,6 +20,7 @@ row-major as :class:`moreau.Multinomial`.
 References: pFedMe (T Dinh et al., 2020), Algorithm 1 and §5; Per-FedAvg (Fallah et al.,
 2020), Algorithm 1 and §5 (first-order variant); FedAvg (McMahan et al., 2017).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,11 @@ def batch(rng, X, Y, n, B):
     if B is None:
         return X, Y, (np.arange(X.shape[1]) < n[:, None]).astype(float)
     idx = np.minimum((rng.random((X.shape[0], B)) * n[:, None]).astype(np.int64), n[:, None] - 1)
-    return (np.take_along_axis(X, idx[..., None], axis=1), np.take_along_axis(Y, idx[..., None], axis=1),
-            np.ones(idx.shape))
+    return (
+        np.take_along_axis(X, idx[..., None], axis=1),
+        np.take_along_axis(Y, idx[..., None], axis=1),
+        np.ones(idx.shape),
+    )
 
 
 def _pick(rng, m, S):
@@ -81,16 +85,30 @@ def pfedme(rng, X, Y, n, mu, *, lam, eta, beta, R, K, inner_eta, rounds, S=None,
     if not isinstance(inner_eta, str):
         step = np.unique(np.asarray(inner_eta, dtype=float))
         if step.size != 1:
-            raise ValueError("inner_eta must be 'client' (1/(L_i + lam)) or one step for every client "
-                             f"(got {step.size} different values)")
+            raise ValueError(
+                "inner_eta must be 'client' (1/(L_i + lam)) or one step for every client "
+                f"(got {step.size} different values)"
+            )
         inner_eta = float(step[0])
     w = np.zeros(DC)
     theta = np.zeros((m, DC))
     if record is not None:
         record(0, w, lambda: theta)
     for t in range(rounds):
-        h = fl.pfedme(f, lam=lam, eta=eta, beta=1.0, R=R, rounds=1, batch_size=B, inner=K, inner_eta=inner_eta,
-                      w0=w, rng=rng, personal="inner")
+        h = fl.pfedme(
+            f,
+            lam=lam,
+            eta=eta,
+            beta=1.0,
+            R=R,
+            rounds=1,
+            batch_size=B,
+            inner=K,
+            inner_eta=inner_eta,
+            w0=w,
+            rng=rng,
+            personal="inner",
+        )
         W, theta = np.asarray(h.w_local[1]), np.asarray(h.theta[1])
         mask = _pick(rng, m, S)
         w = (1 - beta) * w + beta * W[mask].mean(axis=0)

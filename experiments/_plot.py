@@ -4,6 +4,7 @@ Headless (the CLI, the tests, a script) the figures are drawn with Agg and close
 Inside a Jupyter kernel (a demo opened as a notebook) the kernel's backend is kept (inline,
 ipympl, ...) and a saved figure stays open, so that the notebook displays it.
 """
+
 from __future__ import annotations
 
 import sys
@@ -49,9 +50,20 @@ from ._verdicts import QUICK_NOTE  # noqa: E402
 __all__ = ["figure", "save", "theory", "COLUMN_WIDTH"]
 
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
-_RC = {"font.size": 7, "axes.titlesize": 7, "axes.labelsize": 7, "legend.fontsize": 6, "xtick.labelsize": 6,
-       "ytick.labelsize": 6, "lines.linewidth": 1.1, "lines.markersize": 3, "axes.grid": True,
-       "grid.alpha": 0.3, "legend.framealpha": 0.85, "savefig.dpi": 200}
+_RC = {
+    "font.size": 7,
+    "axes.titlesize": 7,
+    "axes.labelsize": 7,
+    "legend.fontsize": 6,
+    "xtick.labelsize": 6,
+    "ytick.labelsize": 6,
+    "lines.linewidth": 1.1,
+    "lines.markersize": 3,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.framealpha": 0.85,
+    "savefig.dpi": 200,
+}
 
 
 def figure(ncols=1, nrows=1, *, width=None, aspect=0.75):
@@ -59,8 +71,9 @@ def figure(ncols=1, nrows=1, *, width=None, aspect=0.75):
     width = width or COLUMN_WIDTH * min(ncols, 2)
     previous = {k: plt.rcParams[k] for k in _RC}
     plt.rcParams.update(_RC)  # the style holds while this figure is drawn; save() restores the caller's
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width, width / ncols * aspect * nrows), squeeze=False,
-                             constrained_layout=True)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(width, width / ncols * aspect * nrows), squeeze=False, constrained_layout=True
+    )
     fig._moreau_rc = previous
     return fig, axes
 

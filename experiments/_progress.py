@@ -1,4 +1,5 @@
 """Progress of a sweep: a tqdm bar on a terminal, else a line every ~10 s (logs, batch jobs)."""
+
 from __future__ import annotations
 
 import sys
@@ -39,5 +40,8 @@ class _Progress:
 
     def _line(self) -> None:
         self.last = self.clock()
-        print(f"reproduce {self.name}: {self.done}/{self.total} points done, {self.last - self.t0:.0f} s elapsed",
-              file=self.stream, flush=True)
+        print(
+            f"reproduce {self.name}: {self.done}/{self.total} points done, {self.last - self.t0:.0f} s elapsed",
+            file=self.stream,
+            flush=True,
+        )

@@ -2,6 +2,7 @@
 ``DIR`` for one set of arguments (``run.json``), the run's log (``run.log``: a line per session and per
 point) and its sessions (``sessions.json``: wall seconds and points computed per invocation, so that
 the manifest's time covers every resume)."""
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,14 @@ def _sessions(out: Path, wall: float | None = None, computed: int = 0, finished:
     except (OSError, ValueError):
         held = []
     if wall is not None:
-        held.append({"ended": _utc(), "wall_seconds": round(wall, 3), "points_computed": computed,
-                     "finished": finished})
+        held.append(
+            {
+                "ended": _utc(),
+                "wall_seconds": round(wall, 3),
+                "points_computed": computed,
+                "finished": finished,
+            }
+        )
         atomic_write(path, json.dumps(held, indent=1))
     return held
 
@@ -58,7 +65,9 @@ def _writable(out: Path) -> None:
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
-        raise PermissionError(f"--out {str(out)!r} is not a writable directory ({exc.strerror or exc})") from None
+        raise PermissionError(
+            f"--out {str(out)!r} is not a writable directory ({exc.strerror or exc})"
+        ) from None
 
 
 def _claim_directory(out: Path, args: dict, fingerprint: str) -> None:
@@ -70,10 +79,14 @@ def _claim_directory(out: Path, args: dict, fingerprint: str) -> None:
             raise RunConflict(f"{meta} is unreadable: remove it or choose another --out") from None
         if held.get("fingerprint") != fingerprint:
             diff = _differences(held.get("arguments", {}), json.loads(canonical(args)))
-            raise RunConflict(f"{out} holds a run with other arguments (differs in: {', '.join(diff) or '?'}); "
-                              f"rerun with the same arguments to resume, or choose another --out")
+            raise RunConflict(
+                f"{out} holds a run with other arguments (differs in: {', '.join(diff) or '?'}); "
+                f"rerun with the same arguments to resume, or choose another --out"
+            )
         return
-    atomic_write(meta, json.dumps({"fingerprint": fingerprint, "arguments": json.loads(canonical(args))}, indent=1))
+    atomic_write(
+        meta, json.dumps({"fingerprint": fingerprint, "arguments": json.loads(canonical(args))}, indent=1)
+    )
 
 
 def _differences(held: dict, now: dict) -> list:

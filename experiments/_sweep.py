@@ -29,6 +29,7 @@ Processes: local workers are capped at the CPUs this process may use; SIGTERM
 (``timeout``, batch schedulers) and SIGINT end them before :class:`Interrupted`
 is raised, and on Linux each worker dies with its parent (``PR_SET_PDEATHSIG``).
 """
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -48,8 +49,16 @@ import numpy as np
 
 from moreau._files import DirectoryLocked, atomic_write, lock_directory
 
-from ._artifact import (canonical, checkpoint_timing, device, jsonable, provenance, read_checkpoint, write_checkpoint,
-                        write_csv)
+from ._artifact import (
+    canonical,
+    checkpoint_timing,
+    device,
+    jsonable,
+    provenance,
+    read_checkpoint,
+    write_checkpoint,
+    write_csv,
+)
 from ._config import resolve
 from ._experiment import Experiment
 from ._progress import _Progress
@@ -57,8 +66,17 @@ from ._rundir import RunConflict, _claim_directory, _log, _sessions, _utc, _writ
 from ._verdicts import SCHEMA_VERSION
 
 # atomic_write (now moreau._files) and canonical (now ._artifact) stay importable from here
-__all__ = ["Experiment", "Interrupted", "RunConflict", "atomic_write", "canonical", "catalogue_verdict",
-           "point_rng", "run", "usable_cpus"]
+__all__ = [
+    "Experiment",
+    "Interrupted",
+    "RunConflict",
+    "atomic_write",
+    "canonical",
+    "catalogue_verdict",
+    "point_rng",
+    "run",
+    "usable_cpus",
+]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -87,7 +105,9 @@ def usable_cpus() -> int:
 
 def point_rng(seed: int, name: str, point: dict) -> np.random.Generator:
     """The generator of one grid point: a function of the run seed, the experiment and the point."""
-    return np.random.default_rng([int(seed), zlib.crc32(name.encode()), zlib.crc32(canonical(point).encode())])
+    return np.random.default_rng(
+        [int(seed), zlib.crc32(name.encode()), zlib.crc32(canonical(point).encode())]
+    )
 
 
 def catalogue_verdict(sid: str, family: str = "quadratic") -> dict:
@@ -100,9 +120,13 @@ def catalogue_verdict(sid: str, family: str = "quadratic") -> dict:
     from moreau.analysis.engine.verdict import SCHEMA_VERSION
 
     recs = run_check([sid], family)
-    return {"schema_version": SCHEMA_VERSION, "statement": sid, "family": family,
-            "instances": int(sum(r.result.instances for r in recs)),
-            **verdict_json(verdict_of(recs[0].statement, recs))}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "statement": sid,
+        "family": family,
+        "instances": int(sum(r.result.instances for r in recs)),
+        **verdict_json(verdict_of(recs[0].statement, recs)),
+    }
 
 
 def _timed_point(name: str, params: dict, point: dict, seed: int, backend: str):
@@ -110,8 +134,11 @@ def _timed_point(name: str, params: dict, point: dict, seed: int, backend: str):
     started (UTC), its seconds and the worker (host:pid) that computed it."""
     started, t0 = _utc(), time.perf_counter()
     rows = _compute_point(name, params, point, seed, backend)
-    return rows, {"started": started, "seconds": round(time.perf_counter() - t0, 3),
-                  "worker": f"{socket.gethostname()}:{os.getpid()}"}
+    return rows, {
+        "started": started,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "worker": f"{socket.gethostname()}:{os.getpid()}",
+    }
 
 
 def _compute_point(name: str, params: dict, point: dict, seed: int, backend: str):
@@ -170,8 +197,10 @@ def make_executor(workers: int | None = None, scheduler: str | None = None):
         try:
             client = Client(scheduler, timeout="10s")
         except (OSError, TimeoutError, ValueError) as exc:
-            raise ConnectionError(f"cannot reach the Dask scheduler at {scheduler!r} ({type(exc).__name__}: "
-                                  f"{str(exc).splitlines()[0] if str(exc) else 'no answer'})") from None
+            raise ConnectionError(
+                f"cannot reach the Dask scheduler at {scheduler!r} ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else 'no answer'})"
+            ) from None
         return client.get_executor(), lambda abort=False: client.close(), f"dask ({scheduler})"
     cpus = usable_cpus()
     if workers is not None and workers > cpus:
@@ -187,8 +216,12 @@ def make_executor(workers: int | None = None, scheduler: str | None = None):
     saved = {k: os.environ.get(k) for k in _BLAS_VARS}
     for k in _BLAS_VARS:
         os.environ.setdefault(k, threads)
-    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                                  initializer=_worker_init, initargs=(os.getpid(),))
+    pool = cf.ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=mp.get_context("spawn"),
+        initializer=_worker_init,
+        initargs=(os.getpid(),),
+    )
     for _ in range(workers):  # start the workers now, while the variables are set
         pool.submit(int)
 
@@ -235,8 +268,9 @@ def _probe(address: str) -> None:
     try:
         socket.create_connection((parts.hostname, parts.port), timeout=5).close()
     except OSError as exc:
-        raise ConnectionError(f"cannot reach the Dask scheduler at {address!r} "
-                              f"({exc.strerror or type(exc).__name__})") from None
+        raise ConnectionError(
+            f"cannot reach the Dask scheduler at {address!r} ({exc.strerror or type(exc).__name__})"
+        ) from None
 
 
 @contextlib.contextmanager
@@ -271,8 +305,10 @@ def _locked(out: Path):
                 _say(f"warning: cannot lock {out} (no flock here): do not start a second run into it")
             yield
     except DirectoryLocked as exc:
-        raise RunConflict(f"another run{f' (pid {exc.holder})' if exc.holder else ''} holds {out} "
-                          f"(lock {exc.path}): wait for it to finish, or choose another --out") from None
+        raise RunConflict(
+            f"another run{f' (pid {exc.holder})' if exc.holder else ''} holds {out} "
+            f"(lock {exc.path}): wait for it to finish, or choose another --out"
+        ) from None
 
 
 def _finished(executor, name, params, points, pending, seed, backend):
@@ -286,8 +322,19 @@ def _finished(executor, name, params, points, pending, seed, backend):
         yield futures[fut], fut.result()
 
 
-def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backend="numpy",
-        workers=None, scheduler=None, overrides=(), on_checkpoint=None) -> dict:
+def run(
+    experiment: Experiment,
+    out,
+    *,
+    quick=False,
+    trials=None,
+    seed=0,
+    backend="numpy",
+    workers=None,
+    scheduler=None,
+    overrides=(),
+    on_checkpoint=None,
+) -> dict:
     """Run (or resume) a registered experiment into ``out``; return the manifest.
 
     ``overrides``: ``{key: value}`` or ``[(source, key, value)]`` over the mode's defaults
@@ -299,8 +346,14 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
     """
     out = Path(out)
     params, applied = resolve(experiment, quick, trials, overrides)
-    args = {"name": experiment.name, "params": params, "seed": int(seed), "backend": backend,
-            "quick": bool(quick), "trials": trials}
+    args = {
+        "name": experiment.name,
+        "params": params,
+        "seed": int(seed),
+        "backend": backend,
+        "quick": bool(quick),
+        "trials": trials,
+    }
     fingerprint = hashlib.sha256(canonical(args).encode()).hexdigest()
     points = experiment.points(params)  # before anything is written: it may refuse the parameters
     _writable(out)
@@ -310,8 +363,10 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
         ckpt.mkdir(exist_ok=True)
         for stale in ckpt.glob(".*.tmp"):  # left by a killed run (this run holds the lock)
             stale.unlink(missing_ok=True)
-        files = [ckpt / f"{i:04d}-{hashlib.sha256(canonical(p).encode()).hexdigest()[:12]}.json"
-                 for i, p in enumerate(points)]
+        files = [
+            ckpt / f"{i:04d}-{hashlib.sha256(canonical(p).encode()).hexdigest()[:12]}.json"
+            for i, p in enumerate(points)
+        ]
         rows = {}
         for i, (f, p) in enumerate(zip(files, points)):
             saved, why = read_checkpoint(f, p, fingerprint)
@@ -325,15 +380,22 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
         executor, close, how = make_executor(workers, scheduler)
         timings = {}  # this session's points; a resumed point's timing is read from its checkpoint
         progress, done = _Progress(experiment.name, len(points), resumed), False
-        _log(out, f"session: {len(pending)} of {len(points)} points to compute ({resumed} resumed), {how}, "
-                  f"{'quick' if quick else 'full'}, seed {int(seed)}")
+        _log(
+            out,
+            f"session: {len(pending)} of {len(points)} points to compute ({resumed} resumed), {how}, "
+            f"{'quick' if quick else 'full'}, seed {int(seed)}",
+        )
         try:
-            for i, (result, timing) in _finished(executor, experiment.name, params, points, pending, int(seed),
-                                                  backend):
+            for i, (result, timing) in _finished(
+                executor, experiment.name, params, points, pending, int(seed), backend
+            ):
                 rows[i], timings[i] = result, timing
                 write_checkpoint(files[i], points[i], result, fingerprint, timing)
-                _log(out, f"point {i + 1}/{len(points)} {canonical(points[i])}: started {timing['started']}, "
-                          f"{timing['seconds']:.3f} s, worker {timing['worker']}")
+                _log(
+                    out,
+                    f"point {i + 1}/{len(points)} {canonical(points[i])}: started {timing['started']}, "
+                    f"{timing['seconds']:.3f} s, worker {timing['worker']}",
+                )
                 progress.update()
                 if on_checkpoint is not None:
                     on_checkpoint(i)
@@ -352,28 +414,42 @@ def run(experiment: Experiment, out, *, quick=False, trials=None, seed=0, backen
         table = [dict(r) for i in range(len(points)) for r in rows[i]]
         write_csv(out / f"{experiment.name}.csv", table)
         result = experiment.finish(table, params, out, seed=int(seed), quick=bool(quick))
-        tables = {f"{stem}.csv": t for stem, t in result.get("tables", {}).items()}  # stem == name: replaces the CSV
+        tables = {
+            f"{stem}.csv": t for stem, t in result.get("tables", {}).items()
+        }  # stem == name: replaces the CSV
         for file, t in tables.items():
             write_csv(out / file, t)
         claims = [dict(v, quick=bool(quick)) for v in result.get("claims", [])]
-        manifest = {"name": experiment.name, "paper": experiment.paper, "figure": experiment.figure,
-                    "summary": experiment.summary, "schema_version": SCHEMA_VERSION, "arguments": args,
-                    "configuration": {"mode": "quick" if quick else "full", "set": applied, "effective": params},
-                    "executor": how,
-                    "device": device(backend), "points": len(points), "resumed_points": resumed,
-                    "wall_seconds": round(wall, 3),
-                    # over every session of this run (resumes included), and each point's own time and worker
-                    "cumulative_wall_seconds": round(sum(x["wall_seconds"] for x in sessions), 3),
-                    "sessions": len(sessions),
-                    "point_timings": [dict(index=i, point=points[i], **(timings.get(i) or checkpoint_timing(files[i]) or {}))
-                                      for i in range(len(points))],
-                    "point_seeds": "each point's generator is numpy.random.default_rng([seed, crc32(name), "
-                                   "crc32(canonical JSON of the point)]) (moreau.experiments._sweep.point_rng)",
-                    "log": "run.log",
-                    "csv": f"{experiment.name}.csv", "tables": sorted(set(tables) - {f"{experiment.name}.csv"}),
-                    "columns": result.get("columns", {}),
-                    "figures": [str(Path(p).name) for p in result.get("figures", [])],
-                    "claims": claims, "theorems": result.get("theorems", {}),
-                    "provenance": provenance(params, int(seed))}
+        manifest = {
+            "name": experiment.name,
+            "paper": experiment.paper,
+            "figure": experiment.figure,
+            "summary": experiment.summary,
+            "schema_version": SCHEMA_VERSION,
+            "arguments": args,
+            "configuration": {"mode": "quick" if quick else "full", "set": applied, "effective": params},
+            "executor": how,
+            "device": device(backend),
+            "points": len(points),
+            "resumed_points": resumed,
+            "wall_seconds": round(wall, 3),
+            # over every session of this run (resumes included), and each point's own time and worker
+            "cumulative_wall_seconds": round(sum(x["wall_seconds"] for x in sessions), 3),
+            "sessions": len(sessions),
+            "point_timings": [
+                dict(index=i, point=points[i], **(timings.get(i) or checkpoint_timing(files[i]) or {}))
+                for i in range(len(points))
+            ],
+            "point_seeds": "each point's generator is numpy.random.default_rng([seed, crc32(name), "
+            "crc32(canonical JSON of the point)]) (moreau.experiments._sweep.point_rng)",
+            "log": "run.log",
+            "csv": f"{experiment.name}.csv",
+            "tables": sorted(set(tables) - {f"{experiment.name}.csv"}),
+            "columns": result.get("columns", {}),
+            "figures": [str(Path(p).name) for p in result.get("figures", [])],
+            "claims": claims,
+            "theorems": result.get("theorems", {}),
+            "provenance": provenance(params, int(seed)),
+        }
         atomic_write(out / "manifest.json", json.dumps(manifest, indent=1, default=jsonable))
     return manifest

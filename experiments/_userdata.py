@@ -14,6 +14,7 @@ fewer than 2 classes, a client with fewer than 2 rows).
 
 :func:`split` divides each client's rows at random (seeded) into train, validation and test.
 """
+
 from __future__ import annotations
 
 import csv
@@ -41,19 +42,25 @@ def load(path):
     0..C-1)``, ``classes`` the label values in class order (strings)."""
     path = Path(path)
     if path.suffix.lower() not in (".npz", ".csv"):
-        raise ValueError(f"--data {path}: expected a .npz file (X_0, y_0, X_1, y_1, ...) or a .csv file with "
-                         f"'client' and 'label' columns (got suffix {path.suffix or 'none'!r})")
+        raise ValueError(
+            f"--data {path}: expected a .npz file (X_0, y_0, X_1, y_1, ...) or a .csv file with "
+            f"'client' and 'label' columns (got suffix {path.suffix or 'none'!r})"
+        )
     if not path.is_file():
         raise ValueError(f"--data {path}: no such file")
     raw = _npz(path) if path.suffix.lower() == ".npz" else _csv(path)
     small = next((k for k, (_, y) in enumerate(raw) if len(y) < 2), None)
     if small is not None:
-        raise ValueError(f"--data {path}: client {small} has {len(raw[small][1])} row(s); every client needs at least "
-                         "2 (one to train, one to test)")
+        raise ValueError(
+            f"--data {path}: client {small} has {len(raw[small][1])} row(s); every client needs at least "
+            "2 (one to train, one to test)"
+        )
     labels = [np.asarray(y).astype(str) for _, y in raw]
     classes = np.unique(np.concatenate(labels))
     if classes.size < 2:
-        raise ValueError(f"--data {path}: the labels take {classes.size} value(s); a classification needs at least 2")
+        raise ValueError(
+            f"--data {path}: the labels take {classes.size} value(s); a classification needs at least 2"
+        )
     return [(X, np.searchsorted(classes, y)) for (X, _), y in zip(raw, labels)], classes.tolist()
 
 
@@ -67,7 +74,9 @@ def _npz(path):
     for k in arrays:
         match = _KEY.match(k)
         if not match:
-            raise ValueError(f"--data {path}: unexpected array {k!r}: the arrays must be named X_0, y_0, X_1, y_1, ...")
+            raise ValueError(
+                f"--data {path}: unexpected array {k!r}: the arrays must be named X_0, y_0, X_1, y_1, ..."
+            )
         keys.setdefault(int(match.group(2)), set()).add(match.group(1))
     if not keys:
         raise ValueError(f"--data {path}: no arrays X_0, y_0, ... in it")
@@ -75,14 +84,18 @@ def _npz(path):
     for k in range(max(keys) + 1):
         if keys.get(k) != {"X", "y"}:
             missing = sorted({"X", "y"} - keys.get(k, set()))
-            raise ValueError(f"--data {path}: client {k} has no {' and no '.join(f'{m}_{k}' for m in missing)} "
-                             "(clients are numbered 0, 1, ... without gaps, each with X_k and y_k)")
+            raise ValueError(
+                f"--data {path}: client {k} has no {' and no '.join(f'{m}_{k}' for m in missing)} "
+                "(clients are numbered 0, 1, ... without gaps, each with X_k and y_k)"
+            )
         X, y = arrays[f"X_{k}"], arrays[f"y_{k}"]
         if X.ndim == 1:
             X = X[:, None]
         if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
-            raise ValueError(f"--data {path}: client {k}: X_{k} must be (n, d) and y_{k} (n,) with the same n "
-                             f"(got {X.shape} and {y.shape})")
+            raise ValueError(
+                f"--data {path}: client {k}: X_{k} must be (n, d) and y_{k} (n,) with the same n "
+                f"(got {X.shape} and {y.shape})"
+            )
         clients.append((_numeric(X, path, f"X_{k}"), y))
     return _same_width(clients, path)
 
@@ -98,15 +111,19 @@ def _csv(path):
     low = [h.lower() for h in header]
     label = "label" if "label" in low else "y" if "y" in low else None
     if "client" not in low or label is None:
-        raise ValueError(f"--data {path}: the header must name a 'client' column and a 'label' (or 'y') column "
-                         f"(got {header})")
+        raise ValueError(
+            f"--data {path}: the header must name a 'client' column and a 'label' (or 'y') column "
+            f"(got {header})"
+        )
     ci, li = low.index("client"), low.index(label)
     fi = [j for j in range(len(header)) if j not in (ci, li)]
     if not fi:
         raise ValueError(f"--data {path}: no feature columns besides 'client' and '{header[li]}'")
     bad = next((n for n, r in enumerate(rows, start=2) if len(r) != len(header)), None)
     if bad is not None:
-        raise ValueError(f"--data {path}: line {bad} has {len(rows[bad - 2])} fields; the header has {len(header)}")
+        raise ValueError(
+            f"--data {path}: line {bad} has {len(rows[bad - 2])} fields; the header has {len(header)}"
+        )
     if not rows:
         raise ValueError(f"--data {path}: no data rows after the header")
     cells = np.array(rows, dtype=object)
@@ -115,8 +132,10 @@ def _csv(path):
     except ValueError:
         j = next(j for j in fi if not all(_is_number(c) for c in cells[:, j]))
         line = next(n for n, c in enumerate(cells[:, j], start=2) if not _is_number(c))
-        raise ValueError(f"--data {path}: feature column {header[j]!r} is not numeric (line {line}: "
-                         f"{cells[line - 2, j]!r})") from None
+        raise ValueError(
+            f"--data {path}: feature column {header[j]!r} is not numeric (line {line}: "
+            f"{cells[line - 2, j]!r})"
+        ) from None
     X = _numeric(X, path, "the features")
     who = cells[:, ci].astype(str)
     names, first = np.unique(who, return_index=True)
@@ -138,7 +157,9 @@ def _numeric(X, path, what):
     except (TypeError, ValueError):
         raise ValueError(f"--data {path}: {what} must be numbers (got dtype {np.asarray(X).dtype})") from None
     if not np.all(np.isfinite(X)):
-        raise ValueError(f"--data {path}: {what} hold {int(np.sum(~np.isfinite(X)))} NaN or infinite value(s)")
+        raise ValueError(
+            f"--data {path}: {what} hold {int(np.sum(~np.isfinite(X)))} NaN or infinite value(s)"
+        )
     return X
 
 
@@ -164,9 +185,11 @@ def split(rng, clients, test_fraction, validation_fraction):
     for k, (X, y) in enumerate(clients):
         n = len(y)
         if n < 2:
-            raise ValueError(f"client {k} has {n} row(s): every client needs at least 2 (one to train, one to test)")
+            raise ValueError(
+                f"client {k} has {n} row(s): every client needs at least 2 (one to train, one to test)"
+            )
         perm = rng.permutation(n)
         n_test, n_val = counts(n, test_fraction, validation_fraction)
-        for part, idx in zip(parts, (perm[n_test + n_val:], perm[n_test:n_test + n_val], perm[:n_test])):
+        for part, idx in zip(parts, (perm[n_test + n_val :], perm[n_test : n_test + n_val], perm[:n_test])):
             part.append((X[idx], y[idx]))
     return parts

@@ -27,6 +27,7 @@ rule and say ``"method": "exact"``, ``"interval": None``.
 References: S. Holm, "A simple sequentially rejective multiple test procedure", Scand. J.
 Statist. 6 (1979); B. L. Welch, Biometrika 34 (1947).
 """
+
 from __future__ import annotations
 
 import math
@@ -36,8 +37,21 @@ from scipy import stats
 
 from moreau.analysis.engine.verdict import FAILS, HOLDS, SCHEMA_VERSION, UNDECIDED
 
-__all__ = ["FAILS", "HOLDS", "LEVEL", "QUICK_NOTE", "SCHEMA_VERSION", "UNDECIDED", "by_seed", "decide", "exact",
-           "holm", "line", "paired", "welch"]
+__all__ = [
+    "FAILS",
+    "HOLDS",
+    "LEVEL",
+    "QUICK_NOTE",
+    "SCHEMA_VERSION",
+    "UNDECIDED",
+    "by_seed",
+    "decide",
+    "exact",
+    "holm",
+    "line",
+    "paired",
+    "welch",
+]
 
 LEVEL = 0.95
 QUICK_NOTE = "quick: not the paper's size"
@@ -46,8 +60,16 @@ QUICK_NOTE = "quick: not the paper's size"
 def exact(claim: str, holds, value=None, rule: str = "") -> dict:
     """The verdict on a claim about deterministic numbers (no sampling error, no interval);
     ``rule``: what ``holds`` tested, when the claim's text does not say it."""
-    return {"claim": claim, "verdict": HOLDS if bool(holds) else FAILS, "reason": rule, "interval": None,
-            "level": None, "method": "exact", "seeds": None, "value": value}
+    return {
+        "claim": claim,
+        "verdict": HOLDS if bool(holds) else FAILS,
+        "reason": rule,
+        "interval": None,
+        "level": None,
+        "method": "exact",
+        "seeds": None,
+        "value": value,
+    }
 
 
 def holm(p) -> np.ndarray:
@@ -77,8 +99,18 @@ def paired(claim, diffs, names, *, value=None, level=LEVEL, kind="paired t", uni
         return _too_few(claim, S, len(names), kind, level, value)
     est, se = d.mean(axis=1), d.std(axis=1, ddof=1) / math.sqrt(S)
     method = f"{kind} over {S} seeds" + _family(len(names))
-    return decide(claim, names, est, se, np.full(len(names), S - 1.0), level=level, method=method, seeds=S,
-                  value=value, units=units)
+    return decide(
+        claim,
+        names,
+        est,
+        se,
+        np.full(len(names), S - 1.0),
+        level=level,
+        method=method,
+        seeds=S,
+        value=value,
+        units=units,
+    )
 
 
 def welch(claim, pairs, names, *, value=None, level=LEVEL, units="") -> dict:
@@ -93,11 +125,25 @@ def welch(claim, pairs, names, *, value=None, level=LEVEL, units="") -> dict:
         vx, vy = a * a * x.var(ddof=1) / x.size, b * b * y.var(ddof=1) / y.size
         est.append(a * x.mean() - b * y.mean())
         se.append(math.sqrt(vx + vy))
-        df.append((vx + vy) ** 2 / (vx**2 / (x.size - 1) + vy**2 / (y.size - 1)) if vx + vy > 0 else x.size - 1.0)
+        df.append(
+            (vx + vy) ** 2 / (vx**2 / (x.size - 1) + vy**2 / (y.size - 1)) if vx + vy > 0 else x.size - 1.0
+        )
     S = min(sizes)
-    method = f"Welch t over {S} seeds per level (unpaired: each level its own data sets)" + _family(len(names))
-    return decide(claim, names, np.array(est), np.array(se), np.array(df), level=level, method=method, seeds=S,
-                  value=value, units=units)
+    method = f"Welch t over {S} seeds per level (unpaired: each level its own data sets)" + _family(
+        len(names)
+    )
+    return decide(
+        claim,
+        names,
+        np.array(est),
+        np.array(se),
+        np.array(df),
+        level=level,
+        method=method,
+        seeds=S,
+        value=value,
+        units=units,
+    )
 
 
 def decide(claim, names, est, se, df, *, level=LEVEL, method="", seeds=None, value=None, units="") -> dict:
@@ -107,8 +153,17 @@ def decide(claim, names, est, se, df, *, level=LEVEL, method="", seeds=None, val
     k, alpha = len(names), 1.0 - level
 
     def out(verdict, reason, interval, **more):
-        return {"claim": claim, "verdict": verdict, "reason": reason, "interval": interval, "level": level,
-                "method": method, "seeds": seeds, "value": value, **more}
+        return {
+            "claim": claim,
+            "verdict": verdict,
+            "reason": reason,
+            "interval": interval,
+            "level": level,
+            "method": method,
+            "seeds": seeds,
+            "value": value,
+            **more,
+        }
 
     if not (np.all(np.isfinite(est)) and np.all(np.isfinite(se))):
         return out(UNDECIDED, "a compared value is not finite (a diverged run?)", None)
@@ -123,8 +178,20 @@ def decide(claim, names, est, se, df, *, level=LEVEL, method="", seeds=None, val
         q = stats.t.ppf(1 - a_j / 2, df[i]) if se[i] > 0 else 0.0
         lo, hi = float(est[i] - q * se[i]), float(est[i] + q * se[i])
         v = UNDECIDED if j >= stop else (HOLDS if est[i] > 0 else FAILS)
-        comps.append((i, {"comparison": names[i], "estimate": float(est[i]), "interval": [lo, hi],
-                          "level": 1 - a_j, "p": float(p[i]), "p_holm": float(adj[i]), "verdict": v}))
+        comps.append(
+            (
+                i,
+                {
+                    "comparison": names[i],
+                    "estimate": float(est[i]),
+                    "interval": [lo, hi],
+                    "level": 1 - a_j,
+                    "p": float(p[i]),
+                    "p_holm": float(adj[i]),
+                    "verdict": v,
+                },
+            )
+        )
     comps = [c for _, c in sorted(comps, key=lambda ic: ic[0])]
     fails = [c for c in comps if c["verdict"] == FAILS]
     if fails:
@@ -132,8 +199,13 @@ def decide(claim, names, est, se, df, *, level=LEVEL, method="", seeds=None, val
     else:
         verdict = HOLDS if all(c["verdict"] == HOLDS for c in comps) else UNDECIDED
         key = min((c for c in comps if c["verdict"] == verdict), key=lambda c: c["interval"][0])
-    return out(verdict, _reason(verdict, key, k, units), key["interval"], interval_level=key["level"],
-               comparisons=comps)
+    return out(
+        verdict,
+        _reason(verdict, key, k, units),
+        key["interval"],
+        interval_level=key["level"],
+        comparisons=comps,
+    )
 
 
 def line(v: dict) -> str:
@@ -147,10 +219,16 @@ def line(v: dict) -> str:
 
 
 def _too_few(claim, S, k, kind, level, value):
-    return {"claim": claim, "verdict": UNDECIDED,
-            "reason": f"{S} seed{'s' * (S != 1)}: a comparison across seeds needs at least 2 (--trials)",
-            "interval": None, "level": level, "method": f"{kind} over {S} seed{'s' * (S != 1)}" + _family(k),
-            "seeds": S, "value": value}
+    return {
+        "claim": claim,
+        "verdict": UNDECIDED,
+        "reason": f"{S} seed{'s' * (S != 1)}: a comparison across seeds needs at least 2 (--trials)",
+        "interval": None,
+        "level": level,
+        "method": f"{kind} over {S} seed{'s' * (S != 1)}" + _family(k),
+        "seeds": S,
+        "value": value,
+    }
 
 
 def _family(k):
@@ -159,11 +237,16 @@ def _family(k):
 
 def _reason(verdict, c, k, units):
     lo, hi = c["interval"]
-    what = (f"{c['comparison']} = {c['estimate']:+.3g}{units}, {100 * c['level']:.4g}% interval "
-            f"[{lo:.3g}, {hi:.3g}]")
+    what = (
+        f"{c['comparison']} = {c['estimate']:+.3g}{units}, {100 * c['level']:.4g}% interval "
+        f"[{lo:.3g}, {hi:.3g}]"
+    )
     if verdict == HOLDS:
-        return (f"every one of the {k} differences is above 0; the weakest: " if k > 1 else "") + what + \
-            (" above 0" if k == 1 else "")
+        return (
+            (f"every one of the {k} differences is above 0; the weakest: " if k > 1 else "")
+            + what
+            + (" above 0" if k == 1 else "")
+        )
     if verdict == FAILS:
         return what + " below 0: the interval excludes the claim"
     return what + " contains 0"
@@ -171,6 +254,7 @@ def _reason(verdict, c, k, units):
 
 def _short(value, width=80):
     """``value`` in a few characters: numbers to 4 significant digits, long text cut."""
+
     def fmt(x):
         if isinstance(x, (float, np.floating)):
             return f"{x:.4g}"
@@ -181,4 +265,4 @@ def _short(value, width=80):
         return str(x)
 
     text = fmt(value)
-    return text if len(text) <= width else text[:width - 1] + "…"
+    return text if len(text) <= width else text[: width - 1] + "…"

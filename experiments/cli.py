@@ -18,6 +18,7 @@ finished points are saved and the same command resumes.
 
 Without a terminal on stderr (logs, batch jobs) progress is a line every ~10 s.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,34 +35,79 @@ __all__ = ["add_reproduce_parser", "cmd_reproduce"]
 
 
 def add_reproduce_parser(sub):
-    p = sub.add_parser("reproduce", help="reproduce the papers' figures (PNG, PDF, CSV, JSON manifest)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "reproduce",
+        help="reproduce the papers' figures (PNG, PDF, CSV, JSON manifest)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("name", nargs="?", help="experiment name (see --list)")
     p.add_argument("--list", action="store_true", help="list the experiments and demos and exit")
-    p.add_argument("--out", metavar="DIR", help="output directory (default: out/NAME); a rerun with the same "
-                   "arguments resumes from its checkpoints")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="output directory (default: out/NAME); a rerun with the same "
+        "arguments resumes from its checkpoints",
+    )
     p.add_argument("--quick", action="store_true", help="small sizes: every experiment in seconds (CI)")
-    p.add_argument("--trials", type=positive_int, default=None, help="Monte Carlo trials per grid point "
-                   "(experiments that are exact refuse it)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="sets",
-                   help="set one parameter (repeatable): VALUE as JSON, else a string, e.g. --set rounds=200 "
-                   "--set lambdas=[0.1,1] --set tuned.lam=20")
-    p.add_argument("--config", metavar="FILE.toml", help="parameters from a TOML file (the keys of --print-config); "
-                   "--set overrides it")
-    p.add_argument("--data", metavar="FILE", help="compare: your federated data set, an .npz of X_0, y_0, X_1, y_1, "
-                   "... or a .csv with 'client' and 'label' columns (the same as --set data=FILE)")
-    p.add_argument("--method", action="append", default=[], metavar="MODULE:FUNCTION", dest="methods",
-                   help="compare: add your algorithm (repeatable): a function (objective, *, rounds, rng) -> "
-                   "moreau.fl.History, as MODULE:FUNCTION or path/to/file.py:FUNCTION")
-    p.add_argument("--print-config", action="store_true", help="print the effective parameters of the chosen mode "
-                   "(--quick or full) as TOML and exit")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="run seed (per-point seeds derive from it; default 0)")
-    p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy", help="array backend (default numpy)")
-    p.add_argument("--workers", type=positive_int, default=None,
-                   help="local worker processes (default and most: the CPUs this process may use; "
-                   "1 runs in this process)")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="run the grid points on this Dask scheduler "
-                   "(needs the [dask] extra)")
+    p.add_argument(
+        "--trials",
+        type=positive_int,
+        default=None,
+        help="Monte Carlo trials per grid point (experiments that are exact refuse it)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="sets",
+        help="set one parameter (repeatable): VALUE as JSON, else a string, e.g. --set rounds=200 "
+        "--set lambdas=[0.1,1] --set tuned.lam=20",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE.toml",
+        help="parameters from a TOML file (the keys of --print-config); --set overrides it",
+    )
+    p.add_argument(
+        "--data",
+        metavar="FILE",
+        help="compare: your federated data set, an .npz of X_0, y_0, X_1, y_1, "
+        "... or a .csv with 'client' and 'label' columns (the same as --set data=FILE)",
+    )
+    p.add_argument(
+        "--method",
+        action="append",
+        default=[],
+        metavar="MODULE:FUNCTION",
+        dest="methods",
+        help="compare: add your algorithm (repeatable): a function (objective, *, rounds, rng) -> "
+        "moreau.fl.History, as MODULE:FUNCTION or path/to/file.py:FUNCTION",
+    )
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the effective parameters of the chosen mode (--quick or full) as TOML and exit",
+    )
+    p.add_argument(
+        "--seed", type=nonnegative_int, default=0, help="run seed (per-point seeds derive from it; default 0)"
+    )
+    p.add_argument(
+        "--backend", choices=("numpy", "cupy"), default="numpy", help="array backend (default numpy)"
+    )
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="local worker processes (default and most: the CPUs this process may use; "
+        "1 runs in this process)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the grid points on this Dask scheduler (needs the [dask] extra)",
+    )
     p.set_defaults(func=cmd_reproduce)
     return p
 
@@ -78,8 +124,10 @@ def cmd_reproduce(args) -> int:
     if args.list:
         print(f"{'name':27s} {'paper / figure':44s} {'quick':>7s} {'full':>7s}  what it shows")
         for name, e in table.items():
-            print(f"{name:27s} {(e.paper + ', ' + e.figure)[:44]:44s} {e.expected[0]:>7s} {e.expected[1]:>7s}  "
-                  f"{e.summary}")
+            print(
+                f"{name:27s} {(e.paper + ', ' + e.figure)[:44]:44s} {e.expected[0]:>7s} {e.expected[1]:>7s}  "
+                f"{e.summary}"
+            )
         return 0
     if not args.name:
         return _fail("name an experiment (moreau reproduce --list shows them)")
@@ -98,10 +146,18 @@ def cmd_reproduce(args) -> int:
         return _fail(str(exc).splitlines()[0])
     if args.print_config:
         mode = "quick" if args.quick else "full"
-        print(to_toml(params, exp.notes, [f"moreau reproduce {exp.name}: the parameters of a {mode} run"
-                                          + (f" (set: {', '.join(applied)})" if applied else " (the defaults)"),
-                                          f"use with: moreau reproduce {exp.name}{' --quick' * args.quick} "
-                                          "--config FILE.toml"]), end="")
+        print(
+            to_toml(
+                params,
+                exp.notes,
+                [
+                    f"moreau reproduce {exp.name}: the parameters of a {mode} run"
+                    + (f" (set: {', '.join(applied)})" if applied else " (the defaults)"),
+                    f"use with: moreau reproduce {exp.name}{' --quick' * args.quick} --config FILE.toml",
+                ],
+            ),
+            end="",
+        )
         return 0
 
     if args.backend != "numpy":
@@ -113,25 +169,41 @@ def cmd_reproduce(args) -> int:
             return _fail(f"--backend {args.backend}: {exc}")
     out = args.out or f"out/{args.name}"
     try:
-        manifest = run(exp, out, quick=args.quick, trials=args.trials, seed=args.seed, backend=args.backend,
-                       workers=args.workers, scheduler=args.scheduler, overrides=overrides)
+        manifest = run(
+            exp,
+            out,
+            quick=args.quick,
+            trials=args.trials,
+            seed=args.seed,
+            backend=args.backend,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            overrides=overrides,
+        )
     except (RunConflict, ConnectionError, ValueError) as exc:
         return _fail(str(exc).splitlines()[0])
     except OSError as exc:  # the environment (full disk, quota, permissions, I/O error): not a bug
         return _fail(_os_error(exc, out))
     except BrokenProcessPool:
-        return _fail(f"a worker process was killed (out of memory?); finished points are saved in {out}: "
-                     "rerun the same command to resume")
+        return _fail(
+            f"a worker process was killed (out of memory?); finished points are saved in {out}: "
+            "rerun the same command to resume"
+        )
     except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM through _sweep.Interrupted
         signum = getattr(exc, "signum", signal.SIGINT)
-        return _fail(f"stopped by {signal.Signals(signum).name}; finished points are saved in {out}: "
-                     "rerun the same command to resume", 128 + signum)
+        return _fail(
+            f"stopped by {signal.Signals(signum).name}; finished points are saved in {out}: "
+            "rerun the same command to resume",
+            128 + signum,
+        )
     except Exception as exc:  # an internal error: one line, the traceback with --debug
         if getattr(args, "debug", False):
             traceback.print_exc()
         return _fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", 3)
-    print(f"{exp.name}: {manifest['points']} points ({manifest['resumed_points']} resumed) in "
-          f"{manifest['wall_seconds']:.1f} s on {manifest['executor']}")
+    print(
+        f"{exp.name}: {manifest['points']} points ({manifest['resumed_points']} resumed) in "
+        f"{manifest['wall_seconds']:.1f} s on {manifest['executor']}"
+    )
     for v in manifest["claims"]:
         print(f"  {line(v)}")
     files = manifest["figures"] + [manifest["csv"], *manifest.get("tables", []), "manifest.json"]
@@ -149,8 +221,10 @@ def _data_and_methods(exp, args, overrides) -> list:
     keys = resolve(exp, args.quick, args.trials)[0]
     for flag, key, given in (("--data", "data", args.data), ("--method", "methods", args.methods)):
         if given and key not in keys:
-            raise ConfigError(f"{flag} applies to experiments with a '{key}' parameter (moreau reproduce compare), "
-                              f"not to {exp.name}")
+            raise ConfigError(
+                f"{flag} applies to experiments with a '{key}' parameter (moreau reproduce compare), "
+                f"not to {exp.name}"
+            )
     out = [(f"--data {args.data}", "data", args.data)] if args.data else []
     if args.methods:
         current = resolve(exp, args.quick, args.trials, overrides + out)[0]["methods"]
@@ -164,5 +238,7 @@ def _os_error(exc: OSError, out) -> str:
         return str(exc).splitlines()[0]
     where = exc.filename if exc.filename is not None else f"a file in {out}"
     code = errno.errorcode.get(exc.errno, str(exc.errno))
-    return (f"{where}: {exc.strerror or os.strerror(exc.errno)} ({code}); finished points are saved in {out}: "
-            "fix this and rerun the same command to resume")
+    return (
+        f"{where}: {exc.strerror or os.strerror(exc.errno)} ({code}); finished points are saved in {out}: "
+        "fix this and rerun the same command to resume"
+    )

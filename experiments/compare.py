@@ -25,6 +25,7 @@ side) and ``compare-curves.png`` (mean and ``band`` over seeds).  No claims: the
 The run's points carry the data file's sha256 (changed data is recomputed, not mixed), not your
 method's code: after changing a method, write to a fresh ``--out``.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -48,19 +49,31 @@ METRICS = {
     "validation_accuracy": "accuracy (%) on the validation rows held out of each client's rows (never trained on)",
     "train_loss": "training objective sum_i n_i f_i(model_i) / sum_i n_i (cross-entropy + mu/2 ||theta||^2)",
     "distance_to_optimum": "squared distance to the exact optimum (optimum = true; FedAvg: GlobalTrain; pFedMe-GM/PM:"
-                           " the pFedMe optimum and its personalised models), global: ||w_t - w*||^2, personalised: "
-                           "(1/m) sum_i ||theta_i - theta_i*||^2",
+    " the pFedMe optimum and its personalised models), global: ||w_t - w*||^2, personalised: "
+    "(1/m) sum_i ||theta_i - theta_i*||^2",
 }
 
 
 def config(quick, trials):
-    return {"data": "", "seeds": trials or (2 if quick else 5), "rounds": 10 if quick else 200,
-            "methods": ["FedAvg", "Per-FedAvg", "pFedMe"], "test_fraction": 0.25, "validation_fraction": 0.2,
-            "mu": 0.01, "intercept": True, "S": 0, "batch": 0, "eval_every": 1, "band": "std", "optimum": False,
-            "fedavg": {"eta": 0.02, "tau": 20},
-            "per_fedavg": {"alpha": 0.02, "beta": 0.002, "tau": 20, "variant": "first_order"},
-            "pfedme": {"lam": 15.0, "eta": 0.01, "beta": 2.0, "R": 20, "K": 5},
-            "example": {"n_clients": 20, "max_size": 100 if quick else 300, "alpha": 0.5, "beta": 0.5}}
+    return {
+        "data": "",
+        "seeds": trials or (2 if quick else 5),
+        "rounds": 10 if quick else 200,
+        "methods": ["FedAvg", "Per-FedAvg", "pFedMe"],
+        "test_fraction": 0.25,
+        "validation_fraction": 0.2,
+        "mu": 0.01,
+        "intercept": True,
+        "S": 0,
+        "batch": 0,
+        "eval_every": 1,
+        "band": "std",
+        "optimum": False,
+        "fedavg": {"eta": 0.02, "tau": 20},
+        "per_fedavg": {"alpha": 0.02, "beta": 0.002, "tau": 20, "variant": "first_order"},
+        "pfedme": {"lam": 15.0, "eta": 0.01, "beta": 2.0, "R": 20, "K": 5},
+        "example": {"n_clients": 20, "max_size": 100 if quick else 300, "alpha": 0.5, "beta": 0.5},
+    }
 
 
 def points(params):
@@ -72,10 +85,14 @@ def points(params):
             raise ValueError(f"compare: {key} must be in [{lo}, {hi}) (got {params[key]})")
     for key in ("S", "batch"):
         if params[key] < 0:
-            raise ValueError(f"compare: {key} must be >= 0 (0: every client / the full batch; got {params[key]})")
+            raise ValueError(
+                f"compare: {key} must be >= 0 (0: every client / the full batch; got {params[key]})"
+            )
     if params["per_fedavg"]["variant"] not in ("first_order", "hessian"):
-        raise ValueError(f"compare: per_fedavg.variant must be 'first_order' or 'hessian' "
-                         f"(got {params['per_fedavg']['variant']!r})")
+        raise ValueError(
+            f"compare: per_fedavg.variant must be 'first_order' or 'hessian' "
+            f"(got {params['per_fedavg']['variant']!r})"
+        )
     names = [_methods.load(spec, params)[0] for spec in params["methods"]]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -84,13 +101,17 @@ def points(params):
     if params["data"]:
         clients, _ = _userdata.load(params["data"])
         digest = _userdata.digest(params["data"])
-        train = [len(y) - sum(_userdata.counts(len(y), params["test_fraction"], params["validation_fraction"]))
-                 for _, y in clients]
+        train = [
+            len(y) - sum(_userdata.counts(len(y), params["test_fraction"], params["validation_fraction"]))
+            for _, y in clients
+        ]
         k = int(np.argmin(train))
         if params["batch"] > train[k] and "FedAvg" in params["methods"]:
-            raise ValueError(f"compare: batch = {params['batch']} exceeds client {k}'s {train[k]} training rows (FedAvg "
-                             f"samples its mini-batches without replacement): set batch <= {train[k]}, or 0 for full "
-                             "batches")
+            raise ValueError(
+                f"compare: batch = {params['batch']} exceeds client {k}'s {train[k]} training rows (FedAvg "
+                f"samples its mini-batches without replacement): set batch <= {train[k]}, or 0 for full "
+                "batches"
+            )
     return [{"seed": s, "data_sha256": digest} for s in range(params["seeds"])]
 
 
@@ -98,15 +119,18 @@ def _stream(rng, tag):
     """An independent generator for ``tag`` derived from the point's seed sequence (not its state):
     the split and each method get their own stream, whatever the other methods are."""
     base = rng.bit_generator.seed_seq
-    return np.random.default_rng(np.random.SeedSequence(base.entropy,
-                                                        spawn_key=(*base.spawn_key, zlib.crc32(tag.encode()))))
+    return np.random.default_rng(
+        np.random.SeedSequence(base.entropy, spawn_key=(*base.spawn_key, zlib.crc32(tag.encode())))
+    )
 
 
 def _clients(params, rng):
     if params["data"]:
         return _userdata.load(params["data"])[0]
     ex = params["example"]
-    P = data.synthetic(ex["alpha"], ex["beta"], rng, n_clients=ex["n_clients"], max_size=ex["max_size"], ragged=False)
+    P = data.synthetic(
+        ex["alpha"], ex["beta"], rng, n_clients=ex["n_clients"], max_size=ex["max_size"], ragged=False
+    )
     out = []
     for obj in (P.objective, P.test):
         X, y, w = (np.asarray(a) for a in (obj.X, obj.y, obj.weights))
@@ -119,18 +143,29 @@ def compute(params, point, rng):
     if params["intercept"]:
         clients = [(np.hstack([X, np.ones((len(X), 1))]), y) for X, y in clients]
     C = int(max(int(y.max()) for _, y in clients)) + 1
-    train, val, test = _userdata.split(_stream(rng, "split"), clients, params["test_fraction"],
-                                       params["validation_fraction"])
+    train, val, test = _userdata.split(
+        _stream(rng, "split"), clients, params["test_fraction"], params["validation_fraction"]
+    )
     sizes = np.array([len(y) for _, y in train])
-    f = moreau.ragged(moreau.Multinomial, np.concatenate([X for X, _ in train]),
-                      np.concatenate([y for _, y in train]), sizes, mu=params["mu"], n_classes=C)
-    splits = {"train": Split.from_clients(train), "validation": Split.from_clients(val),
-              "test": Split.from_clients(test)}
+    f = moreau.ragged(
+        moreau.Multinomial,
+        np.concatenate([X for X, _ in train]),
+        np.concatenate([y for _, y in train]),
+        sizes,
+        mu=params["mu"],
+        n_classes=C,
+    )
+    splits = {
+        "train": Split.from_clients(train),
+        "validation": Split.from_clients(val),
+        "test": Split.from_clients(test),
+    }
     optima = {}
     if params["optimum"]:
         optima["FedAvg"] = np.asarray(fl.global_train(f))
-        optima["pFedMe-GM"], optima["pFedMe-PM"] = (np.asarray(a) for a in
-                                                    fl.fedprox_optimum(f, params["pfedme"]["lam"]))
+        optima["pFedMe-GM"], optima["pFedMe-PM"] = (
+            np.asarray(a) for a in fl.fedprox_optimum(f, params["pfedme"]["lam"])
+        )
     T, every = params["rounds"], params["eval_every"]
     ts = sorted(set(range(0, T + 1, every)) | {T})
     rows = []
@@ -138,12 +173,15 @@ def compute(params, point, rng):
         _, algorithm = _methods.load(spec, params)
         h = algorithm(f, rounds=T, rng=_stream(rng, f"method:{spec}"))
         for label, arr in _methods.models(spec, h, len(train), f.dim, T).items():
-            vals = {"test_accuracy": [splits["test"].accuracy(arr[t]) for t in ts],
-                    "validation_accuracy": [splits["validation"].accuracy(arr[t]) for t in ts],
-                    "train_loss": [splits["train"].loss(arr[t], params["mu"]) for t in ts]}
+            vals = {
+                "test_accuracy": [splits["test"].accuracy(arr[t]) for t in ts],
+                "validation_accuracy": [splits["validation"].accuracy(arr[t]) for t in ts],
+                "train_loss": [splits["train"].loss(arr[t], params["mu"]) for t in ts],
+            }
             if label in optima:
-                vals["distance_to_optimum"] = [float(np.mean(np.sum((arr[t] - optima[label]) ** 2, axis=-1)))
-                                               for t in ts]
+                vals["distance_to_optimum"] = [
+                    float(np.mean(np.sum((arr[t] - optima[label]) ** 2, axis=-1))) for t in ts
+                ]
             rows += long_rows(vals, method=label, seed=point["seed"], rounds=ts)
     return rows
 
@@ -156,19 +194,47 @@ def finish(rows, params, out, seed=0, quick=False):
     fig, ax = figure(1, width=max(3.4, 0.9 * len(methods) + 1.5), aspect=0.6)
     handles = selection_bars(ax[0][0], table, methods, kind)
     ax[0][0].set(ylabel="test accuracy (%)", title=f"{where}, T = {params['rounds']}")
-    legend(fig, handles, band_label(kind, len({r['seed'] for r in table})).replace("lines", "bars").replace(
-        "band", "error bars"), ncol=2)
+    legend(
+        fig,
+        handles,
+        band_label(kind, len({r["seed"] for r in table}))
+        .replace("lines", "bars")
+        .replace("band", "error bars"),
+        ncol=2,
+    )
     figures = save(fig, out, "compare", quick)
-    figures += curves_figure(rows, [({}, where)], [("test_accuracy", "test accuracy (%)", False),
-                                                   ("train_loss", "training objective", False),
-                                                   ("distance_to_optimum", "squared distance to the optimum", True)],
-                             methods, kind, out, "compare-curves", quick, table=table)
-    return {"figures": figures, "claims": [], "tables": {"compare-table": table},
-            "columns": {"compare.csv": columns(METRICS), "compare-table.csv": SELECTION_COLUMNS}}
+    figures += curves_figure(
+        rows,
+        [({}, where)],
+        [
+            ("test_accuracy", "test accuracy (%)", False),
+            ("train_loss", "training objective", False),
+            ("distance_to_optimum", "squared distance to the optimum", True),
+        ],
+        methods,
+        kind,
+        out,
+        "compare-curves",
+        quick,
+        table=table,
+    )
+    return {
+        "figures": figures,
+        "claims": [],
+        "tables": {"compare-table": table},
+        "columns": {"compare.csv": columns(METRICS), "compare-table.csv": SELECTION_COLUMNS},
+    }
 
 
 EXPERIMENT = Experiment(
-    name="compare", paper="your data", figure="pFedMe, FedAvg, Per-FedAvg and your methods on your data",
+    name="compare",
+    paper="your data",
+    figure="pFedMe, FedAvg, Per-FedAvg and your methods on your data",
     summary="pFedMe, FedAvg, Per-FedAvg and your methods (--method MODULE:FUNCTION) on your federated data set "
-            "(--data FILE.npz or .csv): curves over rounds, last and best rounds",
-    expected=("~5 s", "~2 min"), config=config, points=points, compute=compute, finish=finish)
+    "(--data FILE.npz or .csv): curves over rounds, last and best rounds",
+    expected=("~5 s", "~2 min"),
+    config=config,
+    points=points,
+    compute=compute,
+    finish=finish,
+)

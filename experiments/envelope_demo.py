@@ -18,6 +18,7 @@ and ``envelope_demo.json`` (the plotted arrays, parameters, seed, versions, git 
 
     python -m moreau.experiments.envelope_demo --out DIR [--seed S] [--lams 0.5 2 8] [--quad-lams 1.5 2 8]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,14 +56,25 @@ def compute(lams, quad_lams, seed):
     theta = np.linspace(minimiser - 4, minimiser + 4, N_GRID)
     lam = np.asarray(lams, dtype=float)[:, None]  # (L, 1): one call per quantity for all λ
     prox, info = mo.prox(f, theta[:, None], lam, return_info=True)
-    logistic = {"theta": theta, "f": f.value(theta[:, None]), "x": x, "y": y,
-                "envelope": mo.envelope(f, lam).value(theta[:, None]), "prox": prox[..., 0],
-                "minimiser": minimiser, "prox_error_bound": float(np.max(info.error_bound))}
+    logistic = {
+        "theta": theta,
+        "f": f.value(theta[:, None]),
+        "x": x,
+        "y": y,
+        "envelope": mo.envelope(f, lam).value(theta[:, None]),
+        "prox": prox[..., 0],
+        "minimiser": minimiser,
+        "prox_error_bound": float(np.max(info.error_bound)),
+    }
     q = mo.Quadratic(np.array([[A]]), np.array([B]))
     stationary = B / A
     tq = np.linspace(stationary - 3, stationary + 3, N_GRID)
-    quad = {"theta": tq, "f": q.value(tq[:, None]), "stationary": stationary,
-            "envelope": mo.envelope(q, np.asarray(quad_lams, dtype=float)[:, None]).value(tq[:, None])}
+    quad = {
+        "theta": tq,
+        "f": q.value(tq[:, None]),
+        "stationary": stationary,
+        "envelope": mo.envelope(q, np.asarray(quad_lams, dtype=float)[:, None]).value(tq[:, None]),
+    }
     return {"logistic": logistic, "quadratic": quad}
 
 
@@ -77,8 +89,11 @@ def plot(data, lams, quad_lams, path):
     for lam, F in zip(lams, lg["envelope"]):
         ax[0].plot(t, F, color=colors[lam], label=f"$F_\\lambda$, λ = {lam:g}")
     ax[0].axvline(lg["minimiser"], color="0.5", ls=":", lw=1, label=f"minimiser θ* = {lg['minimiser']:.2f}")
-    ax[0].set(title="Convex: $F_\\lambda \\leq f$, same minimiser", xlabel="θ (and w)",
-              ylabel="f(θ),  $F_\\lambda(w)$")
+    ax[0].set(
+        title="Convex: $F_\\lambda \\leq f$, same minimiser",
+        xlabel="θ (and w)",
+        ylabel="f(θ),  $F_\\lambda(w)$",
+    )
     ax[0].legend(fontsize=8, loc="upper center")
     t = qd["theta"]
     ax[1].plot(t, qd["f"], "k", lw=2.2, label=f"f = aθ²/2 − bθ  (a = {A:g}, b = {B:g})")
@@ -86,22 +101,45 @@ def plot(data, lams, quad_lams, path):
         curv = lam * A / (lam + A)
         ax[1].plot(t, F, color=colors[lam], label=f"λ = {lam:g}: curvature {curv:.2f}")
     ax[1].axvline(qd["stationary"], color="0.5", ls=":", lw=1)
-    ax[1].text(0.98, 0.97, "λ ≤ |a|: no envelope\n(the inf is −∞)", transform=ax[1].transAxes,
-               ha="right", va="top", fontsize=8, color="firebrick")
-    ax[1].set(title=f"Weakly convex (a = {A:g}): $F_\\lambda$ needs λ > |a|", xlabel="θ (and w)",
-              ylabel="f(θ),  $F_\\lambda(w)$", ylim=(qd["envelope"].min() - 1.5, qd["f"].max() + 2.5))
-    ax[1].legend(fontsize=8, loc="lower center", title_fontsize=8,
-                 title=f"only λ > |a| = {abs(A):g}; curvature λa/(λ+a)")
+    ax[1].text(
+        0.98,
+        0.97,
+        "λ ≤ |a|: no envelope\n(the inf is −∞)",
+        transform=ax[1].transAxes,
+        ha="right",
+        va="top",
+        fontsize=8,
+        color="firebrick",
+    )
+    ax[1].set(
+        title=f"Weakly convex (a = {A:g}): $F_\\lambda$ needs λ > |a|",
+        xlabel="θ (and w)",
+        ylabel="f(θ),  $F_\\lambda(w)$",
+        ylim=(qd["envelope"].min() - 1.5, qd["f"].max() + 2.5),
+    )
+    ax[1].legend(
+        fontsize=8,
+        loc="lower center",
+        title_fontsize=8,
+        title=f"only λ > |a| = {abs(A):g}; curvature λa/(λ+a)",
+    )
     t = lg["theta"]
     ax[2].plot(t, t, "k--", lw=1, label="identity (λ → ∞)")
     for lam, p in zip(lams, lg["prox"]):
         ax[2].plot(t, p, color=colors[lam], label=f"λ = {lam:g}")
     ax[2].axhline(lg["minimiser"], color="0.5", ls=":", lw=1, label="θ*: the fixed point")
-    ax[2].set(title="Prox shrinks w towards θ*", xlabel="w",
-              ylabel="$\\mathrm{prox}_{f/\\lambda}(w)$", aspect="equal")
+    ax[2].set(
+        title="Prox shrinks w towards θ*",
+        xlabel="w",
+        ylabel="$\\mathrm{prox}_{f/\\lambda}(w)$",
+        aspect="equal",
+    )
     ax[2].legend(fontsize=8, loc="upper left")
-    fig.suptitle("Moreau envelope $F_\\lambda(w) = \\min_\\theta\\, f(\\theta) + "
-                 "\\frac{\\lambda}{2}(\\theta - w)^2$ and its prox (1-D)", fontsize=11)
+    fig.suptitle(
+        "Moreau envelope $F_\\lambda(w) = \\min_\\theta\\, f(\\theta) + "
+        "\\frac{\\lambda}{2}(\\theta - w)^2$ and its prox (1-D)",
+        fontsize=11,
+    )
     fig.savefig(path)
     close_unless_shown(fig)
 
@@ -115,13 +153,25 @@ def _positive(s):
 
 def main(argv=None):
     """Parse ``argv``, compute, write the PNG and the JSON into ``--out``; returns 0."""
-    ap = argparse.ArgumentParser(prog="python -m moreau.experiments.envelope_demo", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m moreau.experiments.envelope_demo", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--out", type=Path, required=True, help="output folder")
     ap.add_argument("--seed", type=int, default=0, help="seed of the logistic data set (default 0)")
-    ap.add_argument("--lams", type=_positive, nargs="+", default=[0.5, 2.0, 8.0],
-                    help="λ values for the logistic panels (default 0.5 2 8)")
-    ap.add_argument("--quad-lams", type=_positive, nargs="+", default=[1.5, 2.0, 8.0],
-                    help=f"λ values for the quadratic panel, each > |a| = {abs(A):g} (default 1.5 2 8)")
+    ap.add_argument(
+        "--lams",
+        type=_positive,
+        nargs="+",
+        default=[0.5, 2.0, 8.0],
+        help="λ values for the logistic panels (default 0.5 2 8)",
+    )
+    ap.add_argument(
+        "--quad-lams",
+        type=_positive,
+        nargs="+",
+        default=[1.5, 2.0, 8.0],
+        help=f"λ values for the quadratic panel, each > |a| = {abs(A):g} (default 1.5 2 8)",
+    )
     args = ap.parse_args(argv)
     bad = [v for v in args.quad_lams if not v > abs(A)]
     if bad:
@@ -130,9 +180,17 @@ def main(argv=None):
     args.out.mkdir(parents=True, exist_ok=True)
     plot(data, args.lams, args.quad_lams, args.out / "envelope_demo.png")
     payload = {panel: {k: np.asarray(v).tolist() for k, v in d.items()} for panel, d in data.items()}
-    params = {"lams": args.lams, "quad_lams": args.quad_lams, "mu": MU, "a": A, "b": B,
-              "n_samples": N_SAMPLES, "n_grid": N_GRID, "seed": args.seed,
-              "data": "x ~ N(0, 4^2), P(y = 1) = sigmoid(x/2)"}
+    params = {
+        "lams": args.lams,
+        "quad_lams": args.quad_lams,
+        "mu": MU,
+        "a": A,
+        "b": B,
+        "n_samples": N_SAMPLES,
+        "n_grid": N_GRID,
+        "seed": args.seed,
+        "data": "x ~ N(0, 4^2), P(y = 1) = sigmoid(x/2)",
+    }
     write_json(args.out / "envelope_demo.json", payload, params, args.seed)
     return 0
 

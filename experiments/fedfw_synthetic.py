@@ -32,6 +32,7 @@ set per seed).  Full size (3 seeds, 280 s on a 2-core CPU, one worker): every cl
 rounds F(x̄) is 1.75 (FedFW), 1.85 (code iteration, flat since round ~10), 0.86 (projected FedAvg) on
 the ℓ2 ball and 2.27, 2.16, 1.99 on the ℓ1 ball.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,15 +52,31 @@ SETS = ("l2", "l1")
 
 
 def config(quick, trials):
-    return {"seeds": trials or (2 if quick else 3), "rounds": 30 if quick else 300, "n_clients": 20 if quick else 100,
-            "size_scale": 5, "max_size": 100 if quick else 500, "alpha": 0.5, "beta_data": 0.5, "n_classes": 10,
-            "d": 60, "kappa": 10.0, "lam0": 0.001, "eta": 0.05, "tau": 5, "prox_mu": 0.1, "evals": 31}
+    return {
+        "seeds": trials or (2 if quick else 3),
+        "rounds": 30 if quick else 300,
+        "n_clients": 20 if quick else 100,
+        "size_scale": 5,
+        "max_size": 100 if quick else 500,
+        "alpha": 0.5,
+        "beta_data": 0.5,
+        "n_classes": 10,
+        "d": 60,
+        "kappa": 10.0,
+        "lam0": 0.001,
+        "eta": 0.05,
+        "tau": 5,
+        "prox_mu": 0.1,
+        "evals": 31,
+    }
 
 
 def points(params):
     if params["rounds"] < 2 or params["evals"] < 2:
-        raise ValueError(f"fedfw-synthetic needs rounds >= 2 and evals >= 2 (got rounds = {params['rounds']}, "
-                         f"evals = {params['evals']})")
+        raise ValueError(
+            f"fedfw-synthetic needs rounds >= 2 and evals >= 2 (got rounds = {params['rounds']}, "
+            f"evals = {params['evals']})"
+        )
     return [{"seed": s} for s in range(params["seeds"])]
 
 
@@ -105,9 +122,17 @@ def _accuracy(test, w):
 
 
 def compute(params, point, rng):
-    P = data.synthetic(params["alpha"], params["beta_data"], rng, n_clients=params["n_clients"],
-                       size_scale=params["size_scale"], max_size=params["max_size"], mu=0.0,
-                       n_classes=params["n_classes"], d=params["d"])
+    P = data.synthetic(
+        params["alpha"],
+        params["beta_data"],
+        rng,
+        n_clients=params["n_clients"],
+        size_scale=params["size_scale"],
+        max_size=params["max_size"],
+        mu=0.0,
+        n_classes=params["n_classes"],
+        d=params["d"],
+    )
     f, R = P.objective, params["rounds"]
     test = tuple(np.asarray(a) for a in (P.test.X, P.test.y, P.test.weights))
     evals = set(np.unique(np.linspace(0, R, params["evals"]).round().astype(int)).tolist())
@@ -129,11 +154,19 @@ def compute(params, point, rng):
             loss = np.asarray(f.value(path[:, None, :])).mean(axis=-1)
             fedfw_run = name == METHODS[0]
             for t in range(R + 1):
-                rows.append({"seed": point["seed"], "set": kind, "method": name, "round": t, "loss": float(loss[t]),
-                             "accuracy": 100 * _accuracy(test, path[t]) if t in evals else float("nan"),
-                             "max_norm": float(norms.max()) if fedfw_run else float("nan"),
-                             "feasible": bool(norms.max() <= params["kappa"] + tol) if fedfw_run else True,
-                             "uplink": int(h.nnz.max()) if fedfw_run else f.dim})
+                rows.append(
+                    {
+                        "seed": point["seed"],
+                        "set": kind,
+                        "method": name,
+                        "round": t,
+                        "loss": float(loss[t]),
+                        "accuracy": 100 * _accuracy(test, path[t]) if t in evals else float("nan"),
+                        "max_norm": float(norms.max()) if fedfw_run else float("nan"),
+                        "feasible": bool(norms.max() <= params["kappa"] + tol) if fedfw_run else True,
+                        "uplink": int(h.nnz.max()) if fedfw_run else f.dim,
+                    }
+                )
     return rows
 
 
@@ -142,15 +175,33 @@ def finish(rows, params, out, seed=0, quick=False):
     fig, ax = figure(2, width=6.8, aspect=0.72)
     for a, kind, tag in zip(ax[0], SETS, "ab"):
         for k, name in enumerate(METHODS):
-            curve = np.array([[r["loss"] for r in rows if r["set"] == kind and r["method"] == name and r["seed"] == s]
-                              for s in sorted({r["seed"] for r in rows})])
+            curve = np.array(
+                [
+                    [r["loss"] for r in rows if r["set"] == kind and r["method"] == name and r["seed"] == s]
+                    for s in sorted({r["seed"] for r in rows})
+                ]
+            )
             # FedAvg and FedProx + projection nearly coincide here: distinct dashes keep both visible
-            a.plot(np.arange(R + 1), curve.mean(axis=0), color=f"C{k}", label=name,
-                   linestyle=("-", "-", "--", ":")[k % 4], linewidth=1.4 if k < 2 else 1.1)
-        a.set(xlabel="communication round t", ylabel=r"training loss $F(\bar x^t)$", yscale="log",
-              title=rf"({tag}) $\ell_{kind[1]}$ ball, $\kappa = {params['kappa']:g}$")
-        a.legend(loc="upper right", fontsize=5, title=f"mean over {len({r['seed'] for r in rows})} seeds",
-                 title_fontsize=5)
+            a.plot(
+                np.arange(R + 1),
+                curve.mean(axis=0),
+                color=f"C{k}",
+                label=name,
+                linestyle=("-", "-", "--", ":")[k % 4],
+                linewidth=1.4 if k < 2 else 1.1,
+            )
+        a.set(
+            xlabel="communication round t",
+            ylabel=r"training loss $F(\bar x^t)$",
+            yscale="log",
+            title=rf"({tag}) $\ell_{kind[1]}$ ball, $\kappa = {params['kappa']:g}$",
+        )
+        a.legend(
+            loc="upper right",
+            fontsize=5,
+            title=f"mean over {len({r['seed'] for r in rows})} seeds",
+            title_fontsize=5,
+        )
     figures = save(fig, out, "fedfw-synthetic", quick)
 
     def at(method, kind, t):
@@ -161,30 +212,56 @@ def finish(rows, params, out, seed=0, quick=False):
 
     fw = [r for r in rows if r["method"] == METHODS[0]]
     claims = [
-        exact("FedFW's models stay in the ball without a projection (every client, every round)",
-              all(r["feasible"] for r in fw), value=max(r["max_norm"] for r in fw)),
-        exact("on the l1 ball a FedFW client sends one non-zero per round (projected FedAvg/FedProx: (d+1)C numbers)",
-              all(r["uplink"] <= 1 for r in fw if r["set"] == "l1"),
-              value={"FedFW": max(r["uplink"] for r in fw if r["set"] == "l1"), "FedAvg": rows[-1]["uplink"]}),
-        paired("FedFW (4.5)-(4.6) lowers the training loss (round 0 against round T, each set)",
-               [at(METHODS[0], k, 0) - at(METHODS[0], k, R) for k in SETS], [f"F(x̄^0) − F(x̄^T), {k}" for k in SETS]),
-        paired("the printed FedFW trails projected FedAvg at the same number of rounds (lambda0 = 0.001)",
-               [at(METHODS[0], k, R) - at(METHODS[2], k, R) for k in SETS], [f"FedFW − FedAvg, {k}" for k in SETS],
-               value={k: float(np.mean(at(METHODS[0], k, R) / at(METHODS[2], k, R))) for k in SETS}),
-        paired("the authors' code's one-step iteration (models reset to x̄ each round) stalls while projected FedAvg "
-               "still descends (relative decrease of the loss over the second half of the rounds)",
-               [drop(METHODS[2], k) - drop(METHODS[1], k) for k in SETS],
-               [f"drop(FedAvg) − drop(code iteration), {k}" for k in SETS],
-               value={k: float(np.mean(drop(METHODS[1], k))) for k in SETS}),
+        exact(
+            "FedFW's models stay in the ball without a projection (every client, every round)",
+            all(r["feasible"] for r in fw),
+            value=max(r["max_norm"] for r in fw),
+        ),
+        exact(
+            "on the l1 ball a FedFW client sends one non-zero per round (projected FedAvg/FedProx: (d+1)C numbers)",
+            all(r["uplink"] <= 1 for r in fw if r["set"] == "l1"),
+            value={"FedFW": max(r["uplink"] for r in fw if r["set"] == "l1"), "FedAvg": rows[-1]["uplink"]},
+        ),
+        paired(
+            "FedFW (4.5)-(4.6) lowers the training loss (round 0 against round T, each set)",
+            [at(METHODS[0], k, 0) - at(METHODS[0], k, R) for k in SETS],
+            [f"F(x̄^0) − F(x̄^T), {k}" for k in SETS],
+        ),
+        paired(
+            "the printed FedFW trails projected FedAvg at the same number of rounds (lambda0 = 0.001)",
+            [at(METHODS[0], k, R) - at(METHODS[2], k, R) for k in SETS],
+            [f"FedFW − FedAvg, {k}" for k in SETS],
+            value={k: float(np.mean(at(METHODS[0], k, R) / at(METHODS[2], k, R))) for k in SETS},
+        ),
+        paired(
+            "the authors' code's one-step iteration (models reset to x̄ each round) stalls while projected FedAvg "
+            "still descends (relative decrease of the loss over the second half of the rounds)",
+            [drop(METHODS[2], k) - drop(METHODS[1], k) for k in SETS],
+            [f"drop(FedAvg) − drop(code iteration), {k}" for k in SETS],
+            value={k: float(np.mean(drop(METHODS[1], k))) for k in SETS},
+        ),
     ]
-    theorems = {"fedfw.convex": {"assumptions": {"f_i convex and L-smooth (MCLR)": True,
-                                                 "lambda_t = lambda0 sqrt(t+1), eta_t = 2/(t+1)": True,
-                                                 "D convex compact (l1 / l2 ball)": True}},
-                "fedfw.sparse": {"assumptions": {"l1 ball: extreme points with one non-zero": True}}}
+    theorems = {
+        "fedfw.convex": {
+            "assumptions": {
+                "f_i convex and L-smooth (MCLR)": True,
+                "lambda_t = lambda0 sqrt(t+1), eta_t = 2/(t+1)": True,
+                "D convex compact (l1 / l2 ball)": True,
+            }
+        },
+        "fedfw.sparse": {"assumptions": {"l1 ball: extreme points with one non-zero": True}},
+    }
     return {"figures": figures, "claims": claims, "theorems": theorems}
 
 
 EXPERIMENT = Experiment(
-    name="fedfw-synthetic", paper="FedFW (Dadras thesis §4.3, Paper III)", figure="settings of the authors' code",
+    name="fedfw-synthetic",
+    paper="FedFW (Dadras thesis §4.3, Paper III)",
+    figure="settings of the authors' code",
     summary="FedFW as printed and as coded vs projected FedAvg/FedProx, MCLR on Synthetic(0.5, 0.5), l2 and l1 balls",
-    expected=("~4 s", "~4 min"), config=config, points=points, compute=compute, finish=finish)
+    expected=("~4 s", "~4 min"),
+    config=config,
+    points=points,
+    compute=compute,
+    finish=finish,
+)

@@ -19,6 +19,7 @@ the median ratio over the grid, stated in the legend.
 
 Exact apart from floating point (no Monte Carlo): ``--trials`` does not apply.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,8 +37,16 @@ __all__ = ["EXPERIMENT"]
 def config(quick, trials):
     if trials is not None:
         raise ValueError("fedprox-comm is deterministic (no Monte Carlo): --trials does not apply")
-    return {"m": 10, "n": 50, "d": 5, "mu": 1.0, "L": 20.0, "R": 1.0, "eps": 1e-6 if quick else 1e-10,
-            "lam_over_L": np.logspace(-3, 2, 6 if quick else 16).tolist()}
+    return {
+        "m": 10,
+        "n": 50,
+        "d": 5,
+        "mu": 1.0,
+        "L": 20.0,
+        "R": 1.0,
+        "eps": 1e-6 if quick else 1e-10,
+        "lam_over_L": np.logspace(-3, 2, 6 if quick else 16).tolist(),
+    }
 
 
 def points(params):
@@ -61,7 +70,9 @@ def compute(params, point, rng):
 
     mu, L, eps = params["mu"], params["L"], params["eps"]
     if point["case"] == "generic":
-        f = data.least_squares(rng, m=params["m"], n=params["n"], d=params["d"], R=params["R"], mu=mu, L=L).objective
+        f = data.least_squares(
+            rng, m=params["m"], n=params["n"], d=params["d"], R=params["R"], mu=mu, L=L
+        ).objective
     else:
         f = _shared(rng, params["m"], params["d"], mu, L)
     rows = []
@@ -77,9 +88,21 @@ def compute(params, point, rng):
         err_l = np.max(np.sum((np.asarray(h.w_local) - w_l) ** 2, axis=-1), axis=-1)
         ok = np.flatnonzero((err_g <= eps) & (err_l <= eps))
         T = int(ok[0]) if ok.size else None
-        rows.append({"case": point["case"], "lam": lam, "lam_over_L": x, "K": K, "rounds": T,
-                     "grad_evals": None if T is None else T * K, "kappa_g_log": kappa_g * np.log(1 / eps),
-                     "kappa_log": kappa * np.log(1 / eps), "eta": eta, "gamma": gamma, "t_max": t_max})
+        rows.append(
+            {
+                "case": point["case"],
+                "lam": lam,
+                "lam_over_L": x,
+                "K": K,
+                "rounds": T,
+                "grad_evals": None if T is None else T * K,
+                "kappa_g_log": kappa_g * np.log(1 / eps),
+                "kappa_log": kappa * np.log(1 / eps),
+                "eta": eta,
+                "gamma": gamma,
+                "t_max": t_max,
+            }
+        )
     return rows
 
 
@@ -93,15 +116,21 @@ def finish(rows, params, out, seed=0, quick=False):
     T, TK = _series(rows, "shared directions", "rounds"), _series(rows, "shared directions", "grad_evals")
     Tg, TKg = _series(rows, "generic", "rounds"), _series(rows, "generic", "grad_evals")
     K = _series(rows, "shared directions", "K")
-    kg, kl = _series(rows, "shared directions", "kappa_g_log"), _series(rows, "shared directions", "kappa_log")
+    kg, kl = (
+        _series(rows, "shared directions", "kappa_g_log"),
+        _series(rows, "shared directions", "kappa_log"),
+    )
     c_T, c_TK = float(np.nanmedian(T / kg)), float(np.nanmedian(TK / kl))
     fig, ax = figure(2, width=6.8, aspect=0.78)
     a, b = ax[0]
     a.loglog(x, T, "o-", label="rounds T, shared directions")
     a.loglog(x, Tg, "^-", color="0.55", label="rounds T, generic least squares")
     theory(a, x, c_T * kg, rf"{c_T:.2f}$\kappa_g\log(1/\varepsilon)$ (Cor. 1, eq. 13)", color="C3")
-    a.set(xlabel=r"$\lambda/L$", ylabel="communication rounds T to an ε-solution",
-          title=rf"(a) rounds, $\kappa={params['L'] / params['mu']:g}$, $\varepsilon={params['eps']:g}$")
+    a.set(
+        xlabel=r"$\lambda/L$",
+        ylabel="communication rounds T to an ε-solution",
+        title=rf"(a) rounds, $\kappa={params['L'] / params['mu']:g}$, $\varepsilon={params['eps']:g}$",
+    )
     a.legend(loc="upper left")
     b.loglog(x, TK, "o-", label="gradient evaluations T·K, shared directions")
     b.loglog(x, TKg, "^-", color="0.55", label="T·K, generic least squares")
@@ -113,25 +142,50 @@ def finish(rows, params, out, seed=0, quick=False):
     ratio = T / kg
     log_bound = np.log(params["L"] / params["mu"] * 1e2 / params["eps"])
     claims = [
-        exact("every lambda reaches the epsilon-solution (both families)", ~np.isnan(np.r_[T, Tg]).any(),
-              int(np.sum(np.isnan(T)) + np.sum(np.isnan(Tg))), "no run without one (value: how many)"),
-        exact("shared directions: rounds increase with lambda (less personalisation needs more communication)",
-              np.all(np.diff(T) >= 0), T.tolist()),
-        exact("shared directions: T/(kappa_g log 1/eps) within a factor 2 over the lambda grid (max/min)",
-              np.nanmax(ratio) / np.nanmin(ratio) <= 2, float(np.nanmax(ratio) / np.nanmin(ratio))),
-        exact("shared directions: total gradient evaluations T K vary by at most a factor log(kappa lam_max/(mu eps))",
-              np.nanmax(TK) / np.nanmin(TK) <= log_bound, float(np.nanmax(TK) / np.nanmin(TK)),
-              f"max/min <= {log_bound:.3g}"),
+        exact(
+            "every lambda reaches the epsilon-solution (both families)",
+            ~np.isnan(np.r_[T, Tg]).any(),
+            int(np.sum(np.isnan(T)) + np.sum(np.isnan(Tg))),
+            "no run without one (value: how many)",
+        ),
+        exact(
+            "shared directions: rounds increase with lambda (less personalisation needs more communication)",
+            np.all(np.diff(T) >= 0),
+            T.tolist(),
+        ),
+        exact(
+            "shared directions: T/(kappa_g log 1/eps) within a factor 2 over the lambda grid (max/min)",
+            np.nanmax(ratio) / np.nanmin(ratio) <= 2,
+            float(np.nanmax(ratio) / np.nanmin(ratio)),
+        ),
+        exact(
+            "shared directions: total gradient evaluations T K vary by at most a factor log(kappa lam_max/(mu eps))",
+            np.nanmax(TK) / np.nanmin(TK) <= log_bound,
+            float(np.nanmax(TK) / np.nanmin(TK)),
+            f"max/min <= {log_bound:.3g}",
+        ),
     ]
-    theorems = {"fedprox.cor1": {"assumptions": {
-        "eta = 1/(lam + L), gamma = (lam + L)/(2 lam L), K from (12)": True,
-        "clients mu-strongly convex and L-smooth (spectrum in [mu, L])": True},
-        "check": catalogue_verdict("fedprox.cor1")}}
+    theorems = {
+        "fedprox.cor1": {
+            "assumptions": {
+                "eta = 1/(lam + L), gamma = (lam + L)/(2 lam L), K from (12)": True,
+                "clients mu-strongly convex and L-smooth (spectrum in [mu, L])": True,
+            },
+            "check": catalogue_verdict("fedprox.cor1"),
+        }
+    }
     return {"figures": figures, "claims": claims, "theorems": theorems}
 
 
 EXPERIMENT = Experiment(
-    name="fedprox-comm", paper="FedProx analysis", figure="Corollary 1 (and Figure 1(d)'s message)",
+    name="fedprox-comm",
+    paper="FedProx analysis",
+    figure="Corollary 1 (and Figure 1(d)'s message)",
     summary="rounds to an eps-solution and total gradient evaluations vs lambda over five decades, beside "
-            "kappa_g log(1/eps) and kappa log(1/eps)",
-    expected=("~12 s", "~41 s"), config=config, points=points, compute=compute, finish=finish)
+    "kappa_g log(1/eps) and kappa log(1/eps)",
+    expected=("~12 s", "~41 s"),
+    config=config,
+    points=points,
+    compute=compute,
+    finish=finish,
+)

@@ -29,6 +29,7 @@ Claims compare methods on the same split of each seed (paired t, Holm over each 
 comparisons; one seed decides nothing); "at least as accurate" allows a tie margin of
 ``tie_margin`` (accuracy moves in steps of one test image).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -85,16 +86,26 @@ def split(rng, y, s, m=M, n=N):
 
 def config(quick, trials):
     _load()  # a missing scikit-learn is a one-line error before the run
-    return {"seeds": trials or (1 if quick else 5), "m": M, "n": N, "mu": MU, "rho": RHO,
-            "pooled_2x2": bool(quick), "s": [2, 6, 10] if quick else [2, 4, 6, 8, 10],
-            "fixed_lambdas": list(FIXED), "tie_margin": 0.005}
+    return {
+        "seeds": trials or (1 if quick else 5),
+        "m": M,
+        "n": N,
+        "mu": MU,
+        "rho": RHO,
+        "pooled_2x2": bool(quick),
+        "s": [2, 6, 10] if quick else [2, 4, 6, 8, 10],
+        "fixed_lambdas": list(FIXED),
+        "tie_margin": 0.005,
+    }
 
 
 def points(params):
     bad = [s for s in params["s"] if s > C or params["n"] % s]
     if bad or (params["m"] * params["n"]) % C:
-        raise ValueError(f"fedprox-fig1b: every s must be <= {C} and divide n = {params['n']}, and m*n a multiple "
-                         f"of {C} (got s = {params['s']}, m = {params['m']})")
+        raise ValueError(
+            f"fedprox-fig1b: every s must be <= {C} and divide n = {params['n']}, and m*n a multiple "
+            f"of {C} (got s = {params['s']}, m = {params['m']})"
+        )
     return [{"s": s, "seed": k} for s in params["s"] for k in range(params["seeds"])]
 
 
@@ -115,9 +126,18 @@ def compute(params, point, rng):
     own = np.any(yt[None, :, None] == classes[:, None, :], axis=-1)  # (m, T): client i's classes
     l_acc = np.mean(np.sum(hits & own, -1) / np.sum(own, -1), axis=-1)
     lam_of = [None, None] + lams.tolist()
-    return [{"s": point["s"], "seed": point["seed"], "method": meth, "lam": lam, "R_plugin": R,
-             "global_accuracy": float(ga), "local_accuracy": float(la)}
-            for meth, lam, ga, la in zip(methods(params["fixed_lambdas"]), lam_of, g_acc, l_acc)]
+    return [
+        {
+            "s": point["s"],
+            "seed": point["seed"],
+            "method": meth,
+            "lam": lam,
+            "R_plugin": R,
+            "global_accuracy": float(ga),
+            "local_accuracy": float(la),
+        }
+        for meth, lam, ga, la in zip(methods(params["fixed_lambdas"]), lam_of, g_acc, l_acc)
+    ]
 
 
 def _table(rows, key, names):
@@ -134,38 +154,59 @@ def _table(rows, key, names):
 def finish(rows, params, out, seed=0, quick=False):
     names = methods(params["fixed_lambdas"])
     fig, ax = figure(2, 1, width=6.8, aspect=0.75)
-    styles = {**{m: (f"C{k if k < 3 else k + 1}", "o-") for k, m in enumerate(names[2:-1])}, "LocalTrain": ("k", "s-"),
-              "GlobalTrain": ("0.5", "D-"), "FedProx adaptive λ": ("C3", "*-")}
+    styles = {
+        **{m: (f"C{k if k < 3 else k + 1}", "o-") for k, m in enumerate(names[2:-1])},
+        "LocalTrain": ("k", "s-"),
+        "GlobalTrain": ("0.5", "D-"),
+        "FedProx adaptive λ": ("C3", "*-"),
+    }
     img = "4×4 pooled" if params["pooled_2x2"] else "8×8"
-    for c_i, (key, what) in enumerate((("global_accuracy", "global model, whole test set"),
-                                       ("local_accuracy", "local models, own classes"))):
+    for c_i, (key, what) in enumerate(
+        (("global_accuracy", "global model, whole test set"), ("local_accuracy", "local models, own classes"))
+    ):
         a = ax[0][c_i]
         for meth, (ss, mean, std) in _table(rows, key, names).items():
             color, style = styles[meth]
-            a.errorbar(ss, mean, yerr=std, fmt=style, color=color, label=meth, capsize=1.5, markersize=3, linewidth=1)
+            a.errorbar(
+                ss, mean, yerr=std, fmt=style, color=color, label=meth, capsize=1.5, markersize=3, linewidth=1
+            )
         a.invert_xaxis()
         a.set_xticks(params["s"])
-        a.set(xlabel=r"classes per client $s$ (fewer: more heterogeneous)", ylabel="test accuracy",
-              title=f"({'ab'[c_i]}) {what}")
+        a.set(
+            xlabel=r"classes per client $s$ (fewer: more heterogeneous)",
+            ylabel="test accuracy",
+            title=f"({'ab'[c_i]}) {what}",
+        )
     ax[0][0].legend(loc="lower left", fontsize=5.5)
-    fig.suptitle(f"Digits-Logit ({img} sklearn digits, stand-in for MNIST), m={params['m']}, n={params['n']}",
-                 fontsize=8)
+    fig.suptitle(
+        f"Digits-Logit ({img} sklearn digits, stand-in for MNIST), m={params['m']}, n={params['n']}",
+        fontsize=8,
+    )
     figures = save(fig, out, "fedprox-fig1b", quick)
 
     claims = _claims(rows, params, names)
-    theorems = {"fedprox.thm1": {"assumptions": {
-        "w_star known (a population minimiser)": False,
-        "ridge mu > 0: every f_i strongly convex": bool(params["mu"] > 0),
-        "n_i = n and p_i = 1/m": True},
-        "note": "real data: R in the adaptive lambda is a plug-in estimate; the figure shows what the paper shows"}}
+    theorems = {
+        "fedprox.thm1": {
+            "assumptions": {
+                "w_star known (a population minimiser)": False,
+                "ridge mu > 0: every f_i strongly convex": bool(params["mu"] > 0),
+                "n_i = n and p_i = 1/m": True,
+            },
+            "note": "real data: R in the adaptive lambda is a plug-in estimate; the figure shows what the paper shows",
+        }
+    }
     return {"figures": figures, "claims": claims, "theorems": theorems}
 
 
 def _claims(rows, params, names):
     """The paper's claims, each a set of paired comparisons at every s (same split per seed)."""
     ss, delta, fixed = sorted(params["s"]), params["tie_margin"], names[2:-1]
-    acc = {(m, s, k): by_seed(rows, k, method=m, s=s) for m in names for s in ss
-           for k in ("global_accuracy", "local_accuracy")}
+    acc = {
+        (m, s, k): by_seed(rows, k, method=m, s=s)
+        for m in names
+        for s in ss
+        for k in ("global_accuracy", "local_accuracy")
+    }
     g, lo = _table(rows, "global_accuracy", names), _table(rows, "local_accuracy", names)
     gt, lt = g["GlobalTrain"][1], g["LocalTrain"][1]
     fp = np.stack([g[m][1] for m in fixed])  # (lambdas, levels)
@@ -175,37 +216,72 @@ def _claims(rows, params, names):
         return [a - b + delta for _, a, b in pairs], [label for label, _, _ in pairs]
 
     G = lambda m, s: acc[(m, s, "global_accuracy")]  # noqa: E731
-    best = comparisons([(f"s={s}: GlobalTrain − {m} + {delta:g}", G("GlobalTrain", s), G(m, s))
-                        for s in ss for m in ("LocalTrain", *fixed)])
-    up = comparisons([(f"s={s}: {b} − {a} + {delta:g}", G(b, s), G(a, s))
-                      for s in ss for a, b in zip(fixed, fixed[1:])])
-    between = comparisons([(f"s={s}: {m} − LocalTrain + {delta:g}", G(m, s), G("LocalTrain", s)) for s in ss
-                           for m in fixed] + [(f"s={s}: GlobalTrain − {m} + {delta:g}", G("GlobalTrain", s), G(m, s))
-                                              for s in ss for m in fixed])
+    best = comparisons(
+        [
+            (f"s={s}: GlobalTrain − {m} + {delta:g}", G("GlobalTrain", s), G(m, s))
+            for s in ss
+            for m in ("LocalTrain", *fixed)
+        ]
+    )
+    up = comparisons(
+        [(f"s={s}: {b} − {a} + {delta:g}", G(b, s), G(a, s)) for s in ss for a, b in zip(fixed, fixed[1:])]
+    )
+    between = comparisons(
+        [(f"s={s}: {m} − LocalTrain + {delta:g}", G(m, s), G("LocalTrain", s)) for s in ss for m in fixed]
+        + [(f"s={s}: GlobalTrain − {m} + {delta:g}", G("GlobalTrain", s), G(m, s)) for s in ss for m in fixed]
+    )
     claims = [
-        paired(f"GlobalTrain has the best global test accuracy at every s ({tie}; value: the means)", *best,
-               value=gt.tolist()),
-        paired(f"FedProx's global test accuracy does not decrease as lambda grows (towards GlobalTrain) at every s "
-               f"({tie}; value: the means)", *up, value=fp.tolist()),
-        paired(f"FedProx's global test accuracy lies between LocalTrain's and GlobalTrain's ({tie}; value: the "
-               "means of LocalTrain, GlobalTrain)", *between, value=[lt.tolist(), gt.tolist()])]
+        paired(
+            f"GlobalTrain has the best global test accuracy at every s ({tie}; value: the means)",
+            *best,
+            value=gt.tolist(),
+        ),
+        paired(
+            f"FedProx's global test accuracy does not decrease as lambda grows (towards GlobalTrain) at every s "
+            f"({tie}; value: the means)",
+            *up,
+            value=fp.tolist(),
+        ),
+        paired(
+            f"FedProx's global test accuracy lies between LocalTrain's and GlobalTrain's ({tie}; value: the "
+            "means of LocalTrain, GlobalTrain)",
+            *between,
+            value=[lt.tolist(), gt.tolist()],
+        ),
+    ]
     s0, small = ss[0], fixed[0]
     L = lambda m, s: acc[(m, s, "local_accuracy")]  # noqa: E731
-    claims.append(paired(f"s = {s0}: {small} beats GlobalTrain's local accuracy (value: the means)",
-                         [L(small, s0) - L("GlobalTrain", s0)], [f"s={s0}: {small} − GlobalTrain"],
-                         value=[float(lo[small][1][0]), float(lo["GlobalTrain"][1][0])]))
+    claims.append(
+        paired(
+            f"s = {s0}: {small} beats GlobalTrain's local accuracy (value: the means)",
+            [L(small, s0) - L("GlobalTrain", s0)],
+            [f"s={s0}: {small} − GlobalTrain"],
+            value=[float(lo[small][1][0]), float(lo["GlobalTrain"][1][0])],
+        )
+    )
     ad, refs = "FedProx adaptive λ", ("LocalTrain", "GlobalTrain")
     err = {m: 1 - lo[m][1] for m in (ad, *refs)}
-    claims.append(paired("adaptive FedProx's local test error within 1.5x of min(LocalTrain, GlobalTrain) at every s "
-                         "(value: ratio of the means)",
-                         [1.5 * (1 - L(ref, s)) - (1 - L(ad, s)) for s in ss for ref in refs],
-                         [f"s={s}: 1.5·err {ref} − err adaptive" for s in ss for ref in refs],
-                         value=(err[ad] / np.minimum(*(err[r] for r in refs))).tolist()))
+    claims.append(
+        paired(
+            "adaptive FedProx's local test error within 1.5x of min(LocalTrain, GlobalTrain) at every s "
+            "(value: ratio of the means)",
+            [1.5 * (1 - L(ref, s)) - (1 - L(ad, s)) for s in ss for ref in refs],
+            [f"s={s}: 1.5·err {ref} − err adaptive" for s in ss for ref in refs],
+            value=(err[ad] / np.minimum(*(err[r] for r in refs))).tolist(),
+        )
+    )
     return claims
 
 
 EXPERIMENT = Experiment(
-    name="fedprox-fig1b", paper="FedProx analysis", figure="Figure 1(b) (MNIST-Logit; digits stand-in)",
+    name="fedprox-fig1b",
+    paper="FedProx analysis",
+    figure="Figure 1(b) (MNIST-Logit; digits stand-in)",
     summary="test accuracy vs classes per client s on sklearn's 8x8 digits (stand-in for MNIST): LocalTrain, "
-            "GlobalTrain, FedProx lam in {0.5, 1.5, 2.5} and the adaptive lam, exact minimisers",
-    expected=("~15 s", "~16 min"), config=config, points=points, compute=compute, finish=finish)
+    "GlobalTrain, FedProx lam in {0.5, 1.5, 2.5} and the adaptive lam, exact minimisers",
+    expected=("~15 s", "~16 min"),
+    config=config,
+    points=points,
+    compute=compute,
+    finish=finish,
+)

@@ -18,6 +18,7 @@ The §6.1 γ equals 1/L_g, the edge of Theorem 2's condition γ < 1/L_g (not met
 The claim compares the λ on the same data set per seed: paired t on the log of the distance
 left, Holm over the consecutive λ.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,14 +33,27 @@ from ._verdicts import paired
 __all__ = ["EXPERIMENT"]
 
 LAMS = (0.02, 0.1, 0.5)
-GRID = {"R": "R_param: the heterogeneity level (variance of the generating models' entries)",
-        "lam": "FedProx's lambda of the run (also in the method's name)"}
+GRID = {
+    "R": "R_param: the heterogeneity level (variance of the generating models' entries)",
+    "lam": "FedProx's lambda of the run (also in the method's name)",
+}
 
 
 def config(quick, trials):
-    return {"seeds": trials or (2 if quick else 5), "rounds": 40 if quick else 200, "K": 10, "m": 10, "n": 200,
-            "d": 20 if quick else 60, "mu": 0.01, "R_levels": [0.1, 2.0], "lambdas": list(LAMS), "n_test": 100,
-            "band": "std", "steps": STEP_NOTE}
+    return {
+        "seeds": trials or (2 if quick else 5),
+        "rounds": 40 if quick else 200,
+        "K": 10,
+        "m": 10,
+        "n": 200,
+        "d": 20 if quick else 60,
+        "mu": 0.01,
+        "R_levels": [0.1, 2.0],
+        "lambdas": list(LAMS),
+        "n_test": 100,
+        "band": "std",
+        "steps": STEP_NOTE,
+    }
 
 
 def points(params):
@@ -56,9 +70,18 @@ def _method(lam):
 def compute(params, point, rng):
     """Every lambda on the same data set (one point per heterogeneity level and seed): long rows."""
     rows = []
-    for lam, _, metrics in paper_run(rng, R=point["R"], lams=params["lambdas"], Ks=[params["K"]],
-                                     rounds=params["rounds"], m=params["m"], n=params["n"], d=params["d"],
-                                     mu=params["mu"], n_test=params["n_test"]):
+    for lam, _, metrics in paper_run(
+        rng,
+        R=point["R"],
+        lams=params["lambdas"],
+        Ks=[params["K"]],
+        rounds=params["rounds"],
+        m=params["m"],
+        n=params["n"],
+        d=params["d"],
+        mu=params["mu"],
+        n_test=params["n_test"],
+    ):
         rows += long_rows(metrics, method=_method(lam), seed=point["seed"], R=point["R"], lam=lam)
     return rows
 
@@ -68,8 +91,12 @@ def finish(rows, params, out, seed=0, quick=False):
     fig, ax = figure(2, 2, width=6.8, aspect=0.7)
     S = 0
     for r_i, R in enumerate(params["R_levels"]):
-        for c_i, (key, lab) in enumerate((("global_total", r"$\|w_t^{(g)}-w_\star^{(g)}\|^2$"),
-                                          ("local_total", r"$\frac{1}{m}\sum_i\|w_t^{(i)}-w_\star^{(i)}\|^2$"))):
+        for c_i, (key, lab) in enumerate(
+            (
+                ("global_total", r"$\|w_t^{(g)}-w_\star^{(g)}\|^2$"),
+                ("local_total", r"$\frac{1}{m}\sum_i\|w_t^{(i)}-w_\star^{(i)}\|^2$"),
+            )
+        ):
             a = ax[r_i][c_i]
             for k, meth in enumerate(methods):
                 t, v, seeds = curve(rows, key, meth, R=R)
@@ -80,32 +107,64 @@ def finish(rows, params, out, seed=0, quick=False):
                 stat = curve(rows, key.replace("total", "statistical"), meth, R=R)[1]
                 a.axhline(stat[:, 0].mean(), color=f"C{k}", linestyle=":", linewidth=0.9)
             a.set_yscale("log")
-            a.set(xlabel="communication round t", ylabel=lab,
-                  title=f"({'abcd'[2 * r_i + c_i]}) $R_{{param}}={R:g}$, {'global' if c_i == 0 else 'local'}")
+            a.set(
+                xlabel="communication round t",
+                ylabel=lab,
+                title=f"({'abcd'[2 * r_i + c_i]}) $R_{{param}}={R:g}$, {'global' if c_i == 0 else 'local'}",
+            )
     handles, labels = ax[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels),
-               title=f"{band_label(kind, S, log=True)}; dotted lines: each lambda's statistical error (exact optimum)",
-               title_fontsize=6)
+    fig.legend(
+        handles,
+        labels,
+        loc="outside lower center",
+        ncol=len(labels),
+        title=f"{band_label(kind, S, log=True)}; dotted lines: each lambda's statistical error (exact optimum)",
+        title_fontsize=6,
+    )
     figures = save(fig, out, "fedprox-fig1d", quick)
     panels = [({"R": R}, f"({'ab'[i]}) $R_{{param}}={R:g}$") for i, R in enumerate(params["R_levels"])]
-    figures += curves_figure(rows, panels, [("test_accuracy", "test accuracy (%), global model", False),
-                                            ("train_loss", "training objective, global model", True),
-                                            ("distance_to_optimum", r"$\|w_t^{(g)}-\tilde w^{(g)}\|^2$", True)],
-                             methods, kind, out, "fedprox-fig1d-curves", quick)
+    figures += curves_figure(
+        rows,
+        panels,
+        [
+            ("test_accuracy", "test accuracy (%), global model", False),
+            ("train_loss", "training objective, global model", True),
+            ("distance_to_optimum", r"$\|w_t^{(g)}-\tilde w^{(g)}\|^2$", True),
+        ],
+        methods,
+        kind,
+        out,
+        "fedprox-fig1d-curves",
+        quick,
+    )
     claims = []
     lams = params["lambdas"]
     for R in params["R_levels"]:
         logs = np.log([_remaining(rows, R, lam) for lam in lams])  # (lambdas, seeds)
-        claims.append(paired(
-            f"R_param = {R:g}: larger lambda converges more slowly (||w_T - w~||^2/||w_0 - w~||^2 after the last "
-            "round increases with lambda; compared in log, value: geometric means over seeds)",
-            np.diff(logs, axis=0), [f"log left(λ={b:g}) − log left(λ={a:g})" for a, b in zip(lams, lams[1:])],
-            value={str(lam): float(np.exp(v)) for lam, v in zip(lams, logs.mean(axis=1))}))
-    theorems = {"fedprox.thm2": {"assumptions": {
-        "gamma < 1/L_g (the paper's gamma equals 1/L_g)": False, "eta <= 1/L_l": True,
-        f"condition (12) with K = {params['K']}": "not checked here (see moreau check fedprox.thm2)"}}}
-    return {"figures": figures, "claims": claims, "theorems": theorems,
-            "columns": {"fedprox-fig1d.csv": columns(METRICS, GRID)}}
+        claims.append(
+            paired(
+                f"R_param = {R:g}: larger lambda converges more slowly (||w_T - w~||^2/||w_0 - w~||^2 after the last "
+                "round increases with lambda; compared in log, value: geometric means over seeds)",
+                np.diff(logs, axis=0),
+                [f"log left(λ={b:g}) − log left(λ={a:g})" for a, b in zip(lams, lams[1:])],
+                value={str(lam): float(np.exp(v)) for lam, v in zip(lams, logs.mean(axis=1))},
+            )
+        )
+    theorems = {
+        "fedprox.thm2": {
+            "assumptions": {
+                "gamma < 1/L_g (the paper's gamma equals 1/L_g)": False,
+                "eta <= 1/L_l": True,
+                f"condition (12) with K = {params['K']}": "not checked here (see moreau check fedprox.thm2)",
+            }
+        }
+    }
+    return {
+        "figures": figures,
+        "claims": claims,
+        "theorems": theorems,
+        "columns": {"fedprox-fig1d.csv": columns(METRICS, GRID)},
+    }
 
 
 def _remaining(rows, R, lam):
@@ -117,7 +176,15 @@ def _remaining(rows, R, lam):
 
 
 EXPERIMENT = Experiment(
-    name="fedprox-fig1d", paper="FedProx analysis", figure="Figure 1(d)",
+    name="fedprox-fig1d",
+    paper="FedProx analysis",
+    figure="Figure 1(d)",
     summary="total error vs communication round of Algorithm 1 for lam in {0.02, 0.1, 0.5} (paper's step sizes), "
-            "global and local, low and high heterogeneity",
-    expected=("~4 s", "~20 s"), config=config, points=points, compute=compute, finish=finish, notes=("steps",))
+    "global and local, low and high heterogeneity",
+    expected=("~4 s", "~20 s"),
+    config=config,
+    points=points,
+    compute=compute,
+    finish=finish,
+    notes=("steps",),
+)

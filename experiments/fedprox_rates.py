@@ -15,6 +15,7 @@ Global error :math:`E\|\tilde w^{(g)} - w_\star^{(g)}\|^2` (solid) with bound (4
 :math:`\max_i E\|\tilde w^{(i)} - w_\star^{(i)}\|^2` with bound (5) (dash-dot); fitted slopes
 (``moreau.analysis.engine.rates.fit_exponent``) in the legends.  Exact: ``--trials`` does not apply.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,10 +33,18 @@ def config(quick, trials):
     if trials is not None:
         raise ValueError("fedprox-rates is exact (expectations in closed form): --trials does not apply")
     k = 5 if quick else 9
-    return {"m": 10, "d": 5, "mu": 1.0, "L": 4.0, "sigma": 1.0,
-            "n_grid": np.unique(np.round(np.logspace(np.log10(50), np.log10(5000), k))).astype(int).tolist(),
-            "m_grid": [2, 4, 8, 16, 32] if quick else [2, 4, 8, 16, 32, 64, 128],
-            "R_grid": np.logspace(-4, 1, 6 if quick else 16).tolist(), "R_large": 10.0, "n_fixed": 400}
+    return {
+        "m": 10,
+        "d": 5,
+        "mu": 1.0,
+        "L": 4.0,
+        "sigma": 1.0,
+        "n_grid": np.unique(np.round(np.logspace(np.log10(50), np.log10(5000), k))).astype(int).tolist(),
+        "m_grid": [2, 4, 8, 16, 32] if quick else [2, 4, 8, 16, 32, 64, 128],
+        "R_grid": np.logspace(-4, 1, 6 if quick else 16).tolist(),
+        "R_large": 10.0,
+        "n_fixed": 400,
+    }
 
 
 def points(params):
@@ -69,15 +78,29 @@ def compute(params, point, rng):
         m, R = int(point["x"]), 1e-6
     else:
         R = float(point["x"])
-    P = data.least_squares(rng, m=m, n=n, d=params["d"], R=R, mu=params["mu"], L=params["L"], sigma=params["sigma"])
+    P = data.least_squares(
+        rng, m=m, n=n, d=params["d"], R=R, mu=params["mu"], L=params["L"], sigma=params["sigma"]
+    )
     rho = float(np.sqrt(np.max(P.constants["rho2"])))
     A = np.asarray(P.objective.A) - 0.0  # X^T X / n of every client (the fixed design)
     lam = float(adaptive_lambda(rho, R, n))
     err = exact_errors(*error_maps(A, np.asarray(P.w_star), lam, params["sigma"], n))
     b4, b5 = _bounds(rho, params["mu"], n, m * n, R)
-    return [{"sweep": point["sweep"], "x": point["x"], "n": n, "m": m, "R": R, "lam": lam, "rho": rho,
-             "global_error": float(err[0]), "local_error_max": float(np.max(err[1:])),
-             "bound_4": float(b4), "bound_5": float(b5)}]
+    return [
+        {
+            "sweep": point["sweep"],
+            "x": point["x"],
+            "n": n,
+            "m": m,
+            "R": R,
+            "lam": lam,
+            "rho": rho,
+            "global_error": float(err[0]),
+            "local_error_max": float(np.max(err[1:])),
+            "bound_4": float(b4),
+            "bound_5": float(b5),
+        }
+    ]
 
 
 def finish(rows, params, out, seed=0, quick=False):
@@ -95,7 +118,9 @@ def finish(rows, params, out, seed=0, quick=False):
             x = np.array([r["x"] for r in sel], float)
             g, loc = np.array([r["global_error"] for r in sel]), np.array([r["local_error_max"] for r in sel])
             b4, b5 = np.array([r["bound_4"] for r in sel]), np.array([r["bound_5"] for r in sel])
-            lab = {"n, R large": f"R = {params['R_large']:g}", "n, R = n^-1/2/2": r"$R=n^{-1/2}/2$"}.get(sw, "")
+            lab = {"n, R large": f"R = {params['R_large']:g}", "n, R = n^-1/2/2": r"$R=n^{-1/2}/2$"}.get(
+                sw, ""
+            )
             if sw != "R, n fixed":
                 sg, _ = fit_exponent(x, g)
                 sl, _ = fit_exponent(x, loc)
@@ -115,22 +140,44 @@ def finish(rows, params, out, seed=0, quick=False):
         a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, fontsize=5)
     figures = save(fig, out, "fedprox-rates", quick)
     ok = all(r["global_error"] <= r["bound_4"] and r["local_error_max"] <= r["bound_5"] for r in rows)
-    minus_one = lambda text, sw: exact(f"error vs {text}: slope -1 (within 0.1)",  # noqa: E731
-                                       all(abs(x + 1) <= 0.1 for x in slopes[sw]), slopes[sw],
-                                       "for the global and the max local error (value: both slopes)")
-    claims = [exact("every error below its bound ((4) global, (5) local with C4 as printed)", ok, len(rows),
-                    "at every point (value: how many)"),
-              minus_one("n, R large", "n, R large"), minus_one("n along R = n^-1/2/2", "n, R = n^-1/2/2"),
-              minus_one("m as R -> 0", "m, R -> 0")]
-    theorems = {"fedprox.thm1": {"assumptions": {
-        "fixed design: every client's empirical risk mu-strongly convex (Assumption 2)": True,
-        "rho^2 = sigma^2 tr(A_i) exact, heterogeneity R exact (Assumptions 1, 3)": True,
-        "n_i = n, p_i = 1/m, lambda the adaptive rule": True}}}
+    minus_one = lambda text, sw: exact(
+        f"error vs {text}: slope -1 (within 0.1)",  # noqa: E731
+        all(abs(x + 1) <= 0.1 for x in slopes[sw]),
+        slopes[sw],
+        "for the global and the max local error (value: both slopes)",
+    )
+    claims = [
+        exact(
+            "every error below its bound ((4) global, (5) local with C4 as printed)",
+            ok,
+            len(rows),
+            "at every point (value: how many)",
+        ),
+        minus_one("n, R large", "n, R large"),
+        minus_one("n along R = n^-1/2/2", "n, R = n^-1/2/2"),
+        minus_one("m as R -> 0", "m, R -> 0"),
+    ]
+    theorems = {
+        "fedprox.thm1": {
+            "assumptions": {
+                "fixed design: every client's empirical risk mu-strongly convex (Assumption 2)": True,
+                "rho^2 = sigma^2 tr(A_i) exact, heterogeneity R exact (Assumptions 1, 3)": True,
+                "n_i = n, p_i = 1/m, lambda the adaptive rule": True,
+            }
+        }
+    }
     return {"figures": figures, "claims": claims, "theorems": theorems}
 
 
 EXPERIMENT = Experiment(
-    name="fedprox-rates", paper="FedProx analysis", figure="Theorem 1 (rates)",
+    name="fedprox-rates",
+    paper="FedProx analysis",
+    figure="Theorem 1 (rates)",
     summary="exact expected statistical error vs n (both regimes), m and R, log-log with the bounds (4)-(5) "
-            "and fitted slopes (least squares)",
-    expected=("~2 s", "~3 s"), config=config, points=points, compute=compute, finish=finish)
+    "and fitted slopes (least squares)",
+    expected=("~2 s", "~3 s"),
+    config=config,
+    points=points,
+    compute=compute,
+    finish=finish,
+)

@@ -57,6 +57,7 @@ MNIST rows there read α = 0.01).
 Full mode: the paper's K = 1000, β = 0.001, r = 0.2, τ ∈ {10, 4}, α = 0.01; differs in the data
 (digits, N = 20, a = 14), the model (MLR) and the batch (20, not 40).  --quick: 100 rounds, 2 seeds.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -77,45 +78,82 @@ from ._verdicts import by_seed, paired
 
 __all__ = ["EXPERIMENT", "METHODS", "PAPER", "STAND_IN", "split"]
 
-STAND_IN = ("digits 8x8 stand-in with multinomial logistic regression (the paper uses neural networks on "
-            "MNIST/CIFAR-10)")
+STAND_IN = (
+    "digits 8x8 stand-in with multinomial logistic regression (the paper uses neural networks on "
+    "MNIST/CIFAR-10)"
+)
 
 #: Per-FedAvg Table 1 (test accuracy %, ± its 95 % interval), as transcribed in the paper's text:
 #: (data set, tau, alpha) -> {method: (mean, half-width)}
 PAPER = {
-    ("MNIST", 10, 0.01): {"FedAvg + update": (75.96, 0.02), "Per-FedAvg (FO)": (78.00, 0.02),
-                          "Per-FedAvg (HF)": (79.85, 0.02)},
-    ("MNIST", 4, 0.01): {"FedAvg + update": (60.18, 0.02), "Per-FedAvg (FO)": (64.55, 0.02),
-                         "Per-FedAvg (HF)": (70.94, 0.03)},
-    ("CIFAR-10", 10, 0.001): {"FedAvg + update": (40.49, 0.07), "Per-FedAvg (FO)": (46.98, 0.1),
-                              "Per-FedAvg (HF)": (50.44, 0.15)},
-    ("CIFAR-10", 4, 0.001): {"FedAvg + update": (38.38, 0.07), "Per-FedAvg (FO)": (34.04, 0.08),
-                             "Per-FedAvg (HF)": (43.73, 0.11)},
-    ("CIFAR-10", 4, 0.01): {"FedAvg + update": (35.97, 0.17), "Per-FedAvg (FO)": (25.32, 0.18),
-                            "Per-FedAvg (HF)": (46.32, 0.12)},
-    ("CIFAR-10, diff. hetero.", 4, 0.01): {"FedAvg + update": (58.59, 0.11), "Per-FedAvg (FO)": (37.71, 0.23),
-                                           "Per-FedAvg (HF)": (71.25, 0.05)},
+    ("MNIST", 10, 0.01): {
+        "FedAvg + update": (75.96, 0.02),
+        "Per-FedAvg (FO)": (78.00, 0.02),
+        "Per-FedAvg (HF)": (79.85, 0.02),
+    },
+    ("MNIST", 4, 0.01): {
+        "FedAvg + update": (60.18, 0.02),
+        "Per-FedAvg (FO)": (64.55, 0.02),
+        "Per-FedAvg (HF)": (70.94, 0.03),
+    },
+    ("CIFAR-10", 10, 0.001): {
+        "FedAvg + update": (40.49, 0.07),
+        "Per-FedAvg (FO)": (46.98, 0.1),
+        "Per-FedAvg (HF)": (50.44, 0.15),
+    },
+    ("CIFAR-10", 4, 0.001): {
+        "FedAvg + update": (38.38, 0.07),
+        "Per-FedAvg (FO)": (34.04, 0.08),
+        "Per-FedAvg (HF)": (43.73, 0.11),
+    },
+    ("CIFAR-10", 4, 0.01): {
+        "FedAvg + update": (35.97, 0.17),
+        "Per-FedAvg (FO)": (25.32, 0.18),
+        "Per-FedAvg (HF)": (46.32, 0.12),
+    },
+    ("CIFAR-10, diff. hetero.", 4, 0.01): {
+        "FedAvg + update": (58.59, 0.11),
+        "Per-FedAvg (FO)": (37.71, 0.23),
+        "Per-FedAvg (HF)": (71.25, 0.05),
+    },
 }
 
 DIGITS_FEWEST = 174  # images of the digits' rarest class (8); the others have 177-183
 METRICS = {
     "test_accuracy": "mean over users of each user's test accuracy (%) after one stochastic gradient step of size "
-                     "alpha from the global model (the paper's evaluation; adapt_on says on which rows)",
+    "alpha from the global model (the paper's evaluation; adapt_on says on which rows)",
     "validation_accuracy": "the same on the validation rows held out of each user's training rows",
     "test_accuracy_before_update": "mean over users of each user's test accuracy (%) of the global model itself "
-                                   "(no step)",
+    "(no step)",
     "train_loss": "training objective of the adapted models: sum_i n_i f_i(theta_i) / sum_i n_i (cross-entropy "
-                  "+ mu/2 ||theta_i||^2)",
+    "+ mu/2 ||theta_i||^2)",
 }
-GRID = {"tau": "local steps per round (Table 1's tau)",
-        "alpha": "Per-FedAvg's step alpha, also the step of the one-step update at evaluation (Table 1's alpha)"}
+GRID = {
+    "tau": "local steps per round (Table 1's tau)",
+    "alpha": "Per-FedAvg's step alpha, also the step of the one-step update at evaluation (Table 1's alpha)",
+}
 
 
 def config(quick, trials):
-    return {"seeds": trials or (2 if quick else 5), "rounds": 100 if quick else 1000, "n_clients": 20, "a": 14,
-            "train_fraction": 0.75, "validation_fraction": 0.2, "S": 4, "batch": 20, "beta": 0.001,
-            "taus": [10, 4], "alphas": [0.01], "delta": 0.001, "mu": 0.01, "adapt_on": "train",
-            "eval_every": 5 if quick else 20, "band": "std", "data": STAND_IN}
+    return {
+        "seeds": trials or (2 if quick else 5),
+        "rounds": 100 if quick else 1000,
+        "n_clients": 20,
+        "a": 14,
+        "train_fraction": 0.75,
+        "validation_fraction": 0.2,
+        "S": 4,
+        "batch": 20,
+        "beta": 0.001,
+        "taus": [10, 4],
+        "alphas": [0.01],
+        "delta": 0.001,
+        "mu": 0.01,
+        "adapt_on": "train",
+        "eval_every": 5 if quick else 20,
+        "band": "std",
+        "data": STAND_IN,
+    }
 
 
 def _smallest_train(params):
@@ -130,20 +168,26 @@ def points(params):
     check_band(name, params["band"])
     N, a = params["n_clients"], params["a"]
     if N % 2 or a % 2:
-        raise ValueError(f"{name}: n_clients and a must be even (half the users hold a/2 images of a class; "
-                         f"got n_clients = {N}, a = {a})")
+        raise ValueError(
+            f"{name}: n_clients and a must be even (half the users hold a/2 images of a class; "
+            f"got n_clients = {N}, a = {a})"
+        )
     need = max((N // 2) * a + math.ceil(N / 10) * (a // 2), math.ceil(N / 10) * 2 * a)
     if need > DIGITS_FEWEST:
-        raise ValueError(f"{name}: n_clients = {N} and a = {a} need {need} images of a class; the digits have "
-                         f"{DIGITS_FEWEST} of the rarest (lower a or n_clients)")
+        raise ValueError(
+            f"{name}: n_clients = {N} and a = {a} need {need} images of a class; the digits have "
+            f"{DIGITS_FEWEST} of the rarest (lower a or n_clients)"
+        )
     if not 0 < params["train_fraction"] < 1 or not 0 <= params["validation_fraction"] <= 0.5:
         raise ValueError(f"{name}: train_fraction must be in (0, 1) and validation_fraction in [0, 0.5]")
     if params["S"] > N:
         raise ValueError(f"{name}: S = {params['S']} users per round exceeds n_clients = {N}")
     small = _smallest_train(params)
     if params["batch"] > small:
-        raise ValueError(f"{name}: batch = {params['batch']} exceeds the smallest user's {small} training rows "
-                         "(moreau.fl.fedavg samples without replacement)")
+        raise ValueError(
+            f"{name}: batch = {params['batch']} exceeds the smallest user's {small} training rows "
+            "(moreau.fl.fedavg samples without replacement)"
+        )
     if params["beta"] <= 0 or params["delta"] <= 0 or params["mu"] < 0 or min(params["alphas"]) < 0:
         raise ValueError(f"{name}: beta and delta must be > 0, mu and alphas >= 0")
     if params["adapt_on"] not in ("train", "test"):
@@ -169,7 +213,9 @@ def compute(params, point, rng):
     for tau, alpha in itertools.product(params["taus"], params["alphas"]):
         evaluate = Evaluator(key, parts, params, alpha)
         for method in METHODS:  # each method from the same training seed (common random numbers)
-            ts, values = run_method(method, f, np.random.default_rng(train_seed), params, tau, alpha, evaluate)
+            ts, values = run_method(
+                method, f, np.random.default_rng(train_seed), params, tau, alpha, evaluate
+            )
             rows += long_rows(values, method=method, seed=point["seed"], rounds=ts, tau=tau, alpha=alpha)
     return rows
 
@@ -193,28 +239,53 @@ def _summary(table, params):
         paper = _paper_row(tau, alpha) or {}
         for method in METHODS:
             for what in dict.fromkeys(r["selection"] for r in table):
-                v = np.array([r["test_accuracy"] for r in table if r["tau"] == tau and r["alpha"] == alpha
-                              and r["method"] == method and r["selection"] == what])
+                v = np.array(
+                    [
+                        r["test_accuracy"]
+                        for r in table
+                        if r["tau"] == tau
+                        and r["alpha"] == alpha
+                        and r["method"] == method
+                        and r["selection"] == what
+                    ]
+                )
                 if not v.size:
                     continue
-                half = (float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
-                        if v.size > 1 else None)
+                half = (
+                    float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+                    if v.size > 1
+                    else None
+                )
                 p = paper.get(method)
-                out.append({"tau": tau, "alpha": alpha, "method": method, "selection": what, "seeds": int(v.size),
-                            "mean": float(v.mean()), "ci95_half_width": half,
-                            "paper_data": "MNIST (neural network)" if p else None,
-                            "paper_mean": p[0] if p else None, "paper_ci95_half_width": p[1] if p else None,
-                            "data": STAND_IN})
+                out.append(
+                    {
+                        "tau": tau,
+                        "alpha": alpha,
+                        "method": method,
+                        "selection": what,
+                        "seeds": int(v.size),
+                        "mean": float(v.mean()),
+                        "ci95_half_width": half,
+                        "paper_data": "MNIST (neural network)" if p else None,
+                        "paper_mean": p[0] if p else None,
+                        "paper_ci95_half_width": p[1] if p else None,
+                        "data": STAND_IN,
+                    }
+                )
     return out
 
 
 SUMMARY_COLUMNS = {
-    "tau": GRID["tau"], "alpha": GRID["alpha"], "method": "the algorithm (its global model after one update step)",
-    "selection": SELECTION_COLUMNS["selection"], "seeds": "seeds averaged",
+    "tau": GRID["tau"],
+    "alpha": GRID["alpha"],
+    "method": "the algorithm (its global model after one update step)",
+    "selection": SELECTION_COLUMNS["selection"],
+    "seeds": "seeds averaged",
     "mean": "mean test accuracy (%) over seeds (ours: " + STAND_IN + ")",
     "ci95_half_width": "half-width of the 95 % t interval of the mean over seeds (empty with one seed)",
     "paper_data": "the data set of the paper's value beside ours (Table 1's MNIST row with the same tau and alpha)",
-    "paper_mean": "the paper's Table 1 test accuracy (%)", "paper_ci95_half_width": "the paper's 95 % interval "
+    "paper_mean": "the paper's Table 1 test accuracy (%)",
+    "paper_ci95_half_width": "the paper's 95 % interval "
     "(half-width, %), as reported (the paper does not say over what)",
     "data": "what our numbers are: " + STAND_IN,
 }
@@ -229,67 +300,129 @@ def finish(rows, params, out, seed=0, quick=False):
     handles = []
     for k, (a, (tau, alpha)) in enumerate(zip(ax[0], grid)):
         paper = _paper_row(tau, alpha)
-        handles = selection_bars(a, [r for r in table if r["tau"] == tau and r["alpha"] == alpha], METHODS, "ci95",
-                                 paper={m: v[0] for m, v in paper.items()} if paper else None,
-                                 paper_label="Per-FedAvg paper, Table 1 (MNIST, neural network; ±0.02-0.03 %)") or handles
-        a.set(ylabel="test accuracy after one update step (%)",
-              title=f"({'abcdefgh'[k % 8]}) τ = {tau}, α = {alpha:g}, K = {params['rounds']}")
-    fig.suptitle("Per-FedAvg Table 1 on the digits 8×8 stand-in, multinomial logistic regression\n"
-                 "(the paper: neural networks on MNIST/CIFAR-10)", fontsize=7)
+        handles = (
+            selection_bars(
+                a,
+                [r for r in table if r["tau"] == tau and r["alpha"] == alpha],
+                METHODS,
+                "ci95",
+                paper={m: v[0] for m, v in paper.items()} if paper else None,
+                paper_label="Per-FedAvg paper, Table 1 (MNIST, neural network; ±0.02-0.03 %)",
+            )
+            or handles
+        )
+        a.set(
+            ylabel="test accuracy after one update step (%)",
+            title=f"({'abcdefgh'[k % 8]}) τ = {tau}, α = {alpha:g}, K = {params['rounds']}",
+        )
+    fig.suptitle(
+        "Per-FedAvg Table 1 on the digits 8×8 stand-in, multinomial logistic regression\n"
+        "(the paper: neural networks on MNIST/CIFAR-10)",
+        fontsize=7,
+    )
     S = len({r["seed"] for r in table})
     legend(fig, handles, band_label("ci95", S).replace("lines", "bars").replace("band", "error bars"), ncol=2)
     figures = save(fig, out, "perfedavg-table1", quick)
-    panels = [({"tau": tau, "alpha": alpha}, f"({'abcdefgh'[k % 8]}) τ = {tau}, α = {alpha:g}")
-              for k, (tau, alpha) in enumerate(grid)]
-    figures += curves_figure(rows, panels, [("test_accuracy", "test accuracy after the update (%)", False),
-                                            ("test_accuracy_before_update", "global model's test accuracy (%)", False),
-                                            ("train_loss", "training objective (adapted models)", False)],
-                             METHODS, kind, out, "perfedavg-table1-curves", quick, table=table,
-                             suptitle="Per-FedAvg Table 1 over rounds: digits 8×8 stand-in, multinomial logistic "
-                                      "regression\n(the paper: neural networks on MNIST/CIFAR-10)")
-    return {"figures": figures, "claims": _claims(table, params),
-            "tables": {"perfedavg-table1-table": table, "perfedavg-table1-summary": summary},
-            "columns": {"perfedavg-table1.csv": columns(METRICS, GRID),
-                        "perfedavg-table1-table.csv": {**GRID, **SELECTION_COLUMNS},
-                        "perfedavg-table1-summary.csv": SUMMARY_COLUMNS}}
+    panels = [
+        ({"tau": tau, "alpha": alpha}, f"({'abcdefgh'[k % 8]}) τ = {tau}, α = {alpha:g}")
+        for k, (tau, alpha) in enumerate(grid)
+    ]
+    figures += curves_figure(
+        rows,
+        panels,
+        [
+            ("test_accuracy", "test accuracy after the update (%)", False),
+            ("test_accuracy_before_update", "global model's test accuracy (%)", False),
+            ("train_loss", "training objective (adapted models)", False),
+        ],
+        METHODS,
+        kind,
+        out,
+        "perfedavg-table1-curves",
+        quick,
+        table=table,
+        suptitle="Per-FedAvg Table 1 over rounds: digits 8×8 stand-in, multinomial logistic "
+        "regression\n(the paper: neural networks on MNIST/CIFAR-10)",
+    )
+    return {
+        "figures": figures,
+        "claims": _claims(table, params),
+        "tables": {"perfedavg-table1-table": table, "perfedavg-table1-summary": summary},
+        "columns": {
+            "perfedavg-table1.csv": columns(METRICS, GRID),
+            "perfedavg-table1-table.csv": {**GRID, **SELECTION_COLUMNS},
+            "perfedavg-table1-summary.csv": SUMMARY_COLUMNS,
+        },
+    }
 
 
 def _claims(table, params):
     grid = _rows(params)
-    last = {(tau, alpha, m): by_seed(table, "test_accuracy", tau=tau, alpha=alpha, method=m, selection=LAST)
-            for tau, alpha in grid for m in METHODS}
+    last = {
+        (tau, alpha, m): by_seed(table, "test_accuracy", tau=tau, alpha=alpha, method=m, selection=LAST)
+        for tau, alpha in grid
+        for m in METHODS
+    }
     fedavg, fo, hf = METHODS
     where = f"last round; {STAND_IN}"
     claims = []
     for tau, alpha in grid:
         pairs = [(hf, fo), (fo, fedavg)]
-        claims.append(paired(
-            f"Table 1 ordering at tau = {tau}, alpha = {alpha:g} (the paper's MNIST rows): {hf} > {fo} > {fedavg} "
-            f"({where}; value: measured means, %)",
-            [last[(tau, alpha, a)] - last[(tau, alpha, b)] for a, b in pairs], [f"{a} − {b}" for a, b in pairs],
-            value={m: float(last[(tau, alpha, m)].mean()) for m in METHODS}, units=" points"))
-    claims.append(paired(
-        f"'Per-FedAvg (HF) outperforms FedAvg in all cases' (every tau and alpha; {where})",
-        [last[(tau, alpha, hf)] - last[(tau, alpha, fedavg)] for tau, alpha in grid],
-        [f"tau={tau}, alpha={alpha:g}: {hf} − {fedavg}" for tau, alpha in grid],
-        value=[float((last[(tau, alpha, hf)] - last[(tau, alpha, fedavg)]).mean()) for tau, alpha in grid],
-        units=" points"))
+        claims.append(
+            paired(
+                f"Table 1 ordering at tau = {tau}, alpha = {alpha:g} (the paper's MNIST rows): {hf} > {fo} > {fedavg} "
+                f"({where}; value: measured means, %)",
+                [last[(tau, alpha, a)] - last[(tau, alpha, b)] for a, b in pairs],
+                [f"{a} − {b}" for a, b in pairs],
+                value={m: float(last[(tau, alpha, m)].mean()) for m in METHODS},
+                units=" points",
+            )
+        )
+    claims.append(
+        paired(
+            f"'Per-FedAvg (HF) outperforms FedAvg in all cases' (every tau and alpha; {where})",
+            [last[(tau, alpha, hf)] - last[(tau, alpha, fedavg)] for tau, alpha in grid],
+            [f"tau={tau}, alpha={alpha:g}: {hf} − {fedavg}" for tau, alpha in grid],
+            value=[
+                float((last[(tau, alpha, hf)] - last[(tau, alpha, fedavg)]).mean()) for tau, alpha in grid
+            ],
+            units=" points",
+        )
+    )
     taus = sorted(set(params["taus"]), reverse=True)
     if len(taus) > 1:
-        comps = [(f"alpha={alpha:g}, {m}: tau={big} − tau={small}", last[(big, alpha, m)] - last[(small, alpha, m)])
-                 for alpha in dict.fromkeys(params["alphas"]) for m in METHODS
-                 for big, small in itertools.pairwise(taus)]
-        claims.append(paired(
-            f"'decreasing tau leads to a decrease in the performance of all three algorithms' ({where})",
-            [d for _, d in comps], [n for n, _ in comps], value=[float(d.mean()) for _, d in comps], units=" points"))
+        comps = [
+            (
+                f"alpha={alpha:g}, {m}: tau={big} − tau={small}",
+                last[(big, alpha, m)] - last[(small, alpha, m)],
+            )
+            for alpha in dict.fromkeys(params["alphas"])
+            for m in METHODS
+            for big, small in itertools.pairwise(taus)
+        ]
+        claims.append(
+            paired(
+                f"'decreasing tau leads to a decrease in the performance of all three algorithms' ({where})",
+                [d for _, d in comps],
+                [n for n, _ in comps],
+                value=[float(d.mean()) for _, d in comps],
+                units=" points",
+            )
+        )
     return claims
 
 
 EXPERIMENT = Experiment(
-    name="perfedavg-table1", paper="Per-FedAvg",
+    name="perfedavg-table1",
+    paper="Per-FedAvg",
     figure="Table 1 (digits 8x8 stand-in, multinomial logistic regression; the paper: neural networks on "
-           "MNIST/CIFAR-10)",
+    "MNIST/CIFAR-10)",
     summary="FedAvg + update, Per-FedAvg (FO) and Per-FedAvg (HF), each evaluated after one local step from the "
-            "global model, with 95 % intervals over seeds beside Table 1 (" + STAND_IN + ")",
+    "global model, with 95 % intervals over seeds beside Table 1 (" + STAND_IN + ")",
     expected=("~10 s", "~5 min"),  # full: ~63 s per seed measured (2 shared cores, one worker)
-    config=config, points=points, compute=compute, finish=finish, notes=("data",))
+    config=config,
+    points=points,
+    compute=compute,
+    finish=finish,
+    notes=("data",),
+)

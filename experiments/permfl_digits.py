@@ -25,6 +25,7 @@ PerMFL's personalised models beat the state of the art (here FedAvg and pFedMe-P
 intervals over seeds (the same data set per seed), Holm over an ordering
 (``moreau.experiments._verdicts``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,18 +44,35 @@ METHODS = ("PerMFL-PM", "PerMFL-TM", "PerMFL-GM", "PerMFL-PM (code: λ_d = L)", 
 
 
 def config(quick, trials):
-    return {"seeds": trials or (2 if quick else 5), "rounds": 10 if quick else 400, "n_clients": 20, "teams": 4,
-            "mu": 0.01, "n_classes": 10, "train_fraction": 0.75,
-            "permfl": {"lam": 0.5, "gamma": 1.5, "beta": 0.6, "alpha": 0.01, "eta": 0.03, "K": 10, "L": 20,
-                       "batch": None},
-            "fedavg": {"eta": 0.02, "tau": 20, "batch": 20},
-            "pfedme": {"lam": 15.0, "eta": 0.01, "beta": 2.0, "R": 20, "K": 5, "batch": 20}}
+    return {
+        "seeds": trials or (2 if quick else 5),
+        "rounds": 10 if quick else 400,
+        "n_clients": 20,
+        "teams": 4,
+        "mu": 0.01,
+        "n_classes": 10,
+        "train_fraction": 0.75,
+        "permfl": {
+            "lam": 0.5,
+            "gamma": 1.5,
+            "beta": 0.6,
+            "alpha": 0.01,
+            "eta": 0.03,
+            "K": 10,
+            "L": 20,
+            "batch": None,
+        },
+        "fedavg": {"eta": 0.02, "tau": 20, "batch": 20},
+        "pfedme": {"lam": 15.0, "eta": 0.01, "beta": 2.0, "R": 20, "K": 5, "batch": 20},
+    }
 
 
 def points(params):
     if params["n_clients"] % params["teams"]:
-        raise ValueError(f"permfl-digits splits n_clients = {params['n_clients']} devices into teams = "
-                         f"{params['teams']} teams of equal size: teams must divide n_clients")
+        raise ValueError(
+            f"permfl-digits splits n_clients = {params['n_clients']} devices into teams = "
+            f"{params['teams']} teams of equal size: teams must divide n_clients"
+        )
     return [{"seed": s} for s in range(params["seeds"])]
 
 
@@ -69,18 +87,47 @@ def compute(params, point, rng):
     teams = np.arange(N) // (N // params["teams"])
     acc = lambda model: 100 * runs.accuracy(*test, np.asarray(model))
     p = params["permfl"]
-    kw = dict(lam=p["lam"], gamma=p["gamma"], alpha=p["alpha"], eta=p["eta"], beta=p["beta"], K=p["K"], L=p["L"],
-              rounds=params["rounds"], batch_size=p["batch"], rng=rng)
+    kw = dict(
+        lam=p["lam"],
+        gamma=p["gamma"],
+        alpha=p["alpha"],
+        eta=p["eta"],
+        beta=p["beta"],
+        K=p["K"],
+        L=p["L"],
+        rounds=params["rounds"],
+        batch_size=p["batch"],
+        rng=rng,
+    )
     h = permfl(f, teams, **kw)
-    rows = {"PerMFL-PM": acc(h.theta[-1]), "PerMFL-TM": acc(np.asarray(h.w_team[-1])[teams]),
-            "PerMFL-GM": acc(h.w_global[-1])}
+    rows = {
+        "PerMFL-PM": acc(h.theta[-1]),
+        "PerMFL-TM": acc(np.asarray(h.w_team[-1])[teams]),
+        "PerMFL-GM": acc(h.w_global[-1]),
+    }
     rows["PerMFL-PM (code: λ_d = L)"] = acc(permfl(f, teams, lam_device=float(p["L"]), **kw).theta[-1])
     fa, pf = params["fedavg"], params["pfedme"]
-    rows["FedAvg"] = acc(runs.fedavg(rng, Xt, Y, n, mu, eta=fa["eta"], tau=fa["tau"], rounds=params["rounds"],
-                                     B=fa["batch"]))
-    rows["pFedMe-PM"] = acc(runs.pfedme(rng, Xt, Y, n, mu, lam=pf["lam"], eta=pf["eta"], beta=pf["beta"], R=pf["R"],
-                                        K=pf["K"], inner_eta="client", rounds=params["rounds"], B=pf["batch"],
-                                        f=f)[1])
+    rows["FedAvg"] = acc(
+        runs.fedavg(rng, Xt, Y, n, mu, eta=fa["eta"], tau=fa["tau"], rounds=params["rounds"], B=fa["batch"])
+    )
+    rows["pFedMe-PM"] = acc(
+        runs.pfedme(
+            rng,
+            Xt,
+            Y,
+            n,
+            mu,
+            lam=pf["lam"],
+            eta=pf["eta"],
+            beta=pf["beta"],
+            R=pf["R"],
+            K=pf["K"],
+            inner_eta="client",
+            rounds=params["rounds"],
+            B=pf["batch"],
+            f=f,
+        )[1]
+    )
     L_max = float(np.max(np.asarray(f.smoothness())))
     return [{"seed": point["seed"], "method": m, "accuracy": a, "L_max": L_max} for m, a in rows.items()]
 
@@ -90,17 +137,31 @@ def finish(rows, params, out, seed=0, quick=False):
     mean = {m: float(np.mean(a)) for m, a in acc.items()}
     fig, ax = figure(1, width=4.2, aspect=0.7)
     x = np.arange(len(METHODS))
-    ax[0][0].bar(x, [mean[m] for m in METHODS], yerr=[np.std(acc[m], ddof=1) if acc[m].size > 1 else 0
-                                                      for m in METHODS], color=[f"C{k}" for k in x], capsize=3)
-    ax[0][0].text(0.01, 0.98, f"bars: mean over {len(next(iter(acc.values())))} seeds; error bars: ±1 std over seeds",
-                  transform=ax[0][0].transAxes, fontsize=5, va="top")
+    ax[0][0].bar(
+        x,
+        [mean[m] for m in METHODS],
+        yerr=[np.std(acc[m], ddof=1) if acc[m].size > 1 else 0 for m in METHODS],
+        color=[f"C{k}" for k in x],
+        capsize=3,
+    )
+    ax[0][0].text(
+        0.01,
+        0.98,
+        f"bars: mean over {len(next(iter(acc.values())))} seeds; error bars: ±1 std over seeds",
+        transform=ax[0][0].transAxes,
+        fontsize=5,
+        va="top",
+    )
     ax[0][0].set_xticks(x, [m.replace(" (", "\n(") for m in METHODS], fontsize=5)
     sd = [np.std(acc[m], ddof=1) if acc[m].size > 1 else 0.0 for m in METHODS]
     lo = min(mean[m] - s for m, s in zip(METHODS, sd))
     hi = max(mean[m] + s for m, s in zip(METHODS, sd))
     pad = max(0.5, 0.15 * (hi - lo))  # the data's range, not 0-105 %: spreads of a few points stay visible
-    ax[0][0].set(ylabel="test accuracy (%)", ylim=(max(0.0, lo - pad), min(100.0, hi + pad)),
-                 title=f"digits 8×8, {params['n_clients']} devices in {params['teams']} teams, T = {params['rounds']}")
+    ax[0][0].set(
+        ylabel="test accuracy (%)",
+        ylim=(max(0.0, lo - pad), min(100.0, hi + pad)),
+        title=f"digits 8×8, {params['n_clients']} devices in {params['teams']} teams, T = {params['rounds']}",
+    )
     figures = save(fig, out, "permfl-digits", quick)
     pm = "PerMFL-PM"
 
@@ -108,31 +169,52 @@ def finish(rows, params, out, seed=0, quick=False):
         return [acc[a] - acc[b] for a, b in pairs], [f"{a} − {b}" for a, b in pairs]
 
     claims = [
-        paired("PerMFL's personalised models beat its global model (value: mean accuracies, %, with the code's "
-               "lam_device = L run)", *ahead([(pm, "PerMFL-GM")]),
-               value={m: mean[m] for m in (pm, "PerMFL-GM", "PerMFL-PM (code: λ_d = L)")}, units=" points"),
-        paired("PerMFL's personalised models beat FedAvg and pFedMe-PM (value: mean accuracies, %)",
-               *ahead([(pm, "FedAvg"), (pm, "pFedMe-PM")]), value={m: mean[m] for m in (pm, "FedAvg", "pFedMe-PM")},
-               units=" points"),
+        paired(
+            "PerMFL's personalised models beat its global model (value: mean accuracies, %, with the code's "
+            "lam_device = L run)",
+            *ahead([(pm, "PerMFL-GM")]),
+            value={m: mean[m] for m in (pm, "PerMFL-GM", "PerMFL-PM (code: λ_d = L)")},
+            units=" points",
+        ),
+        paired(
+            "PerMFL's personalised models beat FedAvg and pFedMe-PM (value: mean accuracies, %)",
+            *ahead([(pm, "FedAvg"), (pm, "pFedMe-PM")]),
+            value={m: mean[m] for m in (pm, "FedAvg", "pFedMe-PM")},
+            units=" points",
+        ),
     ]
     p = params["permfl"]
     L_max = max(r["L_max"] for r in rows)
-    theorems = {"permfl.thm1": {"assumptions": {
-        "f_ij strongly convex (ridge mu > 0, ours)": params["mu"] > 0,
-        "alpha <= 1/(L + lam)": p["alpha"] <= 1 / (L_max + p["lam"]),
-        "eta <= 1/(lam + gamma)": p["eta"] <= 1 / (p["lam"] + p["gamma"]),
-        "beta <= 1/gamma": p["beta"] <= 1 / p["gamma"],
-        "full gradients": p["batch"] is None}},
-        "permfl.thm2": {"assumptions": {"gamma > 2 lam": p["gamma"] > 2 * p["lam"],
-                                        "lam > 2L (L the devices' smoothness)": p["lam"] > 2 * L_max}}}
+    theorems = {
+        "permfl.thm1": {
+            "assumptions": {
+                "f_ij strongly convex (ridge mu > 0, ours)": params["mu"] > 0,
+                "alpha <= 1/(L + lam)": p["alpha"] <= 1 / (L_max + p["lam"]),
+                "eta <= 1/(lam + gamma)": p["eta"] <= 1 / (p["lam"] + p["gamma"]),
+                "beta <= 1/gamma": p["beta"] <= 1 / p["gamma"],
+                "full gradients": p["batch"] is None,
+            }
+        },
+        "permfl.thm2": {
+            "assumptions": {
+                "gamma > 2 lam": p["gamma"] > 2 * p["lam"],
+                "lam > 2L (L the devices' smoothness)": p["lam"] > 2 * L_max,
+            }
+        },
+    }
     return {"figures": figures, "claims": claims, "theorems": theorems}
 
 
 EXPERIMENT = Experiment(
-    name="permfl-digits", paper="PerMFL (Dadras thesis, Paper II)", figure="personalised vs global accuracy "
-    "(EMNIST-10 settings; digits stand-in)",
+    name="permfl-digits",
+    paper="PerMFL (Dadras thesis, Paper II)",
+    figure="personalised vs global accuracy (EMNIST-10 settings; digits stand-in)",
     summary="PerMFL (personalised, team, global models; eq. (4.3) and the authors' code's device weight) against "
-            "FedAvg and pFedMe on scikit-learn's 8x8 digits, 20 devices in 4 teams",
+    "FedAvg and pFedMe on scikit-learn's 8x8 digits, 20 devices in 4 teams",
     expected=("~15 s", "~20 min"),  # measured, one worker: quick 2 seeds 15 s; full 220 s per seed
-    config=config, points=points, compute=compute, finish=finish,
-    notes=("n_classes",))
+    config=config,
+    points=points,
+    compute=compute,
+    finish=finish,
+    notes=("n_classes",),
+)

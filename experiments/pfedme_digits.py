@@ -14,6 +14,7 @@ client's training rows held out for validation, curves every ``eval_every`` roun
 the last and best rounds in ``pfedme-digits-table.csv``, ``band`` and ``optimum`` keys (the
 pFedMe optimum on the digits: ~6 min per seed and λ here).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,12 +29,38 @@ PAPER = {"FedAvg": 93.96, "Per-FedAvg": 94.37, "pFedMe-GM": 94.18, "pFedMe-PM": 
 
 
 def config(quick, trials):
-    return {"seeds": trials or (2 if quick else 5), "rounds": 10 if quick else 800, "n_clients": 20, "mu": 0.01,
-            "n_classes": 10, "S": 5, "batch": 20, "R": 20, "K": 5, "train_fraction": 0.75,
-            "validation_fraction": 0.2, "eval_every": 1 if quick else 4, "band": "std", "optimum": False,
-            "same": {"fedavg_eta": 0.005, "alpha": 0.005, "beta_hat": 0.005, "lam": 15.0, "eta": 0.005,
-                     "beta": 1.0},
-            "tuned": {"fedavg_eta": 0.02, "alpha": 0.03, "beta_hat": 0.003, "lam": 15.0, "eta": 0.01, "beta": 2.0}}
+    return {
+        "seeds": trials or (2 if quick else 5),
+        "rounds": 10 if quick else 800,
+        "n_clients": 20,
+        "mu": 0.01,
+        "n_classes": 10,
+        "S": 5,
+        "batch": 20,
+        "R": 20,
+        "K": 5,
+        "train_fraction": 0.75,
+        "validation_fraction": 0.2,
+        "eval_every": 1 if quick else 4,
+        "band": "std",
+        "optimum": False,
+        "same": {
+            "fedavg_eta": 0.005,
+            "alpha": 0.005,
+            "beta_hat": 0.005,
+            "lam": 15.0,
+            "eta": 0.005,
+            "beta": 1.0,
+        },
+        "tuned": {
+            "fedavg_eta": 0.02,
+            "alpha": 0.03,
+            "beta_hat": 0.003,
+            "lam": 15.0,
+            "eta": 0.01,
+            "beta": 2.0,
+        },
+    }
 
 
 def points(params):
@@ -88,13 +115,21 @@ def compute(params, point, rng):
 
 
 def finish(rows, params, out, seed=0, quick=False):
-    return finish_compare(rows, params, out, "pfedme-digits", PAPER, "digits 8×8 (MNIST stand-in)", "MNIST", quick)
+    return finish_compare(
+        rows, params, out, "pfedme-digits", PAPER, "digits 8×8 (MNIST stand-in)", "MNIST", quick
+    )
 
 
 EXPERIMENT = Experiment(
-    name="pfedme-digits", paper="pFedMe", figure="Table 1 (MNIST column; digits stand-in)",
+    name="pfedme-digits",
+    paper="pFedMe",
+    figure="Table 1 (MNIST column; digits stand-in)",
     summary="pFedMe (personalised, global), FedAvg and Per-FedAvg on scikit-learn's 8x8 digits split 2 labels "
-            "per client (stand-in for MNIST)",
+    "per client (stand-in for MNIST)",
     expected=("~5 s", "~6 min"),  # full: 286 s measured for the 5 seeds (2 shared cores, one worker)
-    config=config, points=points, compute=compute, finish=finish,
-    notes=("n_classes",))  # the digits' 10 classes: a property of the data set
+    config=config,
+    points=points,
+    compute=compute,
+    finish=finish,
+    notes=("n_classes",),
+)  # the digits' 10 classes: a property of the data set

@@ -30,6 +30,7 @@ higher, objective lower, personalised and global model); K = 7 brings no improve
 objective); "especially the global model" (the global model's gain from β exceeds the
 personalised model's).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -48,7 +49,9 @@ from ._verdicts import paired
 __all__ = ["EXPERIMENT", "MODELS", "STAND_IN", "runs_of"]
 
 MODELS = ("pFedMe-PM", "pFedMe-GM")
-STAND_IN = "digits 8x8 stand-in for MNIST, multinomial logistic regression (the paper's mu-strongly convex runs)"
+STAND_IN = (
+    "digits 8x8 stand-in for MNIST, multinomial logistic regression (the paper's mu-strongly convex runs)"
+)
 METRICS = {
     "test_accuracy": "test accuracy (%): correct predictions of all clients' test rows together",
     "validation_accuracy": "accuracy (%) on the validation rows held out of each client's training rows",
@@ -59,11 +62,29 @@ NAME = "pfedme-k-beta"
 
 
 def config(quick, trials):
-    return {"seeds": trials or (2 if quick else 5), "rounds": 30 if quick else 800, "n_clients": 20, "mu": 0.01,
-            "S": 5, "batch": 20, "R": 20, "lam": 15.0, "eta": 0.005, "train_fraction": 0.75,
-            "validation_fraction": 0.2, "Ks": [1, 3, 5, 7], "beta_for_K": 1.0, "betas": [1.0, 2.0, 4.0],
-            "K_for_beta": 5, "at_round": 30 if quick else 100, "tie_margin": 0.5, "eval_every": 1 if quick else 4,
-            "band": "std", "n_classes": 10, "data": STAND_IN}
+    return {
+        "seeds": trials or (2 if quick else 5),
+        "rounds": 30 if quick else 800,
+        "n_clients": 20,
+        "mu": 0.01,
+        "S": 5,
+        "batch": 20,
+        "R": 20,
+        "lam": 15.0,
+        "eta": 0.005,
+        "train_fraction": 0.75,
+        "validation_fraction": 0.2,
+        "Ks": [1, 3, 5, 7],
+        "beta_for_K": 1.0,
+        "betas": [1.0, 2.0, 4.0],
+        "K_for_beta": 5,
+        "at_round": 30 if quick else 100,
+        "tie_margin": 0.5,
+        "eval_every": 1 if quick else 4,
+        "band": "std",
+        "n_classes": 10,
+        "data": STAND_IN,
+    }
 
 
 def runs_of(params):
@@ -77,11 +98,15 @@ def runs_of(params):
 def points(params):
     check_band(NAME, params["band"])
     if not 0 <= params["validation_fraction"] <= 0.5:
-        raise ValueError(f"{NAME}: validation_fraction must be in [0, 0.5] (got {params['validation_fraction']})")
+        raise ValueError(
+            f"{NAME}: validation_fraction must be in [0, 0.5] (got {params['validation_fraction']})"
+        )
     t, T, every = params["at_round"], params["rounds"], params["eval_every"]
     if t > T or (t % every and t != T):
-        raise ValueError(f"{NAME}: at_round = {t} must be an evaluated round (a multiple of eval_every = {every}, "
-                         f"or rounds = {T}) not after rounds")
+        raise ValueError(
+            f"{NAME}: at_round = {t} must be an evaluated round (a multiple of eval_every = {every}, "
+            f"or rounds = {T}) not after rounds"
+        )
     if params["S"] > params["n_clients"]:
         raise ValueError(f"{NAME}: S = {params['S']} exceeds n_clients = {params['n_clients']}")
     if min(params["betas"] + [params["beta_for_K"]]) <= 0 or params["eta"] <= 0 or params["lam"] <= 0:
@@ -108,9 +133,24 @@ def compute(params, point, rng):
     rows = []
     for K, beta in runs_of(params):
         rec = _Recorder(splits, mu, params["eval_every"], params["rounds"], ("pFedMe-GM", "pFedMe-PM"), {})
-        runs.pfedme(np.random.default_rng(train_seed), Xt, Y, n, mu, lam=params["lam"], eta=params["eta"],
-                    beta=beta, R=params["R"], K=K, inner_eta="client", rounds=params["rounds"], S=params["S"],
-                    B=params["batch"], f=f, record=rec)
+        runs.pfedme(
+            np.random.default_rng(train_seed),
+            Xt,
+            Y,
+            n,
+            mu,
+            lam=params["lam"],
+            eta=params["eta"],
+            beta=beta,
+            R=params["R"],
+            K=K,
+            inner_eta="client",
+            rounds=params["rounds"],
+            S=params["S"],
+            B=params["batch"],
+            f=f,
+            record=rec,
+        )
         for label, vals in rec.values.items():
             rows += long_rows(vals, method=label, seed=point["seed"], rounds=rec.rounds, K=K, beta=beta)
     return rows
@@ -128,8 +168,18 @@ def _summary(rows, params):
         for model in MODELS:
             acc, loss = (_at(rows, params, m, model, K, beta) for m in ("test_accuracy", "train_loss"))
             seeds = curve(rows, "test_accuracy", model, K=K, beta=beta)[2]
-            out += [{"K": K, "beta": beta, "method": model, "seed": s, "round": params["at_round"],
-                     "test_accuracy": float(a), "train_loss": float(lo)} for s, a, lo in zip(seeds, acc, loss)]
+            out += [
+                {
+                    "K": K,
+                    "beta": beta,
+                    "method": model,
+                    "seed": s,
+                    "round": params["at_round"],
+                    "test_accuracy": float(a),
+                    "train_loss": float(lo),
+                }
+                for s, a, lo in zip(seeds, acc, loss)
+            ]
     return out
 
 
@@ -150,8 +200,9 @@ def _sweep_figure(rows, params, out, quick, which):
     fig, ax = figure(2, 2, width=6.8, aspect=0.72)
     S = 0
     for i, model in enumerate(MODELS):
-        for j, (metric, ylab) in enumerate((("test_accuracy", "test accuracy (%)"),
-                                            ("train_loss", "training objective"))):
+        for j, (metric, ylab) in enumerate(
+            (("test_accuracy", "test accuracy (%)"), ("train_loss", "training objective"))
+        ):
             a = ax[i][j]
             for k, (K, b) in enumerate(levels):
                 ts, v, seeds = curve(rows, metric, model, K=K, beta=b)
@@ -165,11 +216,19 @@ def _sweep_figure(rows, params, out, quick, which):
             a.axvline(params["at_round"], color="0.4", linestyle=":", linewidth=0.8)
             what = "personalised model (PM)" if model == "pFedMe-PM" else "global model (GM)"
             a.set(xlabel="communication round t", ylabel=ylab, title=f"({'abcd'[2 * i + j]}) {what}: {ylab}")
-    fig.suptitle(f"{title}: {STAND_IN}\n{fixed}, λ = {params['lam']:g}, η = {params['eta']:g}, R = {params['R']}, "
-                 f"|D| = {params['batch']}, S = {params['S']}", fontsize=7)
+    fig.suptitle(
+        f"{title}: {STAND_IN}\n{fixed}, λ = {params['lam']:g}, η = {params['eta']:g}, R = {params['R']}, "
+        f"|D| = {params['batch']}, S = {params['S']}",
+        fontsize=7,
+    )
     handles = ax[0][0].get_legend_handles_labels()[0]
-    legend(fig, handles, band_label(kind, S) + f"\nvertical dotted line: round {params['at_round']}, where the claims "
-           "are decided; curves that coincide are drawn thinner and dashed, on top of each other", ncol=len(levels))
+    legend(
+        fig,
+        handles,
+        band_label(kind, S) + f"\nvertical dotted line: round {params['at_round']}, where the claims "
+        "are decided; curves that coincide are drawn thinner and dashed, on top of each other",
+        ncol=len(levels),
+    )
     return save(fig, out, f"{NAME}-{which}", quick)
 
 
@@ -177,18 +236,33 @@ def finish(rows, params, out, seed=0, quick=False):
     table = [r for K, beta in runs_of(params) for r in selections(rows, MODELS, K=K, beta=beta)]
     summary = _summary(rows, params)
     figures = _sweep_figure(rows, params, out, quick, "K") + _sweep_figure(rows, params, out, quick, "beta")
-    summary_cols = {**GRID, "method": "pFedMe-PM (personalised models) or pFedMe-GM (global model)",
-                    "seed": SELECTION_COLUMNS["seed"], "round": "the round of the summary (at_round)",
-                    "test_accuracy": METRICS["test_accuracy"] + " at that round",
-                    "train_loss": METRICS["train_loss"] + " at that round"}
-    return {"figures": figures, "claims": _claims(rows, params),
-            "tables": {f"{NAME}-table": table, f"{NAME}-summary": summary},
-            "columns": {f"{NAME}.csv": columns(METRICS, GRID), f"{NAME}-table.csv": {**GRID, **SELECTION_COLUMNS},
-                        f"{NAME}-summary.csv": summary_cols},
-            "theorems": {"pfedme.thm1": {"assumptions": {
-                "clients mu-strongly convex (ridge mu > 0)": params["mu"] > 0,
-                "beta >= 1 (Theorem 1)": min(params["betas"] + [params["beta_for_K"]]) >= 1,
-                "exact or delta-approximate inner solutions (K inner GD steps; delta not certified)": False}}}}
+    summary_cols = {
+        **GRID,
+        "method": "pFedMe-PM (personalised models) or pFedMe-GM (global model)",
+        "seed": SELECTION_COLUMNS["seed"],
+        "round": "the round of the summary (at_round)",
+        "test_accuracy": METRICS["test_accuracy"] + " at that round",
+        "train_loss": METRICS["train_loss"] + " at that round",
+    }
+    return {
+        "figures": figures,
+        "claims": _claims(rows, params),
+        "tables": {f"{NAME}-table": table, f"{NAME}-summary": summary},
+        "columns": {
+            f"{NAME}.csv": columns(METRICS, GRID),
+            f"{NAME}-table.csv": {**GRID, **SELECTION_COLUMNS},
+            f"{NAME}-summary.csv": summary_cols,
+        },
+        "theorems": {
+            "pfedme.thm1": {
+                "assumptions": {
+                    "clients mu-strongly convex (ridge mu > 0)": params["mu"] > 0,
+                    "beta >= 1 (Theorem 1)": min(params["betas"] + [params["beta_for_K"]]) >= 1,
+                    "exact or delta-approximate inner solutions (K inner GD steps; delta not certified)": False,
+                }
+            }
+        },
+    }
 
 
 def _claims(rows, params):
@@ -202,47 +276,108 @@ def _claims(rows, params):
     up = [K for K in Ks if K <= 5]
     steps = list(itertools.pairwise(up))
     if steps:
-        for metric, sign, unit in (("test accuracy higher", 1, " points"), ("training objective lower", -1, "")):
+        for metric, sign, unit in (
+            ("test accuracy higher", 1, " points"),
+            ("training objective lower", -1, ""),
+        ):
             get = acc if sign > 0 else loss
-            comps = [(f"{m}: K={b} − K={a}" if sign > 0 else f"{m}: K={a} − K={b}",
-                      sign * (get(m, b, bK) - get(m, a, bK))) for m in MODELS for a, b in steps]
-            claims.append(paired(
-                f"Fig. 1: larger K converges faster up to K = 5 ({metric} from each K to the next, "
-                f"personalised and global model; beta = {bK:g}; {where})",
-                [d for _, d in comps], [n for n, _ in comps], value=[float(d.mean()) for _, d in comps], units=unit))
+            comps = [
+                (
+                    f"{m}: K={b} − K={a}" if sign > 0 else f"{m}: K={a} − K={b}",
+                    sign * (get(m, b, bK) - get(m, a, bK)),
+                )
+                for m in MODELS
+                for a, b in steps
+            ]
+            claims.append(
+                paired(
+                    f"Fig. 1: larger K converges faster up to K = 5 ({metric} from each K to the next, "
+                    f"personalised and global model; beta = {bK:g}; {where})",
+                    [d for _, d in comps],
+                    [n for n, _ in comps],
+                    value=[float(d.mean()) for _, d in comps],
+                    units=unit,
+                )
+            )
     big = [K for K in Ks if K > 5]
     if 5 in Ks and big:
         delta = params["tie_margin"]
-        comps = [(f"{m}: K=5 − K={K} + {delta:g}", acc(m, 5, bK) - acc(m, K, bK) + delta) for m in MODELS for K in big]
-        claims.append(paired(
-            f"Fig. 1: larger K such as {big[0]} shows no improvement over K = 5 (test accuracy at most "
-            f"{delta:g} points above K = 5's, personalised and global model; beta = {bK:g}; {where})",
-            [d for _, d in comps], [n for n, _ in comps], value=[float(d.mean()) for _, d in comps], units=" points"))
+        comps = [
+            (f"{m}: K=5 − K={K} + {delta:g}", acc(m, 5, bK) - acc(m, K, bK) + delta)
+            for m in MODELS
+            for K in big
+        ]
+        claims.append(
+            paired(
+                f"Fig. 1: larger K such as {big[0]} shows no improvement over K = 5 (test accuracy at most "
+                f"{delta:g} points above K = 5's, personalised and global model; beta = {bK:g}; {where})",
+                [d for _, d in comps],
+                [n for n, _ in comps],
+                value=[float(d.mean()) for _, d in comps],
+                units=" points",
+            )
+        )
     betas = sorted({float(b) for b in params["betas"]})
     larger = [b for b in betas if b > 1]
     if 1.0 in betas and larger:
-        for metric, sign, unit in (("test accuracy higher", 1, " points"), ("training objective lower", -1, "")):
+        for metric, sign, unit in (
+            ("test accuracy higher", 1, " points"),
+            ("training objective lower", -1, ""),
+        ):
             get = acc if sign > 0 else loss
-            comps = [(f"{m}: beta={b:g} − beta=1" if sign > 0 else f"{m}: beta=1 − beta={b:g}",
-                      sign * (get(m, Kb, b) - get(m, Kb, 1.0))) for m in MODELS for b in larger]
-            claims.append(paired(
-                f"Fig. 2: beta > 1 converges faster than beta = 1 ({metric} at every beta > 1, personalised and "
-                f"global model; K = {Kb}; {where})",
-                [d for _, d in comps], [n for n, _ in comps], value=[float(d.mean()) for _, d in comps], units=unit))
-        comps = [(f"beta={b:g}: GM gain − PM gain",
-                  (acc("pFedMe-GM", Kb, b) - acc("pFedMe-GM", Kb, 1.0))
-                  - (acc("pFedMe-PM", Kb, b) - acc("pFedMe-PM", Kb, 1.0))) for b in larger]
-        claims.append(paired(
-            f"Fig. 2: a larger beta helps 'especially the global model' (its test accuracy gain over beta = 1 exceeds "
-            f"the personalised model's, at every beta > 1; K = {Kb}; {where})",
-            [d for _, d in comps], [n for n, _ in comps], value=[float(d.mean()) for _, d in comps], units=" points"))
+            comps = [
+                (
+                    f"{m}: beta={b:g} − beta=1" if sign > 0 else f"{m}: beta=1 − beta={b:g}",
+                    sign * (get(m, Kb, b) - get(m, Kb, 1.0)),
+                )
+                for m in MODELS
+                for b in larger
+            ]
+            claims.append(
+                paired(
+                    f"Fig. 2: beta > 1 converges faster than beta = 1 ({metric} at every beta > 1, personalised and "
+                    f"global model; K = {Kb}; {where})",
+                    [d for _, d in comps],
+                    [n for n, _ in comps],
+                    value=[float(d.mean()) for _, d in comps],
+                    units=unit,
+                )
+            )
+        comps = [
+            (
+                f"beta={b:g}: GM gain − PM gain",
+                (acc("pFedMe-GM", Kb, b) - acc("pFedMe-GM", Kb, 1.0))
+                - (acc("pFedMe-PM", Kb, b) - acc("pFedMe-PM", Kb, 1.0)),
+            )
+            for b in larger
+        ]
+        claims.append(
+            paired(
+                f"Fig. 2: a larger beta helps 'especially the global model' (its test accuracy gain over beta = 1 exceeds "
+                f"the personalised model's, at every beta > 1; K = {Kb}; {where})",
+                [d for _, d in comps],
+                [n for n, _ in comps],
+                value=[float(d.mean()) for _, d in comps],
+                units=" points",
+            )
+        )
     return claims
 
 
 EXPERIMENT = Experiment(
-    name=NAME, paper="pFedMe", figure="Figures 1 and 2 (effect of K and of beta; digits stand-in for MNIST, MLR)",
+    name=NAME,
+    paper="pFedMe",
+    figure="Figures 1 and 2 (effect of K and of beta; digits stand-in for MNIST, MLR)",
     summary="pFedMe's personalised and global models over rounds for K in {1, 3, 5, 7} (beta = 1) and beta in "
-            "{1, 2, 4} (K = 5), mean and band over seeds, on the digits stand-in for MNIST with multinomial "
-            "logistic regression",
-    expected=("~12 s", "~10 min"),  # full: ~13 s per 100 rounds per seed measured (2 shared cores, one worker)
-    config=config, points=points, compute=compute, finish=finish, notes=("n_classes", "data"))
+    "{1, 2, 4} (K = 5), mean and band over seeds, on the digits stand-in for MNIST with multinomial "
+    "logistic regression",
+    expected=(
+        "~12 s",
+        "~10 min",
+    ),  # full: ~13 s per 100 rounds per seed measured (2 shared cores, one worker)
+    config=config,
+    points=points,
+    compute=compute,
+    finish=finish,
+    notes=("n_classes", "data"),
+)

@@ -18,6 +18,7 @@ returns — and plots them beside the three formulas:
 
 Exact (no Monte Carlo): ``--trials`` does not apply.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,15 +39,23 @@ def config(quick, trials):
     if trials is not None:
         raise ValueError("pfedme-prop1 is exact (no Monte Carlo): --trials does not apply")
     k = 25 if quick else 81
-    return {"L": 1.0, "mu": 0.1, "d": 6, "lam_convex": np.logspace(-2, 2, k).tolist(),
-            "lam_weak": (1.0 + np.logspace(-2, np.log10(19), k)).tolist()}
+    return {
+        "L": 1.0,
+        "mu": 0.1,
+        "d": 6,
+        "lam_convex": np.logspace(-2, 2, k).tolist(),
+        "lam_weak": (1.0 + np.logspace(-2, np.log10(19), k)).tolist(),
+    }
 
 
 def points(params):
     if params["d"] < 2:
-        raise ValueError(f"pfedme-prop1: d must be >= 2 (the spectrum's two ends are attained; got {params['d']})")
-    return ([{"case": "convex", "lam": lam} for lam in params["lam_convex"]]
-            + [{"case": "weakly convex", "lam": lam} for lam in params["lam_weak"]])
+        raise ValueError(
+            f"pfedme-prop1: d must be >= 2 (the spectrum's two ends are attained; got {params['d']})"
+        )
+    return [{"case": "convex", "lam": lam} for lam in params["lam_convex"]] + [
+        {"case": "weakly convex", "lam": lam} for lam in params["lam_weak"]
+    ]
 
 
 def _quadratic(params, case, rng):
@@ -62,8 +71,13 @@ def compute(params, point, rng):
     lam = point["lam"]
     eig = np.linalg.eigvalsh(np.asarray(mo.envelope(q, lam).hess(w)))
     L, mu = params["L"], params["mu"]
-    row = {"case": point["case"], "lam": lam, "smoothness_measured": float(np.max(np.abs(eig))),
-           "curvature_min_measured": float(eig[0]), "pfedme_L_F": lam}
+    row = {
+        "case": point["case"],
+        "lam": lam,
+        "smoothness_measured": float(np.max(np.abs(eig))),
+        "curvature_min_measured": float(eig[0]),
+        "pfedme_L_F": lam,
+    }
     if point["case"] == "convex":
         row.update(fedprox_L_g=lam * L / (lam + L), mu_F=lam * mu / (lam + mu))
     else:
@@ -88,8 +102,11 @@ def finish(rows, params, out, seed=0, quick=False):
     theory(a, lc, lc * L / (lc + L), r"FedProx $L_g=\lambda L/(\lambda+L)$", color="C2")
     a.loglog(lc, sc_c, "s", label="measured strong convexity of F", color="C1", mfc="none")
     theory(a, lc, lc * mu / (lc + mu), r"$\mu_F=\lambda\mu/(\lambda+\mu)$", color="C1")
-    a.set(xlabel=r"$\lambda$", ylabel="curvature constant of $F$",
-          title=f"(a) convex $f$, spectrum in [{mu:g}, {L:g}]")
+    a.set(
+        xlabel=r"$\lambda$",
+        ylabel="curvature constant of $F$",
+        title=f"(a) convex $f$, spectrum in [{mu:g}, {L:g}]",
+    )
     a.legend(loc="upper left")
     b.loglog(lw / L, sm_w, "o", label="measured smoothness of F", color="C0")
     theory(b, lw / L, lw, r"pFedMe $L_F=\lambda$", color="C0", alpha=0.6)
@@ -104,29 +121,56 @@ def finish(rows, params, out, seed=0, quick=False):
     ok_weak = sm_w <= lw * (1 + RTOL)
     smallest = float(np.min(lw[ok_weak]) / L) if ok_weak.any() else None
     claims = [
-        exact("convex: measured smoothness = lam L/(lam+L) (FedProx Lemma 2), max rel. error",
-              rel(sm_c, lc * L / (lc + L)) <= RTOL, rel(sm_c, lc * L / (lc + L)), f"max rel. error <= {RTOL:g}"),
-        exact("convex: measured smoothness <= lam (pFedMe), never attained: max ratio",
-              np.all(sm_c < lc), float(np.max(sm_c / lc)), "every ratio < 1"),
-        exact("convex: measured strong convexity = lam mu/(lam+mu), max rel. error",
-              rel(sc_c, lc * mu / (lc + mu)) <= RTOL, rel(sc_c, lc * mu / (lc + mu)), f"max rel. error <= {RTOL:g}"),
-        exact("weakly convex: smoothness <= lam exactly when lam >= 2L",
-              np.all(ok_weak == (lw >= 2 * L * (1 - RTOL))), {"smallest lam/L with smoothness <= lam": smallest},
-              "at every grid lam"),
+        exact(
+            "convex: measured smoothness = lam L/(lam+L) (FedProx Lemma 2), max rel. error",
+            rel(sm_c, lc * L / (lc + L)) <= RTOL,
+            rel(sm_c, lc * L / (lc + L)),
+            f"max rel. error <= {RTOL:g}",
+        ),
+        exact(
+            "convex: measured smoothness <= lam (pFedMe), never attained: max ratio",
+            np.all(sm_c < lc),
+            float(np.max(sm_c / lc)),
+            "every ratio < 1",
+        ),
+        exact(
+            "convex: measured strong convexity = lam mu/(lam+mu), max rel. error",
+            rel(sc_c, lc * mu / (lc + mu)) <= RTOL,
+            rel(sc_c, lc * mu / (lc + mu)),
+            f"max rel. error <= {RTOL:g}",
+        ),
+        exact(
+            "weakly convex: smoothness <= lam exactly when lam >= 2L",
+            np.all(ok_weak == (lw >= 2 * L * (1 - RTOL))),
+            {"smallest lam/L with smoothness <= lam": smallest},
+            "at every grid lam",
+        ),
     ]
     theorems = {
-        "pfedme.prop1": {"assumptions": {
-            "convex panel: f convex, L-smooth, mu-strongly convex": True,
-            "weakly convex panel: points with lam > 2L (the condition)": f"{int(np.sum(lw > 2 * L))} of {len(lw)}"},
-            "check": catalogue_verdict("pfedme.prop1")},
-        "fedprox.lemma2": {"assumptions": {"convex panel: mu-strongly convex, L-smooth": True},
-                           "check": catalogue_verdict("fedprox.lemma2")},
+        "pfedme.prop1": {
+            "assumptions": {
+                "convex panel: f convex, L-smooth, mu-strongly convex": True,
+                "weakly convex panel: points with lam > 2L (the condition)": f"{int(np.sum(lw > 2 * L))} of {len(lw)}",
+            },
+            "check": catalogue_verdict("pfedme.prop1"),
+        },
+        "fedprox.lemma2": {
+            "assumptions": {"convex panel: mu-strongly convex, L-smooth": True},
+            "check": catalogue_verdict("fedprox.lemma2"),
+        },
     }
     return {"figures": figures, "claims": claims, "theorems": theorems}
 
 
 EXPERIMENT = Experiment(
-    name="pfedme-prop1", paper="pFedMe (with FedProx analysis Lemma 2)", figure="none (Proposition 1)",
+    name="pfedme-prop1",
+    paper="pFedMe (with FedProx analysis Lemma 2)",
+    figure="none (Proposition 1)",
     summary="envelope smoothness / strong convexity vs lambda on quadratics: pFedMe's lam, FedProx's lam L/(lam+L), "
-            "the weakly convex threshold lam = 2L",
-    expected=("~1 s", "~4 s"), config=config, points=points, compute=compute, finish=finish)
+    "the weakly convex threshold lam = 2L",
+    expected=("~1 s", "~4 s"),
+    config=config,
+    points=points,
+    compute=compute,
+    finish=finish,
+)

@@ -23,6 +23,7 @@ set of the paper's own experiments, the pFedMe authors' script replayed
 one data set (the seeds vary only the algorithms' sampling), and ``n_clients``, ``size_scale``
 must stay 100 and 5 for it to be the paper's.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,29 +40,70 @@ PAPER = {"FedAvg": 77.62, "Per-FedAvg": 81.49, "pFedMe-GM": 78.65, "pFedMe-PM": 
 
 
 def config(quick, trials):
-    return {"seeds": trials or (2 if quick else 5), "rounds": 10 if quick else 600, "n_clients": 100,
-            "size_scale": 5, "max_size": 100 if quick else None, "alpha": 0.5, "beta_data": 0.5, "mu": 0.01,
-            "n_classes": 10, "d": 60, "train_fraction": 0.75, "S": 10, "batch": 20, "R": 20, "K": 5,
-            "validation_fraction": 0.2, "eval_every": 1 if quick else 10, "band": "std", "optimum": False,
-            "data_draw": "moreau",
-            "same": {"fedavg_eta": 0.005, "alpha": 0.005, "beta_hat": 0.005, "lam": 15.0, "eta": 0.005,
-                     "beta": 1.0},
-            "tuned": {"fedavg_eta": 0.02, "alpha": 0.02, "beta_hat": 0.002, "lam": 20.0, "eta": 0.01, "beta": 2.0}}
+    return {
+        "seeds": trials or (2 if quick else 5),
+        "rounds": 10 if quick else 600,
+        "n_clients": 100,
+        "size_scale": 5,
+        "max_size": 100 if quick else None,
+        "alpha": 0.5,
+        "beta_data": 0.5,
+        "mu": 0.01,
+        "n_classes": 10,
+        "d": 60,
+        "train_fraction": 0.75,
+        "S": 10,
+        "batch": 20,
+        "R": 20,
+        "K": 5,
+        "validation_fraction": 0.2,
+        "eval_every": 1 if quick else 10,
+        "band": "std",
+        "optimum": False,
+        "data_draw": "moreau",
+        "same": {
+            "fedavg_eta": 0.005,
+            "alpha": 0.005,
+            "beta_hat": 0.005,
+            "lam": 15.0,
+            "eta": 0.005,
+            "beta": 1.0,
+        },
+        "tuned": {
+            "fedavg_eta": 0.02,
+            "alpha": 0.02,
+            "beta_hat": 0.002,
+            "lam": 20.0,
+            "eta": 0.01,
+            "beta": 2.0,
+        },
+    }
 
 
 def points(params):
     check("pfedme-synthetic", params)
     if params["data_draw"] not in ("moreau", "authors"):
-        raise ValueError(f"pfedme-synthetic: data_draw must be 'moreau' or 'authors' (got {params['data_draw']!r})")
+        raise ValueError(
+            f"pfedme-synthetic: data_draw must be 'moreau' or 'authors' (got {params['data_draw']!r})"
+        )
     return [{"seed": s} for s in range(params["seeds"])]
 
 
 def compute(params, point, rng):
     draw = params["data_draw"]  # "authors": their fixed RandomState(0) data set, rng left to the algorithms
-    P = data.synthetic(params["alpha"], params["beta_data"], None if draw == "authors" else rng,
-                       n_clients=params["n_clients"], size_scale=params["size_scale"], max_size=params["max_size"],
-                       mu=params["mu"], n_classes=params["n_classes"], d=params["d"],
-                       train_fraction=params["train_fraction"], draw=draw)
+    P = data.synthetic(
+        params["alpha"],
+        params["beta_data"],
+        None if draw == "authors" else rng,
+        n_clients=params["n_clients"],
+        size_scale=params["size_scale"],
+        max_size=params["max_size"],
+        mu=params["mu"],
+        n_classes=params["n_classes"],
+        d=params["d"],
+        train_fraction=params["train_fraction"],
+        draw=draw,
+    )
     f, t = P.objective, P.test
     train = tuple(np.asarray(a) for a in (f.X, f.y, f.weights))
     test = tuple(np.asarray(a) for a in (t.X, t.y, t.weights))
@@ -69,17 +111,30 @@ def compute(params, point, rng):
 
 
 def finish(rows, params, out, seed=0, quick=False):
-    res = finish_compare(rows, params, out, "pfedme-synthetic", PAPER, "Synthetic(0.5, 0.5)", "Synthetic", quick)
-    res["theorems"] = {"pfedme.thm1": {"assumptions": {
-        "clients mu-strongly convex (ridge mu > 0)": params["mu"] > 0,
-        "beta >= 1 (Theorem 1)": all(params[s]["beta"] >= 1 for s in ("same", "tuned")),
-        "exact or delta-approximate inner solutions (K inner GD steps; delta not certified)": False}}}
+    res = finish_compare(
+        rows, params, out, "pfedme-synthetic", PAPER, "Synthetic(0.5, 0.5)", "Synthetic", quick
+    )
+    res["theorems"] = {
+        "pfedme.thm1": {
+            "assumptions": {
+                "clients mu-strongly convex (ridge mu > 0)": params["mu"] > 0,
+                "beta >= 1 (Theorem 1)": all(params[s]["beta"] >= 1 for s in ("same", "tuned")),
+                "exact or delta-approximate inner solutions (K inner GD steps; delta not certified)": False,
+            }
+        }
+    }
     return res
 
 
 EXPERIMENT = Experiment(
-    name="pfedme-synthetic", paper="pFedMe", figure="Table 1 (Synthetic, MLR) and Fig. 4",
+    name="pfedme-synthetic",
+    paper="pFedMe",
+    figure="Table 1 (Synthetic, MLR) and Fig. 4",
     summary="test accuracy of pFedMe (personalised, global), FedAvg and Per-FedAvg on Synthetic(0.5, 0.5), "
-            "mean ± std over seeds beside the paper's Table 1",
+    "mean ± std over seeds beside the paper's Table 1",
     expected=("~11 s", "~30 min"),  # full: 1607 s measured for the 5 seeds (2 shared cores, one worker)
-    config=config, points=points, compute=compute, finish=finish)
+    config=config,
+    points=points,
+    compute=compute,
+    finish=finish,
+)

@@ -23,6 +23,7 @@ gaps and the quick run's rounds do not finish them: the figure shows how far the
 (2) personalisation through a shared K-dimensional subspace helps: the rank-K optimum's error is
 below LocalTrain's (r = min(d, m)) and below r = 1's, paired t over seeds, Holm over the two.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,19 +39,37 @@ __all__ = ["EXPERIMENT"]
 
 
 def config(quick, trials):
-    return {"seeds": trials or (4 if quick else 10), "m": 20, "d": 8, "K": 3, "n": 40, "noise": 2.0,
-            "rounds": 400 if quick else 2000, "tau": 5, "step": 0.8, "ranks": [1, 2, 3, 4, 6, 8]}
+    return {
+        "seeds": trials or (4 if quick else 10),
+        "m": 20,
+        "d": 8,
+        "K": 3,
+        "n": 40,
+        "noise": 2.0,
+        "rounds": 400 if quick else 2000,
+        "tau": 5,
+        "step": 0.8,
+        "ranks": [1, 2, 3, 4, 6, 8],
+    }
 
 
 def points(params):
     ranks = params["ranks"]
-    if sorted(set(ranks)) != list(ranks) or ranks[0] != 1 or ranks[-1] != min(params["d"], params["m"]) or \
-            params["K"] not in ranks:
-        raise ValueError(f"pflmf-rank needs ranks increasing from 1 to min(d, m) = {min(params['d'], params['m'])} "
-                         f"and containing K = {params['K']} (got {ranks})")
+    if (
+        sorted(set(ranks)) != list(ranks)
+        or ranks[0] != 1
+        or ranks[-1] != min(params["d"], params["m"])
+        or params["K"] not in ranks
+    ):
+        raise ValueError(
+            f"pflmf-rank needs ranks increasing from 1 to min(d, m) = {min(params['d'], params['m'])} "
+            f"and containing K = {params['K']} (got {ranks})"
+        )
     if not 1 <= params["K"] < min(params["d"], params["m"]):
-        raise ValueError(f"pflmf-rank needs 1 <= K < min(d, m) clusters (got K = {params['K']}, d = {params['d']}, "
-                         f"m = {params['m']})")
+        raise ValueError(
+            f"pflmf-rank needs 1 <= K < min(d, m) clusters (got K = {params['K']}, d = {params['d']}, "
+            f"m = {params['m']})"
+        )
     return [{"seed": s} for s in range(params["seeds"])]
 
 
@@ -74,17 +93,36 @@ def compute(params, point, rng):
         s1 = float(np.asarray(opt.sigma)[0])
         U0 = np.sqrt(s1) * rng.standard_normal((d, r)) / (np.sqrt(d) + np.sqrt(r))
         V0 = np.sqrt(s1 * m) * rng.standard_normal((m, r)) / (np.sqrt(m) + np.sqrt(r))
-        h = pflmf(f, r, rounds=params["rounds"], eta_u=params["step"] / (ad * s1), eta_v=params["step"] / (ad * s1),
-                  tau=params["tau"],
-                  U0=U0, V0=V0)
+        h = pflmf(
+            f,
+            r,
+            rounds=params["rounds"],
+            eta_u=params["step"] / (ad * s1),
+            eta_v=params["step"] / (ad * s1),
+            tau=params["tau"],
+            U0=U0,
+            V0=V0,
+        )
         X, Xs = np.asarray(h.theta), np.asarray(opt.X)
         dist = np.linalg.norm(X - Xs, axis=(-2, -1)) / np.linalg.norm(Xs)
         gap = float(np.asarray(opt.value) - np.asarray(opt.unconstrained))
-        err = np.mean(np.sum((X - truth) ** 2, axis=-1), axis=-1)           # (rounds+1,)
-        kept = sorted(set(range(0, len(dist), max(1, len(dist) // 60))) | {len(dist) - 1})   # ~60 rounds per curve
+        err = np.mean(np.sum((X - truth) ** 2, axis=-1), axis=-1)  # (rounds+1,)
+        kept = sorted(
+            set(range(0, len(dist), max(1, len(dist) // 60))) | {len(dist) - 1}
+        )  # ~60 rounds per curve
         err_opt = float(np.mean(np.sum((Xs - truth) ** 2, axis=-1)))
-        rows += [{"seed": point["seed"], "r": r, "round": t, "to_optimum": float(dist[t]), "error": float(err[t]),
-                  "error_optimum": err_opt, "value_gap": gap} for t in kept]
+        rows += [
+            {
+                "seed": point["seed"],
+                "r": r,
+                "round": t,
+                "to_optimum": float(dist[t]),
+                "error": float(err[t]),
+                "error_optimum": err_opt,
+                "value_gap": gap,
+            }
+            for t in kept
+        ]
     return rows
 
 
@@ -97,33 +135,69 @@ def finish(rows, params, out, seed=0, quick=False):
     fig, ax = figure(2, width=6.8, aspect=0.72)
     for k, r in enumerate(ranks):
         sel = sorted((x for x in rows if x["r"] == r and x["seed"] == 0), key=lambda x: x["round"])
-        ax[0][0].semilogy([x["round"] for x in sel], [max(x["to_optimum"], 1e-17) for x in sel], color=f"C{k}",
-                          label=f"r = {r}")
-    ax[0][0].set(xlabel="round t", ylabel=r"$\|U_tV_t^\top - X^\star\|_F/\|X^\star\|_F$", title="(a) to the rank-r optimum")
+        ax[0][0].semilogy(
+            [x["round"] for x in sel],
+            [max(x["to_optimum"], 1e-17) for x in sel],
+            color=f"C{k}",
+            label=f"r = {r}",
+        )
+    ax[0][0].set(
+        xlabel="round t",
+        ylabel=r"$\|U_tV_t^\top - X^\star\|_F/\|X^\star\|_F$",
+        title="(a) to the rank-r optimum",
+    )
     ax[0][0].legend(fontsize=6, ncol=2)
     mean = [float(np.mean(err[r])) for r in ranks]
     ax[0][1].plot(ranks, mean, "o-", label="rank-r optimum")
-    ax[0][1].plot(ranks, [float(np.mean(by_seed(rows, "error", r=r, round=last))) for r in ranks], "x--",
-                  label=f"Algorithm 1 after {last} rounds")
+    ax[0][1].plot(
+        ranks,
+        [float(np.mean(by_seed(rows, "error", r=r, round=last))) for r in ranks],
+        "x--",
+        label=f"Algorithm 1 after {last} rounds",
+    )
     ax[0][1].axvline(K, color="0.6", ls=":", label=f"K = {K} clusters")
-    ax[0][1].set(xlabel="rank r", ylabel=r"$\frac{1}{m}\sum_i\|x_i-\theta_{k(i)}\|^2$", title="(b) personalisation vs sharing")
+    ax[0][1].set(
+        xlabel="rank r",
+        ylabel=r"$\frac{1}{m}\sum_i\|x_i-\theta_{k(i)}\|^2$",
+        title="(b) personalisation vs sharing",
+    )
     ax[0][1].legend()
     figures = save(fig, out, "pflmf-rank", quick)
     worst = max(float(np.max(dist[r])) for r in ranks if r <= K)
     claims = [
-        exact(f"Algorithm 1 reaches the certified rank-r optimum for every r <= K = {K} (relative distance <= 1e-6)",
-              worst <= 1e-6, value=worst, rule="max over seeds and r <= K of ||U_T V_T^T - X*||_F/||X*||_F <= 1e-6"),
-        paired(f"at the rank-r optimum, sharing a K = {K}-dimensional subspace beats LocalTrain (r = {ranks[-1]}) and "
-               "one shared direction (r = 1) in estimation error", [err[ranks[-1]] - err[K], err[1] - err[K]],
-               [f"error(r={ranks[-1]}) - error(r={K})", f"error(r=1) - error(r={K})"],
-               value={str(r): v for r, v in zip(ranks, mean)}),
+        exact(
+            f"Algorithm 1 reaches the certified rank-r optimum for every r <= K = {K} (relative distance <= 1e-6)",
+            worst <= 1e-6,
+            value=worst,
+            rule="max over seeds and r <= K of ||U_T V_T^T - X*||_F/||X*||_F <= 1e-6",
+        ),
+        paired(
+            f"at the rank-r optimum, sharing a K = {K}-dimensional subspace beats LocalTrain (r = {ranks[-1]}) and "
+            "one shared direction (r = 1) in estimation error",
+            [err[ranks[-1]] - err[K], err[1] - err[K]],
+            [f"error(r={ranks[-1]}) - error(r={K})", f"error(r=1) - error(r={K})"],
+            value={str(r): v for r, v in zip(ranks, mean)},
+        ),
     ]
-    theorems = {"pflmf.bm": {"assumptions": {"proportional Hessians (shared design): certified optimum": True,
-                                             "full participation, exact gradients": True}}}
+    theorems = {
+        "pflmf.bm": {
+            "assumptions": {
+                "proportional Hessians (shared design): certified optimum": True,
+                "full participation, exact gradients": True,
+            }
+        }
+    }
     return {"figures": figures, "claims": claims, "theorems": theorems}
 
 
 EXPERIMENT = Experiment(
-    name="pflmf-rank", paper="pFL^MF (Dadras thesis §4.1, Paper I)", figure="reconstruction (clustered FL)",
+    name="pflmf-rank",
+    paper="pFL^MF (Dadras thesis §4.1, Paper I)",
+    figure="reconstruction (clustered FL)",
     summary="rank r from one shared direction to LocalTrain: distance to the certified optimum, estimation error",
-    expected=("~5 s", "~60 s"), config=config, points=points, compute=compute, finish=finish)
+    expected=("~5 s", "~60 s"),
+    config=config,
+    points=points,
+    compute=compute,
+    finish=finish,
+)

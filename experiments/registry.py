@@ -4,6 +4,7 @@ Add a module name to ``MODULES`` to add its experiment to ``moreau reproduce``
 (``--list``, the CLI and the test suite); the teaching demos of
 ``experiments/demos`` follow the experiments.
 """
+
 from __future__ import annotations
 
 import importlib

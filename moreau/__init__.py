@@ -7,6 +7,7 @@ different sample counts are held in size buckets by :func:`ragged` (no padding
 to the largest).  The federated algorithms and their exact targets are in
 :mod:`moreau.fl`, the seeded data generators in :mod:`moreau.data`.
 """
+
 from ._backend import BackendError, get_backend, set_backend
 from ._envelope import Envelope, MetaObjective, envelope, meta_objective, prox
 from ._errors import ProxConvergenceError
@@ -23,9 +24,31 @@ from . import data, fl  # noqa: E402  (subpackages built on the objectives above
 __version__ = "0.1.0"
 
 __all__ = [
-    "Objective", "Quadratic", "LeastSquares", "Logistic", "Multinomial", "Envelope", "MetaObjective",
-    "ragged", "RaggedLogistic", "RaggedMultinomial", "RaggedLeastSquares",
-    "AbsoluteValue", "Hinge", "Huber", "DoubleWell", "ExactProx",
-    "prox", "envelope", "meta_objective", "ProxInfo", "ProxConvergenceError",
-    "set_backend", "get_backend", "BackendError", "data", "fl", "__version__",
+    "Objective",
+    "Quadratic",
+    "LeastSquares",
+    "Logistic",
+    "Multinomial",
+    "Envelope",
+    "MetaObjective",
+    "ragged",
+    "RaggedLogistic",
+    "RaggedMultinomial",
+    "RaggedLeastSquares",
+    "AbsoluteValue",
+    "Hinge",
+    "Huber",
+    "DoubleWell",
+    "ExactProx",
+    "prox",
+    "envelope",
+    "meta_objective",
+    "ProxInfo",
+    "ProxConvergenceError",
+    "set_backend",
+    "get_backend",
+    "BackendError",
+    "data",
+    "fl",
+    "__version__",
 ]

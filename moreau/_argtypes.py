@@ -1,4 +1,5 @@
 """argparse value types shared by the subcommands: a bad value is a usage error (exit 2) naming it."""
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,10 @@ def trials_int(s) -> int:
     """``--trials``: a whole number in [1, MAX_TRIALS]."""
     v = _whole(s, 1, ">= 1")
     if v > MAX_TRIALS:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_TRIALS:.0e} (got {v}): instances per statement "
-                                         "and family; split a larger sweep over seeds")
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_TRIALS:.0e} (got {v}): instances per statement "
+            "and family; split a larger sweep over seeds"
+        )
     return v
 
 

@@ -10,6 +10,7 @@ Mixing arrays of two libraries (numpy with cupy, numpy with
 array-api-strict) is a ``TypeError`` that names each argument and where it
 lives; there is never a silent copy between host and device.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,17 @@ from functools import lru_cache
 import numpy as np
 from array_api_compat import array_namespace, is_array_api_obj
 
-__all__ = ["set_backend", "get_backend", "namespace", "constructor_namespace", "as_array",
-           "to_numpy", "safe_norm", "gpu_status", "BackendError"]
+__all__ = [
+    "set_backend",
+    "get_backend",
+    "namespace",
+    "constructor_namespace",
+    "as_array",
+    "to_numpy",
+    "safe_norm",
+    "gpu_status",
+    "BackendError",
+]
 
 _BACKENDS = ("numpy", "cupy")
 _backend: str | None = None  # None: read MOREAU_BACKEND on first use
@@ -43,8 +53,7 @@ def get_backend() -> str:
     """Name of the backend constructors put new arrays on: 'numpy' or 'cupy'."""
     global _backend
     if _backend is None:
-        name = _check_name(os.environ.get("MOREAU_BACKEND", "numpy") or "numpy",
-                           "MOREAU_BACKEND")
+        name = _check_name(os.environ.get("MOREAU_BACKEND", "numpy") or "numpy", "MOREAU_BACKEND")
         if name == "cupy":
             _cupy()  # raises BackendError before the unusable name is stored
         _backend = name
@@ -116,8 +125,7 @@ def namespace(**arrays):
         spaces.setdefault(array_namespace(v), []).append(k)
     if len(spaces) > 1:
         where = ", ".join(f"{k} is on {_where(v)}" for k, v in found.items())
-        raise TypeError(f"arguments live on different backends: {where}; "
-                        "move them to one backend first")
+        raise TypeError(f"arguments live on different backends: {where}; move them to one backend first")
     return next(iter(spaces))
 
 
@@ -137,14 +145,18 @@ def constructor_namespace(**arrays):
     host = [k for k, v in found.items() if isinstance(v, (np.ndarray, np.generic))]
     if host:
         k0 = next(iter(foreign))
-        raise TypeError(f"arguments live on different backends: {k0} is on "
-                        f"{_where(foreign[k0])}, " + ", ".join(f"{k} is on numpy (cpu)" for k in host)
-                        + "; move them to one backend first")
+        raise TypeError(
+            f"arguments live on different backends: {k0} is on "
+            f"{_where(foreign[k0])}, "
+            + ", ".join(f"{k} is on numpy (cpu)" for k in host)
+            + "; move them to one backend first"
+        )
     return xp
 
 
-def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False, copy: bool = True,
-             check_finite: bool = True):
+def as_array(
+    x, xp, name: str, *, dtype=None, host_ok: bool = False, copy: bool = True, check_finite: bool = True
+):
     """Convert ``x`` to a new array of ``xp`` with a float32 or float64 dtype.
 
     Integers and bools become the default float (float64); float32 stays
@@ -166,8 +178,10 @@ def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False, copy: bool 
     elif isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind not in "biufc":
         raise TypeError(f"{name} must be a real numeric array (got dtype {x.dtype})")
     elif array_namespace(x) is not xp and not (host_ok and isinstance(x, (np.ndarray, np.generic))):
-        raise TypeError(f"{name} is on {_where(x)} but the computation runs on "
-                        f"{getattr(xp, '__name__', xp)}; move it there first")
+        raise TypeError(
+            f"{name} is on {_where(x)} but the computation runs on "
+            f"{getattr(xp, '__name__', xp)}; move it there first"
+        )
     x = xp.asarray(x)
     if xp.isdtype(x.dtype, "complex floating"):
         raise TypeError(f"{name} must be real (got {x.dtype})")
@@ -179,13 +193,15 @@ def as_array(x, xp, name: str, *, dtype=None, host_ok: bool = False, copy: bool 
         raise TypeError(f"{name} must be float32 or float64 (got {dtype}); cast it first")
     x = xp.astype(x, dtype) if copy or x.dtype != dtype else x  # astype copies
     if flushes_subnormals(xp, dtype):
-        warnings.warn(f"float32 on cupy, which flushes subnormal numbers to zero: moreau's "
-                      f"float32 error bounds assume gradual underflow and are not proven where values below "
-                      f"{float(np.finfo(np.float32).smallest_normal):.3g} occur (float64 is unaffected)",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"float32 on cupy, which flushes subnormal numbers to zero: moreau's "
+            f"float32 error bounds assume gradual underflow and are not proven where values below "
+            f"{float(np.finfo(np.float32).smallest_normal):.3g} occur (float64 is unaffected)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     if check_finite and not _all_finite(x, xp):
-        raise ValueError(f"{name} must be finite (got NaN or inf at "
-                         f"{_first_bad(x, xp)})")
+        raise ValueError(f"{name} must be finite (got NaN or inf at {_first_bad(x, xp)})")
     return x
 
 
@@ -200,8 +216,9 @@ def _all_finite(x, xp) -> bool:
     if type(x) is np.ndarray and x.size <= 1 << 16:  # small (an iterate): the mask is cheaper than the calls
         return bool(np.isfinite(x).all())
     name = getattr(xp, "__name__", "")
-    if name.startswith(("numpy", "cupy", "array_api_strict", "array_api_compat.numpy",
-                        "array_api_compat.cupy")):
+    if name.startswith(
+        ("numpy", "cupy", "array_api_strict", "array_api_compat.numpy", "array_api_compat.cupy")
+    ):
         with np.errstate(over="ignore", invalid="ignore"):
             if math.isfinite(float(xp.sum(x))):
                 return True

@@ -40,6 +40,7 @@ a modulus, so callers that want a certificate take a spectral route, whose
 modulus :func:`chol_lower_bound` proves with the same theorem: a factorization
 of ``A`` shifted to just below its computed smallest eigenvalue.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,7 +51,9 @@ from ._backend import host_numpy as _host, is_numpy, numpy_dtype as _np_dtype
 
 __all__ = ["chol_solve", "chol_lower_bound", "chol_proves_exists"]
 
-_BLOCK = 1 << 18  # elements of A per block of systems (2 MB in float64): cache-sized, bounds the transient memory
+_BLOCK = (
+    1 << 18
+)  # elements of A per block of systems (2 MB in float64): cache-sized, bounds the transient memory
 
 
 def _shift(diag, lam_f, idx, eps, tiny):
@@ -127,7 +130,7 @@ def chol_lower_bound(A, t, xp, *, lift=0.0, retry=True):
     sigma = _shift(diag, -t, idx, eps, tiny)
     p = np.full(t.shape[0], -np.inf)
     todo = idx
-    for widen in ((1.0, 8.0, 64.0, None) if retry else (1.0,)):
+    for widen in (1.0, 8.0, 64.0, None) if retry else (1.0,):
         if todo.size == 0:
             break
         if widen is None:  # t was far off: the last try starts below -||A||_inf <= lambda_min(A)
@@ -175,14 +178,15 @@ def _chol_completes(A2, idx, c, s, xp):
         if is_numpy(xp):
             At = A2[idx[sl]]  # a new C-contiguous array (fancy indexing copies)
             At *= c[sl, None, None].astype(At.dtype)
-            At.reshape(At.shape[0], d * d)[:, ::d + 1] += s[sl, None]
+            At.reshape(At.shape[0], d * d)[:, :: d + 1] += s[sl, None]
             At_diag[sl] = np.diagonal(At, axis1=-2, axis2=-1)
             for j in range(At.shape[0]):  # At[j] symmetric: its transpose is the Fortran-order matrix
                 _, info = potrf(At[j].T, lower=1, clean=0, overwrite_a=1)
                 ok[j0 + j] = info == 0
             continue
-        At = xp.take(A2, xp.asarray(idx[sl]), axis=0) * xp.asarray(c[sl], dtype=A2.dtype)[:, None, None] \
-            + xp.asarray(s[sl], dtype=A2.dtype)[:, None, None] * xp.eye(d, dtype=A2.dtype)
+        At = xp.take(A2, xp.asarray(idx[sl]), axis=0) * xp.asarray(c[sl], dtype=A2.dtype)[
+            :, None, None
+        ] + xp.asarray(s[sl], dtype=A2.dtype)[:, None, None] * xp.eye(d, dtype=A2.dtype)
         At_diag[sl] = np.asarray(_host(xp.linalg.diagonal(At)), dtype=np.float64)
         try:
             parts = [xp.linalg.cholesky(At)]
@@ -190,7 +194,7 @@ def _chol_completes(A2, idx, c, s, xp):
             parts = []
             for j in range(At.shape[0]):
                 try:
-                    parts.append(xp.linalg.cholesky(At[j:j + 1, ...]))
+                    parts.append(xp.linalg.cholesky(At[j : j + 1, ...]))
                 except Exception:
                     parts.append(xp.full((1, d, d), float("nan"), dtype=At.dtype))
             parts = [xp.concat(parts, axis=0)]
@@ -238,8 +242,11 @@ def chol_solve(A, lam, R, xp):
     for j0 in range(0, N, step):
         j1 = min(N, j0 + step)
         sl = slice(j0, j1)
-        out = _chol_block_np(A2h, idx[sl], lam_h[sl], s_h[sl], _host(R_f[sl, ...]), eps) if A2h is not None \
+        out = (
+            _chol_block_np(A2h, idx[sl], lam_h[sl], s_h[sl], _host(R_f[sl, ...]), eps)
+            if A2h is not None
             else _chol_block_xp(A2, idx[sl], lam_f[sl], s_h[sl], R_f[sl, ...], eps, xp)
+        )
         if out is None or out[0] is None:
             return None
         X[sl, ...], mu[sl] = out
@@ -254,13 +261,15 @@ def _chol_block_np(A2, idx, lam, s, R, eps):
     posv, potrs = get_lapack_funcs(("posv", "potrs"), (A2,))
     n, d = idx.shape[0], A2.shape[-1]
     cont = n > 1 and bool(np.all(np.diff(idx) == 1))
-    At = np.array(A2[idx[0]:idx[-1] + 1] if cont else A2[idx], copy=True)
+    At = np.array(A2[idx[0] : idx[-1] + 1] if cont else A2[idx], copy=True)
     flat = At.reshape(n, d * d)
-    flat[:, ::d + 1] += s[:, None].astype(At.dtype)
+    flat[:, :: d + 1] += s[:, None].astype(At.dtype)
     mu = _mu(np.diagonal(At, axis1=-2, axis2=-1).astype(np.float64), lam, s.astype(np.float64), eps)
     if not np.all(mu > 0):
         return None
-    X = np.empty((n, d, R.shape[-1]), dtype=At.dtype)  # the numpy (LAPACK) path only: _chol_block_xp elsewhere
+    X = np.empty(
+        (n, d, R.shape[-1]), dtype=At.dtype
+    )  # the numpy (LAPACK) path only: _chol_block_xp elsewhere
     Y = np.empty_like(X)
     for j in range(n):  # At[j] is symmetric: At[j].T is the same matrix in Fortran order (no copy)
         c, X[j], info = posv(At[j].T, R[j], lower=1, overwrite_a=1)
@@ -305,12 +314,12 @@ def _chol_subst(Lf, R, xp):
     n, d, k = R.shape
     Y = xp.zeros((n, d, k), dtype=R.dtype)
     for i in range(d):
-        acc = R[:, i, :] - (Lf[:, i:i + 1, :i] @ Y[:, :i, :])[:, 0, :] if i else R[:, i, :]
+        acc = R[:, i, :] - (Lf[:, i : i + 1, :i] @ Y[:, :i, :])[:, 0, :] if i else R[:, i, :]
         Y[:, i, :] = acc / Lf[:, i, i][:, None]
     X = xp.zeros((n, d, k), dtype=R.dtype)
     for i in range(d - 1, -1, -1):
-        col = xp.matrix_transpose(Lf[:, i + 1:, i:i + 1])  # (n, 1, d-i-1): L[j, i] for j > i
-        acc = Y[:, i, :] - (col @ X[:, i + 1:, :])[:, 0, :] if i < d - 1 else Y[:, i, :]
+        col = xp.matrix_transpose(Lf[:, i + 1 :, i : i + 1])  # (n, 1, d-i-1): L[j, i] for j > i
+        acc = Y[:, i, :] - (col @ X[:, i + 1 :, :])[:, 0, :] if i < d - 1 else Y[:, i, :]
         X[:, i, :] = acc / Lf[:, i, i][:, None]
     return X
 

@@ -1,4 +1,5 @@
 """The ``moreau`` command line: ``moreau info``, ``moreau check``, ``moreau reproduce``."""
+
 from __future__ import annotations
 
 import argparse
@@ -22,16 +23,31 @@ def cmd_info(args) -> int:
     from ._backend import get_backend, gpu_status
 
     print(f"moreau {_version(DISTRIBUTION)}  python {platform.python_version()}  ({platform.platform()})")
-    for name in ("numpy", "scipy", "sympy", "array-api-compat", "array-api-strict", "hypothesis",
-                 "matplotlib", "cupy-cuda12x", "cupy-cuda13x", "cupy"):
+    for name in (
+        "numpy",
+        "scipy",
+        "sympy",
+        "array-api-compat",
+        "array-api-strict",
+        "hypothesis",
+        "matplotlib",
+        "cupy-cuda12x",
+        "cupy-cuda13x",
+        "cupy",
+    ):
         print(f"  {name:18s} {_version(name)}")
     ok, why = gpu_status()
-    print("backends found: numpy" + (", cupy" if ok else "")
-          + (", array-api-strict" if _version("array-api-strict") != "not installed" else ""))
+    print(
+        "backends found: numpy"
+        + (", cupy" if ok else "")
+        + (", array-api-strict" if _version("array-api-strict") != "not installed" else "")
+    )
     print(f"GPU usable: {'yes' if ok else 'no'} ({why})")
     if ok:  # measured on an H200 (benchmarks/RESULTS.md section 9)
-        print("  note: cupy flushes float32 subnormals to zero; float32 error bounds on cupy are not proven below "
-              "1.18e-38 (float64 is unaffected)")
+        print(
+            "  note: cupy flushes float32 subnormals to zero; float32 error bounds on cupy are not proven below "
+            "1.18e-38 (float64 is unaffected)"
+        )
     try:
         backend = get_backend()
     except Exception as exc:  # a diagnostic reports a bad setting instead of crashing
@@ -50,8 +66,11 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="moreau", description=__doc__)
-    p.add_argument("--debug", action="store_true",
-                   help="show the traceback of an internal error (accepted anywhere on the command line)")
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the traceback of an internal error (accepted anywhere on the command line)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, backends found, whether a GPU is usable")
     try:
@@ -107,8 +126,11 @@ def main(argv=None) -> int:
 
             traceback.print_exc()
         first = str(exc).splitlines()[0] if str(exc) else ""
-        print(f"moreau: internal error: {type(exc).__name__}: {first}"
-              + ("" if debug else " (rerun with --debug for the traceback)"), file=sys.stderr)
+        print(
+            f"moreau: internal error: {type(exc).__name__}: {first}"
+            + ("" if debug else " (rerun with --debug for the traceback)"),
+            file=sys.stderr,
+        )
         return 3
 
 

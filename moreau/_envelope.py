@@ -1,4 +1,5 @@
 r"""Prox, Moreau envelopes and Per-FedAvg meta-objectives of any objective."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -139,14 +140,17 @@ class Envelope(Objective):
     def curvature_bounds(self):
         lo, hi = self.f.curvature_bounds()
         xp = self.xp
-        return (xp.broadcast_to(self._map(lo, self.lam), self.batch_shape),
-                xp.broadcast_to(self._map(hi, self.lam), self.batch_shape))
+        return (
+            xp.broadcast_to(self._map(lo, self.lam), self.batch_shape),
+            xp.broadcast_to(self._map(hi, self.lam), self.batch_shape),
+        )
 
     def _solve(self, w, gamma, *, tol=None, max_iter=100, info=False, want_u=True):
         lam = self.lam
         inner = lam * gamma / (lam + gamma)
-        theta, u, inf = self.f._solve(w, inner, tol=tol if tol is not None else self.tol,
-                                      max_iter=max_iter, info=info)
+        theta, u, inf = self.f._solve(
+            w, inner, tol=tol if tol is not None else self.tol, max_iter=max_iter, info=info
+        )
         scale = lam / (lam + gamma)
         u_in, theta_in = u, theta
         u = scale[..., None] * u
@@ -163,8 +167,10 @@ class Envelope(Objective):
         ``|d inner| ||u*|| / (inner + mu)``) and forming theta costs five roundings."""
         xp = self.xp
         ur = float(xp.finfo(self.dtype).eps) / 2
-        h = [np.asarray(to_numpy(v), dtype=float) for v in
-             (scale, inner, inner + self.f._certified_curvature(), self.lam, gamma)]
+        h = [
+            np.asarray(to_numpy(v), dtype=float)
+            for v in (scale, inner, inner + self.f._certified_curvature(), self.lam, gamma)
+        ]
         s, inn, mod, lam, gam = np.broadcast_arrays(*h)
         norm = [np.asarray(to_numpy(safe_norm(v, xp)), dtype=float) for v in (u_in, theta_in, w)]
         un, tn, wn = np.broadcast_arrays(*norm, s)[:3]
@@ -198,8 +204,11 @@ class MetaObjective(Objective):
 
     def __init__(self, f, alpha):
         xp = f.xp
-        alpha = as_array(alpha, xp, "alpha", dtype=f.dtype) if not isinstance(alpha, float | int) \
+        alpha = (
+            as_array(alpha, xp, "alpha", dtype=f.dtype)
+            if not isinstance(alpha, float | int)
             else xp.asarray(float(alpha), dtype=f.dtype)
+        )
         if not bool(xp.all(xp.isfinite(alpha))) or not bool(xp.all(alpha >= 0)):
             bad = np.asarray(to_numpy(alpha)).reshape(-1)
             bad = bad[~(np.isfinite(bad) & (bad >= 0))]
@@ -239,8 +248,10 @@ class MetaObjective(Objective):
     def curvature_bounds(self):
         s = self._spectrum()
         if s is None:
-            raise TypeError(f"exact curvature bounds of a meta-objective are known only for quadratics "
-                            f"(got a meta-objective of {type(self.f).__name__})")
+            raise TypeError(
+                f"exact curvature bounds of a meta-objective are known only for quadratics "
+                f"(got a meta-objective of {type(self.f).__name__})"
+            )
         xp = self.xp
         return xp.broadcast_to(s[..., 0], self.batch_shape), xp.broadcast_to(s[..., -1], self.batch_shape)
 

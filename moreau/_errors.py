@@ -1,4 +1,5 @@
 """Exceptions raised by moreau (besides ValueError / TypeError for bad input)."""
+
 from __future__ import annotations
 
 __all__ = ["ProxConvergenceError"]

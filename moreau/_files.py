@@ -6,6 +6,7 @@ partial file; the file gets mode ``0o666 & ~umask``, as ``open()`` would give it
 :func:`lock_directory` makes one process at a time the writer of a directory (``flock`` on a
 lock file in it, never waiting).  Used by ``moreau reproduce`` and ``moreau check --json``.
 """
+
 from __future__ import annotations
 
 import contextlib

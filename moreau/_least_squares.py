@@ -1,4 +1,5 @@
 r"""Weighted, ridge-regularised least squares built from samples: a Quadratic."""
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -67,11 +68,14 @@ class LeastSquares(Quadratic):
     def _build(self, xp, X, y, mu, weights):
         """Form ``A, b, c`` from validated samples and initialise the Quadratic."""
         try:
-            shape = np.broadcast_shapes(tuple(X.shape[:-2]), tuple(y.shape[:-1]),
-                                        tuple(weights.shape[:-1]), tuple(mu.shape))
+            shape = np.broadcast_shapes(
+                tuple(X.shape[:-2]), tuple(y.shape[:-1]), tuple(weights.shape[:-1]), tuple(mu.shape)
+            )
         except ValueError:
-            raise ValueError(f"batch shapes do not broadcast: X {tuple(X.shape[:-2])}, y {tuple(y.shape[:-1])}, "
-                             f"weights {tuple(weights.shape[:-1])}, mu {tuple(mu.shape)}") from None
+            raise ValueError(
+                f"batch shapes do not broadcast: X {tuple(X.shape[:-2])}, y {tuple(y.shape[:-1])}, "
+                f"weights {tuple(weights.shape[:-1])}, mu {tuple(mu.shape)}"
+            ) from None
         p = weights / xp.sum(weights, axis=-1, keepdims=True)
         d = X.shape[-1]
         Xt = xp.matrix_transpose(X)
@@ -155,18 +159,26 @@ class RowsLeastSquares(LeastSquares):
 
 def _check_formed(xp, X, y, mu, A, b, c):
     """``ValueError`` naming the samples whose moments ``A, b, c`` overflow the dtype."""
+
     def big(v):
         return f"{float(xp.max(xp.abs(v))):.3g}"
+
     lim = f"{float(xp.finfo(X.dtype).max):.3g}"
     if not bool(xp.all(xp.isfinite(A))):
-        raise ValueError(f"X is too large for {X.dtype}: A = X^T W X / sum w + mu I overflows (largest |X| "
-                         f"{big(X)}, largest mu {big(mu)}; the squares must stay below {lim}); rescale X")
+        raise ValueError(
+            f"X is too large for {X.dtype}: A = X^T W X / sum w + mu I overflows (largest |X| "
+            f"{big(X)}, largest mu {big(mu)}; the squares must stay below {lim}); rescale X"
+        )
     if not bool(xp.all(xp.isfinite(b))):
-        raise ValueError(f"X and y are too large for {X.dtype}: b = X^T W y / sum w overflows (largest |X| "
-                         f"{big(X)}, largest |y| {big(y)}); rescale them")
+        raise ValueError(
+            f"X and y are too large for {X.dtype}: b = X^T W y / sum w overflows (largest |X| "
+            f"{big(X)}, largest |y| {big(y)}); rescale them"
+        )
     if not bool(xp.all(xp.isfinite(c))):
-        raise ValueError(f"y is too large for {X.dtype}: c = sum_j w_j y_j^2 / (2 sum w) overflows (largest |y| "
-                         f"{big(y)}); rescale y")
+        raise ValueError(
+            f"y is too large for {X.dtype}: c = sum_j w_j y_j^2 / (2 sum w) overflows (largest |y| "
+            f"{big(y)}); rescale y"
+        )
 
 
 def check_weights(weights, xp, n, dtype, *, required=False):
@@ -191,9 +203,11 @@ def check_weights(weights, xp, n, dtype, *, required=False):
         raise ValueError(f"weights must have a positive sum for every client (all zero at batch index {i})")
     if not bool(xp.all(xp.isfinite(total))):  # the normalised weights w / sum w would all be 0
         i = tuple(int(k) for k in np.argwhere(~np.isfinite(np.asarray(to_numpy(total))))[0])
-        raise ValueError(f"weights must have a finite sum for every client: the sum overflows {dtype} at "
-                         f"batch index {i} (largest weight {float(xp.max(weights)):.3g}); rescale them "
-                         "(only their ratios matter)")
+        raise ValueError(
+            f"weights must have a finite sum for every client: the sum overflows {dtype} at "
+            f"batch index {i} (largest weight {float(xp.max(weights)):.3g}); rescale them "
+            "(only their ratios matter)"
+        )
     return weights
 
 

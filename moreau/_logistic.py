@@ -1,4 +1,5 @@
 r"""Weighted, l2-regularised binary logistic regression, batched over clients."""
+
 from __future__ import annotations
 
 import math
@@ -158,12 +159,16 @@ class Logistic(SampleLoss):
             if low:
                 Xi = xp.astype(Xi, xp.float32)
             return xp.matrix_transpose(Xi) @ (ci[..., None] * Xi)
+
         if step >= N:
             H = gram(X, xp.broadcast_to(c, bshape + (n,)))
         else:
             cf = xp.reshape(xp.broadcast_to(c, bshape + (n,)), (N, n))
-            Xf = xp.reshape(X, (n, d)) if math.prod(tuple(X.shape[:-2])) == 1 \
+            Xf = (
+                xp.reshape(X, (n, d))
+                if math.prod(tuple(X.shape[:-2])) == 1
                 else xp.reshape(xp.broadcast_to(X, bshape + (n, d)), (N, n, d))
+            )
             if Xf.ndim == 2 and low:  # shared data: rounded once
                 Xf = xp.astype(Xf, xp.float32)
             Xt = xp.matrix_transpose(Xf)
@@ -199,12 +204,12 @@ class Logistic(SampleLoss):
         xp = self.xp
         if self.dtype != xp.float64:
             return xp.zeros(modulus.shape, dtype=xp.bool)
-        u32 = 2.0 ** -24
+        u32 = 2.0**-24
         n = self.X.shape[-2]
         hi = xp.broadcast_to(self._smoothness_bound() if hi is None else hi, modulus.shape)
         R = xp.broadcast_to(xp.max(self._rownorm, axis=-1), modulus.shape)
-        under = 2 * n * 2.0 ** -149 * (1 + R) ** 2
-        return ((n + 4) * u32 * hi + under <= 2.0 ** -8 * modulus) & (R <= 2.0 ** 50)
+        under = 2 * n * 2.0**-149 * (1 + R) ** 2
+        return ((n + 4) * u32 * hi + under <= 2.0**-8 * modulus) & (R <= 2.0**50)
 
     def hess(self, theta):
         return self._hess_scale(theta, scale=False)[0]
@@ -312,8 +317,11 @@ class Logistic(SampleLoss):
         rel = (50 * u + gam(n + 1)) * (1 + 4 * eps) + xp.expm1(delta) * (1 + 60 * u)
         cr = c * R**2
         tr = xp.sum(cr, axis=-1)
-        err = xp.sum(cr * (rel + gam(n + 1) + 2 * u), axis=-1) * (1 + 4 * eps) + 2 * u * self.mu \
+        err = (
+            xp.sum(cr * (rel + gam(n + 1) + 2 * u), axis=-1) * (1 + 4 * eps)
+            + 2 * u * self.mu
             + float(xp.finfo(self.dtype).smallest_normal) * (n + 8)
+        )
         eig = 4 * d * eps * (tr + d * self.mu) * (1 + (n + d) * eps) * (1 + 8 * eps)
         rho = self.hessian_lipschitz() * (1 + (n + 8) * eps) + float(xp.finfo(self.dtype).smallest_normal)
         return err * (1 + 8 * eps), rho, eig
@@ -392,5 +400,8 @@ def _labels(y, xp):
     yh = to_numpy(y)
     bad = yh[~((yh == 1) | (yh == -1) | (yh == 0))]
     shown = bad[0] if bad.size else yh[yh == -1][0]
-    raise ValueError(f"y must hold labels in {{-1, +1}} or {{0, 1}} (got {float(shown):g}"
-                     + ("" if bad.size else ", -1 mixed with 0") + ")")
+    raise ValueError(
+        f"y must hold labels in {{-1, +1}} or {{0, 1}} (got {float(shown):g}"
+        + ("" if bad.size else ", -1 mixed with 0")
+        + ")"
+    )

@@ -1,4 +1,5 @@
 """Batches of symmetric matrices: the objective's own checked copy (by blocks), and products."""
+
 from __future__ import annotations
 
 import math
@@ -80,8 +81,10 @@ def _check_symmetric(A, xp):
     if not bool(xp.all(asym <= tol)):
         asym_h, tol_h = to_numpy(asym), to_numpy(tol)
         i = tuple(int(k) for k in np.argwhere(asym_h > tol_h)[0])
-        raise ValueError(f"A must be symmetric: max |A - A^T| = {asym_h[i]:.3g} at batch index "
-                         f"{i} (tolerance {tol_h[i]:.3g} = 100 eps max|A|)")
+        raise ValueError(
+            f"A must be symmetric: max |A - A^T| = {asym_h[i]:.3g} at batch index "
+            f"{i} (tolerance {tol_h[i]:.3g} = 100 eps max|A|)"
+        )
     return False
 
 

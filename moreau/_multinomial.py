@@ -1,4 +1,5 @@
 r"""Weighted multinomial (softmax) logistic regression, batched over clients."""
+
 from __future__ import annotations
 
 import math
@@ -69,8 +70,10 @@ class Multinomial(MultinomialCertificates, SampleLoss):
             raise ValueError(f"y must hold integer class labels 0..C-1 (got {float(yh[i]):g}) at index {i}")
         C = int(yh.max()) + 1 if n_classes is None else n_classes
         if isinstance(C, bool) or not isinstance(C, int | np.integer) or C < 2:
-            raise ValueError(f"n_classes must be an integer >= 2 (got {C!r}"
-                             + (" = max(y) + 1)" if n_classes is None else ")"))
+            raise ValueError(
+                f"n_classes must be an integer >= 2 (got {C!r}"
+                + (" = max(y) + 1)" if n_classes is None else ")")
+            )
         if yh.max() >= C:
             i = _first(yh, yh >= C)
             raise ValueError(f"y must hold labels < n_classes={C} (got {float(yh[i]):g}) at index {i}")
@@ -157,8 +160,8 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         Q = self._p[..., None, None] * S
         k = Q.ndim
         Q = xp.permute_dims(Q, tuple(range(k - 3)) + (k - 2, k - 1, k - 3))  # (..., C, C, n)
-        Xt = xp.matrix_transpose(self.X)[..., None, None, :, :]                # (..., 1, 1, d, n)
-        blocks = (Xt * Q[..., None, :]) @ self.X[..., None, None, :, :]       # (..., C, C, d, d)
+        Xt = xp.matrix_transpose(self.X)[..., None, None, :, :]  # (..., 1, 1, d, n)
+        blocks = (Xt * Q[..., None, :]) @ self.X[..., None, None, :, :]  # (..., C, C, d, d)
         k = blocks.ndim
         H = xp.permute_dims(blocks, tuple(range(k - 4)) + (k - 2, k - 4, k - 1, k - 3))  # (..., d, C, d, C)
         H = xp.reshape(H, tuple(H.shape[:-4]) + (self.dim, self.dim))
@@ -175,7 +178,9 @@ class Multinomial(MultinomialCertificates, SampleLoss):
     def _Yt(self):
         """The one-hot labels class-major, ``(..., C, n)`` (Newton's evaluation layout)."""
         xp = self.xp
-        return xp.astype(self.y[..., None, :] == xp.arange(self.n_classes, dtype=self.dtype)[:, None], self.dtype)
+        return xp.astype(
+            self.y[..., None, :] == xp.arange(self.n_classes, dtype=self.dtype)[:, None], self.dtype
+        )
 
     @cached_property
     def _ypos(self):
@@ -204,8 +209,14 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         d, C, n = self.n_features, self.n_classes, self.X.shape[-2]
         bshape = _bshape(tuple(theta.shape[:-1]), self.batch_shape)
         flat = self._flat(bshape)
-        args = (self.xp, flat(self.X, (n, d)), flat(theta, (d, C), True), flat(self._Yt, (C, n)), flat(self._p, (n,)),
-                flat(self.mu, ()))
+        args = (
+            self.xp,
+            flat(self.X, (n, d)),
+            flat(theta, (d, C), True),
+            flat(self._Yt, (C, n)),
+            flat(self._p, (n,)),
+            flat(self.mu, ()),
+        )
         if full:
             return softmax_blocks(*args), bshape
         got = softmax_grad(*args, ypos=flat(self._ypos, (n,)) if isinstance(theta, np.ndarray) else None)
@@ -218,7 +229,7 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         xp, N = self.xp, math.prod(bshape)
 
         def flat(a, tail, point=False):
-            lead = tuple(a.shape[:-1] if point else a.shape[:a.ndim - len(tail)])
+            lead = tuple(a.shape[:-1] if point else a.shape[: a.ndim - len(tail)])
             if lead == bshape:  # nothing to broadcast (the usual case: no copy, no Python-level checks)
                 return xp.reshape(a, (N,) + tail)
             if point:
@@ -226,6 +237,7 @@ class Multinomial(MultinomialCertificates, SampleLoss):
             if math.prod(lead) == 1:
                 return xp.reshape(a, tail)
             return xp.reshape(xp.broadcast_to(a, bshape + tail), (N,) + tail)
+
         return flat
 
     def hvp(self, theta, v):
@@ -239,8 +251,14 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         d, C, n = self.n_features, self.n_classes, self.X.shape[-2]
         bshape = _bshape(tuple(theta.shape[:-1]), tuple(v.shape[:-1]), self.batch_shape)
         flat = self._flat(bshape)
-        h = softmax_hvp(xp, flat(self.X, (n, d)), flat(theta, (d, C), True), flat(v, (d, C), True),
-                        flat(self._p, (n,)), flat(self.mu, ()))
+        h = softmax_hvp(
+            xp,
+            flat(self.X, (n, d)),
+            flat(theta, (d, C), True),
+            flat(v, (d, C), True),
+            flat(self._p, (n,)),
+            flat(self.mu, ()),
+        )
         return xp.reshape(h, bshape + (self.dim,))
 
     def _hess_at(self, theta, state, low=False, rows=None, out=None):
@@ -257,15 +275,21 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         N = math.prod(bshape)
         st = xp.reshape(state, (N, 2 * C + 1, n))
         X = self.X
-        X = xp.reshape(X, (n, d)) if math.prod(tuple(X.shape[:-2])) == 1 \
+        X = (
+            xp.reshape(X, (n, d))
+            if math.prod(tuple(X.shape[:-2])) == 1
             else xp.reshape(xp.broadcast_to(X, bshape + (n, d)), (N, n, d))
+        )
         p = self._p
-        p = xp.reshape(p, (n,)) if math.prod(tuple(p.shape[:-1])) == 1 \
+        p = (
+            xp.reshape(p, (n,))
+            if math.prod(tuple(p.shape[:-1])) == 1
             else xp.reshape(xp.broadcast_to(p, bshape + (n,)), (N, n))
+        )
         low = low and self.dtype == xp.float64
         mu = xp.reshape(xp.broadcast_to(self.mu, bshape), (N,))
         part = {} if rows is None else {"rows": rows, "out": out}
-        H = hessian_blocks(xp, X, st[:, :C, :], st[:, C:2 * C, :], p, mu, d, C, low, **part)
+        H = hessian_blocks(xp, X, st[:, :C, :], st[:, C : 2 * C, :], p, mu, d, C, low, **part)
         return H if rows is not None else xp.reshape(H, bshape + (D, D))
 
     def _low_hessian_ok(self, modulus, hi=None):
@@ -287,12 +311,12 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         xp = self.xp
         if self.dtype != xp.float64:
             return xp.zeros(modulus.shape, dtype=xp.bool)
-        u32 = 2.0 ** -24
+        u32 = 2.0**-24
         n, C = self.X.shape[-2], self.n_classes
         hi = xp.broadcast_to(self._smoothness_bound() if hi is None else hi, modulus.shape)
         R = xp.broadcast_to(xp.max(self._rownorm, axis=-1), modulus.shape)
-        under = 2 * n * C * 2.0 ** -149 * (1 + R) ** 2
-        return ((n + 4) * u32 * hi + under <= 2.0 ** -8 * modulus) & (R <= 2.0 ** 50)
+        under = 2 * n * C * 2.0**-149 * (1 + R) ** 2
+        return ((n + 4) * u32 * hi + under <= 2.0**-8 * modulus) & (R <= 2.0**50)
 
     def _take(self, idx, shape):
         """Newton's working copy for the entries ``idx`` of the batch ``shape`` (see
@@ -326,7 +350,11 @@ def _first(yh, bad):
 
 def _check_cost(f, C, inferred, yh, max_bytes):
     """``ValueError`` with the estimate where the per-call arrays of ``C`` classes exceed ``max_bytes``."""
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int | float | np.integer | np.floating) or not max_bytes > 0:
+    if (
+        isinstance(max_bytes, bool)
+        or not isinstance(max_bytes, int | float | np.integer | np.floating)
+        or not max_bytes > 0
+    ):
         raise ValueError(f"max_bytes must be a positive number (got {max_bytes!r})")
     n, d = f.X.shape[-2], f.X.shape[-1]
     D = d * C
@@ -334,12 +362,22 @@ def _check_cost(f, C, inferred, yh, max_bytes):
     total = per * math.prod(f.batch_shape)
     if total <= max_bytes:
         return
-    why = (f"n_classes = max(y) + 1 = {C} from the label y={float(yh.max()):g} at index "
-           f"{_first(yh, yh == yh.max())}" if inferred else f"n_classes={C}")
-    raise ValueError(f"{why} would need about {_size(total)} per prox call ({_size(per)} per batch entry "
-                     f"for D = d C = {D} parameters: 3 D^2 + n C (C + 6) numbers), above max_bytes = "
-                     f"{_size(max_bytes)}" + ("; check y for a stray label or pass n_classes" if inferred
-                                              else "; pass a larger max_bytes if the machine has the memory"))
+    why = (
+        f"n_classes = max(y) + 1 = {C} from the label y={float(yh.max()):g} at index "
+        f"{_first(yh, yh == yh.max())}"
+        if inferred
+        else f"n_classes={C}"
+    )
+    raise ValueError(
+        f"{why} would need about {_size(total)} per prox call ({_size(per)} per batch entry "
+        f"for D = d C = {D} parameters: 3 D^2 + n C (C + 6) numbers), above max_bytes = "
+        f"{_size(max_bytes)}"
+        + (
+            "; check y for a stray label or pass n_classes"
+            if inferred
+            else "; pass a larger max_bytes if the machine has the memory"
+        )
+    )
 
 
 def _size(b):

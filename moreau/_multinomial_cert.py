@@ -3,6 +3,7 @@ Hessian, the Hessian's Lipschitz constant, and what Newton's local certificate n
 Hessian's error split from the eigensolver's, the lift along the shift directions, the norm
 of a vector's component on them).  A mixin: it reads the objective's data (``X``, ``_p``,
 ``mu``, ``_rownorm``, ``n_features``, ``n_classes``) and its ``_probs``."""
+
 from __future__ import annotations
 
 import math
@@ -61,8 +62,11 @@ class MultinomialCertificates:
         Rn = Rnorm * self._p * (1 + gam(n + 3))
         dR = Rn * (rel + gam(n + 2)) + self._p * (1 + gam(n + 1)) * 0.5 * gam(d) * r * tn[..., None]
         tiny = float(xp.finfo(self.dtype).smallest_normal) * eps * (n + d + C + 8)
-        E = xp.sum(r * (gam(n) * Rn + dR), axis=-1) + 2 * u * (xp.sum(r * Rn, axis=-1) + self.mu * tn) \
+        E = (
+            xp.sum(r * (gam(n) * Rn + dR), axis=-1)
+            + 2 * u * (xp.sum(r * Rn, axis=-1) + self.mu * tn)
             + tiny * (1 + xp.sum(r, axis=-1) + self.mu) * C
+        )
         E = E + gam(C + 3) * (xp.sum(r * Rn, axis=-1) + E) * (1 + 4 * eps)  # the projection
         return E * (1 + 8 * (n + d + C + 8) * eps)
 
@@ -166,14 +170,21 @@ class MultinomialCertificates:
         nS = xp.where(small, (sig + dS) * (1 + 2 * eps), xp.full_like(dS, 2.25))  # >= || |S_hat_j| ||
         pr = self._p * R**2 * (1 + 2 * gam(n + 1)) * (1 + 4 * eps)
         k = (gam(n + 2) + (gam(n + 1) + u) * (1 + gam(n + 2)) * (1 + gam(n + 1))) * (1 + 4 * eps)
-        form = xp.sum(pr * (dS + nS * k), axis=-1) + u * self.mu \
+        form = (
+            xp.sum(pr * (dS + nS * k), axis=-1)
+            + u * self.mu
             + tiny * (n + 8) * C * (1 + xp.sum(R**2, axis=-1))
-        frob = (math.sqrt(C) * xp.sum(pr * nS, axis=-1) * (1 + gam(n + 2)) * (1 + gam(n + 1))
-                + math.sqrt(D) * self.mu) * (1 + 4 * eps)
+        )
+        frob = (
+            math.sqrt(C) * xp.sum(pr * nS, axis=-1) * (1 + gam(n + 2)) * (1 + gam(n + 1))
+            + math.sqrt(D) * self.mu
+        ) * (1 + 4 * eps)
         grow = 1 + 2 * (n + C + 8) * eps
         if split:  # (the Hessian's own rounding, the eigensolver's modelled error)
-            return (xp.broadcast_to(form * grow, self.batch_shape),
-                    xp.broadcast_to(4 * D * eps * frob * grow, self.batch_shape))
+            return (
+                xp.broadcast_to(form * grow, self.batch_shape),
+                xp.broadcast_to(4 * D * eps * frob * grow, self.batch_shape),
+            )
         err = (form + 4 * D * eps * frob) * grow
         return xp.broadcast_to(err, self.batch_shape)
 
@@ -210,8 +221,9 @@ class MultinomialCertificates:
         blockmask = xp.asarray(np.kron(np.eye(d), np.ones((C, C))), dtype=H.dtype)
         Hl = H + xp.asarray(c, dtype=H.dtype)[:, None, None] * blockmask
         fro_H = safe_norm(xp.reshape(H, (k, -1)), xp)
-        fro = (np.asarray(to_numpy(fro_H), dtype=np.float64) + c * C * math.sqrt(d)) \
-            * (1 + (H.shape[-1] ** 2 + 8) * eps)
+        fro = (np.asarray(to_numpy(fro_H), dtype=np.float64) + c * C * math.sqrt(d)) * (
+            1 + (H.shape[-1] ** 2 + 8) * eps
+        )
         return Hl, fro * eps / 2 * (1 + 4 * eps)
 
     def _null_norm(self, v):

@@ -22,6 +22,7 @@ logits serves the value, the gradient, its rounding bound, the Hessian and its e
   preallocated outputs: at m = 500, n = 100 fresh memory per temporary cost as much in page
   faults as the arithmetic (benchmarks/RESULTS.md, section 2b).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -135,7 +136,7 @@ def softmax_blocks(xp, X, W, Yt, p, mu):
         loss[i:j] = xp.sum(t, axis=-1)
         R = E
         R *= nYb
-        R -= state[i:j, C:2 * C, :] * Yb  # P - Y, -(1 - pi_y) from Q at the label (exact selection)
+        R -= state[i:j, C : 2 * C, :] * Yb  # P - Y, -(1 - pi_y) from Q at the label (exact selection)
         Rnorm[i:j, :] = class_norm(xp, R)
         R *= pb[..., None, :]
         _gradient(xp, R @ Xb, W[i:j, ...], mu if mu.ndim == 0 else mu[i:j, ...], g, i, j)
@@ -166,7 +167,7 @@ def softmax_grad(xp, X, W, Yt, p, mu, ypos=None):
         pb = p if p.ndim == 1 else p[i:j, ...]
         mub = mu if mu.ndim == 0 else mu[i:j, ...]
         if ypos is not None:  # methods and ufuncs called directly: at small sizes the calls are the cost
-            E = np.matmul(W[i:j].transpose(0, 2, 1), Xb.swapaxes(-1, -2), out=Zs[:j - i])  # (b, C, n) logits
+            E = np.matmul(W[i:j].transpose(0, 2, 1), Xb.swapaxes(-1, -2), out=Zs[: j - i])  # (b, C, n) logits
             if E.size <= _ONE_CALL:  # exact in any order: one call where calls cost more than data
                 mx = E.max(axis=1)
             else:
@@ -184,7 +185,7 @@ def softmax_grad(xp, X, W, Yt, p, mu, ypos=None):
             E /= sb[:, None, :]
             flat[at] = -rest.reshape(-1)  # P - Y, -(1 - pi_y) at the label
             E *= pb[..., None, :]
-            _gradient(np, np.matmul(E, Xb, out=Gs[:j - i]), W[i:j], mub, g, i, j)
+            _gradient(np, np.matmul(E, Xb, out=Gs[: j - i]), W[i:j], mub, g, i, j)
             continue
         Yb = Yt if Yt.ndim == 2 else Yt[i:j, ...]
         nYb = nY if Yt.ndim == 2 else 1 - Yb
@@ -249,8 +250,8 @@ def softmax_hvp(xp, X, W, V, p, mu):
         pb = p if p.ndim == 1 else p[i:j, ...]
         Xt = xp.matrix_transpose(Xb)
         if fast:
-            Zt = np.matmul(W[i:j].transpose(0, 2, 1), Xt, out=Zs[:j - i])  # (b, C, n)
-            Ut = np.matmul(V[i:j].transpose(0, 2, 1), Xt, out=Us[:j - i])
+            Zt = np.matmul(W[i:j].transpose(0, 2, 1), Xt, out=Zs[: j - i])  # (b, C, n)
+            Ut = np.matmul(V[i:j].transpose(0, 2, 1), Xt, out=Us[: j - i])
             Zt -= Zt.max(axis=1, keepdims=True)
             E = np.exp(Zt, out=Zt)
         else:
@@ -265,7 +266,7 @@ def softmax_hvp(xp, X, W, V, p, mu):
         Ut -= dot[:, None, :]
         E *= Ut
         E *= pb[..., None, :]
-        Gt = np.matmul(E, Xb, out=Gs[:j - i]) if fast else E @ Xb  # (b, C, d)
+        Gt = np.matmul(E, Xb, out=Gs[: j - i]) if fast else E @ Xb  # (b, C, d)
         mub = mu if mu.ndim == 0 else mu[i:j, None, None]
         if fast:
             out = g[i:j].reshape(j - i, d, C)  # a view: g is contiguous
@@ -310,8 +311,13 @@ def hessian_blocks(xp, X, P, Q, p, mu, d, C, low=False, rows=None, out=None):
         j = min(i + step, M)
         sel = slice(i, j) if rows is None else rows[i:j]
         Pi, Qi, pi = P[sel, ...], Q[sel, ...], p if p.ndim == 1 else p[sel, ...]
-        q = xp.stack([pi * (Pi[:, a, :] * Qi[:, a, :]) if a == c else -(pi * (Pi[:, a, :] * Pi[:, c, :]))
-                      for a, c in pairs], axis=-1)  # (b, n, K)
+        q = xp.stack(
+            [
+                pi * (Pi[:, a, :] * Qi[:, a, :]) if a == c else -(pi * (Pi[:, a, :] * Pi[:, c, :]))
+                for a, c in pairs
+            ],
+            axis=-1,
+        )  # (b, n, K)
         Xi = X if shared else X[sel, ...]
         if low:
             q = xp.astype(q, xp.float32)
@@ -327,18 +333,18 @@ def hessian_blocks(xp, X, P, Q, p, mu, d, C, low=False, rows=None, out=None):
             G, i = xp.concat(Gs, axis=0), 0
         Hb = H[i:j, ...] if rows is None else xp.empty((j - i, d, C, d, C), dtype=P.dtype)
         for k, (a, c) in enumerate(pairs):
-            B = G[:, :, k * d:(k + 1) * d]
+            B = G[:, :, k * d : (k + 1) * d]
             Hb[:, :, a, :, c] = B
             if a != c:
                 Hb[:, :, c, :, a] = xp.matrix_transpose(B)
         if rows is not None:
             Hb = np.reshape(Hb, (j - i, d * C * d * C))
-            Hb[:, ::d * C + 1] += mu[sel][:, None]  # + mu I: the diagonal only (as below)
+            Hb[:, :: d * C + 1] += mu[sel][:, None]  # + mu I: the diagonal only (as below)
             out[sel] = np.reshape(Hb, (j - i, d * C, d * C))
     if rows is not None:
         return out
     if fast:  # + mu I: the diagonal only (the same sums as H + mu I)
-        diag = np.reshape(H, (N, d * C * d * C))[:, ::d * C + 1]
+        diag = np.reshape(H, (N, d * C * d * C))[:, :: d * C + 1]
         diag += mu[:, None]
     else:
         for k in range(d):

@@ -109,6 +109,7 @@ level above the ``sqrt(eps)`` limit) the :class:`~moreau.ProxConvergenceError` n
 (``theta``, certified ``error_bound`` for every entry, ``tol``, ``iterations``):
 the converged entries remain usable.
 """
+
 from __future__ import annotations
 
 import math
@@ -182,13 +183,25 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     a = xp.where(disp[:, None], w, zero)
     c = xp.where(disp[:, None], zero, -w)
     # the working set: per-entry arrays (leading axis: the entries still in the batch)
-    S = {"J": xp.arange(N), "lam": lam, "modulus": modulus, "hi": hi, "disp": disp, "a": a, "c": c,
-         "anorm": safe_norm(a, xp), "wnorm": safe_norm(w, xp), "x": xp.where((8 * lam >= hi)[:, None], -c, zero),
-         "iterations": xp.zeros(N, dtype=xp.int64), "frozen": xp.zeros(N, dtype=xp.bool),
-         "moved": xp.full(N, math.inf, dtype=f.dtype),  # ||x_k - x_{k-1}||
-         "polished": xp.zeros(N, dtype=xp.bool), "has_prev": xp.zeros(N, dtype=xp.bool),
-         "newton": xp.zeros(N, dtype=xp.bool),  # the last step: a full step with a fresh Hessian
-         "pprev": xp.full(N, math.inf, dtype=f.dtype)}  # ||p|| of that step
+    S = {
+        "J": xp.arange(N),
+        "lam": lam,
+        "modulus": modulus,
+        "hi": hi,
+        "disp": disp,
+        "a": a,
+        "c": c,
+        "anorm": safe_norm(a, xp),
+        "wnorm": safe_norm(w, xp),
+        "x": xp.where((8 * lam >= hi)[:, None], -c, zero),
+        "iterations": xp.zeros(N, dtype=xp.int64),
+        "frozen": xp.zeros(N, dtype=xp.bool),
+        "moved": xp.full(N, math.inf, dtype=f.dtype),  # ||x_k - x_{k-1}||
+        "polished": xp.zeros(N, dtype=xp.bool),
+        "has_prev": xp.zeros(N, dtype=xp.bool),
+        "newton": xp.zeros(N, dtype=xp.bool),  # the last step: a full step with a fresh Hessian
+        "pprev": xp.full(N, math.inf, dtype=f.dtype),
+    }  # ||p|| of that step
     if tol is not None:
         S["tol"] = flat(tol)
     if getattr(f, "_null_dim", 0):
@@ -235,8 +248,16 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
             sub = f._take(xp.take(S["J"], idx, axis=0), shape)
             compact = sub is not None  # False: the objective cannot hand out part of its batch
             st = S["state"]
-            return None if sub is None else (idx, _View(sub, None), xp.take(theta, idx, axis=0),
-                                             None if st is None else xp.take(st, idx, axis=0))
+            return (
+                None
+                if sub is None
+                else (
+                    idx,
+                    _View(sub, None),
+                    xp.take(theta, idx, axis=0),
+                    None if st is None else xp.take(st, idx, axis=0),
+                )
+            )
 
         def form(rows, lp, pt=None):
             """``(Hessian, rows it holds, own)``: on the entries ``rows`` only when few (``part``),
@@ -244,7 +265,11 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
             no one else holds the array (``f._fresh_hessian``: ``_hess_at`` returns a fresh one)."""
             got = part(rows, True) if pt is None else pt
             if got is None:
-                return view.hess(theta, S["state"], lp), xp.ones_like(rows), getattr(f, "_fresh_hessian", False)
+                return (
+                    view.hess(theta, S["state"], lp),
+                    xp.ones_like(rows),
+                    getattr(f, "_fresh_hessian", False),
+                )
             # the previous matrix's memory where only its chord rows are read again (_plus_lam)
             spare = got[1] is None and Hf is None and Hprev is not None and isinstance(Hprev, np.ndarray)
             Hn = Hprev if spare else xp.zeros((int(S["J"].shape[0]), d, d), dtype=f.dtype)
@@ -276,8 +301,11 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
 
         if bool(xp.any(near)):
             top = xp.maximum(lam + S["hi"], modulus) * _REACH
-            reach = (gn + rnd_x <= top * (2 * rnd_x / modulus + 4 * eps * xn)) if tol is None \
+            reach = (
+                (gn + rnd_x <= top * (2 * rnd_x / modulus + 4 * eps * xn))
+                if tol is None
                 else (gn + rnd_t <= top * S["tol"])
+            )
             cand = near & reach
             if bool(xp.any(cand)):
                 pt = part(cand)
@@ -300,15 +328,21 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
                     ext = _null_error(xp, f, S, x, eps) if null else None
                     lb, lbx, llev = _certificate(xp, S, P, (lo, local[1]), eps, ext)
                     use = cand & _settled(S, tol, lb, lbx, llev) & (~ok | (llev < level))
-                    bound, bound_x, level = (xp.where(use, lb, bound), xp.where(use, lbx, bound_x),
-                                             xp.where(use, llev, level))
+                    bound, bound_x, level = (
+                        xp.where(use, lb, bound),
+                        xp.where(use, lbx, bound_x),
+                        xp.where(use, llev, level),
+                    )
                     ok = ok | use
         tol_k = level + xp.maximum(bound - bound_x, xp.zeros_like(bound)) if tol is None else S["tol"]
         # polish: a certified entry whose last step was still above a few ulps takes one more
         # full Newton step (once): the certificate is noise-limited there, the
         # iterate is not (one step takes 1e-12 to 5e-16 relative at lam = 1e-4)
-        polish = ok & ~frozen & ~S["polished"] & (moved > 16 * eps * (xn + S["anorm"])) if tol is None \
+        polish = (
+            ok & ~frozen & ~S["polished"] & (moved > 16 * eps * (xn + S["anorm"]))
+            if tol is None
             else xp.zeros_like(ok)
+        )
         active = (~ok & ~frozen) | polish
         # a chord step (the previous Hessian, no fresh one) where the last step was a full
         # Newton step and the contraction it showed predicts that the chord step settles
@@ -326,8 +360,12 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
             else:  # finished entries leave the batch: they cost nothing from here on
                 blocks.append(_finished(S, fields, ~active))
                 S = {key: (v if v is None else xp.take(v, keep, axis=0)) for key, v in S.items()}
-                gnorm, active, polish, late = (xp.take(v, keep, axis=0) for v in (gnorm, active, polish, late))
-                Hf, Hprev, Hmask = (None if v is None else xp.take(v, keep, axis=0) for v in (Hf, Hprev, Hmask))
+                gnorm, active, polish, late = (
+                    xp.take(v, keep, axis=0) for v in (gnorm, active, polish, late)
+                )
+                Hf, Hprev, Hmask = (
+                    None if v is None else xp.take(v, keep, axis=0) for v in (Hf, Hprev, Hmask)
+                )
                 Hown = Hf is not None
                 view = _View(sub, None)
                 x, g, lam, theta = S["x"], S["g"], S["lam"], S["a"] + S["x"]
@@ -336,7 +374,11 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         chord = (polish & S["has_prev"]) | late
         H, Hprev = None, (None if _steps.REUSE and not bool(xp.any(chord)) else Hprev)  # unread: freed
         fresh(active & ~chord)
-        H = Hprev if Hf is None else _plus_lam(xp, Hf, lam, Hown and _steps.REUSE, chord if Hf is Hprev else None)
+        H = (
+            Hprev
+            if Hf is None
+            else _plus_lam(xp, Hf, lam, Hown and _steps.REUSE, chord if Hf is Hprev else None)
+        )
         if Hf is not None and Hprev is not None and bool(xp.any(chord)):
             H = _select(xp, chord, Hprev, H, Hown and _steps.REUSE)
         p = -_solve(xp, H, g, eps)
@@ -345,8 +387,17 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         h = S["h"]
         # predicted decrease below the rounding of h: Armijo cannot see it
         flat_ = -slope <= 64 * eps * xp.abs(h)
-        new, accepted = _wolfe(xp, lambda v, S=S, view=view: _h_and_grad(view, S, v),
-                               (x, h, g, S["E"], S["state"]), gnorm, p, slope, flat_, active & ~polish, polish)
+        new, accepted = _wolfe(
+            xp,
+            lambda v, S=S, view=view: _h_and_grad(view, S, v),
+            (x, h, g, S["E"], S["state"]),
+            gnorm,
+            p,
+            slope,
+            flat_,
+            active & ~polish,
+            polish,
+        )
         S["polished"] = S["polished"] | polish
         # entries that found no acceptable step cannot progress in this dtype:
         # they keep their point and are reported (never moved blindly)
@@ -387,12 +438,18 @@ def _raise(f, failed, info, theta, max_iter, frozen, default):
     if np.any(failed & ~np.isfinite(b)):
         why.append("the certificate overflowed (inf): rescale w or the data")
     if np.any(failed & (b <= t)) and default:
-        why.append("the default level (the rounding floor) exceeds sqrt(eps) (||theta|| + ||w|| + "
-                   "G/(lam + mu)): pass tol= to accept a looser certificate")
+        why.append(
+            "the default level (the rounding floor) exceeds sqrt(eps) (||theta|| + ||w|| + "
+            "G/(lam + mu)): pass tol= to accept a looser certificate"
+        )
     k = int(np.argmax(np.where(failed, b, -np.inf)))
     raise ProxConvergenceError(
         f"prox of {type(f).__name__}: {n} of {failed.size} entries not certified "
         f"(first: {idx}); worst bound {float(b.reshape(-1)[k]):.3g} with tol "
         f"{float(t.reshape(-1)[k]):.3g}; " + "; ".join(why or ["tol below the rounding floor"]),
-        error_bound=info.error_bound, tol=info.tol, iterations=info.iterations,
-        theta=to_numpy(theta), failed=failed)
+        error_bound=info.error_bound,
+        tol=info.tol,
+        iterations=info.iterations,
+        theta=to_numpy(theta),
+        failed=failed,
+    )

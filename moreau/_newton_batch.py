@@ -1,6 +1,7 @@
 """Batch bookkeeping of the certified Newton (``moreau._newton``): the objective seen on a
 flat batch, the records of entries that leave it, and the gather with which objectives
 hand Newton a compacted batch (``take_batch``, ``take_object``); the checks of its input."""
+
 from __future__ import annotations
 
 import copy
@@ -13,8 +14,18 @@ from array_api_compat import is_array_api_obj
 
 from ._backend import to_numpy
 
-__all__ = ["_View", "_h_and_grad", "_finished", "_assemble", "_check_finite", "_tolerance", "take_batch",
-           "take_object", "takes_rows", "bare_copy"]
+__all__ = [
+    "_View",
+    "_h_and_grad",
+    "_finished",
+    "_assemble",
+    "_check_finite",
+    "_tolerance",
+    "take_batch",
+    "take_object",
+    "takes_rows",
+    "bare_copy",
+]
 
 
 class _View:
@@ -37,7 +48,7 @@ class _View:
     def eval(self, theta):
         v, g, E, state = self.f._eval(self._in(theta))
         if self.shape is not None and state is not None:  # leading axes: the batch
-            state = self.xp.reshape(state, (math.prod(self.shape),) + tuple(state.shape[len(self.shape):]))
+            state = self.xp.reshape(state, (math.prod(self.shape),) + tuple(state.shape[len(self.shape) :]))
         return self._out(v), self._out(g, tuple(theta.shape[1:])), self._out(E), state
 
     def hess(self, theta, state, low=False, rows=None, out=None):
@@ -134,9 +145,11 @@ def _check_finite(xp, f, h, g, w, shape):
     ok = xp.isfinite(h) & xp.all(xp.isfinite(g), axis=-1)
     if not bool(xp.all(ok)):
         i = tuple(int(k) for k in np.unravel_index(int(np.argwhere(~to_numpy(ok))[0, 0]), shape))
-        raise ValueError(f"prox of {type(f).__name__}: the subproblem overflows {f.dtype} at w (batch index "
-                         f"{i}, max |w| {float(xp.max(xp.abs(w))):.3g}): the value or gradient of f + lam/2 "
-                         f"||theta - w||^2 is not finite there; rescale w or the data")
+        raise ValueError(
+            f"prox of {type(f).__name__}: the subproblem overflows {f.dtype} at w (batch index "
+            f"{i}, max |w| {float(xp.max(xp.abs(w))):.3g}): the value or gradient of f + lam/2 "
+            f"||theta - w||^2 is not finite there; rescale w or the data"
+        )
 
 
 def _tolerance(tol, xp, dtype, shape):

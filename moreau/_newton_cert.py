@@ -26,6 +26,7 @@ the assumptions stated by ``E_f`` (elementary functions within 4 ulps,
 matrix products obeying Higham's ``gamma_k`` bound, as every BLAS does) and
 for ``lam``, ``w`` and the data as represented in the objective's dtype.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,6 @@
 """Newton's steps for the certified prox (``moreau._newton``): the batched strong-Wolfe
 line search, the local-curvature radius and a solve that never leaks LinAlgError."""
+
 from __future__ import annotations
 
 import math
@@ -137,7 +138,7 @@ def _plus_lam(xp, Hf, lam, own, keep=None):
     if not (own and isinstance(Hf, np.ndarray) and Hf.flags.writeable and Hf.flags.c_contiguous):
         return Hf + lam[:, None, None] * xp.eye(Hf.shape[-1], dtype=Hf.dtype)
     d = Hf.shape[-1]
-    diag = Hf.reshape(Hf.shape[0], d * d)[:, ::d + 1]  # a view (contiguous)
+    diag = Hf.reshape(Hf.shape[0], d * d)[:, :: d + 1]  # a view (contiguous)
     if keep is None:
         diag += lam[:, None]
     else:

@@ -15,6 +15,7 @@ References: Parikh & Boyd, *Proximal Algorithms* (2014), §6.5.2 (soft threshold
 (prox of :math:`f + \tfrac{\mu}{2}\|\cdot\|^2`); Beck, *First-Order Methods in
 Optimization* (2017), Example 6.8 (ℓ1) and Lemma 6.5 (hyperplane/half-space steps).
 """
+
 from __future__ import annotations
 
 import math
@@ -73,8 +74,10 @@ class ExactProx(Objective):
         return xp.maximum(-self.curvature_bounds()[0], xp.zeros((), dtype=self.dtype))
 
     def hess(self, theta):
-        raise TypeError(f"{type(self).__name__} is not differentiable at its kinks: it has no Hessian "
-                        "(curvature_bounds()[1] is inf); its envelope has value and gradient only")
+        raise TypeError(
+            f"{type(self).__name__} is not differentiable at its kinks: it has no Hessian "
+            "(curvature_bounds()[1] is inf); its envelope has value and gradient only"
+        )
 
     # -- prox ------------------------------------------------------------------------
     def _kappa(self, lam):
@@ -100,9 +103,11 @@ class ExactProx(Objective):
                 theta, disp, err = self._core(w, lam, None)
                 u = disp
         if not (bool(xp.all(xp.isfinite(theta))) and bool(xp.all(xp.isfinite(u)))):
-            raise ValueError(f"prox of {type(self).__name__} overflows {self.dtype}: w or lam is near the "
-                             f"float range (max |w| {float(xp.max(xp.abs(w))):.3g}, max lam "
-                             f"{float(xp.max(lam)):.3g}); rescale the problem")
+            raise ValueError(
+                f"prox of {type(self).__name__} overflows {self.dtype}: w or lam is near the "
+                f"float range (max |w| {float(xp.max(xp.abs(w))):.3g}, max lam "
+                f"{float(xp.max(lam)):.3g}); rescale the problem"
+            )
         theta = xp.broadcast_to(theta, shape + (self.dim,))
         u = xp.broadcast_to(u, shape + (self.dim,))
         if not (info or tol is not None):
@@ -147,8 +152,9 @@ def _info(name, bound, tol, theta):
     try:
         t = np.broadcast_to(t.astype(float), bound.shape)
     except ValueError:
-        raise ValueError(f"tol shape {t.shape} does not broadcast with the result's batch shape "
-                         f"{bound.shape}") from None
+        raise ValueError(
+            f"tol shape {t.shape} does not broadcast with the result's batch shape {bound.shape}"
+        ) from None
     if not np.all(np.isfinite(t)) or np.any(t <= 0):
         raise ValueError(f"tol must be finite and > 0 (got {tol!r})")
     failed = bound > t
@@ -156,7 +162,12 @@ def _info(name, bound, tol, theta):
         raise ProxConvergenceError(
             f"closed-form prox of {name}: rounding bound {bound.max():.3g} exceeds tol at "
             f"{int(failed.sum())} of {failed.size} entries; tol is below the closed form's rounding level",
-            error_bound=bound, tol=t.copy(), iterations=its, failed=failed, theta=to_numpy(theta))
+            error_bound=bound,
+            tol=t.copy(),
+            iterations=its,
+            failed=failed,
+            theta=to_numpy(theta),
+        )
     return ProxInfo(iterations=its, error_bound=bound, tol=t.copy())
 
 
@@ -169,8 +180,9 @@ def per_coordinate(x, xp, name, dtype, shape, *, positive):
     except ValueError:
         out = None
     if out is None or out[-1] != shape[-1]:
-        raise ValueError(f"{name} must broadcast against shape (..., d) = {tuple(shape)} "
-                         f"(got shape {tuple(x.shape)})")
+        raise ValueError(
+            f"{name} must broadcast against shape (..., d) = {tuple(shape)} (got shape {tuple(x.shape)})"
+        )
     ok = xp.all(x > 0) if positive else xp.all(x >= 0)
     if not bool(ok):
         raise ValueError(f"{name} must be {'> 0' if positive else '>= 0'} (got {float(xp.min(x)):g})")
@@ -190,8 +202,9 @@ def batch_of(shape, mu):
     try:
         return tuple(np.broadcast_shapes(tuple(shape[:-1]), tuple(mu.shape)))
     except ValueError:
-        raise ValueError(f"mu shape {tuple(mu.shape)} does not broadcast with the batch shape "
-                         f"{tuple(shape[:-1])}") from None
+        raise ValueError(
+            f"mu shape {tuple(mu.shape)} does not broadcast with the batch shape {tuple(shape[:-1])}"
+        ) from None
 
 
 class AbsoluteValue(ExactProx):
@@ -314,11 +327,14 @@ class Hinge(ExactProx):
             raise ValueError(f"c must be >= 0 (got {float(xp.min(c)):g})")
         mu = self._set_ridge(mu, xp, dtype)
         try:
-            batch = tuple(np.broadcast_shapes(tuple(a.shape[:-1]), tuple(y.shape), tuple(c.shape),
-                                              tuple(mu.shape)))
+            batch = tuple(
+                np.broadcast_shapes(tuple(a.shape[:-1]), tuple(y.shape), tuple(c.shape), tuple(mu.shape))
+            )
         except ValueError:
-            raise ValueError(f"batch shapes do not broadcast: a {tuple(a.shape[:-1])}, y {tuple(y.shape)}, "
-                             f"c {tuple(c.shape)}, mu {tuple(mu.shape)}") from None
+            raise ValueError(
+                f"batch shapes do not broadcast: a {tuple(a.shape[:-1])}, y {tuple(y.shape)}, "
+                f"c {tuple(c.shape)}, mu {tuple(mu.shape)}"
+            ) from None
         self.xp, self.dtype, self.dim, self.batch_shape = xp, dtype, a.shape[-1], batch
         self.a, self.y, self.c = a, y, c
         self.b = y[..., None] * a  # exact: y = +-1
@@ -380,8 +396,11 @@ class Hinge(ExactProx):
         tau = xp.where(pos, xp.minimum(xp.maximum(x, 0.0), t), 0.0)
         step = tau[..., None] * self.b
         theta = w2 + step
-        e_x = (e_m / n1) / n1 * (1 + 4 * eps) + (d + 5) * eps * xp.minimum(xp.abs(x), t) * 1.01 \
+        e_x = (
+            (e_m / n1) / n1 * (1 + 4 * eps)
+            + (d + 5) * eps * xp.minimum(xp.abs(x), t) * 1.01
             + xp.where(x > t * (1 - 2 * ur), ur * t, 0.0)
+        )
         dtau = xp.where(pos, xp.minimum(e_x, t * (1 + 2 * eps)), 0.0)
         err = n * dtau + ur * (tau * n + safe_norm(theta, xp))
         if shift is not None:

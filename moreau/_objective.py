@@ -10,6 +10,7 @@ A new objective subclasses :class:`Objective` and implements ``value``,
 ``grad``, ``hess`` and ``curvature_bounds``; it then gets a certified prox
 (damped Newton), a Moreau envelope and a Per-FedAvg meta-objective for free.
 """
+
 from __future__ import annotations
 
 import math
@@ -154,8 +155,11 @@ class Objective:
         """
         xp = self.xp
         eps = float(xp.finfo(self.dtype).eps)
-        return (self.dim + 8) * eps * (self._grad_error_scale(theta)
-                                       + self.smoothness() * xp.linalg.vector_norm(theta, axis=-1))
+        return (
+            (self.dim + 8)
+            * eps
+            * (self._grad_error_scale(theta) + self.smoothness() * xp.linalg.vector_norm(theta, axis=-1))
+        )
 
     def _local_curvature(self, theta, state):
         """``(err, rho)``, rigorous: ``lambda_min`` of the exact Hessian at ``theta`` is at
@@ -182,8 +186,9 @@ class Objective:
         xp = self.xp
         theta = as_array(theta, xp, name, dtype=self.dtype)
         if theta.ndim == 0 or theta.shape[-1] != self.dim:
-            raise ValueError(f"{name} must have shape (..., d) with d={self.dim} "
-                             f"(got shape {tuple(theta.shape)})")
+            raise ValueError(
+                f"{name} must have shape (..., d) with d={self.dim} (got shape {tuple(theta.shape)})"
+            )
         _broadcast(self.batch_shape, tuple(theta.shape[:-1]), name)
         return theta
 
@@ -191,8 +196,11 @@ class Objective:
         """``lam`` validated: positive normal numbers broadcasting with the batch and, with
         ``convexity``, above the nonconvex threshold ``-strong_convexity()``."""
         xp = self.xp
-        lam = as_array(lam, xp, name, dtype=self.dtype) if not isinstance(lam, float | int) \
+        lam = (
+            as_array(lam, xp, name, dtype=self.dtype)
+            if not isinstance(lam, float | int)
             else _scalar(lam, xp, self.dtype, name)
+        )
         if lam.size == 0:  # an empty batch is a slip (a sliced sweep), never a meaningful prox
             raise ValueError(f"{name} must not be empty (got shape {tuple(lam.shape)})")
         if not bool(xp.all(lam > 0)):
@@ -200,9 +208,11 @@ class Objective:
             raise ValueError(f"{name} must be > 0 (got {float(bad[bad <= 0][0]):g})")
         fi = xp.finfo(self.dtype)
         if not bool(xp.all((lam >= fi.smallest_normal) & xp.isfinite(lam))):
-            raise ValueError(f"{name} must lie in [{float(fi.smallest_normal):.3g}, {float(fi.max):.3g}] "
-                             f"(normal {self.dtype} numbers: 1/lam and the certificate must not overflow); "
-                             f"got min {float(xp.min(lam)):.3g}, max {float(xp.max(lam)):.3g}")
+            raise ValueError(
+                f"{name} must lie in [{float(fi.smallest_normal):.3g}, {float(fi.max):.3g}] "
+                f"(normal {self.dtype} numbers: 1/lam and the certificate must not overflow); "
+                f"got min {float(xp.min(lam)):.3g}, max {float(xp.max(lam)):.3g}"
+            )
         _broadcast(self.batch_shape, tuple(lam.shape), name)
         if not convexity:
             return lam
@@ -213,15 +223,18 @@ class Objective:
             raise ValueError(
                 f"prox of this {type(self).__name__} needs lam > {-lo_h[i]:.6g} "
                 f"(= minus its curvature lower bound: it is nonconvex) at batch "
-                f"index {i}; got lam={lam_h[i]:.6g}")
+                f"index {i}; got lam={lam_h[i]:.6g}"
+            )
         with np.errstate(over="ignore"):
             modulus = lam + lo
         if not bool(xp.all(xp.isfinite(modulus))):  # the certificates divide by it: never inf
             lam_h, lo_h = np.broadcast_arrays(to_numpy(lam), to_numpy(lo))
             i = tuple(int(k) for k in np.argwhere(~np.isfinite(lam_h + lo_h))[0])
-            raise ValueError(f"{name}={lam_h[i]:.3g} plus the curvature lower bound {lo_h[i]:.3g} of this "
-                             f"{type(self).__name__} overflows {self.dtype} at batch index {i} (the prox's "
-                             "modulus lam + mu must be finite); lower lam or rescale the objective")
+            raise ValueError(
+                f"{name}={lam_h[i]:.3g} plus the curvature lower bound {lo_h[i]:.3g} of this "
+                f"{type(self).__name__} overflows {self.dtype} at batch index {i} (the prox's "
+                "modulus lam + mu must be finite); lower lam or rescale the objective"
+            )
         return lam
 
 
@@ -239,5 +252,6 @@ def _scalar(v, xp, dtype, name):
 def _broadcast(batch, shape, name):
     for a, b in zip(reversed(batch), reversed(shape)):
         if a != b and 1 not in (a, b):
-            raise ValueError(f"{name} batch shape {shape} does not broadcast with the "
-                             f"objective's batch shape {batch}")
+            raise ValueError(
+                f"{name} batch shape {shape} does not broadcast with the objective's batch shape {batch}"
+            )

@@ -11,6 +11,7 @@ References: Huber (1964), "Robust estimation of a location parameter", eq. (9); 
 (2014) §6.5.2 (the Huber prox); the double well of analysis/pfedme/double_wells.py (pFedMe,
 Assumption 1(b)).
 """
+
 from __future__ import annotations
 
 import math
@@ -56,8 +57,10 @@ class Huber(ExactProx):
         self.s, self.delta, self.c = s, delta, c
         top = float(xp.max(c / delta)) + float(xp.max(mu))
         if not math.isfinite(top):
-            raise ValueError(f"c/delta overflows {dtype} (max c {float(xp.max(c)):.3g}, min delta "
-                             f"{float(xp.min(delta)):.3g}); rescale c and delta")
+            raise ValueError(
+                f"c/delta overflows {dtype} (max c {float(xp.max(c)):.3g}, min delta "
+                f"{float(xp.min(delta)):.3g}); rescale c and delta"
+            )
 
     def value(self, theta):
         xp = self.xp
@@ -118,8 +121,14 @@ class Huber(ExactProx):
         disp = -xp.where(inside, z / (1 + 1 / rho), sg * t)  # rho = 0: 1/rho = inf, no step
         theta = self.s + v
         near = xp.abs(az - thr) <= 4 * ur * thr
-        err = ur * (az + xp.abs(ws) + 5 * xp.abs(v) + xp.abs(theta) + xp.where(inside, 0.0, t)
-                    + xp.where(near, 2 * thr, 0.0))
+        err = ur * (
+            az
+            + xp.abs(ws)
+            + 5 * xp.abs(v)
+            + xp.abs(theta)
+            + xp.where(inside, 0.0, t)
+            + xp.where(near, 2 * thr, 0.0)
+        )
         err = err + xp.where(p < float(xp.finfo(self.dtype).smallest_normal), xp.abs(v), 0.0)
         return theta, disp, safe_norm(err, xp) * (1 + (self.dim + 8) * ur)
 
@@ -169,8 +178,9 @@ class DoubleWell(ExactProx):
         xp = self.xp
         theta = self._point(theta)
         z = xp.abs(theta - self.s)
-        g = xp.where(z <= self.a / 2, self.L * (self.a * self.a / 4 - z * z / 2),
-                     self.L / 2 * (z - self.a) ** 2)
+        g = xp.where(
+            z <= self.a / 2, self.L * (self.a * self.a / 4 - z * z / 2), self.L / 2 * (z - self.a) ** 2
+        )
         return xp.sum(g, axis=-1) + self._ridge_value(theta)
 
     def grad(self, theta):
@@ -226,5 +236,7 @@ class DoubleWell(ExactProx):
         disp = xp.where(inside, (self.L / dl) * z, self.L * (self.a * sg - z) / out)
         theta = self.s + v
         near = xp.abs(az - tau) <= 4 * ur * tau
-        err = ur * (kap * (az + xp.abs(ws)) + 4 * xp.abs(v) + xp.abs(theta) + xp.where(near, 3 * kap * tau, 0.0))
+        err = ur * (
+            kap * (az + xp.abs(ws)) + 4 * xp.abs(v) + xp.abs(theta) + xp.where(near, 3 * kap * tau, 0.0)
+        )
         return theta, disp, safe_norm(err, xp) * (1 + (self.dim + 16) * ur)

@@ -1,4 +1,5 @@
 """Provenance of a result: package versions, python, machine and git commit (no I/O beyond git)."""
+
 from __future__ import annotations
 
 import platform
@@ -29,11 +30,18 @@ def git_commit() -> str:
     ``"not a git checkout"``."""
     here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=here, timeout=10)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=here, timeout=10
+        )
         if out.returncode != 0:
             return "not a git checkout"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, cwd=here, timeout=10).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            cwd=here,
+            timeout=10,
+        ).stdout.strip()
         return out.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "not a git checkout"
@@ -41,5 +49,11 @@ def git_commit() -> str:
 
 def provenance(params: dict, seed) -> dict:
     """Parameters, seed, versions, python, machine and git commit of a run."""
-    return {"params": params, "seed": seed, "versions": versions(), "python": platform.python_version(),
-            "machine": platform.platform(), "git_commit": git_commit()}
+    return {
+        "params": params,
+        "seed": seed,
+        "versions": versions(),
+        "python": platform.python_version(),
+        "machine": platform.platform(),
+        "git_commit": git_commit(),
+    }

@@ -3,6 +3,7 @@
 Its own module so that Newton (``moreau._newton``) and the objectives (``moreau._objective``),
 which calls Newton, import it without importing each other.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 r"""Quadratic objectives with exact constants and a closed-form prox."""
+
 from __future__ import annotations
 
 import math
@@ -66,13 +67,14 @@ class Quadratic(Objective):
         if d == 0:
             raise ValueError(f"A must have d >= 1 (got shape {tuple(A.shape)})")
         if b.ndim < 1 or b.shape[-1] != d:
-            raise ValueError(f"b must have shape (..., d) with d={d} matching A "
-                             f"(got shape {tuple(b.shape)})")
+            raise ValueError(f"b must have shape (..., d) with d={d} matching A (got shape {tuple(b.shape)})")
         try:
             shape = np.broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-1]), tuple(c.shape))
         except ValueError:
-            raise ValueError(f"batch shapes do not broadcast: A {tuple(A.shape[:-2])}, "
-                             f"b {tuple(b.shape[:-1])}, c {tuple(c.shape)}") from None
+            raise ValueError(
+                f"batch shapes do not broadcast: A {tuple(A.shape[:-2])}, "
+                f"b {tuple(b.shape[:-1])}, c {tuple(c.shape)}"
+            ) from None
         self.xp, self.dtype, self.dim, self.batch_shape = xp, dtype, d, tuple(shape)
         self.A, self.b, self.c = A, b, c
 
@@ -88,8 +90,10 @@ class Quadratic(Objective):
         a = as_array(eigenvalues, xp, "eigenvalues", host_ok=True)
         V = as_array(eigenvectors, xp, "eigenvectors", dtype=a.dtype, host_ok=True)
         if V.ndim < 2 or V.shape[-1] != V.shape[-2] or a.shape[-1:] != V.shape[-1:]:
-            raise ValueError(f"eigenvectors must have shape (..., d, d) and eigenvalues (..., d) "
-                             f"(got {tuple(V.shape)} and {tuple(a.shape)})")
+            raise ValueError(
+                f"eigenvectors must have shape (..., d, d) and eigenvalues (..., d) "
+                f"(got {tuple(V.shape)} and {tuple(a.shape)})"
+            )
         eye = xp.eye(V.shape[-1], dtype=V.dtype)
         err = float(xp.max(xp.abs(xp.matrix_transpose(V) @ V - eye)))
         if err > 100 * xp.finfo(V.dtype).eps * V.shape[-1]:
@@ -175,6 +179,7 @@ class Quadratic(Objective):
 
         def fro(B):
             return safe_norm(xp.reshape(B, tuple(B.shape[:-2]) + (d * d,)), xp) * up
+
         if self.A.ndim == 2:
             return fro(self.A)
         return xp.concat([fro(self.A[sl]) for sl in blocks(self.A)], axis=0)
@@ -260,7 +265,6 @@ class Quadratic(Objective):
         theta, _, info = self._solve(w, lam, tol=tol, max_iter=max_iter, info=return_info, want_u=False)
         return (theta, info) if return_info else theta
 
-
     def _solve(self, w, lam, *, tol=None, max_iter=None, info=False, want_u=True, route=None):
         r"""Closed forms ``prox(w) = (A + lam I)^{-1} (b + lam w)`` and
         ``prox(w) - w = (A + lam I)^{-1} (b - A w)``, both computed.
@@ -331,9 +335,11 @@ class Quadratic(Objective):
         theta = xp.broadcast_to(theta, shape + (self.dim,))
         u = xp.broadcast_to(u, shape + (self.dim,)) if u is not None else None
         if not bool(xp.all(xp.isfinite(theta))) or (u is not None and not bool(xp.all(xp.isfinite(u)))):
-            raise ValueError(f"prox of Quadratic overflows {self.dtype}: lam * w or b is near the float "
-                             f"range (max |w| {float(xp.max(xp.abs(w))):.3g}, max lam {float(xp.max(lam)):.3g}); "
-                             f"rescale the problem")
+            raise ValueError(
+                f"prox of Quadratic overflows {self.dtype}: lam * w or b is near the float "
+                f"range (max |w| {float(xp.max(xp.abs(w))):.3g}, max lam {float(xp.max(lam)):.3g}); "
+                f"rescale the problem"
+            )
         if not need_cert:
             return theta, u, None
         return theta, u, certificate(self, theta, w, lam, shape, tol, modulus)

@@ -21,6 +21,7 @@ A refusal first tries to explain itself with the computed spectrum (:func:`check
 ``lam`` below ``-a_hat_1 - delta``, or within ``delta = 4 d eps ||A||_F`` of the threshold),
 then with what the proof reached (:func:`proven_modulus`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,8 +41,10 @@ def lam_per_matrix(lam, a_batch):
     shape = tuple(np.broadcast_shapes(a_batch, tuple(lam.shape)))
     pad = (1,) * (len(shape) - len(a_batch)) + a_batch
     axes = tuple(i for i in range(len(shape)) if pad[i] == 1 and shape[i] > 1)
-    low = np.min(np.broadcast_to(lam, shape), axis=axes, keepdims=True) if axes else np.broadcast_to(lam, shape)
-    return np.reshape(low, tuple(low.shape[len(shape) - len(a_batch):]))
+    low = (
+        np.min(np.broadcast_to(lam, shape), axis=axes, keepdims=True) if axes else np.broadcast_to(lam, shape)
+    )
+    return np.reshape(low, tuple(low.shape[len(shape) - len(a_batch) :]))
 
 
 def check_exists(q, lam, a1, delta):
@@ -57,14 +60,16 @@ def check_exists(q, lam, a1, delta):
         raise ValueError(
             f"prox of this {type(q).__name__} needs lam > {-a_h[i]:.6g} "
             f"(= minus its curvature lower bound: it is nonconvex) at batch "
-            f"index {i}; got lam={lam_h[i]:.6g}")
+            f"index {i}; got lam={lam_h[i]:.6g}"
+        )
     k = tuple(int(i) for i in np.argwhere(lam_h + a_h - d_h <= 0)[0])
     raise ValueError(
         f"lam={lam_h[k]:.17g} is too close to the nonconvex threshold -a_1 = {-a_h[k]:.17g} "
         f"of this Quadratic (batch index {k}) to certify that the prox exists: the computed "
         f"smallest eigenvalue is exact only to {d_h[k]:.3g} (4 d eps ||A||_F); "
         f"lam must exceed {d_h[k] - a_h[k]:.17g} (the prox needs lam > {-a_h[k]:.6g}; "
-        f"got lam={lam_h[k]:.6g})")
+        f"got lam={lam_h[k]:.6g})"
+    )
 
 
 def proven_modulus(p, lam, shape):
@@ -77,16 +82,22 @@ def proven_modulus(p, lam, shape):
         modulus = (lam_h + p) * (1 - 2 * float(np.finfo(np.float64).eps))
     if not np.all(np.isfinite(modulus)):  # the certificate divides by it: an inf would make it 0
         k = tuple(int(i) for i in np.argwhere(~np.isfinite(modulus))[0])
-        raise ValueError(f"lam={lam_h[k]:.3g} plus lambda_min(A) >= {p[k]:.3g} overflows float64 (entry {k}): "
-                         "the prox's modulus and A + lam I are not representable; lower lam or rescale A")
+        raise ValueError(
+            f"lam={lam_h[k]:.3g} plus lambda_min(A) >= {p[k]:.3g} overflows float64 (entry {k}): "
+            "the prox's modulus and A + lam I are not representable; lower lam or rescale A"
+        )
     if np.all(modulus > 0):
         return modulus
     k = tuple(int(i) for i in np.argwhere(~(modulus > 0))[0])
-    how = ("the certified Cholesky factorization failed even well below the computed smallest "
-           "eigenvalue" if p[k] == -np.inf else f"proven: lambda_min(A) >= {p[k]:.17g}")
+    how = (
+        "the certified Cholesky factorization failed even well below the computed smallest eigenvalue"
+        if p[k] == -np.inf
+        else f"proven: lambda_min(A) >= {p[k]:.17g}"
+    )
     raise ValueError(
         f"lam={lam_h[k]:.17g} is too close to the nonconvex threshold of this Quadratic (entry {k}) "
-        f"to prove that the prox exists and bound its error ({how}); lam must exceed {-p[k]:.17g}")
+        f"to prove that the prox exists and bound its error ({how}); lam must exceed {-p[k]:.17g}"
+    )
 
 
 def certificate(q, theta, w, lam, shape, tol, modulus):
@@ -105,11 +116,12 @@ def certificate(q, theta, w, lam, shape, tol, modulus):
     resid += diff
     rn = safe_norm(resid, xp) * (1 + (d + 4) * eps)
     g_d = d * ur / (1 - d * ur)
-    rnd = (g_d + 3 * ur) * q._fro * safe_norm(theta, xp) + 3 * ur * safe_norm(q.b, xp) \
-        + 5 * ur * lam * n_diff
+    rnd = (g_d + 3 * ur) * q._fro * safe_norm(theta, xp) + 3 * ur * safe_norm(q.b, xp) + 5 * ur * lam * n_diff
     num = np.asarray(to_numpy(xp.broadcast_to(rn + rnd * (1 + 4 * eps), shape)), dtype=np.float64)
     bound = num / modulus * (1 + 8 * eps)
-    bound = np.where(np.isnan(bound), np.inf, bound)  # a NaN (an overflow in theta or the residual) certifies nothing
+    bound = np.where(
+        np.isnan(bound), np.inf, bound
+    )  # a NaN (an overflow in theta or the residual) certifies nothing
     its = np.zeros(shape, dtype=int)
     if tol is None:
         return ProxInfo(iterations=its, error_bound=bound, tol=None)
@@ -125,6 +137,11 @@ def certificate(q, theta, w, lam, shape, tol, modulus):
             f"closed-form prox of Quadratic: certified bound {bound.max():.3g} exceeds tol at "
             f"{int(failed.sum())} of {failed.size} entries (first: "
             f"{[tuple(int(i) for i in r) for r in np.argwhere(failed)[:5]]}); tol is below the "
-            f"closed form's rounding level", error_bound=bound, tol=t.copy(),
-            iterations=its, failed=failed, theta=to_numpy(theta))
+            f"closed form's rounding level",
+            error_bound=bound,
+            tol=t.copy(),
+            iterations=its,
+            failed=failed,
+            theta=to_numpy(theta),
+        )
     return ProxInfo(iterations=its, error_bound=bound, tol=t.copy())

@@ -33,6 +33,7 @@ n_clients=100, size_scale=5)`` 6 buckets hold 1.32x the 133,539 training rows, a
 padded: ``benchmarks/RESULTS.md``, section 6).  A smaller ratio wastes less memory and adds
 buckets, each one more call of every vectorised path per operation.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -70,7 +71,9 @@ def ragged(model, X, y, sizes, *, mu=0.0, weights=None, ratio=2.0, **options):
     """
     cls = _CLASSES.get(model) if isinstance(model, type) else None
     if cls is None:
-        raise TypeError(f"model must be moreau.Logistic, moreau.Multinomial or moreau.LeastSquares (got {model!r})")
+        raise TypeError(
+            f"model must be moreau.Logistic, moreau.Multinomial or moreau.LeastSquares (got {model!r})"
+        )
     return cls(X, y, sizes, mu=mu, weights=weights, ratio=ratio, **options)
 
 
@@ -85,8 +88,10 @@ class _FromSamples:
         X = real_array(X, xp, "X")
         N = int(np.sum(layout.sizes))
         if X.ndim != 2 or X.shape[0] != N:
-            raise ValueError(f"X must have shape (N, d) with N = sizes.sum() = {N} rows, the samples of all "
-                             f"entries concatenated (got shape {tuple(X.shape)})")
+            raise ValueError(
+                f"X must have shape (N, d) with N = sizes.sum() = {N} rows, the samples of all "
+                f"entries concatenated (got shape {tuple(X.shape)})"
+            )
         y = _check_labels(model, y, xp, X.dtype, N, options)
         w = _check_weights(weights, xp, X.dtype, layout)
         mu = real_array(mu, xp, "mu", dtype=X.dtype)
@@ -95,8 +100,10 @@ class _FromSamples:
         except ValueError:
             fits = False
         if not fits:
-            raise ValueError(f"mu must be a scalar or broadcast to the batch shape sizes.shape = {layout.shape} "
-                             f"(got shape {tuple(mu.shape)})")
+            raise ValueError(
+                f"mu must be a scalar or broadcast to the batch shape sizes.shape = {layout.shape} "
+                f"(got shape {tuple(mu.shape)})"
+            )
         parts = []
         for b, mu_b in enumerate(layout.split(mu, 0)):
             rows, valid = layout.rows(b)
@@ -113,7 +120,9 @@ def _check_labels(model, y, xp, dtype, N, options):
     """``y`` ``(N,)`` checked over all entries at once (an error names its index in ``y``)."""
     y = real_array(y, xp, "y", dtype=dtype)
     if tuple(y.shape) != (N,):
-        raise ValueError(f"y must have shape (N,) = ({N},), one label per row of X (got shape {tuple(y.shape)})")
+        raise ValueError(
+            f"y must have shape (N,) = ({N},), one label per row of X (got shape {tuple(y.shape)})"
+        )
     if model is Logistic:
         return _labels(y, xp)
     if model is Multinomial:
@@ -139,7 +148,9 @@ def _check_weights(weights, xp, dtype, layout):
         return xp.ones((N,), dtype=dtype)
     w = real_array(weights, xp, "weights", dtype=dtype)
     if tuple(w.shape) != (N,):
-        raise ValueError(f"weights must have shape (N,) = ({N},), one weight per row of X (got shape {tuple(w.shape)})")
+        raise ValueError(
+            f"weights must have shape (N,) = ({N},), one weight per row of X (got shape {tuple(w.shape)})"
+        )
     wh = np.asarray(to_numpy(w))
     if np.any(wh < 0):
         raise ValueError(f"weights must be >= 0 (got min {float(wh.min()):.6g})")
@@ -158,8 +169,9 @@ class _PerBucket:
         split = [lay.split(a, t, self._outer) for a, t in zip(args, tails)]
         got = [getattr(p, name)(*(s[b] for s in split), **kw) for b, p in enumerate(self.parts)]
         if isinstance(out, tuple):
-            return tuple(None if got[0][i] is None else lay.merge([g[i] for g in got], t)
-                         for i, t in enumerate(out))
+            return tuple(
+                None if got[0][i] is None else lay.merge([g[i] for g in got], t) for i, t in enumerate(out)
+            )
         return lay.merge(got, out)
 
     def _const(self, name):
@@ -219,7 +231,11 @@ class _PerBucket:
         lay = self.layout
         if tol is not None and not isinstance(tol, float | int):
             tol = np.asarray(to_numpy(tol), dtype=float)
-        ws, lams, tols = lay.split(w, 1, self._outer), lay.split(lam, 0, self._outer), lay.split(tol, 0, self._outer)
+        ws, lams, tols = (
+            lay.split(w, 1, self._outer),
+            lay.split(lam, 0, self._outer),
+            lay.split(tol, 0, self._outer),
+        )
         got, errors = [], []
         for p, wb, lb, tb in zip(self.parts, ws, lams, tols):
             try:
@@ -247,12 +263,15 @@ class _PerBucket:
             if any(v is None for v in vals):
                 return None
             return lay.merge([np.broadcast_to(np.asarray(v), s) for v, s in zip(vals, shapes)], 0)
+
         return ProxInfo(iterations=field("iterations"), error_bound=field("error_bound"), tol=field("tol"))
 
     def _raise(self, got, errors):
         lay = self.layout
         shapes = [np.shape(g[2].error_bound) for g in got]
-        failed = lay.merge([np.zeros(s, dtype=bool) if e is None else e[0] for e, s in zip(errors, shapes)], 0)
+        failed = lay.merge(
+            [np.zeros(s, dtype=bool) if e is None else e[0] for e, s in zip(errors, shapes)], 0
+        )
         info = self._merge_info([g[2] for g in got], shapes)
         thetas = [g[0] for g in got]
         theta = None if any(t is None for t in thetas) else np.asarray(to_numpy(lay.merge(thetas, 1)))
@@ -260,8 +279,13 @@ class _PerBucket:
         raise ProxConvergenceError(
             f"prox of {type(self).__name__}: {int(failed.sum())} of {failed.size} entries not certified (first: "
             f"batch index {first}; worst bound {float(np.max(np.where(failed, info.error_bound, -np.inf))):.3g}); "
-            "per bucket: " + "; ".join(e[1] for e in errors if e is not None), error_bound=info.error_bound,
-            tol=info.tol, iterations=info.iterations, failed=failed, theta=theta)
+            "per bucket: " + "; ".join(e[1] for e in errors if e is not None),
+            error_bound=info.error_bound,
+            tol=info.tol,
+            iterations=info.iterations,
+            failed=failed,
+            theta=theta,
+        )
 
 
 class RaggedLogistic(_PerBucket, _FromSamples, RaggedSamples, Logistic):
@@ -298,7 +322,10 @@ class RaggedLeastSquares(_FromSamples, RaggedSamples, LeastSquares):
         xp, d = self.xp, self.dim
 
         def moment(name, tail):
-            return layout.merge([xp.broadcast_to(getattr(p, name), p.batch_shape + (d,) * tail) for p in parts], tail)
+            return layout.merge(
+                [xp.broadcast_to(getattr(p, name), p.batch_shape + (d,) * tail) for p in parts], tail
+            )
+
         Quadratic.__init__(self, moment("A", 2), moment("b", 1), moment("c", 0))
         self.batch_shape = tuple(outer) + layout.shape
 

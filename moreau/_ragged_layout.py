@@ -13,6 +13,7 @@ bucket's entries along the flattened entry axis) and back (:meth:`Layout.merge`,
 concatenation in bucket order and one ``take`` with the inverse permutation): array-API
 operations only, so numpy, cupy and array-api-strict run the same code.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,12 @@ __all__ = ["Layout", "check_sizes", "check_ratio"]
 
 def check_ratio(ratio):
     """The bucket ratio: a finite real number > 1."""
-    if isinstance(ratio, bool) or not isinstance(ratio, numbers.Real) or not math.isfinite(ratio) \
-            or not ratio > 1:
+    if (
+        isinstance(ratio, bool)
+        or not isinstance(ratio, numbers.Real)
+        or not math.isfinite(ratio)
+        or not ratio > 1
+    ):
         raise ValueError(f"ratio must be a finite number > 1 (got {ratio!r})")
     return float(ratio)
 
@@ -38,7 +43,9 @@ def check_sizes(sizes):
     if s.dtype == bool or s.dtype.kind not in "iuf" or (s.dtype.kind == "f" and not np.all(s == np.round(s))):
         raise ValueError(f"sizes must be an array of integer sample counts (got dtype {s.dtype})")
     if s.ndim == 0 or s.size == 0:
-        raise ValueError(f"sizes must have at least one entry and one axis, the batch shape (got shape {s.shape})")
+        raise ValueError(
+            f"sizes must have at least one entry and one axis, the batch shape (got shape {s.shape})"
+        )
     if np.any(s < 1):
         i = tuple(int(k) for k in np.argwhere(s < 1)[0])
         raise ValueError(f"sizes must be >= 1 for every entry (got {s[i]!r} at index {i})")
@@ -95,10 +102,10 @@ class Layout:
             return [a] * len(self.buckets)
         xp = array_namespace(a)
         batch = tuple(outer) + self.shape
-        S = tuple(a.shape[:a.ndim - tail])
+        S = tuple(a.shape[: a.ndim - tail])
         full = tuple(np.broadcast_shapes(S, batch))
-        L = full[:len(full) - len(batch)]
-        tshape = tuple(a.shape[a.ndim - tail:])
+        L = full[: len(full) - len(batch)]
+        tshape = tuple(a.shape[a.ndim - tail :])
         a = xp.reshape(xp.broadcast_to(a, full + tshape), L + tuple(outer) + (self.N,) + tshape)
         ax = len(L) + len(outer)
         if len(self.buckets) == 1 and self._identity:
@@ -115,7 +122,7 @@ class Layout:
         a = parts[0] if len(parts) == 1 else xp.concat(parts, axis=ax)
         if not self._identity:
             a = xp.take(a, xp.asarray(self.inverse), axis=ax)
-        return xp.reshape(a, tuple(a.shape[:ax]) + self.shape + tuple(a.shape[ax + 1:]))
+        return xp.reshape(a, tuple(a.shape[:ax]) + self.shape + tuple(a.shape[ax + 1 :]))
 
     def merge_padded(self, parts, tail=0, fill=0):
         """Per-bucket per-sample arrays ``outer + (k_b, width_b) + tail`` as the padded layout

@@ -1,5 +1,6 @@
 r"""The sample side of the ragged objectives: per-bucket samples, the padded view, reweighting,
 gathered mini-batches (see :mod:`moreau._ragged`)."""
+
 from __future__ import annotations
 
 import copy
@@ -55,8 +56,10 @@ class RaggedSamples:
     def weights(self):
         """The per-sample weights in the padded layout ``(*batch, n_max)`` (0 past ``n_i``)."""
         xp = self.xp
-        ws = [xp.broadcast_to(p.weights, self._outer + (idx.size, width))
-              for p, (idx, width) in zip(self.parts, self.layout.buckets)]
+        ws = [
+            xp.broadcast_to(p.weights, self._outer + (idx.size, width))
+            for p, (idx, width) in zip(self.parts, self.layout.buckets)
+        ]
         return self.layout.merge_padded(ws)
 
     @property
@@ -89,27 +92,37 @@ class RaggedSamples:
         w = real_array(weights, xp, "weights", dtype=self.dtype)
         k = len(lay.shape)
         if w.ndim < k + 1 or w.shape[-1] != lay.n_max:
-            raise ValueError(f"weights must have shape (..., *shape, n_max) = (..., {', '.join(map(str, lay.shape))}, "
-                             f"{lay.n_max}), the padded layout (got shape {tuple(w.shape)})")
+            raise ValueError(
+                f"weights must have shape (..., *shape, n_max) = (..., {', '.join(map(str, lay.shape))}, "
+                f"{lay.n_max}), the padded layout (got shape {tuple(w.shape)})"
+            )
         try:
             full = tuple(np.broadcast_shapes(tuple(w.shape[:-1]), lay.shape))
         except ValueError:
-            raise ValueError(f"weights batch shape {tuple(w.shape[:-1])} does not broadcast with the entries' "
-                             f"shape {lay.shape}") from None
+            raise ValueError(
+                f"weights batch shape {tuple(w.shape[:-1])} does not broadcast with the entries' "
+                f"shape {lay.shape}"
+            ) from None
         if not bool(xp.all(w >= 0)):
             raise ValueError(f"weights must be >= 0 (got min {float(xp.min(w)):.6g})")
         past = xp.arange(lay.n_max) >= xp.asarray(lay.sizes)[..., None]
         if bool(xp.any(past & (w != 0))):
             i = tuple(int(j) for j in np.argwhere(np.broadcast_to(to_numpy(past & (w != 0)), w.shape))[0])
-            raise ValueError(f"weights must be 0 past each entry's n_i samples (the padding); got "
-                             f"{float(to_numpy(w)[i]):.6g} at index {i}")
+            raise ValueError(
+                f"weights must be 0 past each entry's n_i samples (the padding); got "
+                f"{float(to_numpy(w)[i]):.6g} at index {i}"
+            )
         total = xp.sum(w, axis=-1)
         if not bool(xp.all(total > 0)):
             i = tuple(int(j) for j in np.argwhere(np.asarray(to_numpy(total)) <= 0)[0])
-            raise ValueError(f"weights must have a positive sum for every entry (all zero at batch index {i})")
-        outer = full[:len(full) - k]
-        parts = [p.with_weights(wb[..., :width]) for p, wb, (_, width) in
-                 zip(self.parts, lay.split(w, 1, ()), lay.buckets)]
+            raise ValueError(
+                f"weights must have a positive sum for every entry (all zero at batch index {i})"
+            )
+        outer = full[: len(full) - k]
+        parts = [
+            p.with_weights(wb[..., :width])
+            for p, wb, (_, width) in zip(self.parts, lay.split(w, 1, ()), lay.buckets)
+        ]
         return self._rebuilt(parts, outer)
 
     def _draw_rows(self, u):
@@ -128,8 +141,11 @@ class RaggedSamples:
             nvalid = valid.sum(axis=-1)
             k = np.minimum((ub * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)
             if not np.array_equal(valid, np.arange(width) < nvalid[..., None]):  # not a prefix
-                k = np.take_along_axis(np.broadcast_to(np.argsort(~valid, axis=-1, kind="stable"),
-                                                       k.shape[:-1] + (width,)), k, axis=-1)
+                k = np.take_along_axis(
+                    np.broadcast_to(np.argsort(~valid, axis=-1, kind="stable"), k.shape[:-1] + (width,)),
+                    k,
+                    axis=-1,
+                )
             k = xp.asarray(k)
             X = xp.broadcast_to(p.X, tuple(k.shape[:-1]) + tuple(p.X.shape[-2:]))
             Xs.append(xp.take_along_axis(X, xp.broadcast_to(k[..., None], tuple(k.shape) + (1,)), axis=-2))

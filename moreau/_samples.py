@@ -1,4 +1,5 @@
 """Shared pieces of the sample-based losses (logistic, multinomial): data checks and constants."""
+
 from __future__ import annotations
 
 import copy
@@ -44,11 +45,14 @@ class SampleLoss(Objective):
         if not bool(xp.all(mu >= 0)):
             raise ValueError(f"mu must be >= 0 (got {float(xp.min(mu)):g})")
         try:
-            shape = np.broadcast_shapes(tuple(X.shape[:-2]), tuple(y.shape[:-1]),
-                                        tuple(weights.shape[:-1]), tuple(mu.shape))
+            shape = np.broadcast_shapes(
+                tuple(X.shape[:-2]), tuple(y.shape[:-1]), tuple(weights.shape[:-1]), tuple(mu.shape)
+            )
         except ValueError:
-            raise ValueError(f"batch shapes do not broadcast: X {tuple(X.shape[:-2])}, y {tuple(y.shape[:-1])}, "
-                             f"weights {tuple(weights.shape[:-1])}, mu {tuple(mu.shape)}") from None
+            raise ValueError(
+                f"batch shapes do not broadcast: X {tuple(X.shape[:-2])}, y {tuple(y.shape[:-1])}, "
+                f"weights {tuple(weights.shape[:-1])}, mu {tuple(mu.shape)}"
+            ) from None
         self.xp, self.dtype, self.batch_shape = xp, dtype, tuple(shape)
         self.X, self.mu, self.weights = X, mu, weights
         self._p = weights / xp.sum(weights, axis=-1, keepdims=True)
@@ -68,12 +72,16 @@ class SampleLoss(Objective):
         top = r * r * grow  # Python floats: inf, never an error
         if not top < float(fi.max):
             limit = math.sqrt(float(fi.max)) / math.sqrt(grow)
-            raise ValueError(f"X is too large for {self.dtype}: its largest row norm {r:.3g} exceeds {limit:.3g}, "
-                             "where its square (the curvature bound, the Hessian) overflows; rescale X")
+            raise ValueError(
+                f"X is too large for {self.dtype}: its largest row norm {r:.3g} exceeds {limit:.3g}, "
+                "where its square (the curvature bound, the Hessian) overflows; rescale X"
+            )
         mu = float(xp.max(self.mu))
         if not top + mu < float(fi.max):
-            raise ValueError(f"mu={mu:.3g} plus the curvature bound of X ({top:.3g}) overflows "
-                             f"{self.dtype}; rescale mu and X")
+            raise ValueError(
+                f"mu={mu:.3g} plus the curvature bound of X ({top:.3g}) overflows "
+                f"{self.dtype}; rescale mu and X"
+            )
 
     @cached_property
     def _rownorm(self):
@@ -114,12 +122,15 @@ class SampleLoss(Objective):
         xp = self.xp
         w = check_weights(weights, xp, self.X.shape[-2], self.dtype, required=True)
         try:
-            shape = np.broadcast_shapes(tuple(self.X.shape[:-2]), tuple(self.y.shape[:-1]),
-                                        tuple(w.shape[:-1]), tuple(self.mu.shape))
+            shape = np.broadcast_shapes(
+                tuple(self.X.shape[:-2]), tuple(self.y.shape[:-1]), tuple(w.shape[:-1]), tuple(self.mu.shape)
+            )
         except ValueError:
-            raise ValueError(f"weights batch shape {tuple(w.shape[:-1])} does not broadcast with X "
-                             f"{tuple(self.X.shape[:-2])}, y {tuple(self.y.shape[:-1])}, mu "
-                             f"{tuple(self.mu.shape)}") from None
+            raise ValueError(
+                f"weights batch shape {tuple(w.shape[:-1])} does not broadcast with X "
+                f"{tuple(self.X.shape[:-2])}, y {tuple(self.y.shape[:-1])}, mu "
+                f"{tuple(self.mu.shape)}"
+            ) from None
         new = copy.copy(self)
         for cls in type(self).__mro__:  # drop every cache except the weight-free ones
             for k, v in vars(cls).items():
@@ -139,6 +150,9 @@ def _numeric_labels(y):
     kind = np.asarray(y).dtype
     if kind.kind not in "biufc":  # complex: as_array says "must be real"
         first = np.asarray(y).reshape(-1)[:1].tolist()
-        raise TypeError(f"y must hold numeric labels (got dtype {kind}"
-                        + (f", first label {first[0]!r}" if first else "") + "); map the classes to "
-                        "integers first, e.g. np.unique(y, return_inverse=True)[1]")
+        raise TypeError(
+            f"y must hold numeric labels (got dtype {kind}"
+            + (f", first label {first[0]!r}" if first else "")
+            + "); map the classes to "
+            "integers first, e.g. np.unique(y, return_inverse=True)[1]"
+        )

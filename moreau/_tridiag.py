@@ -17,6 +17,7 @@ of systems per matrix) and from what is cached.
   :func:`moreau._chol.chol_lower_bound` proves the certificate's modulus (and
   explains a refusal); existence itself is proven by a certified Cholesky.
 """
+
 from __future__ import annotations
 
 import math
@@ -134,7 +135,7 @@ def tri_prox(Q, D, E, A, b, w, lam, need_u):
     k = 2 if need_u else 1
     cg = (Qt @ (b - (A @ w[..., None])[..., 0])[..., None])[..., 0] if need_u else None
     nq = len(qb)
-    if qb != shape[len(shape) - nq:]:  # Q broadcast against the systems: general layout
+    if qb != shape[len(shape) - nq :]:  # Q broadcast against the systems: general layout
         nd = len(shape)
         Rt = np.empty((d, k) + shape, dtype=Q.dtype)
         np.multiply(lam, _dfirst(cw, nd), out=Rt[:, 0])
@@ -146,13 +147,14 @@ def tri_prox(Q, D, E, A, b, w, lam, need_u):
         return Z[0], (Z[1] if need_u else None)
     # shape = lead + qb: systems laid out (client, k, lead) so that each client's block of
     # right-hand sides is one BLAS-ready (d, k * #lead) matrix for the GEMM with Q
-    lead = shape[:len(shape) - nq]
+    lead = shape[: len(shape) - nq]
     mq, pl = math.prod(qb), math.prod(lead)
     nl = len(lead)
     order = (len(shape),) + tuple(range(nl, len(shape))) + tuple(range(nl))  # (d, *qb, *lead)
 
     def view(x):  # x (..., d) as a (d, *qb, *lead) view: no copy
         return np.transpose(np.broadcast_to(x, shape + (d,)), order)
+
     lam_v = np.transpose(np.broadcast_to(lam, shape), order[1:])  # (*qb, *lead) view
     srcs = [view(cw), view(cb)] + ([view(cg)] if need_u else [])
     if nl != 1:  # one chunk: flatten the lead axes

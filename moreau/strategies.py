@@ -11,6 +11,7 @@ hand where it matters).
 >>> from moreau import strategies as ms
 >>> ms.quadratics(dim=3, kind="weakly_convex")          # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import math
@@ -78,7 +79,11 @@ def lams(*, min_value=1e-4, max_value=1e4):
 
 
 def _orthogonal(draw, shape, d):
-    G = draw(hnp.arrays(np.float64, tuple(shape) + (d, d), elements=st.floats(-1, 1, width=64, allow_subnormal=False)))
+    G = draw(
+        hnp.arrays(
+            np.float64, tuple(shape) + (d, d), elements=st.floats(-1, 1, width=64, allow_subnormal=False)
+        )
+    )
     G = G + 2.0 * np.eye(d)  # shrinks to the identity, never singular in practice
     Q, R = np.linalg.qr(G)
     return Q * np.sign(np.diagonal(R, axis1=-2, axis2=-1))[..., None, :]
@@ -91,12 +96,18 @@ def _quadratic(draw, dim, spectrum, batch, dtype, b_scale):
     lo, hi = spectrum
     a = draw(hnp.arrays(np.float64, tuple(shape) + (d,), elements=st.floats(lo, hi, allow_subnormal=False)))
     V = _orthogonal(draw, shape, d)
-    b = draw(hnp.arrays(np.float64, tuple(shape) + (d,), elements=st.floats(-b_scale, b_scale, allow_subnormal=False)))
+    b = draw(
+        hnp.arrays(
+            np.float64, tuple(shape) + (d,), elements=st.floats(-b_scale, b_scale, allow_subnormal=False)
+        )
+    )
     A = (V * a[..., None, :]) @ np.swapaxes(V, -1, -2)
     return Quadratic(((A + np.swapaxes(A, -1, -2)) / 2).astype(dtype), b.astype(dtype))
 
 
-def quadratics(*, dim=(1, 4), kind="strongly_convex", spectrum=None, batch=(), dtype=np.float64, b_scale=10.0):
+def quadratics(
+    *, dim=(1, 4), kind="strongly_convex", spectrum=None, batch=(), dtype=np.float64, b_scale=10.0
+):
     """Strategy for :class:`moreau.Quadratic` with a prescribed spectrum.
 
     Parameters (keyword-only):
@@ -125,7 +136,9 @@ def quadratics(*, dim=(1, 4), kind="strongly_convex", spectrum=None, batch=(), d
 def _logistic(draw, n, d, margin_scale, label_balance, mu, batch, dtype, padding):
     nn, dd = draw(st.integers(*n)), draw(st.integers(*d))
     shape = draw(batch) if not isinstance(batch, tuple) else batch
-    X = draw(hnp.arrays(np.float64, tuple(shape) + (nn, dd), elements=st.floats(-1, 1, allow_subnormal=False)))
+    X = draw(
+        hnp.arrays(np.float64, tuple(shape) + (nn, dd), elements=st.floats(-1, 1, allow_subnormal=False))
+    )
     X = X * margin_scale
     pos = int(round(label_balance * nn))
     base = np.array([1.0] * pos + [-1.0] * (nn - pos))
@@ -139,8 +152,17 @@ def _logistic(draw, n, d, margin_scale, label_balance, mu, batch, dtype, padding
     return Logistic(X.astype(dtype), y.astype(dtype), mu=mu, weights=weights)
 
 
-def logistic_problems(*, n=(2, 20), d=(1, 4), margin_scale=3.0, label_balance=0.5, mu=0.0,
-                      batch=(), dtype=np.float64, padding=False):
+def logistic_problems(
+    *,
+    n=(2, 20),
+    d=(1, 4),
+    margin_scale=3.0,
+    label_balance=0.5,
+    mu=0.0,
+    batch=(),
+    dtype=np.float64,
+    padding=False,
+):
     """Strategy for :class:`moreau.Logistic` problems.
 
     Parameters (keyword-only):
@@ -162,11 +184,14 @@ def logistic_problems(*, n=(2, 20), d=(1, 4), margin_scale=3.0, label_balance=0.
         raise ValueError(f"mu must be finite and >= 0 (got {mu!r})")
     if not isinstance(batch, (tuple, st.SearchStrategy)):
         raise ValueError(f"batch must be a shape tuple or a strategy of shapes (got {batch!r})")
-    return _logistic(n, d, float(margin_scale), float(label_balance), float(mu), batch,
-                     _check_dtype(dtype), bool(padding))
+    return _logistic(
+        n, d, float(margin_scale), float(label_balance), float(mu), batch, _check_dtype(dtype), bool(padding)
+    )
 
 
 def points(f, *, scale=10.0):
     """Strategy for points ``(..., d)`` of objective ``f``'s batch shape, entries in [-scale, scale]."""
     scale = _check_range("(0, scale)", (0.0, scale))[1]
-    return hnp.arrays(np.float64, tuple(f.batch_shape) + (f.dim,), elements=st.floats(-scale, scale, allow_subnormal=False))
+    return hnp.arrays(
+        np.float64, tuple(f.batch_shape) + (f.dim,), elements=st.floats(-scale, scale, allow_subnormal=False)
+    )

@@ -8,6 +8,7 @@ one eigenvalue, and returns the formulas.  Tests compare them with the
 numeric closed forms and with the formulas written in docstrings
 (lines ``Formula (sympy): name = expression``).
 """
+
 from __future__ import annotations
 
 import re
@@ -32,12 +33,12 @@ class QuadraticFormulas:
     """Derived formulas for ``f(x) = a x^2/2 - b x`` (one eigen-direction)."""
 
     f: sp.Expr
-    prox: sp.Expr                 # argmin_x f(x) + lam/2 (x - w)^2
-    envelope: sp.Expr             # F(w)
-    envelope_grad: sp.Expr        # dF/dw
-    envelope_curvature: sp.Expr   # d2F/dw2
-    nested_curvature: sp.Expr     # curvature of envelope(envelope(f, lam), gamma)
-    meta: sp.Expr                 # f(w - alpha f'(w))
+    prox: sp.Expr  # argmin_x f(x) + lam/2 (x - w)^2
+    envelope: sp.Expr  # F(w)
+    envelope_grad: sp.Expr  # dF/dw
+    envelope_curvature: sp.Expr  # d2F/dw2
+    nested_curvature: sp.Expr  # curvature of envelope(envelope(f, lam), gamma)
+    meta: sp.Expr  # f(w - alpha f'(w))
     meta_grad: sp.Expr
     meta_curvature: sp.Expr
 
@@ -71,9 +72,17 @@ def quadratic_formulas() -> QuadraticFormulas:
     meta = sp.expand(f.subs(x, w - alpha * sp.diff(f, x).subs(x, w)))
     meta_grad = sp.simplify(sp.diff(meta, w))
     meta_curv = sp.factor(sp.diff(meta, w, 2))
-    return QuadraticFormulas(f=f, prox=prox, envelope=env, envelope_grad=env_grad,
-                             envelope_curvature=env_curv, nested_curvature=nested_curv,
-                             meta=meta, meta_grad=meta_grad, meta_curvature=meta_curv)
+    return QuadraticFormulas(
+        f=f,
+        prox=prox,
+        envelope=env,
+        envelope_grad=env_grad,
+        envelope_curvature=env_curv,
+        nested_curvature=nested_curv,
+        meta=meta,
+        meta_grad=meta_grad,
+        meta_curvature=meta_curv,
+    )
 
 
 _FORMULA = re.compile(r"Formula \(sympy\):\s*(\w+)\s*=\s*(.+)")

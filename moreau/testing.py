@@ -19,6 +19,7 @@ drew yourself, e.g. inside ``@given`` with :mod:`moreau.strategies`::
 
 Both assert the statement **as printed** (a reading with ``reading="name"``).
 """
+
 from __future__ import annotations
 
 __all__ = ["check", "assert_holds"]
@@ -69,5 +70,7 @@ def assert_holds(statement, batch, *, family, reading=None):
     for p in res.parts:
         if p.failures.size:
             i = int(p.failures[0])
-            raise AssertionError(f"{statement.id} [{family}] part {p.name!r} fails on instance #{i}: "
-                                 f"lhs {p.sides.lhs[i]:.6g} > rhs {p.sides.rhs[i]:.6g}")
+            raise AssertionError(
+                f"{statement.id} [{family}] part {p.name!r} fails on instance #{i}: "
+                f"lhs {p.sides.lhs[i]:.6g} > rhs {p.sides.rhs[i]:.6g}"
+            )

@@ -1,5 +1,6 @@
 """Checks shared by the tests of ``moreau reproduce``'s claims: a claim's paired comparisons recomputed
 independently (scipy's paired t, Holm's step-down) from the per-seed differences of the run's CSV."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,6 +32,8 @@ def check_paired_claim(v, diffs, family_level=0.95):
         ci = t.confidence_interval(c["level"])
         assert c["interval"] == pytest.approx([ci.low, ci.high], rel=1e-9, abs=1e-9)
         assert c["verdict"] == ("holds" if ci.low > 0 else "fails" if ci.high < 0 else "undecided")
-        assert (c["verdict"] != "undecided") == (j < stop)  # the interval excludes 0 exactly when Holm rejects
+        assert (c["verdict"] != "undecided") == (
+            j < stop
+        )  # the interval excludes 0 exactly when Holm rejects
     words = {c["verdict"] for c in comps}
     assert v["verdict"] == ("fails" if "fails" in words else "holds" if words == {"holds"} else "undecided")

@@ -13,6 +13,7 @@ from the magnitude of the terms summed in ``fun`` (:func:`rounding`: 10 eps
 times it) plus any certified error of ``fun`` (an inner prox).  A wrong
 derivative is off by O(1) relative, far above both.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,4 +54,5 @@ def assert_derivative(fun, x, analytic, *, noise, h=H_DEFAULT):
     err = np.abs(a - d1)
     assert np.all(err <= bound), (
         f"derivative mismatch: max |analytic - fd| = {err.max():.3g}, bound there "
-        f"{bound.reshape(-1)[np.argmax((err - bound).reshape(-1))]:.3g}")
+        f"{bound.reshape(-1)[np.argmax((err - bound).reshape(-1))]:.3g}"
+    )

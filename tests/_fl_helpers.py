@@ -4,6 +4,7 @@ The references are written independently of moreau: per trial, per client, with 
 gradient, Hessian and prox computed from the raw samples in numpy, and they consume the random
 draws the batched run recorded in the order each algorithm documents.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -8,6 +8,7 @@ optimality condition in 50-digit arithmetic, started from a float64 guess (steps
 gradient norm decreases) and iterated until the step is below 1e-45 relative.  ``error`` measures the
 distance of a float result to it, also in 50 digits.
 """
+
 from __future__ import annotations
 
 import mpmath as mp

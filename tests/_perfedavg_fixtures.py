@@ -2,6 +2,7 @@
 ``perfedavg.appendix_h``): the catalogue run with its mutants, the holds / every-mutant-rejected
 assertions, random sample data, and the Monte Carlo comparison of ``moreau.fl.per_fedavg``'s
 estimates (one step, β = 1, least squares) with the checkers' closed-form moments."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,15 +13,25 @@ from moreau.analysis.perfedavg.estimators.quadratic_moments import quadratic_mom
 from moreau.analysis.engine.runner import run
 from moreau.fl import per_fedavg
 
-__all__ = ["run_fixture", "assert_statement_holds", "assert_every_mutant_rejected", "parts_by_family",
-           "symmetric_samples", "logistic_samples", "least_squares_samples", "assert_library_estimates_match"]
+__all__ = [
+    "run_fixture",
+    "assert_statement_holds",
+    "assert_every_mutant_rejected",
+    "parts_by_family",
+    "symmetric_samples",
+    "logistic_samples",
+    "least_squares_samples",
+    "assert_library_estimates_match",
+]
 
 
 def run_fixture(sid):
     """A module-scoped fixture ``with_mutants``: the default run (seed 0, every family) with mutants."""
+
     @pytest.fixture(scope="module")
     def with_mutants():
         return run([sid], "all", None, 0, mutants=True)
+
     return with_mutants
 
 
@@ -74,9 +85,18 @@ def assert_library_estimates_match(Xs, ys, w0, alpha, outer, sizes, K, **per_fed
     ``quadratic_moments`` (inner step ``alpha``, outer ``outer``, batch sizes ``sizes``) within 5
     standard errors."""
     A, b = Xs[:, :, None] * Xs[:, None, :], ys[:, None] * Xs
-    h = per_fedavg(mo.LeastSquares(Xs[None], ys[None]), alpha=np.full(K, alpha), beta=1.0, tau=1, rounds=1,
-                   D=sizes[0], D_prime=sizes[1], w0=w0, **per_fedavg_kw)
-    est = w0 - np.asarray(h.w_global[1])                      # (K, d): the estimates
+    h = per_fedavg(
+        mo.LeastSquares(Xs[None], ys[None]),
+        alpha=np.full(K, alpha),
+        beta=1.0,
+        tau=1,
+        rounds=1,
+        D=sizes[0],
+        D_prime=sizes[1],
+        w0=w0,
+        **per_fedavg_kw,
+    )
+    est = w0 - np.asarray(h.w_global[1])  # (K, d): the estimates
     one = lambda x: np.array([x], float)  # noqa: E731
     bias, second, gF = quadratic_moments(A[None], b[None], w0[None], one(alpha), one(outer), *map(one, sizes))
     err = est - gF[0]

@@ -9,6 +9,7 @@ precision decides the accuracy).  Both return their own *certified* bound
 (h is (lam + mu)-strongly convex), so tests can add it to their tolerance
 instead of trusting the reference blindly.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,10 +57,13 @@ def scipy_prox(g, w, lam):
     """``(theta, certified bound)`` from scipy's trust-exact with analytic gradient and Hessian."""
     w64 = np.asarray(w, np.float64)
     res = scipy.optimize.minimize(
-        lambda t: float(g.value(t)) + lam / 2 * float(np.sum((t - w64) ** 2)), w64.copy(),
+        lambda t: float(g.value(t)) + lam / 2 * float(np.sum((t - w64) ** 2)),
+        w64.copy(),
         jac=lambda t: np.asarray(g.grad(t), np.float64) + lam * (t - w64),
         hess=lambda t: np.asarray(g.hess(t), np.float64) + lam * np.eye(len(w64)),
-        method="trust-exact", options={"gtol": 1e-13, "maxiter": 500})
+        method="trust-exact",
+        options={"gtol": 1e-13, "maxiter": 500},
+    )
     return res.x, g.prox_bound(w, lam, res.x)
 
 

@@ -10,6 +10,7 @@ number disagree by; 100 eps leaves a margin without hiding a wrong factor, sign
 or missing term (those are O(1) errors).  Where a comparison is amplified by
 a condition number, tests multiply by it explicitly and say so.
 """
+
 from __future__ import annotations
 
 import numpy as np

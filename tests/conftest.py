@@ -3,6 +3,7 @@
 Profiles: ``ci`` (default; derandomized, so a run is reproducible) and ``dev``
 (random), chosen with ``HYPOTHESIS_PROFILE``.  Tolerances live in ``_tol.py``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -11,10 +12,22 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", derandomize=True, deadline=None, max_examples=40, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("dev", derandomize=False, deadline=None, max_examples=40, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    max_examples=40,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "dev",
+    derandomize=False,
+    deadline=None,
+    max_examples=40,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 

@@ -4,6 +4,7 @@ The ``xp`` fixture (conftest) yields numpy, array-api-strict and, where a GPU
 is usable, cupy.  Results must be arrays of the input's namespace and dtype,
 and agree with numpy.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,9 +25,16 @@ COND = max(np.linalg.cond(A_NP + 2 * np.eye(D)).max(), (L_LOG + 2.0) / 2.1)
 
 def _ops(f, w):
     F = mo.envelope(f, 2.0)
-    return {"prox": mo.prox(f, w, 2.0), "env.value": F.value(w), "env.grad": F.grad(w),
-            "env.hess": F.hess(w), "meta.grad": mo.meta_objective(f, 0.05).grad(w),
-            "value": f.value(w), "grad": f.grad(w), "hess": f.hess(w)}
+    return {
+        "prox": mo.prox(f, w, 2.0),
+        "env.value": F.value(w),
+        "env.grad": F.grad(w),
+        "env.hess": F.hess(w),
+        "meta.grad": mo.meta_objective(f, 0.05).grad(w),
+        "value": f.value(w),
+        "grad": f.grad(w),
+        "hess": f.hess(w),
+    }
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

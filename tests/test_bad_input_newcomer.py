@@ -3,6 +3,7 @@
 Each row: a call, the exception it must raise and a message fragment naming the argument (and
 the value or the condition); then the certificates that an overflow must never leave small.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,103 +29,268 @@ def _row(name, call, exc, match):
 
 CASES = [
     # 1. weights whose sum overflows: the normalised weights would all be 0 (the data term gone)
-    _row("logistic-weights-sum-overflows", lambda: mo.Logistic(X, YPM, weights=HUGE_W), ValueError,
-         r"weights must have a finite sum.*overflows float64.*1e\+308"),
-    _row("multinomial-weights-sum-overflows", lambda: mo.Multinomial(X, YC, weights=HUGE_W), ValueError,
-         r"weights must have a finite sum.*1e\+308"),
-    _row("least-squares-weights-sum-overflows", lambda: mo.LeastSquares(X, YPM, weights=HUGE_W), ValueError,
-         r"weights must have a finite sum.*1e\+308"),
-    _row("with-weights-sum-overflows", lambda: LOG.with_weights(np.full(6, 1e308)), ValueError,
-         "weights must have a finite sum"),
-    _row("fl-client-weights-sum-overflow", lambda: fl.fedavg(LS, eta=0.1, tau=1, rounds=1,
-                                                             weights=np.full(4, 1e308)),
-         ValueError, r"weights must have a finite sum over the clients.*1e\+308"),
+    _row(
+        "logistic-weights-sum-overflows",
+        lambda: mo.Logistic(X, YPM, weights=HUGE_W),
+        ValueError,
+        r"weights must have a finite sum.*overflows float64.*1e\+308",
+    ),
+    _row(
+        "multinomial-weights-sum-overflows",
+        lambda: mo.Multinomial(X, YC, weights=HUGE_W),
+        ValueError,
+        r"weights must have a finite sum.*1e\+308",
+    ),
+    _row(
+        "least-squares-weights-sum-overflows",
+        lambda: mo.LeastSquares(X, YPM, weights=HUGE_W),
+        ValueError,
+        r"weights must have a finite sum.*1e\+308",
+    ),
+    _row(
+        "with-weights-sum-overflows",
+        lambda: LOG.with_weights(np.full(6, 1e308)),
+        ValueError,
+        "weights must have a finite sum",
+    ),
+    _row(
+        "fl-client-weights-sum-overflow",
+        lambda: fl.fedavg(LS, eta=0.1, tau=1, rounds=1, weights=np.full(4, 1e308)),
+        ValueError,
+        r"weights must have a finite sum over the clients.*1e\+308",
+    ),
     # 2. class counts: a stray label, an unreasonable n_classes
-    _row("multinomial-stray-label", lambda: mo.Multinomial(X[0], [0, 1, 2, 0, 1, 1e9]), ValueError,
-         r"n_classes = max\(y\) \+ 1 = 1000000001 from the label y=1e\+09 at index \(5,\).*PiB.*max_bytes"),
-    _row("multinomial-label-above-n-classes", lambda: mo.Multinomial(X[0], [0, 1, 2, 0, 1, 7], n_classes=3),
-         ValueError, r"y must hold labels < n_classes=3 \(got 7\) at index \(5,\)"),
-    _row("multinomial-huge-n-classes", lambda: mo.Multinomial(X[0], YC[0], n_classes=10**7), ValueError,
-         r"n_classes=10000000 would need about .*PiB per prox call.*above max_bytes = 16 GiB"),
-    _row("multinomial-max-bytes", lambda: mo.Multinomial(X[0], YC[0], n_classes=3, max_bytes=100), ValueError,
-         r"n_classes=3 would need about .* above max_bytes = 100 bytes"),
-    _row("multinomial-max-bytes-not-positive", lambda: mo.Multinomial(X[0], YC[0], max_bytes=0), ValueError,
-         r"max_bytes must be a positive number \(got 0\)"),
+    _row(
+        "multinomial-stray-label",
+        lambda: mo.Multinomial(X[0], [0, 1, 2, 0, 1, 1e9]),
+        ValueError,
+        r"n_classes = max\(y\) \+ 1 = 1000000001 from the label y=1e\+09 at index \(5,\).*PiB.*max_bytes",
+    ),
+    _row(
+        "multinomial-label-above-n-classes",
+        lambda: mo.Multinomial(X[0], [0, 1, 2, 0, 1, 7], n_classes=3),
+        ValueError,
+        r"y must hold labels < n_classes=3 \(got 7\) at index \(5,\)",
+    ),
+    _row(
+        "multinomial-huge-n-classes",
+        lambda: mo.Multinomial(X[0], YC[0], n_classes=10**7),
+        ValueError,
+        r"n_classes=10000000 would need about .*PiB per prox call.*above max_bytes = 16 GiB",
+    ),
+    _row(
+        "multinomial-max-bytes",
+        lambda: mo.Multinomial(X[0], YC[0], n_classes=3, max_bytes=100),
+        ValueError,
+        r"n_classes=3 would need about .* above max_bytes = 100 bytes",
+    ),
+    _row(
+        "multinomial-max-bytes-not-positive",
+        lambda: mo.Multinomial(X[0], YC[0], max_bytes=0),
+        ValueError,
+        r"max_bytes must be a positive number \(got 0\)",
+    ),
     # 3. string / object labels
-    _row("logistic-string-labels", lambda: mo.Logistic(X[0], STRINGS), TypeError,
-         r"y must hold numeric labels \(got dtype <U1, first label 'a'\)"),
-    _row("multinomial-string-labels", lambda: mo.Multinomial(X[0], STRINGS), TypeError,
-         r"y must hold numeric labels \(got dtype <U1"),
-    _row("logistic-object-labels", lambda: mo.Logistic(X[0], YPM[0].astype(object)), TypeError,
-         r"y must hold numeric labels \(got dtype object"),
-    _row("multinomial-object-labels", lambda: mo.Multinomial(X[0], YC[0].astype(object)), TypeError,
-         r"y must hold numeric labels \(got dtype object"),
-    _row("numpy-string-array", lambda: mo.Quadratic(np.eye(2), np.array(["1", "2"])), TypeError,
-         r"b must be a real numeric array \(got dtype <U1\)"),
+    _row(
+        "logistic-string-labels",
+        lambda: mo.Logistic(X[0], STRINGS),
+        TypeError,
+        r"y must hold numeric labels \(got dtype <U1, first label 'a'\)",
+    ),
+    _row(
+        "multinomial-string-labels",
+        lambda: mo.Multinomial(X[0], STRINGS),
+        TypeError,
+        r"y must hold numeric labels \(got dtype <U1",
+    ),
+    _row(
+        "logistic-object-labels",
+        lambda: mo.Logistic(X[0], YPM[0].astype(object)),
+        TypeError,
+        r"y must hold numeric labels \(got dtype object",
+    ),
+    _row(
+        "multinomial-object-labels",
+        lambda: mo.Multinomial(X[0], YC[0].astype(object)),
+        TypeError,
+        r"y must hold numeric labels \(got dtype object",
+    ),
+    _row(
+        "numpy-string-array",
+        lambda: mo.Quadratic(np.eye(2), np.array(["1", "2"])),
+        TypeError,
+        r"b must be a real numeric array \(got dtype <U1\)",
+    ),
     # 3. empty lam
-    _row("prox-empty-lam", lambda: LOG.prox(np.zeros(3), np.ones((0, 1))), ValueError,
-         r"lam must not be empty \(got shape \(0, 1\)\)"),
-    _row("moreau-prox-empty-lam", lambda: mo.prox(LOG, np.zeros(3), np.ones((0, 1))), ValueError,
-         r"lam must not be empty \(got shape \(0, 1\)\)"),
-    _row("envelope-empty-lam", lambda: mo.envelope(LOG, np.ones((0, 1))), ValueError,
-         r"lam must not be empty \(got shape \(0, 1\)\)"),
-    _row("quadratic-prox-empty-lam", lambda: mo.Quadratic(np.eye(3), np.ones(3)).prox(np.zeros(3), np.ones((0,))),
-         ValueError, r"lam must not be empty \(got shape \(0,\)\)"),
+    _row(
+        "prox-empty-lam",
+        lambda: LOG.prox(np.zeros(3), np.ones((0, 1))),
+        ValueError,
+        r"lam must not be empty \(got shape \(0, 1\)\)",
+    ),
+    _row(
+        "moreau-prox-empty-lam",
+        lambda: mo.prox(LOG, np.zeros(3), np.ones((0, 1))),
+        ValueError,
+        r"lam must not be empty \(got shape \(0, 1\)\)",
+    ),
+    _row(
+        "envelope-empty-lam",
+        lambda: mo.envelope(LOG, np.ones((0, 1))),
+        ValueError,
+        r"lam must not be empty \(got shape \(0, 1\)\)",
+    ),
+    _row(
+        "quadratic-prox-empty-lam",
+        lambda: mo.Quadratic(np.eye(3), np.ones(3)).prox(np.zeros(3), np.ones((0,))),
+        ValueError,
+        r"lam must not be empty \(got shape \(0,\)\)",
+    ),
     # 3. X so large that its squares overflow (before: a LinAlgError, a ProxConvergenceError "bound nan")
-    _row("logistic-X-1e200", lambda: mo.Logistic(X * 1e200, YPM), ValueError,
-         r"X is too large for float64: its largest row norm .*e\+200 exceeds .*e\+154"),
-    _row("multinomial-X-1e200", lambda: mo.Multinomial(X * 1e200, YC), ValueError,
-         r"X is too large for float64: its largest row norm"),
-    _row("logistic-X-float32", lambda: mo.Logistic((X * 1e20).astype(np.float32), YPM), ValueError,
-         r"X is too large for float32"),
-    _row("least-squares-X-1e200", lambda: mo.LeastSquares(X * 1e200, YPM), ValueError,
-         r"X is too large for float64: A = X\^T W X / sum w \+ mu I overflows"),
-    _row("least-squares-y-1e200", lambda: mo.LeastSquares(X, YPM * 1e200), ValueError,
-         r"y is too large for float64: c = .* overflows"),
-    _row("logistic-mu-plus-curvature", lambda: mo.Logistic(X * 1e153, YPM, mu=1.79e308), ValueError,
-         r"mu=1.79e\+308 plus the curvature bound of X .* overflows float64"),
-    _row("prox-modulus-overflows", lambda: mo.Logistic(X, YPM, mu=1e308).prox(np.zeros(3), 1e308), ValueError,
-         r"lam=1e\+308 plus the curvature lower bound 1e\+308 .* overflows float64"),
-    _row("quadratic-prox-modulus-overflows",
-         lambda: mo.Quadratic(np.eye(3) * 1e308, np.ones(3)).prox(np.ones(3), 1e308, return_info=True),
-         ValueError, r"lam=1e\+308 plus lambda_min\(A\) >= .* overflows float64"),
+    _row(
+        "logistic-X-1e200",
+        lambda: mo.Logistic(X * 1e200, YPM),
+        ValueError,
+        r"X is too large for float64: its largest row norm .*e\+200 exceeds .*e\+154",
+    ),
+    _row(
+        "multinomial-X-1e200",
+        lambda: mo.Multinomial(X * 1e200, YC),
+        ValueError,
+        r"X is too large for float64: its largest row norm",
+    ),
+    _row(
+        "logistic-X-float32",
+        lambda: mo.Logistic((X * 1e20).astype(np.float32), YPM),
+        ValueError,
+        r"X is too large for float32",
+    ),
+    _row(
+        "least-squares-X-1e200",
+        lambda: mo.LeastSquares(X * 1e200, YPM),
+        ValueError,
+        r"X is too large for float64: A = X\^T W X / sum w \+ mu I overflows",
+    ),
+    _row(
+        "least-squares-y-1e200",
+        lambda: mo.LeastSquares(X, YPM * 1e200),
+        ValueError,
+        r"y is too large for float64: c = .* overflows",
+    ),
+    _row(
+        "logistic-mu-plus-curvature",
+        lambda: mo.Logistic(X * 1e153, YPM, mu=1.79e308),
+        ValueError,
+        r"mu=1.79e\+308 plus the curvature bound of X .* overflows float64",
+    ),
+    _row(
+        "prox-modulus-overflows",
+        lambda: mo.Logistic(X, YPM, mu=1e308).prox(np.zeros(3), 1e308),
+        ValueError,
+        r"lam=1e\+308 plus the curvature lower bound 1e\+308 .* overflows float64",
+    ),
+    _row(
+        "quadratic-prox-modulus-overflows",
+        lambda: mo.Quadratic(np.eye(3) * 1e308, np.ones(3)).prox(np.ones(3), 1e308, return_info=True),
+        ValueError,
+        r"lam=1e\+308 plus lambda_min\(A\) >= .* overflows float64",
+    ),
     # 3. fedprox_optimum with a lam whose system overflows (before: a raw LinAlgError)
-    _row("fedprox-optimum-quadratic-lam-1e308", lambda: fl.fedprox_optimum(LS, 1e308), ValueError,
-         r"lam=1e\+308 is too large: the FedProx system overflows float64.*lam must be below"),
-    _row("fedprox-optimum-certified-lam-1e308", lambda: fl.fedprox_optimum(LS, 1e308, return_info=True),
-         ValueError, r"lam=1e\+308 is too large"),
-    _row("fedprox-optimum-logistic-lam-1e307",
-         lambda: fl.fedprox_optimum(mo.Logistic(X, YPM, mu=0.1), 1e307), ValueError,
-         r"lam=1e\+307 is too large for float64: the certificate's scale lam / mu"),
+    _row(
+        "fedprox-optimum-quadratic-lam-1e308",
+        lambda: fl.fedprox_optimum(LS, 1e308),
+        ValueError,
+        r"lam=1e\+308 is too large: the FedProx system overflows float64.*lam must be below",
+    ),
+    _row(
+        "fedprox-optimum-certified-lam-1e308",
+        lambda: fl.fedprox_optimum(LS, 1e308, return_info=True),
+        ValueError,
+        r"lam=1e\+308 is too large",
+    ),
+    _row(
+        "fedprox-optimum-logistic-lam-1e307",
+        lambda: fl.fedprox_optimum(mo.Logistic(X, YPM, mu=0.1), 1e307),
+        ValueError,
+        r"lam=1e\+307 is too large for float64: the certificate's scale lam / mu",
+    ),
     # 3. divergence reported as such (before: "theta must be finite")
-    _row("gd-diverges", lambda: fl.gd(LS, eta=100.0, steps=2000), ValueError,
-         r"gd diverged: the iterates overflowed to inf or NaN at step \d+ of 2000; the step size eta is "
-         r"likely too large .*2/L"),
-    _row("fedavg-diverges", lambda: fl.fedavg(LS, eta=100.0, tau=2, rounds=1000), ValueError,
-         r"fedavg diverged: .* at round \d+, local step \d; the step size eta is likely too large"),
-    _row("fedprox-diverges", lambda: fl.fedprox(LS, lam=1.0, gamma=0.5, eta=100.0, K=2, rounds=1000), ValueError,
-         r"fedprox diverged: .* at round \d+, local step \d; the step size eta \(with lam\)"),
-    _row("pfedme-diverges", lambda: fl.pfedme(LS, lam=1.0, eta=100.0, beta=1.0, R=2, rounds=1000), ValueError,
-         r"pfedme diverged: .* the step size eta \(times lam\) is likely too large"),
-    _row("per-fedavg-diverges", lambda: fl.per_fedavg(LS, alpha=0.1, beta=100.0, tau=2, rounds=1000), ValueError,
-         r"per_fedavg diverged: .* the step size beta \(or alpha\) is likely too large"),
+    _row(
+        "gd-diverges",
+        lambda: fl.gd(LS, eta=100.0, steps=2000),
+        ValueError,
+        r"gd diverged: the iterates overflowed to inf or NaN at step \d+ of 2000; the step size eta is "
+        r"likely too large .*2/L",
+    ),
+    _row(
+        "fedavg-diverges",
+        lambda: fl.fedavg(LS, eta=100.0, tau=2, rounds=1000),
+        ValueError,
+        r"fedavg diverged: .* at round \d+, local step \d; the step size eta is likely too large",
+    ),
+    _row(
+        "fedprox-diverges",
+        lambda: fl.fedprox(LS, lam=1.0, gamma=0.5, eta=100.0, K=2, rounds=1000),
+        ValueError,
+        r"fedprox diverged: .* at round \d+, local step \d; the step size eta \(with lam\)",
+    ),
+    _row(
+        "pfedme-diverges",
+        lambda: fl.pfedme(LS, lam=1.0, eta=100.0, beta=1.0, R=2, rounds=1000),
+        ValueError,
+        r"pfedme diverged: .* the step size eta \(times lam\) is likely too large",
+    ),
+    _row(
+        "per-fedavg-diverges",
+        lambda: fl.per_fedavg(LS, alpha=0.1, beta=100.0, tau=2, rounds=1000),
+        ValueError,
+        r"per_fedavg diverged: .* the step size beta \(or alpha\) is likely too large",
+    ),
     # 3. a negative seed: our own message (before: numpy's "expected non-negative integer")
-    _row("fedavg-negative-seed", lambda: fl.fedavg(LS, eta=0.1, tau=2, rounds=2, S=2, rng=-5), ValueError,
-         r"rng must be a numpy.random.Generator or a non-negative int seed \(got -5\)"),
-    _row("fedavg-negative-seed-unused", lambda: fl.fedavg(LS, eta=0.1, tau=2, rounds=2, rng=-5), ValueError,
-         r"rng must be .* non-negative int seed \(got -5\)"),
-    _row("pfedme-negative-seed", lambda: fl.pfedme(LS, lam=1.0, eta=0.1, beta=1.0, R=2, rounds=2, S=2, rng=-5),
-         ValueError, r"rng must be .* non-negative int seed \(got -5\)"),
+    _row(
+        "fedavg-negative-seed",
+        lambda: fl.fedavg(LS, eta=0.1, tau=2, rounds=2, S=2, rng=-5),
+        ValueError,
+        r"rng must be a numpy.random.Generator or a non-negative int seed \(got -5\)",
+    ),
+    _row(
+        "fedavg-negative-seed-unused",
+        lambda: fl.fedavg(LS, eta=0.1, tau=2, rounds=2, rng=-5),
+        ValueError,
+        r"rng must be .* non-negative int seed \(got -5\)",
+    ),
+    _row(
+        "pfedme-negative-seed",
+        lambda: fl.pfedme(LS, lam=1.0, eta=0.1, beta=1.0, R=2, rounds=2, S=2, rng=-5),
+        ValueError,
+        r"rng must be .* non-negative int seed \(got -5\)",
+    ),
     # 3. generators: the memory estimated first (before: a 74.5 GiB allocation attempt)
-    _row("least-squares-data-too-large", lambda: data.least_squares(0, m=10**6, n=10**4, d=100, R=1.0), ValueError,
-         r"least_squares\(m=1000000, n=10000, d=100, trials=\(\)\) would allocate about .*TiB.*above max_bytes = "
-         r"8 GiB: lower m, n, d or trials"),
-    _row("least-squares-data-trials", lambda: data.least_squares(0, m=10, n=100, d=10, R=1.0, trials=10**5),
-         ValueError, r"trials=\(100000,\)\) would allocate about .*GiB"),
-    _row("least-squares-data-max-bytes", lambda: data.least_squares(0, m=2, n=4, d=2, R=1.0, max_bytes=10),
-         ValueError, r"above max_bytes = 10 bytes"),
-    _row("logistic-data-too-large", lambda: data.logistic(0, m=10**6, n=10**4, d=100, R=1.0, mu=0.1), ValueError,
-         r"logistic\(m=1000000, n=10000, d=100, trials=\(\)\) would allocate about .*TiB.*lower m, n, d or trials"),
+    _row(
+        "least-squares-data-too-large",
+        lambda: data.least_squares(0, m=10**6, n=10**4, d=100, R=1.0),
+        ValueError,
+        r"least_squares\(m=1000000, n=10000, d=100, trials=\(\)\) would allocate about .*TiB.*above max_bytes = "
+        r"8 GiB: lower m, n, d or trials",
+    ),
+    _row(
+        "least-squares-data-trials",
+        lambda: data.least_squares(0, m=10, n=100, d=10, R=1.0, trials=10**5),
+        ValueError,
+        r"trials=\(100000,\)\) would allocate about .*GiB",
+    ),
+    _row(
+        "least-squares-data-max-bytes",
+        lambda: data.least_squares(0, m=2, n=4, d=2, R=1.0, max_bytes=10),
+        ValueError,
+        r"above max_bytes = 10 bytes",
+    ),
+    _row(
+        "logistic-data-too-large",
+        lambda: data.logistic(0, m=10**6, n=10**4, d=100, R=1.0, mu=0.1),
+        ValueError,
+        r"logistic\(m=1000000, n=10000, d=100, trials=\(\)\) would allocate about .*TiB.*lower m, n, d or trials",
+    ),
 ]
 
 
@@ -216,8 +382,14 @@ def test_minimize_never_settles_an_infinite_bound():
         return (np.sum(w * w, axis=-1), 2 * w, np.array([np.nan, np.inf]), np.array([1.0, np.inf]), None)
 
     with np.errstate(invalid="ignore"), pytest.raises(RuntimeError, match="did not certify"):
-        minimize(state, lambda w, aux: np.broadcast_to(2 * np.eye(2), (2, 2, 2)), np.ones((2, 2)), np.float64,
-                 xp=np, max_iter=2)
+        minimize(
+            state,
+            lambda w, aux: np.broadcast_to(2 * np.eye(2), (2, 2, 2)),
+            np.ones((2, 2)),
+            np.float64,
+            xp=np,
+            max_iter=2,
+        )
 
 
 class _OverflowingRounding(mo.Objective):
@@ -245,7 +417,9 @@ class _OverflowingRounding(mo.Objective):
 def test_newton_never_returns_an_infinite_certificate():
     """Newton: an overflowed certificate (inf) once passed its own default level (inf <= inf) and
     came back as a result; now the entries are reported as not certified."""
-    with np.errstate(invalid="ignore"), pytest.raises(mo.ProxConvergenceError,
-                                                      match="the certificate overflowed") as info:
+    with (
+        np.errstate(invalid="ignore"),
+        pytest.raises(mo.ProxConvergenceError, match="the certificate overflowed") as info,
+    ):
         mo.prox(_OverflowingRounding(), np.ones((2, 2)), 1.0, return_info=True)
     assert np.all(info.value.failed) and np.all(info.value.error_bound == np.inf)

@@ -10,6 +10,7 @@ near the nonconvex threshold.  Nothing here has a tolerance: the assertion is
 ``true error <= error_bound`` (and, where the issue measured a bad default, that
 the default now reaches the accuracy stated).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,15 @@ from _tol import host
 def _check_logistic(f, w, lam, **kw):
     theta, info = mo.prox(f, w, lam, return_info=True, **kw)
     lam_d = float(np.asarray(lam, dtype=f.dtype))
-    ref = logistic_prox(host(f.X), host(f.y), host(f.weights), host(f.mu), np.asarray(w, f.dtype), lam_d,
-                        np.asarray(theta, np.float64))
+    ref = logistic_prox(
+        host(f.X),
+        host(f.y),
+        host(f.weights),
+        host(f.mu),
+        np.asarray(w, f.dtype),
+        lam_d,
+        np.asarray(theta, np.float64),
+    )
     err = error(theta, ref)
     assert err <= info.error_bound, (err, info.error_bound)
     assert info.error_bound <= info.tol
@@ -44,8 +52,7 @@ def test_random_logistic(seed):
     rng = np.random.default_rng(seed)
     n, d = int(rng.integers(1, 6)), int(rng.integers(1, 4))
     X = rng.normal(size=(n, d)) * 10.0 ** rng.uniform(-2, 2)
-    f = mo.Logistic(X, rng.choice([-1.0, 1.0], n), mu=[0.0, 0.1][seed % 2],
-                    weights=rng.uniform(0.1, 1.0, n))
+    f = mo.Logistic(X, rng.choice([-1.0, 1.0], n), mu=[0.0, 0.1][seed % 2], weights=rng.uniform(0.1, 1.0, n))
     _check_logistic(f, rng.normal(size=d) * 10.0 ** rng.uniform(-2, 2), 10.0 ** rng.uniform(-4, 4))
 
 
@@ -53,7 +60,9 @@ def test_random_logistic(seed):
 def test_random_multinomial(seed):
     rng = np.random.default_rng(100 + seed)
     n, d, C = int(rng.integers(1, 5)), int(rng.integers(1, 3)), 3
-    f = mo.Multinomial(rng.normal(size=(n, d)) * 10.0 ** rng.uniform(-1, 1.5), rng.integers(0, C, n), n_classes=C)
+    f = mo.Multinomial(
+        rng.normal(size=(n, d)) * 10.0 ** rng.uniform(-1, 1.5), rng.integers(0, C, n), n_classes=C
+    )
     w, lam = rng.normal(size=d * C), 10.0 ** rng.uniform(-3, 3)
     theta, info = mo.prox(f, w, lam, return_info=True)
     ref = multinomial_prox(host(f.X), host(f.y), host(f.weights), C, 0.0, w, lam, theta)
@@ -138,7 +147,9 @@ def test_multinomial_float32_never_leaks_linalgerror():
             theta, bound = e.theta, e.error_bound
         else:
             bound = info.error_bound
-        ref = multinomial_prox(host(f.X), host(f.y), host(f.weights), 3, 0.0, w, float(np.float32(lam)), theta)
+        ref = multinomial_prox(
+            host(f.X), host(f.y), host(f.weights), 3, 0.0, w, float(np.float32(lam)), theta
+        )
         assert error(theta, ref) <= bound
 
 
@@ -152,18 +163,22 @@ def test_unreachable_tol_raises_with_partial_result():
 
 # -- quadratics ---------------------------------------------------------------------
 
+
 def _quadratic(a, seed=0):
     rng = np.random.default_rng(seed)
     Q = np.linalg.qr(rng.normal(size=(len(a), len(a))))[0]
     return (Q * np.asarray(a)) @ Q.T, rng.normal(size=len(a))
 
 
-@pytest.mark.parametrize("a,lam", [
-    ([1e6, 3.0, 1.0, -1e-3], 1e-3 * (1 + 1e-2)),     # near the threshold, certifiable
-    ([1e6, 3.0, 1.0, 1e-10], 1e-8),                   # tiny smallest eigenvalue, tiny lam
-    ([1.0, 2.0, 5.0], 1e8),                           # lam >> ||A||
-    ([1e8, 1.0, -0.5], 0.6),
-])
+@pytest.mark.parametrize(
+    "a,lam",
+    [
+        ([1e6, 3.0, 1.0, -1e-3], 1e-3 * (1 + 1e-2)),  # near the threshold, certifiable
+        ([1e6, 3.0, 1.0, 1e-10], 1e-8),  # tiny smallest eigenvalue, tiny lam
+        ([1.0, 2.0, 5.0], 1e8),  # lam >> ||A||
+        ([1e8, 1.0, -0.5], 0.6),
+    ],
+)
 def test_quadratic_bound_holds(a, lam):
     A, b = _quadratic(a)
     q = mo.Quadratic(A, b)
@@ -201,7 +216,9 @@ def test_badly_scaled_newton_iterations():
     for seed in range(40):
         rng = np.random.default_rng(seed)
         X, y = rng.normal(size=(20, 5)) * 1e4, rng.choice([-1.0, 1.0], 20)
-        its.append(int(mo.prox(mo.Logistic(X, y), rng.normal(size=5) * 1e3, 1.0, return_info=True)[1].iterations))
+        its.append(
+            int(mo.prox(mo.Logistic(X, y), rng.normal(size=5) * 1e3, 1.0, return_info=True)[1].iterations)
+        )
     assert max(its) <= 30, its  # measured 19: a regression to step halving needs hundreds
 
 

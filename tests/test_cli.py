@@ -1,4 +1,5 @@
 """The top-level CLI: exit codes and one-line messages shared by every subcommand."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,7 +28,9 @@ def test_internal_error_is_one_line_and_exit_3(monkeypatch, capsys):
     sub.choices["check"].set_defaults(func=_boom)
     assert cli.main(["check"]) == 3
     err = capsys.readouterr().err.strip()
-    assert err == "moreau: internal error: RuntimeError: something deep (rerun with --debug for the traceback)"
+    assert (
+        err == "moreau: internal error: RuntimeError: something deep (rerun with --debug for the traceback)"
+    )
 
 
 def test_debug_anywhere_shows_the_traceback(monkeypatch, capsys):
@@ -49,28 +52,45 @@ def test_unknown_or_missing_command_exits_2(argv):
 
 # --- moreau check: every usage error is one line and exit 2; the run says what it did not check ---
 
+
 def _check(*argv):
     return cli.main(["check", *map(str, argv)])
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["fw.convex", "--family", "logistic"], "nothing to check"),
-    (["pfedme.prop1", "--json", "/nonexistent-dir/x.json"], "does not exist"),
-    (["pfedme.prop1", "--save-counterexamples", "/proc/forbidden"], "not a writable directory"),
-    (["no.such.id"], "unknown id"),
-    # regressions: each of these was silently ignored (exit 0), the run going ahead without it
-    (["gd.nonconvex", "--json", ""], "--json needs a non-empty path"),
-    (["gd.nonconvex", "--save-counterexamples", ""], "--save-counterexamples needs a non-empty path"),
-    (["--list", "--describe"], "--list and --describe cannot be used together"),
-    (["--list", "gd.nonconvex"], "--list and statement ids cannot be used together"),
-    (["gd.nonconvex", "--search", "2", "--search-seconds", "5"], "--search and --search-seconds cannot"),
-    (["--replay", "x.npz", "--json", "r.json"], "--replay and --json cannot be used together"),
-    (["--replay", "x.npz", "--mutants"], "--replay and --mutants cannot be used together"),
-    (["--replay", "x.npz", "--trials", "3"], "--replay and --trials cannot be used together"),
-    (["--family", "bogus"], "valid: all, logistic, multinomial, nonconvex, quadratic"),
-], ids=["empty-selection", "json-unwritable", "save-unwritable", "unknown-id", "json-empty", "save-empty",
-        "list-describe", "list-ids", "search-seconds", "replay-json", "replay-mutants", "replay-trials",
-        "family-bogus"])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["fw.convex", "--family", "logistic"], "nothing to check"),
+        (["pfedme.prop1", "--json", "/nonexistent-dir/x.json"], "does not exist"),
+        (["pfedme.prop1", "--save-counterexamples", "/proc/forbidden"], "not a writable directory"),
+        (["no.such.id"], "unknown id"),
+        # regressions: each of these was silently ignored (exit 0), the run going ahead without it
+        (["gd.nonconvex", "--json", ""], "--json needs a non-empty path"),
+        (["gd.nonconvex", "--save-counterexamples", ""], "--save-counterexamples needs a non-empty path"),
+        (["--list", "--describe"], "--list and --describe cannot be used together"),
+        (["--list", "gd.nonconvex"], "--list and statement ids cannot be used together"),
+        (["gd.nonconvex", "--search", "2", "--search-seconds", "5"], "--search and --search-seconds cannot"),
+        (["--replay", "x.npz", "--json", "r.json"], "--replay and --json cannot be used together"),
+        (["--replay", "x.npz", "--mutants"], "--replay and --mutants cannot be used together"),
+        (["--replay", "x.npz", "--trials", "3"], "--replay and --trials cannot be used together"),
+        (["--family", "bogus"], "valid: all, logistic, multinomial, nonconvex, quadratic"),
+    ],
+    ids=[
+        "empty-selection",
+        "json-unwritable",
+        "save-unwritable",
+        "unknown-id",
+        "json-empty",
+        "save-empty",
+        "list-describe",
+        "list-ids",
+        "search-seconds",
+        "replay-json",
+        "replay-mutants",
+        "replay-trials",
+        "family-bogus",
+    ],
+)
 def test_check_usage_errors(capsys, argv, message):
     assert _check(*argv) == 2
     err = capsys.readouterr().err.strip()
@@ -123,7 +143,9 @@ def _saved(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "meta-not-a-record", "wrong-family", "missing-array"])
+@pytest.mark.parametrize(
+    "damage", ["truncated", "garbage", "meta-not-a-record", "wrong-family", "missing-array"]
+)
 def test_replay_of_a_damaged_file_is_a_usage_error(tmp_path, capsys, damage):
     import json
 
@@ -209,6 +231,7 @@ def test_json_on_a_full_disk_is_exit_2_and_keeps_the_earlier_report(tmp_path, mo
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
+
     monkeypatch.setattr(os, "fsync", full)
     assert _check("pfedme.prop1", "--family", "quadratic", "--json", path) == 2
     monkeypatch.setattr(os, "fsync", real_fsync)
@@ -254,7 +277,9 @@ def test_mutants_equivalent_under_O_are_in_no_count(capsys):
     line = next(ln for ln in out.splitlines() if o_eq[0].name in ln)
     assert "rejected by quadratic; equivalent under O(.), not counted" in line
     assert _check("pfedme.thm1", "--describe") == 0
-    assert f"**Mutants ({counted}, each must be rejected, and {len(o_eq)} equivalent" in capsys.readouterr().out
+    assert (
+        f"**Mutants ({counted}, each must be rejected, and {len(o_eq)} equivalent" in capsys.readouterr().out
+    )
 
 
 def test_long_report_lines_wrap_and_keep_every_parameter_and_qualifier(capsys):
@@ -270,13 +295,26 @@ def test_long_report_lines_wrap_and_keep_every_parameter_and_qualifier(capsys):
     assert _check("pfedme.cor1", "--search-seconds", 0) == 0
     out = capsys.readouterr().out
     assert all(len(line) <= 120 for line in out.splitlines()) and "..." not in out
-    text = " ".join(line.strip() for line in out.split("minimal counterexample [quadratic]:")[1].splitlines()[:4])
+    text = " ".join(
+        line.strip() for line in out.split("minimal counterexample [quadratic]:")[1].splitlines()[:4]
+    )
     assert all(f"{k}=" in text or f"{k}:" in text for k in one), (sorted(one), text)
-    v = {"claim": "a reading whose name is long enough to push the interval clause past the column limit",
-         "kind": "reading", "verdict": "holds", "shape_only": False, "max_ratio": 0.9999, "attained": True,
-         "monte_carlo_max_ratio": 1.0000123, "as_expected": True, "expected": "holds", "families": {}}
-    sv = {"printed": {**v, "claim": "printed", "verdict": "fails", "expected": "fails", "max_ratio": 3.0},
-          "readings": [v]}
+    v = {
+        "claim": "a reading whose name is long enough to push the interval clause past the column limit",
+        "kind": "reading",
+        "verdict": "holds",
+        "shape_only": False,
+        "max_ratio": 0.9999,
+        "attained": True,
+        "monte_carlo_max_ratio": 1.0000123,
+        "as_expected": True,
+        "expected": "holds",
+        "families": {},
+    }
+    sv = {
+        "printed": {**v, "claim": "printed", "verdict": "fails", "expected": "fails", "max_ratio": 3.0},
+        "readings": [v],
+    }
     lines = report._wrap(f"{'':22s}{headline(sv)[1]}").splitlines()
     assert len(lines) > 1 and all(len(line) <= 120 and line.startswith(" " * 22) for line in lines)
     assert "Monte Carlo 1.00001: interval reaches 1" in " ".join(line.strip() for line in lines)
@@ -287,7 +325,9 @@ def test_a_monte_carlo_estimate_above_1_never_prints_as_1():
     from moreau.analysis.engine.verdict import _ratio_text
 
     for mc in (1.00001, 1.0000004, 1.022, 1 + 2e-16):
-        text = _ratio_text({"verdict": "holds", "max_ratio": 1.0, "attained": True, "monte_carlo_max_ratio": mc})
+        text = _ratio_text(
+            {"verdict": "holds", "max_ratio": 1.0, "attained": True, "monte_carlo_max_ratio": mc}
+        )
         shown = text.split("Monte Carlo ")[1].split(":")[0]
         assert float(shown) > 1, text
 
@@ -299,22 +339,44 @@ def test_trials_a_checker_raises_or_rounds_is_reported_and_recorded(tmp_path, ca
     import json
 
     path = tmp_path / "r.json"
-    assert _check("pflmf.bm", "perfedavg.propf1", "--family", "quadratic", "--trials", 1, "--search-seconds", 0,
-                  "--json", path) == 0
+    assert (
+        _check(
+            "pflmf.bm",
+            "perfedavg.propf1",
+            "--family",
+            "quadratic",
+            "--trials",
+            1,
+            "--search-seconds",
+            0,
+            "--json",
+            path,
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     run = json.loads(path.read_text())[0]["run"]
-    assert run["trials"] == 1 and run["trials_used"] == {"pflmf.bm": {"quadratic": 4},
-                                                          "perfedavg.propf1": {"quadratic": 8}}
+    assert run["trials"] == 1 and run["trials_used"] == {
+        "pflmf.bm": {"quadratic": 4},
+        "perfedavg.propf1": {"quadratic": 8},
+    }
     said = " ".join(out.split())
     assert "--trials 1 is not what every checker uses: pflmf.bm used 4 on quadratic" in said
     assert "perfedavg.propf1 used 8 on quadratic" in said
-    assert _check("gd.nonconvex", "--family", "quadratic", "--trials", 3, "--search-seconds", 0,
-                  "--json", path) == 0
-    assert json.loads(path.read_text())[0]["run"]["trials_used"] == {} and "not what" not in capsys.readouterr().out
+    assert (
+        _check("gd.nonconvex", "--family", "quadratic", "--trials", 3, "--search-seconds", 0, "--json", path)
+        == 0
+    )
+    assert (
+        json.loads(path.read_text())[0]["run"]["trials_used"] == {}
+        and "not what" not in capsys.readouterr().out
+    )
 
 
-@pytest.mark.parametrize("argv", [["check", "--trials", "abc"], ["bogus"], ["reproduce", "--workers", "x"],
-                                  ["check", "--no-such-flag"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["check", "--trials", "abc"], ["bogus"], ["reproduce", "--workers", "x"], ["check", "--no-such-flag"]],
+)
 def test_argparse_usage_errors_are_one_line(argv, capsys):
     """A value argparse rejects is one line on stderr (no usage block before it), exit 2."""
     with pytest.raises(SystemExit) as e:

@@ -1,4 +1,5 @@
 """A user-defined objective gets a certified prox, an envelope and nesting from the base class."""
+
 import numpy as np
 import scipy.optimize as so
 
@@ -19,8 +20,9 @@ class LogCosh(mo.Objective):
     def value(self, theta):
         z = self._point(theta) - self.t
         xp = self.xp
-        return xp.sum(self.c * (xp.abs(z) + xp.log1p(xp.exp(-2 * xp.abs(z))) - np.log(2)), axis=-1) \
-            + self.mu / 2 * xp.sum(theta * theta, axis=-1)
+        return xp.sum(
+            self.c * (xp.abs(z) + xp.log1p(xp.exp(-2 * xp.abs(z))) - np.log(2)), axis=-1
+        ) + self.mu / 2 * xp.sum(theta * theta, axis=-1)
 
     def grad(self, theta):
         return self.c * self.xp.tanh(self._point(theta) - self.t) + self.mu * theta
@@ -34,7 +36,9 @@ class LogCosh(mo.Objective):
 
 
 def _reference_prox(f, w, lam, i):
-    h = lambda th: float(f.value(th[None])[i] if f.batch_shape else f.value(th)) + lam / 2 * np.sum((th - w[i]) ** 2)
+    h = lambda th: (
+        float(f.value(th[None])[i] if f.batch_shape else f.value(th)) + lam / 2 * np.sum((th - w[i]) ** 2)
+    )
     g = lambda th: np.asarray(f.grad(np.broadcast_to(th, (f.batch_shape[0], f.dim))))[i] + lam * (th - w[i])
     return so.minimize(h, w[i], jac=g, method="BFGS", options={"gtol": 1e-12}).x
 
@@ -50,14 +54,17 @@ def test_user_objective_prox_envelope_and_nesting():
         # rounding of theta - w recomputed here (4 eps (|w| + |theta|) after dividing by lam + mu)
         resid = f.grad(theta) + lam * (theta - w)
         rounding = 4 * np.finfo(float).eps * (np.linalg.norm(w, axis=-1) + np.linalg.norm(theta, axis=-1))
-        assert np.all(np.linalg.norm(resid, axis=-1) / (lam + 0.1)
-                      <= np.maximum(info.error_bound, info.tol) + rounding)
+        assert np.all(
+            np.linalg.norm(resid, axis=-1) / (lam + 0.1) <= np.maximum(info.error_bound, info.tol) + rounding
+        )
         ref = np.array([_reference_prox(f, w, lam, i) for i in range(m)])
         # BFGS at gtol 1e-12 is accurate to ~1e-12 / (lam + mu) in theta: compare at 1e-8
         assert np.allclose(theta, ref, atol=1e-8 * (1 + 1 / (lam + 0.1)))
     F = mo.envelope(f, 2.0)
     lo, hi = F.curvature_bounds()
-    assert np.allclose(lo, 2 * 0.1 / 2.1) and np.allclose(hi, 2 * (np.max(f.c, -1) + 0.1) / (2 + np.max(f.c, -1) + 0.1))
+    assert np.allclose(lo, 2 * 0.1 / 2.1) and np.allclose(
+        hi, 2 * (np.max(f.c, -1) + 0.1) / (2 + np.max(f.c, -1) + 0.1)
+    )
     # nesting: envelope(envelope(f, 2), 3) equals envelope(f, 2*3/(2+3)) in value and gradient
     nested, direct = mo.envelope(F, 3.0), mo.envelope(f, 1.2)
     assert np.allclose(nested.value(w), direct.value(w), rtol=1e-12, atol=1e-12)

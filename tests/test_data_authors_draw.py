@@ -8,6 +8,7 @@ the authors' script ``data/Synthetic/generate_synthetic_05_05.py`` (github.com/C
 in their order, with ``standard_normal`` in place of their ``normal`` / ``multivariate_normal``
 (the same stream for a diagonal covariance) and their row-by-row softmax labels.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -105,12 +106,16 @@ def test_default_draw_is_unchanged():
     assert default.constants["n_train"].shape == (30,) and default.params["size_scale"] == 1
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(rng=0, draw="author"), r"draw must be one of 'moreau', 'authors' \(got 'author'\)"),
-    (dict(rng=0, draw=None), r"draw must be one of 'moreau', 'authors' \(got None\)"),
-    (dict(rng=0, draw="authors"), r"rng must be None with draw='authors'.*got rng=0"),
-    (dict(draw="authors", trials=2), r"trials must be \(\) with draw='authors'"),
-], ids=["draw-typo", "draw-none", "rng-conflict", "trials"])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(rng=0, draw="author"), r"draw must be one of 'moreau', 'authors' \(got 'author'\)"),
+        (dict(rng=0, draw=None), r"draw must be one of 'moreau', 'authors' \(got None\)"),
+        (dict(rng=0, draw="authors"), r"rng must be None with draw='authors'.*got rng=0"),
+        (dict(draw="authors", trials=2), r"trials must be \(\) with draw='authors'"),
+    ],
+    ids=["draw-typo", "draw-none", "rng-conflict", "trials"],
+)
 def test_bad_input(kw, match):
     with pytest.raises(ValueError, match=match):
         md.synthetic(0.5, 0.5, **kw)

@@ -1,4 +1,5 @@
 """moreau.data.fedprox_synthetic and synthetic: the recipes recomputed from the returned samples."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -91,7 +92,12 @@ BAD = [
     (md.fedprox_synthetic, dict(rng=0, R=1.0, mu=-1), ValueError, "mu must be >= 0"),
     (md.synthetic, dict(alpha=-0.5, beta=0.5, rng=0), ValueError, "alpha must be >= 0"),
     (md.synthetic, dict(alpha=0.5, beta=0.5, rng=0, n_classes=1), ValueError, "n_classes must be >= 2"),
-    (md.synthetic, dict(alpha=0.5, beta=0.5, rng=0, train_fraction=1.0), ValueError, "train_fraction must be < 1"),
+    (
+        md.synthetic,
+        dict(alpha=0.5, beta=0.5, rng=0, train_fraction=1.0),
+        ValueError,
+        "train_fraction must be < 1",
+    ),
     (md.synthetic, dict(alpha=0.5, beta=0.5, rng=0, trials=-2), ValueError, "trials must hold positive"),
     (md.synthetic, dict(alpha=0.5, beta=0.5, rng="x"), TypeError, "rng must be"),
 ]

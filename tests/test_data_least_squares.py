@@ -5,6 +5,7 @@ eigvalsh of X^T X / n, row norms, noise-free refits) or by Monte Carlo with
 fresh noise; statistical tests state their false-alarm probability (Bonferroni
 over the tests in one function) and are seeded.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -108,8 +109,12 @@ def test_sampler_law_matches_the_full_data_path():
     assert_close(A_s[0], A, factor=10)
     D = 4
     dirs = [np.eye(D)[j] for j in range(D)]
-    dirs += [(np.eye(D)[j] + s * np.eye(D)[k]) / np.sqrt(2) for j in range(D) for k in range(j + 1, D)
-             for s in (1, -1)]
+    dirs += [
+        (np.eye(D)[j] + s * np.eye(D)[k]) / np.sqrt(2)
+        for j in range(D)
+        for k in range(j + 1, D)
+        for s in (1, -1)
+    ]
     n_tests = 2 * (1 + len(dirs) + 2)
     level = ALPHA / n_tests
     nc = np.sum((X @ pr.w_star[..., None])[..., 0] ** 2, axis=-1) / sigma**2
@@ -154,8 +159,11 @@ def test_unequal_norms(p, d):
     pr = md.least_squares(8, m=m, n=4, d=d, R=2.0, p=p, equal_norms=False, trials=4)
     off = np.linalg.norm(pr.w_star - pr.w_star_global[..., None, :], axis=-1) / 2.0
     assert np.all(off <= 1 + 1e-15) and np.allclose(off.max(-1), 1, rtol=0, atol=1e-15)
-    assert_close(np.einsum("m,...md->...d", pr.p, pr.w_star - pr.w_star_global[..., None, :]),
-                 np.zeros((4, d)), scale=2.0)
+    assert_close(
+        np.einsum("m,...md->...d", pr.p, pr.w_star - pr.w_star_global[..., None, :]),
+        np.zeros((4, d)),
+        scale=2.0,
+    )
 
 
 @pytest.mark.parametrize("p, d", [(None, 1), ([0.25, 0.25, 0.1, 0.4], 1), ([0.3, 0.2, 0.5], 1)])
@@ -168,8 +176,10 @@ def test_equal_norms_in_one_dimension(p, d):
     assert len({tuple(np.sign(o)) for o in off}) > 1  # the sign pattern is drawn per trial
 
 
-@pytest.mark.parametrize("p, m", [(None, 2), (None, 7), ([0.5, 0.25, 0.25], 3), ([0.45, 0.05, 0.2, 0.3], 4),
-                                  ([0.499, 0.001, 0.5], 3)])
+@pytest.mark.parametrize(
+    "p, m",
+    [(None, 2), (None, 7), ([0.5, 0.25, 0.25], 3), ([0.45, 0.05, 0.2, 0.3], 4), ([0.499, 0.001, 0.5], 3)],
+)
 def test_equal_norm_polygons(p, m):
     pr = md.least_squares(9, m=m, n=3, d=3, R=1.0, p=p, trials=5)
     off = pr.w_star - pr.w_star_global[..., None, :]

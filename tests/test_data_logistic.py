@@ -4,6 +4,7 @@ Independent voices: mpmath quad of the *unsimplified* integrands over the
 whole real line, and Monte Carlo with 1e6 samples drawn here (not by the
 generator) with 5-sigma intervals (two-sided false alarm 6e-7 each).
 """
+
 from __future__ import annotations
 
 import mpmath as mp
@@ -22,11 +23,14 @@ def _sig(z):
 def _mp_expect(fun):
     """E_s fun(s) for s ~ N(0, 1), mpmath to 30 digits."""
     with mp.workdps(30):
-        return float(mp.quad(lambda s: mp.npdf(s) * fun(s), [-mp.inf, -1, -1e-3, -1e-6, 0, 1e-6, 1e-3, 1, mp.inf]))
+        return float(
+            mp.quad(lambda s: mp.npdf(s) * fun(s), [-mp.inf, -1, -1e-3, -1e-6, 0, 1e-6, 1e-3, 1, mp.inf])
+        )
 
 
-@pytest.mark.parametrize("r, t, d", [(0.3, 0.5, 1), (1.0, 2.5, 3), (0.05, 40.0, 5), (2.0, 2.0, 2),
-                                     (0.5, 1e6, 2)])
+@pytest.mark.parametrize(
+    "r, t, d", [(0.3, 0.5, 1), (1.0, 2.5, 3), (0.05, 40.0, 5), (2.0, 2.0, 2), (0.5, 1e6, 2)]
+)
 def test_quadratures_vs_mpmath(r, t, d):
     s_ = lambda z: 1 / (1 + mp.exp(-z))  # noqa: E731
     # E[y s sigma(-y r s)] with y | s = +1 w.p. sigma(t s): unsimplified, over the real line

@@ -3,6 +3,7 @@
 The references are computed here from the saved data alone (numpy, no moreau): the
 closed form of a quadratic's envelope and brute-force minimisation on a fine grid.
 """
+
 from __future__ import annotations
 
 import json

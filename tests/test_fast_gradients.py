@@ -17,6 +17,7 @@ steps on gathered mini-batches, Per-FedAvg with Hessian-vector products on mini-
 same run with the old code paths patched back in, and FedAvg / Per-FedAvg against a per-client loop.
 No timing here: the speed is measured by ``benchmarks/bench_fl.py``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,7 +52,9 @@ def _data(model, seed, *, m=5, n=11, d=3, C=4, dtype=np.float64, ragged=False, s
             w[off[:-1] + k] = 1.0  # three rows of positive weight in every client
         opts = {"n_classes": C} if model == "multinomial" else {}
         f = mo.ragged(_cls(model), X, y, sizes, mu=mu, weights=w, **opts)
-        raw = [(X[off[i]:off[i + 1]], y[off[i]:off[i + 1]], w[off[i]:off[i + 1]], mu[i]) for i in range(m)]
+        raw = [
+            (X[off[i] : off[i + 1]], y[off[i] : off[i + 1]], w[off[i] : off[i + 1]], mu[i]) for i in range(m)
+        ]
         return f, [(Xi, yi, wi / wi.sum(), mi) for Xi, yi, wi, mi in raw]
     X = (rng.standard_normal((n, d) if shared else (m, n, d)) * big).astype(dtype)
     y = _labels(model, rng, (m, n), C)
@@ -114,9 +117,14 @@ def _old_grad(f, th):
     return f.grad(th)
 
 
-CASES = [pytest.param({}, id="weights"), pytest.param({"shared": True}, id="shared-X"),
-         pytest.param({"dtype": np.float32}, id="float32"), pytest.param({"ragged": True}, id="ragged"),
-         pytest.param({"big": 30.0}, id="large-logits"), pytest.param({"C": 2}, id="two-classes")]
+CASES = [
+    pytest.param({}, id="weights"),
+    pytest.param({"shared": True}, id="shared-X"),
+    pytest.param({"dtype": np.float32}, id="float32"),
+    pytest.param({"ragged": True}, id="ragged"),
+    pytest.param({"big": 30.0}, id="large-logits"),
+    pytest.param({"C": 2}, id="two-classes"),
+]
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -125,8 +133,9 @@ def test_gradient_against_the_old_one_and_a_per_client_formula(model, case):
     f, raw = _data(model, 1, **case)
     C = case.get("C", 4)
     rng = np.random.default_rng(2)
-    th = (rng.standard_normal((2,) + tuple(f.batch_shape) + (f.dim,)) * (0.1 if case.get("big") else 1)).astype(
-        f.dtype)  # a trials axis in front
+    th = (
+        rng.standard_normal((2,) + tuple(f.batch_shape) + (f.dim,)) * (0.1 if case.get("big") else 1)
+    ).astype(f.dtype)  # a trials axis in front
     g = host(f.grad(th))
     assert g.dtype == np.dtype(f.dtype) and g.shape == th.shape
     assert_close(g, _old_grad(f, th))
@@ -147,7 +156,9 @@ def test_the_gradient_is_newtons_evaluation_bit_for_bit(model, case):
         assert np.array_equal(host(f.grad(th)), host(f._value_grad(th)[1]))
 
 
-@pytest.mark.parametrize("n, d", [(1, 3), (5, 1), (1, 1), (11, 3)], ids=["one-sample", "one-feature", "both", "plain"])
+@pytest.mark.parametrize(
+    "n, d", [(1, 3), (5, 1), (1, 1), (11, 3)], ids=["one-sample", "one-feature", "both", "plain"]
+)
 @pytest.mark.parametrize("C", [2, 4, 12])
 def test_class_sums_in_one_call_are_the_unrolled_sums(n, d, C):
     """The softmax gradient's class sums (``_class_sum``: one numpy reduction over the class axis
@@ -155,6 +166,7 @@ def test_class_sums_in_one_call_are_the_unrolled_sums(n, d, C):
     bit, also at the sizes where numpy would sum pairwise (one sample or one feature: the unrolled
     sum is taken there), with C above numpy's 8-way unrolling."""
     import moreau._multinomial_fast as mf
+
     rng = np.random.default_rng(C)
     for k in (1, 2, 7, 300):
         E = rng.standard_normal((3, C, k)) * 10.0 ** rng.integers(-8, 8, (3, C, k))
@@ -178,8 +190,13 @@ def test_least_squares_gradient_is_the_quadratic_one_bit_for_bit(ragged):
 def test_numpy_and_array_api_paths_give_the_same_bits(model):
     xs = pytest.importorskip("array_api_strict", reason="array-api-strict is not installed")
     f, _ = _data(model, 5, m=7, n=13, C=5)
-    fx = _cls(model)(xs.asarray(host(f.X)), xs.asarray(host(f.y)), mu=xs.asarray(host(f.mu)),
-                     weights=xs.asarray(host(f.weights)), **({"n_classes": 5} if model == "multinomial" else {}))
+    fx = _cls(model)(
+        xs.asarray(host(f.X)),
+        xs.asarray(host(f.y)),
+        mu=xs.asarray(host(f.mu)),
+        weights=xs.asarray(host(f.weights)),
+        **({"n_classes": 5} if model == "multinomial" else {}),
+    )
     th = np.random.default_rng(6).standard_normal((7, f.dim))
     v = np.random.default_rng(7).standard_normal((7, f.dim))
     assert np.array_equal(np.asarray(fx.grad(xs.asarray(th))), host(f.grad(th)))
@@ -191,7 +208,9 @@ def test_numpy_and_array_api_paths_give_the_same_bits(model):
 def test_hessian_vector_product_against_hess_and_a_per_client_matrix(model, case):
     f, raw = _data(model, 8, **case)
     rng = np.random.default_rng(9)
-    th = (rng.standard_normal(tuple(f.batch_shape) + (f.dim,)) * (0.1 if case.get("big") else 1)).astype(f.dtype)
+    th = (rng.standard_normal(tuple(f.batch_shape) + (f.dim,)) * (0.1 if case.get("big") else 1)).astype(
+        f.dtype
+    )
     v = rng.standard_normal(tuple(f.batch_shape) + (f.dim,)).astype(f.dtype)
     h = host(f.hvp(th, v))
     assert h.dtype == np.dtype(f.dtype)
@@ -213,7 +232,11 @@ def test_points_are_checked_as_before():
     f, _ = _data("multinomial", 10)
     bad = np.zeros((5, f.dim))
     bad[1, 2] = np.nan
-    for call in (lambda t: f.grad(t), lambda t: f.hvp(t, np.zeros((5, f.dim))), lambda t: f.hvp(np.zeros((5, f.dim)), t)):
+    for call in (
+        lambda t: f.grad(t),
+        lambda t: f.hvp(t, np.zeros((5, f.dim))),
+        lambda t: f.hvp(np.zeros((5, f.dim)), t),
+    ):
         with pytest.raises(ValueError, match="must be finite"):
             call(bad)
         with pytest.raises(ValueError, match=r"shape \(\.\.\., d\)"):
@@ -246,8 +269,9 @@ def test_gathered_objective_shares_no_cache_with_its_source():
     f, _ = _data("multinomial", 15)
     f.smoothness(), f._rownorm, f._Yt  # caches of all the samples
     fb = fc.gathered(f, np.zeros((5, 3), dtype=int))  # three copies of each client's first row
-    ref = mo.Multinomial(host(f.X)[:, :1].repeat(3, axis=1), host(f.y)[:, :1].repeat(3, axis=1), n_classes=4,
-                         mu=host(f.mu))
+    ref = mo.Multinomial(
+        host(f.X)[:, :1].repeat(3, axis=1), host(f.y)[:, :1].repeat(3, axis=1), n_classes=4, mu=host(f.mu)
+    )
     assert_close(fb.smoothness(), ref.smoothness())
     assert_close(fb._rownorm, ref._rownorm)
     th = np.random.default_rng(16).standard_normal((5, f.dim))
@@ -277,10 +301,12 @@ def _runs(f, seed):
         "fedavg-B": fl.fedavg(f, eta=0.3, tau=2, S=3, batch_size=2, rng=seed, **kw).w_local[-1],
         "fedprox": fl.fedprox(f, lam=1.0, gamma=0.5, eta=0.2, K=2, **kw).w_local[-1],
         "pfedme-exact": fl.pfedme(f, lam=2.0, eta=0.1, beta=1.0, R=2, personal="none", **kw).w_local[-1],
-        "pfedme-K": fl.pfedme(f, lam=2.0, eta=0.1, beta=1.0, R=2, batch_size=3, inner=3, rng=seed,
-                              personal="inner", **kw).theta[-1],
-        "per-fedavg": fl.per_fedavg(f, alpha=0.1, beta=0.2, tau=2, D=3, D_prime=3, D_second=2, rng=seed,
-                                    **kw).w_local[-1],
+        "pfedme-K": fl.pfedme(
+            f, lam=2.0, eta=0.1, beta=1.0, R=2, batch_size=3, inner=3, rng=seed, personal="inner", **kw
+        ).theta[-1],
+        "per-fedavg": fl.per_fedavg(
+            f, alpha=0.1, beta=0.2, tau=2, D=3, D_prime=3, D_second=2, rng=seed, **kw
+        ).w_local[-1],
     }
 
 
@@ -300,9 +326,14 @@ def _old_paths(monkeypatch):
         flat = np.broadcast_to(idx, full + idx.shape[-1:]).reshape(-1, idx.shape[-1])
         counts = np.stack([np.bincount(r, minlength=n) for r in flat]).reshape(full + (n,)).astype(float)
         return weighted(f, counts)
-    monkeypatch.setattr(fmb.MiniBatches, "objective",
-                        lambda self, rng, size, *, replace: weighted(self.f, self.counts(self.rows(rng, size,
-                                                                                                  replace=replace))))
+
+    monkeypatch.setattr(
+        fmb.MiniBatches,
+        "objective",
+        lambda self, rng, size, *, replace: weighted(
+            self.f, self.counts(self.rows(rng, size, replace=replace))
+        ),
+    )
     monkeypatch.setattr(fpm, "batched_objective", weighted)
     monkeypatch.setattr(fpm, "gathered", rows)
 
@@ -330,7 +361,7 @@ def _loop_fedavg(raw, C, model, w0, rng, *, eta, tau, rounds, B, n):
             th = w.copy()
             for k in range(tau):
                 valid = np.zeros(n, bool)
-                valid[:len(pi)] = pi > 0
+                valid[: len(pi)] = pi > 0
                 pick = np.argsort(np.where(valid, keys[k][i], np.inf))[:B]
                 th = th - eta * _client_grad(model, C, Xi[pick], yi[pick], np.full(B, 1.0 / B), mui, th)
             W.append(th)
@@ -342,8 +373,9 @@ def _loop_fedavg(raw, C, model, w0, rng, *, eta, tau, rounds, B, n):
 def test_fedavg_minibatches_equal_a_per_client_loop(model):
     f, raw = _data(model, 19, m=4, n=10, d=3, C=3)
     h = fl.fedavg(f, eta=0.3, tau=3, rounds=2, batch_size=4, rng=20)
-    ref = _loop_fedavg(raw, 3, model, np.zeros(f.dim), np.random.default_rng(20), eta=0.3, tau=3, rounds=2, B=4,
-                       n=10)
+    ref = _loop_fedavg(
+        raw, 3, model, np.zeros(f.dim), np.random.default_rng(20), eta=0.3, tau=3, rounds=2, B=4, n=10
+    )
     assert_close(h.w_global[-1], ref, factor=10)
 
 
@@ -363,7 +395,7 @@ def test_per_fedavg_equals_a_per_client_loop(model):
             batch = [rows[np.minimum((u[i] * rows.size).astype(int), rows.size - 1)] for u in draws]
             th = w.copy()
             for k in range(tau):
-                r1, r2, r3 = batch[3 * k:3 * k + 3]
+                r1, r2, r3 = batch[3 * k : 3 * k + 3]
                 g1 = _client_grad(model, 3, Xi[r1], yi[r1], np.full(3, 1 / 3), mui, th)
                 g = _client_grad(model, 3, Xi[r2], yi[r2], np.full(3, 1 / 3), mui, th - a * g1)
                 g = g - a * _client_hess(model, 3, Xi[r3], yi[r3], np.full(3, 1 / 3), mui, th) @ g
@@ -376,8 +408,13 @@ def test_per_fedavg_equals_a_per_client_loop(model):
 def test_minibatch_fedavg_on_array_api_strict():
     xs = pytest.importorskip("array_api_strict", reason="array-api-strict is not installed")
     f, _ = _data("multinomial", 23, m=4, n=8, C=3)
-    fx = mo.Multinomial(xs.asarray(host(f.X)), xs.asarray(host(f.y)), n_classes=3, mu=xs.asarray(host(f.mu)),
-                        weights=xs.asarray(host(f.weights)))
+    fx = mo.Multinomial(
+        xs.asarray(host(f.X)),
+        xs.asarray(host(f.y)),
+        n_classes=3,
+        mu=xs.asarray(host(f.mu)),
+        weights=xs.asarray(host(f.weights)),
+    )
     kw = {"eta": 0.3, "tau": 2, "rounds": 2, "batch_size": 3, "rng": 24}
     got = fl.fedavg(fx, **kw).w_global[-1, ...]
     assert type(got) is type(xs.asarray(0.0))

@@ -1,4 +1,5 @@
 """moreau.fl: bad arguments raise a clear ValueError / TypeError naming the argument and value."""
+
 import numpy as np
 import pytest
 
@@ -45,19 +46,38 @@ CASES = [
     _case("S > N", "pfedme", ValueError, r"S must be <= N = 4 clients \(got 9\)", S=9, rng=0),
     _case("S > N", "per_fedavg", ValueError, r"S must be <= N = 4 clients \(got 5\)", S=5, rng=0),
     _case("S = 0", "fedavg", ValueError, "S must be >= 1", S=0, rng=0),
-    _case("weights wrong m", "fedprox", ValueError, r"weights must have shape \(..., m\) with m=4", weights=np.ones(3)),
+    _case(
+        "weights wrong m",
+        "fedprox",
+        ValueError,
+        r"weights must have shape \(..., m\) with m=4",
+        weights=np.ones(3),
+    ),
     _case("weights wrong m", "fedavg", ValueError, "with m=4 clients", weights=np.ones(5)),
     _case("weights negative", "fedavg", ValueError, "weights must be >= 0", weights=-np.ones(4)),
     _case("w0 wrong d", "fedprox", ValueError, r"w0 must have shape \(..., d\) with d=3", w0=np.zeros(4)),
-    _case("local0 wrong m", "fedprox", ValueError, r"local0 must broadcast to \(\*trials, m, d\)",
-          local0=np.zeros((2, 5, 3))),
-    _case("w0 wrong trials", "pfedme", ValueError, r"w0 must broadcast to \(\*trials, d\)", w0=np.zeros((3, 3))),
+    _case(
+        "local0 wrong m",
+        "fedprox",
+        ValueError,
+        r"local0 must broadcast to \(\*trials, m, d\)",
+        local0=np.zeros((2, 5, 3)),
+    ),
+    _case(
+        "w0 wrong trials", "pfedme", ValueError, r"w0 must broadcast to \(\*trials, d\)", w0=np.zeros((3, 3))
+    ),
     _case("no rng with S < N", "fedavg", ValueError, "rng is required", S=2),
     _case("no rng with mini-batches", "pfedme", ValueError, "rng is required", batch_size=2),
-    _case("rng of a wrong type", "fedavg", TypeError, "rng must be a numpy.random.Generator", S=2, rng="seed"),
+    _case(
+        "rng of a wrong type", "fedavg", TypeError, "rng must be a numpy.random.Generator", S=2, rng="seed"
+    ),
     _case("batch_size = 0", "fedavg", ValueError, "batch_size must be >= 1", batch_size=0, rng=0),
-    _case("batch_size > samples", "fedavg", ValueError, "exceeds the number of samples", batch_size=50, rng=0),
-    _case("mini-batches without samples", "fedavg", TypeError, "with_weights", objective=Q, batch_size=2, rng=0),
+    _case(
+        "batch_size > samples", "fedavg", ValueError, "exceeds the number of samples", batch_size=50, rng=0
+    ),
+    _case(
+        "mini-batches without samples", "fedavg", TypeError, "with_weights", objective=Q, batch_size=2, rng=0
+    ),
     _case("inner bad string", "pfedme", ValueError, "inner must be 'exact' or an int", inner="newton"),
     _case("inner = 0", "pfedme", ValueError, "inner must be >= 1", inner=0),
     _case("nu with exact inner", "pfedme", TypeError, "nu applies only", nu=1e-6),
@@ -66,10 +86,20 @@ CASES = [
     _case("variant", "per_fedavg", ValueError, "variant must be one of", variant="second_order"),
     _case("HF without delta", "per_fedavg", ValueError, "needs delta > 0", variant="hessian_free"),
     _case("delta with the Hessian", "per_fedavg", TypeError, "delta applies only", delta=0.1),
-    _case("D'' with FO", "per_fedavg", TypeError, "D_second applies only", variant="first_order", D_second=2, rng=0),
+    _case(
+        "D'' with FO",
+        "per_fedavg",
+        TypeError,
+        "D_second applies only",
+        variant="first_order",
+        D_second=2,
+        rng=0,
+    ),
     _case("D = 0", "per_fedavg", ValueError, "D must be >= 1", D=0, rng=0),
     _case("not an objective", "fedprox", TypeError, "moreau Objective", objective=np.eye(3)),
-    _case("no client axis", "pfedme", ValueError, "client axis", objective=mo.Quadratic(np.eye(3), np.ones(3))),
+    _case(
+        "no client axis", "pfedme", ValueError, "client axis", objective=mo.Quadratic(np.eye(3), np.ones(3))
+    ),
 ]
 
 

@@ -4,6 +4,7 @@ least squares and logistic models, with a trials axis, data shared by the client
 weights, per-client mu, float32 and client sampling; a block's gradient is the rows of the batch's
 gradient; the block size follows the data; divergence is still reported with its round and step.
 No timing here: the speed is measured by ``benchmarks/bench_fl.py`` (RESULTS.md section 10)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,11 @@ def _objective(model, *, trials=(), m=13, n=9, d=4, C=3, shared=False, dtype=np.
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d) if shared else trials + (m, n, d)).astype(dtype)
     shape = trials + (m, n)
-    y = {"least_squares": lambda: rng.standard_normal(shape), "logistic": lambda: rng.choice([-1.0, 1.0], shape),
-         "multinomial": lambda: rng.integers(0, C, shape)}[model]()
+    y = {
+        "least_squares": lambda: rng.standard_normal(shape),
+        "logistic": lambda: rng.choice([-1.0, 1.0], shape),
+        "multinomial": lambda: rng.integers(0, C, shape),
+    }[model]()
     w = np.where(rng.random(shape) < 0.3, 0.0, rng.random(shape) + 0.5)
     w[..., :2] = 1.0
     opts = {"n_classes": C} if model == "multinomial" else {}
@@ -42,14 +46,20 @@ def _runs(f):
 @pytest.fixture
 def blocks_of(monkeypatch):
     """Blocks of ``k`` clients whatever the data size."""
+
     def set_size(k):
         monkeypatch.setattr(fb, "CACHE_BYTES", 1)
         monkeypatch.setattr(fb, "MIN_CLIENTS", k)
+
     return set_size
 
 
-CASES = [pytest.param({}, id="plain"), pytest.param({"trials": (2,)}, id="trials"),
-         pytest.param({"shared": True}, id="shared-X"), pytest.param({"dtype": np.float32}, id="float32")]
+CASES = [
+    pytest.param({}, id="plain"),
+    pytest.param({"trials": (2,)}, id="trials"),
+    pytest.param({"shared": True}, id="shared-X"),
+    pytest.param({"dtype": np.float32}, id="float32"),
+]
 
 
 @pytest.mark.parametrize("model", BLOCKED)

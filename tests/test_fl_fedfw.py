@@ -10,6 +10,7 @@ Tolerances (``_tol.assert_close``, 100 eps relative): ``factor=10`` for the loop
 (the same operations, summed in another order); scipy's solvers stop at their own tolerances (1e-7
 relative, commented where used).
 """
+
 import itertools
 import math
 
@@ -24,10 +25,12 @@ from moreau.fl._lmo import Box, L1Ball, L2Ball, Simplex
 
 from _tol import assert_close, host
 
-SETS = {"box": lambda T, d, rng: Box(-rng.uniform(0.5, 2, (T, d)), rng.uniform(0.5, 2, (T, d))),
-        "l1": lambda T, d, rng: L1Ball(rng.uniform(0.5, 2, T)),
-        "l2": lambda T, d, rng: L2Ball(rng.uniform(0.5, 2, T)),
-        "simplex": lambda T, d, rng: Simplex(rng.uniform(0.5, 2, T))}
+SETS = {
+    "box": lambda T, d, rng: Box(-rng.uniform(0.5, 2, (T, d)), rng.uniform(0.5, 2, (T, d))),
+    "l1": lambda T, d, rng: L1Ball(rng.uniform(0.5, 2, T)),
+    "l2": lambda T, d, rng: L2Ball(rng.uniform(0.5, 2, T)),
+    "simplex": lambda T, d, rng: Simplex(rng.uniform(0.5, 2, T)),
+}
 
 
 def _clients(seed, T=3, m=4, d=3, convex=True):
@@ -57,6 +60,7 @@ def _lmo_scalar(C, t, g):
 
 
 # --- the oracles ----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", list(SETS))
 def test_lmo_minimises_the_linear_function_over_the_set(name):
@@ -103,6 +107,7 @@ def test_client_axis_shares_each_trials_set():
 
 
 # --- the algorithm against a loop --------------------------------------------------------------
+
 
 def _loop(A, b, C, rounds, lam_t, eta_t, noise=None, rho_t=None):
     """(4.5)-(4.6) per trial and client; the server's x̄ from the directions; optional momentum."""
@@ -213,8 +218,11 @@ def test_schedules_are_the_printed_ones():
 
 # --- the targets --------------------------------------------------------------------------------
 
+
 def _F(A, b, x):
-    return np.mean(0.5 * np.einsum("...i,...mij,...j->...m", x, A, x) - np.einsum("...mi,...i->...m", b, x), axis=-1)
+    return np.mean(
+        0.5 * np.einsum("...i,...mij,...j->...m", x, A, x) - np.einsum("...mi,...i->...m", b, x), axis=-1
+    )
 
 
 def test_constrained_optimum_matches_scipy_and_the_face_enumeration():
@@ -224,8 +232,14 @@ def test_constrained_optimum_matches_scipy_and_the_face_enumeration():
     tg = fedfw_optimum(f, Box(-h, h))
     for t in range(4):
         H, c = A[t].mean(0), b[t].mean(0)
-        res = minimize(lambda x: 0.5 * x @ H @ x - c @ x, np.zeros(3), jac=lambda x: H @ x - c, method="L-BFGS-B",
-                       bounds=list(zip(-h[t], h[t])), options={"ftol": 1e-15, "gtol": 1e-13})
+        res = minimize(
+            lambda x: 0.5 * x @ H @ x - c @ x,
+            np.zeros(3),
+            jac=lambda x: H @ x - c,
+            method="L-BFGS-B",
+            bounds=list(zip(-h[t], h[t])),
+            options={"ftol": 1e-15, "gtol": 1e-13},
+        )
         np.testing.assert_allclose(host(tg.x)[t], res.x, atol=1e-6)  # L-BFGS-B stops near 1e-7
         best = np.inf  # every face: coordinates at -h, free, or +h; the free block's stationary point
         for pat in itertools.product((-1, 0, 1), repeat=3):
@@ -245,13 +259,21 @@ def test_penalised_optimum_matches_trust_constr():
     lam = np.array([0.7, 3.0])
     tg = fedfw_optimum(f, Box(-h, h), lam=lam)
     for t in range(2):
+
         def phi(z):
             X = z.reshape(3, 2)
-            return np.mean([0.5 * x @ Ai @ x - bi @ x for x, Ai, bi in zip(X, A[t], b[t])]) \
-                + lam[t] / 2 * np.sum((X - X.mean(0)) ** 2)
+            return np.mean([0.5 * x @ Ai @ x - bi @ x for x, Ai, bi in zip(X, A[t], b[t])]) + lam[
+                t
+            ] / 2 * np.sum((X - X.mean(0)) ** 2)
+
         lo, hi = np.tile(-h[t], 3), np.tile(h[t], 3)
-        res = minimize(phi, np.zeros(6), method="trust-constr", bounds=Bounds(lo, hi),
-                       options={"gtol": 1e-12, "xtol": 1e-14, "maxiter": 5000})
+        res = minimize(
+            phi,
+            np.zeros(6),
+            method="trust-constr",
+            bounds=Bounds(lo, hi),
+            options={"gtol": 1e-12, "xtol": 1e-14, "maxiter": 5000},
+        )
         assert tg.value[t] <= res.fun + 1e-12  # the active-set optimum is at least as good
         np.testing.assert_allclose(host(tg.X)[t].ravel(), res.x, atol=1e-5)  # trust-constr's interior path
     assert np.all(tg.gap <= 1e-12)
@@ -281,10 +303,13 @@ def test_fedfw_reaches_its_targets():
     tp = fedfw_optimum(f, C, lam=lam)
     run = fedfw(f, C, rounds=2000, lam_schedule="constant", lam=lam)
     X = host(run.w_local[-1])
-    phi = np.mean(0.5 * np.einsum("tmi,tmij,tmj->tm", X, A, X) - np.einsum("tmi,tmi->tm", X, b), -1) \
-        + lam / 2 * np.sum((X - X.mean(1, keepdims=True)) ** 2, axis=(1, 2))
+    phi = np.mean(
+        0.5 * np.einsum("tmi,tmij,tmj->tm", X, A, X) - np.einsum("tmi,tmi->tm", X, b), -1
+    ) + lam / 2 * np.sum((X - X.mean(1, keepdims=True)) ** 2, axis=(1, 2))
     L = np.max(np.abs(np.linalg.eigvalsh(A)))
-    assert np.all(phi - tp.value <= 2 * (L + 4 * lam) * (2 * np.sqrt(3)) ** 2 / 2001) and np.all(phi >= tp.value)
+    assert np.all(phi - tp.value <= 2 * (L + 4 * lam) * (2 * np.sqrt(3)) ** 2 / 2001) and np.all(
+        phi >= tp.value
+    )
     star = fedfw_optimum(f, C)
     grow = fedfw(f, C, rounds=3000)
     e = _F(A, b, host(grow.w_global)) - star.value
@@ -294,7 +319,8 @@ def test_fedfw_reaches_its_targets():
 # the xp tests compare a run on another array namespace with the numpy run (the reference, checked against
 # plain loops above); numpy against itself could not fail, so they run on the other backends only
 ON_OTHER_BACKENDS = pytest.mark.parametrize(
-    "xp", ["array_api_strict", pytest.param("cupy", marks=pytest.mark.gpu)], indirect=True)
+    "xp", ["array_api_strict", pytest.param("cupy", marks=pytest.mark.gpu)], indirect=True
+)
 
 
 @ON_OTHER_BACKENDS
@@ -326,28 +352,70 @@ _A, _B, _F3 = _clients(19)
 _BOX = Box(-np.ones(3), np.ones(3))
 BAD = [
     ("constraint not a set", lambda: fedfw(_F3, "l1", rounds=3), TypeError, "Box, L1Ball"),
-    ("box of the wrong dimension", lambda: fedfw(_F3, Box(-np.ones(2), np.ones(2)), rounds=3), ValueError, "d = 3"),
+    (
+        "box of the wrong dimension",
+        lambda: fedfw(_F3, Box(-np.ones(2), np.ones(2)), rounds=3),
+        ValueError,
+        "d = 3",
+    ),
     ("rounds 0", lambda: fedfw(_F3, _BOX, rounds=0), ValueError, "rounds must be >= 1"),
-    ("unknown schedule", lambda: fedfw(_F3, _BOX, rounds=3, lam_schedule="log"), ValueError, "lam_schedule must be"),
-    ("constant without lam", lambda: fedfw(_F3, _BOX, rounds=3, lam_schedule="constant"), ValueError, "needs lam"),
+    (
+        "unknown schedule",
+        lambda: fedfw(_F3, _BOX, rounds=3, lam_schedule="log"),
+        ValueError,
+        "lam_schedule must be",
+    ),
+    (
+        "constant without lam",
+        lambda: fedfw(_F3, _BOX, rounds=3, lam_schedule="constant"),
+        ValueError,
+        "needs lam",
+    ),
     ("lam with a growing schedule", lambda: fedfw(_F3, _BOX, rounds=3, lam=1.0), ValueError, "fixed penalty"),
-    ("lam0 with constant", lambda: fedfw(_F3, _BOX, rounds=3, lam_schedule="constant", lam=1.0, lam0=2.0),
-     ValueError, "takes lam"),
+    (
+        "lam0 with constant",
+        lambda: fedfw(_F3, _BOX, rounds=3, lam_schedule="constant", lam=1.0, lam0=2.0),
+        ValueError,
+        "takes lam",
+    ),
     ("negative lam0", lambda: fedfw(_F3, _BOX, rounds=3, lam0=-1.0), ValueError, "lam0 must be"),
-    ("eta of the wrong length", lambda: fedfw(_F3, _BOX, rounds=3, eta=[0.5, 0.5]), ValueError, "shape \\(3,\\)"),
+    (
+        "eta of the wrong length",
+        lambda: fedfw(_F3, _BOX, rounds=3, eta=[0.5, 0.5]),
+        ValueError,
+        "shape \\(3,\\)",
+    ),
     ("eta above 1", lambda: fedfw(_F3, _BOX, rounds=2, eta=[1.0, 1.5]), ValueError, "eta values must be in"),
-    ("rho without stochastic", lambda: fedfw(_F3, _BOX, rounds=2, rho=[1.0, 0.5]), ValueError, "stochastic=True"),
+    (
+        "rho without stochastic",
+        lambda: fedfw(_F3, _BOX, rounds=2, rho=[1.0, 0.5]),
+        ValueError,
+        "stochastic=True",
+    ),
     ("stochastic not a bool", lambda: fedfw(_F3, _BOX, rounds=2, stochastic=1), TypeError, "True or False"),
     ("sigma without rng", lambda: fedfw(_F3, _BOX, rounds=2, sigma=1.0), ValueError, "rng is required"),
     ("negative sigma", lambda: fedfw(_F3, _BOX, rounds=2, sigma=-1.0, rng=0), ValueError, "sigma must be"),
-    ("batch_size on a quadratic", lambda: fedfw(_F3, _BOX, rounds=2, batch_size=2, rng=0), TypeError, "with_weights"),
+    (
+        "batch_size on a quadratic",
+        lambda: fedfw(_F3, _BOX, rounds=2, batch_size=2, rng=0),
+        TypeError,
+        "with_weights",
+    ),
     ("box lo > hi", lambda: Box(np.ones(3), -np.ones(3)), ValueError, "lo must be <= hi"),
     ("radius 0", lambda: L1Ball(0.0), ValueError, "r must be finite and > 0"),
     ("optimum over a ball", lambda: fedfw_optimum(_F3, L2Ball(1.0)), TypeError, "box constraints only"),
-    ("optimum of nonconvex clients", lambda: fedfw_optimum(_clients(20, convex=False)[2], _BOX), ValueError,
-     "convex clients"),
-    ("optimum of logistic clients", lambda: fedfw_optimum(mo.Logistic(np.ones((1, 2, 3, 3)), np.ones((1, 2, 3))),
-                                                          _BOX), TypeError, "quadratic clients"),
+    (
+        "optimum of nonconvex clients",
+        lambda: fedfw_optimum(_clients(20, convex=False)[2], _BOX),
+        ValueError,
+        "convex clients",
+    ),
+    (
+        "optimum of logistic clients",
+        lambda: fedfw_optimum(mo.Logistic(np.ones((1, 2, 3, 3)), np.ones((1, 2, 3))), _BOX),
+        TypeError,
+        "quadratic clients",
+    ),
 ]
 
 
@@ -363,5 +431,7 @@ def test_a_truncated_active_set_solve_still_reports_its_suboptimality():
     A, b, f = _clients(21, T=5, m=4, d=4)
     C = Box(-np.full((5, 4), 0.4), np.full((5, 4), 0.6))
     exact_, rough = fedfw_optimum(f, C), fedfw_optimum(f, C, max_iter=1)
-    assert np.all(rough.value - exact_.value <= rough.gap + 1e-13) and np.all(rough.value >= exact_.value - 1e-13)
+    assert np.all(rough.value - exact_.value <= rough.gap + 1e-13) and np.all(
+        rough.value >= exact_.value - 1e-13
+    )
     assert np.all(exact_.gap <= 1e-12)

@@ -10,6 +10,7 @@ different order); ``factor=100`` for an iteration's limit against a closed form 
 solve (the rounding of each step is amplified by 1/(1 - contraction) and by the condition number,
 both up to ~1e2 on these instances); larger factors are commented where used.
 """
+
 import numpy as np
 import pytest
 from array_api_compat import array_namespace
@@ -33,6 +34,7 @@ def _logistic(seed, T=2, m=3, n=10, d=3):
 
 
 # --- FedProx, Algorithm 1 -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("family", ["least_squares", "logistic"])
 @pytest.mark.parametrize("lam", [0.1, 1.0, 10.0])
@@ -74,13 +76,16 @@ def test_fedprox_parameter_sweep_equals_separate_runs():
     h = fl.fedprox(f, lam=lams, gamma=0.5, eta=0.1, K=2, rounds=5)
     assert h.w_global.shape == (6, 2, 2, 3)
     for k, lam in enumerate(lams[:, 0]):
-        assert_close(h.w_global[:, k], fl.fedprox(f, lam=float(lam), gamma=0.5, eta=0.1, K=2, rounds=5).w_global)
+        assert_close(
+            h.w_global[:, k], fl.fedprox(f, lam=float(lam), gamma=0.5, eta=0.1, K=2, rounds=5).w_global
+        )
 
 
 # the xp tests compare a run on another array namespace with the numpy run (the reference, checked against
 # plain loops above); numpy against itself could not fail, so they run on the other backends only
 ON_OTHER_BACKENDS = pytest.mark.parametrize(
-    "xp", ["array_api_strict", pytest.param("cupy", marks=pytest.mark.gpu)], indirect=True)
+    "xp", ["array_api_strict", pytest.param("cupy", marks=pytest.mark.gpu)], indirect=True
+)
 
 
 @ON_OTHER_BACKENDS
@@ -97,6 +102,7 @@ def test_fedprox_on_the_xp_backend(xp):
 
 
 # --- LocalTrain by GD, GlobalTrain by FedAvg ------------------------------------------------
+
 
 @pytest.mark.parametrize("family", ["least_squares", "logistic"])
 def test_gd_and_fedavg_reach_local_and_global_train(family):

@@ -4,6 +4,7 @@ One dimension, two clients f_i(w) = a_i w^2/2 - b_i w with a = (1, 3), b = (1, -
 c = (1, -1)), uniform weights, exact gradients and proxes, full participation.  The fractions are
 worked out by hand in the comments; the runs must land on them.
 """
+
 import numpy as np
 import pytest
 
@@ -30,11 +31,14 @@ def test_fedavg_tau2_stops_at_minus_four_elevenths():
     assert_close(fl.fedavg(Q, eta=0.25, tau=2, rounds=400).w_global[-1], [-4 / 11])
 
 
-@pytest.mark.parametrize("variant, tau, expected", [
-    ("hessian", 1, 1 / 7),            # (1 - alpha a)^2 a = (16/25, 12/25): w = (16 - 12)/(16 + 12) = 1/7
-    ("first_order", 1, -1 / 5),       # a (1 - alpha a) = (4/5, 6/5): w = (4 - 6)/(4 + 6) = -1/5
-    ("hessian", 2, 37 / 275),  # 1 - (1 - G_i/5)^2 = (3744, 2856)/15625: w = (3744 - 2856)/(3744 + 2856)
-])
+@pytest.mark.parametrize(
+    "variant, tau, expected",
+    [
+        ("hessian", 1, 1 / 7),  # (1 - alpha a)^2 a = (16/25, 12/25): w = (16 - 12)/(16 + 12) = 1/7
+        ("first_order", 1, -1 / 5),  # a (1 - alpha a) = (4/5, 6/5): w = (4 - 6)/(4 + 6) = -1/5
+        ("hessian", 2, 37 / 275),  # 1 - (1 - G_i/5)^2 = (3744, 2856)/15625: w = (3744 - 2856)/(3744 + 2856)
+    ],
+)
 def test_per_fedavg_alpha_one_fifth(variant, tau, expected):
     h = fl.per_fedavg(Q, alpha=0.2, beta=0.2, tau=tau, rounds=2000, variant=variant)
     assert_close(h.w_global[-1], [expected])

@@ -1,6 +1,7 @@
 """Mini-batch draws in bounded memory: the keys of a draw without replacement formed a chunk of
 clients at a time give the rows of one draw of ``(*lead, m, n_max)`` (the same stream), and a
 ragged objective's padded weights (``m x n_max``) are never formed."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,21 +23,25 @@ def _ragged(seed=0, m=9, d=3):
 def _padded(seed=0, zeros_inside=False, trials=(2,)):
     rng = np.random.default_rng(seed)
     w = np.ones(trials + (7, 12))
-    w[..., 9:] = 0.0                                           # padding after the samples
+    w[..., 9:] = 0.0  # padding after the samples
     if zeros_inside:
-        w[..., 1, 3] = 0.0                                     # a zero weight inside a client
-    return mo.Logistic(rng.standard_normal(trials + (7, 12, 3)), rng.choice([-1.0, 1.0], trials + (7, 12)),
-                       weights=w)
+        w[..., 1, 3] = 0.0  # a zero weight inside a client
+    return mo.Logistic(
+        rng.standard_normal(trials + (7, 12, 3)), rng.choice([-1.0, 1.0], trials + (7, 12)), weights=w
+    )
 
 
-@pytest.mark.parametrize("make", [_ragged, _padded, lambda: _padded(zeros_inside=True)],
-                         ids=["ragged", "padded", "zero-weight-inside"])
+@pytest.mark.parametrize(
+    "make",
+    [_ragged, _padded, lambda: _padded(zeros_inside=True)],
+    ids=["ragged", "padded", "zero-weight-inside"],
+)
 @pytest.mark.parametrize("replace", [False, True], ids=["without", "with"])
 def test_chunked_keys_give_the_rows_of_one_draw(make, replace, monkeypatch):
     f = make()
     lead = tuple(f.batch_shape[:-1])
     one = fmb.MiniBatches(f, lead).rows(np.random.default_rng(5), 4, replace=replace)
-    monkeypatch.setattr(fmb, "CHUNK_BYTES", 1)                 # one client per chunk
+    monkeypatch.setattr(fmb, "CHUNK_BYTES", 1)  # one client per chunk
     b = fmb.MiniBatches(f, lead)
     chunked = b.rows(np.random.default_rng(5), 4, replace=replace)
     assert np.array_equal(one, chunked)
@@ -60,8 +65,10 @@ def test_the_one_draw_is_the_documented_one():
 def test_a_ragged_objectives_padded_weights_are_never_formed(monkeypatch):
     f = _ragged()
     ref = fl.fedavg(f, eta=0.1, tau=2, rounds=2, batch_size=3, rng=1).w_global
+
     def refuse(self):
         raise AssertionError("the padded weights (m x n_max) were formed")
+
     monkeypatch.setattr(RaggedSamples, "weights", property(refuse))
     monkeypatch.setattr(fmb, "CHUNK_BYTES", 64)
     got = fl.fedavg(f, eta=0.1, tau=2, rounds=2, batch_size=3, rng=1).w_global

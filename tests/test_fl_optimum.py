@@ -11,6 +11,7 @@ different order); ``factor=100`` for an iteration's limit against a closed form 
 solve (the rounding of each step is amplified by 1/(1 - contraction) and by the condition number,
 both up to ~1e2 on these instances); larger factors are commented where used.
 """
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize as sp_minimize
@@ -91,6 +92,7 @@ def logistic_joint(X, y, mask, mu, p, lam):
 
 # --- fedprox_optimum ----------------------------------------------------------------------
 
+
 def test_quadratic_matches_joint_solve():
     A, b, p = _quadratic_data(0)
     lam = np.array([0.1, 1.0, 30.0])
@@ -133,8 +135,9 @@ def test_logistic_matches_scipy_on_the_joint_objective(lam):
     w_g, w_loc, info = fedprox_optimum(f, lam, p, return_info=True)
     for t in range(T):  # scipy reference, one trial at a time
         fun, hess = logistic_joint(X[t], y[t], mask[t], mu[t], p[t], lam)
-        res = sp_minimize(fun, np.zeros((M + 1) * D), jac=True, hess=hess, method="trust-exact",
-                          options={"gtol": 1e-13})
+        res = sp_minimize(
+            fun, np.zeros((M + 1) * D), jac=True, hess=hess, method="trust-exact", options={"gtol": 1e-13}
+        )
         z = res.x
         for _ in range(2):  # trust-exact stalls near round-off: polish with plain Newton steps
             z = z - np.linalg.solve(hess(z), fun(z)[1])
@@ -155,7 +158,9 @@ def test_logistic_stationarity_from_raw_data():
     lam = np.array([0.2, 2.0, 9.0])
     w_g, w_loc = fedprox_optimum(f, lam, p)
     for t in range(T):
-        _, g = logistic_joint(X[t], y[t], mask[t], mu[t], p[t], lam[t])[0](np.concatenate([w_g[t], w_loc[t].ravel()]))
+        _, g = logistic_joint(X[t], y[t], mask[t], mu[t], p[t], lam[t])[0](
+            np.concatenate([w_g[t], w_loc[t].ravel()])
+        )
         assert np.abs(g).max() <= 1e-12
 
 
@@ -229,7 +234,9 @@ def test_float32_runs_in_float32_to_its_rounding_level():
     w32, _, info = fedprox_optimum(f32, 1.0, p.astype(np.float32), return_info=True)
     w64 = fedprox_optimum(mo.Logistic(X, y, mu=0.3, weights=mask), 1.0, p)[0]
     assert w32.dtype == np.float32
-    assert np.all(np.linalg.norm(w32 - w64, axis=-1) <= info.error_bound + 1e-6)  # + rounding of the data cast
+    assert np.all(
+        np.linalg.norm(w32 - w64, axis=-1) <= info.error_bound + 1e-6
+    )  # + rounding of the data cast
     assert np.all(info.error_bound <= 1e-4)
 
 
@@ -240,10 +247,13 @@ def test_logistic_lambda_sweep_equals_separate_calls():
     w_g, w_loc, info = fedprox_optimum(f, lams[:, None], p, return_info=True)
     assert w_g.shape == (2, T, D) and info.error_bound.shape == (2, T)
     for k, lam in enumerate(lams):
-        assert np.all(np.linalg.norm(w_g[k] - fedprox_optimum(f, lam, p)[0], axis=-1) <= 2 * info.error_bound[k])
+        assert np.all(
+            np.linalg.norm(w_g[k] - fedprox_optimum(f, lam, p)[0], axis=-1) <= 2 * info.error_bound[k]
+        )
 
 
 # --- LocalTrain / GlobalTrain -------------------------------------------------------------
+
 
 def test_local_and_global_train_quadratic():
     A, b, p = _quadratic_data(11)
@@ -281,19 +291,37 @@ _LOG0 = mo.Logistic(*_logistic_data(14)[:2], mu=0.0)
 
 BAD = [
     ("lam zero", lambda: fedprox_optimum(_Q, 0.0), ValueError, "lam must be finite and > 0"),
-    ("lam negative array", lambda: fedprox_optimum(_Q, np.array([1.0, -1.0, 1.0])), ValueError, "lam must be > 0"),
+    (
+        "lam negative array",
+        lambda: fedprox_optimum(_Q, np.array([1.0, -1.0, 1.0])),
+        ValueError,
+        "lam must be > 0",
+    ),
     ("lam nan", lambda: fedprox_optimum(_Q, float("nan")), ValueError, "lam must be finite"),
-    ("lam bad shape", lambda: fedprox_optimum(_Q, np.ones(5)), ValueError, "must broadcast against the trial shape"),
+    (
+        "lam bad shape",
+        lambda: fedprox_optimum(_Q, np.ones(5)),
+        ValueError,
+        "must broadcast against the trial shape",
+    ),
     ("weights wrong m", lambda: fedprox_optimum(_Q, 1.0, np.ones(M + 1)), ValueError, "m=4 clients"),
     ("weights negative", lambda: fedprox_optimum(_Q, 1.0, -np.ones(M)), ValueError, "weights must be >= 0"),
     ("weights zero", lambda: fedprox_optimum(_Q, 1.0, np.zeros(M)), ValueError, "positive sum"),
     ("not an objective", lambda: fedprox_optimum(np.eye(3), 1.0), TypeError, "moreau Objective"),
-    ("no client axis", lambda: fedprox_optimum(mo.Quadratic(np.eye(3), np.ones(3)), 1.0), ValueError,
-     "client axis"),
+    (
+        "no client axis",
+        lambda: fedprox_optimum(mo.Quadratic(np.eye(3), np.ones(3)), 1.0),
+        ValueError,
+        "client axis",
+    ),
     ("not strongly convex", lambda: fedprox_optimum(_LOG0, 1.0), ValueError, "strongly convex"),
     ("local_train not strongly convex", lambda: local_train(_LOG0), ValueError, "strongly convex"),
-    ("global_train singular", lambda: global_train(mo.Quadratic(np.zeros((2, 3, 3)), np.ones((2, 3)))), ValueError,
-     "positive definite"),
+    (
+        "global_train singular",
+        lambda: global_train(mo.Quadratic(np.zeros((2, 3, 3)), np.ones((2, 3)))),
+        ValueError,
+        "positive definite",
+    ),
     ("global_train weights", lambda: global_train(_Q, np.ones(2)), ValueError, "m=4 clients"),
 ]
 

@@ -20,6 +20,7 @@ Mutants (the check can fail): the previous certificate (the computed modulus of 
 rounding terms) under-states the error on an instance found by a seeded search below; the
 bound without the proxes' own errors under-states it as well.
 """
+
 from __future__ import annotations
 
 import mpmath as mp
@@ -37,6 +38,7 @@ mp.mp.dps = 50
 
 # --- 50-digit references ---------------------------------------------------------------------
 
+
 def _p(wts):
     w = [mp.mpf(float(v)) for v in np.asarray(wts).ravel()]
     s = mp.fsum(w)
@@ -50,7 +52,7 @@ def mp_quadratic(A, b, wts, lam):
     Ms = [mp.inverse(_mat(A[i]) + lam * eye) for i in range(m)]
     H, r = mp.zeros(d, d), mp.zeros(d, 1)
     for i in range(m):  # the reference's own sum over clients
-        H += p[i] * (lam * eye - lam ** 2 * Ms[i])
+        H += p[i] * (lam * eye - lam**2 * Ms[i])
         r += p[i] * lam * (Ms[i] * _vec(b[i]))
     w = mp.lu_solve(H, r)
     mu = min(mp.eigsy(H, eigvals_only=True))
@@ -62,8 +64,10 @@ def mp_logistic(X, y, mask, mu, wts, lam, start):
     X = np.asarray(X, dtype=np.float64)
     m, n, d = X.shape
     p, lam, mu = _p(wts), mp.mpf(float(lam)), mp.mpf(float(mu))
-    Z = [[[mp.mpf(float(y[i, j])) * mp.mpf(float(X[i, j, k])) for k in range(d)] for j in range(n)]
-         for i in range(m)]
+    Z = [
+        [[mp.mpf(float(y[i, j])) * mp.mpf(float(X[i, j, k])) for k in range(d)] for j in range(n)]
+        for i in range(m)
+    ]
     q = [_p(mask[i]) for i in range(m)]
     N = (m + 1) * d
 
@@ -90,7 +94,7 @@ def mp_logistic(X, y, mask, mu, wts, lam, start):
         return g, H
 
     z = _newton(gh, np.concatenate([np.ravel(a) for a in start]))
-    return z[:d], [z[(i + 1) * d:(i + 2) * d] for i in range(m)]
+    return z[:d], [z[(i + 1) * d : (i + 2) * d] for i in range(m)]
 
 
 def dist(x, ref):
@@ -108,6 +112,7 @@ def check(wg, wl, info, ref_g, ref_l):
 
 
 # --- quadratics ------------------------------------------------------------------------------
+
 
 def _spectral(rng, m, d, log_lo, log_hi, neg=0.0):
     Q = np.linalg.qr(rng.standard_normal((m, d, d)))[0]
@@ -207,7 +212,7 @@ def test_nonconvex_client_near_its_prox_threshold():
         Q = np.linalg.qr(rng.standard_normal((3, 3)))[0]
         A[0] = Q @ (a0[:, None] * Q.T)
         wts = np.array([10.0 ** -(k + 2), 1.0, 1.0])
-        lam = 1 + 10.0 ** -k
+        lam = 1 + 10.0**-k
         f = mo.Quadratic(A, rng.standard_normal((3, 3)))
         try:
             wg, wl, info = fedprox_optimum(f, lam, wts, return_info=True)
@@ -225,7 +230,7 @@ def test_nonconvex_client_near_its_prox_threshold():
 
 LOGISTIC = [  # (seed, feature scale, ridge mu, lam, dtype)
     (0, 1.0, 0.1, 1.0, np.float64),
-    (1, 1e3, 1e-4, 1e-3, np.float64),   # large features, small ridge and lam
+    (1, 1e3, 1e-4, 1e-3, np.float64),  # large features, small ridge and lam
     (2, 30.0, 1e-6, 70.0, np.float64),
     (3, 0.3, 2e-4, 1e3, np.float64),
     (4, 1.0, 0.1, 1e-4, np.float64),
@@ -251,6 +256,7 @@ def test_logistic_bound_covers_the_true_error(seed, scale, mu, lam, dt):
 
 
 # --- mutants and errors ------------------------------------------------------------------------
+
 
 def _old_bound(f, wg, wl, wts, lam):
     """The previous certificate: (||fl(grad Phi)|| + lam sum p e) / (computed modulus)."""

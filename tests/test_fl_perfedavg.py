@@ -10,6 +10,7 @@ different order); ``factor=100`` for an iteration's limit against a closed form 
 solve (the rounding of each step is amplified by 1/(1 - contraction) and by the condition number,
 both up to ~1e2 on these instances); larger factors are commented where used.
 """
+
 import numpy as np
 import pytest
 from array_api_compat import array_namespace
@@ -37,8 +38,19 @@ def test_update_by_hand_with_explicit_matrices(variant):
     kw = {"delta": delta} if variant == "hessian_free" else {}
     if variant != "first_order":
         kw["D_second"] = D2
-    h = fl.per_fedavg(f, alpha=alpha, beta=beta, tau=tau, rounds=rounds, S=S, D=D, D_prime=D1, variant=variant,
-                      rng=rec, **kw)
+    h = fl.per_fedavg(
+        f,
+        alpha=alpha,
+        beta=beta,
+        tau=tau,
+        rounds=rounds,
+        S=S,
+        D=D,
+        D_prime=D1,
+        variant=variant,
+        rng=rec,
+        **kw,
+    )
     for t in range(T):
         draws, w = Draws(rec.log, t), np.zeros(d)
         for r in range(rounds):
@@ -128,7 +140,8 @@ def test_alpha_zero_is_fedavg():
 # the xp tests compare a run on another array namespace with the numpy run (the reference, checked against
 # plain loops above); numpy against itself could not fail, so they run on the other backends only
 ON_OTHER_BACKENDS = pytest.mark.parametrize(
-    "xp", ["array_api_strict", pytest.param("cupy", marks=pytest.mark.gpu)], indirect=True)
+    "xp", ["array_api_strict", pytest.param("cupy", marks=pytest.mark.gpu)], indirect=True
+)
 
 
 @ON_OTHER_BACKENDS

@@ -10,6 +10,7 @@ Tolerances (``_tol.assert_close``, 100 eps relative, times ``factor``): ``factor
 against the batched code (same operations, other order); ``factor=1e3`` against a scipy solve or
 an iteration's limit (gradient tolerance 1e-14 times the condition number, up to ~1e2 here).
 """
+
 import numpy as np
 import pytest
 from _claims import check_paired_claim
@@ -19,7 +20,7 @@ from scipy import optimize
 import moreau as mo
 from moreau.fl._permfl import permfl, permfl_optimum
 
-TEAMS = np.array([0, 1, 1, 2, 2, 2])   # ragged: sizes 1, 2, 3
+TEAMS = np.array([0, 1, 1, 2, 2, 2])  # ragged: sizes 1, 2, 3
 
 
 def _quadratics(seed, T=3, d=3, mu=0.2):
@@ -39,8 +40,15 @@ def _joint(A, b, lam, gamma, teams=TEAMS):
     n = (1 + M + m) * d
     C = np.zeros((1 + M + m, 1 + M + m))
     for j, i in enumerate(teams):
-        for u, v, c in ((1 + M + j, 1 + M + j, lam), (1 + i, 1 + i, lam + gamma), (0, 0, gamma),
-                        (1 + i, 1 + M + j, -lam), (1 + M + j, 1 + i, -lam), (0, 1 + i, -gamma), (1 + i, 0, -gamma)):
+        for u, v, c in (
+            (1 + M + j, 1 + M + j, lam),
+            (1 + i, 1 + i, lam + gamma),
+            (0, 0, gamma),
+            (1 + i, 1 + M + j, -lam),
+            (1 + M + j, 1 + i, -lam),
+            (0, 1 + i, -gamma),
+            (1 + i, 0, -gamma),
+        ):
             C[u, v] += p[j] * c
     H = np.kron(C, np.eye(d))
     for j in range(m):
@@ -56,11 +64,13 @@ def test_optimum_equals_a_scipy_solve_of_the_stacked_problem():
     x, w, th = (host(v) for v in permfl_optimum(mo.Quadratic(A, b), TEAMS, lam, gamma))
     for t in range(A.shape[0]):
         val, grad, hess, n = _joint(A[t], b[t], lam, gamma)
-        z = optimize.minimize(val, np.zeros(n), jac=grad, hess=hess, method="trust-exact", options={"gtol": 1e-14}).x
+        z = optimize.minimize(
+            val, np.zeros(n), jac=grad, hess=hess, method="trust-exact", options={"gtol": 1e-14}
+        ).x
         d = A.shape[-1]
         assert_close(x[t], z[:d], factor=1e3)
-        assert_close(w[t], z[d:4 * d].reshape(3, d), factor=1e3)
-        assert_close(th[t], z[4 * d:].reshape(6, d), factor=1e3)
+        assert_close(w[t], z[d : 4 * d].reshape(3, d), factor=1e3)
+        assert_close(th[t], z[4 * d :].reshape(6, d), factor=1e3)
 
 
 def test_optimum_equals_a_loop_over_trials_teams_and_devices():
@@ -166,8 +176,17 @@ def test_exact_inner_solves_reach_the_optimum():
     A, b = _quadratics(6, mu=1.0)
     lam, gamma = 1.1, 2.0
     x_star = permfl_optimum(mo.Quadratic(A, b), TEAMS, lam, gamma)[0]
-    h = permfl(mo.Quadratic(A, b), TEAMS, lam=lam, gamma=gamma, eta=1 / (lam + gamma), beta=1 / gamma, K=40,
-               L="exact", rounds=160)
+    h = permfl(
+        mo.Quadratic(A, b),
+        TEAMS,
+        lam=lam,
+        gamma=gamma,
+        eta=1 / (lam + gamma),
+        beta=1 / gamma,
+        K=40,
+        L="exact",
+        rounds=160,
+    )
     assert h.prox_evals == 160 * 40 and h.grad_evals == 0
     assert_close(h.w_global[-1], x_star, factor=1e3)
 
@@ -178,11 +197,21 @@ def test_finite_rounds_stop_at_a_biased_point():
     lam, gamma = 1.0, 2.0
     x_star = host(permfl_optimum(mo.Quadratic(A, b), TEAMS, lam, gamma)[0])
     L = float(np.max(np.linalg.eigvalsh(A)))
-    h = permfl(mo.Quadratic(A, b), TEAMS, lam=lam, gamma=gamma, alpha=1 / (L + lam), eta=1 / (lam + gamma),
-               beta=1 / gamma, K=1, L=1, rounds=3000)
+    h = permfl(
+        mo.Quadratic(A, b),
+        TEAMS,
+        lam=lam,
+        gamma=gamma,
+        alpha=1 / (L + lam),
+        eta=1 / (lam + gamma),
+        beta=1 / gamma,
+        K=1,
+        L=1,
+        rounds=3000,
+    )
     last = host(h.w_global)
-    assert np.max(np.abs(last[-1] - last[-2])) < 1e-13          # converged
-    assert np.min(np.linalg.norm(last[-1] - x_star, axis=-1)) > 1e-3   # ... elsewhere
+    assert np.max(np.abs(last[-1] - last[-2])) < 1e-13  # converged
+    assert np.min(np.linalg.norm(last[-1] - x_star, axis=-1)) > 1e-3  # ... elsewhere
 
 
 def test_minibatches_are_seeded_and_required_to_have_an_rng():
@@ -246,22 +275,32 @@ def test_permfl_digits_quick(tmp_path, monkeypatch):
 
     if EXPERIMENT.name not in registry.experiments():  # until experiments/registry.py lists the module
         get = registry.get
-        monkeypatch.setattr(registry, "get", lambda name: EXPERIMENT if name == EXPERIMENT.name else get(name))
+        monkeypatch.setattr(
+            registry, "get", lambda name: EXPERIMENT if name == EXPERIMENT.name else get(name)
+        )
     manifest = _sweep.run(EXPERIMENT, tmp_path, quick=True, workers=1)
     with open(tmp_path / "permfl-digits.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert {(r["method"], r["seed"]) for r in rows} == {(m, str(s)) for m in METHODS for s in (0, 1)}
     assert all(0 <= float(r["accuracy"]) <= 100 for r in rows)
-    acc = {m: np.array([float(r["accuracy"]) for r in sorted(rows, key=lambda r: int(r["seed"]))
-                        if r["method"] == m]) for m in METHODS}  # per seed, from the CSV
+    acc = {
+        m: np.array(
+            [float(r["accuracy"]) for r in sorted(rows, key=lambda r: int(r["seed"])) if r["method"] == m]
+        )
+        for m in METHODS
+    }  # per seed, from the CSV
     beat_gm, beat_sota = manifest["claims"]
     pm = "PerMFL-PM"
     assert "beat its global model" in beat_gm["claim"] and "beat FedAvg and pFedMe-PM" in beat_sota["claim"]
     check_paired_claim(beat_gm, {f"{pm} − PerMFL-GM": acc[pm] - acc["PerMFL-GM"]})
-    check_paired_claim(beat_sota, {f"{pm} − FedAvg": acc[pm] - acc["FedAvg"],
-                                    f"{pm} − pFedMe-PM": acc[pm] - acc["pFedMe-PM"]})
-    for v, shown in ((beat_gm, (pm, "PerMFL-GM", "PerMFL-PM (code: λ_d = L)")),
-                     (beat_sota, (pm, "FedAvg", "pFedMe-PM"))):
+    check_paired_claim(
+        beat_sota,
+        {f"{pm} − FedAvg": acc[pm] - acc["FedAvg"], f"{pm} − pFedMe-PM": acc[pm] - acc["pFedMe-PM"]},
+    )
+    for v, shown in (
+        (beat_gm, (pm, "PerMFL-GM", "PerMFL-PM (code: λ_d = L)")),
+        (beat_sota, (pm, "FedAvg", "pFedMe-PM")),
+    ):
         assert v["value"] == pytest.approx({m: acc[m].mean() for m in shown}, rel=1e-12)
         assert v["seeds"] == 2 and v["method"].startswith("paired t over 2 seeds")
     assert manifest["theorems"]["permfl.thm1"]["assumptions"]["beta <= 1/gamma"] is True

@@ -10,6 +10,7 @@ different order); ``factor=100`` for an iteration's limit against a closed form 
 solve (the rounding of each step is amplified by 1/(1 - contraction) and by the condition number,
 both up to ~1e2 on these instances); larger factors are commented where used.
 """
+
 import numpy as np
 import pytest
 from array_api_compat import array_namespace
@@ -34,7 +35,9 @@ def test_exact_full_participation_R1_reaches_the_optimum(family, beta):
     lam = 3.0
     w_star, theta_star = fl.fedprox_optimum(f, lam)
     L = float(np.max(host(f.smoothness())))
-    L_F = lam * L / (lam + L)  # the envelopes' smoothness (FedProx analysis Lemma 2; pFedMe's L_F = lam bounds it)
+    L_F = (
+        lam * L / (lam + L)
+    )  # the envelopes' smoothness (FedProx analysis Lemma 2; pFedMe's L_F = lam bounds it)
     h = fl.pfedme(f, lam=lam, eta=1 / (beta * L_F), beta=beta, R=1, rounds=150)
     assert_close(h.w_global[-1], w_star, factor=100)
     assert_close(h.theta[-1], theta_star, factor=100)  # personalised models: prox of f_i at w_T
@@ -69,7 +72,9 @@ def test_deterministic_recursion_written_out():
     for t in range(T):
         w = w0[t]
         for r in range(rounds):
-            assert_close(h.theta[r, t], [prox(X[t, i], y[t, i], wts[t, i], mu, w, lam) for i in range(m)], factor=10)
+            assert_close(
+                h.theta[r, t], [prox(X[t, i], y[t, i], wts[t, i], mu, w, lam) for i in range(m)], factor=10
+            )
             local = []
             for i in range(m):
                 wi = w.copy()
@@ -90,7 +95,9 @@ def test_stochastic_equals_a_loop_over_trials_and_clients(inner):
     lam, eta, beta, R, rounds, S, B, ieta = 2.0, 0.1, 1.5, 2, 3, 2, 3, 0.05
     rec = Recorder(7)
     kw = {} if inner == "exact" else {"inner_eta": ieta}
-    h = fl.pfedme(f, lam=lam, eta=eta, beta=beta, R=R, rounds=rounds, S=S, batch_size=B, inner=inner, rng=rec, **kw)
+    h = fl.pfedme(
+        f, lam=lam, eta=eta, beta=beta, R=R, rounds=rounds, S=S, batch_size=B, inner=inner, rng=rec, **kw
+    )
     for t in range(T):
         draws, w = Draws(rec.log, t), np.zeros(d)
         for r in range(rounds):
@@ -144,7 +151,8 @@ def test_w_bar_is_theorem1_average():
 # the xp tests compare a run on another array namespace with the numpy run (the reference, checked against
 # plain loops above); numpy against itself could not fail, so they run on the other backends only
 ON_OTHER_BACKENDS = pytest.mark.parametrize(
-    "xp", ["array_api_strict", pytest.param("cupy", marks=pytest.mark.gpu)], indirect=True)
+    "xp", ["array_api_strict", pytest.param("cupy", marks=pytest.mark.gpu)], indirect=True
+)
 
 
 @ON_OTHER_BACKENDS
@@ -176,6 +184,7 @@ def test_parameter_sweep_equals_separate_runs_on_the_same_draws():
 
 # --- personalised models without per-round certified proxes; gathered mini-batches -------------
 
+
 def _multinomial_raw(seed, m=5, n=9, D=3, C=3):
     """Padded multinomial clients: raw (X, one-hot Y, valid rows n_i) and the objective."""
     rng = np.random.default_rng(seed)
@@ -183,8 +192,9 @@ def _multinomial_raw(seed, m=5, n=9, D=3, C=3):
     y = rng.integers(0, C, (m, n))
     nv = rng.integers(3, n + 1, m)
     wts = (np.arange(n) < nv[:, None]).astype(float)
-    return (X, (y[..., None] == np.arange(C)).astype(float), nv), mo.Multinomial(X, y, n_classes=C, mu=0.2,
-                                                                                   weights=wts)
+    return (X, (y[..., None] == np.arange(C)).astype(float), nv), mo.Multinomial(
+        X, y, n_classes=C, mu=0.2, weights=wts
+    )
 
 
 def _softmax_grad(X, Y, mu, theta):
@@ -209,7 +219,9 @@ def _raw_pfedme(rng, X, Y, nv, mu, L, *, lam, eta, beta, R, K, rounds, S, B):
                 rows = np.minimum((u[i] * nv[i]).astype(int), nv[i] - 1)
                 th = W[i].copy()
                 for _ in range(K):
-                    th = th - (_softmax_grad(X[i, rows], Y[i, rows], mu, th) + lam * (th - W[i])) / (L[i] + lam)
+                    th = th - (_softmax_grad(X[i, rows], Y[i, rows], mu, th) + lam * (th - W[i])) / (
+                        L[i] + lam
+                    )
                 theta[i] = th
                 W[i] = W[i] - eta * lam * (W[i] - th)
         mask = np.zeros(m, dtype=bool)
@@ -224,8 +236,15 @@ def test_client_step_gathered_batches_and_inner_personal_against_raw_rows():
     (X, Y, nv), f = _multinomial_raw(0)
     L = host(f.smoothness())
     kw = dict(lam=3.0, eta=0.05, beta=1.4, R=3, K=4, rounds=4)
-    h = fl.pfedme(f, batch_size=4, inner=4, inner_eta="client", rng=np.random.default_rng(5), personal="inner",
-                  **{k: v for k, v in kw.items() if k != "K"})
+    h = fl.pfedme(
+        f,
+        batch_size=4,
+        inner=4,
+        inner_eta="client",
+        rng=np.random.default_rng(5),
+        personal="inner",
+        **{k: v for k, v in kw.items() if k != "K"},
+    )
     w, theta = _raw_pfedme(np.random.default_rng(5), X, Y, nv, 0.2, L, S=5, B=4, **kw)
     assert_close(h.w_global[-1], w, factor=10)
     assert_close(h.theta[-1], theta, factor=10)
@@ -243,13 +262,28 @@ def test_experiment_pfedme_is_the_loop_it_replaced():
     for S, B in ((2, 3), (6, None)):
         kw = dict(lam=5.0, eta=0.03, beta=2.0, R=2, K=3, rounds=4, S=S)
         w, theta = runs.pfedme(np.random.default_rng(9), X, Y, nv, 0.2, inner_eta="client", B=B, **kw)
-        ref_w, ref_theta = _raw_pfedme(np.random.default_rng(9), X, Y, nv, 0.2, L, B=B or 0, **kw) if B else \
-            _full_batch_reference(X, Y, nv, L, **kw)
+        ref_w, ref_theta = (
+            _raw_pfedme(np.random.default_rng(9), X, Y, nv, 0.2, L, B=B or 0, **kw)
+            if B
+            else _full_batch_reference(X, Y, nv, L, **kw)
+        )
         assert_close(w, ref_w, factor=10)
         assert_close(theta, ref_theta, factor=10)
     with pytest.raises(ValueError, match="one step for every client"):
-        runs.pfedme(np.random.default_rng(0), X, Y, nv, 0.2, inner_eta=np.arange(1.0, 7.0) / 10, lam=1.0, eta=0.1,
-                    beta=1.0, R=1, K=1, rounds=1)
+        runs.pfedme(
+            np.random.default_rng(0),
+            X,
+            Y,
+            nv,
+            0.2,
+            inner_eta=np.arange(1.0, 7.0) / 10,
+            lam=1.0,
+            eta=0.1,
+            beta=1.0,
+            R=1,
+            K=1,
+            rounds=1,
+        )
 
 
 def _full_batch_reference(X, Y, nv, L, *, lam, eta, beta, R, K, rounds, S):
@@ -262,7 +296,9 @@ def _full_batch_reference(X, Y, nv, L, *, lam, eta, beta, R, K, rounds, S):
             for i in range(m):
                 th = W[i].copy()
                 for _ in range(K):
-                    th = th - (_softmax_grad(X[i, :nv[i]], Y[i, :nv[i]], 0.2, th) + lam * (th - W[i])) / (L[i] + lam)
+                    th = th - (_softmax_grad(X[i, : nv[i]], Y[i, : nv[i]], 0.2, th) + lam * (th - W[i])) / (
+                        L[i] + lam
+                    )
                 theta[i] = th
                 W[i] = W[i] - eta * lam * (W[i] - th)
         w = (1 - beta) * w + beta * W.mean(axis=0)
@@ -280,15 +316,21 @@ def test_gathered_minibatch_is_the_weighted_one(family):
         f = least_squares(11)[1]
     elif family == "logistic":
         rng = np.random.default_rng(11)
-        f = mo.Logistic(rng.standard_normal((2, 3, 7, 3)), rng.choice([-1.0, 1.0], (2, 3, 7)), mu=0.1,
-                        weights=(np.arange(7) < rng.integers(2, 8, (2, 3))[..., None]).astype(float))
+        f = mo.Logistic(
+            rng.standard_normal((2, 3, 7, 3)),
+            rng.choice([-1.0, 1.0], (2, 3, 7)),
+            mu=0.1,
+            weights=(np.arange(7) < rng.integers(2, 8, (2, 3))[..., None]).astype(float),
+        )
     elif family == "multinomial":
         f = _multinomial_raw(11)[1]
     else:
         rng = np.random.default_rng(12)
         wts = (rng.random((2, 3, 9)) < 0.5).astype(float)
         wts[..., 4] = 1.0  # every client keeps a row
-        f = mo.Logistic(rng.standard_normal((2, 3, 9, 3)), rng.choice([-1.0, 1.0], (2, 3, 9)), mu=0.1, weights=wts)
+        f = mo.Logistic(
+            rng.standard_normal((2, 3, 9, 3)), rng.choice([-1.0, 1.0], (2, 3, 9)), mu=0.1, weights=wts
+        )
     lead = tuple(f.batch_shape[:-1])
     rows = _valid_rows(f, lead)
     assert (rows[1] is not None) == (family == "scattered padding")
@@ -316,8 +358,9 @@ def test_personal_options_leave_the_iterates_unchanged():
         assert np.array_equal(host(h.w_global), host(cert.w_global))
     # R = 1, exact inner, full batches: round t's inner solution is prox(w_t), the certified model
     assert_close(inner.theta[1:], cert.theta[:-1])
-    assert np.array_equal(host(inner.theta[0]), np.broadcast_to(host(inner.w_global[0])[..., None, :],
-                                                                 inner.theta.shape[1:]))
+    assert np.array_equal(
+        host(inner.theta[0]), np.broadcast_to(host(inner.w_global[0])[..., None, :], inner.theta.shape[1:])
+    )
 
 
 PFEDME_BAD = [

@@ -8,6 +8,7 @@ one SVD, amplified by the whitening's condition number ≤ 4 here); the runs' li
 at 1e-8 relative (linear convergence stopped after a fixed number of rounds: the remaining
 contraction, not rounding, sets the error).
 """
+
 import numpy as np
 import pytest
 
@@ -36,7 +37,7 @@ def _weighted(seed, T=2, m=5, d=4):
 
 
 def _svd_truncation(C, r):
-    P, sig, Qt = np.linalg.svd(np.swapaxes(C, -1, -2), full_matrices=False)   # C^T = P diag(sig) Qt (d x m)
+    P, sig, Qt = np.linalg.svd(np.swapaxes(C, -1, -2), full_matrices=False)  # C^T = P diag(sig) Qt (d x m)
     return np.swapaxes((P[..., :r] * sig[..., None, :r]) @ Qt[..., :r, :], -1, -2), sig
 
 
@@ -49,6 +50,7 @@ def _run(f, r, rounds=600, tau=2, seed=0, **kw):
 
 # --- the exact target ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("r", [1, 2, 3, 4, 6])
 def test_low_rank_optimum_is_numpys_truncated_svd(r):
     C, f = _spherical(0)
@@ -56,7 +58,7 @@ def test_low_rank_optimum_is_numpys_truncated_svd(r):
     X, sig = _svd_truncation(C, min(r, 4))
     assert_close(opt.X, X, factor=100)
     assert_close(opt.value - opt.unconstrained, 0.5 * np.sum(sig[..., r:] ** 2, axis=-1) / 5, factor=100)
-    assert_close(opt.V @ np.swapaxes(opt.U, -1, -2), X, factor=100)       # the factors multiply to X*
+    assert_close(opt.V @ np.swapaxes(opt.U, -1, -2), X, factor=100)  # the factors multiply to X*
 
 
 def test_weighted_optimum_is_stationary_and_beats_every_run():
@@ -65,10 +67,10 @@ def test_weighted_optimum_is_stationary_and_beats_every_run():
         opt = low_rank_optimum(f, r)
         U, V = host(opt.U), host(opt.V)
         G = host(f.grad(host(opt.X))) / 5
-        assert np.max(np.abs(np.einsum("tmd,tmr->tdr", G, V))) < 1e-12           # grad_U F = 0
-        assert np.max(np.abs(np.einsum("tmd,tdr->tmr", G, U))) < 1e-12           # grad_V F = 0
+        assert np.max(np.abs(np.einsum("tmd,tmr->tdr", G, V))) < 1e-12  # grad_U F = 0
+        assert np.max(np.abs(np.einsum("tmd,tdr->tmr", G, U))) < 1e-12  # grad_V F = 0
         Mt = np.sqrt(s / 5)[..., None] * np.einsum("tij,tmj->tmi", np.linalg.cholesky(A).swapaxes(-1, -2), C)
-        sig = np.linalg.svd(Mt, compute_uv=False)          # ||L^T (X - C) W^1/2|| has M's singular values
+        sig = np.linalg.svd(Mt, compute_uv=False)  # ||L^T (X - C) W^1/2|| has M's singular values
         assert_close(opt.value - opt.unconstrained, 0.5 * np.sum(sig[..., r:] ** 2, axis=-1), factor=100)
         h = _run(f, r, rounds=300, seed=3)
         assert np.all(np.mean(host(f.value(host(h.theta[-1]))), axis=-1) >= host(opt.value) - 1e-12)
@@ -77,15 +79,18 @@ def test_weighted_optimum_is_stationary_and_beats_every_run():
 def test_rank_trades_personalisation_against_sharing():
     C, f = _spherical(2)
     values = [host(low_rank_optimum(f, r).value) for r in range(1, 5)]
-    assert np.all(np.diff(values, axis=0) < 0)                    # more rank, closer to each client's own model
-    X1 = host(low_rank_optimum(f, 1).X)                            # r = 1: one direction, each client a multiple
+    assert np.all(np.diff(values, axis=0) < 0)  # more rank, closer to each client's own model
+    X1 = host(low_rank_optimum(f, 1).X)  # r = 1: one direction, each client a multiple
     assert np.allclose(np.linalg.matrix_rank(X1, tol=1e-10), 1)
-    assert_close(low_rank_optimum(f, 4).X, fl_local := host(mo.fl.local_train(f)), factor=100)  # r = min(d, m)
+    assert_close(
+        low_rank_optimum(f, 4).X, fl_local := host(mo.fl.local_train(f)), factor=100
+    )  # r = min(d, m)
     assert_close(low_rank_optimum(f, 9).X, fl_local, factor=100)
-    assert np.max(np.abs(host(low_rank_optimum(f, 4).value))) <= 1e-12      # LocalTrain's value, min f_i = 0
+    assert np.max(np.abs(host(low_rank_optimum(f, 4).value))) <= 1e-12  # LocalTrain's value, min f_i = 0
 
 
 # --- Algorithm 1 -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("r", [1, 2, 4])
 def test_pflmf_reaches_the_eckart_young_optimum(r):
@@ -104,7 +109,7 @@ def test_landscape_every_random_start_reaches_the_global_value():
     for r in (1, 2):
         opt = low_rank_optimum(f1, r)
         h = _run(f, r, rounds=3000, tau=3, seed=r)
-        F = np.mean(host(f.value(host(h.theta[-1]))), axis=-1) - host(opt.unconstrained)   # (16, 3)
+        F = np.mean(host(f.value(host(h.theta[-1]))), axis=-1) - host(opt.unconstrained)  # (16, 3)
         gap = host(opt.value - opt.unconstrained)
         assert np.max(np.abs(F - gap)) <= 1e-9 * np.max(gap), (r, np.max(np.abs(F - gap)))
 
@@ -118,8 +123,20 @@ def test_pflmf_equals_a_loop_over_trials_and_clients():
     rng = np.random.default_rng(1)
     U0, V0, pw = rng.standard_normal((T, d, r)), rng.standard_normal((T, m, r)), rng.dirichlet(np.ones(m), T)
     rec = Recorder(7)
-    h = pflmf(f, r, rounds=rounds, eta_u=eta_u, eta_v=eta_v, tau=tau, p=p, batch_size=size, weights=pw, U0=U0,
-              V0=V0, rng=rec)
+    h = pflmf(
+        f,
+        r,
+        rounds=rounds,
+        eta_u=eta_u,
+        eta_v=eta_v,
+        tau=tau,
+        p=p,
+        batch_size=size,
+        weights=pw,
+        U0=U0,
+        V0=V0,
+        rng=rec,
+    )
     for t in range(T):
         draws = Replay(rec.log, t)
         U, V = U0[t].copy(), V0[t].copy()
@@ -148,19 +165,21 @@ def test_pflmf_equals_a_loop_over_trials_and_clients():
 def test_history_shapes_counters_and_default_start():
     C, f = _spherical(8, T=3)
     h = pflmf(f, 2, rounds=5, eta_u=0.1, eta_v=0.1, tau=3, rng=0)
-    assert h.w_global.shape == (6, 3, 4, 2) and h.w_local.shape == (6, 3, 5, 2) and h.theta.shape == (6, 3, 5, 4)
+    assert (
+        h.w_global.shape == (6, 3, 4, 2) and h.w_local.shape == (6, 3, 5, 2) and h.theta.shape == (6, 3, 5, 4)
+    )
     assert h.rounds == 5 and h.local_steps == 3 and h.grad_evals == 20 and h.sampled is None
-    g = np.random.default_rng(0)                        # the documented start: U first, then V
+    g = np.random.default_rng(0)  # the documented start: U first, then V
     assert_close(h.w_global[0], g.standard_normal((3, 4, 2)) / 2.0, factor=1)
     assert_close(h.w_local[0], g.standard_normal((3, 5, 2)) / np.sqrt(2), factor=1)
-    sweep = pflmf(f, 1, rounds=2, eta_u=np.array([[0.1], [0.2]]), eta_v=0.1, rng=0)   # a step-size sweep
+    sweep = pflmf(f, 1, rounds=2, eta_u=np.array([[0.1], [0.2]]), eta_v=0.1, rng=0)  # a step-size sweep
     assert sweep.theta.shape == (3, 2, 3, 5, 4)
 
 
 def test_zero_start_is_a_saddle_that_the_method_never_leaves():
     C, f = _spherical(9)
     h = pflmf(f, 2, rounds=20, eta_u=0.1, eta_v=0.1, U0=np.zeros((4, 2)), V0=np.zeros((5, 2)))
-    assert np.all(host(h.theta) == 0)                   # why the default start is random
+    assert np.all(host(h.theta) == 0)  # why the default start is random
 
 
 def test_divergence_is_reported_as_a_step_size_problem():
@@ -169,20 +188,24 @@ def test_divergence_is_reported_as_a_step_size_problem():
         pflmf(f, 2, rounds=200, eta_u=50.0, eta_v=50.0, rng=0)
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"rank": 0}, ValueError, "rank must be >= 1"),
-    ({"rank": 1.5}, TypeError, "rank must be an integer"),
-    ({"rounds": 0}, ValueError, "rounds must be >= 1"),
-    ({"tau": 0}, ValueError, "tau must be >= 1"),
-    ({"eta_u": -1.0}, ValueError, "eta_u must be finite and > 0"),
-    ({"p": 1.5}, ValueError, "p must be a participation probability"),
-    ({"p": 0.0}, ValueError, "p must be finite and > 0"),
-    ({"U0": np.zeros((3, 2))}, ValueError, r"U0 must broadcast to \(2, 4, 2\)"),
-    ({"V0": np.full((5, 2), np.nan)}, ValueError, "V0 must be finite"),
-    ({"rng": None, "U0": None}, ValueError, "rng is required"),
-    ({"rng": "seed"}, TypeError, "rng must be a numpy.random.Generator"),
-    ({"batch_size": 2}, TypeError, "batch_size needs an objective with samples"),
-], ids=lambda v: str(v)[:40] if not isinstance(v, type) else v.__name__)
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"rank": 0}, ValueError, "rank must be >= 1"),
+        ({"rank": 1.5}, TypeError, "rank must be an integer"),
+        ({"rounds": 0}, ValueError, "rounds must be >= 1"),
+        ({"tau": 0}, ValueError, "tau must be >= 1"),
+        ({"eta_u": -1.0}, ValueError, "eta_u must be finite and > 0"),
+        ({"p": 1.5}, ValueError, "p must be a participation probability"),
+        ({"p": 0.0}, ValueError, "p must be finite and > 0"),
+        ({"U0": np.zeros((3, 2))}, ValueError, r"U0 must broadcast to \(2, 4, 2\)"),
+        ({"V0": np.full((5, 2), np.nan)}, ValueError, "V0 must be finite"),
+        ({"rng": None, "U0": None}, ValueError, "rng is required"),
+        ({"rng": "seed"}, TypeError, "rng must be a numpy.random.Generator"),
+        ({"batch_size": 2}, TypeError, "batch_size needs an objective with samples"),
+    ],
+    ids=lambda v: str(v)[:40] if not isinstance(v, type) else v.__name__,
+)
 def test_bad_arguments(kwargs, error, match):
     C, f = _spherical(11)
     args = {"rank": 2, "rounds": 3, "eta_u": 0.1, "eta_v": 0.1, "rng": 0, **kwargs}
@@ -190,21 +213,39 @@ def test_bad_arguments(kwargs, error, match):
         pflmf(f, args.pop("rank"), **args)
 
 
-@pytest.mark.parametrize("make, kwargs, error, match", [
-    (lambda: _weighted(12)[3], {"rank": 0}, ValueError, "rank must be >= 1"),
-    (lambda: mo.Logistic(np.ones((2, 3, 4, 2)), np.ones((2, 3, 4))), {}, TypeError, "needs a moreau Quadratic"),
-    (lambda: mo.Quadratic(np.stack([np.eye(2), np.diag([1.0, 2.0])]), np.ones((2, 2))), {}, ValueError,
-     "proportional to one matrix"),
-    (lambda: mo.Quadratic(np.broadcast_to(-np.eye(2), (3, 2, 2)), np.ones((3, 2))), {}, ValueError,
-     "positive definite"),
-    (lambda: _weighted(12)[3], {"weights": [1, 0, 1, 1, 1]}, ValueError, "every client weight > 0"),
-], ids=["rank", "not quadratic", "not proportional", "not definite", "zero weight"])
+@pytest.mark.parametrize(
+    "make, kwargs, error, match",
+    [
+        (lambda: _weighted(12)[3], {"rank": 0}, ValueError, "rank must be >= 1"),
+        (
+            lambda: mo.Logistic(np.ones((2, 3, 4, 2)), np.ones((2, 3, 4))),
+            {},
+            TypeError,
+            "needs a moreau Quadratic",
+        ),
+        (
+            lambda: mo.Quadratic(np.stack([np.eye(2), np.diag([1.0, 2.0])]), np.ones((2, 2))),
+            {},
+            ValueError,
+            "proportional to one matrix",
+        ),
+        (
+            lambda: mo.Quadratic(np.broadcast_to(-np.eye(2), (3, 2, 2)), np.ones((3, 2))),
+            {},
+            ValueError,
+            "positive definite",
+        ),
+        (lambda: _weighted(12)[3], {"weights": [1, 0, 1, 1, 1]}, ValueError, "every client weight > 0"),
+    ],
+    ids=["rank", "not quadratic", "not proportional", "not definite", "zero weight"],
+)
 def test_low_rank_optimum_bad_arguments(make, kwargs, error, match):
     with pytest.raises(error, match=match):
         low_rank_optimum(make(), kwargs.pop("rank", 1), **kwargs)
 
 
 # --- the reproduction ------------------------------------------------------------------------
+
 
 @pytest.mark.reproduce
 def test_experiment_pflmf_rank_quick(tmp_path, monkeypatch):
@@ -223,7 +264,9 @@ def test_experiment_pflmf_rank_quick(tmp_path, monkeypatch):
     assert [c["verdict"] for c in manifest["claims"]] == ["holds", "holds"]
     with open(tmp_path / "pflmf-rank.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    f, truth, _ = problem(_sweep.point_rng(0, EXPERIMENT.name, {"seed": 0}), p["m"], p["d"], p["K"], p["n"], p["noise"])
+    f, truth, _ = problem(
+        _sweep.point_rng(0, EXPERIMENT.name, {"seed": 0}), p["m"], p["d"], p["K"], p["n"], p["noise"]
+    )
     for r in p["ranks"]:
         opt = low_rank_optimum(f, r)
         row = next(x for x in rows if x["seed"] == "0" and int(x["r"]) == r)

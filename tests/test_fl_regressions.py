@@ -1,4 +1,5 @@
 """Regressions found by running the papers' own settings."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -4,6 +4,7 @@ machinery apart from the paper packages, every paper package found by the regist
 Imports are read with ``ast`` from the files, counting imports inside functions too; an import
 ``from a.b import c`` is an edge to the module ``a.b.c`` when that is a module, else to ``a.b``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -42,7 +43,7 @@ def _imports(name, path):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")
-                anchor = anchor[:len(anchor) - node.level + 1]
+                anchor = anchor[: len(anchor) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
         else:
@@ -115,7 +116,9 @@ def test_module_is_under_the_line_limit(name):
 
 def _paper_packages():
     """The subpackages of analysis/ other than the machinery (modules such as api.py are not papers)."""
-    return sorted({p.name for p in (ROOT / "analysis").iterdir() if (p / "__init__.py").exists()} - {"engine", "pep"})
+    return sorted(
+        {p.name for p in (ROOT / "analysis").iterdir() if (p / "__init__.py").exists()} - {"engine", "pep"}
+    )
 
 
 def test_the_machinery_never_imports_a_paper_package():
@@ -124,7 +127,8 @@ def test_the_machinery_never_imports_a_paper_package():
     papers = tuple(f"moreau.analysis.{p}" for p in _paper_packages())
     for name, deps in GRAPH.items():
         if name.startswith(("moreau.analysis.engine", "moreau.analysis.pep")) or not name.startswith(
-                ("moreau.analysis", "moreau.experiments")):
+            ("moreau.analysis", "moreau.experiments")
+        ):
             bad = sorted(d for d in deps if d.startswith(papers))
             assert not bad, f"{name} imports paper modules {bad}"
 
@@ -144,6 +148,7 @@ def test_paper_packages_import_each_other_only_through_named_modules():
 
 def test_every_paper_package_is_found_by_the_registry():
     from moreau.analysis.engine.registry import declared, paper_packages
+
     assert [p.__name__.rpartition(".")[2] for p in paper_packages()] == _paper_packages()
     found = {m.split(".")[2] for m, _ in declared("STATEMENTS")}
     assert found == set(_paper_packages())

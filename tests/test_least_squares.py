@@ -6,6 +6,7 @@ the residuals ``y - X theta`` summed directly in numpy, central differences
 the constants.  Mini-batch weights (counts) are checked against repeating the
 drawn rows.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -84,7 +85,10 @@ def test_prox_vs_scipy_and_optimality(lam):
     for i in range(3):
         # optimality from the samples: X^T (X th - y)/n + mu th + lam (th - w) = 0
         res = ref_grad(X[i], y[i], theta[i], 0.2, np.ones(7)) + lam * (theta[i] - w[i])
-        scale = np.abs(X[i]).max() * (np.abs(y[i]).max() + np.abs(X[i] @ theta[i]).max()) + lam * np.abs(w[i]).max()
+        scale = (
+            np.abs(X[i]).max() * (np.abs(y[i]).max() + np.abs(X[i] @ theta[i]).max())
+            + lam * np.abs(w[i]).max()
+        )
         assert np.linalg.norm(res) <= 100 * np.finfo(float).eps * scale * 3
         obj = lambda t, i=i: ref_value(X[i], y[i], t, 0.2, np.ones(7)) + lam / 2 * np.sum((t - w[i]) ** 2)
         jac = lambda t, i=i: ref_grad(X[i], y[i], t, 0.2, np.ones(7)) + lam * (t - w[i])
@@ -210,8 +214,12 @@ BAD = [
     ("y_str", dict(X=X0, y=np.array([["a"] * 4] * 2)), TypeError, "y must be a real numeric array"),
     ("mu_neg", dict(X=X0, y=Y0, mu=-0.1), ValueError, "mu must be >= 0"),
     ("w_neg", dict(X=X0, y=Y0, weights=-np.ones(4)), ValueError, "weights must be >= 0"),
-    ("w_zero", dict(X=X0, y=Y0, weights=np.array([[1.0, 0, 0, 0], [0, 0, 0, 0]])), ValueError,
-     r"positive sum .* batch index \(1,\)"),
+    (
+        "w_zero",
+        dict(X=X0, y=Y0, weights=np.array([[1.0, 0, 0, 0], [0, 0, 0, 0]])),
+        ValueError,
+        r"positive sum .* batch index \(1,\)",
+    ),
     ("w_len", dict(X=X0, y=Y0, weights=np.ones(3)), ValueError, "weights must have shape"),
     ("w_nan", dict(X=X0, y=Y0, weights=np.full(4, np.nan)), ValueError, "weights must be finite"),
 ]
@@ -224,14 +232,18 @@ def test_bad_input(kwargs, err, match):
 
 
 @pytest.mark.parametrize("kind", ["least_squares", "logistic", "multinomial"])
-@pytest.mark.parametrize("weights, err, match", [
-    (None, TypeError, "weights must be an array"),
-    (-np.ones(6), ValueError, "weights must be >= 0"),
-    (np.zeros((3, 6)), ValueError, "positive sum"),
-    (np.ones(5), ValueError, "weights must have shape"),
-    (np.ones((2, 6)), ValueError, "does not broadcast|do not broadcast"),
-    (np.ones(6) * 1j, TypeError, "weights must be real"),
-], ids=["none", "negative", "all_zero", "length", "batch", "complex"])
+@pytest.mark.parametrize(
+    "weights, err, match",
+    [
+        (None, TypeError, "weights must be an array"),
+        (-np.ones(6), ValueError, "weights must be >= 0"),
+        (np.zeros((3, 6)), ValueError, "positive sum"),
+        (np.ones(5), ValueError, "weights must have shape"),
+        (np.ones((2, 6)), ValueError, "does not broadcast|do not broadcast"),
+        (np.ones(6) * 1j, TypeError, "weights must be real"),
+    ],
+    ids=["none", "negative", "all_zero", "length", "batch", "complex"],
+)
 def test_with_weights_bad_input(kind, weights, err, match):
     X, y, _ = data(10, m=3, n=6, d=2)
     with pytest.raises(err, match=match):

@@ -5,6 +5,7 @@ is now a proven lower bound from one certified Cholesky (``moreau._newton_cert._
 so a wrong eigensolver only weakens the bound: checked against 50-digit eigenvalues and,
 end to end, against 50-digit prox references with ``eigvalsh`` deliberately corrupted.
 """
+
 from __future__ import annotations
 
 import array_api_compat.numpy as anp

@@ -4,6 +4,7 @@ Derivatives are checked against central differences (``_fd.py``: step and
 error model there) and against a plain numpy transcription of the formula in
 THEOREMS.md; constants against numpy ``eigvalsh`` and against sampled points.
 """
+
 from __future__ import annotations
 
 import math
@@ -61,9 +62,12 @@ def test_derivatives_vs_finite_differences(mu):
     s_hess = np.mean(r**2, axis=-1) + mu
     assert_derivative(f.value, theta, f.grad(theta), noise=rounding(s_val))
     assert_derivative(f.grad, theta, f.hess(theta), noise=rounding(s_grad))
-    assert_derivative(lambda t: f.hvp(t, v), theta, f.third(theta, v),
-                      noise=rounding(s_hess * np.linalg.norm(v, axis=-1)))
-    assert_close(f.hvp(theta, v), (f.hess(theta) @ v[..., None])[..., 0], scale=s_hess.max() * np.abs(v).max())
+    assert_derivative(
+        lambda t: f.hvp(t, v), theta, f.third(theta, v), noise=rounding(s_hess * np.linalg.norm(v, axis=-1))
+    )
+    assert_close(
+        f.hvp(theta, v), (f.hess(theta) @ v[..., None])[..., 0], scale=s_hess.max() * np.abs(v).max()
+    )
 
 
 def test_extreme_margins_are_finite_with_the_right_limits():
@@ -72,7 +76,9 @@ def test_extreme_margins_are_finite_with_the_right_limits():
     y = np.array([1.0, -1.0])
     f = mo.Logistic(X, y)
     theta = np.array([1e4, 1e4])  # z = (+1e4, -1e4)
-    assert f.value(theta) == pytest.approx(np.mean(np.maximum(0, -np.array([1e4, -1e4]))), rel=tol(np.float64), abs=0)
+    assert f.value(theta) == pytest.approx(
+        np.mean(np.maximum(0, -np.array([1e4, -1e4]))), rel=tol(np.float64), abs=0
+    )
     g, H, T = f.grad(theta), f.hess(theta), f.third(theta, np.ones(2))
     assert np.all(np.isfinite(g)) and np.all(np.isfinite(H)) and np.all(np.isfinite(T))
     # row 0 is on the right side (z = +1e4): contributes nothing; row 1 contributes -p y x = (0, 1/2)

@@ -1,4 +1,5 @@
 """Multinomial (softmax) logistic: derivatives, binary equivalence, certified prox, bad input."""
+
 import array_api_strict as xps
 import numpy as np
 import pytest
@@ -57,7 +58,8 @@ def test_prox_matches_scipy_and_is_certified(lam):
         ref = so.minimize(h, w[i], jac=g, hess=H, method="trust-exact", options={"gtol": 1e-13}).x
         ref_err = np.linalg.norm(g(ref)) / (lam + 0.05)  # certified error of the reference itself
         assert np.linalg.norm(theta[i] - ref) <= max(info.error_bound[i], info.tol[i]) + ref_err + 1e-15 * (
-            1 + np.linalg.norm(ref))
+            1 + np.linalg.norm(ref)
+        )
 
 
 def test_envelope_and_array_api_strict():
@@ -71,12 +73,15 @@ def test_envelope_and_array_api_strict():
     assert mo.prox(f32, w.astype(np.float32), 2.0).dtype == np.float32
 
 
-@pytest.mark.parametrize("y, kw, match", [
-    (np.full((N,), 0.5), {}, r"integer class labels 0..C-1 \(got 0.5\)"),
-    (np.full((N,), -1.0), {}, r"integer class labels 0..C-1 \(got -1\)"),
-    (np.arange(N) % 3, {"n_classes": 2}, r"labels < n_classes=2 \(got 2\)"),
-    (np.zeros(N), {"n_classes": 1}, r"n_classes must be an integer >= 2"),
-])
+@pytest.mark.parametrize(
+    "y, kw, match",
+    [
+        (np.full((N,), 0.5), {}, r"integer class labels 0..C-1 \(got 0.5\)"),
+        (np.full((N,), -1.0), {}, r"integer class labels 0..C-1 \(got -1\)"),
+        (np.arange(N) % 3, {"n_classes": 2}, r"labels < n_classes=2 \(got 2\)"),
+        (np.zeros(N), {"n_classes": 1}, r"n_classes must be an integer >= 2"),
+    ],
+)
 def test_bad_labels(y, kw, match):
     with pytest.raises(ValueError, match=match):
         mo.Multinomial(X[0], y, **kw)

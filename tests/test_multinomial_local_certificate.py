@@ -20,6 +20,7 @@
 * bound >= true error (mpmath prox) for ``mu = 0``, ``lam`` 1e-4..1e2, separable and
   overlapping data, float64 and float32.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,8 +71,9 @@ def test_lse_third_derivative_constant_holds_and_is_reached():
     rng = np.random.default_rng(1)
     best = 0.0
     for C in (2, 3, 5):
+
         def ratio(p, C=C):
-            z, a, b = p[:C], p[C:2 * C], p[2 * C:]
+            z, a, b = p[:C], p[C : 2 * C], p[2 * C :]
             return abs(_cumulant(z, a, b)) / (np.linalg.norm(b) * np.linalg.norm(a) ** 2)
 
         for _ in range(400):  # random instances, and the steps of the proof
@@ -84,8 +86,12 @@ def test_lse_third_derivative_constant_holds_and_is_reached():
             assert M <= 2 * (a @ a) * (1 + 1e-12)
             assert lhs <= mc.THIRD * np.linalg.norm(b) * (a @ a) * (1 + 1e-12)
         for _ in range(20):  # optimised: the sup
-            r = minimize(lambda p: -ratio(p), rng.normal(size=3 * C) * 2, method="Nelder-Mead",
-                         options={"maxiter": 4000, "xatol": 1e-10, "fatol": 1e-13})
+            r = minimize(
+                lambda p: -ratio(p),
+                rng.normal(size=3 * C) * 2,
+                method="Nelder-Mead",
+                options={"maxiter": 4000, "xatol": 1e-10, "fatol": 1e-13},
+            )
             best = max(best, -r.fun)
     assert best <= mc.THIRD
     assert best == pytest.approx(SHARP, rel=1e-6)  # looser than the default: an optimiser's tolerance
@@ -134,7 +140,7 @@ def _mp_hess(X, y, weights, C, mu, theta):
         e = [mp.exp(v - m) for v in z]
         tot = mp.fsum(e)
         pi = [v / tot for v in e]
-        rest = [mp.fsum(e[:c] + e[c + 1:]) / tot for c in range(C)]  # 1 - pi_c without cancellation
+        rest = [mp.fsum(e[:c] + e[c + 1 :]) / tot for c in range(C)]  # 1 - pi_c without cancellation
         for k in range(d):
             for c in range(C):
                 for k2 in range(d):
@@ -169,8 +175,9 @@ def test_hess_error_bounds_every_eigenvalue(case, dtype, mu):
     make, C, scale = CASES[case]
     rng = np.random.default_rng(len(case) + int(10 * mu))
     X = make(rng).astype(dtype)
-    f = mo.Multinomial(X, rng.integers(0, C, X.shape[0]), n_classes=C, mu=mu,
-                       weights=rng.uniform(0.1, 1, X.shape[0]))
+    f = mo.Multinomial(
+        X, rng.integers(0, C, X.shape[0]), n_classes=C, mu=mu, weights=rng.uniform(0.1, 1, X.shape[0])
+    )
     for _ in range(3):
         theta = (rng.normal(size=f.dim) * scale).astype(dtype)
         gap, ex = _eig_gap(f, theta)
@@ -241,11 +248,14 @@ def test_global_certificate_mu0_is_an_upper_bound(lam, kind, dtype):
     except mo.ProxConvergenceError as e:  # the partial result is certified too
         theta, bound = e.theta, e.error_bound
     lam_d = float(np.asarray(lam, dtype=dtype))
-    ref = multinomial_prox(host(f.X), host(f.y), host(f.weights), 3, 0.0, w, lam_d, np.asarray(theta, np.float64))
+    ref = multinomial_prox(
+        host(f.X), host(f.y), host(f.weights), 3, 0.0, w, lam_d, np.asarray(theta, np.float64)
+    )
     assert error(theta, ref) <= float(bound)
 
 
 # -- the local certificate (Newton's hooks, evaluated at chosen points) ---------------------------
+
 
 def _cert_at(f, w, lam, theta, *, ext=True, shift=0):
     """Newton's certificate for the prox of ``f`` at ``theta`` (theta-iterate representation):
@@ -258,10 +268,15 @@ def _cert_at(f, w, lam, theta, *, ext=True, shift=0):
     dt, d = f.dtype, f.dim
     eps = float(np.finfo(dt).eps)
     lam_a = np.array([lam], dt)
-    S = {"lam": lam_a, "modulus": lam_a + np.asarray(f.strong_convexity(), dt).reshape(1),
-         "hi": np.asarray(f._smoothness_bound(), dt).reshape(1), "disp": np.array([False]),
-         "a": np.zeros((1, d), dt), "c": -np.asarray(w, dt)[None],
-         "mu": np.asarray(f.strong_convexity(), dt).reshape(1)}
+    S = {
+        "lam": lam_a,
+        "modulus": lam_a + np.asarray(f.strong_convexity(), dt).reshape(1),
+        "hi": np.asarray(f._smoothness_bound(), dt).reshape(1),
+        "disp": np.array([False]),
+        "a": np.zeros((1, d), dt),
+        "c": -np.asarray(w, dt)[None],
+        "mu": np.asarray(f.strong_convexity(), dt).reshape(1),
+    }
     view = _View(f, ())
     x = np.asarray(theta, dt)[None]
     _, g, S["E"], state = _h_and_grad(view, S, x)
@@ -273,7 +288,9 @@ def _cert_at(f, w, lam, theta, *, ext=True, shift=0):
     else:  # what Newton does: the proven bound (moreau._newton_cert._local_min_eig)
         lo = _local_min_eig(np, f, view.hess(x, state), local, f._null_dim, eps)
     e = _null_error(np, f, S, x, eps) if ext else None
-    return float(_certificate(np, S, P, (lo, rho), eps, e)[0][0]), float(_certificate(np, S, P, None, eps)[0][0])
+    return float(_certificate(np, S, P, (lo, rho), eps, e)[0][0]), float(
+        _certificate(np, S, P, None, eps)[0][0]
+    )
 
 
 def _points(f, ref, rng):
@@ -337,7 +354,9 @@ def test_null_norm_bounds_the_projection():
             for k in range(5):
                 V = [[mp.mpf(float(a)) for a in row] for row in v[k].reshape(3, 4)]
                 exact = mp.sqrt(mp.fsum(mp.fsum(r) ** 2 for r in V) / 4)
-                assert exact <= got[k] <= exact * (1 + 1e-3) + 4 * float(np.abs(v[k]).sum()) * np.finfo(dt).eps
+                assert (
+                    exact <= got[k] <= exact * (1 + 1e-3) + 4 * float(np.abs(v[k]).sum()) * np.finfo(dt).eps
+                )
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -351,10 +370,13 @@ def test_projected_gradient_within_its_rounding_bound(dtype):
         theta = (rng.normal(size=6) * scale).astype(dtype)
         g = [mp.mpf(0)] * 6
         for j in range(5):
-            z = [mp.fsum(mp.mpf(float(X[j, k])) * mp.mpf(float(theta[k * 3 + c])) for k in range(2)) for c in range(3)]
+            z = [
+                mp.fsum(mp.mpf(float(X[j, k])) * mp.mpf(float(theta[k * 3 + c])) for k in range(2))
+                for c in range(3)
+            ]
             e = [mp.exp(v - max(z)) for v in z]
             for c in range(3):
-                r = (mp.fsum(e[:c] + e[c + 1:]) * -1 if c == int(f.y[j]) else e[c]) / mp.fsum(e)
+                r = (mp.fsum(e[:c] + e[c + 1 :]) * -1 if c == int(f.y[j]) else e[c]) / mp.fsum(e)
                 for k in range(2):
                     g[k * 3 + c] += p[j] * mp.mpf(float(X[j, k])) * r
         dist = float(mp.sqrt(mp.fsum((mp.mpf(float(a)) - b) ** 2 for a, b in zip(f.grad(theta), g))))
@@ -382,8 +404,16 @@ def test_batched_newton_bound_is_an_upper_bound_where_local(seed, dtype):
     local = 0
     for i in range(m):
         fi = mo.Multinomial(X[i], y[i], n_classes=C, mu=mu)
-        ref = multinomial_prox(host(fi.X), host(fi.y), host(fi.weights), C, mu, w[i], float(lam[i]),
-                               np.asarray(theta[i], np.float64))
+        ref = multinomial_prox(
+            host(fi.X),
+            host(fi.y),
+            host(fi.weights),
+            C,
+            mu,
+            w[i],
+            float(lam[i]),
+            np.asarray(theta[i], np.float64),
+        )
         assert error(theta[i], ref) <= bound[i], i
         local += bool(bound[i] < 0.5 * float(_cert_at(fi, w[i], float(lam[i]), theta[i])[1]))
     assert local >= 1  # not a test of the global route only

@@ -15,6 +15,7 @@
 * the evaluation in blocks of clients and the partial Hessian (``_part_share``) give the bits
   of one block / the whole batch; the fast path runs on array-api-strict.
 """
+
 from __future__ import annotations
 
 import mpmath as mp
@@ -28,7 +29,7 @@ import moreau._multinomial as mm
 from moreau._multinomial import Multinomial
 from moreau._objective import Objective
 
-U32 = 2.0 ** -24
+U32 = 2.0**-24
 _ORIG_OK = Multinomial._low_hessian_ok
 
 
@@ -40,8 +41,12 @@ def _data(name, rng):
         P = np.exp(X @ rng.normal(size=(m, d, C)))
         y = (np.cumsum(P / P.sum(-1, keepdims=True), -1) < rng.random((m, n, 1))).sum(-1).clip(0, C - 1)
         lam = 1e-4 if name == "small-lam" else 1.0
-        return Multinomial(X, y, n_classes=C), rng.normal(size=(m, d * C)), lam, \
-            {"tol": 1e-8} if name == "bench-tol" else {}
+        return (
+            Multinomial(X, y, n_classes=C),
+            rng.normal(size=(m, d * C)),
+            lam,
+            {"tol": 1e-8} if name == "bench-tol" else {},
+        )
     if name == "confident":  # logits of size 50-700: pi ~ 1, 1 - pi underflows on some samples
         m, n, d, C = 4, 10, 2, 3
         X = rng.normal(size=(m, n, d)) * 40
@@ -49,14 +54,27 @@ def _data(name, rng):
         return Multinomial(X, y, n_classes=C), rng.normal(size=(m, d * C)) * 10, 1e-2, {}
     if name == "mu":
         X = rng.normal(size=(5, 12, 3))
-        return Multinomial(X, rng.integers(0, 3, (5, 12)), n_classes=3, mu=0.5), rng.normal(size=(5, 9)), 1e-2, {}
+        return (
+            Multinomial(X, rng.integers(0, 3, (5, 12)), n_classes=3, mu=0.5),
+            rng.normal(size=(5, 9)),
+            1e-2,
+            {},
+        )
     if name == "shared-X":  # one X for every client, labels and weights per client
         X = rng.normal(size=(12, 3))
-        return Multinomial(X, rng.integers(0, 3, (5, 12)), n_classes=3, weights=rng.random((5, 12)) + 0.1), \
-            rng.normal(size=(5, 9)), 0.5, {}
+        return (
+            Multinomial(X, rng.integers(0, 3, (5, 12)), n_classes=3, weights=rng.random((5, 12)) + 0.1),
+            rng.normal(size=(5, 9)),
+            0.5,
+            {},
+        )
     X = (rng.normal(size=(4, 10, 2)) * 3).astype(np.float32)  # float32: no float32 direction
-    return Multinomial(X, rng.integers(0, 3, (4, 10)), n_classes=3), rng.normal(size=(4, 6)).astype(np.float32), \
-        np.float32(1e-2), {}
+    return (
+        Multinomial(X, rng.integers(0, 3, (4, 10)), n_classes=3),
+        rng.normal(size=(4, 6)).astype(np.float32),
+        np.float32(1e-2),
+        {},
+    )
 
 
 REGIMES = ["bench", "bench-tol", "small-lam", "confident", "mu", "shared-X", "float32"]
@@ -145,7 +163,9 @@ def _gap(f, theta):
     _, He = _mp_hess(X, y, p, f.n_classes, mu, theta[0])
     ex = sorted(mp.eigsy(He, eigvals_only=True))
     got = np.linalg.eigvalsh(host(f._hess_at(theta, st))[0])
-    return max(abs(float(a) - float(b)) for a, b in zip(got, ex)), float(host(f._hess_error(theta, state=st))[0])
+    return max(abs(float(a) - float(b)) for a, b in zip(got, ex)), float(
+        host(f._hess_error(theta, state=st))[0]
+    )
 
 
 @pytest.mark.parametrize("mutant", ["cancellation", "no-mirror"])
@@ -157,12 +177,14 @@ def test_hessian_mutants_are_caught(monkeypatch, mutant):
     if mutant == "cancellation":  # 1 - pi as a difference: the analysis no longer covers it
         monkeypatch.setattr(mm, "hessian_blocks", lambda xp, X, P, Q, *a: orig(xp, X, P, 1 - P, *a))
     else:  # block (c, a) not filled from block (a, c)
+
         def no_mirror(xp, X, P, Q, p, mu, d, C, low=False):
             H = np.reshape(orig(xp, X, P, Q, p, mu, d, C, low), (-1, d, C, d, C)).copy()
             for a in range(C):
                 for c in range(a):
                     H[:, :, a, :, c] = 0.0
             return np.reshape(H, (-1, d * C, d * C))
+
         monkeypatch.setattr(mm, "hessian_blocks", no_mirror)
     gap, herr = _gap(f, theta)
     assert gap > herr, (gap, herr)
@@ -174,20 +196,28 @@ def test_low_hessian_within_its_bound(shared):
     Frobenius), H the exact product of the same weights (long double); and it is float32."""
     rng = np.random.default_rng(9)
     n, d, C = 30, 3, 4
-    X = rng.normal(size=(n, d) if shared else (5, n, d)) * 10.0 ** rng.uniform(-2, 2, (1, 1) if shared else (5, 1, 1))
+    X = rng.normal(size=(n, d) if shared else (5, n, d)) * 10.0 ** rng.uniform(
+        -2, 2, (1, 1) if shared else (5, 1, 1)
+    )
     f = Multinomial(X, rng.integers(0, C, (5, n)), n_classes=C, mu=0.3)
     theta = rng.normal(size=(5, d * C)) * 0.1
     st = host(f._eval(theta)[3])
     H = host(f._hess_at(theta, st, True))
-    P, Q = st[:, :C].astype(np.longdouble), st[:, C:2 * C].astype(np.longdouble)
-    S = np.where(np.eye(C, dtype=bool)[None, :, :, None], (P * Q)[:, :, None, :], -P[:, :, None, :] * P[:, None, :, :])
+    P, Q = st[:, :C].astype(np.longdouble), st[:, C : 2 * C].astype(np.longdouble)
+    S = np.where(
+        np.eye(C, dtype=bool)[None, :, :, None], (P * Q)[:, :, None, :], -P[:, :, None, :] * P[:, None, :, :]
+    )
     Xb = np.broadcast_to(X, (5, n, d)).astype(np.longdouble)
     pl = host(f._p).astype(np.longdouble)
     ref = np.einsum("mnk,mn,macn,mnl->mkalc", Xb, np.broadcast_to(pl, (5, n)), S, Xb)
     ref = ref.reshape(5, d * C, d * C) + 0.3 * np.eye(d * C)
     Sabs = np.abs(S).sum(axis=2).max(axis=1).astype(np.float64)  # || |S_j| || <= max row sum
-    scale = np.einsum("mn,mn,mn->m", np.broadcast_to(host(f._p), (5, n)), Sabs,
-                      np.broadcast_to(np.sum(np.asarray(X) ** 2, -1), (5, n)))
+    scale = np.einsum(
+        "mn,mn,mn->m",
+        np.broadcast_to(host(f._p), (5, n)),
+        Sabs,
+        np.broadcast_to(np.sum(np.asarray(X) ** 2, -1), (5, n)),
+    )
     err = np.linalg.norm((H - ref).astype(np.float64), axis=(-2, -1))
     assert H.dtype == np.float64
     assert np.all(err <= (n + 4) * U32 * scale), (err / scale).max()
@@ -203,11 +233,11 @@ def test_low_hessian_gate_is_the_rate_bound():
     f = Multinomial(X, rng.integers(0, C, (3, n)), n_classes=C)
     hi = host(f._smoothness_bound())
     R = np.linalg.norm(X, axis=-1).max(axis=-1)
-    edge = 256 * ((n + 4) * U32 * hi + 2 * n * C * 2.0 ** -149 * (1 + R) ** 2)
+    edge = 256 * ((n + 4) * U32 * hi + 2 * n * C * 2.0**-149 * (1 + R) ** 2)
     np.testing.assert_array_equal(f._low_hessian_ok(edge), [True] * 3)
     np.testing.assert_array_equal(f._low_hessian_ok(edge * (1 - 1e-12)), [False] * 3)
-    big = Multinomial(np.full((1, 2, 2), 2.0 ** 50), [[0, 1]], n_classes=2)
-    assert not np.any(big._low_hessian_ok(np.full(1, 2.0 ** 120)))
+    big = Multinomial(np.full((1, 2, 2), 2.0**50), [[0, 1]], n_classes=2)
+    assert not np.any(big._low_hessian_ok(np.full(1, 2.0**120)))
     g = Multinomial(X.astype(np.float32), rng.integers(0, C, (3, n)), n_classes=C)
     assert not np.any(g._low_hessian_ok(np.full(3, 1e30, np.float32)))
 
@@ -235,9 +265,14 @@ def test_fast_prox_gives_the_plain_answer(monkeypatch, regime, low):
         _plain(mp_)
         plain = _solve(f, w, lam, **kw)
     if low != "on":
-        monkeypatch.setattr(Multinomial, "_low_hessian_ok", {
-            "off": lambda self, m, hi=None: np.zeros(np.shape(m), bool),
-            "force": lambda self, m, hi=None: np.ones(np.shape(m), bool) & (self.dtype == np.float64)}[low])
+        monkeypatch.setattr(
+            Multinomial,
+            "_low_hessian_ok",
+            {
+                "off": lambda self, m, hi=None: np.zeros(np.shape(m), bool),
+                "force": lambda self, m, hi=None: np.ones(np.shape(m), bool) & (self.dtype == np.float64),
+            }[low],
+        )
     theta, bound, _ = _solve(f, w, lam, **kw)
     diff = np.linalg.norm(theta.astype(np.float64) - plain[0], axis=-1)
     assert np.all(diff <= bound + plain[1]), (diff, bound)  # both within their bound of the prox
@@ -248,8 +283,16 @@ def test_fast_prox_gives_the_plain_answer(monkeypatch, regime, low):
     if low == "on":  # the shipped path against the 50-digit prox
         for i in (0, f.batch_shape[0] - 1):
             X, y, p, mu = _client(f, i)
-            ref = multinomial_prox(X, y, p, f.n_classes, mu, np.asarray(w[i], f.dtype),
-                                   float(np.asarray(lam, f.dtype)), theta[i].astype(np.float64))
+            ref = multinomial_prox(
+                X,
+                y,
+                p,
+                f.n_classes,
+                mu,
+                np.asarray(w[i], f.dtype),
+                float(np.asarray(lam, f.dtype)),
+                theta[i].astype(np.float64),
+            )
             assert error(theta[i], ref) <= bound[i], (i, error(theta[i], ref), bound[i])
 
 
@@ -260,8 +303,11 @@ def test_float32_direction_is_taken(monkeypatch):
     f, w, lam, _ = _data("bench", rng)
     calls = []
     orig = Multinomial._hess_at
-    monkeypatch.setattr(Multinomial, "_hess_at", lambda self, t, s, low=False: calls.append(bool(low)) or
-                        orig(self, t, s, low))
+    monkeypatch.setattr(
+        Multinomial,
+        "_hess_at",
+        lambda self, t, s, low=False: calls.append(bool(low)) or orig(self, t, s, low),
+    )
     fast = _solve(f, w, lam)
     assert calls and all(calls[:2]), calls
     monkeypatch.setattr(Multinomial, "_low_hessian_ok", lambda self, m, hi=None: np.zeros(np.shape(m), bool))
@@ -279,7 +325,9 @@ def test_fast_path_runs_on_the_array_api():
     X, y, w = rng.normal(size=(3, 12, 2)), rng.integers(0, 3, (3, 12)), rng.normal(size=(3, 6))
     th = mo.prox(Multinomial(xs.asarray(X), xs.asarray(y.astype(float)), n_classes=3), xs.asarray(w), 0.5)
     assert not isinstance(th, np.ndarray)
-    np.testing.assert_allclose(np.asarray(th), mo.prox(Multinomial(X, y, n_classes=3), w, 0.5), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(
+        np.asarray(th), mo.prox(Multinomial(X, y, n_classes=3), w, 0.5), rtol=0, atol=1e-14
+    )
 
 
 def test_partial_hessian_share_changes_nothing(monkeypatch):
@@ -295,8 +343,11 @@ def test_partial_hessian_share_changes_nothing(monkeypatch):
     f, w = Multinomial(X, y, n_classes=C), rng.normal(size=(m, d * C))
     sizes = []
     orig = Multinomial._hess_at
-    monkeypatch.setattr(Multinomial, "_hess_at", lambda self, t, s, low=False: sizes.append(t.shape[0]) or
-                        orig(self, t, s, low))
+    monkeypatch.setattr(
+        Multinomial,
+        "_hess_at",
+        lambda self, t, s, low=False: sizes.append(t.shape[0]) or orig(self, t, s, low),
+    )
     got = {}
     for share in (0.75, 0.5, 1.0):
         monkeypatch.setattr(Multinomial, "_part_share", share)
@@ -315,12 +366,18 @@ def test_eval_blocks_change_nothing(monkeypatch, layout):
     (multi-axis batches, data shared or broadcast along some axes), and agrees with the plain
     methods within the rounding bound."""
     import moreau._multinomial_fast as mf
+
     rng = np.random.default_rng(31)
     n, d, C = 9, 3, 4
-    Xs, ys = {"per-client": ((7, n, d), (7, n)), "shared-X": ((n, d), (7, n)),
-              "2d-batch": ((2, 3, n, d), (2, 3, n)), "partly-broadcast": ((1, 3, n, d), (2, 3, n))}[layout]
-    f = Multinomial(rng.normal(size=Xs), rng.integers(0, C, ys), n_classes=C, mu=0.2,
-                    weights=rng.random(ys) + 0.1)
+    Xs, ys = {
+        "per-client": ((7, n, d), (7, n)),
+        "shared-X": ((n, d), (7, n)),
+        "2d-batch": ((2, 3, n, d), (2, 3, n)),
+        "partly-broadcast": ((1, 3, n, d), (2, 3, n)),
+    }[layout]
+    f = Multinomial(
+        rng.normal(size=Xs), rng.integers(0, C, ys), n_classes=C, mu=0.2, weights=rng.random(ys) + 0.1
+    )
     theta = rng.normal(size=f.batch_shape + (d * C,))
     one = [host(a) for a in f._eval(theta)]
     monkeypatch.setattr(mf, "_EVAL_BYTES", 2 * C * n * 8)  # blocks of two clients

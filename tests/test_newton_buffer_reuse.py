@@ -16,6 +16,7 @@
 * no aliasing: mutating a returned theta or info changes neither the objective's arrays nor a
   later call's result, and two calls share no memory.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,8 +57,12 @@ def _case(name, rng):
         return Multinomial(X, rng.integers(0, 3, (7, 14)), n_classes=3), rng.normal(size=(7, 9)), 0.5, {}
     if name == "float32":
         X = (rng.normal(size=(6, 12, 2)) * 3).astype(np.float32)
-        return Multinomial(X, rng.integers(0, 3, (6, 12)), n_classes=3), \
-            rng.normal(size=(6, 6)).astype(np.float32), np.float32(1e-2), {}
+        return (
+            Multinomial(X, rng.integers(0, 3, (6, 12)), n_classes=3),
+            rng.normal(size=(6, 6)).astype(np.float32),
+            np.float32(1e-2),
+            {},
+        )
     X = rng.normal(size=(10, 20, 4)) * 3  # logistic, lam below L (anchor 0) and above
     y = rng.choice([-1.0, 1.0], size=(10, 20))
     return mo.Logistic(X, y), rng.normal(size=(10, 4)), np.array([1e-3, 10.0] * 5), {}
@@ -77,25 +82,40 @@ def _run(name, reuse, monkeypatch, compact=True):
             if len(a) > 2 and a[2] is not None:
                 calls.append("spare")  # the previous matrix's memory holds the new one
             return out
+
         mp.setattr(mn, "_plus_lam", spy)
         blocks = mm.hessian_blocks
 
         def spy_rows(*a, **kw):  # the partial Hessian formed into Newton's array (no copy of the data)
             calls.append("rows")
             return blocks(*a, **kw)
-        mp.setattr(mm, "hessian_blocks", lambda *a, **kw: spy_rows(*a, **kw) if "rows" in kw else blocks(*a, **kw))
+
+        mp.setattr(
+            mm, "hessian_blocks", lambda *a, **kw: spy_rows(*a, **kw) if "rows" in kw else blocks(*a, **kw)
+        )
         solve, mats = mn._solve, []
 
         def spy_solve(xp, H, g, eps):  # Newton's matrices themselves, every row (not only the results)
             mats.append(np.asarray(H).tobytes())
             return solve(xp, H, g, eps)
+
         mp.setattr(mn, "_solve", spy_solve)
         lam = np.broadcast_to(np.asarray(lam, dtype=f.dtype), w.shape[:-1])
         theta, u, info = mn.newton_prox(f, w, lam, info=True, compact=compact, **kw)
         return (theta, u, info.error_bound, info.tol, info.iterations, mats), calls
 
 
-NAMES = ["bench", "bench-tol", "mixed", "small-lam", "mu-weights", "shared-X", "float32", "blocks", "logistic"]
+NAMES = [
+    "bench",
+    "bench-tol",
+    "mixed",
+    "small-lam",
+    "mu-weights",
+    "shared-X",
+    "float32",
+    "blocks",
+    "logistic",
+]
 
 
 @pytest.mark.parametrize("compact", [True, False])
@@ -195,5 +215,5 @@ def test_block_fill_is_the_hessian(low, monkeypatch):
     assert out[rows].tobytes() == H[rows].tobytes()
     assert np.all(np.delete(out, rows, axis=0) == 7.0)
     ref = f.hess(theta)
-    rel = 2.0 ** -20 if low else 1e-13
+    rel = 2.0**-20 if low else 1e-13
     assert np.max(np.abs(H - ref)) <= rel * np.max(np.abs(ref))

@@ -11,6 +11,7 @@
 * both paths are taken where they should be (else the comparisons are vacuous);
 * the branch-free ``sigma(-z)`` select gives the bits of ``where``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,19 +24,31 @@ from _tol import host
 from moreau._logistic import Logistic
 
 EPS = np.finfo(np.float64).eps
-U32 = 2.0 ** -24
+U32 = 2.0**-24
 
 _ORIG_OK, _ORIG_CHORD = Logistic._low_hessian_ok, newton._chord_settles
 
 
 def _modes(monkeypatch, low, chord):
     """Switch the float32 direction and the chord step: 'on' (as shipped), 'off', 'force'."""
-    monkeypatch.setattr(Logistic, "_low_hessian_ok", {
-        "on": _ORIG_OK, "off": lambda self, m, hi=None: np.zeros(np.shape(m), bool),
-        "force": lambda self, m, hi=None: np.ones(np.shape(m), bool) & (self.dtype == np.float64)}[low])
-    monkeypatch.setattr(newton, "_chord_settles", {
-        "on": _ORIG_CHORD, "off": lambda xp, S, P, tol, eps: np.zeros(S["lam"].shape, bool),
-        "force": lambda xp, S, P, tol, eps: S["newton"]}[chord])
+    monkeypatch.setattr(
+        Logistic,
+        "_low_hessian_ok",
+        {
+            "on": _ORIG_OK,
+            "off": lambda self, m, hi=None: np.zeros(np.shape(m), bool),
+            "force": lambda self, m, hi=None: np.ones(np.shape(m), bool) & (self.dtype == np.float64),
+        }[low],
+    )
+    monkeypatch.setattr(
+        newton,
+        "_chord_settles",
+        {
+            "on": _ORIG_CHORD,
+            "off": lambda xp, S, P, tol, eps: np.zeros(S["lam"].shape, bool),
+            "force": lambda xp, S, P, tol, eps: S["newton"],
+        }[chord],
+    )
 
 
 def _solve(f, w, lam, **kw):
@@ -48,8 +61,9 @@ def _solve(f, w, lam, **kw):
 
 def _regime(name):
     """(objective, w, lam, prox kwargs, entries checked against the 50-digit reference)."""
-    rng = np.random.default_rng({"bench": 0, "bench-tol": 1, "badly-scaled": 2, "separable": 3,
-                                 "float32": 4, "small-lam": 5}[name])
+    rng = np.random.default_rng(
+        {"bench": 0, "bench-tol": 1, "badly-scaled": 2, "separable": 3, "float32": 4, "small-lam": 5}[name]
+    )
     if name in ("bench", "bench-tol", "small-lam"):  # the benchmark's data, fewer clients
         X = rng.normal(size=(12, 40, 5))
         th = rng.normal(size=(12, 5))
@@ -63,20 +77,33 @@ def _regime(name):
         X = np.abs(rng.normal(size=(6, 8, 3))) + 0.1
         return Logistic(X, np.ones((6, 8))), rng.normal(size=(6, 3)), 1e-10, {}
     X = (rng.normal(size=(6, 10, 3)) * 1e2).astype(np.float32)  # float32: no float32 direction
-    return Logistic(X, rng.choice([-1.0, 1.0], (6, 10)).astype(np.float32)), np.ones((6, 3), np.float32), \
-        np.float32(1e-2), {}
+    return (
+        Logistic(X, rng.choice([-1.0, 1.0], (6, 10)).astype(np.float32)),
+        np.ones((6, 3), np.float32),
+        np.float32(1e-2),
+        {},
+    )
 
 
 def _check_reference(f, w, lam, theta, bound, idx):
     X, y, p, mu = host(f.X), host(f.y), host(f.weights), float(np.asarray(host(f.mu)).reshape(-1)[0])
     lam_d = float(np.asarray(lam, f.dtype))
     for i in idx:
-        ref = logistic_prox(X[i], y[i], np.broadcast_to(p, y.shape)[i], mu, np.asarray(w[i], f.dtype), lam_d,
-                            np.asarray(theta[i], np.float64))
+        ref = logistic_prox(
+            X[i],
+            y[i],
+            np.broadcast_to(p, y.shape)[i],
+            mu,
+            np.asarray(w[i], f.dtype),
+            lam_d,
+            np.asarray(theta[i], np.float64),
+        )
         assert error(theta[i], ref) <= bound[i], (i, error(theta[i], ref), bound[i])
 
 
-@pytest.mark.parametrize("regime", ["bench", "bench-tol", "small-lam", "badly-scaled", "separable", "float32"])
+@pytest.mark.parametrize(
+    "regime", ["bench", "bench-tol", "small-lam", "badly-scaled", "separable", "float32"]
+)
 @pytest.mark.parametrize("mode", [("on", "on"), ("force", "off"), ("off", "force"), ("force", "force")])
 def test_cheap_directions_give_the_plain_answer(monkeypatch, regime, mode):
     f, w, lam, kw = _regime(regime)
@@ -108,6 +135,7 @@ def test_paths_are_taken_and_save_hessians(monkeypatch):
     def spy(self, theta, c, low=False):
         rows[bool(low)] += int(np.prod(np.shape(theta)[:-1]))
         return orig(self, theta, c, low)
+
     monkeypatch.setattr(Logistic, "_hess_at", spy)
     fast = _solve(f, w, lam, **kw)
     used = dict(rows)
@@ -134,10 +162,15 @@ def test_low_hessian_within_its_bound(monkeypatch, batch):
     """|H32 - X^T diag(c) X| <= (n + 4) u32 sum_j c_j ||x_j||^2 (spectral norm, bounded by
     Frobenius), the reference in long double; and it is float32 (off by more than 1e-3 of that)."""
     import moreau._logistic as lg
+
     rng = np.random.default_rng(9)
     n, d = 30, 4
-    Xs = {"per-client": (7, n, d), "shared-X": (n, d), "partly-broadcast": (1, 7, n, d),
-          "blocks-of-two": (7, n, d)}[batch]
+    Xs = {
+        "per-client": (7, n, d),
+        "shared-X": (n, d),
+        "partly-broadcast": (1, 7, n, d),
+        "blocks-of-two": (7, n, d),
+    }[batch]
     X = rng.normal(size=Xs) * 10.0 ** rng.uniform(-2, 3, Xs[:-2] + (1, 1))
     ys = (2, 7, n) if batch in ("shared-X", "partly-broadcast") else (7, n)
     f = mo.Logistic(X, rng.choice([-1.0, 1.0], ys), mu=0.3)
@@ -157,7 +190,9 @@ def test_low_hessian_within_its_bound(monkeypatch, batch):
 
 def test_low_hessian_on_float32_data_is_the_plain_one():
     rng = np.random.default_rng(2)
-    f = mo.Logistic(rng.normal(size=(3, 8, 2)).astype(np.float32), rng.choice([-1.0, 1.0], (3, 8)).astype(np.float32))
+    f = mo.Logistic(
+        rng.normal(size=(3, 8, 2)).astype(np.float32), rng.choice([-1.0, 1.0], (3, 8)).astype(np.float32)
+    )
     theta = rng.normal(size=(3, 2)).astype(np.float32)
     c = f._eval(theta)[3]
     np.testing.assert_array_equal(f._hess_at(theta, c, True), f._hess_at(theta, c))
@@ -173,14 +208,14 @@ def test_low_hessian_gate_is_the_rate_bound():
     f = mo.Logistic(X, rng.choice([-1.0, 1.0], (3, n)))
     hi = host(f._smoothness_bound())
     R = np.linalg.norm(X, axis=-1).max(axis=-1)
-    edge = 256 * ((n + 4) * U32 * hi + 2 * n * 2.0 ** -149 * (1 + R) ** 2)
+    edge = 256 * ((n + 4) * U32 * hi + 2 * n * 2.0**-149 * (1 + R) ** 2)
     np.testing.assert_array_equal(f._low_hessian_ok(edge), [True] * 3)
     np.testing.assert_array_equal(f._low_hessian_ok(edge * (1 - 1e-12)), [False] * 3)
     # the benchmark's regime (features N(0, 1), n = 200, d = 20) passes at lam = 1, not at 1e-2
     g = mo.Logistic(rng.normal(size=(2, 200, 20)), rng.choice([-1.0, 1.0], (2, 200)))
     assert np.all(g._low_hessian_ok(np.ones(2))) and not np.any(g._low_hessian_ok(np.full(2, 1e-2)))
-    big = mo.Logistic(np.full((1, 2, 2), 2.0 ** 50), np.ones((1, 2)))
-    assert not np.any(big._low_hessian_ok(np.full(1, 2.0 ** 120)))
+    big = mo.Logistic(np.full((1, 2, 2), 2.0**50), np.ones((1, 2)))
+    assert not np.any(big._low_hessian_ok(np.full(1, 2.0**120)))
 
 
 def test_branch_free_select_is_where():

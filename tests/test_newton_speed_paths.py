@@ -10,6 +10,7 @@
 * ``Logistic``'s rounding bound, evaluated from precomputed constants, is still an
   upper bound on the gradient's rounding error (50-digit reference).
 """
+
 from __future__ import annotations
 
 import mpmath as mp
@@ -28,8 +29,9 @@ EPS = np.finfo(np.float64).eps
 
 
 def _run(f, w, lam, compact, **kw):
-    theta, u, info = newton.newton_prox(f, np.asarray(w, f.dtype), np.asarray(lam, f.dtype), info=True,
-                                        compact=compact, **kw)
+    theta, u, info = newton.newton_prox(
+        f, np.asarray(w, f.dtype), np.asarray(lam, f.dtype), info=True, compact=compact, **kw
+    )
     return host(theta), host(u), info
 
 
@@ -40,6 +42,7 @@ def _counting_take(monkeypatch):
     def take(self, idx, shape):
         calls.append(int(idx.shape[0]))
         return orig(self, idx, shape)
+
     monkeypatch.setattr(Logistic, "_take", take)
     return calls
 
@@ -114,7 +117,10 @@ def test_compaction_with_partly_broadcast_data(monkeypatch):
     for i in range(3):
         for j in range(4):
             fj = mo.Logistic(X[0, j], host(f.y)[0, j], weights=host(f.weights)[0, j])
-            assert np.all(np.abs(mo.prox(fj, w[i, j], lam[i, 0]) - fast[0][i, j]) <= 4 * EPS * np.abs(fast[0][i, j]).max())
+            assert np.all(
+                np.abs(mo.prox(fj, w[i, j], lam[i, 0]) - fast[0][i, j])
+                <= 4 * EPS * np.abs(fast[0][i, j]).max()
+            )
 
 
 def test_failures_keep_partial_results_when_others_leave_early(monkeypatch):
@@ -169,6 +175,7 @@ def test_local_certificate_prefilter_changes_nothing(monkeypatch, case):
     def spy(self, theta, state):
         tried.append(1)
         return orig(self, theta, state)
+
     monkeypatch.setattr(Logistic, "_local_curvature", spy)
 
     def run():
@@ -176,6 +183,7 @@ def test_local_certificate_prefilter_changes_nothing(monkeypatch, case):
             return _run(f, w, lam, True, **kw)
         except mo.ProxConvergenceError as e:
             return e.theta, None, mo.ProxInfo(e.iterations, e.error_bound, e.tol)
+
     filtered = run()
     n_filtered = len(tried)
     monkeypatch.setattr(newton, "_REACH", np.inf)
@@ -194,8 +202,9 @@ def test_prefilter_skips_hopeless_entries(monkeypatch):
     X /= np.abs(X).max(axis=(1, 2), keepdims=True)
     tried = []
     orig = Logistic._local_curvature
-    monkeypatch.setattr(Logistic, "_local_curvature",
-                        lambda self, theta, state: tried.append(1) or orig(self, theta, state))
+    monkeypatch.setattr(
+        Logistic, "_local_curvature", lambda self, theta, state: tried.append(1) or orig(self, theta, state)
+    )
     mo.prox(mo.Logistic(X, y), w, 1.0)
     assert not tried
     monkeypatch.setattr(newton, "_REACH", np.inf)
@@ -215,8 +224,20 @@ def test_safe_norm_fast_path_accuracy(xp, dtype, request):
     fi = np.finfo(dtype)
     k = 7
     base = rng.normal(size=(12, k))
-    scales = [1.0, 1e-3, 1e3, float(fi.max) ** 0.5, float(fi.max) / 4, float(fi.smallest_normal) ** 0.5,
-              float(fi.smallest_normal) * 8, float(fi.smallest_subnormal) * 16, 0.0, 1.0, 1.0, 1.0]
+    scales = [
+        1.0,
+        1e-3,
+        1e3,
+        float(fi.max) ** 0.5,
+        float(fi.max) / 4,
+        float(fi.smallest_normal) ** 0.5,
+        float(fi.smallest_normal) * 8,
+        float(fi.smallest_subnormal) * 16,
+        0.0,
+        1.0,
+        1.0,
+        1.0,
+    ]
     v = (base * np.array(scales)[:, None]).astype(dtype)
     v[9, 0] = fi.max / 2  # one huge entry among ordinary ones
     v[10, 1:] = fi.smallest_subnormal  # one ordinary entry among subnormals
@@ -230,8 +251,9 @@ def test_safe_norm_fast_path_accuracy(xp, dtype, request):
         assert abs(mp.mpf(float(got[i])) - ref) <= bound, (i, got[i], ref)
     one = host(safe_norm(xp.asarray(v[7]), ns))  # a single vector (0-d result)
     assert one.shape == ()
-    assert abs(mp.mpf(float(one)) - _mp_norm(v[7])) <= (k / 2 + 2) * float(fi.eps) * _mp_norm(v[7]) \
-        + float(fi.smallest_subnormal)
+    assert abs(mp.mpf(float(one)) - _mp_norm(v[7])) <= (k / 2 + 2) * float(fi.eps) * _mp_norm(v[7]) + float(
+        fi.smallest_subnormal
+    )
 
 
 def test_float32_on_a_flushing_backend_warns(monkeypatch):
@@ -287,8 +309,9 @@ def test_logistic_rounding_bound_covers_the_gradient_error(seed):
         err = mp.sqrt(mp.fsum((mp.mpf(float(g[i])) - exact[i]) ** 2 for i in range(d)))
     E = float(E)
     assert err <= E, (float(err), E)
-    assert E <= 1e4 * (n + d) * float(np.finfo(dtype).eps) * float(size + mu * np.linalg.norm(theta)) \
-        + 1e-30, (E, float(size))
+    assert (
+        E <= 1e4 * (n + d) * float(np.finfo(dtype).eps) * float(size + mu * np.linalg.norm(theta)) + 1e-30
+    ), (E, float(size))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -321,6 +344,7 @@ def test_blocked_hessian_equals_the_formula(xp, monkeypatch, batch):
     """The Hessian formed in blocks of clients is X^T diag(c) X + mu I (float64 reference),
     for per-client, shared and partly broadcast data; one block reproduces it exactly."""
     import moreau._logistic as lg
+
     rng = np.random.default_rng(4)
     Xs = {"per-client": (7, 9, 3), "shared-X": (9, 3), "partly-broadcast": (1, 7, 9, 3)}[batch]
     X = rng.normal(size=Xs)
@@ -342,6 +366,7 @@ def test_blocked_hessian_equals_the_formula(xp, monkeypatch, batch):
 def test_multinomial_compaction_changes_nothing(monkeypatch, cache_L):
     """Multinomial hands out part of its batch too (with or without its cached L)."""
     from moreau._multinomial import Multinomial
+
     rng = np.random.default_rng(6)
     m, n, d, C = 10, 8, 2, 3
     X = rng.normal(size=(m, n, d)) * 10.0 ** rng.uniform(-1, 1.3, (m, 1, 1))
@@ -351,7 +376,9 @@ def test_multinomial_compaction_changes_nothing(monkeypatch, cache_L):
     w = rng.normal(size=(m, d * C))
     calls = []
     orig = Multinomial._take
-    monkeypatch.setattr(Multinomial, "_take", lambda self, idx, shape: calls.append(1) or orig(self, idx, shape))
+    monkeypatch.setattr(
+        Multinomial, "_take", lambda self, idx, shape: calls.append(1) or orig(self, idx, shape)
+    )
     fast = _run(f, w, 1e-2, True)
     assert calls
     _assert_same(fast, _run(f, w, 1e-2, False))

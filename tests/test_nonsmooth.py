@@ -5,6 +5,7 @@ Every prox is checked three ways: against exact rational arithmetic (which also 
 ``error_bound``), against scipy on the prox objective (per coordinate, or per client for the
 hinge), and against its optimality condition (a subgradient inclusion written out here).
 """
+
 from __future__ import annotations
 
 from fractions import Fraction as Fr
@@ -63,7 +64,11 @@ def exact_prox(f, w, lam, i):
     if isinstance(f, Hinge):
         b = [_p(f, "b", i, k) for k in range(f.dim)]
         nb = sum(x * x for x in b)
-        tau = Fr(0) if nb == 0 else min(max((1 - sum(x * y for x, y in zip(b, w2))) / nb, Fr(0)), _p(f, "c", i) / lam2)
+        tau = (
+            Fr(0)
+            if nb == 0
+            else min(max((1 - sum(x * y for x, y in zip(b, w2))) / nb, Fr(0)), _p(f, "c", i) / lam2)
+        )
         return [x + tau * y for x, y in zip(w2, b)]
     out = []
     for k in range(f.dim):
@@ -145,19 +150,25 @@ def test_double_well_bound_near_its_threshold():
 # -- scipy on the prox objective ---------------------------------------------------------------
 def scalar_piece(f, i, k):
     """``g_k`` of entry ``i`` as an exact function of one rational coordinate (the docstrings' formulas)."""
-    p = {n: Fr(float(np.broadcast_to(host(getattr(f, n)), f.batch_shape + (f.dim,))[i, k]))
-         for n in ("s", "c", "delta", "a", "L") if hasattr(f, n)}
+    p = {
+        n: Fr(float(np.broadcast_to(host(getattr(f, n)), f.batch_shape + (f.dim,))[i, k]))
+        for n in ("s", "c", "delta", "a", "L")
+        if hasattr(f, n)
+    }
     if isinstance(f, AbsoluteValue):
         return lambda x: p["c"] * abs(x - p["s"])
     if isinstance(f, Huber):
+
         def h(x):
             z = abs(x - p["s"])
             return p["c"] * (z * z / (2 * p["delta"]) if z <= p["delta"] else z - p["delta"] / 2)
+
         return h
 
     def g(x):
         z = abs(x - p["s"])
         return p["L"] * (p["a"] ** 2 / 4 - z * z / 2) if z <= p["a"] / 2 else p["L"] / 2 * (z - p["a"]) ** 2
+
     return g
 
 
@@ -168,8 +179,12 @@ def _brent(phi, x0):
     x = x0
     for _ in range(2):
         ref = phi(Fr(x))
-        r = so.minimize_scalar(lambda v, ref=ref: float(phi(Fr(v)) - ref), bracket=(x - 1.0, x + 1.0),
-                               method="brent", options={"xtol": 1e-14, "maxiter": 2000})
+        r = so.minimize_scalar(
+            lambda v, ref=ref: float(phi(Fr(v)) - ref),
+            bracket=(x - 1.0, x + 1.0),
+            method="brent",
+            options={"xtol": 1e-14, "maxiter": 2000},
+        )
         x = float(r.x)
     return x
 
@@ -182,16 +197,26 @@ def scipy_prox(f, w, lam, i):
         d = f.dim
         obj = lambda v: c * v[d] + mu / 2 * v[:d] @ v[:d] + lam / 2 * np.sum((v[:d] - w[i]) ** 2)
         jac = lambda v: np.concatenate([mu * v[:d] + lam * (v[:d] - w[i]), [c]])
-        cons = [{"type": "ineq", "fun": lambda v: v[d], "jac": lambda v: np.eye(d + 1)[d]},
-                {"type": "ineq", "fun": lambda v: v[d] - 1 + b @ v[:d], "jac": lambda v: np.concatenate([b, [1.0]])}]
+        cons = [
+            {"type": "ineq", "fun": lambda v: v[d], "jac": lambda v: np.eye(d + 1)[d]},
+            {
+                "type": "ineq",
+                "fun": lambda v: v[d] - 1 + b @ v[:d],
+                "jac": lambda v: np.concatenate([b, [1.0]]),
+            },
+        ]
         v0 = np.concatenate([w[i], [max(0.0, 1 - b @ w[i])]])
-        r = so.minimize(obj, v0, jac=jac, constraints=cons, method="SLSQP", options={"ftol": 1e-16, "maxiter": 500})
+        r = so.minimize(
+            obj, v0, jac=jac, constraints=cons, method="SLSQP", options={"ftol": 1e-16, "maxiter": 500}
+        )
         return r.x[:d]
     out = []
     mu, lam = Fr(mu), Fr(float(lam))
     for k in range(f.dim):
         g, wk = scalar_piece(f, i, k), Fr(float(w[i, k]))
-        out.append(_brent(lambda x, g=g, wk=wk: g(x) + mu / 2 * x * x + lam / 2 * (x - wk) ** 2, float(w[i, k])))
+        out.append(
+            _brent(lambda x, g=g, wk=wk: g(x) + mu / 2 * x * x + lam / 2 * (x - wk) ** 2, float(w[i, k]))
+        )
     return np.array(out)
 
 
@@ -216,7 +241,9 @@ def test_prox_optimality_condition(kind, mu):
     rng = np.random.default_rng(8)
     f = make(kind, rng, m=10, mu=mu)
     lam = lam_ok(f, 1.5)
-    w = np.concatenate([rng.standard_normal((5, 3)) * 3, breakpoints(f, rng.standard_normal((10, 3)), lam)[5:]])
+    w = np.concatenate(
+        [rng.standard_normal((5, 3)) * 3, breakpoints(f, rng.standard_normal((10, 3)), lam)[5:]]
+    )
     theta = host(mo.prox(f, w, lam))
     r = lam * (w - theta) - mu * theta
     at = 50 * eps(np.float64) * (1 + lam * (np.abs(w) + np.abs(theta)))
@@ -227,7 +254,7 @@ def test_prox_optimality_condition(kind, mu):
         assert np.all(np.where(kink, np.abs(r) <= c + at, np.abs(r - c * np.sign(theta - s)) <= at))
     elif kind == "hinge":
         b, c = np.broadcast_to(host(f.b), (10, 3)), np.broadcast_to(host(f.c), (10,))
-        t = -np.sum(r * b, axis=-1) / (c * np.sum(b * b, axis=-1))     # r = -c t b
+        t = -np.sum(r * b, axis=-1) / (c * np.sum(b * b, axis=-1))  # r = -c t b
         np.testing.assert_allclose(r, -(c * t)[:, None] * b, atol=1e-12)
         m = np.sum(b * theta, axis=-1)
         assert np.all((t >= -1e-12) & (t <= 1 + 1e-12))
@@ -311,11 +338,11 @@ def test_gradient_is_the_minimum_norm_subgradient(kind):
     """At a kink, grad is the limit of the envelope gradient as lam grows (the min-norm subgradient)."""
     if kind == "abs":
         f = AbsoluteValue(np.array([[1.0, -2.0, 0.5]]), np.array([0.3, 5.0, 0.1]), mu=0.4)
-        x = np.array([[1.0, -2.0, 0.5]])                 # every coordinate on its kink
+        x = np.array([[1.0, -2.0, 0.5]])  # every coordinate on its kink
         expect = np.array([[0.4 - 0.3, 0.0, 0.2 - 0.1]])  # mu s - clip(mu s, -c, c)
     else:
         f = Hinge(np.array([[2.0, 0.0, 0.0]]), 1.0, c=1.0, mu=0.5)
-        x = np.array([[0.5, 1.0, -1.0]])                 # margin exactly 1
+        x = np.array([[0.5, 1.0, -1.0]])  # margin exactly 1
         expect = 0.5 * x - 0.125 * np.array([[2.0, 0.0, 0.0]])  # t = mu/(c |b|^2) = 1/8
     assert_close(f.grad(x), expect)
     for lam in (1e6, 1e9):  # the envelope gradient is off by a relative mu/lam
@@ -365,7 +392,11 @@ def test_curvature_bounds_and_flags():
     cases = [
         (AbsoluteValue(s, np.array([[1.0, 0, 0], [0, 0, 0]]), mu=0.5), [0.5, 0.5], [np.inf, 0.5]),
         (Hinge(np.array([[1.0, 0, 0], [0, 0, 0]]), 1.0), [0, 0], [np.inf, 0]),
-        (Huber(s, np.array([0.5, 0.25, 1.0]), c=np.array([1.0, 1.0, 3.0]), mu=np.array([0.0, 1.0])), [0, 1], [4, 5]),
+        (
+            Huber(s, np.array([0.5, 0.25, 1.0]), c=np.array([1.0, 1.0, 3.0]), mu=np.array([0.0, 1.0])),
+            [0, 1],
+            [4, 5],
+        ),
         (DoubleWell(s, 1.0, np.array([1.0, 3.0, 2.0]), mu=np.array([0.0, 4.0])), [-3, 1], [3, 7]),
     ]
     for f, lo, hi in cases:
@@ -398,16 +429,27 @@ def test_envelope_of_a_nonsmooth_objective_is_lam_smooth():
 # -- batching, dtypes, backends ------------------------------------------------------------------
 def params(f):
     """The constructor arguments of ``f`` (host arrays), ``mu`` as a keyword."""
-    names = {AbsoluteValue: ("s", "c"), Hinge: ("a", "y", "c"), Huber: ("s", "delta", "c"), DoubleWell: ("s", "a", "L")}
+    names = {
+        AbsoluteValue: ("s", "c"),
+        Hinge: ("a", "y", "c"),
+        Huber: ("s", "delta", "c"),
+        DoubleWell: ("s", "a", "L"),
+    }
     return [host(getattr(f, n)) for n in names[type(f)]], host(f.mu)
 
 
 def client(f, i):
     """Client ``i`` of ``f`` (batch ``(m,)``) as an objective of batch ``(1,)``."""
     args, mu = params(f)
-    cut = [np.broadcast_to(a, f.batch_shape + a.shape[len(f.batch_shape):] if a.ndim else f.batch_shape)[i:i + 1]
-           if a.ndim >= len(f.batch_shape) and a.ndim else a for a in args]
-    return type(f)(*cut, mu=np.broadcast_to(mu, f.batch_shape)[i:i + 1])
+    cut = [
+        np.broadcast_to(a, f.batch_shape + a.shape[len(f.batch_shape) :] if a.ndim else f.batch_shape)[
+            i : i + 1
+        ]
+        if a.ndim >= len(f.batch_shape) and a.ndim
+        else a
+        for a in args
+    ]
+    return type(f)(*cut, mu=np.broadcast_to(mu, f.batch_shape)[i : i + 1])
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -437,9 +479,11 @@ def test_float32_keeps_dtype_and_agrees(kind):
     f64 = make(kind, np.random.default_rng(13), dtype=np.float64)
     w = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
     lam = lam_ok(f64, 1.3)
-    for out32, out64 in ((mo.prox(f32, w, lam), mo.prox(f64, w.astype(float), lam)),
-                         (mo.envelope(f32, lam).grad(w), mo.envelope(f64, lam).grad(w.astype(float))),
-                         (f32.value(w), f64.value(w.astype(float)))):
+    for out32, out64 in (
+        (mo.prox(f32, w, lam), mo.prox(f64, w.astype(float), lam)),
+        (mo.envelope(f32, lam).grad(w), mo.envelope(f64, lam).grad(w.astype(float))),
+        (f32.value(w), f64.value(w.astype(float))),
+    ):
         assert out32.dtype == np.float32
         # the float32 parameters are the float64 ones rounded (u relative), moved by the
         # prox's Lipschitz constant (<= 11 here): within 100 tol(float32) of the magnitudes
@@ -457,11 +501,17 @@ def test_backends(kind, xp):
     lam = lam_ok(f_np, 1.1)
     theta, info = mo.prox(f, w, lam, return_info=True)
     F = mo.envelope(f, lam)
-    for out, ref in ((theta, mo.prox(f_np, w_np, lam)), (F.grad(w), mo.envelope(f_np, lam).grad(w_np)),
-                     (F.value(w), mo.envelope(f_np, lam).value(w_np)), (f.grad(w), f_np.grad(w_np))):
+    for out, ref in (
+        (theta, mo.prox(f_np, w_np, lam)),
+        (F.grad(w), mo.envelope(f_np, lam).grad(w_np)),
+        (F.value(w), mo.envelope(f_np, lam).value(w_np)),
+        (f.grad(w), f_np.grad(w_np)),
+    ):
         assert type(out) is type(w) and out.dtype == w.dtype
         assert_close(out, ref, factor=10)
-    np.testing.assert_allclose(info.error_bound, mo.prox(f_np, w_np, lam, return_info=True)[1].error_bound, rtol=1e-12)
+    np.testing.assert_allclose(
+        info.error_bound, mo.prox(f_np, w_np, lam, return_info=True)[1].error_bound, rtol=1e-12
+    )
     np.testing.assert_array_equal(f.convex, f_np.convex)
 
 
@@ -543,8 +593,12 @@ def test_nonsmooth_batch_flags_match_the_objectives(kind):
     one = ni.objective(batch, idx=slice(2, 3))
     assert one.batch_shape == (1,)
     # each kind drops what the module docstring says, with the default mu
-    expect = {"abs": (False, True, None), "hinge": (False, True, None), "huber": (True, True, False),
-              "weakly_convex": (True, False, False)}[kind]
+    expect = {
+        "abs": (False, True, None),
+        "hinge": (False, True, None),
+        "huber": (True, True, False),
+        "weakly_convex": (True, False, False),
+    }[kind]
     for a, e in zip(ni.ASSUMPTIONS, expect):
         if e is not None:
             assert np.all(batch[a] == e), a
@@ -560,13 +614,15 @@ def test_nonsmooth_batch_bad_arguments():
     from moreau.analysis.engine import nonsmooth_instances as ni
 
     rng = np.random.default_rng(0)
-    for call, fragment in [(lambda: ni.nonsmooth_batch(rng, 4, 2, "relu"), "kind must be one of"),
-                           (lambda: ni.nonsmooth_batch(rng, 0, 2, "abs"), "T must be an integer >= 1"),
-                           (lambda: ni.nonsmooth_batch(rng, 4, 2.5, "abs"), "d must be an integer >= 1"),
-                           (lambda: ni.nonsmooth_batch(rng, 4, 2, "abs", mu=-1.0), "mu must be finite and >= 0"),
-                           (lambda: ni.nonsmooth_batch(rng, 4, 2, "abs", mu=np.ones(3)), "mu must be a number"),
-                           (lambda: ni.applicable(ni.nonsmooth_batch(rng, 4, 2, "abs"), "lipschitz"), "assumptions"),
-                           (lambda: ni.objective({"mu": np.zeros(2)}), "no instance family")]:
+    for call, fragment in [
+        (lambda: ni.nonsmooth_batch(rng, 4, 2, "relu"), "kind must be one of"),
+        (lambda: ni.nonsmooth_batch(rng, 0, 2, "abs"), "T must be an integer >= 1"),
+        (lambda: ni.nonsmooth_batch(rng, 4, 2.5, "abs"), "d must be an integer >= 1"),
+        (lambda: ni.nonsmooth_batch(rng, 4, 2, "abs", mu=-1.0), "mu must be finite and >= 0"),
+        (lambda: ni.nonsmooth_batch(rng, 4, 2, "abs", mu=np.ones(3)), "mu must be a number"),
+        (lambda: ni.applicable(ni.nonsmooth_batch(rng, 4, 2, "abs"), "lipschitz"), "assumptions"),
+        (lambda: ni.objective({"mu": np.zeros(2)}), "no instance family"),
+    ]:
         with pytest.raises(ValueError, match=fragment):
             call()
     b = ni.nonsmooth_batch(rng, 4, 2, "weakly_convex", mu=20.0)  # mu above every L: convex again
@@ -580,10 +636,14 @@ def test_docstring_formula_is_the_code(cls):
 
     from moreau import symbolic
 
-    (name, expr), = symbolic.docstring_formulas(cls).items()
+    ((name, expr),) = symbolic.docstring_formulas(cls).items()
     p = {"s": 0.3, "c": 0.7, "delta": 0.5, "a": 1.2, "L": 0.8, "y": -1.0, "lam": 2.0}
-    args = {AbsoluteValue: ([p["s"]], p["c"]), Hinge: ([p["a"]], p["y"], p["c"]), Huber: ([p["s"]], p["delta"], p["c"]),
-            DoubleWell: ([p["s"]], p["a"], p["L"])}[cls]
+    args = {
+        AbsoluteValue: ([p["s"]], p["c"]),
+        Hinge: ([p["a"]], p["y"], p["c"]),
+        Huber: ([p["s"]], p["delta"], p["c"]),
+        DoubleWell: ([p["s"]], p["a"], p["L"]),
+    }[cls]
     f = cls(*args)
     syms = sorted(expr.free_symbols, key=str)
     formula = sp.lambdify(syms, expr, "math")
@@ -591,8 +651,10 @@ def test_docstring_formula_is_the_code(cls):
     for w in np.linspace(-3, 3, 61):
         theta = float(host(mo.prox(f, [w], p["lam"]))[0])
         got = {"prox": theta, "tau": (theta - w) / (p["y"] * p["a"]), "prox_inside": theta}[name]
-        inside = {Huber: abs(w - p["s"]) <= p["delta"] + p["c"] / p["lam"],
-                  DoubleWell: abs(w - p["s"]) <= p["a"] * (p["lam"] - p["L"]) / (2 * p["lam"])}.get(cls, True)
+        inside = {
+            Huber: abs(w - p["s"]) <= p["delta"] + p["c"] / p["lam"],
+            DoubleWell: abs(w - p["s"]) <= p["a"] * (p["lam"] - p["L"]) / (2 * p["lam"]),
+        }.get(cls, True)
         if inside:
             values = {str(x): (w if str(x) == "w" else p[str(x)]) for x in syms}
             assert got == pytest.approx(formula(**values), abs=1e-14)

@@ -2,6 +2,7 @@
 converts with jupytext, executes with nbclient on an ipykernel kernel of this interpreter, and shows
 its figure inline (the figure is not closed before the notebook displays it); headless, the
 figures are still drawn with Agg and closed (the CLI's behaviour)."""
+
 from __future__ import annotations
 
 import sys
@@ -34,8 +35,12 @@ def _this_interpreters_kernel():
 
     class ThisInterpreter(KernelSpecManager):
         def get_kernel_spec(self, kernel_name):
-            return KernelSpec(name=kernel_name, display_name=f"Python ({sys.executable})", language="python",
-                              argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"])
+            return KernelSpec(
+                name=kernel_name,
+                display_name=f"Python ({sys.executable})",
+                language="python",
+                argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            )
 
     return AsyncKernelManager(kernel_name="python3", kernel_spec_manager=ThisInterpreter())
 
@@ -56,13 +61,20 @@ def test_demo_runs_as_a_notebook_with_inline_figures(tmp_path, monkeypatch, name
     monkeypatch.delenv("MPLBACKEND", raising=False)  # ipykernel then picks the inline backend, as in Jupyter
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))  # no profile or history in $HOME
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))  # the connection file
-    client = nbclient.NotebookClient(nb, km=_this_interpreters_kernel(), timeout=120, allow_errors=False,
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    client = nbclient.NotebookClient(
+        nb,
+        km=_this_interpreters_kernel(),
+        timeout=120,
+        allow_errors=False,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
     client.execute()  # raises CellExecutionError on any error in a cell
 
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
-    images = [o for o in outputs if o.output_type in ("display_data", "execute_result") and "image/png" in o.data]
+    images = [
+        o for o in outputs if o.output_type in ("display_data", "execute_result") and "image/png" in o.data
+    ]
     assert images, f"{name} displayed no inline figure: outputs {[o.output_type for o in outputs]}"
     printed = "".join(o.text for o in outputs if o.output_type == "stream" and o.name == "stdout")
     assert "holds: " in printed and "FAILS: " not in printed  # the claims, printed as on the command line

@@ -4,6 +4,7 @@ Every switch off: the loops equal ``moreau.fl.pfedme`` / ``moreau.fl.per_fedavg`
 Every switch on: an independent per-client loop (own softmax gradient, the draws re-derived from the
 documented layout, the test batches sliced in order) gives the same iterates, and each switch moves them.
 """
+
 from __future__ import annotations
 
 import csv
@@ -45,6 +46,7 @@ PA = {"alpha": 0.1, "beta": 0.2, "tau": 3, "rounds": 5, "S": 3, "D": 4, "D_prime
 
 # ---------------------------------------------------------------- every switch off = moreau.fl
 
+
 @pytest.mark.parametrize("inner_eta", ["client", 0.05])
 @pytest.mark.parametrize("personal,fl_personal", [("inner", "inner"), ("prox", "certified")])
 def test_pfedme_switches_off_equals_moreau_fl(inner_eta, personal, fl_personal):
@@ -66,8 +68,11 @@ def test_per_fedavg_switches_off_equals_moreau_fl(variant, extra):
 
 # ---------------------------------------------------------------- each switch changes the result
 
-@pytest.mark.parametrize("switch", [{"warm_start": True}, {"hidden_mu": off.OFFICIAL_MU}, {"sample_weights": True},
-                                    {"personal": "local"}])
+
+@pytest.mark.parametrize(
+    "switch",
+    [{"warm_start": True}, {"hidden_mu": off.OFFICIAL_MU}, {"sample_weights": True}, {"personal": "local"}],
+)
 def test_each_pfedme_switch_changes_the_result(switch):
     f = problem()[0]
     base = off.pfedme(f, **PF, K=3, rng=7)
@@ -85,10 +90,13 @@ def test_each_per_fedavg_switch_changes_the_result(switch):
     base = off.per_fedavg(f, **PA, rng=3)
     o = off.per_fedavg(f, **PA, rng=3, test=ft, test_batch_size=4, **{switch: True})
     assert rel(o.theta, base.theta) > 1e-9
-    assert (rel(o.w_global, base.w_global) == 0) == (switch == "test_adaptation")  # adaptation: evaluation only
+    assert (rel(o.w_global, base.w_global) == 0) == (
+        switch == "test_adaptation"
+    )  # adaptation: evaluation only
 
 
 # ---------------------------------------------------------------- switches on = an independent loop
+
 
 def grad_i(X, y, w, mu, theta, C):
     """Mean cross-entropy gradient of one client's rows (weights w) plus the ridge: theta (D*C,)."""
@@ -101,8 +109,23 @@ def grad_i(X, y, w, mu, theta, C):
 def test_pfedme_all_conventions_equal_a_per_client_loop():
     f, _, ((X, y, wt), _), mu, C = problem()
     m, B, lam, eta, beta, R, K, S, hmu = X.shape[0], 4, 5.0, 0.05, 1.5, 4, 3, 3, off.OFFICIAL_MU
-    o = off.pfedme(f, lam=lam, eta=eta, beta=beta, R=R, K=K, rounds=5, S=S, batch_size=B, inner_eta=0.05, rng=11,
-                   warm_start=True, hidden_mu=hmu, sample_weights=True, personal="local")
+    o = off.pfedme(
+        f,
+        lam=lam,
+        eta=eta,
+        beta=beta,
+        R=R,
+        K=K,
+        rounds=5,
+        S=S,
+        batch_size=B,
+        inner_eta=0.05,
+        rng=11,
+        warm_start=True,
+        hidden_mu=hmu,
+        sample_weights=True,
+        personal="local",
+    )
     rng, n = np.random.default_rng(11), wt.sum(axis=1)
     w = np.zeros(f.dim)
     for t in range(5):
@@ -123,11 +146,26 @@ def test_pfedme_all_conventions_equal_a_per_client_loop():
 def test_per_fedavg_all_conventions_equal_a_per_client_loop():
     f, ft, ((X, y, wt), (Xt, yt, wtt)), mu, C = problem()
     m, B, Bt, a, b, tau, S = X.shape[0], 4, 4, 0.1, 0.2, 3, 3
-    o = off.per_fedavg(f, alpha=a, beta=b, tau=tau, rounds=5, S=S, D=B, D_prime=B, rng=5, sample_weights=True,
-                       test_adaptation=True, test=ft, test_batch_size=Bt)
+    o = off.per_fedavg(
+        f,
+        alpha=a,
+        beta=b,
+        tau=tau,
+        rounds=5,
+        S=S,
+        D=B,
+        D_prime=B,
+        rng=5,
+        sample_weights=True,
+        test_adaptation=True,
+        test=ft,
+        test_batch_size=Bt,
+    )
     rng, n, nt = np.random.default_rng(5), wt.sum(axis=1), wtt.sum(axis=1).astype(int)
 
-    def adapted(t, w):  # batches 2t and 2t+1 of the test rows in order (short last batch), SGD alpha then beta
+    def adapted(
+        t, w
+    ):  # batches 2t and 2t+1 of the test rows in order (short last batch), SGD alpha then beta
         out = []
         for i in range(m):
             th = w.copy()
@@ -145,8 +183,10 @@ def test_per_fedavg_all_conventions_equal_a_per_client_loop():
         sel = np.sort(np.argsort(rng.random(m))[:S])
         W = np.tile(w, (m, 1))
         for _ in range(tau):
-            r1, r2 = (np.minimum((rng.random((m, B)) * n[:, None]).astype(int), n[:, None].astype(int) - 1)
-                      for _ in range(2))
+            r1, r2 = (
+                np.minimum((rng.random((m, B)) * n[:, None]).astype(int), n[:, None].astype(int) - 1)
+                for _ in range(2)
+            )
             for i in range(m):
                 wt_i = W[i] - a * grad_i(X[i, r1[i]], y[i, r1[i]], np.ones(B), mu, W[i], C)
                 W[i] = W[i] - b * grad_i(X[i, r2[i]], y[i, r2[i]], np.ones(B), mu, wt_i, C)
@@ -162,9 +202,15 @@ def test_adaptation_batch_is_with_weights_of_the_batch():
         batch = off.adaptation_batch(ft, 4, np.full(wtt.shape[0], j))
         nt = wtt.sum(axis=1).astype(int)
         lo = (j % -(-nt // 4)) * 4
-        ind = ((np.arange(wtt.shape[1]) >= lo[:, None]) & (np.arange(wtt.shape[1]) < np.minimum(lo + 4, nt)[:, None]))
-        np.testing.assert_allclose(np.asarray(batch.grad(theta)), np.asarray(ft.with_weights(ind * 1.0).grad(theta)),
-                                   rtol=1e-12, atol=1e-14)
+        ind = (np.arange(wtt.shape[1]) >= lo[:, None]) & (
+            np.arange(wtt.shape[1]) < np.minimum(lo + 4, nt)[:, None]
+        )
+        np.testing.assert_allclose(
+            np.asarray(batch.grad(theta)),
+            np.asarray(ft.with_weights(ind * 1.0).grad(theta)),
+            rtol=1e-12,
+            atol=1e-14,
+        )
 
 
 def test_bad_switches_are_refused():
@@ -176,6 +222,7 @@ def test_bad_switches_are_refused():
 
 
 # ---------------------------------------------------------------- the experiment, --quick
+
 
 @pytest.mark.reproduce
 def test_pfedme_official_conventions_quick(tmp_path):
@@ -191,19 +238,30 @@ def test_pfedme_official_conventions_quick(tmp_path):
     runs = {(r["convention"], r["method"]) for r in rows}
     pfedme = {"paper", "warm-start", "hidden-L2", "sample-weights", "local-as-personal", "all"}
     perfedavg = {"paper", "sample-weights", "test-adaptation", "all"}
-    assert runs == {(c, m) for c in CONVENTIONS for m in METHODS
-                    if (c in pfedme if m.startswith("pFedMe") else c in perfedavg)}
+    assert runs == {
+        (c, m)
+        for c in CONVENTIONS
+        for m in METHODS
+        if (c in pfedme if m.startswith("pFedMe") else c in perfedavg)
+    }
     assert {int(r["round"]) for r in rows} == set(range(21)) and {r["seed"] for r in rows} == {"0", "1", "2"}
     assert all(0 <= float(r["value"]) <= 100 for r in rows if "accuracy" in r["metric"])
+
     def gm(conv):  # the global model's test accuracy per (seed, round)
-        return {(r["seed"], r["round"]): r["value"] for r in rows
-                if r["convention"] == conv and r["method"] == "pFedMe-GM" and r["metric"] == "test_accuracy"}
+        return {
+            (r["seed"], r["round"]): r["value"]
+            for r in rows
+            if r["convention"] == conv and r["method"] == "pFedMe-GM" and r["metric"] == "test_accuracy"
+        }
 
     assert len(gm("paper")) == 3 * 21 and gm("local-as-personal") == gm("paper")  # an evaluation-only switch
     with open(tmp_path / f"{NAME}-table.csv", newline="") as fh:
         table = list(csv.DictReader(fh))
-    assert {r["selection"] for r in table} == {"last round", "best round on test (leaks the test set)",
-                                              "best round on validation"}
+    assert {r["selection"] for r in table} == {
+        "last round",
+        "best round on test (leaks the test set)",
+        "best round on validation",
+    }
     claims = manifest["claims"]
     assert len(claims) == 11 and all(v["quick"] for v in claims)
     assert all(v["method"].startswith("paired t over 3 seeds") for v in claims)
@@ -223,19 +281,29 @@ def test_pfedme_official_conventions_quick(tmp_path):
         ("together raise pFedMe's personalised accuracy", {f"{pm}: all − paper": change(pm, "all")}),
         ("together raise pFedMe's global-model accuracy", {f"{gm}: all − paper": change(gm, "all")}),
         ("together raise Per-FedAvg's accuracy", {f"{pa}: all − paper": change(pa, "all")}),
-        *((f"{c} alone", {f"{m}: {c} − paper": change(m, c) for m in ms})
-          for c, ms in (("warm-start", (pm, gm)), ("hidden-L2", (pm, gm)), ("sample-weights", (pm, gm, pa)),
-                        ("local-as-personal", (pm,)), ("test-adaptation", (pa,)))),
+        *(
+            (f"{c} alone", {f"{m}: {c} − paper": change(m, c) for m in ms})
+            for c, ms in (
+                ("warm-start", (pm, gm)),
+                ("hidden-L2", (pm, gm)),
+                ("sample-weights", (pm, gm, pa)),
+                ("local-as-personal", (pm,)),
+                ("test-adaptation", (pa,)),
+            )
+        ),
         ("pFedMe-PM ahead of Per-FedAvg with the papers' algorithms", {f"{pm} − {pa} (paper)": gap["paper"]}),
         ("pFedMe-PM ahead of Per-FedAvg with the authors' conventions", {f"{pm} − {pa} (all)": gap["all"]}),
-        ("conventions widen pFedMe-PM's lead", {"(PM − Per-FedAvg)_all − (PM − Per-FedAvg)_paper":
-                                                gap["all"] - gap["paper"]}),
+        (
+            "conventions widen pFedMe-PM's lead",
+            {"(PM − Per-FedAvg)_all − (PM − Per-FedAvg)_paper": gap["all"] - gap["paper"]},
+        ),
     ]
     for v, (words, diffs) in zip(claims, expected, strict=True):
         assert words in v["claim"]
         check_paired_claim(v, diffs)
         means = {n: d.mean() for n, d in diffs.items()}
-        assert v["value"] == pytest.approx(means if " alone " in v["claim"] else next(iter(means.values())),
-                                           rel=1e-12, abs=1e-12)
+        assert v["value"] == pytest.approx(
+            means if " alone " in v["claim"] else next(iter(means.values())), rel=1e-12, abs=1e-12
+        )
     for stem in (NAME, f"{NAME}-curves"):
         assert (tmp_path / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

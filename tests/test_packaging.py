@@ -1,4 +1,5 @@
 """Packaging: everything installs under the ``moreau`` namespace, under a free distribution name."""
+
 from __future__ import annotations
 
 import importlib
@@ -34,15 +35,20 @@ def test_every_package_folder_is_listed():
 
 
 def test_catalogue_and_experiments_import_under_the_namespace():
-    for name, folder in (("moreau.analysis.engine.registry", "analysis"), ("moreau.experiments.registry", "experiments")):
+    for name, folder in (
+        ("moreau.analysis.engine.registry", "analysis"),
+        ("moreau.experiments.registry", "experiments"),
+    ):
         module = importlib.import_module(name)
         assert folder in {p.name for p in Path(module.__file__).resolve().parents}
     from moreau.analysis.engine.registry import declared
+
     modules = [name for name, _ in declared("STATEMENTS")]
     assert modules and all(m.startswith("moreau.analysis.") for m in modules)
 
 
 def test_distribution_name_and_provenance_use_it():
     from moreau._provenance import DISTRIBUTION, versions
+
     assert _setuptools_config()["project"]["name"] == DISTRIBUTION == "moreau-pfl"
     assert versions()[DISTRIBUTION] == metadata.version("moreau-pfl")

@@ -4,6 +4,7 @@ Tolerances are derived per example from what the library certifies
 (``ProxInfo``), the problem's curvature and condition number, and the dtype
 table in ``_tol.py``; see :func:`cert` for the one modelling constant.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,8 +41,11 @@ def cert(info, theta, w, dtype):
     returned ``theta = w + u`` adds one rounding, ``eps |theta|``.  ``tiny`` absorbs
     underflow.  (``w`` is unused: kept so call sites state which point was proxed.)
     """
-    return ROUNDING_MODEL * np.maximum(info.error_bound, info.tol) \
-        + eps(dtype) * norm(host(theta), axis=-1) + np.finfo(np.dtype(dtype)).tiny
+    return (
+        ROUNDING_MODEL * np.maximum(info.error_bound, info.tol)
+        + eps(dtype) * norm(host(theta), axis=-1)
+        + np.finfo(np.dtype(dtype)).tiny
+    )
 
 
 def flush_tiny(f, *points):
@@ -75,6 +79,7 @@ def quad_cond(A, lam):
 
 # -- optimality -------------------------------------------------------------------------
 
+
 @given(q=any_quadratic, lam=ms.lams(), data=st.data())
 def test_quadratic_prox_optimality(q, lam, data):
     w = data.draw(ms.points(q))
@@ -103,21 +108,30 @@ def test_logistic_prox_optimality(f, lam, data):
     # sample, mu|theta|, lam(|theta|+|w|))
     X = host(f.X)
     terms = np.mean(norm(X, axis=-1)) + mu * norm(theta) + lam * (norm(theta) + norm(w))
-    bound = (lam + mu) * ROUNDING_MODEL * info.tol + (L + lam) * eps(np.float64) * norm(theta) \
-        + rounding(terms)
+    bound = (
+        (lam + mu) * ROUNDING_MODEL * info.tol + (L + lam) * eps(np.float64) * norm(theta) + rounding(terms)
+    )
     assert norm(r) <= bound
     # the default tolerance itself is eps-level (cannot be loosened without failing here)
-    assert info.tol <= tol(np.float64) * (norm(theta) + norm(w) + (terms + L * (norm(theta) + norm(w))) / (lam + mu)) \
+    assert (
+        info.tol
+        <= tol(np.float64) * (norm(theta) + norm(w) + (terms + L * (norm(theta) + norm(w))) / (lam + mu))
         + TINY
+    )
 
 
 # -- firm nonexpansiveness --------------------------------------------------------------
 
+
 def _firm(p, x, y, delta):
     """|p(x)-p(y)|^2 <= <p(x)-p(y), x-y> with p known to within delta per point."""
     dp, dx = p[0] - p[1], x - y
-    slack = 4 * delta * norm(dp) + 4 * delta**2 + 2 * delta * norm(dx) \
-        + rounding(norm(dp) ** 2 + norm(dp) * norm(dx))  # rounding of the two dot products
+    slack = (
+        4 * delta * norm(dp)
+        + 4 * delta**2
+        + 2 * delta * norm(dx)
+        + rounding(norm(dp) ** 2 + norm(dp) * norm(dx))
+    )  # rounding of the two dot products
     assert dp @ dp <= dp @ dx + slack
 
 
@@ -144,6 +158,7 @@ def test_firm_nonexpansive_logistic(f, lam, data):
 
 # -- envelope: below f, same minimizers ------------------------------------------------
 
+
 @given(q=ms.quadratics(kind="strongly_convex"), lam=lams_with_ends, data=st.data())
 def test_envelope_below_f_with_same_minimizer_quadratic(q, lam, data):
     w = data.draw(ms.points(q))
@@ -154,7 +169,9 @@ def test_envelope_below_f_with_same_minimizer_quadratic(q, lam, data):
     x_star = np.linalg.solve(A, b)
     kA = np.linalg.cond(A)
     # the minimizer of f is a stationary point of F (grad F = lam (A+lam)^{-1}(A w - b))
-    assert norm(host(F.grad(x_star))) <= tol(np.float64) * kA * lam * norm(b) / (lam + float(q.strong_convexity()))
+    assert norm(host(F.grad(x_star))) <= tol(np.float64) * kA * lam * norm(b) / (
+        lam + float(q.strong_convexity())
+    )
     # ... and F's own minimizer (one Newton step: F is quadratic) is f's minimizer
     step = np.linalg.solve(host(F.hess(w)), host(F.grad(w)))
     assert_close(w - step, x_star, scale=norm(x_star) + norm(w), factor=kA * quad_cond(A, lam))
@@ -186,12 +203,16 @@ def test_prox_of_envelope_logistic(f, lam, gamma, data):
     r = host(F.grad(v)) + gamma * (v - w)
     # v is within cert(info_v) of the exact point where r = 0 (r is (lam + gamma)-Lipschitz
     # there, F being lam-smooth); grad F(v) = lam (v - prox_f(v)) carries lam * cert(info_in)
-    bound = (lam + gamma) * cert(info_v, v, w, np.float64) + lam * cert(info_in, v, v, np.float64) \
+    bound = (
+        (lam + gamma) * cert(info_v, v, w, np.float64)
+        + lam * cert(info_in, v, v, np.float64)
         + rounding(lam * norm(v) + gamma * (norm(v) + norm(w)))
+    )
     assert norm(r) <= bound
 
 
 # -- envelope derivatives by finite differences ----------------------------------------
+
 
 @given(q=any_quadratic, lam=ms.lams(min_value=1e-2, max_value=1e2), data=st.data())
 def test_envelope_derivatives_fd_quadratic(q, lam, data):
@@ -223,11 +244,16 @@ def test_envelope_derivatives_fd_logistic(f, lam, data):
     # hvp (solve with H v) against the Hessian just checked; |hess F| <= lam for convex f
     v = data.draw(ms.points(f, scale=1.0))
     Hv = np.einsum("...ij,...j->...i", host(F.hess(w)), v)
-    assert_close(F.hvp(w, v), Hv, scale=lam * vnorm(v),
-                 factor=np.linalg.cond(host(f.hess(theta)) + lam * np.eye(f.dim)))
+    assert_close(
+        F.hvp(w, v),
+        Hv,
+        scale=lam * vnorm(v),
+        factor=np.linalg.cond(host(f.hess(theta)) + lam * np.eye(f.dim)),
+    )
 
 
 # -- logistic prox against scipy and a longdouble reference ------------------------------
+
 
 def _check_against_references(f, w, lam):
     g = LongLogistic(f)
@@ -274,8 +300,12 @@ def test_logistic_prox_references_dense_lambda_grid():
     rng = np.random.default_rng(16)
     for _ in range(20):
         n, d = int(rng.integers(2, 40)), int(rng.integers(1, 6))
-        f = mo.Logistic(rng.normal(size=(n, d)) * rng.choice([0.3, 1.0, 3.0]), rng.choice([-1.0, 1.0], size=n),
-                        mu=float(rng.choice([0.0, 0.01, 1.0])), weights=rng.uniform(0.0, 1.0, size=n) + 0.01)
+        f = mo.Logistic(
+            rng.normal(size=(n, d)) * rng.choice([0.3, 1.0, 3.0]),
+            rng.choice([-1.0, 1.0], size=n),
+            mu=float(rng.choice([0.0, 0.01, 1.0])),
+            weights=rng.uniform(0.0, 1.0, size=n) + 0.01,
+        )
         w = rng.normal(size=d) * rng.choice([0.1, 1.0, 10.0])
         for lam in np.logspace(-4, 4, 41):
             _check_against_references(f, w, float(lam))
@@ -319,12 +349,16 @@ def test_certificate_survives_tiny_data():
 
 # -- batches, backends, dtypes -------------------------------------------------------------
 
+
 def _slices(shape):
     return list(np.ndindex(*shape)) if shape else [()]
 
 
-@given(q=st.sampled_from(KINDS).flatmap(lambda k: ms.quadratics(kind=k, batch=ms.batch_shapes(max_dims=2))),
-       lam=ms.lams(), data=st.data())
+@given(
+    q=st.sampled_from(KINDS).flatmap(lambda k: ms.quadratics(kind=k, batch=ms.batch_shapes(max_dims=2))),
+    lam=ms.lams(),
+    data=st.data(),
+)
 def test_batched_equals_loop_quadratic(q, lam, data):
     w = data.draw(ms.points(q))
     lam = valid_lam(q, lam)
@@ -340,9 +374,13 @@ def test_batched_equals_loop_quadratic(q, lam, data):
         assert_close(H[i], Fi.hess(w[i]), scale=lam, factor=k)
 
 
-@given(f=st.floats(0.0, 1.0).flatmap(lambda mu: ms.logistic_problems(mu=mu, padding=True,
-                                                                       batch=ms.batch_shapes(max_dims=2))),
-       lam=lams_with_ends, data=st.data())
+@given(
+    f=st.floats(0.0, 1.0).flatmap(
+        lambda mu: ms.logistic_problems(mu=mu, padding=True, batch=ms.batch_shapes(max_dims=2))
+    ),
+    lam=lams_with_ends,
+    data=st.data(),
+)
 def test_batched_equals_loop_logistic(f, lam, data):
     w = data.draw(ms.points(f))
     f, w = flush_tiny(f, w)
@@ -363,8 +401,12 @@ def test_batched_equals_loop_logistic(f, lam, data):
         assert norm(G[i] - host(Fi.grad(w[i]))) <= lam * (c[i] + cert(ii, ti, w[i], np.float64))
         # Hessians at points within the certificates: |d hess F| <= lam * rho-type term; the
         # points agree to ~eps so the difference is rounding of the d x d solve
-        assert_close(H[i], Fi.hess(w[i]), scale=float(host(f.smoothness())[i]),
-                     factor=np.linalg.cond(host(fi.hess(ti)) + lam * np.eye(f.dim)))
+        assert_close(
+            H[i],
+            Fi.hess(w[i]),
+            scale=float(host(f.smoothness())[i]),
+            factor=np.linalg.cond(host(fi.hess(ti)) + lam * np.eye(f.dim)),
+        )
 
 
 @given(q=ms.quadratics(batch=ms.batch_shapes()), f=logistic, lam=ms.lams(), data=st.data())
@@ -375,10 +417,18 @@ def test_numpy_equals_array_api_strict(q, f, lam, data):
     A, b, _ = q_parts(q)
     qs = mo.Quadratic(xs.asarray(A), xs.asarray(b))
     k = quad_cond(A, lam).max()  # forward error of the solves: cond x eps
-    assert_close(mo.prox(qs, xs.asarray(wq), lam), mo.prox(q, wq, lam), factor=k,
-                 scale=np.max(norm(host(mo.prox(q, wq, lam)), axis=-1)) + np.max(norm(wq, axis=-1)))
+    assert_close(
+        mo.prox(qs, xs.asarray(wq), lam),
+        mo.prox(q, wq, lam),
+        factor=k,
+        scale=np.max(norm(host(mo.prox(q, wq, lam)), axis=-1)) + np.max(norm(wq, axis=-1)),
+    )
     assert_close(mo.envelope(qs, lam).hess(xs.asarray(wq)), mo.envelope(q, lam).hess(wq), factor=k, scale=lam)
-    w_kw = {} if f.weights.ndim == 1 and np.all(host(f.weights) == 1) else {"weights": xs.asarray(host(f.weights))}
+    w_kw = (
+        {}
+        if f.weights.ndim == 1 and np.all(host(f.weights) == 1)
+        else {"weights": xs.asarray(host(f.weights))}
+    )
     fs = mo.Logistic(xs.asarray(host(f.X)), xs.asarray(host(f.y)), mu=xs.asarray(host(f.mu)), **w_kw)
     t_np, i_np = mo.prox(f, wf, lam, return_info=True)
     t_xs, i_xs = mo.prox(fs, xs.asarray(wf), lam, return_info=True)
@@ -390,40 +440,68 @@ def test_numpy_equals_array_api_strict(q, f, lam, data):
     assert_close(gs, gn, scale=2 * np.mean(norm(host(f.X), axis=-1)) + float(f.mu) * norm(wf))
 
 
-@given(q=ms.quadratics(dtype=np.float32, batch=ms.batch_shapes()), lam=ms.lams(min_value=1e-2, max_value=1e2),
-       data=st.data())
+@given(
+    q=ms.quadratics(dtype=np.float32, batch=ms.batch_shapes()),
+    lam=ms.lams(min_value=1e-2, max_value=1e2),
+    data=st.data(),
+)
 def test_float32_kept_quadratic(q, lam, data):
     w = data.draw(ms.points(q)).astype(np.float32)
     F = mo.envelope(q, lam)
-    outs = {"value": q.value(w), "grad": q.grad(w), "hess": q.hess(w), "prox": mo.prox(q, w, lam),
-            "env.value": F.value(w), "env.grad": F.grad(w), "env.hess": F.hess(w)}
+    outs = {
+        "value": q.value(w),
+        "grad": q.grad(w),
+        "hess": q.hess(w),
+        "prox": mo.prox(q, w, lam),
+        "env.value": F.value(w),
+        "env.grad": F.grad(w),
+        "env.hess": F.hess(w),
+    }
     for name, out in outs.items():
         assert out.dtype == np.float32, name
     A, b, _ = q_parts(q)
     A64, b64, w64 = A.astype(np.float64), b.astype(np.float64), w.astype(np.float64)
     ref = np.linalg.solve(A64 + lam * np.eye(q.dim), (b64 + lam * w64)[..., None])[..., 0]
     # float32 forward error: cond * float32 tolerance (same data, rounded once to float32)
-    assert_close(outs["prox"], ref, dtype=np.float32, factor=quad_cond(A64, lam).max(),
-                 scale=np.max(norm(ref, axis=-1)) + np.max(norm(w64, axis=-1)))
+    assert_close(
+        outs["prox"],
+        ref,
+        dtype=np.float32,
+        factor=quad_cond(A64, lam).max(),
+        scale=np.max(norm(ref, axis=-1)) + np.max(norm(w64, axis=-1)),
+    )
 
 
-@given(f=ms.logistic_problems(dtype=np.float32, mu=0.1, batch=ms.batch_shapes()), lam=lams_with_ends,
-       data=st.data())
+@given(
+    f=ms.logistic_problems(dtype=np.float32, mu=0.1, batch=ms.batch_shapes()),
+    lam=lams_with_ends,
+    data=st.data(),
+)
 def test_float32_kept_logistic(f, lam, data):
     w = data.draw(ms.points(f)).astype(np.float32)
     f, w = flush_tiny(f, w)
     F = mo.envelope(f, lam)
     theta, info = mo.prox(f, w, lam, return_info=True)
-    for name, out in {"value": f.value(w), "grad": f.grad(w), "hess": f.hess(w), "prox": theta,
-                      "env.value": F.value(w), "env.grad": F.grad(w), "env.hess": F.hess(w)}.items():
+    for name, out in {
+        "value": f.value(w),
+        "grad": f.grad(w),
+        "hess": f.hess(w),
+        "prox": theta,
+        "env.value": F.value(w),
+        "env.grad": F.grad(w),
+        "env.hess": F.hess(w),
+    }.items():
         assert out.dtype == np.float32, name
     f64 = mo.Logistic(host(f.X).astype(np.float64), host(f.y).astype(np.float64), mu=0.1)
     t64, i64 = mo.prox(f64, w.astype(np.float64), lam, return_info=True)
     # each certified in its own precision (float32 certificate from the float32 eps)
-    assert np.all(norm(theta - t64, axis=-1) <= cert(info, theta, w, np.float32) + cert(i64, t64, w, np.float64))
+    assert np.all(
+        norm(theta - t64, axis=-1) <= cert(info, theta, w, np.float32) + cert(i64, t64, w, np.float64)
+    )
 
 
 # -- ProxInfo and tolerances -------------------------------------------------------------
+
 
 def test_return_info_shapes_for_a_lambda_sweep():
     rng = np.random.default_rng(14)

@@ -6,6 +6,7 @@ Tolerances: the dtype default (``_tol``) times ``cond(A + lam I)`` wherever two
 solves are compared (forward error <= cond x backward error); backward errors
 (residuals) are compared without it.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,7 +36,9 @@ def problem(request):
 
 
 def f_np(A, b, c, theta):
-    return 0.5 * np.einsum("...i,...ij,...j->...", theta, A, theta) - np.einsum("...i,...i->...", b, theta) + c
+    return (
+        0.5 * np.einsum("...i,...ij,...j->...", theta, A, theta) - np.einsum("...i,...i->...", b, theta) + c
+    )
 
 
 def lam_ok(A, scale=1.0):
@@ -48,6 +51,7 @@ def cond(A, lam):
 
 
 # -- prox ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
 def test_prox_matches_linear_solve(problem, scale):
@@ -69,8 +73,11 @@ def test_prox_optimality_condition(problem, scale):
     lhs = ((A + lam * np.eye(D)) @ theta[..., None])[..., 0]
     rhs = b + lam * w
     # backward error: (|A| + lam)|theta| + |b| + lam|w| (A + lam I is formed with rounding eps(|A| + lam))
-    size = (np.linalg.norm(A, 2, axis=(-2, -1)) + lam) * np.linalg.norm(theta, axis=-1) \
-        + np.linalg.norm(b, axis=-1) + lam * np.linalg.norm(w, axis=-1)
+    size = (
+        (np.linalg.norm(A, 2, axis=(-2, -1)) + lam) * np.linalg.norm(theta, axis=-1)
+        + np.linalg.norm(b, axis=-1)
+        + lam * np.linalg.norm(w, axis=-1)
+    )
     assert np.all(np.linalg.norm(lhs - rhs, axis=-1) <= tol(np.float64) * size)
 
 
@@ -100,6 +107,7 @@ def test_nonconvex_accepted_above_bound_and_refused_below():
 
 
 # -- lambda sweeps -----------------------------------------------------------------
+
 
 def test_lambda_sweep_shape_and_loop(problem):
     A, b, c, w = problem
@@ -131,6 +139,7 @@ def test_sweep_info_shapes(problem):
 
 # -- objective and constants ---------------------------------------------------------
 
+
 def test_value_grad_hess_hvp_third(problem):
     A, b, c, w = problem
     q = mo.Quadratic(A, b, c)
@@ -161,7 +170,9 @@ def test_minimizer():
     x = q.minimizer()
     for i in range(M):
         assert_close(x[i], np.linalg.solve(A[i], b[i]), factor=np.linalg.cond(A[i]))
-    residual_scale = np.linalg.norm(A, 2, axis=(-2, -1)) * np.linalg.norm(x, axis=-1) + np.linalg.norm(b, axis=-1)
+    residual_scale = np.linalg.norm(A, 2, axis=(-2, -1)) * np.linalg.norm(x, axis=-1) + np.linalg.norm(
+        b, axis=-1
+    )
     assert np.all(np.linalg.norm(q.grad(x), axis=-1) <= tol(np.float64) * residual_scale)
     with pytest.raises(ValueError, match="positive definite"):
         mo.Quadratic(make_A(rng, (-1.0, -0.5)), b).minimizer()
@@ -186,6 +197,7 @@ def test_from_spectrum():
 
 
 # -- envelopes ------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("lam_scale", [1e-2, 1.0, 1e2])
 def test_envelope_vs_closed_forms(problem, lam_scale):
@@ -237,8 +249,12 @@ def test_nested_envelope_eigenvalues(problem):
     b_F = lam * np.linalg.solve(Ml, b[..., None])[..., 0]
     p_ref = np.linalg.solve(H_F + gamma * np.eye(D), (b_F + gamma * w)[..., None])[..., 0]
     p = mo.prox(mo.envelope(mo.Quadratic(A, b, c), lam), w, gamma)
-    assert_close(p, p_ref, scale=np.abs(p_ref).max() + np.abs(w).max(),
-                 factor=cond(A, lam).max() * np.linalg.cond(H_F + gamma * np.eye(D)).max())
+    assert_close(
+        p,
+        p_ref,
+        scale=np.abs(p_ref).max() + np.abs(w).max(),
+        factor=cond(A, lam).max() * np.linalg.cond(H_F + gamma * np.eye(D)).max(),
+    )
 
 
 def test_envelope_of_nonconvex_refused_below_bound():
@@ -250,6 +266,7 @@ def test_envelope_of_nonconvex_refused_below_bound():
 
 
 # -- meta-objective -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("alpha", [0.0, 0.05, 0.2])
 def test_meta_objective_closed_forms(problem, alpha):
@@ -281,7 +298,9 @@ def test_meta_curvature_without_cancellation_near_alpha_a_one():
         lo = float(mo.meta_objective(q, alpha).curvature_bounds()[0])
         with mp.workdps(40):  # local precision: other tests' references rely on the global setting
             exact = float(mp.mpf(a) * (1 - mp.mpf(alpha) * mp.mpf(a)) ** 2)
-        assert abs(lo - exact) <= 8 * np.finfo(float).eps * exact  # a few roundings after an exact 1 - alpha a
+        assert (
+            abs(lo - exact) <= 8 * np.finfo(float).eps * exact
+        )  # a few roundings after an exact 1 - alpha a
 
 
 # -- construction: one checked copy of A (moreau._quadratic._load_matrix) -------------------
@@ -294,8 +313,12 @@ def _spd(m, d, seed=0):
 def test_constructor_owns_a_copy_whatever_the_input_layout():
     A0 = _spd(40, 30)  # 36,000 entries: the load runs over several blocks
     b = np.ones((40, 30))
-    layouts = {"C": lambda A: A, "F": np.asfortranarray, "reversed view": lambda A: A[::-1][::-1],
-               "strided view": lambda A: np.repeat(A, 2, axis=0)[::2]}
+    layouts = {
+        "C": lambda A: A,
+        "F": np.asfortranarray,
+        "reversed view": lambda A: A[::-1][::-1],
+        "strided view": lambda A: np.repeat(A, 2, axis=0)[::2],
+    }
     for name, make in layouts.items():
         given = make(A0.copy())
         q = mo.Quadratic(given, b)

@@ -6,6 +6,7 @@ matrix (``moreau._chol.chol_lower_bound``), so it holds whatever the accuracy of
 the computed eigenvalues: these tests check it against 50-digit eigenvalues (mpmath),
 across scales and dtypes, and feed it deliberately wrong eigenvalue estimates.
 """
+
 from __future__ import annotations
 
 import mpmath as mp
@@ -60,7 +61,9 @@ def test_lower_bound_float32(name):
     t = np.float64(np.linalg.eigvalsh(A.astype(np.float64))[0]) - 1e-3 * np.linalg.norm(A)
     p = float(chol_lower_bound(A, t, np))
     assert mp.mpf(p) <= a1
-    assert float(a1) - p <= 1e-3 * np.linalg.norm(A) + 100 * len(A) ** 2 * np.finfo(np.float32).eps * np.linalg.norm(A)
+    assert float(a1) - p <= 1e-3 * np.linalg.norm(A) + 100 * len(A) ** 2 * np.finfo(
+        np.float32
+    ).eps * np.linalg.norm(A)
 
 
 @pytest.mark.parametrize("offset", [1e-9, 1e-6, 1.0, 1e3])
@@ -75,8 +78,12 @@ def test_estimate_above_the_true_eigenvalue_still_gives_a_proven_bound(offset):
 
 
 def test_batch_of_matrices_each_its_own_bound():
-    As = np.stack([_with_spectrum(s, seed=k) for k, s in
-                   enumerate([[3.0, 2.0, 1.0, 0.5], [1.0, -2.0, 4.0, 0.0], [1e-8, 1.0, 2.0, 3.0]])])
+    As = np.stack(
+        [
+            _with_spectrum(s, seed=k)
+            for k, s in enumerate([[3.0, 2.0, 1.0, 0.5], [1.0, -2.0, 4.0, 0.0], [1e-8, 1.0, 2.0, 3.0]])
+        ]
+    )
     t = np.linalg.eigvalsh(As)[:, 0] - 1e-12
     p = chol_lower_bound(As, t, np)
     assert p.shape == (3,)
@@ -146,8 +153,9 @@ def test_array_api_path_proves_the_same_bound():
     """The non-LAPACK path (batched linalg.cholesky, matrix by matrix where it raises) on
     array-api-strict: the same proven bounds as numpy's potrf path, also when some fail."""
     xps = pytest.importorskip("array_api_strict")
-    As = np.stack([_with_spectrum(s, seed=k) for k, s in
-                   enumerate([[3.0, 2.0, 1.0, 0.5], [1.0, -2.0, 4.0, 0.0]])])
+    As = np.stack(
+        [_with_spectrum(s, seed=k) for k, s in enumerate([[3.0, 2.0, 1.0, 0.5], [1.0, -2.0, 4.0, 0.0]])]
+    )
     a1 = np.linalg.eigvalsh(As)[:, 0]
     for t in (a1 - 1e-12, a1 + np.array([0.0, 0.5])):  # the second matrix's estimate is too high
         p_np = chol_lower_bound(As, t, np)

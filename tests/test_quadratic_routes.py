@@ -7,6 +7,7 @@ the matrices the test built, numpy ``eigvalsh``.  The certificate
 agreement and reference comparisons use the dtype default (``_tol``) times the
 condition number of ``A + lam I`` (forward error of a backward-stable solve).
 """
+
 from __future__ import annotations
 
 import tracemalloc
@@ -60,6 +61,7 @@ def sweep(request):
 
 
 # -- each route against an independent reference ------------------------------------
+
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_route_matches_dense_solve_and_displacement(sweep, route):
@@ -130,6 +132,7 @@ def test_float32(route):
 
 # -- the certificate is a theorem on every route ------------------------------------
 
+
 def _spectral(a, seed=0):
     rng = np.random.default_rng(seed)
     Q = np.linalg.qr(rng.normal(size=(len(a), len(a))))[0]
@@ -138,13 +141,16 @@ def _spectral(a, seed=0):
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("a,lam", [
-    ([1e6, 3.0, 1.0, -1e-3], 1e-3 * (1 + 1e-2)),   # near the threshold, certifiable
-    ([1e6, 3.0, 1.0, 1e-10], 1e-8),                 # tiny smallest eigenvalue, tiny lam
-    ([1e12, 1.0, 1e-6, 2.0, 5.0], 1e-2),            # badly conditioned: cond(A + lam I) = 1e14
-    ([1.0, 2.0, 5.0], 1e8),                         # lam >> ||A||
-    ([1e8, 1.0, -0.5], 0.6),
-])
+@pytest.mark.parametrize(
+    "a,lam",
+    [
+        ([1e6, 3.0, 1.0, -1e-3], 1e-3 * (1 + 1e-2)),  # near the threshold, certifiable
+        ([1e6, 3.0, 1.0, 1e-10], 1e-8),  # tiny smallest eigenvalue, tiny lam
+        ([1e12, 1.0, 1e-6, 2.0, 5.0], 1e-2),  # badly conditioned: cond(A + lam I) = 1e14
+        ([1.0, 2.0, 5.0], 1e8),  # lam >> ||A||
+        ([1e8, 1.0, -0.5], 0.6),
+    ],
+)
 def test_bound_holds_mpmath(route, a, lam):
     A, b = _spectral(a)
     w = np.linspace(-1.0, 2.0, len(a))
@@ -176,6 +182,7 @@ def test_every_route_refuses_an_uncertifiable_lam(lam):
 
 # -- the Cholesky certificate itself -------------------------------------------------
 
+
 def test_cholesky_mu_is_a_lower_bound_on_the_smallest_eigenvalue():
     """mu > 0 certifies existence: it never exceeds lambda_min(A + lam I) (numpy eigvalsh,
     exact to ~d eps ||A||, far below the gap measured here)."""
@@ -202,7 +209,7 @@ def test_cholesky_refuses_a_singular_matrix_that_factors_without_the_shift():
     rng = np.random.default_rng(5)
     M = rng.integers(-3, 4, size=(40, 5, 6)).astype(float)
     G = np.swapaxes(M, -1, -2) @ M
-    lam = 2.0 ** -30
+    lam = 2.0**-30
     A = G - lam * np.eye(6)
     completes = 0
     for g in G:
@@ -227,7 +234,7 @@ def test_existence_proof_of_the_spectral_routes():
     tridiagonal prox refuses the singular lam with a clear error, as the default route does."""
     rng = np.random.default_rng(5)
     M = rng.integers(-3, 4, size=(40, 5, 6)).astype(float)
-    lam = 2.0 ** -30
+    lam = 2.0**-30
     A = np.swapaxes(M, -1, -2) @ M - lam * np.eye(6)  # lambda_min(A) = -lam exactly
     assert not any(chol_proves_exists(A[j], lam, np) for j in range(40))
     assert not chol_proves_exists(A, np.full(40, lam * (1 - 1e-6)), np)
@@ -251,6 +258,7 @@ def test_cholesky_hands_over_near_the_threshold():
 
 
 # -- the building blocks ---------------------------------------------------------------
+
 
 def test_tridiagonalization_and_its_smallest_eigenvalue():
     rng = np.random.default_rng(6)
@@ -282,6 +290,7 @@ def test_tridiagonal_solve_against_dense():
 
 
 # -- the route choice --------------------------------------------------------------------
+
 
 def test_route_choice_numpy():
     rng = np.random.default_rng(8)
@@ -345,6 +354,7 @@ def test_strict_cholesky_route_against_numpy():
 
 
 # -- memory and the copy of A ---------------------------------------------------------------
+
 
 def test_constructor_keeps_one_copy_and_no_large_transient():
     """An exactly symmetric A is kept bit for bit (a copy, not the caller's array), and the

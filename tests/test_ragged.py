@@ -5,6 +5,7 @@ largest (zero features, weight 0): the code path moreau had before buckets.  A l
 entries, each its own unpadded objective, is the second voice.  Proxes are compared through
 their certificates (two certified answers lie within the sum of their bounds) and to 1e-12.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,11 @@ def samples(model, shape=(2, 5), d=3, seed=0, lo=1, hi=40, weighted=False):
     sizes = rng.integers(lo, hi, size=shape)
     N = int(sizes.sum())
     X = rng.standard_normal((N, d))
-    y = {"logistic": np.where(rng.random(N) < 0.5, 1.0, -1.0), "multinomial": rng.integers(0, 3, N).astype(float),
-         "least_squares": X @ rng.standard_normal(d) + rng.standard_normal(N)}[model]
+    y = {
+        "logistic": np.where(rng.random(N) < 0.5, 1.0, -1.0),
+        "multinomial": rng.integers(0, 3, N).astype(float),
+        "least_squares": X @ rng.standard_normal(d) + rng.standard_normal(N),
+    }[model]
     w = rng.integers(0, 3, N).astype(float) if weighted else None
     if w is not None:  # a positive sum per entry
         w[np.concatenate([[0], np.cumsum(sizes.reshape(-1))[:-1]])] = 1.0
@@ -40,7 +44,7 @@ def pad(sizes, a, fill):
     out = np.full((sizes.size, n) + a.shape[1:], fill, dtype=float)
     start = 0
     for k, s in enumerate(sizes.reshape(-1)):
-        out[k, :s] = a[start:start + s]
+        out[k, :s] = a[start : start + s]
         start += s
     return out.reshape(sizes.shape + (n,) + a.shape[1:])
 
@@ -51,7 +55,9 @@ def both(name, mu=0.1, ratio=2.0, **kw):
     model = MODELS[name]
     f = mo.ragged(model, X, y, sizes, mu=mu, weights=w, ratio=ratio, **opts)
     wp = pad(sizes, np.ones(len(y)) if w is None else w, 0.0)
-    g = model(pad(sizes, X, 0.0), pad(sizes, y, 1.0 if name == "logistic" else 0.0), mu=mu, weights=wp, **opts)
+    g = model(
+        pad(sizes, X, 0.0), pad(sizes, y, 1.0 if name == "logistic" else 0.0), mu=mu, weights=wp, **opts
+    )
     return f, g, (sizes, X, y, w, opts)
 
 
@@ -65,7 +71,9 @@ def close(a, b, rtol=RTOL):
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 def test_protocol_equals_padded(name, weighted):
     f, g, _ = both(name, weighted=weighted)
-    assert isinstance(f, MODELS[name]) and f.batch_shape == g.batch_shape == (2, 5) and len(f.layout.buckets) > 1
+    assert (
+        isinstance(f, MODELS[name]) and f.batch_shape == g.batch_shape == (2, 5) and len(f.layout.buckets) > 1
+    )
     rng = np.random.default_rng(1)
     th, v = rng.standard_normal((2, 2, 5, f.dim)), rng.standard_normal((2, 5, f.dim))  # a leading axis
     for fn in ("value", "grad", "hess"):
@@ -74,7 +82,9 @@ def test_protocol_equals_padded(name, weighted):
     for a, b in zip(f.curvature_bounds(), g.curvature_bounds()):
         close(a, b)
     for fn in ("smoothness", "strong_convexity", "_smoothness_bound"):
-        close(getattr(f, fn)(), getattr(g, fn)(), rtol=1e-11)  # the trace bound carries (1 + 2 n eps), n differs
+        close(
+            getattr(f, fn)(), getattr(g, fn)(), rtol=1e-11
+        )  # the trace bound carries (1 + 2 n eps), n differs
     if name != "least_squares":
         close(f.hessian_lipschitz(), g.hessian_lipschitz())
         close(f._grad_error_scale(th[0]), g._grad_error_scale(th[0]))
@@ -170,6 +180,7 @@ def test_computations_never_form_the_padded_layout(monkeypatch):
 
     def refuse(*a, **k):
         raise AssertionError("the padded layout was formed")
+
     monkeypatch.setattr(Layout, "merge_padded", refuse)
     W = np.random.default_rng(9).standard_normal((2, 5, f.dim))
     f.value(W), f.grad(W), f.hess(W), f.prox(W, 1.0, return_info=True), f.curvature_bounds()
@@ -217,13 +228,24 @@ BAD = [
     (dict(_data(), y=np.ones(3)), ValueError, "y must have shape \\(N,\\)"),
     (dict(_data(), weights=np.ones(2)), ValueError, "weights must have shape \\(N,\\)"),
     (dict(_data(), weights=-np.ones(int(_data()["sizes"].sum()))), ValueError, "weights must be >= 0"),
-    (dict(_data(), weights=np.zeros(int(_data()["sizes"].sum()))), ValueError, "weights must have a positive sum"),
+    (
+        dict(_data(), weights=np.zeros(int(_data()["sizes"].sum()))),
+        ValueError,
+        "weights must have a positive sum",
+    ),
     (dict(_data(), mu=np.ones(5)), ValueError, "mu must be a scalar or broadcast"),
     (dict(_data(), ratio=1.0), ValueError, "ratio must be a finite number > 1"),
     (dict(_data(), y=np.full(int(_data()["sizes"].sum()), 2.0)), ValueError, "y must hold labels in"),
-    (dict(_data("multinomial"), y=np.full(int(_data()["sizes"].sum()), 0.5)), ValueError, "y must hold integer class"),
-    (dict(_data("multinomial"), y=np.full(int(_data()["sizes"].sum()), 7.0)), ValueError,
-     "y must hold labels < n_classes"),
+    (
+        dict(_data("multinomial"), y=np.full(int(_data()["sizes"].sum()), 0.5)),
+        ValueError,
+        "y must hold integer class",
+    ),
+    (
+        dict(_data("multinomial"), y=np.full(int(_data()["sizes"].sum()), 7.0)),
+        ValueError,
+        "y must hold labels < n_classes",
+    ),
 ]
 
 
@@ -238,10 +260,12 @@ def test_bad_input(kw, err, match):
 def test_bad_weights_and_synthetic_flag():
     f, _, (sizes, *_) = both("logistic", seed=15)
     n = int(sizes.max())
-    for w, match in ((np.ones((2, 5, n + 1)), "weights must have shape"),
-                     (np.ones((2, 5, n)), "weights must be 0 past each entry"),
-                     (-1.0 * (np.arange(n) < sizes[..., None]), "weights must be >= 0"),
-                     (np.zeros((2, 5, n)), "weights must have a positive sum")):
+    for w, match in (
+        (np.ones((2, 5, n + 1)), "weights must have shape"),
+        (np.ones((2, 5, n)), "weights must be 0 past each entry"),
+        (-1.0 * (np.arange(n) < sizes[..., None]), "weights must be >= 0"),
+        (np.zeros((2, 5, n)), "weights must have a positive sum"),
+    ):
         with pytest.raises(ValueError, match=match) as e:
             f.with_weights(w)
         assert "\n" not in str(e.value)

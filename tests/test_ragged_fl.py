@@ -1,6 +1,7 @@
 """moreau.fl on ragged objectives (issue 19): a few rounds of every algorithm and the exact optima,
 ragged against the padded layout of the same samples (same draws, same results to 1e-12), and the
 ragged ``moreau.data.synthetic`` against ``ragged=False``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,14 +19,28 @@ def _runs(f, L):
     return {
         "gd": fl.gd(f, eta=eta, steps=3).w_local,
         "fedavg": fl.fedavg(f, eta=eta, tau=3, rounds=3).w_global,
-        "fedavg S, batches, eta sweep": fl.fedavg(f, eta=np.array([[eta], [eta / 2]]), tau=2, rounds=2, S=3,
-                                                 batch_size=2, rng=1).w_local,
+        "fedavg S, batches, eta sweep": fl.fedavg(
+            f, eta=np.array([[eta], [eta / 2]]), tau=2, rounds=2, S=3, batch_size=2, rng=1
+        ).w_local,
         "fedprox": fl.fedprox(f, lam=1.0, gamma=0.5, eta=eta, K=3, rounds=3).w_global,
         "pfedme exact": fl.pfedme(f, lam=2.0, eta=0.2, beta=1.0, R=2, rounds=2).theta,
-        "pfedme batches, inner K": fl.pfedme(f, lam=2.0, eta=0.2, beta=1.5, R=2, rounds=2, S=3, batch_size=3,
-                                             inner=3, inner_eta="client", rng=2, personal="inner").theta,
-        "per_fedavg hessian": fl.per_fedavg(f, alpha=0.01, beta=eta, tau=2, rounds=2, D=2, D_prime=2, D_second=2,
-                                            rng=3).w_global,
+        "pfedme batches, inner K": fl.pfedme(
+            f,
+            lam=2.0,
+            eta=0.2,
+            beta=1.5,
+            R=2,
+            rounds=2,
+            S=3,
+            batch_size=3,
+            inner=3,
+            inner_eta="client",
+            rng=2,
+            personal="inner",
+        ).theta,
+        "per_fedavg hessian": fl.per_fedavg(
+            f, alpha=0.01, beta=eta, tau=2, rounds=2, D=2, D_prime=2, D_second=2, rng=3
+        ).w_global,
         "fedprox_optimum": fl.fedprox_optimum(f, 1.5)[1],
         "global_train": fl.global_train(f),
         "local_train": fl.local_train(f),
@@ -70,8 +85,10 @@ def test_synthetic_ragged_equals_padded():
     f, g = r.objective, p.objective
     W = np.random.default_rng(0).standard_normal((2, 8, f.dim))
     close(f.value(W), g.value(W))
-    close(fl.fedavg(f, eta=0.05, tau=3, rounds=2, S=4, batch_size=5, rng=0).w_global,
-          fl.fedavg(g, eta=0.05, tau=3, rounds=2, S=4, batch_size=5, rng=0).w_global)
+    close(
+        fl.fedavg(f, eta=0.05, tau=3, rounds=2, S=4, batch_size=5, rng=0).w_global,
+        fl.fedavg(g, eta=0.05, tau=3, rounds=2, S=4, batch_size=5, rng=0).w_global,
+    )
     # one trial alone reproduces its slice of the batched call
     one = mo.data.synthetic(0.5, 0.5, mo.data.trial_rngs(4, 2)[1], **dict(kw, trials=()))
     close(one.objective.value(W[1]), f.value(W)[1])

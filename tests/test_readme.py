@@ -1,4 +1,5 @@
 """The README example runs, says what it claims, and ``moreau info`` works."""
+
 from __future__ import annotations
 
 import re
@@ -40,9 +41,12 @@ def test_moreau_info_returns_zero(capsys):
 def test_readme_counts_match_the_registry():
     """The README's opening counts (statements, mutants) are the registry's, not a stale number."""
     from moreau.analysis.engine.registry import catalogue
+
     cat = catalogue()
     text = " ".join(README.read_text(encoding="utf-8").split()[:200])
     n_statements = len(cat)
-    n_mutants = sum(not m.o_equivalent for s in cat.values() for m in s.mutants)  # O(.)-equivalent: not counted
+    n_mutants = sum(
+        not m.o_equivalent for s in cat.values() for m in s.mutants
+    )  # O(.)-equivalent: not counted
     assert f"{n_statements} statements of four papers" in text
     assert f"({n_mutants} in all)" in text

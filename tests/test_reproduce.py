@@ -3,6 +3,7 @@
 The experiments' own numbers are checked against closed forms computed here from the CSV
 (``test_experiment_*``); the machinery is checked on the cheapest experiment.
 """
+
 from __future__ import annotations
 
 import csv
@@ -106,8 +107,9 @@ def test_process_pool_gives_the_serial_numbers(tmp_path, serial):
 def test_dask_local_cluster_gives_the_serial_numbers(tmp_path, serial):
     distributed = pytest.importorskip("dask.distributed", reason="the [dask] extra is not installed")
     exp = get(NAME)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
         m = _sweep.run(exp, tmp_path / "dask", quick=True, scheduler=cluster.scheduler_address)
     assert m["executor"].startswith("dask")
     assert (tmp_path / "dask" / f"{NAME}.csv").read_text() == (serial / f"{NAME}.csv").read_text()
@@ -121,13 +123,17 @@ def test_point_seeds_depend_on_seed_name_and_point_only():
     assert np.array_equal(a, b) and not np.array_equal(a, c) and not np.array_equal(a, d)
 
 
-@pytest.mark.parametrize("args, message", [
-    (("no-such-experiment",), "unknown experiment"),
-    ((), "name an experiment"),
-    ((NAME, "--trials", 5, "--quick"), "--trials does not apply"),
-    ((NAME, "--out", "/proc/forbidden", "--quick"), "not a writable directory"),
-    ((NAME, "--quick", "--scheduler", "tcp://127.0.0.1:9"), "scheduler"),
-], ids=["unknown-name", "no-name", "trials-on-exact", "unwritable-out", "unreachable-scheduler"])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("no-such-experiment",), "unknown experiment"),
+        ((), "name an experiment"),
+        ((NAME, "--trials", 5, "--quick"), "--trials does not apply"),
+        ((NAME, "--out", "/proc/forbidden", "--quick"), "not a writable directory"),
+        ((NAME, "--quick", "--scheduler", "tcp://127.0.0.1:9"), "scheduler"),
+    ],
+    ids=["unknown-name", "no-name", "trials-on-exact", "unwritable-out", "unreachable-scheduler"],
+)
 def test_bad_arguments_give_one_line_and_exit_2(tmp_path, capsys, args, message):
     if "--scheduler" in args:
         pytest.importorskip("dask.distributed", reason="the [dask] extra is not installed")
@@ -170,10 +176,12 @@ def test_demo_numbers_against_closed_forms(tmp_path):
 
     ns = run_demo("demo-prox-abs", tmp_path)
     lam, a, k = ns["lam_q"], ns["a"], np.arange(len(ns["implicit"]))
-    np.testing.assert_allclose(ns["implicit"], (lam / (lam + a)) ** k, rtol=1e-13)   # proximal point
-    np.testing.assert_allclose(ns["explicit"], abs(1 - a / lam) ** k, rtol=1e-13)    # gradient steps
+    np.testing.assert_allclose(ns["implicit"], (lam / (lam + a)) ** k, rtol=1e-13)  # proximal point
+    np.testing.assert_allclose(ns["explicit"], abs(1 - a / lam) ** k, rtol=1e-13)  # gradient steps
     w = np.array([-2.0, -0.3, 0.0, 0.7, 3.0])
-    np.testing.assert_allclose(ns["soft_threshold"](w, 2.0), [-1.5, 0.0, 0.0, 0.2, 2.5], rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(
+        ns["soft_threshold"](w, 2.0), [-1.5, 0.0, 0.0, 0.2, 2.5], rtol=1e-15, atol=1e-15
+    )
     np.testing.assert_allclose(ns["huber"](w, 2.0), [1.75, 0.09, 0.0, 0.45, 2.75])
     ns = run_demo("demo-weakly-convex", tmp_path)
     lams, L = ns["lams"], ns["L"]

@@ -1,6 +1,7 @@
 """``moreau reproduce NAME --set KEY=VALUE / --config FILE.toml / --print-config``: every parameter
 settable, one-line errors naming the key, the expected type and the value, the configuration in
 the manifest and in the run's fingerprint."""
+
 from __future__ import annotations
 
 import csv
@@ -48,11 +49,20 @@ def test_quick_and_full_defaults_differ_and_null_is_a_comment(capsys):
 def test_set_and_config_file_with_set_over_the_file(tmp_path, capsys):
     cfg = tmp_path / "c.toml"
     cfg.write_text("rounds = 7\nKs = [1, 5]\n\n")
-    shown = tomllib.loads(print_config(capsys, NAME, "--quick", "--config", cfg, "--set", "rounds=5",
-                                       "--set", "mu=1"))
-    assert shown["rounds"] == 5 and shown["Ks"] == [1, 5] and shown["mu"] == 1.0 and isinstance(shown["mu"], float)
-    nested = tomllib.loads(print_config(capsys, "pfedme-synthetic", "--quick", "--set", "tuned.lam=25",
-                                        "--set", 'same={"beta": 1.5}'))
+    shown = tomllib.loads(
+        print_config(capsys, NAME, "--quick", "--config", cfg, "--set", "rounds=5", "--set", "mu=1")
+    )
+    assert (
+        shown["rounds"] == 5
+        and shown["Ks"] == [1, 5]
+        and shown["mu"] == 1.0
+        and isinstance(shown["mu"], float)
+    )
+    nested = tomllib.loads(
+        print_config(
+            capsys, "pfedme-synthetic", "--quick", "--set", "tuned.lam=25", "--set", 'same={"beta": 1.5}'
+        )
+    )
     assert nested["tuned"]["lam"] == 25.0 and nested["same"]["beta"] == 1.5 and nested["same"]["lam"] == 15.0
 
 
@@ -83,21 +93,37 @@ def test_parameters_the_experiment_cannot_run_are_refused_before_anything_is_wri
     assert not (out / "run.json").exists()
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--set", "T=200"), "unknown key 'T' for fedprox-fig2"),
-    (("--set", "rounds=abc"), "'rounds' expects an integer >= 1 (got the string 'abc')"),
-    (("--set", "rounds=0"), "'rounds' expects an integer >= 1 (got 0)"),
-    (("--set", "rounds=2.5"), "'rounds' expects an integer >= 1 (got 2.5)"),
-    (("--set", 'lambdas=[0.1,"x"]'), "'lambdas[1]' expects a number (got the string 'x')"),
-    (("--set", "lambdas=0.1"), "'lambdas' expects a non-empty list of numbers (got 0.1)"),
-    (("--set", "lambdas=[]"), "'lambdas' expects a non-empty list of numbers (got [])"),
-    (("--set", "rounds.x=1"), "'rounds' is an integer >= 1, not a table"),
-    (("--set", "steps=x"), "'steps' is a note describing the run"),
-    (("--set", "rounds"), "expected KEY=VALUE"),
-    (("--trials", "3", "--set", "seeds=4"), "--trials 3 already sets seeds"),
-    (("--config", "missing.toml"), "--config missing.toml"),
-], ids=["unknown", "string-for-int", "zero-count", "float-for-int", "element", "scalar-for-list", "empty-list",
-        "not-a-table", "note", "no-equals", "trials-and-seeds", "missing-file"])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--set", "T=200"), "unknown key 'T' for fedprox-fig2"),
+        (("--set", "rounds=abc"), "'rounds' expects an integer >= 1 (got the string 'abc')"),
+        (("--set", "rounds=0"), "'rounds' expects an integer >= 1 (got 0)"),
+        (("--set", "rounds=2.5"), "'rounds' expects an integer >= 1 (got 2.5)"),
+        (("--set", 'lambdas=[0.1,"x"]'), "'lambdas[1]' expects a number (got the string 'x')"),
+        (("--set", "lambdas=0.1"), "'lambdas' expects a non-empty list of numbers (got 0.1)"),
+        (("--set", "lambdas=[]"), "'lambdas' expects a non-empty list of numbers (got [])"),
+        (("--set", "rounds.x=1"), "'rounds' is an integer >= 1, not a table"),
+        (("--set", "steps=x"), "'steps' is a note describing the run"),
+        (("--set", "rounds"), "expected KEY=VALUE"),
+        (("--trials", "3", "--set", "seeds=4"), "--trials 3 already sets seeds"),
+        (("--config", "missing.toml"), "--config missing.toml"),
+    ],
+    ids=[
+        "unknown",
+        "string-for-int",
+        "zero-count",
+        "float-for-int",
+        "element",
+        "scalar-for-list",
+        "empty-list",
+        "not-a-table",
+        "note",
+        "no-equals",
+        "trials-and-seeds",
+        "missing-file",
+    ],
+)
 def test_bad_configuration_is_one_line_and_exit_2(tmp_path, capsys, args, message):
     assert reproduce(NAME, "--quick", "--out", tmp_path / "o", *args) == 2
     err = capsys.readouterr().err.strip()
@@ -105,11 +131,15 @@ def test_bad_configuration_is_one_line_and_exit_2(tmp_path, capsys, args, messag
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("text, message", [
-    ("rounds = \"x\"\n", "'rounds' expects an integer >= 1 (got the string 'x')"),
-    ("[tuned]\nlam = 1\n", "unknown key 'tuned' for fedprox-fig2"),
-    ("rounds = \n", "not valid TOML"),
-], ids=["type", "unknown-table", "syntax"])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('rounds = "x"\n', "'rounds' expects an integer >= 1 (got the string 'x')"),
+        ("[tuned]\nlam = 1\n", "unknown key 'tuned' for fedprox-fig2"),
+        ("rounds = \n", "not valid TOML"),
+    ],
+    ids=["type", "unknown-table", "syntax"],
+)
 def test_bad_config_file_names_the_file(tmp_path, capsys, text, message):
     cfg = tmp_path / "bad.toml"
     cfg.write_text(text)

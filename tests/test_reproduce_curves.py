@@ -4,6 +4,7 @@ validation split, per-round evaluation, the figures' axes and the demos' CSV.
 References are computed here independently: numpy / scipy statistics for the bands, a direct
 ``moreau.Multinomial`` for the training objective, a Python loop for accuracies.
 """
+
 from __future__ import annotations
 
 import csv
@@ -21,8 +22,9 @@ BEST_TEST, BEST_VAL, LAST = _curves.BEST_TEST, _curves.BEST_VAL, _curves.LAST
 
 
 def test_long_rows_round_trip_and_nan_left_out():
-    rows = (_curves.long_rows({"acc": [1.0, 2.0, np.nan, 4.0]}, method="A", seed=1, setting="s")
-            + _curves.long_rows({"acc": [5.0, 6.0, 7.0, 8.0]}, method="A", seed=0, setting="s"))
+    rows = _curves.long_rows(
+        {"acc": [1.0, 2.0, np.nan, 4.0]}, method="A", seed=1, setting="s"
+    ) + _curves.long_rows({"acc": [5.0, 6.0, 7.0, 8.0]}, method="A", seed=0, setting="s")
     assert list(rows[0]) == ["setting", "round", "method", "seed", "metric", "value"]
     ts, v, seeds = _curves.curve(rows, "acc", "A", setting="s")
     assert seeds == [0, 1] and ts.tolist() == [0, 1, 3]  # round 2 of seed 1 is missing: only shared rounds
@@ -53,9 +55,16 @@ def test_bands_against_numpy_and_scipy(kind):
 def test_selections_last_best_on_test_and_on_validation():
     acc = {0: [10, 50, 40, 30], 1: [10, 20, 60, 60]}
     val = {0: [5, 20, 90, 10], 1: [5, 70, 20, 70]}  # validation disagrees with test
-    rows = [r for s in (0, 1) for r in _curves.long_rows({"test_accuracy": acc[s], "validation_accuracy": val[s]},
-                                                         method="M", seed=s)]
-    table = {(r["seed"], r["selection"]): (r["round"], r["test_accuracy"]) for r in _curves.selections(rows, ["M"])}
+    rows = [
+        r
+        for s in (0, 1)
+        for r in _curves.long_rows(
+            {"test_accuracy": acc[s], "validation_accuracy": val[s]}, method="M", seed=s
+        )
+    ]
+    table = {
+        (r["seed"], r["selection"]): (r["round"], r["test_accuracy"]) for r in _curves.selections(rows, ["M"])
+    }
     assert table[(0, LAST)] == (3, 30) and table[(1, LAST)] == (3, 60)
     assert table[(0, BEST_TEST)] == (1, 50) and table[(1, BEST_TEST)] == (2, 60)  # ties: the earliest round
     assert table[(0, BEST_VAL)] == (2, 40) and table[(1, BEST_VAL)] == (1, 20)  # honest: not the test's best
@@ -99,8 +108,12 @@ def test_split_accuracy_and_loss_against_a_loop_and_multinomial():
     f = mo.Multinomial(X, y, n_classes=3, mu=mu, weights=w)
     for theta in (rng.standard_normal(D * 3), rng.standard_normal((m, D * 3))):
         per = np.broadcast_to(theta, (m, D * 3))
-        hits = [np.argmax(X[i, j] @ per[i].reshape(D, 3)) == y[i, j] for i in range(m) for j in range(X.shape[1])
-                if w[i, j] > 0]
+        hits = [
+            np.argmax(X[i, j] @ per[i].reshape(D, 3)) == y[i, j]
+            for i in range(m)
+            for j in range(X.shape[1])
+            if w[i, j] > 0
+        ]
         assert split.accuracy(theta) == pytest.approx(100 * np.mean(hits), rel=1e-15)
         n_i = w.sum(axis=1)
         expected = float(np.sum(n_i * np.asarray(f.value(per))) / n_i.sum())
@@ -120,18 +133,59 @@ def test_recording_every_round_leaves_the_runs_unchanged():
     def rec(name):
         def record(t, g, personal):
             seen.setdefault(name, []).append((t, np.array(g), personal()))
+
         return record
 
     eval_rng = np.random.default_rng(99)
-    plain = (runs.fedavg(np.random.default_rng(0), X, Y, n, 0.1, eta=0.1, tau=2, **common),
-             runs.per_fedavg(np.random.default_rng(0), X, Y, n, 0.1, alpha=0.05, beta=0.1, tau=2, **common),
-             runs.pfedme(np.random.default_rng(0), X, Y, n, 0.1, lam=5.0, eta=0.05, beta=1.0, R=2, K=2,
-                         inner_eta="client", **common))
-    hooked = (runs.fedavg(np.random.default_rng(0), X, Y, n, 0.1, eta=0.1, tau=2, record=rec("fa"), **common),
-              runs.per_fedavg(np.random.default_rng(0), X, Y, n, 0.1, alpha=0.05, beta=0.1, tau=2, record=rec("pa"),
-                              eval_rng=eval_rng, **common),
-              runs.pfedme(np.random.default_rng(0), X, Y, n, 0.1, lam=5.0, eta=0.05, beta=1.0, R=2, K=2,
-                          inner_eta="client", record=rec("pf"), **common))
+    plain = (
+        runs.fedavg(np.random.default_rng(0), X, Y, n, 0.1, eta=0.1, tau=2, **common),
+        runs.per_fedavg(np.random.default_rng(0), X, Y, n, 0.1, alpha=0.05, beta=0.1, tau=2, **common),
+        runs.pfedme(
+            np.random.default_rng(0),
+            X,
+            Y,
+            n,
+            0.1,
+            lam=5.0,
+            eta=0.05,
+            beta=1.0,
+            R=2,
+            K=2,
+            inner_eta="client",
+            **common,
+        ),
+    )
+    hooked = (
+        runs.fedavg(np.random.default_rng(0), X, Y, n, 0.1, eta=0.1, tau=2, record=rec("fa"), **common),
+        runs.per_fedavg(
+            np.random.default_rng(0),
+            X,
+            Y,
+            n,
+            0.1,
+            alpha=0.05,
+            beta=0.1,
+            tau=2,
+            record=rec("pa"),
+            eval_rng=eval_rng,
+            **common,
+        ),
+        runs.pfedme(
+            np.random.default_rng(0),
+            X,
+            Y,
+            n,
+            0.1,
+            lam=5.0,
+            eta=0.05,
+            beta=1.0,
+            R=2,
+            K=2,
+            inner_eta="client",
+            record=rec("pf"),
+            **common,
+        ),
+    )
     np.testing.assert_array_equal(plain[0], hooked[0])
     for a, b in zip(plain[1:], hooked[1:]):
         np.testing.assert_array_equal(a[0], b[0])
@@ -147,11 +201,17 @@ def test_bars_use_the_data_range_and_show_the_paper_in_every_panel(tmp_path):
     from moreau.experiments._curve_figures import selection_bars
     from moreau.experiments._plot import figure, save
 
-    table = [{"method": m, "seed": s, "selection": what, "round": 5, "test_accuracy": acc + s + k}
-             for m, acc in (("A", 80.0), ("B", 90.0)) for s in (0, 1) for k, what in enumerate((LAST, BEST_TEST))]
+    table = [
+        {"method": m, "seed": s, "selection": what, "round": 5, "test_accuracy": acc + s + k}
+        for m, acc in (("A", 80.0), ("B", 90.0))
+        for s in (0, 1)
+        for k, what in enumerate((LAST, BEST_TEST))
+    ]
     fig, ax = figure(2)
     for a in ax[0]:
-        handles = selection_bars(a, table, ["A", "B"], "std", paper={"A": 95.0, "B": 70.0}, paper_label="paper")
+        handles = selection_bars(
+            a, table, ["A", "B"], "std", paper={"A": 95.0, "B": 70.0}, paper_label="paper"
+        )
         lo, hi = a.get_ylim()
         assert 60 < lo < 70 and 95 < hi < 110  # the data and the paper's values, not 0 to 119
         stars = [ln for ln in a.get_lines() if ln.get_marker() == "*"]
@@ -165,9 +225,13 @@ def test_pfedme_without_validation_has_no_validation_round(tmp_path):
     from moreau.experiments import _sweep
     from moreau.experiments.registry import get
 
-    m = _sweep.run(get("pfedme-digits"), tmp_path, quick=True, workers=1,
-                   overrides={"validation_fraction": 0.0, "rounds": 4, "eval_every": 2, "seeds": 1,
-                              "band": "minmax"})
+    m = _sweep.run(
+        get("pfedme-digits"),
+        tmp_path,
+        quick=True,
+        workers=1,
+        overrides={"validation_fraction": 0.0, "rounds": 4, "eval_every": 2, "seeds": 1, "band": "minmax"},
+    )
     with open(tmp_path / "pfedme-digits.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     with open(tmp_path / "pfedme-digits-table.csv", newline="") as fh:
@@ -200,13 +264,27 @@ def test_pfedme_comparison_measures_the_distance_to_the_exact_optima():
     X, y, w = _clients(4, m=4, D=3, C=3)
     test = _clients(5, m=4, D=3, C=3)
     hp = {"fedavg_eta": 0.1, "alpha": 0.05, "beta_hat": 0.05, "lam": 5.0, "eta": 0.05, "beta": 1.0}
-    params = {"n_classes": 3, "rounds": 6, "eval_every": 3, "S": None, "batch": None, "R": 2, "K": 3,
-              "validation_fraction": 0.0, "optimum": True, "same": hp, "tuned": dict(hp, lam=8.0)}
+    params = {
+        "n_classes": 3,
+        "rounds": 6,
+        "eval_every": 3,
+        "S": None,
+        "batch": None,
+        "R": 2,
+        "K": 3,
+        "validation_fraction": 0.0,
+        "optimum": True,
+        "same": hp,
+        "tuned": dict(hp, lam=8.0),
+    }
     rows = compare(np.random.default_rng(0), (X, y, w), test, 0.1, params, seed=0)
     f = mo.Multinomial(X, y, n_classes=3, mu=0.1, weights=w)
     for setting, lam in (("same", 5.0), ("tuned", 8.0)):
-        d = {(r["method"], r["round"]): r["value"] for r in rows
-             if r["metric"] == "distance_to_optimum" and r["setting"] == setting}
+        d = {
+            (r["method"], r["round"]): r["value"]
+            for r in rows
+            if r["metric"] == "distance_to_optimum" and r["setting"] == setting
+        }
         assert {m for m, _ in d} == {"FedAvg", "pFedMe-GM", "pFedMe-PM"} and {t for _, t in d} == {0, 3, 6}
         w_g, w_l = (np.asarray(a) for a in fl.fedprox_optimum(f, lam))
         assert d[("FedAvg", 0)] == pytest.approx(np.sum(np.asarray(fl.global_train(f)) ** 2), rel=1e-9)

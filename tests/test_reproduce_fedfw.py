@@ -3,6 +3,7 @@
 Until ``moreau.experiments.fedfw_synthetic`` is listed in ``experiments/registry.py`` the fixture adds it to
 the registry for this module (the sweep looks experiments up by name, also in its own process).
 """
+
 from __future__ import annotations
 
 import csv
@@ -26,7 +27,9 @@ def run(tmp_path_factory):
     registry.experiments.cache_clear()
     try:
         out = tmp_path_factory.mktemp("fedfw")  # 3 seeds: enough for the paired intervals to decide
-        manifest = _sweep.run(registry.get("fedfw-synthetic"), out, quick=True, workers=1, overrides={"seeds": 3})
+        manifest = _sweep.run(
+            registry.get("fedfw-synthetic"), out, quick=True, workers=1, overrides={"seeds": 3}
+        )
         with open(out / "fedfw-synthetic.csv", newline="") as fh:
             rows = list(csv.DictReader(fh))
     finally:
@@ -56,8 +59,14 @@ def test_the_printed_iteration_trails_fedavg_and_the_coded_one_stalls(run):
     last = max(int(r["round"]) for r in rows)
 
     def loss(method, kind, t):
-        return np.mean([float(r["loss"]) for r in rows if r["method"] == method and r["set"] == kind
-                        and int(r["round"]) == t])
+        return np.mean(
+            [
+                float(r["loss"])
+                for r in rows
+                if r["method"] == method and r["set"] == kind and int(r["round"]) == t
+            ]
+        )
+
     for kind in ("l2", "l1"):
         assert loss("FedAvg + projection", kind, last) < loss("FedFW (4.5)-(4.6)", kind, last)
         code = [loss("FedFW, code iteration", kind, t) for t in (last // 2, last)]

@@ -1,4 +1,5 @@
 """The FedProx experiments of ``moreau reproduce`` in --quick mode: CSV against the paper's claims."""
+
 from __future__ import annotations
 
 import csv
@@ -38,7 +39,7 @@ def test_fig1a_adaptive_lambda_is_theorem_1s_rule(fig1a):
     for r in rows:
         if r["method"] == "FedProx adaptive λ":
             R, rho = float(r["R_realised"]), float(r["rho"])
-            expected = rho / (np.sqrt(n) * R) if R <= n ** -0.5 else rho**2 / (n * R**2)
+            expected = rho / (np.sqrt(n) * R) if R <= n**-0.5 else rho**2 / (n * R**2)
             assert float(r["lam"]) == pytest.approx(expected, rel=1e-12)
 
 
@@ -62,15 +63,22 @@ def test_fig1a_paper_data_reports_what_does_not_reproduce(fig1a):
     manifest, rows = fig1a
     lt = _local(rows, "paper synthetic", "LocalTrain")
     mean = dict(zip(sorted({float(r["R"]) for r in rows if r["data"] == "paper synthetic"}), lt))
-    v = next(v for v in manifest["claims"]
-             if v["claim"].startswith("paper synthetic: LocalTrain's local error varies less than 2x"))
+    v = next(
+        v
+        for v in manifest["claims"]
+        if v["claim"].startswith("paper synthetic: LocalTrain's local error varies less than 2x")
+    )
     assert lt.max() / lt.min() >= 2 and v["verdict"] == "fails" and v["interval"][1] < 0
     assert v["method"].startswith("Welch t over 5 seeds per level")
     for c in v["comparisons"]:  # "2·LocalTrain(R=a) − LocalTrain(R=b)" = 2 mean(a) - mean(b), from the CSV
         a, b = (float(x) for x in re.findall(r"R=([0-9.e+-]+)\)", c["comparison"]))
         assert c["estimate"] == pytest.approx(2 * mean[a] - mean[b], rel=1e-9)
-    assert manifest["theorems"]["fedprox.thm1"]["assumptions"][
-        "paper synthetic: w_star a population minimiser (Assumptions 1, 3 as the theorem uses them)"] is False
+    assert (
+        manifest["theorems"]["fedprox.thm1"]["assumptions"][
+            "paper synthetic: w_star a population minimiser (Assumptions 1, 3 as the theorem uses them)"
+        ]
+        is False
+    )
     assert json.dumps(manifest)  # the manifest is plain JSON
 
 
@@ -116,8 +124,8 @@ def test_rates_below_theorem_1_bounds_with_slope_minus_one(tmp_path):
     for r in rows:
         rho, n, m, R = float(r["rho"]), float(r["n"]), float(r["m"]), float(r["R"])
         C1 = rho**2 / mu**2
-        C2 = max(((1 + np.sqrt(1 + 2 * mu)) * rho / (2 * mu)) ** 2, 2 * rho / mu)   # eq. (6)
-        assert float(r["global_error"]) <= C1 / (m * n) + C2 * min(1 / n, R / np.sqrt(n))   # eq. (4)
+        C2 = max(((1 + np.sqrt(1 + 2 * mu)) * rho / (2 * mu)) ** 2, 2 * rho / mu)  # eq. (6)
+        assert float(r["global_error"]) <= C1 / (m * n) + C2 * min(1 / n, R / np.sqrt(n))  # eq. (4)
         assert float(r["local_error_max"]) <= float(r["bound_5"])
     for sweep in ("n, R large", "n, R = n^-1/2/2", "m, R -> 0"):
         sel = [r for r in rows if r["sweep"] == sweep]
@@ -129,8 +137,10 @@ def test_rates_below_theorem_1_bounds_with_slope_minus_one(tmp_path):
 
 def _series(rows, metric, **match):
     """One run's metric in round order from a long-format CSV (match: the run's columns)."""
-    sel = sorted((r for r in rows if r["metric"] == metric and all(r[k] == str(v) for k, v in match.items())),
-                 key=lambda r: int(r["round"]))
+    sel = sorted(
+        (r for r in rows if r["metric"] == metric and all(r[k] == str(v) for k, v in match.items())),
+        key=lambda r: int(r["round"]),
+    )
     return np.array([float(r["value"]) for r in sel])
 
 
@@ -146,8 +156,9 @@ def test_fig1d_starts_from_zero_and_records_its_claims_honestly(tmp_path):
     assert set(manifest["columns"]["fedprox-fig1d.csv"]["metrics"]) == {r["metric"] for r in rows}
     first = next(r for r in rows if r["round"] == "0" and r["metric"] == "global_total")
     point = {"R": float(first["R"]), "seed": int(first["seed"])}
-    P = data.fedprox_synthetic(_sweep.point_rng(0, exp.name, point), R=point["R"], m=p["m"], n=p["n"], d=p["d"],
-                               mu=p["mu"])
+    P = data.fedprox_synthetic(
+        _sweep.point_rng(0, exp.name, point), R=point["R"], m=p["m"], n=p["n"], d=p["d"], mu=p["mu"]
+    )
     # round 0 is w = 0: the total global error is ||w*_g||^2 of the regenerated data set (the test rows, drawn
     # after the training rows, change nothing), the training objective log 2 and every test prediction a tie
     assert float(first["value"]) == pytest.approx(float(np.sum(np.asarray(P.w_star_global) ** 2)), rel=1e-12)
@@ -161,8 +172,11 @@ def test_fig1d_starts_from_zero_and_records_its_claims_honestly(tmp_path):
         for lam in p["lambdas"]:
             ratios = []
             for s in range(p["seeds"]):
-                d = _series([r for r in rows if float(r["R"]) == R and float(r["lam"]) == lam], "distance_to_optimum",
-                            seed=s)
+                d = _series(
+                    [r for r in rows if float(r["R"]) == R and float(r["lam"]) == lam],
+                    "distance_to_optimum",
+                    seed=s,
+                )
                 ratios.append(d[-1] / d[0])
             logs.append(np.log(ratios))
         for c, d in zip(v["comparisons"], np.diff(logs, axis=0), strict=True):
@@ -179,14 +193,18 @@ def test_fig2_compares_K_on_the_same_data_and_reports_the_gain(tmp_path):
         rows = list(csv.DictReader(fh))
 
     def curve(lam, K, s):
-        return _series([r for r in rows if float(r["lam"]) == lam and int(r["K"]) == K], "distance_to_optimum",
-                       seed=s)
+        return _series(
+            [r for r in rows if float(r["lam"]) == lam and int(r["K"]) == K], "distance_to_optimum", seed=s
+        )
 
     log_gain = {}
     for lam in p["lambdas"]:
         starts = {curve(lam, K, 0)[0] for K in p["Ks"]}
         assert len(starts) == 1  # same data, same start: only K differs
-        left = {K: np.array([curve(lam, K, s)[-1] / curve(lam, K, s)[0] for s in range(p["seeds"])]) for K in p["Ks"]}
+        left = {
+            K: np.array([curve(lam, K, s)[-1] / curve(lam, K, s)[0] for s in range(p["seeds"])])
+            for K in p["Ks"]
+        }
         assert all(np.diff([left[K].mean() for K in p["Ks"]]) < 0)  # more local steps, less distance left
         log_gain[lam] = np.log(left[p["Ks"][0]] / left[p["Ks"][-1]])  # per seed
     (claim,) = manifest["claims"]

@@ -1,4 +1,5 @@
 """``fedprox-fig1b`` (the digits stand-in for MNIST-Logit) in --quick mode: split and CSV checks."""
+
 from __future__ import annotations
 
 import csv
@@ -64,7 +65,9 @@ def test_globaltrain_accuracy_matches_an_independent_softmax_fit(fig1b):
         val = np.mean(logsumexp(Z, axis=1) - Z[np.arange(len(ytr)), ytr]) + params["mu"] / 2 * theta @ theta
         return val, (Xtr.T @ P / len(ytr)).ravel() + params["mu"] * theta
 
-    res = minimize(loss, np.zeros(p * 10), jac=True, method="L-BFGS-B", options={"gtol": 1e-10, "maxiter": 5000})
+    res = minimize(
+        loss, np.zeros(p * 10), jac=True, method="L-BFGS-B", options={"gtol": 1e-10, "maxiter": 5000}
+    )
     acc = np.mean(np.argmax(X[test] @ res.x.reshape(p, 10), axis=1) == y[test])
     assert abs(acc - _at(rows, "GlobalTrain", 2, "global_accuracy")) <= 1 / len(test) + 1e-12
 
@@ -74,7 +77,7 @@ def test_adaptive_lambda_is_theorem_1s_rule_with_the_plugin_R(fig1b):
     for r in rows:
         if r["method"] == "FedProx adaptive λ":
             R = float(r["R_plugin"])
-            expected = 2 / (np.sqrt(120) * R) if R <= 120 ** -0.5 else 4 / (120 * R**2)
+            expected = 2 / (np.sqrt(120) * R) if R <= 120**-0.5 else 4 / (120 * R**2)
             assert float(r["lam"]) == pytest.approx(expected, rel=1e-12)
 
 
@@ -100,8 +103,13 @@ def test_manifest_records_the_papers_claims_as_the_csv_shows_them(fig1b):
         assert v["seeds"] == 1 and v["quick"] is True
     ss = (2, 6, 10)
     gt = np.array([_at(rows, "GlobalTrain", s, "global_accuracy") for s in ss])
-    others = np.array([[_at(rows, m, s, "global_accuracy") for s in ss]
-                       for m in fig1b_module.METHODS if m != "GlobalTrain" and m != "FedProx adaptive λ"])
+    others = np.array(
+        [
+            [_at(rows, m, s, "global_accuracy") for s in ss]
+            for m in fig1b_module.METHODS
+            if m != "GlobalTrain" and m != "FedProx adaptive λ"
+        ]
+    )
 
     def value(start):  # the plotted means the claim records
         (v,) = [v["value"] for v in claims if v["claim"].startswith(start)]
@@ -111,9 +119,13 @@ def test_manifest_records_the_papers_claims_as_the_csv_shows_them(fig1b):
     fp = others[1:]
     key = "FedProx's global test accuracy does not decrease as lambda grows (towards GlobalTrain) at every s"
     np.testing.assert_allclose(value(key), fp, rtol=1e-12)
-    err = {m: 1 - np.array([_at(rows, m, s, "local_accuracy") for s in ss])
-           for m in ("LocalTrain", "GlobalTrain", "FedProx adaptive λ")}
+    err = {
+        m: 1 - np.array([_at(rows, m, s, "local_accuracy") for s in ss])
+        for m in ("LocalTrain", "GlobalTrain", "FedProx adaptive λ")
+    }
     ratio = err["FedProx adaptive λ"] / np.minimum(err["LocalTrain"], err["GlobalTrain"])
     key = "adaptive FedProx's local test error within 1.5x of min(LocalTrain, GlobalTrain) at every s"
     assert value(key) == pytest.approx(ratio.tolist()) and np.all(ratio <= 1.5)
-    assert manifest["theorems"]["fedprox.thm1"]["assumptions"]["w_star known (a population minimiser)"] is False
+    assert (
+        manifest["theorems"]["fedprox.thm1"]["assumptions"]["w_star known (a population minimiser)"] is False
+    )

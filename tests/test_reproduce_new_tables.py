@@ -1,4 +1,5 @@
 """``perfedavg-table1`` (Per-FedAvg's Table 1) and ``pfedme-k-beta`` (pFedMe's Figs. 1-2) in --quick mode."""
+
 from __future__ import annotations
 
 import csv
@@ -62,6 +63,7 @@ def test_list_shows_both(capsys):
 
 # ---------------------------------------------------------------- perfedavg-table1
 
+
 @pytest.mark.reproduce
 def test_perfedavg_table1_csvs_and_figures(table1):
     out, m = table1
@@ -69,48 +71,96 @@ def test_perfedavg_table1_csvs_and_figures(table1):
 
     curves = read_csv(out / "perfedavg-table1.csv")
     assert list(curves[0]) == ["tau", "alpha", "round", "method", "seed", "metric", "value"]
-    assert {r["metric"] for r in curves} == {"test_accuracy", "validation_accuracy", "test_accuracy_before_update",
-                                             "train_loss"}
+    assert {r["metric"] for r in curves} == {
+        "test_accuracy",
+        "validation_accuracy",
+        "test_accuracy_before_update",
+        "train_loss",
+    }
     assert {r["method"] for r in curves} == set(METHODS)
     assert {(int(r["tau"]), float(r["alpha"])) for r in curves} == {(10, 0.01), (4, 0.01)}
     assert {int(r["round"]) for r in curves} == set(range(0, 101, 5))  # quick: 100 rounds, every 5th
     assert all(0 <= float(r["value"]) <= 100 for r in curves if "accuracy" in r["metric"])
     # each (row, method, seed, metric, round) once
-    assert max(Counter((r["tau"], r["alpha"], r["method"], r["seed"], r["metric"], r["round"])
-                       for r in curves).values()) == 1
+    assert (
+        max(
+            Counter(
+                (r["tau"], r["alpha"], r["method"], r["seed"], r["metric"], r["round"]) for r in curves
+            ).values()
+        )
+        == 1
+    )
 
     table = read_csv(out / "perfedavg-table1-table.csv")
-    assert list(table[0]) == ["tau", "alpha", "method", "seed", "selection", "round", "test_accuracy",
-                              "validation_accuracy"]
+    assert list(table[0]) == [
+        "tau",
+        "alpha",
+        "method",
+        "seed",
+        "selection",
+        "round",
+        "test_accuracy",
+        "validation_accuracy",
+    ]
     last = [r for r in table if r["selection"] == "last round"]
     assert len(last) == 2 * 3 * 2 and len(table) == 3 * len(last)  # rows x methods x seeds; 3 selections
-    at = {(r["tau"], r["method"], r["seed"], r["round"]): float(r["value"]) for r in curves
-          if r["metric"] == "test_accuracy"}
+    at = {
+        (r["tau"], r["method"], r["seed"], r["round"]): float(r["value"])
+        for r in curves
+        if r["metric"] == "test_accuracy"
+    }
     for r in table:  # the table holds the curves' numbers at the selected rounds
         assert float(r["test_accuracy"]) == at[(r["tau"], r["method"], r["seed"], r["round"])]
 
     summary = read_csv(out / "perfedavg-table1-summary.csv")
-    assert list(summary[0]) == ["tau", "alpha", "method", "selection", "seeds", "mean", "ci95_half_width",
-                                "paper_data", "paper_mean", "paper_ci95_half_width", "data"]
+    assert list(summary[0]) == [
+        "tau",
+        "alpha",
+        "method",
+        "selection",
+        "seeds",
+        "mean",
+        "ci95_half_width",
+        "paper_data",
+        "paper_mean",
+        "paper_ci95_half_width",
+        "data",
+    ]
     assert {r["data"] for r in summary} == {STAND_IN}
-    paper = {(r["tau"], r["method"]): float(r["paper_mean"]) for r in summary if r["selection"] == "last round"}
+    paper = {
+        (r["tau"], r["method"]): float(r["paper_mean"]) for r in summary if r["selection"] == "last round"
+    }
     assert paper[("10", "Per-FedAvg (HF)")] == 79.85 and paper[("4", "FedAvg + update")] == 60.18
     for r in summary:  # mean and 95 % t interval over the seeds, from the table
-        v = np.array([float(t["test_accuracy"]) for t in table if t["tau"] == r["tau"] and t["method"] == r["method"]
-                      and t["selection"] == r["selection"]])
+        v = np.array(
+            [
+                float(t["test_accuracy"])
+                for t in table
+                if t["tau"] == r["tau"] and t["method"] == r["method"] and t["selection"] == r["selection"]
+            ]
+        )
         assert float(r["mean"]) == pytest.approx(v.mean(), rel=1e-12)
         ci = stats.ttest_1samp(v, 0.0).confidence_interval(0.95)
         assert float(r["ci95_half_width"]) == pytest.approx((ci.high - ci.low) / 2, rel=1e-9)
 
     for stem in ("perfedavg-table1", "perfedavg-table1-curves"):
-        assert (out / f"{stem}.png").read_bytes()[:8] == PNG and (out / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
-    assert m["figures"] == ["perfedavg-table1.png", "perfedavg-table1.pdf", "perfedavg-table1-curves.png",
-                            "perfedavg-table1-curves.pdf"]
+        assert (out / f"{stem}.png").read_bytes()[:8] == PNG and (out / f"{stem}.pdf").read_bytes()[
+            :5
+        ] == b"%PDF-"
+    assert m["figures"] == [
+        "perfedavg-table1.png",
+        "perfedavg-table1.pdf",
+        "perfedavg-table1-curves.png",
+        "perfedavg-table1-curves.pdf",
+    ]
     # labelled as a stand-in in the manifest
     assert "stand-in" in m["figure"] and "multinomial logistic" in m["figure"]
     assert m["configuration"]["effective"]["data"] == STAND_IN
-    assert set(m["columns"]) == {"perfedavg-table1.csv", "perfedavg-table1-table.csv",
-                                 "perfedavg-table1-summary.csv"}
+    assert set(m["columns"]) == {
+        "perfedavg-table1.csv",
+        "perfedavg-table1-table.csv",
+        "perfedavg-table1-summary.csv",
+    }
 
 
 @pytest.mark.reproduce
@@ -127,8 +177,10 @@ def test_perfedavg_table1_claims(table1):
             acc.setdefault((int(r["tau"]), r["method"]), []).append(float(r["test_accuracy"]))
     for v, tau in zip(orderings, (10, 4)):
         check_verdict_shape(v, 2, 2)
-        assert [c["comparison"] for c in v["comparisons"]] == ["Per-FedAvg (HF) − Per-FedAvg (FO)",
-                                                                "Per-FedAvg (FO) − FedAvg + update"]
+        assert [c["comparison"] for c in v["comparisons"]] == [
+            "Per-FedAvg (HF) − Per-FedAvg (FO)",
+            "Per-FedAvg (FO) − FedAvg + update",
+        ]
         assert f"tau = {tau}" in v["claim"] and "stand-in" in v["claim"]
         for c in v["comparisons"]:  # the per-seed paired differences of the last round, scipy's interval
             a, b = c["comparison"].split(" − ")
@@ -149,8 +201,12 @@ def test_perfedavg_table1_split_is_the_papers_pattern():
     d = load_digits()
     index = np.arange(1, d.target.size + 1, dtype=float)[:, None]  # each image's number as its one feature
     (Xtr, ytr, wtr), (Xte, yte, wte) = split(index, d.target, 20, 14, np.random.default_rng(0))
-    counts = np.stack([np.bincount(np.concatenate([ytr[i][wtr[i] > 0], yte[i][wte[i] > 0]]).astype(int),
-                                   minlength=10) for i in range(20)])
+    counts = np.stack(
+        [
+            np.bincount(np.concatenate([ytr[i][wtr[i] > 0], yte[i][wte[i] > 0]]).astype(int), minlength=10)
+            for i in range(20)
+        ]
+    )
     assert np.all(counts[:10, :5] == 14) and np.all(counts[:10, 5:] == 0)  # a images of each first-five class
     for c in counts[10:]:  # a/2 of one first-five class, 2a of one other class
         assert sorted(c[:5].tolist()) == [0, 0, 0, 0, 7] and sorted(c[5:].tolist()) == [0, 0, 0, 0, 28]
@@ -166,12 +222,15 @@ def test_perfedavg_table1_split_is_the_papers_pattern():
     assert np.array_equal(d.target[used], labels)
 
 
-@pytest.mark.parametrize("override, message", [
-    ({"batch": 40}, "exceeds the smallest user's"),
-    ({"a": 13}, "must be even"),
-    ({"a": 40}, "images of a class"),
-    ({"adapt_on": "both"}, "adapt_on"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ({"batch": 40}, "exceeds the smallest user's"),
+        ({"a": 13}, "must be even"),
+        ({"a": 40}, "images of a class"),
+        ({"adapt_on": "both"}, "adapt_on"),
+    ],
+)
 def test_perfedavg_table1_refuses_what_it_cannot_run(tmp_path, override, message):
     with pytest.raises(ValueError, match=message):
         _sweep.run(get("perfedavg-table1"), tmp_path, quick=True, workers=1, overrides=override)
@@ -179,6 +238,7 @@ def test_perfedavg_table1_refuses_what_it_cannot_run(tmp_path, override, message
 
 
 # ---------------------------------------------------------------- pfedme-k-beta
+
 
 @pytest.mark.reproduce
 def test_pfedme_k_beta_csvs_and_figures(kbeta):
@@ -190,20 +250,44 @@ def test_pfedme_k_beta_csvs_and_figures(kbeta):
     assert {r["metric"] for r in curves} == {"test_accuracy", "validation_accuracy", "train_loss"}
     assert {r["method"] for r in curves} == {"pFedMe-PM", "pFedMe-GM"}
     runs = {(int(r["K"]), float(r["beta"])) for r in curves}
-    assert runs == {(1, 1.0), (3, 1.0), (5, 1.0), (7, 1.0), (5, 2.0), (5, 4.0)}  # K = 5, beta = 1 shared, once
+    assert runs == {
+        (1, 1.0),
+        (3, 1.0),
+        (5, 1.0),
+        (7, 1.0),
+        (5, 2.0),
+        (5, 4.0),
+    }  # K = 5, beta = 1 shared, once
     assert {int(r["round"]) for r in curves} == set(range(31))  # quick: 30 rounds, every round
-    assert max(Counter((r["K"], r["beta"], r["method"], r["seed"], r["metric"], r["round"])
-                       for r in curves).values()) == 1
+    assert (
+        max(
+            Counter(
+                (r["K"], r["beta"], r["method"], r["seed"], r["metric"], r["round"]) for r in curves
+            ).values()
+        )
+        == 1
+    )
 
     table = read_csv(out / "pfedme-k-beta-table.csv")
-    assert list(table[0]) == ["K", "beta", "method", "seed", "selection", "round", "test_accuracy",
-                              "validation_accuracy"]
+    assert list(table[0]) == [
+        "K",
+        "beta",
+        "method",
+        "seed",
+        "selection",
+        "round",
+        "test_accuracy",
+        "validation_accuracy",
+    ]
     assert len(table) == 6 * 2 * 2 * 3  # runs x models x seeds x selections
 
     summary = read_csv(out / "pfedme-k-beta-summary.csv")
     assert list(summary[0]) == ["K", "beta", "method", "seed", "round", "test_accuracy", "train_loss"]
-    at = {(r["K"], r["beta"], r["method"], r["seed"], r["metric"]): float(r["value"]) for r in curves
-          if int(r["round"]) == 30}
+    at = {
+        (r["K"], r["beta"], r["method"], r["seed"], r["metric"]): float(r["value"])
+        for r in curves
+        if int(r["round"]) == 30
+    }
     assert len(summary) == 6 * 2 * 2
     for r in summary:  # the claims' per-seed summary is the curves at at_round
         assert r["round"] == "30"
@@ -211,9 +295,15 @@ def test_pfedme_k_beta_csvs_and_figures(kbeta):
             assert float(r[metric]) == at[(r["K"], r["beta"], r["method"], r["seed"], metric)]
 
     for stem in ("pfedme-k-beta-K", "pfedme-k-beta-beta"):
-        assert (out / f"{stem}.png").read_bytes()[:8] == PNG and (out / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
-    assert m["figures"] == ["pfedme-k-beta-K.png", "pfedme-k-beta-K.pdf", "pfedme-k-beta-beta.png",
-                            "pfedme-k-beta-beta.pdf"]
+        assert (out / f"{stem}.png").read_bytes()[:8] == PNG and (out / f"{stem}.pdf").read_bytes()[
+            :5
+        ] == b"%PDF-"
+    assert m["figures"] == [
+        "pfedme-k-beta-K.png",
+        "pfedme-k-beta-K.pdf",
+        "pfedme-k-beta-beta.png",
+        "pfedme-k-beta-beta.pdf",
+    ]
     assert m["configuration"]["effective"]["data"] == STAND_IN and "stand-in" in m["figure"]
 
 
@@ -232,7 +322,9 @@ def test_pfedme_k_beta_claims(kbeta):
     (c,) = [c for c in claims[3]["comparisons"] if c["comparison"] == "pFedMe-GM: beta=2 − beta=1"]
     d = np.subtract(val[(5, 2.0, "pFedMe-GM")], val[(5, 1.0, "pFedMe-GM")])
     ci = stats.ttest_1samp(d, 0.0).confidence_interval(c["level"])
-    assert c["estimate"] == pytest.approx(d.mean(), rel=1e-9) and c["interval"] == pytest.approx([ci.low, ci.high])
+    assert c["estimate"] == pytest.approx(d.mean(), rel=1e-9) and c["interval"] == pytest.approx(
+        [ci.low, ci.high]
+    )
     # K = 5 and K = 7 inner steps solve the inner problem alike: "no improvement" does not fail
     assert claims[2]["verdict"] != "fails"
 

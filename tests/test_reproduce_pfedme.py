@@ -1,4 +1,5 @@
 """pFedMe / Per-FedAvg experiments of ``moreau reproduce`` in --quick mode."""
+
 from __future__ import annotations
 
 import csv
@@ -27,8 +28,9 @@ def test_maml_objective_of_quadratics_is_the_composition():
     rng = np.random.default_rng(0)
     w1, w2 = rng.standard_normal((2, 4, 3))
     direct = lambda w: np.asarray(f.value(w - alpha * np.asarray(f.grad(w))))  # noqa: E731
-    np.testing.assert_allclose(direct(w1) - direct(w2), np.asarray(q.value(w1)) - np.asarray(q.value(w2)),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        direct(w1) - direct(w2), np.asarray(q.value(w1)) - np.asarray(q.value(w2)), rtol=1e-12, atol=1e-12
+    )
     w_star = np.asarray(fl.global_train(q))
     h = fl.per_fedavg(f, alpha=alpha, beta=0.1, tau=1, rounds=3000)
     np.testing.assert_allclose(np.asarray(h.w_global[-1]), w_star, rtol=0, atol=1e-9)
@@ -41,8 +43,18 @@ def test_perfedavg_vs_pfedme_quick(tmp_path):
     R = sorted({float(r["R"]) for r in rows})
 
     def gap(method):
-        return np.array([np.mean([float(r["gap_to_client_optimum"]) for r in rows
-                                  if r["method"] == method and float(r["R"]) == x]) for x in R])
+        return np.array(
+            [
+                np.mean(
+                    [
+                        float(r["gap_to_client_optimum"])
+                        for r in rows
+                        if r["method"] == method and float(r["R"]) == x
+                    ]
+                )
+                for x in R
+            ]
+        )
 
     g = gap("GlobalTrain")
     assert np.all(np.diff(g) > 0)
@@ -50,10 +62,14 @@ def test_perfedavg_vs_pfedme_quick(tmp_path):
         assert np.all(gap(method) < g), method  # every personalised method is closer than one global model
     assert np.all(gap("pFedMe λ=1") < gap("pFedMe λ=15"))  # smaller lambda, more personalisation
     assert all(float(r["gap_to_client_optimum"]) == 0 for r in rows if r["method"] == "LocalTrain")
-    (v,) = [v for v in manifest["claims"]
-            if v["claim"] == "pFedMe (lambda = 15) and Per-FedAvg personalise: gap below GlobalTrain's at every R"]
-    assert v["verdict"] == "holds" and v["method"] == "paired t over 3 seeds, Holm-adjusted over 10 comparisons"
-
+    (v,) = [
+        v
+        for v in manifest["claims"]
+        if v["claim"] == "pFedMe (lambda = 15) and Per-FedAvg personalise: gap below GlobalTrain's at every R"
+    ]
+    assert (
+        v["verdict"] == "holds" and v["method"] == "paired t over 3 seeds, Holm-adjusted over 10 comparisons"
+    )
 
 
 def _tiny(seed=0, m=4, n=12, d=3, C=3):
@@ -70,7 +86,9 @@ def test_minibatch_gradient_is_the_multinomial_gradient():
     X, y, wt, Y, _ = _tiny()
     theta = np.random.default_rng(1).standard_normal((4, 12))
     f = mo.Multinomial(X, y, n_classes=3, mu=0.3, weights=wt)
-    np.testing.assert_allclose(runs.grad(X, Y, wt, 0.3, theta), np.asarray(f.grad(theta)), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(
+        runs.grad(X, Y, wt, 0.3, theta), np.asarray(f.grad(theta)), rtol=1e-12, atol=1e-13
+    )
 
 
 def test_full_batch_runs_equal_moreau_fl():
@@ -82,8 +100,9 @@ def test_full_batch_runs_equal_moreau_fl():
     f = mo.Multinomial(X, y, n_classes=3, mu=0.1, weights=wt)
     rng = np.random.default_rng(0)  # unused: full batches, all clients
     w = runs.fedavg(rng, X, Y, n, 0.1, eta=0.1, tau=3, rounds=4)
-    np.testing.assert_allclose(w, np.asarray(fl.fedavg(f, eta=0.1, tau=3, rounds=4).w_global[-1]), rtol=1e-12,
-                               atol=1e-13)
+    np.testing.assert_allclose(
+        w, np.asarray(fl.fedavg(f, eta=0.1, tau=3, rounds=4).w_global[-1]), rtol=1e-12, atol=1e-13
+    )
     w, _ = runs.per_fedavg(rng, X, Y, n, 0.1, alpha=0.05, beta=0.1, tau=3, rounds=4)
     h = fl.per_fedavg(f, alpha=0.05, beta=0.1, tau=3, rounds=4, variant="first_order")
     np.testing.assert_allclose(w, np.asarray(h.w_global[-1]), rtol=1e-12, atol=1e-13)
@@ -108,21 +127,37 @@ def test_pfedme_comparison_quick(tmp_path, name):
     with open(tmp_path / f"{name}-table.csv", newline="") as fh:
         table = list(csv.DictReader(fh))
     assert list(curves[0]) == ["setting", "round", "method", "seed", "metric", "value"]
-    assert set(manifest["columns"][f"{name}.csv"]) >= {"setting", "round", "method", "seed", "metric", "value",
-                                                       "metrics"}
+    assert set(manifest["columns"][f"{name}.csv"]) >= {
+        "setting",
+        "round",
+        "method",
+        "seed",
+        "metric",
+        "value",
+        "metrics",
+    }
     assert {r["metric"] for r in curves} == {"test_accuracy", "validation_accuracy", "train_loss"}
     assert {int(r["round"]) for r in curves} == set(range(11))  # quick: T = 10, every round evaluated
     rows = [r for r in table if r["selection"] == "last round"]
     assert {r["seed"] for r in rows} == {"0", "1"} and len(rows) == 2 * 2 * 4 and len(table) == 3 * len(rows)
     assert all(0 <= float(r["test_accuracy"]) <= 100 for r in rows)
-    at = {(r["setting"], r["method"], r["seed"], int(r["round"])): float(r["value"])
-          for r in curves if r["metric"] == "test_accuracy"}
+    at = {
+        (r["setting"], r["method"], r["seed"], int(r["round"])): float(r["value"])
+        for r in curves
+        if r["metric"] == "test_accuracy"
+    }
     by = {(r["setting"], r["method"], r["seed"], r["selection"]): r for r in table}
-    for (setting, method, seed, what), r in by.items():  # the table is the curves' numbers at the chosen rounds
+    for (
+        setting,
+        method,
+        seed,
+        what,
+    ), r in by.items():  # the table is the curves' numbers at the chosen rounds
         assert float(r["test_accuracy"]) == at[(setting, method, seed, int(r["round"]))]
         if what != "last round":
-            assert float(r["test_accuracy"]) <= float(by[(setting, method, seed, "best round on test (leaks the "
-                                                          "test set)")]["test_accuracy"])
+            assert float(r["test_accuracy"]) <= float(
+                by[(setting, method, seed, "best round on test (leaks the test set)")]["test_accuracy"]
+            )
     mean = _means(rows)
     for setting in ("same", "tuned"):  # the personalised model is far ahead of both global models
         for other in ("FedAvg", "pFedMe-GM"):
@@ -134,7 +169,10 @@ def test_pfedme_comparison_quick(tmp_path, name):
     claims = {v["claim"]: v for v in manifest["claims"]}
     table1 = next(v for k, v in claims.items() if k.startswith("Table 1 ordering"))
     assert [c["comparison"] for c in table1["comparisons"]] == [
-        "pFedMe-PM − Per-FedAvg", "Per-FedAvg − pFedMe-GM", "pFedMe-GM − FedAvg"]
+        "pFedMe-PM − Per-FedAvg",
+        "Per-FedAvg − pFedMe-GM",
+        "pFedMe-GM − FedAvg",
+    ]
     assert table1["method"] == "paired t over 2 seeds, Holm-adjusted over 3 comparisons"
     for v in claims.values():
         setting = "same" if "same hyperparameters" in v["claim"] else "tuned"
@@ -145,7 +183,9 @@ def test_pfedme_comparison_quick(tmp_path, name):
             assert c["estimate"] == pytest.approx(d.mean(), rel=1e-9, abs=1e-9)
             assert c["interval"] == pytest.approx([ci.low, ci.high], rel=1e-9, abs=1e-9)
         words = {c["verdict"] for c in v["comparisons"]}
-        assert v["verdict"] == ("fails" if "fails" in words else "holds" if words == {"holds"} else "undecided")
+        assert v["verdict"] == (
+            "fails" if "fails" in words else "holds" if words == {"holds"} else "undecided"
+        )
 
 
 def test_digits_split_two_labels_per_client():
@@ -163,6 +203,9 @@ def test_digits_split_two_labels_per_client():
         assert len(labs) == 2, (i, labs)
         assert wtr[i].sum() == np.floor(0.75 * (wtr[i].sum() + wte[i].sum()))
     # the rows kept are the data set's rows: sum of pixel vectors per label is preserved
-    tot = sum(np.einsum("nd,n->d", Xs[i], (ws[i] > 0) * (ys[i] == 3)) for Xs, ys, ws in
-              ((Xtr, ytr, wtr), (Xte, yte, wte)) for i in range(20))
+    tot = sum(
+        np.einsum("nd,n->d", Xs[i], (ws[i] > 0) * (ys[i] == 3))
+        for Xs, ys, ws in ((Xtr, ytr, wtr), (Xte, yte, wte))
+        for i in range(20)
+    )
     np.testing.assert_allclose(tot, X[d.target == 3].sum(axis=0), rtol=1e-12)

@@ -4,6 +4,7 @@ a full disk, two runs into one directory, the umask, damaged checkpoints, logs w
 Runs that must be signalled or must see their own umask, affinity or file-size limit run in a
 subprocess (``python -m moreau._cli``); the rest in this process.
 """
+
 from __future__ import annotations
 
 import errno
@@ -23,9 +24,11 @@ import moreau._cli as cli  # noqa: E402
 from moreau import _files  # noqa: E402
 from moreau.experiments import _sweep  # noqa: E402
 
-FAST = "pfedme-prop1"                                   # 50 cheap points with --quick
-SLOW = ("fedprox-fig1a", "--quick", "--trials", "3")    # 24 points of ~0.3 s: time to signal it
-LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, affinity and rlimits are Linux's")
+FAST = "pfedme-prop1"  # 50 cheap points with --quick
+SLOW = ("fedprox-fig1a", "--quick", "--trials", "3")  # 24 points of ~0.3 s: time to signal it
+LINUX = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="/proc, affinity and rlimits are Linux's"
+)
 
 
 def reproduce(*args):
@@ -38,8 +41,13 @@ def messages(err):
 
 
 def spawn(*args, preexec_fn=None):
-    return subprocess.Popen([sys.executable, "-m", "moreau._cli", "reproduce", *map(str, args)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
+    return subprocess.Popen(
+        [sys.executable, "-m", "moreau._cli", "reproduce", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=preexec_fn,
+    )
 
 
 def checkpoints(out):
@@ -83,15 +91,23 @@ def survivors(procs, wait=10.0):
 
 # --- 1. workers: capped, ended on SIGTERM and with the parent ---
 
+
 @LINUX
 def test_workers_are_capped_at_the_cpus_this_process_may_use(tmp_path):
     one = min(os.sched_getaffinity(0))
-    proc = spawn("demo-envelope", "--workers", 10000, "--out", tmp_path,
-                 preexec_fn=lambda: os.sched_setaffinity(0, {one}))
+    proc = spawn(
+        "demo-envelope",
+        "--workers",
+        10000,
+        "--out",
+        tmp_path,
+        preexec_fn=lambda: os.sched_setaffinity(0, {one}),
+    )
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
-    assert messages(err) == ["moreau reproduce: --workers 10000 is more than the 1 CPU(s) this process may use: "
-                             "using 1"]
+    assert messages(err) == [
+        "moreau reproduce: --workers 10000 is more than the 1 CPU(s) this process may use: using 1"
+    ]
     assert json.loads((tmp_path / "manifest.json").read_text())["executor"] == "serial (this process)"
 
 
@@ -106,8 +122,10 @@ def test_sigterm_ends_the_workers_a_second_run_is_refused_and_a_rerun_resumes(tm
         proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, err
-    assert messages(err) == [f"moreau reproduce: stopped by SIGTERM; finished points are saved in {out}: "
-                             "rerun the same command to resume"]
+    assert messages(err) == [
+        f"moreau reproduce: stopped by SIGTERM; finished points are saved in {out}: "
+        "rerun the same command to resume"
+    ]
     assert survivors(kids) == []
     saved = len(checkpoints(out))
     assert 0 < saved < 24 and not (out / "manifest.json").exists()
@@ -117,11 +135,15 @@ def test_sigterm_ends_the_workers_a_second_run_is_refused_and_a_rerun_resumes(tm
     # the manifest's time is the run's over both sessions, and every point says how long it took and where
     assert m["sessions"] == 2 and m["cumulative_wall_seconds"] > m["wall_seconds"] > 0
     assert [t["index"] for t in m["point_timings"]] == list(range(24))
-    assert all(t["seconds"] > 0 and ":" in t["worker"] and t["started"].endswith("Z") for t in m["point_timings"])
+    assert all(
+        t["seconds"] > 0 and ":" in t["worker"] and t["started"].endswith("Z") for t in m["point_timings"]
+    )
     assert len({t["worker"] for t in m["point_timings"]}) >= 2  # two workers, two sessions
     log = (out / "run.log").read_text().splitlines()
     assert sum(" point " in x for x in log) == 24 and sum("session:" in x for x in log) == 2
-    assert any("session interrupted" in x for x in log) and log[-1].split(" ", 1)[1].startswith("session finished")
+    assert any("session interrupted" in x for x in log) and log[-1].split(" ", 1)[1].startswith(
+        "session finished"
+    )
 
 
 @LINUX
@@ -133,6 +155,7 @@ def test_workers_die_with_a_killed_parent(tmp_path):
 
 
 # --- 2. a full disk is the environment's error, and leaves the saved points intact ---
+
 
 def _fsync_fails_from(n, code):
     real, count = os.fsync, [0]
@@ -164,8 +187,15 @@ def test_a_real_write_error_from_the_kernel_is_exit_2(tmp_path):
     import resource
 
     # files over 4 KiB fail with EFBIG (python ignores SIGXFSZ): the run's log (a line per point) is the first
-    proc = spawn(FAST, "--quick", "--workers", 1, "--out", tmp_path,
-                 preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096)))
+    proc = spawn(
+        FAST,
+        "--quick",
+        "--workers",
+        1,
+        "--out",
+        tmp_path,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096)),
+    )
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 2, err
     (line,) = messages(err)
@@ -189,6 +219,7 @@ def test_atomic_write_leaves_the_old_file_and_no_temporary_on_failure(tmp_path, 
 
 # --- 3. one run at a time in a directory ---
 
+
 def test_a_locked_directory_is_refused_with_one_line(tmp_path, capsys):
     fcntl = pytest.importorskip("fcntl", reason="flock is POSIX")
     with open(tmp_path / _files.LOCK_NAME, "w") as fh:
@@ -201,6 +232,7 @@ def test_a_locked_directory_is_refused_with_one_line(tmp_path, capsys):
 
 
 # --- 4. files follow the umask ---
+
 
 @LINUX
 def test_every_file_follows_the_umask(tmp_path):
@@ -223,6 +255,7 @@ def test_atomic_write_gives_the_mode_open_gives(tmp_path):
 
 # --- 5. a damaged checkpoint is named and recomputed ---
 
+
 def test_damaged_checkpoints_are_named_and_recomputed(tmp_path, capsys):
     assert reproduce(FAST, "--quick", "--workers", 1, "--out", tmp_path) == 0
     csv_before = (tmp_path / f"{FAST}.csv").read_text()
@@ -236,7 +269,11 @@ def test_damaged_checkpoints_are_named_and_recomputed(tmp_path, capsys):
     err = capsys.readouterr().err
     warned = messages(err)
     assert len(warned) == 3
-    for f, why in [(truncated, "not valid JSON"), (other_point, "another grid point"), (other_run, "other arguments")]:
+    for f, why in [
+        (truncated, "not valid JSON"),
+        (other_point, "another grid point"),
+        (other_run, "other arguments"),
+    ]:
         assert any(str(f) in w and why in w and "recomputing" in w for w in warned), (f, warned)
     assert json.loads((tmp_path / "manifest.json").read_text())["resumed_points"] == len(saved) - 3
     assert (tmp_path / f"{FAST}.csv").read_text() == csv_before
@@ -244,6 +281,7 @@ def test_damaged_checkpoints_are_named_and_recomputed(tmp_path, capsys):
 
 
 # --- 6. progress without a terminal ---
+
 
 class _Clock:
     def __init__(self):
@@ -261,9 +299,11 @@ def test_progress_without_a_terminal_is_a_line_at_most_every_ten_seconds():
         progress.update()
     clock.t = 40.4
     progress.close()
-    assert stream.getvalue().splitlines() == ["reproduce x: 5/9 points done, 10 s elapsed",
-                                              "reproduce x: 8/9 points done, 25 s elapsed",
-                                              "reproduce x: 9/9 points done, 40 s elapsed"]
+    assert stream.getvalue().splitlines() == [
+        "reproduce x: 5/9 points done, 10 s elapsed",
+        "reproduce x: 8/9 points done, 25 s elapsed",
+        "reproduce x: 9/9 points done, 40 s elapsed",
+    ]
 
 
 def test_progress_on_a_terminal_is_a_bar():

@@ -1,5 +1,6 @@
 """Verdicts of ``moreau reproduce`` claims: paired t intervals, Holm over a claim's comparisons,
 three values in ``moreau check``'s words, and the manifest's shape."""
+
 from __future__ import annotations
 
 import json
@@ -21,16 +22,22 @@ def _with_p(p, sign=1.0, shift=0):
     return sign * stats.t.ppf(1 - p / 2, S - 1) / np.sqrt(S) + z
 
 
-@pytest.mark.parametrize("diffs, expected", [
-    (_with_p(1e-6), HOLDS),
-    (_with_p(1e-6, sign=-1), FAILS),
-    (_with_p(1.0), UNDECIDED),        # a tie: mean 0
-    (_with_p(0.5), UNDECIDED),
-], ids=["clear-win", "clear-loss", "tie", "weak-win"])
+@pytest.mark.parametrize(
+    "diffs, expected",
+    [
+        (_with_p(1e-6), HOLDS),
+        (_with_p(1e-6, sign=-1), FAILS),
+        (_with_p(1.0), UNDECIDED),  # a tie: mean 0
+        (_with_p(0.5), UNDECIDED),
+    ],
+    ids=["clear-win", "clear-loss", "tie", "weak-win"],
+)
 def test_one_comparison(diffs, expected):
     v = paired("A ahead of B", [diffs], ["A − B"])
     assert v["verdict"] == expected
-    assert v["method"] == f"paired t over {S} seeds, one comparison" and v["seeds"] == S and v["level"] == 0.95
+    assert (
+        v["method"] == f"paired t over {S} seeds, one comparison" and v["seeds"] == S and v["level"] == 0.95
+    )
     ci = stats.ttest_1samp(diffs, 0.0).confidence_interval(0.95)  # scipy as the second voice
     np.testing.assert_allclose(v["interval"], [ci.low, ci.high], rtol=1e-12)
     (c,) = v["comparisons"]
@@ -97,9 +104,14 @@ def test_every_comparison_verdict_is_the_side_of_its_interval(seed):
 
 def test_exact_claims_keep_their_rule_in_the_same_shape():
     v = exact("x <= y", False, 1.5)
-    assert {k: v[k] for k in ("verdict", "interval", "method")} == {"verdict": FAILS, "interval": None,
-                                                                     "method": "exact"}
-    assert line({**v, "quick": True}).startswith("FAILS: x <= y (exact; value 1.5) [quick: not the paper's size]")
+    assert {k: v[k] for k in ("verdict", "interval", "method")} == {
+        "verdict": FAILS,
+        "interval": None,
+        "method": "exact",
+    }
+    assert line({**v, "quick": True}).startswith(
+        "FAILS: x <= y (exact; value 1.5) [quick: not the paper's size]"
+    )
 
 
 @pytest.mark.reproduce
@@ -107,7 +119,10 @@ def test_a_quick_run_records_the_verdict_shape_and_prints_one_line_per_claim(tmp
     pytest.importorskip("matplotlib", reason="moreau reproduce draws with matplotlib (extra 'plots')")
     import moreau._cli as cli
 
-    assert cli.main(["reproduce", "perfedavg-vs-pfedme", "--quick", "--workers", "1", "--out", str(tmp_path)]) == 0
+    assert (
+        cli.main(["reproduce", "perfedavg-vs-pfedme", "--quick", "--workers", "1", "--out", str(tmp_path)])
+        == 0
+    )
     m = json.loads((tmp_path / "manifest.json").read_text())
     assert m["schema_version"] == SCHEMA_VERSION
     keys = {"claim", "verdict", "reason", "interval", "level", "method", "seeds", "quick"}

@@ -5,6 +5,7 @@ solving optimality conditions; here they are evaluated (lambdify) on diagonal
 quadratics and compared with what the numeric code returns, and every
 ``Formula (sympy): name = expr`` docstring line is checked against them.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,8 +66,11 @@ def test_meta_objective(diag):
     assert_close(hi, curv.max(), scale=np.abs(curv).max())
 
 
-DOCUMENTED = [(obj, name) for obj in (mo.Quadratic, mo.Envelope, mo.MetaObjective)
-              for name in symbolic.docstring_formulas(obj)]
+DOCUMENTED = [
+    (obj, name)
+    for obj in (mo.Quadratic, mo.Envelope, mo.MetaObjective)
+    for name in symbolic.docstring_formulas(obj)
+]
 
 
 def test_every_class_documents_a_formula():
@@ -79,10 +83,12 @@ def test_docstring_formula_is_the_derived_formula(obj, name):
     assert symbolic.equal(documented, getattr(FORMULAS, name)), f"{obj.__name__}: {name} = {documented}"
 
 
-@pytest.mark.parametrize("wrong", ["(b + lam*w)/(a - lam)", "(b - lam*w)/(a + lam)", "lam*w/(a + lam)",
-                                   "(b + lam*w)/(2*a + lam)"])
+@pytest.mark.parametrize(
+    "wrong", ["(b + lam*w)/(a - lam)", "(b - lam*w)/(a + lam)", "lam*w/(a + lam)", "(b + lam*w)/(2*a + lam)"]
+)
 def test_a_wrong_formula_is_found_unequal(wrong):
     """The check can fail: a docstring with a wrong prox formula is detected."""
+
     class Fake:
         __doc__ = f"A quadratic.\n\n    Formula (sympy): prox = {wrong}\n"
 

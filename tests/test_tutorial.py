@@ -1,5 +1,6 @@
 """docs/tutorial.md runs (its Python blocks, in order), a user's module runs from the CLI and as
 an entry point, and a user's statements never enter the project's own catalogue or tests."""
+
 from __future__ import annotations
 
 import re
@@ -15,7 +16,9 @@ EXAMPLE = ROOT / "docs" / "examples" / "prox_statements.py"
 
 
 def test_the_tutorial_runs_and_says_what_it_prints(capsys):
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8"), re.S)
+    blocks = re.findall(
+        r"```python\n(.*?)```", (ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8"), re.S
+    )
     assert len(blocks) >= 4
     ns = {}
     for block in blocks:
@@ -30,13 +33,19 @@ def test_the_tutorial_runs_and_says_what_it_prints(capsys):
 def test_check_module_runs_a_users_file(capsys):
     assert main(["check", "--module", str(EXAMPLE), "--mutants"]) == 0
     out = capsys.readouterr().out
-    assert "mine.prox_displacement " in out and "FAILS AS PRINTED" in out and "holds under reading 'λ + μ'" in out
+    assert (
+        "mine.prox_displacement " in out
+        and "FAILS AS PRINTED" in out
+        and "holds under reading 'λ + μ'" in out
+    )
     assert "2 statements: 1 hold as printed, 1 fail as printed" in out
     assert "not checked (yet)" not in out  # the papers' coverage belongs to catalogue runs
 
 
-@pytest.mark.parametrize("flags", [["--json", "{tmp}/r.json"], ["--search", "5"], ["--analyse"],
-                                   ["--save-counterexamples", "{tmp}/cex"]])
+@pytest.mark.parametrize(
+    "flags",
+    [["--json", "{tmp}/r.json"], ["--search", "5"], ["--analyse"], ["--save-counterexamples", "{tmp}/cex"]],
+)
 def test_a_users_module_runs_with_every_flag(flags, tmp_path):
     argv = ["check", "--module", str(EXAMPLE)] + [f.format(tmp=tmp_path) for f in flags]
     assert main(argv) == 0
@@ -69,11 +78,14 @@ def test_entry_point_statements_are_checked(monkeypatch, capsys):
     assert "mine.prox_displacement" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("source, message", [
-    ("STATEMENTS = ()", "non-empty sequence of Statement"),
-    ("X = 1", "defines no STATEMENTS"),
-    ("raise RuntimeError('boom')", "cannot load it (RuntimeError: boom)"),
-])
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("STATEMENTS = ()", "non-empty sequence of Statement"),
+        ("X = 1", "defines no STATEMENTS"),
+        ("raise RuntimeError('boom')", "cannot load it (RuntimeError: boom)"),
+    ],
+)
 def test_a_bad_module_is_one_line_exit_2(tmp_path, capsys, source, message):
     path = tmp_path / "bad.py"
     path.write_text(source)
@@ -92,24 +104,38 @@ def _user_statement(families, n=5):
             raise ValueError(f"unknown family {family!r}")
         return {"x": rng.uniform(0, 1, n)}
 
-    return Statement(id="mine.family", source="mine", paper="mine", latex="", text="", assumptions=("x",),
-                     families={f: ("mine",) for f in families}, claimed="upper", instances=instances,
-                     evaluate=lambda b, c: {"x <= 1": Sides(b["x"], np.ones_like(b["x"]), "upper")}, claim={})
+    return Statement(
+        id="mine.family",
+        source="mine",
+        paper="mine",
+        latex="",
+        text="",
+        assumptions=("x",),
+        families={f: ("mine",) for f in families},
+        claimed="upper",
+        instances=instances,
+        evaluate=lambda b, c: {"x <= 1": Sides(b["x"], np.ones_like(b["x"]), "upper")},
+        claim={},
+    )
 
 
 def test_a_family_of_the_users_own_runs(tmp_path, capsys):
     """Families are extensible: a statement's generator may know "gaussian location"."""
     path = tmp_path / "fam.py"
-    path.write_text("import sys\nsys.path.insert(0, %r)\nfrom test_tutorial import _user_statement\n"
-                    "STATEMENTS = (_user_statement(('gaussian location',)),)\n" % str(Path(__file__).parent))
+    path.write_text(
+        "import sys\nsys.path.insert(0, %r)\nfrom test_tutorial import _user_statement\n"
+        "STATEMENTS = (_user_statement(('gaussian location',)),)\n" % str(Path(__file__).parent)
+    )
     assert main(["check", "--module", str(path)]) == 0
     assert "mine.family" in capsys.readouterr().out
 
 
 def test_a_statement_that_runs_on_no_instance_is_an_error(tmp_path, capsys):
     path = tmp_path / "empty.py"
-    path.write_text("import sys\nsys.path.insert(0, %r)\nfrom test_tutorial import _user_statement\n"
-                    "STATEMENTS = (_user_statement(('quadratic',), n=0),)\n" % str(Path(__file__).parent))
+    path.write_text(
+        "import sys\nsys.path.insert(0, %r)\nfrom test_tutorial import _user_statement\n"
+        "STATEMENTS = (_user_statement(('quadratic',), n=0),)\n" % str(Path(__file__).parent)
+    )
     assert main(["check", "--module", str(path)]) == 2
     assert "drew no instance" in capsys.readouterr().err
 
@@ -122,8 +148,10 @@ def test_a_users_statement_never_enters_the_projects_catalogue():
     with pytest.raises(Exception, match="the catalogue's"):
         path = EXAMPLE.parent / "_clash_tmp.py"
         try:
-            path.write_text("from moreau.analysis.engine.registry import catalogue\n"
-                            "STATEMENTS = (catalogue()['fw.convex'],)\n")
+            path.write_text(
+                "from moreau.analysis.engine.registry import catalogue\n"
+                "STATEMENTS = (catalogue()['fw.convex'],)\n"
+            )
             full_catalogue([str(path)])
         finally:
             path.unlink()
@@ -142,7 +170,10 @@ def test_a_users_statement_gets_its_class_worst_case_with_pep(tmp_path, capsys):
     recs = {r["id"]: r for r in json.loads(out.read_text())}
     (row,) = recs["mine.prox_displacement"]["pep"]
     p = row["parameters"]
-    assert row["class"] == "L-smooth mu-strongly convex" and row["status"] in ("optimal", "optimal_inaccurate")
+    assert row["class"] == "L-smooth mu-strongly convex" and row["status"] in (
+        "optimal",
+        "optimal_inaccurate",
+    )
     tol = 1e-5 if row["status"] == "optimal" else 1e-4
     assert row["pep_value"] == pytest.approx(1 / (p["lam"] + p["mu"]), rel=tol)
     assert row["verdict"].startswith("tight over the class")

@@ -54,6 +54,7 @@ Mutants are hand-written; these three analyses run on every statement without an
 
 Results go into the report and, per record, into the JSON key ``"analyse"``.
 """
+
 from __future__ import annotations
 
 import re
@@ -109,25 +110,50 @@ def _conditions(st, fam, batch, prepared, base):
         claim = {**st.claim, key: _always}
         try:
             from moreau.analysis.engine.core import evaluate_claim
+
             parts = evaluate_claim(st.evaluate, prepared, claim)
         except Exception as exc:  # a formula that cannot run without its condition
-            out.append({"condition": key, "kind": "claim", "verdict": "undefined",
-                        "detail": f"{type(exc).__name__}: {exc}"})
+            out.append(
+                {
+                    "condition": key,
+                    "kind": "claim",
+                    "verdict": "undefined",
+                    "detail": f"{type(exc).__name__}: {exc}",
+                }
+            )
             continue
         newly = sum(int(np.sum(p.sides.applicable & ~b.sides.applicable)) for p, b in zip(parts, base.parts))
         bad = [(p.name, _worst(p), p) for p in parts if not p.holds and _worst(p) is not None]
         real = [(n, w) for n, w, p in bad if _meaningful(p, w[0])]
         if real:
             name, (i, r) = real[0]
-            out.append({"condition": key, "kind": "claim", "verdict": "necessary",
-                        "part": name, "instance": i, "ratio": r})
+            out.append(
+                {
+                    "condition": key,
+                    "kind": "claim",
+                    "verdict": "necessary",
+                    "part": name,
+                    "instance": i,
+                    "ratio": r,
+                }
+            )
         elif bad:
             name, (i, r), p = bad[0]
             nan = np.isnan(p.sides.rhs[i]) or np.isnan(p.sides.lhs[i])
-            out.append({"condition": key, "kind": "claim", "verdict": "undefined" if nan else VACUOUS,
-                        "part": name, "instance": i, "ratio": r if np.isfinite(r) else None})
+            out.append(
+                {
+                    "condition": key,
+                    "kind": "claim",
+                    "verdict": "undefined" if nan else VACUOUS,
+                    "part": name,
+                    "instance": i,
+                    "ratio": r if np.isfinite(r) else None,
+                }
+            )
         elif newly:
-            out.append({"condition": key, "kind": "claim", "verdict": "appears unnecessary", "admitted": newly})
+            out.append(
+                {"condition": key, "kind": "claim", "verdict": "appears unnecessary", "admitted": newly}
+            )
         else:
             out.append({"condition": key, "kind": "claim", "verdict": "not exercised", "admitted": 0})
     for p in base.parts:
@@ -135,9 +161,20 @@ def _conditions(st, fam, batch, prepared, base):
         if p.claimed == "rate" or not outside.any():
             continue
         s = p.sides
-        s_all = type(s)(s.lhs, s.rhs, s.claimed, applicable=np.ones_like(outside), lhs_ci=s.lhs_ci,
-                        confidence=s.confidence, constants=s.constants, note=s.note, kind=s.kind, atol=s.atol,
-                        role=s.role, family=s.family)
+        s_all = type(s)(
+            s.lhs,
+            s.rhs,
+            s.claimed,
+            applicable=np.ones_like(outside),
+            lhs_ci=s.lhs_ci,
+            confidence=s.confidence,
+            constants=s.constants,
+            note=s.note,
+            kind=s.kind,
+            atol=s.atol,
+            role=s.role,
+            family=s.family,
+        )
         q = judge(p.name, s_all)
         finite = outside & np.isfinite(s.lhs) & np.isfinite(s.rhs)
         fails = np.flatnonzero(outside & ~q.holds_each)
@@ -172,8 +209,17 @@ def _scale(st, fam, batch, base):
         try:
             res = st.run(fam, None, None, batch=scaled)
         except Exception as exc:  # the checker cannot even evaluate the rescaled problem
-            out.append({"s": s, "c": c, "part": "(evaluation)", "instance": None, "what": "evaluation",
-                        "before": "ran", "after": f"{type(exc).__name__}: {str(exc)[:200]}"})
+            out.append(
+                {
+                    "s": s,
+                    "c": c,
+                    "part": "(evaluation)",
+                    "instance": None,
+                    "what": "evaluation",
+                    "before": "ran",
+                    "after": f"{type(exc).__name__}: {str(exc)[:200]}",
+                }
+            )
             continue
         for p, b in zip(res.parts, base.parts):
             if p.claimed == "exact":
@@ -181,24 +227,48 @@ def _scale(st, fam, batch, base):
             app = b.sides.applicable
             if not np.array_equal(p.sides.applicable, app):
                 i = int(np.flatnonzero(p.sides.applicable != app)[0])
-                out.append({"s": s, "c": c, "part": p.name, "instance": i, "what": "applicability",
-                            "before": bool(app[i]), "after": bool(p.sides.applicable[i])})
+                out.append(
+                    {
+                        "s": s,
+                        "c": c,
+                        "part": p.name,
+                        "instance": i,
+                        "what": "applicability",
+                        "before": bool(app[i]),
+                        "after": bool(p.sides.applicable[i]),
+                    }
+                )
                 continue
             x, y = (b.sides.lhs, p.sides.lhs) if p.claimed == "rate" else (b.ratio, p.ratio)
             with np.errstate(invalid="ignore"):
-                bad = app & ~(np.abs(x - y) <= SCALE_RTOL * np.maximum(np.abs(x), np.abs(y))) & ~(
-                    np.isnan(x) & np.isnan(y)) & ~((x == y))
+                bad = (
+                    app
+                    & ~(np.abs(x - y) <= SCALE_RTOL * np.maximum(np.abs(x), np.abs(y)))
+                    & ~(np.isnan(x) & np.isnan(y))
+                    & ~(x == y)
+                )
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                out.append({"s": s, "c": c, "part": p.name, "instance": i,
-                            "what": "slope" if p.claimed == "rate" else "lhs/rhs",
-                            "before": float(x[i]), "after": float(y[i])})
+                out.append(
+                    {
+                        "s": s,
+                        "c": c,
+                        "part": p.name,
+                        "instance": i,
+                        "what": "slope" if p.claimed == "rate" else "lhs/rhs",
+                        "before": float(x[i]),
+                        "after": float(y[i]),
+                    }
+                )
     return out, tried
 
 
 def _sharpest(st, fam, batch, base):
-    scalars = {k: np.asarray(v, dtype=float) for k, v in batch.items()
-               if np.ndim(v) == 1 and np.issubdtype(np.asarray(v).dtype, np.number)}
+    scalars = {
+        k: np.asarray(v, dtype=float)
+        for k, v in batch.items()
+        if np.ndim(v) == 1 and np.issubdtype(np.asarray(v).dtype, np.number)
+    }
     # dimensionless ratios of the per-instance scalars that scale alike (e.g. lam/L), when the
     # checker declares its scaling: the dependence a reader can compare across units
     powers = getattr((getattr(st, "scaling", None) or {}).get(fam), "powers", {})
@@ -207,7 +277,7 @@ def _sharpest(st, fam, batch, base):
         dims = [k for k in scalars if np.all(scalars[k] > 0) and np.unique(scalars[k]).size >= 3]
         powers = {k: (0, 1) for k in dims}
     for i, k1 in enumerate(dims):
-        for k2 in dims[i + 1:]:
+        for k2 in dims[i + 1 :]:
             if tuple(powers[k1]) == tuple(powers[k2]):
                 with np.errstate(divide="ignore", invalid="ignore"):
                     scalars[f"{k1}/{k2}"] = scalars[k1] / scalars[k2]
@@ -226,12 +296,22 @@ def _sharpest(st, fam, batch, base):
             order = np.argsort(vals, kind="stable")
             half = order.size // 2
             rr = p.ratio[ok][order]
-            dep[k] = {"lower half": float(np.max(rr[:half])), "upper half": float(np.max(rr[half:])),
-                      "split at": float(vals[order][half])}
-        out.append({"part": p.name, "sharpest_factor": float(r[i]), "instance": i,
-                    "worst_parameters": {k: float(v[i]) for k, v in scalars.items()}, "dependence": dep,
-                    "unbounded": _unbounded(p, scalars),
-                    "derived": _derived(st, fam, batch, p, i)})
+            dep[k] = {
+                "lower half": float(np.max(rr[:half])),
+                "upper half": float(np.max(rr[half:])),
+                "split at": float(vals[order][half]),
+            }
+        out.append(
+            {
+                "part": p.name,
+                "sharpest_factor": float(r[i]),
+                "instance": i,
+                "worst_parameters": {k: float(v[i]) for k, v in scalars.items()},
+                "dependence": dep,
+                "unbounded": _unbounded(p, scalars),
+                "derived": _derived(st, fam, batch, p, i),
+            }
+        )
     return out
 
 
@@ -249,7 +329,9 @@ def _unbounded(p, scalars, bins=5, growth=4.0):
             continue
         edges = np.geomspace(vals.min(), vals.max() * (1 + 1e-12), bins + 1)
         which = np.clip(np.searchsorted(edges, vals, side="right") - 1, 0, bins - 1)
-        maxima = np.array([np.max(p.ratio[ok][which == b]) if np.any(which == b) else np.nan for b in range(bins)])
+        maxima = np.array(
+            [np.max(p.ratio[ok][which == b]) if np.any(which == b) else np.nan for b in range(bins)]
+        )
         if np.isnan(maxima).any():
             continue
         for towards, m in (("large", maxima), ("small", maxima[::-1])):
@@ -275,26 +357,47 @@ def _derived(st, fam, batch, p, worst):
         return {"formula": None, "proved": False, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     app = p.sides.applicable & np.isfinite(p.ratio)
     ok = app & np.isfinite(vals)
-    rec = {"formula": d.formula, "ratio": d.ratio, "absolute": d.absolute, "proved": d.proved,
-           "cases": [{k: c[k] for k in ("name", "interval", "formula", "argmax", "sup_over_parameters", "attained")}
-                     for c in d.cases],
-           "sup_over_parameters": max(d.cases, key=lambda c: -np.inf if np.isnan(c["sup_value"]) else c["sup_value"])[
-               "sup_over_parameters"],
-           "sup_value": _num(d.sup_value), "steps": [t for _, t in d.steps],
-           "covered": int(ok.sum()), "uncovered": int((app & ~ok).sum())}
+    rec = {
+        "formula": d.formula,
+        "ratio": d.ratio,
+        "absolute": d.absolute,
+        "proved": d.proved,
+        "cases": [
+            {k: c[k] for k in ("name", "interval", "formula", "argmax", "sup_over_parameters", "attained")}
+            for c in d.cases
+        ],
+        "sup_over_parameters": max(
+            d.cases, key=lambda c: -np.inf if np.isnan(c["sup_value"]) else c["sup_value"]
+        )["sup_over_parameters"],
+        "sup_value": _num(d.sup_value),
+        "steps": [t for _, t in d.steps],
+        "covered": int(ok.sum()),
+        "uncovered": int((app & ~ok).sum()),
+    }
     if not ok.any():
-        return {**rec, "value": None, "instances_reach": None, "at_worst_instance": None, "exceeded": 0,
-                "attained_on": 0, "closest": None}
+        return {
+            **rec,
+            "value": None,
+            "instances_reach": None,
+            "at_worst_instance": None,
+            "exceeded": 0,
+            "attained_on": 0,
+            "closest": None,
+        }
     ratio = p.ratio
     with np.errstate(divide="ignore", invalid="ignore"):
         over = ok & (ratio > vals + RTOL * np.maximum(np.abs(vals), np.abs(ratio)))
         frac = np.where(ok & (vals != 0), ratio / vals, np.nan)
     first = np.flatnonzero(over)
-    rec.update(value=_num(np.max(vals[ok])), instances_reach=_num(np.max(ratio[ok])),
-               at_worst_instance=_num(vals[worst]) if np.isfinite(vals[worst]) else None,
-               exceeded=int(over.sum()), exceeded_instance=int(first[0]) if first.size else None,
-               attained_on=int(np.sum(ok & (np.abs(ratio - vals) <= TIGHT_RTOL * np.abs(vals)))),
-               closest=_num(np.nanmax(frac)) if np.isfinite(frac).any() else None)
+    rec.update(
+        value=_num(np.max(vals[ok])),
+        instances_reach=_num(np.max(ratio[ok])),
+        at_worst_instance=_num(vals[worst]) if np.isfinite(vals[worst]) else None,
+        exceeded=int(over.sum()),
+        exceeded_instance=int(first[0]) if first.size else None,
+        attained_on=int(np.sum(ok & (np.abs(ratio - vals) <= TIGHT_RTOL * np.abs(vals)))),
+        closest=_num(np.nanmax(frac)) if np.isfinite(frac).any() else None,
+    )
     return rec
 
 
@@ -319,8 +422,12 @@ def analyse(rec):
     prepared = st.prepared(batch)
     base = st.run(fam, None, None, batch=batch, prepared=prepared, reading=None)
     scale, tried = _scale(st, fam, batch, base)
-    return {"claim": "printed" if ref is None else f"reading: {ref.name}",
-            "conditions": _conditions(st, fam, batch, prepared, base),
-            "scale": scale, "scale_declared": scale is not None, "scales_tried": tried,
-            "scale_not_declared_because": _why_no_scaling(st, fam),
-            "sharpest": _sharpest(st, fam, batch, base)}
+    return {
+        "claim": "printed" if ref is None else f"reading: {ref.name}",
+        "conditions": _conditions(st, fam, batch, prepared, base),
+        "scale": scale,
+        "scale_declared": scale is not None,
+        "scales_tried": tried,
+        "scale_not_declared_because": _why_no_scaling(st, fam),
+        "sharpest": _sharpest(st, fam, batch, base),
+    }

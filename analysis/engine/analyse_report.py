@@ -1,4 +1,5 @@
 """The report section of ``moreau check --analyse`` (the analyses are ``moreau.analysis.engine.analyse``)."""
+
 from __future__ import annotations
 
 from moreau.analysis.engine.analyse import VACUOUS
@@ -12,21 +13,28 @@ def _derived_line(d):
         return "derived: no one-eigenvalue derivation"
     if d.get("formula") is None:
         return f"derived: the derivation failed ({d.get('error')})"
-    head = (f"derived (sympy, one eigenvalue a, g(a) = {d['ratio']}{', |g|' if d['absolute'] else ''}): "
-            f"sup LHS/RHS = {d['formula']}" + ("" if d["proved"] else " [NOT PROVED]"))
+    head = (
+        f"derived (sympy, one eigenvalue a, g(a) = {d['ratio']}{', |g|' if d['absolute'] else ''}): "
+        f"sup LHS/RHS = {d['formula']}" + ("" if d["proved"] else " [NOT PROVED]")
+    )
     if d["value"] is None:
         return head + "; no applicable instance in its cases"
-    text = (f"{head}; at this batch's parameters <= {d['value']:.4g} (max over instances), the instances reach "
-            f"{d['instances_reach']:.4g}; attained on {d['attained_on']}/{d['covered']} instances; over all "
-            f"admissible parameters: {d['sup_over_parameters']}")
+    text = (
+        f"{head}; at this batch's parameters <= {d['value']:.4g} (max over instances), the instances reach "
+        f"{d['instances_reach']:.4g}; attained on {d['attained_on']}/{d['covered']} instances; over all "
+        f"admissible parameters: {d['sup_over_parameters']}"
+    )
     if d["exceeded"]:
-        text += (f"; EXCEEDED on {d['exceeded']} instance(s) (first #{d['exceeded_instance']}): a wrong derivation "
-                 "or a finding")
+        text += (
+            f"; EXCEEDED on {d['exceeded']} instance(s) (first #{d['exceeded_instance']}): a wrong derivation "
+            "or a finding"
+        )
     return text
 
 
 def print_analyses(records, analyses):
     """The report section of ``--analyse``."""
+
     def fmt(x):
         return "-" if x is None else f"{x:.4g}"
 
@@ -36,33 +44,50 @@ def print_analyses(records, analyses):
         print(head + ("" if a.get("claim", "printed") == "printed" else f" (analysing the {a['claim']})"))
         for c in a["conditions"]:
             v = c["verdict"]
-            extra = (f": fails on instance #{c['instance']} ({c['part']}, LHS/RHS {fmt(c.get('ratio'))})" if v == "necessary"
-                     else f": the bound turns negative or infinite without it (#{c['instance']}, {c['part']})"
-                     if v == VACUOUS
-                     else f": holds on the {c['admitted']} instance(s) it admits" if v == "appears unnecessary"
-                     else ": no instance violates it (raise --trials)" if v == "not exercised"
-                     else f": a side is undefined without it ({c.get('detail') or c.get('part')})")
+            extra = (
+                f": fails on instance #{c['instance']} ({c['part']}, LHS/RHS {fmt(c.get('ratio'))})"
+                if v == "necessary"
+                else f": the bound turns negative or infinite without it (#{c['instance']}, {c['part']})"
+                if v == VACUOUS
+                else f": holds on the {c['admitted']} instance(s) it admits"
+                if v == "appears unnecessary"
+                else ": no instance violates it (raise --trials)"
+                if v == "not exercised"
+                else f": a side is undefined without it ({c.get('detail') or c.get('part')})"
+            )
             print(f"  condition {c['condition']}: {v.upper() if v == 'necessary' else v}{extra}")
         if not a["scale_declared"]:
             print(f"  scale consistency: not analysed ({a['scale_not_declared_because']})")
         elif not a["scale"]:
-            print(f"  scale consistency: every part's LHS/RHS, exponent and applicability unchanged under "
-                  f"(s, c) in {[(float(s), float(c)) for s, c in a['scales_tried']]}")
+            print(
+                f"  scale consistency: every part's LHS/RHS, exponent and applicability unchanged under "
+                f"(s, c) in {[(float(s), float(c)) for s, c in a['scales_tried']]}"
+            )
         else:
             for e in a["scale"][:5]:
-                print(f"  NOT SCALE-CONSISTENT: {e['part']}: {e['what']} {e['before']} -> {e['after']} on instance "
-                      f"#{e['instance']} under s = {e['s']:g}, c = {e['c']:g}")
+                print(
+                    f"  NOT SCALE-CONSISTENT: {e['part']}: {e['what']} {e['before']} -> {e['after']} on instance "
+                    f"#{e['instance']} under s = {e['s']:g}, c = {e['c']:g}"
+                )
         for sh in a["sharpest"]:
             worst = ", ".join(f"{k}={v:.4g}" for k, v in sh["worst_parameters"].items())
-            dep = "; ".join(f"{k}: {d['lower half']:.3g} below {d['split at']:.3g}, {d['upper half']:.3g} above"
-                            for k, d in sh["dependence"].items())
+            dep = "; ".join(
+                f"{k}: {d['lower half']:.3g} below {d['split at']:.3g}, {d['upper half']:.3g} above"
+                for k, d in sh["dependence"].items()
+            )
             for u in sh.get("unbounded") or []:
-                print(f"  {sh['part']}: LHS/RHS grows without bound as {u['parameter']} gets {u['towards']} (worst per "
-                      f"log-bin: {', '.join(f'{x:.3g}' for x in u['bin_maxima'])}): no finite sharpest constant")
-            print(f"  sharpest constant of {sh['part']} (a sample maximum): the right side times "
-                  f"{sh['sharpest_factor']:.4g} still holds on every instance tried; worst at {worst or 'instance #' + str(sh['instance'])}"
-                  + (f"; max ratio by parameter: {dep}" if dep else ""))
-            if sh.get("derived") is not None:  # the parts without a one-eigenvalue derivation say nothing here
+                print(
+                    f"  {sh['part']}: LHS/RHS grows without bound as {u['parameter']} gets {u['towards']} (worst per "
+                    f"log-bin: {', '.join(f'{x:.3g}' for x in u['bin_maxima'])}): no finite sharpest constant"
+                )
+            print(
+                f"  sharpest constant of {sh['part']} (a sample maximum): the right side times "
+                f"{sh['sharpest_factor']:.4g} still holds on every instance tried; worst at {worst or 'instance #' + str(sh['instance'])}"
+                + (f"; max ratio by parameter: {dep}" if dep else "")
+            )
+            if (
+                sh.get("derived") is not None
+            ):  # the parts without a one-eigenvalue derivation say nothing here
                 print(f"    {_derived_line(sh.get('derived'))}")
     for line in _family_disagreements(records, analyses):
         print(line)
@@ -82,7 +107,9 @@ def _family_disagreements(records, analyses):
         if "necessary" in fams.values() and any(v != "necessary" for v in fams.values()):
             nec = ", ".join(f for f, v in fams.items() if v == "necessary")
             other = ", ".join(f"{f} ({v})" for f, v in fams.items() if v != "necessary")
-            out.append(f"{sid}: condition {cond} is necessary on {nec} but not shown so on {other}: those "
-                       "instances never reach the case where it binds; necessity stands (one counterexample "
-                       "suffices)")
+            out.append(
+                f"{sid}: condition {cond} is necessary on {nec} but not shown so on {other}: those "
+                "instances never reach the case where it binds; necessity stands (one counterexample "
+                "suffices)"
+            )
     return out

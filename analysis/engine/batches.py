@@ -1,5 +1,6 @@
 """Drawing and evaluating one batch of instances: the unit of work of the serial runner
 (``moreau.analysis.engine.runner``) and of a Dask worker (``moreau.analysis.engine.distributed``)."""
+
 from __future__ import annotations
 
 import time
@@ -15,7 +16,12 @@ __all__ = ["rng_for", "evaluate_chunk"]
 
 def rng_for(seed: int, statement_id: str, family: str, mutant: str = "") -> np.random.Generator:
     """A generator that depends on the seed, the id and the family only (order-free)."""
-    key = [int(seed), zlib.crc32(statement_id.encode()), zlib.crc32(family.encode()), zlib.crc32(mutant.encode())]
+    key = [
+        int(seed),
+        zlib.crc32(statement_id.encode()),
+        zlib.crc32(family.encode()),
+        zlib.crc32(mutant.encode()),
+    ]
     return np.random.default_rng(key)
 
 
@@ -33,11 +39,14 @@ def _draw(st, fam, trials, rng):
     except Exception as exc:
         if st.paper in _BUILTIN_PAPERS():
             raise
-        raise StatementError(f"{st.id} [{fam}]: its instance generator failed ({type(exc).__name__}: {exc})") from exc
+        raise StatementError(
+            f"{st.id} [{fam}]: its instance generator failed ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 def _BUILTIN_PAPERS():
     from moreau.analysis.engine.registry import paper_packages
+
     return {p.PAPER["key"] for p in paper_packages()}
 
 
@@ -54,7 +63,11 @@ def evaluate_chunk(st, fam, size, batch, mutants=(), prepared=None):
         t2 = time.perf_counter()
         out[r.name] = st.run(fam, size, None, batch=batch, prepared=prepared, reading=r)
         out[r.name].seconds = time.perf_counter() - t2
-    return res, out, {m.name: st.run(fam, size, None, mutant=m, batch=batch, prepared=prepared) for m in mutants}
+    return (
+        res,
+        out,
+        {m.name: st.run(fam, size, None, mutant=m, batch=batch, prepared=prepared) for m in mutants},
+    )
 
 
 def _concat(batch, extra):

@@ -8,6 +8,7 @@ failing instances' indices, the worst ratio and slack, and a bounded set of *kep
 the report, the JSON and ``--save-counterexamples`` work as on a one-chunk run.  Indices are
 global (the instance's position in the whole run).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,6 +33,7 @@ def _worst_rows(p: PartResult) -> set:
         rows.add(int(np.argmin(np.where(app, p.slack, np.inf))))
         if s.lhs_ci is not None and p.claimed != "rate":
             from moreau.analysis.engine.records import worst_ci_instance
+
             rows.add(worst_ci_instance(s))
     return rows
 
@@ -41,20 +43,24 @@ class ChunkReducer:
 
     def __init__(self):
         self.total = 0
-        self.batch = None          # kept rows of the batch
+        self.batch = None  # kept rows of the batch
         self.index = np.zeros(0, dtype=np.int64)  # their global indices (increasing)
-        self.parts = None          # per part: dict of counts and kept per-row arrays
+        self.parts = None  # per part: dict of counts and kept per-row arrays
         self.seconds = 0.0
 
     def add(self, batch, result: Result):
         """Fold one chunk's batch and its result (judged on that chunk alone) into the reduction."""
         n, off = result.instances, self.total
         if self.parts is None:
-            self.parts = [dict(name=p.name, claimed=p.claimed, applicable=0, failures=[], max_ratio=-np.inf,
-                               first=p) for p in result.parts]
+            self.parts = [
+                dict(name=p.name, claimed=p.claimed, applicable=0, failures=[], max_ratio=-np.inf, first=p)
+                for p in result.parts
+            ]
         elif [p.name for p in result.parts] != [q["name"] for q in self.parts]:
-            raise ValueError("a chunk's parts differ from the first chunk's: the statement's parts must not "
-                             "depend on the batch")
+            raise ValueError(
+                "a chunk's parts differ from the first chunk's: the statement's parts must not "
+                "depend on the batch"
+            )
         rows = set()
         for q, p in zip(self.parts, result.parts):
             q["applicable"] += p.applicable
@@ -63,8 +69,11 @@ class ChunkReducer:
                 q["max_ratio"] = max(q["max_ratio"], p.max_ratio)
             rows |= _worst_rows(p)
         rows = np.array(sorted(rows), dtype=np.int64)
-        new = {"batch": take(batch, rows), "index": rows + off,
-               "parts": [_rows_of(p, rows) for p in result.parts]}
+        new = {
+            "batch": take(batch, rows),
+            "index": rows + off,
+            "parts": [_rows_of(p, rows) for p in result.parts],
+        }
         self._merge(new)
         self.total += n
         self.seconds += result.seconds
@@ -73,11 +82,19 @@ class ChunkReducer:
         if self.batch is None:
             self.batch, self.index, kept = new["batch"], new["index"], new["parts"]
         else:
-            self.batch = {k: (np.concatenate([np.asarray(self.batch[k]), np.asarray(new["batch"][k])])
-                              if np.ndim(new["batch"][k]) else new["batch"][k]) for k in self.batch}
+            self.batch = {
+                k: (
+                    np.concatenate([np.asarray(self.batch[k]), np.asarray(new["batch"][k])])
+                    if np.ndim(new["batch"][k])
+                    else new["batch"][k]
+                )
+                for k in self.batch
+            }
             self.index = np.concatenate([self.index, new["index"]])
-            kept = [{k: np.concatenate([a[k], b[k]]) if a[k] is not None else None for k in a}
-                    for a, b in zip((q["kept"] for q in self.parts), new["parts"])]
+            kept = [
+                {k: np.concatenate([a[k], b[k]]) if a[k] is not None else None for k in a}
+                for a, b in zip((q["kept"] for q in self.parts), new["parts"])
+            ]
         for q, k in zip(self.parts, kept):
             q["kept"] = k
         # re-select over the concatenation, so the kept set stays bounded whatever the number of chunks
@@ -93,18 +110,40 @@ class ChunkReducer:
     def _part(self, q, failures=None, total=None) -> PartResult:
         k, first = q["kept"], q["first"]
         f = first.sides
-        s = Sides(k["lhs"], k["rhs"], f.claimed, applicable=k["applicable"],
-                  lhs_ci=None if k["ci_lo"] is None else (k["ci_lo"], k["ci_hi"]), confidence=f.confidence,
-                  constants=f.constants, note=f.note, kind=f.kind, atol=f.atol, role=f.role, family=f.family)
+        s = Sides(
+            k["lhs"],
+            k["rhs"],
+            f.claimed,
+            applicable=k["applicable"],
+            lhs_ci=None if k["ci_lo"] is None else (k["ci_lo"], k["ci_hi"]),
+            confidence=f.confidence,
+            constants=f.constants,
+            note=f.note,
+            kind=f.kind,
+            atol=f.atol,
+            role=f.role,
+            family=f.family,
+        )
         if failures is None:
             failures = np.concatenate(q["failures"]) if q["failures"] else np.zeros(0, np.int64)
         max_ratio = q["max_ratio"] if np.isfinite(q["max_ratio"]) else float("nan")
         tight = bool(q["claimed"] != "rate" and q["applicable"] and max_ratio >= 1 - TIGHT_RTOL)
         holds = failures.size == 0 and not (q["claimed"] == "tight" and q["applicable"] and not tight)
-        return PartResult(name=q["name"], claimed=q["claimed"], instances=self.total if total is None else total,
-                          applicable=q["applicable"], holds=bool(holds), max_ratio=float(max_ratio), tight=tight,
-                          failures=failures, sides=s, holds_each=k["holds_each"], slack=k["slack"],
-                          ratio=k["ratio"], index=self.index)
+        return PartResult(
+            name=q["name"],
+            claimed=q["claimed"],
+            instances=self.total if total is None else total,
+            applicable=q["applicable"],
+            holds=bool(holds),
+            max_ratio=float(max_ratio),
+            tight=tight,
+            failures=failures,
+            sides=s,
+            holds_each=k["holds_each"],
+            slack=k["slack"],
+            ratio=k["ratio"],
+            index=self.index,
+        )
 
     def result(self, statement_id, family) -> Result:
         """The reduced result: counts and verdicts over every chunk; sides of the kept instances only."""
@@ -113,7 +152,13 @@ class ChunkReducer:
 
 def _rows_of(p: PartResult, rows):
     s = p.sides
-    return {"lhs": s.lhs[rows], "rhs": s.rhs[rows], "applicable": s.applicable[rows],
-            "ci_lo": None if s.lhs_ci is None else s.lhs_ci[0][rows],
-            "ci_hi": None if s.lhs_ci is None else s.lhs_ci[1][rows],
-            "holds_each": p.holds_each[rows], "slack": p.slack[rows], "ratio": p.ratio[rows]}
+    return {
+        "lhs": s.lhs[rows],
+        "rhs": s.rhs[rows],
+        "applicable": s.applicable[rows],
+        "ci_lo": None if s.lhs_ci is None else s.lhs_ci[0][rows],
+        "ci_hi": None if s.lhs_ci is None else s.lhs_ci[1][rows],
+        "holds_each": p.holds_each[rows],
+        "slack": p.slack[rows],
+        "ratio": p.ratio[rows],
+    }

@@ -15,6 +15,7 @@ on it, 1 when it is not.
 A large ``--trials`` is drawn, judged and reduced in chunks of 2048 instances
 (memory bounded by one chunk; a progress bar on a terminal).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,52 +31,114 @@ __all__ = ["add_check_parser", "cmd_check"]
 
 
 def add_check_parser(sub):
-    p = sub.add_parser("check", help="check the theorem catalogue on concrete instances",
-                       description=__doc__.replace("``", ""), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "check",
+        help="check the theorem catalogue on concrete instances",
+        description=__doc__.replace("``", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("ids", nargs="*", metavar="ID", help="statement ids (default: the whole catalogue)")
-    p.add_argument("--family", default="all", metavar="FAMILY",
-                   help="instance family to check on: quadratic, logistic, multinomial, nonconvex or one a user's "
-                        "statement declares (default: every family a statement covers)")
-    p.add_argument("--module", action="append", default=[], metavar="SPEC",
-                   help="also load the statements of a module of your own: a .py file or a dotted module name whose "
-                        "STATEMENTS lists them (repeatable; installed packages declare theirs in the entry-point "
-                        "group moreau.statements); with no ID, only these are checked")
-    p.add_argument("--trials", type=trials_int, default=None,
-                   help="instances per (id, family) (default: each checker's own, sized for a < 1 min run); "
-                        "above 2048 they are drawn and judged in chunks, in bounded memory")
-    p.add_argument("--seed", type=nonnegative_int, default=0,
-                   help="seed of the instances (an integer >= 0; each (id, family) derives its own stream)")
+    p.add_argument(
+        "--family",
+        default="all",
+        metavar="FAMILY",
+        help="instance family to check on: quadratic, logistic, multinomial, nonconvex or one a user's "
+        "statement declares (default: every family a statement covers)",
+    )
+    p.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="also load the statements of a module of your own: a .py file or a dotted module name whose "
+        "STATEMENTS lists them (repeatable; installed packages declare theirs in the entry-point "
+        "group moreau.statements); with no ID, only these are checked",
+    )
+    p.add_argument(
+        "--trials",
+        type=trials_int,
+        default=None,
+        help="instances per (id, family) (default: each checker's own, sized for a < 1 min run); "
+        "above 2048 they are drawn and judged in chunks, in bounded memory",
+    )
+    p.add_argument(
+        "--seed",
+        type=nonnegative_int,
+        default=0,
+        help="seed of the instances (an integer >= 0; each (id, family) derives its own stream)",
+    )
     p.add_argument("--mutants", action="store_true", help="run every mutant; each must be rejected")
-    p.add_argument("--search", type=positive_int, default=0, metavar="N",
-                   help="also search N hypothesis examples per (id, family) for a failing instance "
-                        "(and per surviving mutant); a failure is shrunk to one small instance")
-    p.add_argument("--search-seconds", type=_seconds_arg, default=None, metavar="S",
-                   help="without --search: a short search of S seconds per (id, family) of each statement expected "
-                        f"to hold, for an instance that breaks it (default {DEFAULT_SEARCH_SECONDS}; 0: none)")
+    p.add_argument(
+        "--search",
+        type=positive_int,
+        default=0,
+        metavar="N",
+        help="also search N hypothesis examples per (id, family) for a failing instance "
+        "(and per surviving mutant); a failure is shrunk to one small instance",
+    )
+    p.add_argument(
+        "--search-seconds",
+        type=_seconds_arg,
+        default=None,
+        metavar="S",
+        help="without --search: a short search of S seconds per (id, family) of each statement expected "
+        f"to hold, for an instance that breaks it (default {DEFAULT_SEARCH_SECONDS}; 0: none)",
+    )
     p.add_argument("--symbolic", action="store_true", help="sympy proofs of the quadratic identities")
-    p.add_argument("--analyse", action="store_true",
-                   help="also drop each condition in turn (which are necessary), rescale the problem (is "
-                        "the statement scale-consistent) and report the sharpest constants; JSON key \"analyse\"")
-    p.add_argument("--pep", action="store_true",
-                   help="also the class worst case of each first-order statement by performance estimation "
-                        "(PEPit with the Clarabel solver; needs the pep extra); JSON key \"pep\" per record")
-    p.add_argument("--slack-threshold", type=_ratio_arg, default=None, metavar="R",
-                   help="flag a bound that holds with max LHS/RHS below R as LOOSE (default 0.1)")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="send the chunks of a large --trials to a Dask cluster (tcp://HOST:8786; the dask extra); "
-                        "the JSON equals the serial run's apart from timings")
-    p.add_argument("--json", metavar="PATH", help="write one record per (id, family); schema in analysis/engine/records.py")
-    p.add_argument("--save-counterexamples", metavar="DIR",
-                   help="save failing instances, and the instance that rejects each mutant, as .npz "
-                        "(each printed with the command that replays it)")
+    p.add_argument(
+        "--analyse",
+        action="store_true",
+        help="also drop each condition in turn (which are necessary), rescale the problem (is "
+        'the statement scale-consistent) and report the sharpest constants; JSON key "analyse"',
+    )
+    p.add_argument(
+        "--pep",
+        action="store_true",
+        help="also the class worst case of each first-order statement by performance estimation "
+        '(PEPit with the Clarabel solver; needs the pep extra); JSON key "pep" per record',
+    )
+    p.add_argument(
+        "--slack-threshold",
+        type=_ratio_arg,
+        default=None,
+        metavar="R",
+        help="flag a bound that holds with max LHS/RHS below R as LOOSE (default 0.1)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="send the chunks of a large --trials to a Dask cluster (tcp://HOST:8786; the dask extra); "
+        "the JSON equals the serial run's apart from timings",
+    )
+    p.add_argument(
+        "--json",
+        metavar="PATH",
+        help="write one record per (id, family); schema in analysis/engine/records.py",
+    )
+    p.add_argument(
+        "--save-counterexamples",
+        metavar="DIR",
+        help="save failing instances, and the instance that rejects each mutant, as .npz "
+        "(each printed with the command that replays it)",
+    )
     p.add_argument("--replay", metavar="FILE", help="re-check one saved instance (.npz)")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="every part of every statement and reading, on every family (default: one line per statement)")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="every part of every statement and reading, on every family (default: one line per statement)",
+    )
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
-    p.add_argument("--describe", action="store_true",
-                   help="print the documentation of the given ids (default: all) and exit (docs/catalogue.md)")
-    p.add_argument("--debug", action="store_true",  # read by moreau._cli.main, accepted anywhere on the line
-                   help="show the traceback of an internal error (exit 3)")
+    p.add_argument(
+        "--describe",
+        action="store_true",
+        help="print the documentation of the given ids (default: all) and exit (docs/catalogue.md)",
+    )
+    p.add_argument(
+        "--debug",
+        action="store_true",  # read by moreau._cli.main, accepted anywhere on the line
+        help="show the traceback of an internal error (exit 3)",
+    )
     p.set_defaults(func=cmd_check)
     return p
 
@@ -143,22 +206,40 @@ def _writable_dir(path) -> str | None:
 def _conflicts(args):
     """Flags that cannot be combined: ``(flag, given, other flag, given, why)``."""
     replay = args.replay is not None
-    return [("--list", args.list, "--describe", args.describe, "--list prints every entry's summary"),
-            ("--list", args.list, "statement ids", bool(args.ids), "--list lists the whole catalogue; "
-             "use --describe ID for given ids"),
-            ("--search", bool(args.search), "--search-seconds", args.search_seconds is not None,
-             "--search N replaces the timed short search"),
-            ("--replay", replay, "--json", args.json is not None, "a replay re-checks one saved instance"),
-            ("--replay", replay, "--mutants", args.mutants, "a replay re-checks one saved instance"),
-            ("--replay", replay, "--trials", args.trials is not None, "a replay re-checks one saved instance")]
+    return [
+        ("--list", args.list, "--describe", args.describe, "--list prints every entry's summary"),
+        (
+            "--list",
+            args.list,
+            "statement ids",
+            bool(args.ids),
+            "--list lists the whole catalogue; use --describe ID for given ids",
+        ),
+        (
+            "--search",
+            bool(args.search),
+            "--search-seconds",
+            args.search_seconds is not None,
+            "--search N replaces the timed short search",
+        ),
+        ("--replay", replay, "--json", args.json is not None, "a replay re-checks one saved instance"),
+        ("--replay", replay, "--mutants", args.mutants, "a replay re-checks one saved instance"),
+        ("--replay", replay, "--trials", args.trials is not None, "a replay re-checks one saved instance"),
+    ]
 
 
 def _usage_problem(args):
     """A one-line reason why the flags cannot run as given (empty paths, conflicting flags), or None."""
-    for flag, value in (("--json", args.json), ("--save-counterexamples", args.save_counterexamples),
-                        ("--replay", args.replay), ("--scheduler", args.scheduler)):
+    for flag, value in (
+        ("--json", args.json),
+        ("--save-counterexamples", args.save_counterexamples),
+        ("--replay", args.replay),
+        ("--scheduler", args.scheduler),
+    ):
         if value is not None and not str(value).strip():
-            return f"{flag} needs a non-empty {'address' if flag == '--scheduler' else 'path'} (got {value!r})"
+            return (
+                f"{flag} needs a non-empty {'address' if flag == '--scheduler' else 'path'} (got {value!r})"
+            )
     for a, given_a, b, given_b, why in _conflicts(args):
         if given_a and given_b:
             return f"{a} and {b} cannot be used together ({why})"
@@ -204,13 +285,18 @@ def cmd_check(args) -> int:
         return _replay(args, cat)
     selected = [(i, f) for i in (ids or cat) for f in cat[i].families if args.family in ("all", f)]
     if not selected:
-        return _fail(f"no statement of {', '.join(ids or cat)} covers --family {args.family} (nothing to check)")
-    for why in (_writable_file(args.json) if args.json is not None else None,
-                _writable_dir(args.save_counterexamples) if args.save_counterexamples is not None else None):
+        return _fail(
+            f"no statement of {', '.join(ids or cat)} covers --family {args.family} (nothing to check)"
+        )
+    for why in (
+        _writable_file(args.json) if args.json is not None else None,
+        _writable_dir(args.save_counterexamples) if args.save_counterexamples is not None else None,
+    ):
         if why:
             return _fail(why)
     if args.pep:
         from moreau.analysis.pep.solve import require_pep
+
         try:
             require_pep()
         except ImportError as exc:
@@ -222,10 +308,21 @@ def cmd_check(args) -> int:
         try:
             if args.scheduler:
                 from moreau.analysis.engine.distributed import connect
+
                 client = connect(args.scheduler)
-            records = runner.run(ids or None, args.family, args.trials, args.seed, args.mutants, args.search,
-                                 progress=True, cat=cat, client=client, modules=tuple(args.module),
-                                 search_seconds=0.0 if args.search else args.search_seconds)
+            records = runner.run(
+                ids or None,
+                args.family,
+                args.trials,
+                args.seed,
+                args.mutants,
+                args.search,
+                progress=True,
+                cat=cat,
+                client=client,
+                modules=tuple(args.module),
+                search_seconds=0.0 if args.search else args.search_seconds,
+            )
         except StatementError as exc:
             return _fail(str(exc))
         finally:
@@ -248,25 +345,34 @@ def cmd_check(args) -> int:
     if args.analyse:
         from moreau.analysis.engine.analyse import analyse
         from moreau.analysis.engine.analyse_report import print_analyses
+
         analyses = [analyse(r) for r in records]
         print_analyses(records, analyses)
     if args.save_counterexamples:
         report.save(records, args.save_counterexamples, verbose=args.verbose)
     if args.symbolic:
         from moreau.analysis.engine.symbolic import print_proofs
+
         ok &= print_proofs()
     pep_records = None
     if args.pep:
         from moreau.analysis.pep.report import print_pep, run_pep
-        pep_records = run_pep(ids or list(cat), args.seed, cat=cat)  # each statement: its class worst case, or why none
+
+        pep_records = run_pep(
+            ids or list(cat), args.seed, cat=cat
+        )  # each statement: its class worst case, or why none
         ok &= print_pep(pep_records)
     if args.json:
         info = run_info(args)
         info["numerical_warnings"] = _warning_counts(caught)
-        info["trials_used"] = trials_used  # {id: {family: n}} where a checker used another number than --trials
+        info["trials_used"] = (
+            trials_used  # {id: {family: n}} where a checker used another number than --trials
+        )
         by_id = {v["printed"]["id"]: v for v in verdicts}
-        payload = [record_json(r, run=info, slack_threshold=args.slack_threshold, verdict=by_id[r.statement.id])
-                   for r in records]
+        payload = [
+            record_json(r, run=info, slack_threshold=args.slack_threshold, verdict=by_id[r.statement.id])
+            for r in records
+        ]
         if analyses is not None:
             for j, a in zip(payload, analyses):
                 j["analyse"] = a
@@ -274,17 +380,22 @@ def cmd_check(args) -> int:
             for j in payload:
                 j["pep"] = [p for p in pep_records if p["id"] == j["id"]]
         from moreau._files import atomic_write
+
         try:
             atomic_write(args.json, json.dumps(payload, indent=1))
         except OSError as exc:
             return _fail(f"cannot write --json {args.json}: {exc.strerror or exc}")
         print(f"wrote {args.json} ({len(records)} records)")
     from moreau.analysis.engine.registry import catalogue
+
     if any(r.statement.id in catalogue() for r in records):  # the papers' coverage, for a catalogue run
         _print_gaps(ids or list(cat))
     untested = sum(1 for r in records for p in r.result.parts if not p.applicable)
-    note = (f"; {untested} part(s) not tested (no instance met their assumptions: not claimed to hold)"
-            if untested and args.verbose else "")
+    note = (
+        f"; {untested} part(s) not tested (no instance met their assumptions: not claimed to hold)"
+        if untested and args.verbose
+        else ""
+    )
     if trials_line:
         print(trials_line)
     print(summary_line(verdicts) + note)
@@ -309,8 +420,9 @@ def _print_gaps(ids):
 
     gaps = known_gaps()
     if gaps:
-        text = (f"not checked (yet), {len(gaps)} statements of the source papers: "
-                + ", ".join(f"{sid} ({paper}, {where})" for sid, paper, where, _ in gaps))
+        text = f"not checked (yet), {len(gaps)} statements of the source papers: " + ", ".join(
+            f"{sid} ({paper}, {where})" for sid, paper, where, _ in gaps
+        )
         print("\n".join(textwrap.wrap(text, 119, subsequent_indent="  ")))
 
 
@@ -323,7 +435,9 @@ def _replay(args, cat) -> int:
     from moreau.analysis.engine.records import load_counterexample
 
     expected = "expected a .npz counterexample written by moreau check --save-counterexamples"
-    if Path(args.replay).is_file() and not zipfile.is_zipfile(args.replay):  # numpy's advice (allow_pickle) is not ours
+    if Path(args.replay).is_file() and not zipfile.is_zipfile(
+        args.replay
+    ):  # numpy's advice (allow_pickle) is not ours
         return _fail(f"cannot read {args.replay}: not a .npz archive ({expected})")
     try:
         meta, batch = load_counterexample(args.replay)
@@ -338,8 +452,10 @@ def _replay(args, cat) -> int:
         print(f"moreau check: {args.replay} is for unknown id {meta.get('id')!r}", file=sys.stderr)
         return 2
     if args.ids and meta["id"] not in args.ids:
-        return _fail(f"{args.replay} holds an instance of {meta['id']}, not of {', '.join(args.ids)}: "
-                     f"run `moreau check {meta['id']} --replay {args.replay}`")
+        return _fail(
+            f"{args.replay} holds an instance of {meta['id']}, not of {', '.join(args.ids)}: "
+            f"run `moreau check {meta['id']} --replay {args.replay}`"
+        )
     st = cat[meta["id"]]
     mutant = None
     if meta.get("mutant"):
@@ -348,7 +464,9 @@ def _replay(args, cat) -> int:
             print(f"moreau check: {st.id} has no mutant {meta['mutant']!r}", file=sys.stderr)
             return 2
     if meta["family"] not in st.families:
-        return _fail(f"{args.replay}: family {meta['family']!r} is not one of {st.id}'s ({', '.join(st.families)})")
+        return _fail(
+            f"{args.replay}: family {meta['family']!r} is not one of {st.id}'s ({', '.join(st.families)})"
+        )
     try:
         res = st.run(meta["family"], None, None, mutant=mutant, batch=batch)
     except (KeyError, ValueError, IndexError, TypeError) as exc:
@@ -364,8 +482,7 @@ def _replay(args, cat) -> int:
             continue
         holds = p.failures.size == 0
         ok &= holds
-        print(f"{who} [{meta['family']}] {p.name}: lhs={s.lhs[0]:.17g} rhs={s.rhs[0]:.17g} "
-              f"holds={holds}")
+        print(f"{who} [{meta['family']}] {p.name}: lhs={s.lhs[0]:.17g} rhs={s.rhs[0]:.17g} holds={holds}")
     if mutant is not None:  # a mutant's instance is meant to reject it: exit 0 when it does
         print(f"mutant {mutant.name!r}: {'rejected' if not ok else 'NOT rejected'} on this instance")
         return 0 if not ok else 1

@@ -30,6 +30,7 @@ Every part is normalised to ``lhs <= rhs`` (a lower bound ``c <= mu_true`` has
 ``lhs = c``).  An instance on which the part's assumptions are not met is
 *not applicable*: it is never counted as a failure of the theorem.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,13 +40,40 @@ from typing import Callable
 
 import numpy as np
 
-from moreau.analysis.engine.judge import (RATE_KINDS, RTOL, TIGHT_RTOL, PartResult, Sides, judge, rate_sides,
-                                          sweep_sides, worst_point)
+from moreau.analysis.engine.judge import (
+    RATE_KINDS,
+    RTOL,
+    TIGHT_RTOL,
+    PartResult,
+    Sides,
+    judge,
+    rate_sides,
+    sweep_sides,
+    worst_point,
+)
 from moreau.analysis.engine.rates import fit_exponent
 
-__all__ = ["scale_fields", "QUADRATIC_SCALING", "LOGISTIC_SCALING", "Sides", "Mutant", "Reading", "Statement",
-           "PartResult", "Result", "evaluate_claim", "worst_point", "sweep_sides", "fit_exponent", "rate_sides", "RTOL", "TIGHT_RTOL",
-           "RATE_KINDS", "READING_KINDS", "EXPECTATIONS"]
+__all__ = [
+    "scale_fields",
+    "QUADRATIC_SCALING",
+    "LOGISTIC_SCALING",
+    "Sides",
+    "Mutant",
+    "Reading",
+    "Statement",
+    "PartResult",
+    "Result",
+    "evaluate_claim",
+    "worst_point",
+    "sweep_sides",
+    "fit_exponent",
+    "rate_sides",
+    "RTOL",
+    "TIGHT_RTOL",
+    "RATE_KINDS",
+    "READING_KINDS",
+    "EXPECTATIONS",
+]
 
 #: what a reading is: a repair of the printed statement, another reading of ambiguous printed
 #: text, or the paper's own text elsewhere (an algorithm's step) read into the statement
@@ -94,8 +122,7 @@ class Reading:
         if self.expect not in EXPECTATIONS:
             raise ValueError(f"Reading.expect must be one of {EXPECTATIONS} (got {self.expect!r})")
 
-
-                                    # a chunked run keeps only some rows, see moreau.analysis.engine.chunks)
+            # a chunked run keeps only some rows, see moreau.analysis.engine.chunks)
 
 
 @dataclass
@@ -133,44 +160,50 @@ class Statement:
     """One catalogue entry; see the module docstring."""
 
     id: str
-    source: str                 # paper, theorem/lemma number, equation
-    paper: str                  # source paper key (the paper package's PAPER["key"])
+    source: str  # paper, theorem/lemma number, equation
+    paper: str  # source paper key (the paper package's PAPER["key"])
     latex: str
     text: str
     assumptions: tuple
-    families: dict              # family -> tuple of instance kinds it covers
-    claimed: str                # "upper" | "tight" | "rate" (what the paper claims overall)
-    instances: Callable         # (family, trials, rng) -> batch
-    evaluate: Callable          # (batch, claim) -> {part: Sides}
+    families: dict  # family -> tuple of instance kinds it covers
+    claimed: str  # "upper" | "tight" | "rate" (what the paper claims overall)
+    instances: Callable  # (family, trials, rng) -> batch
+    evaluate: Callable  # (batch, claim) -> {part: Sides}
     claim: dict
     mutants: tuple = ()
     equivalent_mutants: dict = field(default_factory=dict)  # name -> why it cannot be rejected
-    findings: tuple = ()        # documented findings about the statement
+    findings: tuple = ()  # documented findings about the statement
     strategy: Callable | None = None  # optional: family -> hypothesis strategy of batches (analysis.search)
-    prepare: Callable | None = None   # optional: batch -> claim-independent data that evaluate receives
+    prepare: Callable | None = None  # optional: batch -> claim-independent data that evaluate receives
     scaling: dict = field(default_factory=dict)  # optional: family -> (batch, s, c) -> the batch under
-                                                 # theta -> s theta, f -> c f (moreau.analysis.engine.analyse)
-    sharp: dict = field(default_factory=dict)    # optional: family -> {part name: () -> Derivation}, the
-                                                 # sympy-derived sharp constant (moreau.analysis.engine.sharp)
-    readings: tuple = ()        # Reading: named claims beside the printed one (repairs, variants)
-    evidence_only: dict = field(default_factory=dict)       # family -> why no mutant can be rejected there: its
-                                                            # holding is evidence, not part of the verdict
-    counterexamples: dict = field(default_factory=dict)     # family -> a recorded minimal counterexample of
-                                                            # the printed claim (a one-instance batch, exact
-                                                            # numbers, or a callable returning it),
-                                                            # evaluated by every run
+    # theta -> s theta, f -> c f (moreau.analysis.engine.analyse)
+    sharp: dict = field(default_factory=dict)  # optional: family -> {part name: () -> Derivation}, the
+    # sympy-derived sharp constant (moreau.analysis.engine.sharp)
+    readings: tuple = ()  # Reading: named claims beside the printed one (repairs, variants)
+    evidence_only: dict = field(default_factory=dict)  # family -> why no mutant can be rejected there: its
+    # holding is evidence, not part of the verdict
+    counterexamples: dict = field(default_factory=dict)  # family -> a recorded minimal counterexample of
+    # the printed claim (a one-instance batch, exact
+    # numbers, or a callable returning it),
+    # evaluated by every run
     consistency_checks: dict = field(default_factory=dict)  # part name -> why it is a definitional
-                                                            # consistency check no mutant can reject
-    expect: str = "holds"       # what the catalogue expects of the printed statement
-    simplify: dict = field(default_factory=dict)  # family -> shrink.Simplify: what the fields of an instance are,
-                                                  # so that a failing one is shrunk to a readable counterexample
+    # consistency check no mutant can reject
+    expect: str = "holds"  # what the catalogue expects of the printed statement
+    simplify: dict = field(
+        default_factory=dict
+    )  # family -> shrink.Simplify: what the fields of an instance are,
+    # so that a failing one is shrunk to a readable counterexample
     pep: Callable | str | None = None  # optional: a PEP builder (st, quadratic batch, seed) -> rows
-                                       # (moreau.analysis.pep.rows) for --pep, or why none applies
-    precise: Callable | None = None  # optional: evaluate in higher precision (mpmath), (batch, claim) -> {part:
-                                     # Sides}; run on the instances whose failure sits at the rounding floor
-                                     # (Sides.floor, sweep_sides), which it then decides
-    trials_used: Callable | None = None  # optional: (family, --trials) -> (the number the checker uses, why) where
-                                         # it raises or rounds it (reported in the run and the JSON's run record)
+    # (moreau.analysis.pep.rows) for --pep, or why none applies
+    precise: Callable | None = (
+        None  # optional: evaluate in higher precision (mpmath), (batch, claim) -> {part:
+    )
+    # Sides}; run on the instances whose failure sits at the rounding floor
+    # (Sides.floor, sweep_sides), which it then decides
+    trials_used: Callable | None = (
+        None  # optional: (family, --trials) -> (the number the checker uses, why) where
+    )
+    # it raises or rounds it (reported in the run and the JSON's run record)
 
     def __post_init__(self):
         if self.expect not in EXPECTATIONS:
@@ -204,26 +237,40 @@ class Statement:
         one = self.counterexamples[family]
         return one() if callable(one) else one
 
-    def run(self, family: str, trials: int, rng, mutant: Mutant | None = None, batch=None,
-            prepared=None, reading: Reading | None | str = "reference") -> Result:
+    def run(
+        self,
+        family: str,
+        trials: int,
+        rng,
+        mutant: Mutant | None = None,
+        batch=None,
+        prepared=None,
+        reading: Reading | None | str = "reference",
+    ) -> Result:
         """Check the printed statement (``reading=None``), a reading, or ``mutant`` on ``batch``
         (drawn when None).  ``reading`` defaults to "reference": the printed claim without a
         mutant, :attr:`reference` with one.  ``prepared``: the output of :meth:`prepared` for this
         batch, when the caller has it already."""
         if family not in self.families:
-            raise ValueError(f"{self.id} does not apply to family {family!r} "
-                             f"(it covers {sorted(self.families)})")
+            raise ValueError(
+                f"{self.id} does not apply to family {family!r} (it covers {sorted(self.families)})"
+            )
         t0 = time.perf_counter()
         if batch is None:
             batch = self.instances(family, trials, rng)
         if isinstance(reading, str):
-            reading = (self.reference if mutant is not None else None) if reading == "reference" else \
-                self.reading(reading)
+            reading = (
+                (self.reference if mutant is not None else None)
+                if reading == "reference"
+                else self.reading(reading)
+            )
         claim = dict(self.claim)
         if reading is not None:
             unknown = set(reading.changes) - set(claim)
             if unknown:
-                raise KeyError(f"reading {reading.name!r} of {self.id} changes unknown claim entries {unknown}")
+                raise KeyError(
+                    f"reading {reading.name!r} of {self.id} changes unknown claim entries {unknown}"
+                )
             claim.update(reading.changes)
         flip = ()
         if mutant is not None:
@@ -284,18 +331,30 @@ def scale_fields(powers, c_free=True):
     (2, -1)); unlisted fields are dimensionless.  ``c_free=False``: the family cannot express
     ``c f`` (a logistic loss times c is not a logistic loss): only ``c = 1`` is analysed (the
     entry returns None otherwise)."""
+
     def scale(batch, s, c):
         if not c_free and c != 1:
             return None
-        return {k: (np.asarray(v) * (s ** powers[k][0]) * (c ** powers[k][1]) if k in powers else v)
-                for k, v in batch.items()}
+        return {
+            k: (np.asarray(v) * (s ** powers[k][0]) * (c ** powers[k][1]) if k in powers else v)
+            for k, v in batch.items()
+        }
+
     scale.powers = dict(powers)
     return scale
 
 
 #: the scaling of the quadratic batches most checkers draw (A, b, eigenvalues, L, lam, points)
-QUADRATIC_SCALING = {"A": (-2, 1), "b": (-1, 1), "eig": (-2, 1), "L": (-2, 1), "mu": (-2, 1), "lam": (-2, 1),
-                     "w": (1, 0), "w2": (1, 0)}
+QUADRATIC_SCALING = {
+    "A": (-2, 1),
+    "b": (-1, 1),
+    "eig": (-2, 1),
+    "L": (-2, 1),
+    "mu": (-2, 1),
+    "lam": (-2, 1),
+    "w": (1, 0),
+    "w2": (1, 0),
+}
 #: logistic batches (features X, ridge mu, lam, points): theta -> s theta only (c = 1)
 LOGISTIC_SCALING = {"X": (-1, 0), "mu": (-2, 0), "lam": (-2, 0), "w": (1, 0), "w2": (1, 0)}
 

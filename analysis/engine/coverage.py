@@ -6,6 +6,7 @@ the catalogue checks or is meant to check, as ``(id, where, one line)``.  :func:
 the part of those lists that the registry does not (yet) check: every ``moreau check`` run ends
 with it, so "all statements hold" never reads as "the paper is verified".
 """
+
 from __future__ import annotations
 
 from moreau.analysis.engine.registry import catalogue, paper_packages
@@ -31,8 +32,11 @@ def paper_short(key: str) -> str:
 
 def formal_statements() -> list:
     """``[(id, paper key, where, one line)]`` over every paper package."""
-    return [(sid, pkg.PAPER["key"], where, line) for pkg in paper_packages()
-            for sid, where, line in pkg.FORMAL_STATEMENTS]
+    return [
+        (sid, pkg.PAPER["key"], where, line)
+        for pkg in paper_packages()
+        for sid, where, line in pkg.FORMAL_STATEMENTS
+    ]
 
 
 def known_gaps(checked_ids=None):
@@ -40,5 +44,8 @@ def known_gaps(checked_ids=None):
     does not check."""
     if checked_ids is None:
         checked_ids = set(catalogue())
-    return [(sid, paper_short(p), where, line) for sid, p, where, line in formal_statements()
-            if sid not in checked_ids]
+    return [
+        (sid, paper_short(p), where, line)
+        for sid, p, where, line in formal_statements()
+        if sid not in checked_ids
+    ]

@@ -6,6 +6,7 @@ cannot drift from what is checked; ``tests/catalogue/engine/test_docs.py`` fails
 the committed ``docs/catalogue.md`` differs from :func:`catalogue_markdown`.
 Regenerate it with ``python -m moreau.analysis.engine.describe`` (writes ``docs/catalogue.md``).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -63,33 +64,54 @@ def describe(statement) -> str:
     out = [f"### `{s.id}` — {s.source}", ""]
     out.append(f"*Source:* {paper_citation(s.paper)}, {s.source.split(',', 1)[-1].strip()}.  ")
     out.append(f"*Claimed by the paper:* {s.claimed}.  ")
-    out.append("*Families:* " + "; ".join(f"{fam} ({', '.join(kinds)})" for fam, kinds in s.families.items())
-               + ".")
+    out.append(
+        "*Families:* " + "; ".join(f"{fam} ({', '.join(kinds)})" for fam, kinds in s.families.items()) + "."
+    )
     out += ["", f"**Statement (as printed).** {s.text}", "", "```", s.latex, "```", ""]
-    out.append(f"*The catalogue expects the printed statement to:* {'hold' if s.expect == 'holds' else s.expect[:-1]}.")
+    out.append(
+        f"*The catalogue expects the printed statement to:* {'hold' if s.expect == 'holds' else s.expect[:-1]}."
+    )
     out.append("")
     if s.readings:
         out.append("**Readings (named claims beside the printed one, each with its own verdict).**")
-        out += [f"- '{r.name}' ({r.kind}; expected to {'hold' if r.expect == 'holds' else r.expect[:-1]}): {r.why}"
-                for r in s.readings]
+        out += [
+            f"- '{r.name}' ({r.kind}; expected to {'hold' if r.expect == 'holds' else r.expect[:-1]}): {r.why}"
+            for r in s.readings
+        ]
         out.append("")
     if s.assumptions:
         out.append("**Assumptions.** " + "; ".join(s.assumptions) + ".")
         out.append("")
     doc = _docstring(s)
     if doc:
-        out += ["<details><summary>The checker's documentation (statement, constants, instances, sides, "
-                "what the check shows)</summary>", "", "```text", doc, "```", "", "</details>", ""]
+        out += [
+            "<details><summary>The checker's documentation (statement, constants, instances, sides, "
+            "what the check shows)</summary>",
+            "",
+            "```text",
+            doc,
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
     if s.mutants:
         against = "the printed statement" if s.reference is None else f"the reading '{s.reference.name}'"
         o_eq = sum(bool(m.o_equivalent) for m in s.mutants)
         more = f", and {o_eq} equivalent under O(·), not counted" if o_eq else ""
-        out.append(f"**Mutants ({len(s.mutants) - o_eq}, each must be rejected{more}; applied to {against}).**")
-        out += [f"- {m.name}" + (f" (equivalent under O(·), not counted: {m.o_equivalent})" if m.o_equivalent else "")
-                for m in s.mutants]
+        out.append(
+            f"**Mutants ({len(s.mutants) - o_eq}, each must be rejected{more}; applied to {against}).**"
+        )
+        out += [
+            f"- {m.name}"
+            + (f" (equivalent under O(·), not counted: {m.o_equivalent})" if m.o_equivalent else "")
+            for m in s.mutants
+        ]
         out.append("")
     if s.evidence_only:
-        out.append("**Families that are evidence only (no mutant can be rejected there; not part of the verdict).**")
+        out.append(
+            "**Families that are evidence only (no mutant can be rejected there; not part of the verdict).**"
+        )
         out += [f"- {fam}: {why}" for fam, why in s.evidence_only.items()]
         out.append("")
     if s.consistency_checks:
@@ -103,7 +125,9 @@ def describe(statement) -> str:
         out += [f"- {name}: {why}" for name, why in s.equivalent_mutants.items()]
         out.append("")
     if s.findings:
-        out.append("**Findings (prose written with the catalogue; `moreau check` prints only what the run computes).**")
+        out.append(
+            "**Findings (prose written with the catalogue; `moreau check` prints only what the run computes).**"
+        )
         out += [f"- {f}" for f in s.findings]
         out.append("")
     return "\n".join(out)
@@ -115,12 +139,27 @@ def _analyses(s) -> str:
 
     pep = {sid for _, d in declared("PEP") for sid in d}
     why_not = {sid: why for _, d in declared("PEP_NOT_APPLICABLE") for sid, why in d.items()}
-    out = ["--pep: " + ("a class worst case" if s.id in pep else f"not applicable ({why_not.get(s.id, 'no reason given')})")]
-    out.append("--analyse scale consistency: " + ("declared for " + ", ".join(f for f, v in s.scaling.items()
-                                                                              if callable(v))
-                                               if any(callable(v) for v in s.scaling.values()) else "not declared"))
+    out = [
+        "--pep: "
+        + (
+            "a class worst case"
+            if s.id in pep
+            else f"not applicable ({why_not.get(s.id, 'no reason given')})"
+        )
+    ]
+    out.append(
+        "--analyse scale consistency: "
+        + (
+            "declared for " + ", ".join(f for f, v in s.scaling.items() if callable(v))
+            if any(callable(v) for v in s.scaling.values())
+            else "not declared"
+        )
+    )
     out.append("--analyse sympy sharp constants: " + (", ".join(s.sharp) if s.sharp else "none"))
-    out.append("--search: " + ("a hypothesis strategy" if s.strategy is not None else "the instance generator's seeds"))
+    out.append(
+        "--search: "
+        + ("a hypothesis strategy" if s.strategy is not None else "the instance generator's seeds")
+    )
     return "; ".join(out) + "."
 
 
@@ -130,20 +169,31 @@ def catalogue_markdown(cat=None) -> str:
         from moreau.analysis.engine.registry import catalogue
 
         cat = catalogue()
-    out = ["# The theorem catalogue", "",
-           "Generated from the registry by `python -m moreau.analysis.engine.describe`; do not edit by hand "
-           "(a test keeps it in sync). `moreau check --describe ID` prints one entry.", "",
-           "| id | source | families | claimed | mutants |", "|---|---|---|---|---|"]
+    out = [
+        "# The theorem catalogue",
+        "",
+        "Generated from the registry by `python -m moreau.analysis.engine.describe`; do not edit by hand "
+        "(a test keeps it in sync). `moreau check --describe ID` prints one entry.",
+        "",
+        "| id | source | families | claimed | mutants |",
+        "|---|---|---|---|---|",
+    ]
     for s in cat.values():
-        out.append(f"| [`{s.id}`](#{_anchor(s)}) | {s.source} | {', '.join(s.families)} | {s.claimed} | "
-                   f"{len(s.mutants)} |")
+        out.append(
+            f"| [`{s.id}`](#{_anchor(s)}) | {s.source} | {', '.join(s.families)} | {s.claimed} | "
+            f"{len(s.mutants)} |"
+        )
     out += ["", "## Sources", ""] + [f"- {pkg.PAPER['citation']}" for pkg in paper_packages()]
     out += ["", CONVENTIONS, "## Statements", ""]
     out += [describe(s) for s in cat.values()]
     gaps = known_gaps(set(cat))
-    out += ["## Not checked (yet)", "",
-            "Formal statements of the source papers that the catalogue does not check; `moreau check` lists "
-            "them at the end of every run.", ""]
+    out += [
+        "## Not checked (yet)",
+        "",
+        "Formal statements of the source papers that the catalogue does not check; `moreau check` lists "
+        "them at the end of every run.",
+        "",
+    ]
     out += [f"- `{sid}` — {cite}, {where}: {line}" for sid, cite, where, line in gaps] or ["- none"]
     out.append("")
     return "\n".join(out)

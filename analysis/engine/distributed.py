@@ -13,6 +13,7 @@ A real cluster: start ``dask scheduler`` on one machine and ``dask worker tcp://
 each of the others (all with moreau installed, ``pip install "moreau-pfl[dask]"``), then
 ``moreau check --trials 100000000 --scheduler tcp://HOST:8786``.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -32,8 +33,10 @@ def connect(address):
     try:
         return Client(address, timeout="10s")
     except Exception as exc:  # OSError, TimeoutError, ValueError from a malformed address
-        raise StatementError(f"cannot reach the Dask scheduler at {address!r} ({type(exc).__name__}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+        raise StatementError(
+            f"cannot reach the Dask scheduler at {address!r} ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from None
 
 
 def _chunk_task(sid, modules, fam, size, seed, k, mutants, total):
@@ -52,8 +55,20 @@ def _chunk_task(sid, modules, fam, size, seed, k, mutants, total):
     return batch, res, readings, mres
 
 
-def remote_outputs(client, st, fam, trials, seed, chunk, mutants, modules, search_examples=0, searches=None,
-                   search_seconds=0.0, window=8):
+def remote_outputs(
+    client,
+    st,
+    fam,
+    trials,
+    seed,
+    chunk,
+    mutants,
+    modules,
+    search_examples=0,
+    searches=None,
+    search_seconds=0.0,
+    window=8,
+):
     """Per chunk, in order, what :func:`moreau.analysis.engine.runner._local_outputs` yields, computed
     on the cluster (``trials`` above ``chunk``; every mutant evaluated on every chunk).  With
     a search (``--search``, or the default run's short search) the last chunk is computed here: the
@@ -78,8 +93,9 @@ def remote_outputs(client, st, fam, trials, seed, chunk, mutants, modules, searc
                     batch = _concat(batch, found)
             res, readings, mres = evaluate_chunk(st, fam, sizes[k], batch, chosen)
             if not search_examples:  # the short search after it, as the serial run
-                found, report = search_statement(st, fam, seed, 0, search_seconds,
-                                                 per_instance=res.seconds / max(res.instances, 1))
+                found, report = search_statement(
+                    st, fam, seed, 0, search_seconds, per_instance=res.seconds / max(res.instances, 1)
+                )
                 searches.append(("", report))
                 if found is not None:
                     batch = _concat(batch, found)
@@ -87,8 +103,20 @@ def remote_outputs(client, st, fam, trials, seed, chunk, mutants, modules, searc
             yield sizes[k], batch, n, res, readings, (lambda m, mres=mres: mres[m.name])
             continue
         while k_next < remote and len(queue) < window:
-            queue.append(client.submit(_chunk_task, st.id, tuple(modules), fam, sizes[k_next], seed, k_next, names,
-                                       trials, pure=False))
+            queue.append(
+                client.submit(
+                    _chunk_task,
+                    st.id,
+                    tuple(modules),
+                    fam,
+                    sizes[k_next],
+                    seed,
+                    k_next,
+                    names,
+                    trials,
+                    pure=False,
+                )
+            )
             k_next += 1
         future = queue.popleft()
         batch, res, readings, mres = future.result()

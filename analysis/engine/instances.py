@@ -10,12 +10,22 @@ Quadratic kinds (eigenvalues ``a_1 <= ... <= a_d`` of A, ``L = max|a_k|``):
 Each quadratic is returned with its exact spectrum, so checkers can compute
 the constants from eigenvalues rather than type them in.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["orthogonal", "quadratic_batch", "logistic_batch", "log_uniform", "split_counts", "KINDS", "per_group",
-           "trials_in_groups", "trials_at_least"]
+__all__ = [
+    "orthogonal",
+    "quadratic_batch",
+    "logistic_batch",
+    "log_uniform",
+    "split_counts",
+    "KINDS",
+    "per_group",
+    "trials_in_groups",
+    "trials_at_least",
+]
 
 KINDS = ("convex", "strongly_convex", "weakly_convex")
 
@@ -107,15 +117,19 @@ def per_group(trials, groups, default):
 def trials_in_groups(groups, what):
     """A ``Statement.trials_used`` for a generator using :func:`per_group`: ``--trials`` becomes a
     multiple of its ``groups`` ``what`` (ranks, groups), at least one each."""
+
     def used(family, trials):
         return groups * per_group(trials, groups, 1), f"a multiple of its {groups} {what}, at least one each"
+
     return used
 
 
 def trials_at_least(minimum, what, family=None):
     """A ``Statement.trials_used``: ``--trials`` raised to ``minimum`` (on ``family`` only, when given;
     ``what``: what is counted, e.g. "quadratic instances: its adversarial ones")."""
+
     def used(fam, trials):
         t = int(trials)
         return (max(t, minimum) if family in (None, fam) else t), f"at least {minimum} {what}"
+
     return used

@@ -5,6 +5,7 @@ the per-instance ratio.
 left side, or an undefined right side, never holds.  :func:`rate_sides` builds a rate part (fitted
 exponents against the theory's).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -15,8 +16,20 @@ from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["Sides", "PartResult", "judge", "rate_sides", "worst_point", "sweep_sides", "familywise", "INSTANCES", "judged_over",
-           "RTOL", "TIGHT_RTOL", "RATE_KINDS"]
+__all__ = [
+    "Sides",
+    "PartResult",
+    "judge",
+    "rate_sides",
+    "worst_point",
+    "sweep_sides",
+    "familywise",
+    "INSTANCES",
+    "judged_over",
+    "RTOL",
+    "TIGHT_RTOL",
+    "RATE_KINDS",
+]
 
 #: relative tolerance of ``lhs <= rhs``: both sides are exact closed forms or
 #: certified proxes accurate to ~1e-12 relative, so 1e-9 separates rounding
@@ -27,6 +40,7 @@ RTOL = 1e-9
 TIGHT_RTOL = 1e-6
 #: how a fitted exponent is compared with the theory's (see :func:`rate_sides`)
 RATE_KINDS = ("equal", "at most", "at least")
+
 
 @dataclass
 class Sides:
@@ -61,10 +75,10 @@ class Sides:
     atol: float = 0.0
     role: str = "theorem"
     family: int | None = None
-    floor: object = None   # optional, per instance: the rounding level of the computed left side (e.g.
-                           # 64 eps |w_0 - w*| for an iterate's distance); a failure with lhs <= floor, or
-                           # lhs - rhs <= floor, is "at the rounding floor": not a failure, the verdict is
-                           # undecided there (or decided by Statement.precise)
+    floor: object = None  # optional, per instance: the rounding level of the computed left side (e.g.
+    # 64 eps |w_0 - w*| for an iterate's distance); a failure with lhs <= floor, or
+    # lhs - rhs <= floor, is "at the rounding floor": not a failure, the verdict is
+    # undecided there (or decided by Statement.precise)
 
     def __post_init__(self):
         self.lhs = np.atleast_1d(np.asarray(self.lhs, dtype=float))
@@ -81,8 +95,9 @@ class Sides:
         if self.floor is not None:
             self.floor = np.broadcast_to(np.asarray(self.floor, dtype=float), self.lhs.shape).copy()
         if self.lhs_ci is not None:
-            self.lhs_ci = tuple(np.broadcast_to(np.asarray(c, dtype=float), self.lhs.shape).copy()
-                                for c in self.lhs_ci)
+            self.lhs_ci = tuple(
+                np.broadcast_to(np.asarray(c, dtype=float), self.lhs.shape).copy() for c in self.lhs_ci
+            )
 
 
 @dataclass
@@ -96,14 +111,14 @@ class PartResult:
     tight: bool
     failures: np.ndarray  # instance indices where the part fails
     sides: Sides
-    holds_each: np.ndarray = None   # per instance (True where not applicable)
-    slack: np.ndarray = None        # per instance: rhs - lhs (negative: violated)
-    ratio: np.ndarray = None        # per instance: lhs / rhs
-    rhs_negative: int = 0           # applicable instances whose right side is negative (the bound says nothing)
-    at_floor: int = 0               # instances that fail only at the rounding floor (``Sides.floor``)
-    floor_rows: np.ndarray = None   # their indices (for a replay in higher precision: ``Statement.precise``)
-    replayed: int = 0               # at-floor instances decided by that replay (held or failed there)
-    index: np.ndarray = None        # global instance index of each row of ``sides`` (None: the row itself;
+    holds_each: np.ndarray = None  # per instance (True where not applicable)
+    slack: np.ndarray = None  # per instance: rhs - lhs (negative: violated)
+    ratio: np.ndarray = None  # per instance: lhs / rhs
+    rhs_negative: int = 0  # applicable instances whose right side is negative (the bound says nothing)
+    at_floor: int = 0  # instances that fail only at the rounding floor (``Sides.floor``)
+    floor_rows: np.ndarray = None  # their indices (for a replay in higher precision: ``Statement.precise``)
+    replayed: int = 0  # at-floor instances decided by that replay (held or failed there)
+    index: np.ndarray = None  # global instance index of each row of ``sides`` (None: the row itself;
 
 
 def _ratio(lhs, rhs):
@@ -141,7 +156,11 @@ def sweep_sides(lhs, rhs, claimed="upper", *, ok=None, floor_factor=64.0, eps=No
     # a failure above the floor is a failure whatever happens below it: the worst point above the floor
     # where there is a failing one, else the worst point of all (which may sit at the floor)
     with np.errstate(invalid="ignore"):
-        real = (lhs - rhs > floor) & (lhs > rhs + RTOL * np.maximum(np.abs(lhs), np.abs(rhs))) & (np.abs(lhs) > floor)
+        real = (
+            (lhs - rhs > floor)
+            & (lhs > rhs + RTOL * np.maximum(np.abs(lhs), np.abs(rhs)))
+            & (np.abs(lhs) > floor)
+        )
     if ok is not None:
         real &= ok
     l_up, r_up = worst_point(lhs, rhs, real)
@@ -224,7 +243,9 @@ def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
         elif flip:
             at_floor = app & ~ok & np.isfinite(s.lhs) & (s.rhs - s.lhs <= s.floor)
         else:
-            at_floor = app & ~ok & np.isfinite(s.lhs) & ((np.abs(s.lhs) <= s.floor) | (s.lhs - s.rhs <= s.floor))
+            at_floor = (
+                app & ~ok & np.isfinite(s.lhs) & ((np.abs(s.lhs) <= s.floor) | (s.lhs - s.rhs <= s.floor))
+            )
     ok |= at_floor
     fail = app & ~ok
     ratio = _ratio(s.lhs, s.rhs)
@@ -232,21 +253,37 @@ def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
     # negative right side makes the ratio negative and would hide a failing part behind a small maximum
     meaningful = app & (s.rhs > 0) & (s.lhs >= 0) & ~at_floor  # an at-floor ratio is rounding, not a ratio
     with np.errstate(invalid="ignore"):
-        max_ratio = float(np.max(ratio[meaningful])) if meaningful.any() else (
-            float(np.max(ratio[app])) if app.any() and not (app & (s.rhs < 0)).any() else float("nan"))
+        max_ratio = (
+            float(np.max(ratio[meaningful]))
+            if meaningful.any()
+            else (float(np.max(ratio[app])) if app.any() and not (app & (s.rhs < 0)).any() else float("nan"))
+        )
     tight = bool(app.any() and max_ratio >= 1 - TIGHT_RTOL)
     holds = not fail.any()
     if s.claimed == "tight" and not flip and app.any() and not tight:
         holds = False  # the paper's constant is claimed attained and is not (untestable without instances)
-    return PartResult(name=name, claimed=s.claimed, instances=int(s.lhs.size), applicable=int(app.sum()),
-                      holds=bool(holds), max_ratio=max_ratio, tight=tight,
-                      failures=np.flatnonzero(fail), sides=s, holds_each=~fail,
-                      slack=s.rhs - s.lhs, ratio=ratio, rhs_negative=int(np.sum(app & (s.rhs < 0))),
-                      at_floor=int(np.sum(at_floor)), floor_rows=np.flatnonzero(at_floor))
+    return PartResult(
+        name=name,
+        claimed=s.claimed,
+        instances=int(s.lhs.size),
+        applicable=int(app.sum()),
+        holds=bool(holds),
+        max_ratio=max_ratio,
+        tight=tight,
+        failures=np.flatnonzero(fail),
+        sides=s,
+        holds_each=~fail,
+        slack=s.rhs - s.lhs,
+        ratio=ratio,
+        rhs_negative=int(np.sum(app & (s.rhs < 0))),
+        at_floor=int(np.sum(at_floor)),
+        floor_rows=np.flatnonzero(at_floor),
+    )
 
 
-def rate_sides(slope, ci, exponent, *, kind="equal", atol=0.05, note="", constants=None,
-               applicable=None, level=None) -> Sides:
+def rate_sides(
+    slope, ci, exponent, *, kind="equal", atol=0.05, note="", constants=None, applicable=None, level=None
+) -> Sides:
     r"""A rate part: fitted exponents against the theory's, one row per instance (one sweep).
 
     ``slope`` ``(T,)`` and ``ci = (lo, hi)`` from :func:`fit_exponent`;
@@ -271,8 +308,18 @@ def rate_sides(slope, ci, exponent, *, kind="equal", atol=0.05, note="", constan
     lo, hi = (np.broadcast_to(np.asarray(c, dtype=float), slope.shape) for c in ci)
     if np.any(lo > hi):
         raise ValueError("ci must have lo <= hi on every instance")
-    return Sides(slope, exponent, "rate", applicable=applicable, lhs_ci=(lo, hi), confidence=level,
-                 constants=dict(constants or {}), note=note, kind=kind, atol=float(atol))
+    return Sides(
+        slope,
+        exponent,
+        "rate",
+        applicable=applicable,
+        lhs_ci=(lo, hi),
+        confidence=level,
+        constants=dict(constants or {}),
+        note=note,
+        kind=kind,
+        atol=float(atol),
+    )
 
 
 def _judge_rate(name, s, flip):
@@ -290,6 +337,17 @@ def _judge_rate(name, s, flip):
     ratio = _ratio(s.lhs, s.rhs)
     finite = ratio[app][np.isfinite(ratio[app])]
     max_ratio = float(np.max(finite)) if finite.size else float("nan")
-    return PartResult(name=name, claimed="rate", instances=int(s.lhs.size), applicable=int(app.sum()),
-                      holds=not fail.any(), max_ratio=max_ratio, tight=False, failures=np.flatnonzero(fail),
-                      sides=s, holds_each=~fail, slack=inside, ratio=ratio)
+    return PartResult(
+        name=name,
+        claimed="rate",
+        instances=int(s.lhs.size),
+        applicable=int(app.sum()),
+        holds=not fail.any(),
+        max_ratio=max_ratio,
+        tight=False,
+        failures=np.flatnonzero(fail),
+        sides=s,
+        holds_each=~fail,
+        slack=inside,
+        ratio=ratio,
+    )

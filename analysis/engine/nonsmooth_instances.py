@@ -27,6 +27,7 @@ A batch is a dict of numpy arrays, instances along the first axis: the construct
 ``applicable(batch, "smooth", "strongly_convex")`` and builds the clients with
 :func:`objective`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,8 +41,12 @@ __all__ = ["ARGS", "ASSUMPTIONS", "KINDS", "applicable", "kind_of", "nonsmooth_b
 KINDS = ("abs", "hinge", "huber", "weakly_convex")
 ASSUMPTIONS = ("smooth", "convex", "strongly_convex")
 #: the constructor and its positional arguments (batch keys) per kind; ``mu`` is passed by keyword
-ARGS = {"abs": (AbsoluteValue, ("s", "c")), "hinge": (Hinge, ("a", "y", "c")),
-        "huber": (Huber, ("s", "delta", "c")), "weakly_convex": (DoubleWell, ("s", "a", "L"))}
+ARGS = {
+    "abs": (AbsoluteValue, ("s", "c")),
+    "hinge": (Hinge, ("a", "y", "c")),
+    "huber": (Huber, ("s", "delta", "c")),
+    "weakly_convex": (DoubleWell, ("s", "a", "L")),
+}
 
 
 def _count(v, name):
@@ -54,12 +59,14 @@ def _mu(rng, T, kind, mu):
     if mu is None:
         mu = np.zeros(T)
         if kind in ("abs", "hinge"):
-            mu[T // 2:] = log_uniform(rng, 0.01, 1.0, T - T // 2)
+            mu[T // 2 :] = log_uniform(rng, 0.01, 1.0, T - T // 2)
         return mu
     try:
         mu = np.broadcast_to(np.asarray(mu, dtype=float), (T,)).copy()
     except ValueError:
-        raise ValueError(f"mu must be a number or an array of shape ({T},) (got shape {np.shape(mu)})") from None
+        raise ValueError(
+            f"mu must be a number or an array of shape ({T},) (got shape {np.shape(mu)})"
+        ) from None
     if not np.all(np.isfinite(mu) & (mu >= 0)):
         raise ValueError(f"mu must be finite and >= 0 (got {mu[~(np.isfinite(mu) & (mu >= 0))][0]:g})")
     return mu
@@ -85,21 +92,37 @@ def nonsmooth_batch(rng, T, d, kind, *, mu=None):
         out = {"s": rng.standard_normal((T, d)), "c": log_uniform(rng, 0.1, 10.0, (T, d))}
         lo, hi = mu, np.full(T, np.inf)
     elif kind == "hinge":
-        out = {"a": rng.standard_normal((T, d)) / np.sqrt(d), "y": np.where(rng.uniform(size=T) < 0.5, -1.0, 1.0),
-               "c": log_uniform(rng, 0.1, 10.0, T)}
+        out = {
+            "a": rng.standard_normal((T, d)) / np.sqrt(d),
+            "y": np.where(rng.uniform(size=T) < 0.5, -1.0, 1.0),
+            "c": log_uniform(rng, 0.1, 10.0, T),
+        }
         lo, hi = mu, np.full(T, np.inf)
     elif kind == "huber":
-        out = {"s": rng.standard_normal((T, d)), "delta": log_uniform(rng, 0.01, 1.0, (T, d)),
-               "c": log_uniform(rng, 0.1, 10.0, (T, d))}
+        out = {
+            "s": rng.standard_normal((T, d)),
+            "delta": log_uniform(rng, 0.01, 1.0, (T, d)),
+            "c": log_uniform(rng, 0.1, 10.0, (T, d)),
+        }
         lo, hi = mu, mu + np.max(out["c"] / out["delta"], axis=1)
     else:
-        out = {"s": 2 * rng.standard_normal((T, d)), "a": log_uniform(rng, 0.2, 2.0, (T, d)),
-               "L": log_uniform(rng, 0.1, 10.0, (T, d))}
+        out = {
+            "s": 2 * rng.standard_normal((T, d)),
+            "a": log_uniform(rng, 0.2, 2.0, (T, d)),
+            "L": log_uniform(rng, 0.1, 10.0, (T, d)),
+        }
         top = np.max(out["L"], axis=1)
         lo, hi = mu - top, mu + top
-    out.update(mu=mu, lo=lo.copy(), hi=hi, smoothness=np.maximum(np.abs(lo), np.abs(hi)),
-               weak_convexity=np.maximum(-lo, 0.0), smooth=np.isfinite(hi), convex=lo >= 0,
-               strongly_convex=lo > 0)
+    out.update(
+        mu=mu,
+        lo=lo.copy(),
+        hi=hi,
+        smoothness=np.maximum(np.abs(lo), np.abs(hi)),
+        weak_convexity=np.maximum(-lo, 0.0),
+        smooth=np.isfinite(hi),
+        convex=lo >= 0,
+        strongly_convex=lo > 0,
+    )
     return out
 
 
@@ -109,8 +132,9 @@ def kind_of(batch):
     for kind in ("hinge", "huber", "weakly_convex", "abs"):  # most specific key sets first
         if set(ARGS[kind][1]) <= keys:
             return kind
-    raise ValueError(f"batch holds no instance family's arguments (keys {sorted(keys)}); "
-                     f"expected those of one of {KINDS}")
+    raise ValueError(
+        f"batch holds no instance family's arguments (keys {sorted(keys)}); expected those of one of {KINDS}"
+    )
 
 
 def objective(batch, idx=None):

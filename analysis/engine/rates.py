@@ -5,6 +5,7 @@ the least-squares slope of ``log E[y]`` on ``log x``; :func:`fit_exponent`
 estimates it with a confidence interval, and :func:`moreau.analysis.engine.core.rate_sides`
 compares the interval with the theory's exponent.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -52,7 +53,9 @@ def fit_exponent(x, y, *, y_se=None, level=0.95):
     try:
         x, y = np.broadcast_arrays(x, y)
     except ValueError:
-        raise ValueError(f"x and y must broadcast on the grid axis (got shapes {np.shape(x)} and {np.shape(y)})") from None
+        raise ValueError(
+            f"x and y must broadcast on the grid axis (got shapes {np.shape(x)} and {np.shape(y)})"
+        ) from None
     G = y.shape[-1]
     u, v = np.log(x), np.log(y)
     du = u - u.mean(axis=-1, keepdims=True)
@@ -67,7 +70,9 @@ def fit_exponent(x, y, *, y_se=None, level=0.95):
         try:
             se = np.broadcast_to(se, y.shape)
         except ValueError:
-            raise ValueError(f"y_se must broadcast against y (got shapes {np.shape(y_se)} and {y.shape})") from None
+            raise ValueError(
+                f"y_se must broadcast against y (got shapes {np.shape(y_se)} and {y.shape})"
+            ) from None
         c = du / sxx[..., None]
         sd = np.sqrt(np.sum((c * se / y) ** 2, axis=-1))
         q = stats.norm.ppf(0.5 + level / 2)

@@ -111,6 +111,7 @@ printed).
 
 Keys may be added; none of the above will be renamed or removed.
 """
+
 from __future__ import annotations
 
 import json
@@ -121,8 +122,17 @@ import numpy as np
 
 from moreau.analysis.engine.core import take
 
-__all__ = ["SLACK_THRESHOLD", "is_loose", "run_info", "record_json", "worst_ci_instance",
-           "save_counterexample", "save_instance", "load_counterexample", "verdict_json"]
+__all__ = [
+    "SLACK_THRESHOLD",
+    "is_loose",
+    "run_info",
+    "record_json",
+    "worst_ci_instance",
+    "save_counterexample",
+    "save_instance",
+    "load_counterexample",
+    "verdict_json",
+]
 
 #: a theorem's bound that holds with max LHS/RHS below this on every instance tried is flagged
 #: "loose" (report and JSON; ``moreau check --slack-threshold``): the instances never come within
@@ -139,44 +149,82 @@ def run_info(args) -> dict:
     from moreau._backend import get_backend
 
     prov = provenance({}, args.seed)
-    return {"seed": args.seed, "trials": args.trials, "family": args.family, "mutants": bool(args.mutants),
-            "backend": get_backend(), "modules": list(getattr(args, "module", None) or []),
-            "search": args.search, "search_seconds": 0.0 if args.search else getattr(args, "search_seconds", 0.0),
-            "tolerances": {"rtol": RTOL, "tight_rtol": TIGHT_RTOL},
-            "slack_threshold": getattr(args, "slack_threshold", SLACK_THRESHOLD),
-            **{k: prov[k] for k in ("versions", "python", "machine", "git_commit")}}
+    return {
+        "seed": args.seed,
+        "trials": args.trials,
+        "family": args.family,
+        "mutants": bool(args.mutants),
+        "backend": get_backend(),
+        "modules": list(getattr(args, "module", None) or []),
+        "search": args.search,
+        "search_seconds": 0.0 if args.search else getattr(args, "search_seconds", 0.0),
+        "tolerances": {"rtol": RTOL, "tight_rtol": TIGHT_RTOL},
+        "slack_threshold": getattr(args, "slack_threshold", SLACK_THRESHOLD),
+        **{k: prov[k] for k in ("versions", "python", "machine", "git_commit")},
+    }
 
 
-def record_json(rec, run: dict | None = None, slack_threshold: float = None, verdict: dict | None = None) -> dict:
+def record_json(
+    rec, run: dict | None = None, slack_threshold: float = None, verdict: dict | None = None
+) -> dict:
     """The JSON record of one (statement, family); ``slack_threshold``: a theorem's inequality part
     that holds with max LHS/RHS below it is flagged ``"loose"`` (default :data:`SLACK_THRESHOLD`);
     ``verdict``: the statement's verdict over every family run
     (``moreau.analysis.engine.verdict.statement_verdict``)."""
     from moreau.analysis.engine.verdict import SCHEMA_VERSION
+
     if slack_threshold is None:
         slack_threshold = SLACK_THRESHOLD
     r, st = rec.result, rec.statement
     tight_parts = [p for p in r.parts if p.claimed == "tight"]
     tight = all(p.tight for p in tight_parts) if tight_parts else any(p.tight for p in r.parts)
     return {
-        "id": st.id, "source": st.source, "family": r.family, "instances": r.instances,
-        "holds": r.holds, "max_ratio": _num(r.max_ratio), "tight": bool(tight), "claimed": st.claimed,
+        "id": st.id,
+        "source": st.source,
+        "family": r.family,
+        "instances": r.instances,
+        "holds": r.holds,
+        "max_ratio": _num(r.max_ratio),
+        "tight": bool(tight),
+        "claimed": st.claimed,
         "seconds": round(r.seconds + rec.mutant_seconds, 4),
-        "statement_seconds": round(r.seconds, 4), "mutant_seconds": round(rec.mutant_seconds, 4),
-        "mutants": [_mutant_json(m, rej, res, *where) for (m, rej, res), where in
-                    zip(rec.mutants, rec.mutant_batches or [(None, None, None)] * len(rec.mutants))],
+        "statement_seconds": round(r.seconds, 4),
+        "mutant_seconds": round(rec.mutant_seconds, 4),
+        "mutants": [
+            _mutant_json(m, rej, res, *where)
+            for (m, rej, res), where in zip(
+                rec.mutants, rec.mutant_batches or [(None, None, None)] * len(rec.mutants)
+            )
+        ],
         "findings": list(st.findings),
         "parts": [_part_json(p, slack_threshold) for p in r.parts],
         "schema_version": SCHEMA_VERSION,
         "expected": st.expect,
-        "readings": [{"name": name, "kind": st.reading(name).kind, "expected": st.reading(name).expect,
-                      "changes": sorted(st.reading(name).changes), "holds": rr.holds,
-                      "max_ratio": _num(rr.max_ratio), "parts": [_part_json(p, slack_threshold) for p in rr.parts]}
-                     for name, (rr, _, _) in rec.readings.items()],
+        "readings": [
+            {
+                "name": name,
+                "kind": st.reading(name).kind,
+                "expected": st.reading(name).expect,
+                "changes": sorted(st.reading(name).changes),
+                "holds": rr.holds,
+                "max_ratio": _num(rr.max_ratio),
+                "parts": [_part_json(p, slack_threshold) for p in rr.parts],
+            }
+            for name, (rr, _, _) in rec.readings.items()
+        ],
         "mutants_against": "printed" if st.reference is None else f"reading: {st.reference.name}",
         **({"minimal_counterexample": _minimal_json(*rec.minimal)} if rec.minimal is not None else {}),
-        **({"shrunk_counterexample": {**_minimal_json(*rec.shrunk[:2]), "steps": list(rec.shrunk[2]),
-                                      "evaluations": int(rec.shrunk[3])}} if rec.shrunk is not None else {}),
+        **(
+            {
+                "shrunk_counterexample": {
+                    **_minimal_json(*rec.shrunk[:2]),
+                    "steps": list(rec.shrunk[2]),
+                    "evaluations": int(rec.shrunk[3]),
+                }
+            }
+            if rec.shrunk is not None
+            else {}
+        ),
         **({"verdict": verdict_json(verdict)} if verdict is not None else {}),
         **({"search": [{"mutant": name, **rep} for name, rep in rec.searches]} if rec.searches else {}),
         **({"run": run} if run is not None else {}),
@@ -185,18 +233,33 @@ def record_json(rec, run: dict | None = None, slack_threshold: float = None, ver
 
 def _minimal_json(one, res):
     """The recorded minimal counterexample as this run evaluated it."""
-    parts = [{"part": p.name, "holds": bool(not p.failures.size), "lhs": _num(p.sides.lhs[0]),
-              "rhs": _num(p.sides.rhs[0])} for p in res.parts]
-    return {"fails": any(not q["holds"] for q in parts), "parts": parts,
-            "instance": {k: np.asarray(v).tolist() for k, v in one.items()}}
+    parts = [
+        {
+            "part": p.name,
+            "holds": bool(not p.failures.size),
+            "lhs": _num(p.sides.lhs[0]),
+            "rhs": _num(p.sides.rhs[0]),
+        }
+        for p in res.parts
+    ]
+    return {
+        "fails": any(not q["holds"] for q in parts),
+        "parts": parts,
+        "instance": {k: np.asarray(v).tolist() for k, v in one.items()},
+    }
 
 
 def verdict_json(v):
     """The statement's verdict (JSON-safe copy)."""
+
     def claim(c):
         return {k: (_num(x) if k == "max_ratio" and x is not None else x) for k, x in c.items()}
-    return {"printed": claim(v["printed"]), "readings": [claim(c) for c in v["readings"]],
-            "as_expected": bool(v["as_expected"])}
+
+    return {
+        "printed": claim(v["printed"]),
+        "readings": [claim(c) for c in v["readings"]],
+        "as_expected": bool(v["as_expected"]),
+    }
 
 
 def _mutant_json(m, rejected, res, where=None, one=None, index=None) -> dict:
@@ -227,29 +290,56 @@ def _margin(p):
 
 def is_loose(p, threshold) -> bool:
     """A theorem's inequality part that holds, tested, with max LHS/RHS below ``threshold``."""
-    return bool(p.claimed in ("upper", "tight") and p.sides.role == "theorem" and p.holds and p.applicable
-                and np.isfinite(p.max_ratio) and p.max_ratio < threshold)
+    return bool(
+        p.claimed in ("upper", "tight")
+        and p.sides.role == "theorem"
+        and p.holds
+        and p.applicable
+        and np.isfinite(p.max_ratio)
+        and p.max_ratio < threshold
+    )
 
 
 def _part_json(p, slack_threshold=None) -> dict:
     s = p.sides
-    out = {"name": p.name, "claimed": p.claimed, "role": s.role, "holds": p.holds, "applicable": p.applicable,
-           "tested": bool(p.applicable),
-           "max_ratio": _num(p.max_ratio), "tight": p.tight,
-           "loose": is_loose(p, SLACK_THRESHOLD if slack_threshold is None else slack_threshold),
-           "min_slack": _num(np.min(p.slack[s.applicable])) if p.applicable else None,
-           "constants": s.constants, "note": s.note}
+    out = {
+        "name": p.name,
+        "claimed": p.claimed,
+        "role": s.role,
+        "holds": p.holds,
+        "applicable": p.applicable,
+        "tested": bool(p.applicable),
+        "max_ratio": _num(p.max_ratio),
+        "tight": p.tight,
+        "loose": is_loose(p, SLACK_THRESHOLD if slack_threshold is None else slack_threshold),
+        "min_slack": _num(np.min(p.slack[s.applicable])) if p.applicable else None,
+        "constants": s.constants,
+        "note": s.note,
+    }
     level = None if s.confidence is None else float(s.confidence)
     if s.family is not None:
-        out["level_jointly_over"] = int(s.family)  # the intervals below hold at ``level`` jointly over that many instances
+        out["level_jointly_over"] = int(
+            s.family
+        )  # the intervals below hold at ``level`` jointly over that many instances
     if p.claimed == "rate":
         lo, hi = s.lhs_ci
-        out.update(slope=[_num(v) for v in s.lhs], slope_ci=[[_num(a), _num(b)] for a, b in zip(lo, hi)],
-                   exponent=[_num(v) for v in s.rhs], kind=s.kind, atol=float(s.atol), level=level)
+        out.update(
+            slope=[_num(v) for v in s.lhs],
+            slope_ci=[[_num(a), _num(b)] for a, b in zip(lo, hi)],
+            exponent=[_num(v) for v in s.rhs],
+            kind=s.kind,
+            atol=float(s.atol),
+            level=level,
+        )
     elif s.lhs_ci is not None and p.applicable:
         i = worst_ci_instance(s)
-        out.update(level=level, worst_instance=int(p.index[i]) if p.index is not None else i, lhs=_num(s.lhs[i]),
-                   lhs_ci=[_num(s.lhs_ci[0][i]), _num(s.lhs_ci[1][i])], rhs=_num(s.rhs[i]))
+        out.update(
+            level=level,
+            worst_instance=int(p.index[i]) if p.index is not None else i,
+            lhs=_num(s.lhs[i]),
+            lhs_ci=[_num(s.lhs_ci[0][i]), _num(s.lhs_ci[1][i])],
+            rhs=_num(s.rhs[i]),
+        )
     return out
 
 
@@ -272,12 +362,16 @@ def save_counterexample(rec, index: int, directory, mutant: str = "") -> tuple[P
     return save_instance(one, rec.statement.id, rec.result.family, index, directory, mutant)
 
 
-def save_instance(one: dict, statement_id: str, family: str, index, directory, mutant: str = "") -> tuple[Path, str]:
+def save_instance(
+    one: dict, statement_id: str, family: str, index, directory, mutant: str = ""
+) -> tuple[Path, str]:
     """Save a one-instance batch as ``.npz`` with its id, family and (for a mutant's rejecting
     instance) the mutant's name; return ``(path, the command that replays it)``."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    tag = f"{statement_id}-{family}-{index}" + (f"-mutant-{zlib.crc32(mutant.encode()):08x}" if mutant else "")
+    tag = f"{statement_id}-{family}-{index}" + (
+        f"-mutant-{zlib.crc32(mutant.encode()):08x}" if mutant else ""
+    )
     path = directory / f"{tag}.npz"
     meta = {"id": statement_id, "family": family, "mutant": mutant}
     np.savez(path, __meta__=np.array(json.dumps(meta)), **{k: np.asarray(v) for k, v in one.items()})

@@ -20,14 +20,25 @@ catalogue's order is the papers' (by package name), and within a paper the order
 ``FORMAL_STATEMENTS`` (statements it does not list come after, in walk order).  The machinery
 (``engine``, ``pep``) is not walked and never imports a paper package by name.
 """
+
 from __future__ import annotations
 
 import importlib
 import pkgutil
 from functools import lru_cache
 
-__all__ = ["REQUIRED_IDS", "ENTRY_POINT_GROUP", "StatementError", "catalogue", "declared", "full_catalogue", "get",
-           "load_module", "paper_packages", "user_statements"]
+__all__ = [
+    "REQUIRED_IDS",
+    "ENTRY_POINT_GROUP",
+    "StatementError",
+    "catalogue",
+    "declared",
+    "full_catalogue",
+    "get",
+    "load_module",
+    "paper_packages",
+    "user_statements",
+]
 
 #: an installed package of statements declares its modules in this entry-point group
 ENTRY_POINT_GROUP = "moreau.statements"
@@ -36,12 +47,20 @@ ENTRY_POINT_GROUP = "moreau.statements"
 class StatementError(ValueError):
     """A user's statements cannot be loaded or run (exit 2 with one line, never a pass)."""
 
+
 #: ids the catalogue must contain
 REQUIRED_IDS = (
-    "pfedme.prop1", "pfedme.lemma1", "pfedme.lemma2",
-    "fedprox.lemma1", "fedprox.lemma2", "fedprox.lemma3",
-    "perfedavg.lemma4_2", "perfedavg.lemma4_4",
-    "gd.strongly_convex", "gd.nonconvex", "fw.convex",
+    "pfedme.prop1",
+    "pfedme.lemma1",
+    "pfedme.lemma2",
+    "fedprox.lemma1",
+    "fedprox.lemma2",
+    "fedprox.lemma3",
+    "perfedavg.lemma4_2",
+    "perfedavg.lemma4_4",
+    "gd.strongly_convex",
+    "gd.nonconvex",
+    "fw.convex",
 )
 
 _ROOT = "moreau.analysis"
@@ -78,8 +97,11 @@ def _module_names() -> tuple:
 @lru_cache(maxsize=None)
 def _modules(role) -> tuple:
     """The modules of one role (None: the checker modules, every module without a fixed role)."""
-    names = [n for n in _module_names() if (n.rpartition(".")[2] == role if role else
-                                             n.rpartition(".")[2] not in ROLE_MODULES)]
+    names = [
+        n
+        for n in _module_names()
+        if (n.rpartition(".")[2] == role if role else n.rpartition(".")[2] not in ROLE_MODULES)
+    ]
     return tuple(importlib.import_module(n) for n in names)
 
 
@@ -164,7 +186,9 @@ def _statements_of(module, where) -> list:
     found = list(found) if isinstance(found, (list, tuple)) else [found]
     bad = [type(s).__name__ for s in found if not isinstance(s, Statement)]
     if bad or not found:
-        raise StatementError(f"{where}: STATEMENTS must be a non-empty sequence of Statement (got {bad or 'nothing'})")
+        raise StatementError(
+            f"{where}: STATEMENTS must be a non-empty sequence of Statement (got {bad or 'nothing'})"
+        )
     for st in found:
         if not st.families:
             raise StatementError(f"{where}: statement {st.id!r} declares no family (nothing would run)")
@@ -181,8 +205,9 @@ def user_statements(modules=()) -> dict:
         try:
             loaded = ep.load()
         except Exception as exc:
-            raise StatementError(f"entry point {ep.name!r} ({ep.value}): cannot load it "
-                                 f"({type(exc).__name__}: {exc})") from exc
+            raise StatementError(
+                f"entry point {ep.name!r} ({ep.value}): cannot load it ({type(exc).__name__}: {exc})"
+            ) from exc
         for st in _statements_of(loaded, f"entry point {ep.name!r}"):
             out[st.id] = st
     for spec in modules:

@@ -1,6 +1,7 @@
 """The text report of ``moreau check``: one verdict line per statement by default, the per-part
 detail with ``-v``.  Every number printed here is read from the run's results (prose that explains
 a finding lives in ``--describe`` and docs/catalogue.md)."""
+
 from __future__ import annotations
 
 import re
@@ -10,8 +11,18 @@ import numpy as np
 
 from moreau.analysis.engine.verdict import FAILS, headline, statement_verdict, worst_failure
 
-__all__ = ["group", "print_verdicts", "print_table", "print_mutants", "print_searches", "print_short_search", "save", "mutant_verdicts",
-           "family_power", "counterexample_text"]
+__all__ = [
+    "group",
+    "print_verdicts",
+    "print_table",
+    "print_mutants",
+    "print_searches",
+    "print_short_search",
+    "save",
+    "mutant_verdicts",
+    "family_power",
+    "counterexample_text",
+]
 
 WIDTH = 119
 
@@ -28,9 +39,11 @@ def verdict_of(st, recs):
     """The statement's verdict (``moreau.analysis.engine.verdict.statement_verdict``) over its records;
     a recorded minimal counterexample is one more instance of the printed claim this run evaluated
     (a run whose batch happens to hold, e.g. ``--trials 1``, still fails where it fails)."""
-    return statement_verdict(st, [r.result for r in recs] + [r.minimal[1] for r in recs if r.minimal is not None],
-                             {r.name: [rec.readings[r.name][0] for rec in recs if r.name in rec.readings]
-                              for r in st.readings})
+    return statement_verdict(
+        st,
+        [r.result for r in recs] + [r.minimal[1] for r in recs if r.minimal is not None],
+        {r.name: [rec.readings[r.name][0] for rec in recs if r.name in rec.readings] for r in st.readings},
+    )
 
 
 def _params(batch, row, room=None):
@@ -66,12 +79,15 @@ def counterexample_text(recs, results, reading=None):
     brow = row if index is None else int(np.searchsorted(index, i))
     s = p.sides
     if p.claimed == "rate":
-        what = (f"fitted exponent {_fmt(s.lhs[row])} [{_fmt(s.lhs_ci[0][row])}, {_fmt(s.lhs_ci[1][row])}], "
-                f"claimed {s.kind} {_fmt(s.rhs[row])}" + (f" ± {s.atol:g}" if s.atol else ""))
+        what = (
+            f"fitted exponent {_fmt(s.lhs[row])} [{_fmt(s.lhs_ci[0][row])}, {_fmt(s.lhs_ci[1][row])}], "
+            f"claimed {s.kind} {_fmt(s.rhs[row])}" + (f" ± {s.atol:g}" if s.atol else "")
+        )
     else:
         lhs = s.lhs_ci[0][row] if s.lhs_ci is not None else s.lhs[row]
         what = f"lhs {_num(lhs)} > rhs {_num(s.rhs[row])}" + (
-            f" (ratio {_fmt(p.ratio[row])})" if np.isfinite(p.ratio[row]) and s.rhs[row] > 0 else "")
+            f" (ratio {_fmt(p.ratio[row])})" if np.isfinite(p.ratio[row]) and s.rhs[row] > 0 else ""
+        )
     return f"counterexample [{res.family} #{i}]: {what} at " + _params(batch, brow)
 
 
@@ -84,8 +100,11 @@ def minimal_text(one, res, head="minimal counterexample"):
     p = fails[0]
     s = p.sides
     if p.claimed == "rate":  # an exponent against the claimed one, not a bound
-        ci = f" [{s.lhs_ci[0][0]:.4g}, {s.lhs_ci[1][0]:.4g}]" if s.lhs_ci is not None and \
-            s.lhs_ci[0][0] < s.lhs_ci[1][0] else ""
+        ci = (
+            f" [{s.lhs_ci[0][0]:.4g}, {s.lhs_ci[1][0]:.4g}]"
+            if s.lhs_ci is not None and s.lhs_ci[0][0] < s.lhs_ci[1][0]
+            else ""
+        )
         what = f"exponent {s.lhs[0]:.4g}{ci}, claimed {s.kind} {s.rhs[0]:.4g}"
     else:
         ratio = f" (ratio {p.ratio[0]:.6g})" if np.isfinite(p.ratio[0]) and s.rhs[0] > 0 else ""
@@ -95,7 +114,9 @@ def minimal_text(one, res, head="minimal counterexample"):
 
 def shrunk_text(one, res, log, evals):
     """The run's worst failing instance after shrinking (``moreau.analysis.engine.shrink``)."""
-    return minimal_text(one, res, head="smallest counterexample found")  # its steps: the JSON's shrunk_counterexample
+    return minimal_text(
+        one, res, head="smallest counterexample found"
+    )  # its steps: the JSON's shrunk_counterexample
 
 
 def print_verdicts(records, elapsed=None):
@@ -135,8 +156,10 @@ def trials_used(records, trials):
                 why[rec.statement.id] = reason
     if not used:
         return used, None
-    text = "; ".join(f"{sid} used {', '.join(f'{n} on {fam}' for fam, n in fams.items())} ({why[sid]})"
-                     for sid, fams in used.items())
+    text = "; ".join(
+        f"{sid} used {', '.join(f'{n} on {fam}' for fam, n in fams.items())} ({why[sid]})"
+        for sid, fams in used.items()
+    )
     return used, _wrap(f"--trials {trials} is not what every checker uses: {text}", indent=2)
 
 
@@ -158,8 +181,15 @@ def _wrap(line, indent=22):
         return line
     body = line.lstrip(" ")
     body = re.sub(r"\[[^\]]*\]", lambda m: m.group().replace(" ", "\0"), body)  # an array stays on one line
-    return "\n".join(textwrap.wrap(body, WIDTH, initial_indent=line[:len(line) - len(body)],
-                                    subsequent_indent=" " * indent, break_on_hyphens=False)).replace("\0", " ")
+    return "\n".join(
+        textwrap.wrap(
+            body,
+            WIDTH,
+            initial_indent=line[: len(line) - len(body)],
+            subsequent_indent=" " * indent,
+            break_on_hyphens=False,
+        )
+    ).replace("\0", " ")
 
 
 def _fmt(x):
@@ -180,21 +210,32 @@ def print_table(records, slack_threshold=None) -> bool:
     for rec in records:
         r, st = rec.result, rec.statement
         j = record_json(rec)
-        print(f"{st.id:20s} {st.source[:38]:38s} {r.family:9s} {r.instances:5d} {'yes' if r.holds else 'NO':>5s} "
-              f"{_fmt(r.max_ratio):>9s} {'yes' if j['tight'] else 'no':>5s} {r.seconds + rec.mutant_seconds:6.2f}")
+        print(
+            f"{st.id:20s} {st.source[:38]:38s} {r.family:9s} {r.instances:5d} {'yes' if r.holds else 'NO':>5s} "
+            f"{_fmt(r.max_ratio):>9s} {'yes' if j['tight'] else 'no':>5s} {r.seconds + rec.mutant_seconds:6.2f}"
+        )
         for p in r.parts:
-            flag = ("   <-- FAILS" if not p.holds else
-                    f"   LOOSE (max L/R < {threshold:g} on every instance)" if is_loose(p, threshold) else "")
+            flag = (
+                "   <-- FAILS"
+                if not p.holds
+                else f"   LOOSE (max L/R < {threshold:g} on every instance)"
+                if is_loose(p, threshold)
+                else ""
+            )
             measure = _measure(p)
             outside = p.instances - p.applicable
             if not p.applicable:
-                print(f"{'':22s}- {p.name} [{p.claimed}]: NOT TESTED (none of the {p.instances} instances meets its "
-                      f"assumptions; raise --trials)")
+                print(
+                    f"{'':22s}- {p.name} [{p.claimed}]: NOT TESTED (none of the {p.instances} instances meets its "
+                    f"assumptions; raise --trials)"
+                )
                 continue
             scope = f" ({outside} outside its assumptions: not checked)" if outside else ""
             role = ", auxiliary" if p.sides.role == "auxiliary" else ""
-            print(f"{'':22s}- {p.name} [{p.claimed}{role}]: holds on {p.applicable - p.failures.size}/{p.applicable}"
-                  f"{scope}, {measure}{flag}")
+            print(
+                f"{'':22s}- {p.name} [{p.claimed}{role}]: holds on {p.applicable - p.failures.size}/{p.applicable}"
+                f"{scope}, {measure}{flag}"
+            )
             if p.sides.note:
                 print(f"{'':24s}{p.sides.note}")
         if not r.holds:
@@ -204,11 +245,15 @@ def print_table(records, slack_threshold=None) -> bool:
                 print(f"{'':22s}  first failing instance: #{i}: " + _params(rec.batch, rec.local(i), 400))
         for name, (rr, _, _) in rec.readings.items():
             kind = rec.statement.reading(name).kind
-            print(f"{'':22s}{kind} {name!r}: {'holds' if rr.holds else 'FAILS'}, max L/R {_fmt(rr.max_ratio)}")
+            print(
+                f"{'':22s}{kind} {name!r}: {'holds' if rr.holds else 'FAILS'}, max L/R {_fmt(rr.max_ratio)}"
+            )
             for p in rr.parts:
                 if p.applicable:
-                    print(f"{'':24s}- {p.name} [{p.claimed}]: holds on {p.applicable - p.failures.size}/{p.applicable}, "
-                          f"{_measure(p)}")
+                    print(
+                        f"{'':24s}- {p.name} [{p.claimed}]: holds on {p.applicable - p.failures.size}/{p.applicable}, "
+                        f"{_measure(p)}"
+                    )
     print()
     return ok
 
@@ -241,8 +286,10 @@ def _rate_measure(p):
     i = int(np.argmin(np.where(s.applicable, p.slack, np.inf)))
     tol = f" ± {s.atol:g}" if s.atol else ""
     claim = {"equal": "exponent", "at most": "exponent at most", "at least": "exponent at least"}[s.kind]
-    return (f"fitted exponent {_fmt(s.lhs[i])} [{_fmt(s.lhs_ci[0][i])}, {_fmt(s.lhs_ci[1][i])}], claimed {claim} "
-            f"{_fmt(s.rhs[i])}{tol}{_level(s)}; worst of {p.applicable}")
+    return (
+        f"fitted exponent {_fmt(s.lhs[i])} [{_fmt(s.lhs_ci[0][i])}, {_fmt(s.lhs_ci[1][i])}], claimed {claim} "
+        f"{_fmt(s.rhs[i])}{tol}{_level(s)}; worst of {p.applicable}"
+    )
 
 
 def _ci_measure(p):
@@ -253,8 +300,10 @@ def _ci_measure(p):
     from moreau.analysis.engine.records import worst_ci_instance
 
     i = worst_ci_instance(s)
-    return (f"; closest: {_fmt(s.lhs[i])} in [{_fmt(s.lhs_ci[0][i])}, {_fmt(s.lhs_ci[1][i])}] "
-            f"vs {_fmt(s.rhs[i])}{_level(s)}")
+    return (
+        f"; closest: {_fmt(s.lhs[i])} in [{_fmt(s.lhs_ci[0][i])}, {_fmt(s.lhs_ci[1][i])}] "
+        f"vs {_fmt(s.rhs[i])}{_level(s)}"
+    )
 
 
 def mutant_verdicts(records):
@@ -292,8 +341,10 @@ def print_mutants(records, restricted=False, verbose=False) -> bool:
     for (sid, name), fams in table.items():
         others = [f for f in every[sid] if f not in fams]
         if equivalent[(sid, name)]:
-            verdict = (f"{'rejected by ' + ', '.join(fams) if fams else 'not rejected'}; equivalent under O(.), "
-                       f"not counted: {equivalent[(sid, name)]}")
+            verdict = (
+                f"{'rejected by ' + ', '.join(fams) if fams else 'not rejected'}; equivalent under O(.), "
+                f"not counted: {equivalent[(sid, name)]}"
+            )
         elif fams:
             verdict = f"rejected by {', '.join(fams)}" + (f"; not by {', '.join(others)}" if others else "")
         elif restricted:
@@ -305,15 +356,25 @@ def print_mutants(records, restricted=False, verbose=False) -> bool:
             lines.append(f"{sid}: {name}  {verdict}")
     counted = {k: f for k, f in table.items() if not equivalent[k]}  # O(.)-equivalent: not counted
     n_eq = len(table) - len(counted)
-    print(_wrap(f"mutants: {sum(bool(f) for f in counted.values())}/{len(counted)} rejected"
-                + (f", {n_eq} equivalent under O(.) not counted" if n_eq else "")
-                + ("" if verbose else " (listed: those some family does not reject, and those not counted; all with -v)"),
-                indent=2))
+    print(
+        _wrap(
+            f"mutants: {sum(bool(f) for f in counted.values())}/{len(counted)} rejected"
+            + (f", {n_eq} equivalent under O(.) not counted" if n_eq else "")
+            + (
+                ""
+                if verbose
+                else " (listed: those some family does not reject, and those not counted; all with -v)"
+            ),
+            indent=2,
+        )
+    )
     for line in lines:
         print(f"  {line}")
     weak = [(sid, fam) for (sid, fam), (k, n_) in family_power(records).items() if n_ and not k]
     for sid, fam in weak:
-        print(f"  {sid} [{fam}]: no power (no mutant is rejected on this family: its verdict rests on the others)")
+        print(
+            f"  {sid} [{fam}]: no power (no mutant is rejected on this family: its verdict rests on the others)"
+        )
     print()
     return ok
 
@@ -329,7 +390,11 @@ def print_short_search(records):
     what = ("a failing instance for " + ", ".join(found)) if found else "no failure beyond the run's batch"
     skipped = sum(1 for _, rep in reps if rep.get("skipped"))
     more = f" ({skipped} too costly to search)" if skipped else ""
-    print(_wrap(f"short search: {n} batches on {pairs - skipped} (id, family) pairs in {secs:.1f} s: {what}{more}"))
+    print(
+        _wrap(
+            f"short search: {n} batches on {pairs - skipped} (id, family) pairs in {secs:.1f} s: {what}{more}"
+        )
+    )
 
 
 def print_searches(records, n):
@@ -339,10 +404,14 @@ def print_searches(records, n):
         for name, rep in rec.searches:
             what = f"{rec.statement.id} [{rec.result.family}]" + (f" mutant {name!r}" if name else "")
             if rep["found"]:
-                inst = "; ".join(f"{k}={np.array2string(np.asarray(v), precision=4, threshold=8)}"
-                                 for k, v in rep["instance"].items())
-                print(f"  {what}: FAILURE after {rep['before_failure']} batches, shrunk in {rep['shrinks']} steps to "
-                      f"{rep['batch_size']} instance(s); smallest failing instance: {inst}")
+                inst = "; ".join(
+                    f"{k}={np.array2string(np.asarray(v), precision=4, threshold=8)}"
+                    for k, v in rep["instance"].items()
+                )
+                print(
+                    f"  {what}: FAILURE after {rep['before_failure']} batches, shrunk in {rep['shrinks']} steps to "
+                    f"{rep['batch_size']} instance(s); smallest failing instance: {inst}"
+                )
             else:
                 print(f"  {what}: no failure in {rep['examples']} batches")
     print()
@@ -364,11 +433,18 @@ def save(records, directory, verbose=False):
         for (m, rejected, _), (where, one, i) in zip(rec.mutants, rec.mutant_batches):
             if one is None:
                 continue
-            path, cmd = save_instance(one, rec.statement.id, rec.result.family, f"{where}{i}", directory, m.name)
-            what = (f"rejects mutant {m.name!r}" if rejected else
-                    f"the instance closest to rejecting the surviving mutant {m.name!r}")
+            path, cmd = save_instance(
+                one, rec.statement.id, rec.result.family, f"{where}{i}", directory, m.name
+            )
+            what = (
+                f"rejects mutant {m.name!r}"
+                if rejected
+                else f"the instance closest to rejecting the surviving mutant {m.name!r}"
+            )
             n += 1
             if verbose or n <= 3:
                 print(f"saved {path} ({what}); replay: {cmd}")
     if n > 3 and not verbose:
-        print(f"saved {n} instances in {directory} (each replays with: moreau check ID --replay FILE; -v lists them)")
+        print(
+            f"saved {n} instances in {directory} (each replays with: moreau check ID --replay FILE; -v lists them)"
+        )

@@ -4,6 +4,7 @@ r"""Running the catalogue: statements and their mutants on instance batches (chu
 The reports (JSON records and their schema, counterexample files) are in
 ``moreau.analysis.engine.records``; their names are re-exported here.
 """
+
 from __future__ import annotations
 
 import time
@@ -15,13 +16,31 @@ from moreau.analysis.engine.batches import _batch_len, _concat, _draw, evaluate_
 from moreau.analysis.engine.chunks import ChunkReducer
 from moreau.analysis.engine.judge import judged_over
 from moreau.analysis.engine.core import Result, take
-from moreau.analysis.engine.records import (SLACK_THRESHOLD, is_loose, load_counterexample, record_json, run_info,
-                                            save_counterexample, save_instance, worst_ci_instance)
+from moreau.analysis.engine.records import (
+    SLACK_THRESHOLD,
+    is_loose,
+    load_counterexample,
+    record_json,
+    run_info,
+    save_counterexample,
+    save_instance,
+    worst_ci_instance,
+)
 from moreau.analysis.engine.registry import StatementError, catalogue
 from moreau.analysis.engine.search import MAX_TRIALS, search, search_statement
 
-__all__ = ["SLACK_THRESHOLD", "is_loose", "Record", "run", "record_json", "save_counterexample", "save_instance", "load_counterexample",
-           "rng_for", "CHUNK"]
+__all__ = [
+    "SLACK_THRESHOLD",
+    "is_loose",
+    "Record",
+    "run",
+    "record_json",
+    "save_counterexample",
+    "save_instance",
+    "load_counterexample",
+    "rng_for",
+    "CHUNK",
+]
 
 FAMILIES = ("quadratic", "logistic", "multinomial", "nonconvex")
 
@@ -60,12 +79,26 @@ class Record:
             return int(i)
         k = int(np.searchsorted(self.index, i))
         if k >= self.index.size or self.index[k] != i:
-            raise KeyError(f"instance {i} was not kept (chunked run: only the worst and failing instances are)")
+            raise KeyError(
+                f"instance {i} was not kept (chunked run: only the worst and failing instances are)"
+            )
         return k
 
 
-def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examples=0, chunk=None,
-        progress=False, cat=None, client=None, modules=(), search_seconds=0.0):
+def run(
+    ids=None,
+    family="all",
+    trials=None,
+    seed=0,
+    mutants=False,
+    search_examples=0,
+    chunk=None,
+    progress=False,
+    cat=None,
+    client=None,
+    modules=(),
+    search_seconds=0.0,
+):
     """Run statements; returns a list of :class:`Record` (one per id and family).
 
     A mutant is rejected when the batch, or the checker's default batch, or
@@ -102,15 +135,42 @@ def run(ids=None, family="all", trials=None, seed=0, mutants=False, search_examp
         for fam in _families(st):
             if family in ("all", fam):
                 outputs, searches = None, []
-                chunked = bool(trials and trials > chunk and
-                               _batch_len(_draw(st, fam, chunk, rng_for(seed, st.id, fam))) == chunk)
-                with judged_over(trials if chunked else 0):  # Monte Carlo levels hold over the run's instances
+                chunked = bool(
+                    trials
+                    and trials > chunk
+                    and _batch_len(_draw(st, fam, chunk, rng_for(seed, st.id, fam))) == chunk
+                )
+                with judged_over(
+                    trials if chunked else 0
+                ):  # Monte Carlo levels hold over the run's instances
                     if client is not None and chunked:
                         from moreau.analysis.engine.distributed import remote_outputs
-                        outputs = remote_outputs(client, st, fam, trials, seed, chunk, mutants, modules,
-                                                 search_examples, searches, search_seconds)
-                    rec = _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs,
-                                   search_seconds)
+
+                        outputs = remote_outputs(
+                            client,
+                            st,
+                            fam,
+                            trials,
+                            seed,
+                            chunk,
+                            mutants,
+                            modules,
+                            search_examples,
+                            searches,
+                            search_seconds,
+                        )
+                    rec = _run_one(
+                        st,
+                        fam,
+                        trials,
+                        seed,
+                        mutants,
+                        search_examples,
+                        chunk,
+                        progress,
+                        outputs,
+                        search_seconds,
+                    )
                 rec.searches = searches + rec.searches if outputs is not None else rec.searches
                 records.append(rec)
     return records
@@ -152,12 +212,15 @@ def _local_outputs(st, fam, trials, seed, chunk, search_examples, searches, sear
             if found is not None:
                 batch = _concat(batch, found)
         if not _batch_len(batch):
-            raise StatementError(f"{st.id} [{fam}]: the instance generator drew no instance (a run on no instance "
-                                 "is an error, not a pass)")
+            raise StatementError(
+                f"{st.id} [{fam}]: the instance generator drew no instance (a run on no instance "
+                "is an error, not a pass)"
+            )
         res, readings, prepared = _evaluate(st, fam, size, batch)
         if last and not search_examples:  # the short search, after the batch: it knows what an instance costs
-            found, report = search_statement(st, fam, seed, 0, search_seconds,
-                                             per_instance=res.seconds / max(res.instances, 1))
+            found, report = search_statement(
+                st, fam, seed, 0, search_seconds, per_instance=res.seconds / max(res.instances, 1)
+            )
             if report is not None:
                 searches.append(("", report))
             if found is not None:  # rare: the batch is judged again with the failing instance in it
@@ -166,6 +229,7 @@ def _local_outputs(st, fam, trials, seed, chunk, search_examples, searches, sear
 
         def mutant(m, batch=batch, prepared=prepared, size=size):
             return st.run(fam, size, None, mutant=m, batch=batch, prepared=prepared)
+
         yield size, batch, n_chunks, res, readings, mutant
         del batch, prepared
 
@@ -180,7 +244,9 @@ def _evaluate(st, fam, size, batch):
     return res, readings, prepared
 
 
-def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs=None, search_seconds=0.0):
+def _run_one(
+    st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs=None, search_seconds=0.0
+):
     """One (statement, family): the chunks' outputs (``outputs``, default computed here; the Dask
     runner passes its own) reduced as the serial run does, so that both give the same record."""
     reducer, rec, bar = ChunkReducer(), None, None
@@ -224,9 +290,13 @@ def _run_one(st, fam, trials, seed, mutants, search_examples, chunk, progress, o
         bar.close()
     if rec is None:
         rec = Record(st, reducer.result(st.id, fam), batch=reducer.batch, index=reducer.index)
-        readings = {name: (red.result(st.id, fam), red.batch, red.index) for name, red in reading_reducers.items()}
+        readings = {
+            name: (red.result(st.id, fam), red.batch, red.index) for name, red in reading_reducers.items()
+        }
     rec.readings = readings
-    if fam in st.counterexamples:  # the recorded minimal counterexample, evaluated now (its numbers are this run's)
+    if (
+        fam in st.counterexamples
+    ):  # the recorded minimal counterexample, evaluated now (its numbers are this run's)
         one = st.counterexample(fam)
         rec.minimal = (one, st.run(fam, None, None, batch=one, reading=None))
     elif fam in st.simplify and not rec.result.holds:
@@ -333,10 +403,11 @@ class _Lines:
         now = time.perf_counter()
         if now - self.last >= self.every or self.done == self.total:
             self.last = now
-            print(f"moreau check: {self.label}: {self.done}/{self.total} chunks, {now - self.t0:.0f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"moreau check: {self.label}: {self.done}/{self.total} chunks, {now - self.t0:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def close(self):
         pass
-
-

@@ -16,6 +16,7 @@ constant is no longer attained needs the whole batch, not one instance.
 batch of 1 to ``MAX_TRIALS`` instances, from the run's seed), drawn in order until a failure or
 a time budget is spent, no shrinking; ``--search N`` searches further with hypothesis.
 """
+
 from __future__ import annotations
 
 import random
@@ -79,8 +80,9 @@ def search(statement, family, mutant=None, *, max_examples=60, seed=0, report=No
                 count["first"] = count["examples"]
         return bad
 
-    cfg = settings(max_examples=max_examples, database=None, deadline=None,
-                   suppress_health_check=list(HealthCheck))
+    cfg = settings(
+        max_examples=max_examples, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+    )
     try:
         found = find(batch_strategy(statement, family), fails, settings=cfg, random=random.Random(seed))
     except NoSuchExample:
@@ -92,12 +94,18 @@ def search(statement, family, mutant=None, *, max_examples=60, seed=0, report=No
         result = None
     if report is not None:
         first = count["first"]
-        report.update(examples=count["examples"], before_failure=first if first else count["examples"],
-                      shrinks=count["examples"] - first if first else 0, failing=count["failing"],
-                      found=result is not None)
+        report.update(
+            examples=count["examples"],
+            before_failure=first if first else count["examples"],
+            shrinks=count["examples"] - first if first else 0,
+            failing=count["failing"],
+            found=result is not None,
+        )
         if result is not None:
-            report.update(batch_size=int(len(next(v for v in found.values() if np.ndim(v) > 0))),
-                          instance={k: np.asarray(v).tolist() for k, v in result.items()})
+            report.update(
+                batch_size=int(len(next(v for v in found.values() if np.ndim(v) > 0))),
+                instance={k: np.asarray(v).tolist() for k, v in result.items()},
+            )
     return result
 
 
@@ -113,7 +121,7 @@ def short_search(statement, family, budget_s, *, seed=0):
     while found is None and (n == 0 or _clock() - t0 < budget_s):
         # batches grow 1, <= 2, <= 4, ... up to MAX_TRIALS: a statement whose instances are costly (a rate
         # fitted per instance) spends its first, compulsory batch on one instance, not eight
-        size = int(rng.integers(1, min(MAX_TRIALS, 2 ** n) + 1))
+        size = int(rng.integers(1, min(MAX_TRIALS, 2**n) + 1))
         gen = np.random.default_rng(int(rng.integers(0, 2**32)))
         try:
             batch = statement.instances(family, size, gen)
@@ -156,7 +164,12 @@ def _search_statement(statement, family, seed, examples=0, seconds=0.0, per_inst
         return search(statement, family, max_examples=examples, seed=seed, report=report), report
     if seconds and statement.expect == "holds":
         if per_instance > seconds:
-            return None, {"examples": 0, "seconds": 0.0, "found": False, "short": True,
-                          "skipped": f"one instance costs {per_instance:.3g} s, more than the {seconds:g} s budget"}
+            return None, {
+                "examples": 0,
+                "seconds": 0.0,
+                "found": False,
+                "short": True,
+                "skipped": f"one instance costs {per_instance:.3g} s, more than the {seconds:g} s budget",
+            }
         return short_search(statement, family, seconds, seed=seed)
     return None, None

@@ -28,6 +28,7 @@ The declarations live with the checkers: ``Statement.sharp`` maps a family to
 ``sharp_constants`` module, cached; sympy is imported only when one is called, so loading the
 registry stays cheap).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,14 +61,14 @@ class Case:
 class Derivation:
     """The derived sharp constant of one part; :meth:`evaluate` gives it per instance."""
 
-    ratio: str          # g(a), the per-eigenvalue LHS/RHS
-    absolute: bool      # the sup of |g| (a norm of the Hessian) rather than of g
-    cases: tuple        # dicts: name, interval, formula, argmax, sup_over_parameters, sup_value, attained
+    ratio: str  # g(a), the per-eigenvalue LHS/RHS
+    absolute: bool  # the sup of |g| (a norm of the Hessian) rather than of g
+    cases: tuple  # dicts: name, interval, formula, argmax, sup_over_parameters, sup_value, attained
     proved: bool
-    steps: tuple        # (ok, text)
-    params: dict        # parameter name -> batch -> array
-    funcs: tuple        # per case: numpy function of the parameters
-    wheres: tuple       # per case: params -> mask
+    steps: tuple  # (ok, text)
+    params: dict  # parameter name -> batch -> array
+    funcs: tuple  # per case: numpy function of the parameters
+    wheres: tuple  # per case: params -> mask
 
     @property
     def formula(self) -> str:
@@ -94,12 +95,19 @@ class Derivation:
         return out
 
     def as_dict(self):
-        return {"ratio": self.ratio, "absolute": self.absolute, "formula": self.formula, "proved": self.proved,
-                "cases": [dict(c) for c in self.cases], "steps": [t for _, t in self.steps]}
+        return {
+            "ratio": self.ratio,
+            "absolute": self.absolute,
+            "formula": self.formula,
+            "proved": self.proved,
+            "cases": [dict(c) for c in self.cases],
+            "steps": [t for _, t in self.steps],
+        }
 
 
 def _certify(expr, strict=False):
     from moreau.analysis.engine.symbolic import certify_nonneg
+
     return certify_nonneg(expr, strict)[0]
 
 
@@ -127,8 +135,13 @@ def sup_over_interval(g, a, lo, hi, subs, absolute=False):
             continue
         inside = _certify(sub(c - lo)) and _certify(sub(hi - c))
         outside = _certify(sub(lo - c)) or _certify(sub(c - hi))
-        steps.append((inside or outside, f"critical point a = {c}: "
-                      + ("inside" if inside else "outside (or on the boundary)" if outside else "position unknown")))
+        steps.append(
+            (
+                inside or outside,
+                f"critical point a = {c}: "
+                + ("inside" if inside else "outside (or on the boundary)" if outside else "position unknown"),
+            )
+        )
         if inside:
             cands.append((c, "critical point"))
         elif not outside:
@@ -142,8 +155,13 @@ def sup_over_interval(g, a, lo, hi, subs, absolute=False):
     for v, c in vals:
         if all(_certify(sub(v - u)) for u, _ in vals):
             best = sp.factor(sp.simplify(v))
-            steps.append((True, f"sup{' |g|' if absolute else ''} over a in [{lo}, {hi}] = {best} at a = {c} "
-                                f"(>= every other candidate: {', '.join(str(sp.factor(u)) for u, _ in vals)})"))
+            steps.append(
+                (
+                    True,
+                    f"sup{' |g|' if absolute else ''} over a in [{lo}, {hi}] = {best} at a = {c} "
+                    f"(>= every other candidate: {', '.join(str(sp.factor(u)) for u, _ in vals)})",
+                )
+            )
             return best, f"a = {c}", steps
     steps.append((False, f"no candidate dominates: {[str(u) for u, _ in vals]}"))
     return None, None, steps
@@ -155,8 +173,10 @@ def _sup_over_x(F, x, lo, hi, lo_open, hi_open):
 
     if x not in F.free_symbols:
         return F, "every admissible value", True
-    cands = [(sp.limit(F, x, lo, "+") if lo_open or lo in (sp.oo, -sp.oo) else F.subs(x, lo), lo, not lo_open),
-             (sp.limit(F, x, hi, "-") if hi_open or hi in (sp.oo, -sp.oo) else F.subs(x, hi), hi, not hi_open)]
+    cands = [
+        (sp.limit(F, x, lo, "+") if lo_open or lo in (sp.oo, -sp.oo) else F.subs(x, lo), lo, not lo_open),
+        (sp.limit(F, x, hi, "-") if hi_open or hi in (sp.oo, -sp.oo) else F.subs(x, hi), hi, not hi_open),
+    ]
     for c in sp.solve(sp.diff(F, x), x):
         if c.is_real and bool(c > lo) and bool(c < hi):
             cands.append((F.subs(x, c), c, True))
@@ -180,15 +200,32 @@ def derive(g, a, cases, params, *, absolute=False, per_step=False):
         ok = best is not None
         if ok and per_step:
             low, _, st2 = sup_over_interval(-g, a, lo_c, hi_c, case.subs)
-            good = low is not None and _certify(sp.cancel(sp.together((-low).subs(case.subs)))) and _certify(
-                sp.cancel(sp.together((1 - best).subs(case.subs))))
-            steps.append((good, f"[{case.name}] 0 <= g <= {best} <= 1 on the interval: g^t <= g for t >= 1, "
-                                "so t = 1 is the worst step"))
+            good = (
+                low is not None
+                and _certify(sp.cancel(sp.together((-low).subs(case.subs))))
+                and _certify(sp.cancel(sp.together((1 - best).subs(case.subs))))
+            )
+            steps.append(
+                (
+                    good,
+                    f"[{case.name}] 0 <= g <= {best} <= 1 on the interval: g^t <= g for t >= 1, "
+                    "so t = 1 is the worst step",
+                )
+            )
             ok = good
         ok_all &= ok
         if not ok:
-            out.append({"name": case.name, "interval": [str(lo_c), str(hi_c)], "formula": "NOT PROVED",
-                        "argmax": None, "sup_over_parameters": None, "sup_value": float("nan"), "attained": None})
+            out.append(
+                {
+                    "name": case.name,
+                    "interval": [str(lo_c), str(hi_c)],
+                    "formula": "NOT PROVED",
+                    "argmax": None,
+                    "sup_over_parameters": None,
+                    "sup_value": float("nan"),
+                    "attained": None,
+                }
+            )
             funcs.append(lambda **kw: np.nan)
             continue
         xname, xsubs, xlo, xhi, lo_open, hi_open = case.x
@@ -200,18 +237,34 @@ def derive(g, a, cases, params, *, absolute=False, per_step=False):
             sup, where, att = _sup_over_x(F, x, sp.sympify(xlo), sp.sympify(xhi), lo_open, hi_open)
             where = where.replace("x =", f"{xname} =")
         text = None if sup is None else f"{sup} at {where}" + ("" if att else " (a limit, not attained)")
-        out.append({"name": case.name, "interval": [str(lo_c), str(hi_c)], "formula": _text(best), "argmax": at,
-                    "sup_over_parameters": text, "sup_value": float("nan") if sup is None else float(sup),
-                    "attained": att})
+        out.append(
+            {
+                "name": case.name,
+                "interval": [str(lo_c), str(hi_c)],
+                "formula": _text(best),
+                "argmax": at,
+                "sup_over_parameters": text,
+                "sup_value": float("nan") if sup is None else float(sup),
+                "attained": att,
+            }
+        )
         funcs.append(sp.lambdify(syms, best, "numpy"))
-    return Derivation(ratio=_text(g), absolute=absolute, cases=tuple(out), proved=ok_all, steps=tuple(steps),
-                      params=dict(params), funcs=tuple(_kw(f, list(params)) for f in funcs),
-                      wheres=tuple(c.where for c in cases))
+    return Derivation(
+        ratio=_text(g),
+        absolute=absolute,
+        cases=tuple(out),
+        proved=ok_all,
+        steps=tuple(steps),
+        params=dict(params),
+        funcs=tuple(_kw(f, list(params)) for f in funcs),
+        wheres=tuple(c.where for c in cases),
+    )
 
 
 def _kw(f, names):
     def call(**kw):
         return f(*(kw[k] for k in names))
+
     return call
 
 
@@ -222,12 +275,18 @@ def _assumptions(name):
 def _text(e):
     """A readable closed form: factored, a minus sign moved into the denominator (L/(lam - L))."""
     import sympy as sp
+
     num, den = sp.fraction(sp.factor(e))
     if num.could_extract_minus_sign() and den != 1:
         num, den = -num, -den
+
     def show(v):  # sympy's order, unless it leads with a minus sign and the old order does not
         t = sp.sstr(v)
-        return sp.sstr(v, order="old") if t.startswith("-") and not sp.sstr(v, order="old").startswith("-") else t
+        return (
+            sp.sstr(v, order="old")
+            if t.startswith("-") and not sp.sstr(v, order="old").startswith("-")
+            else t
+        )
 
     n, d = show(num), show(den)
     if den == 1:
@@ -241,6 +300,7 @@ def sym_context():
     import sympy as sp
 
     from moreau.symbolic import quadratic_formulas, symbols
+
     S = symbols()
     a, lam, alpha, w, b = S["a"], S["lam"], S["alpha"], S["w"], S["b"]
     L, mu, eta = sp.symbols("L mu eta", positive=True)

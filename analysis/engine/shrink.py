@@ -22,6 +22,7 @@ matrix), so no field is rounded out of step with what it depends on.  The result
 counterexample found by the run, not a proof of minimality: the report calls it the *smallest
 found*.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ class Simplify:
     (then the instance is diagonalised first); ``min_dim``: the smallest dimension to try; ``valid(instance)
     -> bool``: the family's own constraints a candidate must keep (e.g. a positive smallest eigenvalue for a
     strongly convex family), beside the statement's applicability."""
+
     matrix: str | None = None
     vectors: tuple = ()
     scalars: tuple = ()
@@ -64,7 +66,11 @@ def _simple_values(x):
     out = [0.0, float(np.sign(x)) if x else 1.0, float(np.round(x))]
     if x:
         e = np.floor(np.log10(abs(x)))
-        out += [float(np.round(x / 10**e) * 10**e), float(np.round(2 * x) / 2), float(np.round(x / 10**(e - 1)) * 10**(e - 1))]
+        out += [
+            float(np.round(x / 10**e) * 10**e),
+            float(np.round(2 * x) / 2),
+            float(np.round(x / 10 ** (e - 1)) * 10 ** (e - 1)),
+        ]
     seen, res = set(), []
     for v in out:
         if v != x and v not in seen:

@@ -1,4 +1,5 @@
 """Solvers shared by the checkers (thin wrappers over ``moreau.fl``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,6 +22,12 @@ def envelope_newton(f, p, lam, mu_g, *, rtol=NEWTON_RTOL, max_iter=60):
     Returns ``(w_g (T, d), bound (T,))``.
     """
     xp = f.xp
-    w, bound, _ = _envelope_newton(f, xp.asarray(p, dtype=f.dtype), xp.asarray(lam, dtype=f.dtype),
-                                   xp.asarray(mu_g, dtype=f.dtype), rtol=rtol, max_iter=max_iter)
+    w, bound, _ = _envelope_newton(
+        f,
+        xp.asarray(p, dtype=f.dtype),
+        xp.asarray(lam, dtype=f.dtype),
+        xp.asarray(mu_g, dtype=f.dtype),
+        rtol=rtol,
+        max_iter=max_iter,
+    )
     return np.asarray(w), np.asarray(bound)

@@ -26,6 +26,7 @@ method: :func:`certify_nonneg`, :class:`Steps` (a proof's recorded steps), the s
 derivations (:func:`envelope_objective`, :func:`curvature`, :func:`extreme`) and
 :func:`run_proofs` / :func:`print_proofs` (``moreau check --symbolic``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,8 +36,18 @@ import sympy as sp
 
 from moreau.symbolic import quadratic_formulas, symbols
 
-__all__ = ["Proof", "Steps", "certify_nonneg", "curvature", "envelope_objective", "extreme", "mutant_proofs",
-           "print_proofs", "proofs", "run_proofs"]
+__all__ = [
+    "Proof",
+    "Steps",
+    "certify_nonneg",
+    "curvature",
+    "envelope_objective",
+    "extreme",
+    "mutant_proofs",
+    "print_proofs",
+    "proofs",
+    "run_proofs",
+]
 
 _S = symbols()
 
@@ -49,7 +60,7 @@ t, u = sp.symbols("t u", nonnegative=True)
 class Proof:
     """A named claim and its check: ``check() -> (proved, detail)``."""
 
-    key: str        # short handle; a mutant carries the key of the proof it mutates
+    key: str  # short handle; a mutant carries the key of the proof it mutates
     name: str
     statement: str  # catalogue id the claim belongs to
     check: Callable
@@ -75,11 +86,17 @@ def certify_nonneg(expr, strict=False):
         num, den = -num, -den
 
     def positive_term(P):
-        return any(c > 0 and all(syms[i].is_positive for i, k in enumerate(m) if k)
-                   for m, c in zip(P.monoms(), P.coeffs()))
+        return any(
+            c > 0 and all(syms[i].is_positive for i, k in enumerate(m) if k)
+            for m, c in zip(P.monoms(), P.coeffs())
+        )
 
-    ok = (all(c >= 0 for c in num.coeffs()) and all(c >= 0 for c in den.coeffs())
-          and positive_term(den) and (positive_term(num) or not strict))
+    ok = (
+        all(c >= 0 for c in num.coeffs())
+        and all(c >= 0 for c in den.coeffs())
+        and positive_term(den)
+        and (positive_term(num) or not strict)
+    )
     return bool(ok), f"{sp.factor(e)} {'>' if strict else '>='} 0"
 
 
@@ -95,8 +112,11 @@ class Steps:
 
     def identity(self, what, lhs, rhs):
         d = sp.simplify(lhs - rhs)
-        return self.check(d == 0, f"{what}: {sp.factor(lhs)} = {sp.factor(rhs)}"
-                          + ("" if d == 0 else f" (difference {sp.factor(d)})"))
+        return self.check(
+            d == 0,
+            f"{what}: {sp.factor(lhs)} = {sp.factor(rhs)}"
+            + ("" if d == 0 else f" (difference {sp.factor(d)})"),
+        )
 
     def nonneg(self, what, expr, strict=False):
         ok, text = certify_nonneg(expr, strict)
@@ -104,7 +124,8 @@ class Steps:
 
     def result(self):
         return all(ok for ok, _ in self.steps), "\n".join(
-            f"{'ok  ' if ok else 'FAIL'} {text}" for ok, text in self.steps)
+            f"{'ok  ' if ok else 'FAIL'} {text}" for ok, text in self.steps
+        )
 
 
 def envelope_objective():
@@ -117,8 +138,11 @@ def curvature(st):
     """Record d²F/dw² = λa/(λ + a) in ``st``; return it."""
     q = quadratic_formulas()
     st.identity("d²F/dw² = λa/(λ + a)", q.envelope_curvature, lam * a / (lam + a))
-    st.nonneg("dκ/da > 0 for a > −λ (a = s − λ): a ↦ κ(a) is increasing",
-              sp.diff(q.envelope_curvature, a).subs(a, s - lam), strict=True)
+    st.nonneg(
+        "dκ/da > 0 for a > −λ (a = s − λ): a ↦ κ(a) is increasing",
+        sp.diff(q.envelope_curvature, a).subs(a, s - lam),
+        strict=True,
+    )
     return q.envelope_curvature
 
 
@@ -140,25 +164,34 @@ def extreme(st, what, expr, which):
 def proofs() -> tuple:
     """Every paper package's ``PROOFS``, in catalogue order."""
     from moreau.analysis.engine.registry import declared
+
     return tuple(pr for _, group in declared("PROOFS") for pr in group)
 
 
 def mutant_proofs() -> tuple:
     """Every paper package's ``MUTANT_PROOFS``."""
     from moreau.analysis.engine.registry import declared
+
     return tuple(pr for _, group in declared("MUTANT_PROOFS") for pr in group)
 
 
 def run_proofs(selection=None) -> list:
     """``[{"key", "name", "statement", "proved", "detail"}]``; an exception counts as NOT PROVED."""
     out = []
-    for pr in (proofs() if selection is None else selection):
+    for pr in proofs() if selection is None else selection:
         try:
             proved, detail = pr.check()
         except Exception as exc:  # a failed derivation step is a failed proof, reported
             proved, detail = False, f"FAIL {type(exc).__name__}: {exc}"
-        out.append({"key": pr.key, "name": pr.name, "statement": pr.statement, "proved": bool(proved),
-                    "detail": detail})
+        out.append(
+            {
+                "key": pr.key,
+                "name": pr.name,
+                "statement": pr.statement,
+                "proved": bool(proved),
+                "detail": detail,
+            }
+        )
     return out
 
 

@@ -16,12 +16,23 @@ the exit code (a known failure that reproduces is expected, like pytest's xfail)
 verdict.  The JSON shape of a claim's verdict (:func:`claim_verdict`) is the same in both tools;
 :data:`SCHEMA_VERSION` versions it.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SCHEMA_VERSION", "HOLDS", "FAILS", "UNDECIDED", "claim_verdict", "statement_verdict", "headline",
-           "summary_line", "expectation_line", "worst_failure"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "HOLDS",
+    "FAILS",
+    "UNDECIDED",
+    "claim_verdict",
+    "statement_verdict",
+    "headline",
+    "summary_line",
+    "expectation_line",
+    "worst_failure",
+]
 
 #: version of the JSON records' verdict fields (``moreau check --json``, reproduce manifests)
 SCHEMA_VERSION = 2
@@ -48,12 +59,18 @@ def worst_failure(results):
             if not f.size:
                 continue
             with np.errstate(invalid="ignore"):
-                score = (-np.asarray(p.slack, float)[f] if p.claimed == "rate"
-                         else np.where(np.isnan(p.ratio[f]), np.inf, p.ratio[f]))
+                score = (
+                    -np.asarray(p.slack, float)[f]
+                    if p.claimed == "rate"
+                    else np.where(np.isnan(p.ratio[f]), np.inf, p.ratio[f])
+                )
             k = int(np.argmax(score))
             if score[k] > best or where is None:
                 row = int(f[k])
-                best, where = float(score[k]), (res, p, row, int(p.index[row]) if p.index is not None else row)
+                best, where = (
+                    float(score[k]),
+                    (res, p, row, int(p.index[row]) if p.index is not None else row),
+                )
     return where
 
 
@@ -85,9 +102,11 @@ def claim_verdict(results, evidence_only=()) -> dict:
             _set(fams, res.family, FAILS)
         elif floor:
             _set(fams, res.family, UNDECIDED)
-            reasons.append(f"{res.family}: inconclusive at the rounding floor ('{floor[0].name}': {floor[0].at_floor} "
-                           f"instance(s) fail only where the left side is at the computation's rounding level; "
-                           "evaluate them in higher precision to decide)")
+            reasons.append(
+                f"{res.family}: inconclusive at the rounding floor ('{floor[0].name}': {floor[0].at_floor} "
+                f"instance(s) fail only where the left side is at the computation's rounding level; "
+                "evaluate them in higher precision to decide)"
+            )
         elif aux_failing:
             _set(fams, res.family, UNDECIDED)
             reasons.append(f"{res.family}: the checker's own check '{aux_failing[0].name}' failed")
@@ -106,14 +125,21 @@ def claim_verdict(results, evidence_only=()) -> dict:
     mc = max(mc_ratios) if mc_ratios else None
     if verdict == FAILS and mc_failing:  # a claim failed by a Monte Carlo part: never "fails (max 1)"
         ratios = ratios + mc_failing
-    return {"verdict": verdict, "shape_only": bool(verdict == HOLDS and tested and shape), "reason": reason,
-            "max_ratio": max(ratios) if ratios else (mc if verdict != HOLDS or (mc is not None and mc <= 1) else None),
-            "attained": bool(attained), "families": fams,
-            # the largest Monte Carlo point estimate of LHS/RHS; above 1 on a claim that holds, its interval
-            # reaches 1: consistent with attained, never "holds with max 1.02"
-            "monte_carlo_max_ratio": mc,
-            # a bound negative where its left side is a norm is itself a finding: "k/n" per part
-            "rhs_negative": negative}
+    return {
+        "verdict": verdict,
+        "shape_only": bool(verdict == HOLDS and tested and shape),
+        "reason": reason,
+        "max_ratio": max(ratios)
+        if ratios
+        else (mc if verdict != HOLDS or (mc is not None and mc <= 1) else None),
+        "attained": bool(attained),
+        "families": fams,
+        # the largest Monte Carlo point estimate of LHS/RHS; above 1 on a claim that holds, its interval
+        # reaches 1: consistent with attained, never "holds with max 1.02"
+        "monte_carlo_max_ratio": mc,
+        # a bound negative where its left side is a norm is itself a finding: "k/n" per part
+        "rhs_negative": negative,
+    }
 
 
 def _set(fams, family, verdict):
@@ -135,12 +161,19 @@ def statement_verdict(st, printed_results, reading_results) -> dict:
     printed["as_expected"] = printed["verdict"] == st.expect
     readings = []
     for r in st.readings:
-        v = {"claim": r.name, "kind": r.kind, **claim_verdict(reading_results.get(r.name, []), ev),
-             "expected": r.expect}
+        v = {
+            "claim": r.name,
+            "kind": r.kind,
+            **claim_verdict(reading_results.get(r.name, []), ev),
+            "expected": r.expect,
+        }
         v["as_expected"] = v["verdict"] == r.expect
         readings.append(v)
-    return {"printed": printed, "readings": readings,
-            "as_expected": printed["as_expected"] and all(v["as_expected"] for v in readings)}
+    return {
+        "printed": printed,
+        "readings": readings,
+        "as_expected": printed["as_expected"] and all(v["as_expected"] for v in readings),
+    }
 
 
 def _above_one(x):
@@ -149,7 +182,11 @@ def _above_one(x):
 
 
 def _ratio_text(v):
-    out = "" if v["max_ratio"] is None else f"max {v['max_ratio']:.4g}" + (", attained" if v["attained"] else "")
+    out = (
+        ""
+        if v["max_ratio"] is None
+        else f"max {v['max_ratio']:.4g}" + (", attained" if v["attained"] else "")
+    )
     mc = v.get("monte_carlo_max_ratio")
     if v["verdict"] == HOLDS and mc is not None and mc > 1:
         out += (", " if out else "") + f"Monte Carlo {_above_one(mc)}: interval reaches 1"
@@ -167,9 +204,15 @@ def headline(sv) -> list:
         extra = _ratio_text(p)
         lines.append(out + (f" ({extra})" if extra and not p["shape_only"] else ""))
     elif p["verdict"] == FAILS:
-        lines.append("FAILS AS PRINTED" + (f" (max {p['max_ratio']:.4g})" if p["max_ratio"] is not None else "")
-                     + (f"; right side negative on {', '.join(p['rhs_negative'])} instances" if p.get("rhs_negative")
-                        else ""))
+        lines.append(
+            "FAILS AS PRINTED"
+            + (f" (max {p['max_ratio']:.4g})" if p["max_ratio"] is not None else "")
+            + (
+                f"; right side negative on {', '.join(p['rhs_negative'])} instances"
+                if p.get("rhs_negative")
+                else ""
+            )
+        )
         good = [v for v in sv["readings"] if v["kind"] != "inconsistency" and v["verdict"] == HOLDS]
         if good:
             v = good[0]
@@ -184,9 +227,13 @@ def headline(sv) -> list:
         lines.append("inconsistent with the paper's own text: " + ", ".join(repr(v["claim"]) for v in incons))
     unexpected = [v for v in [p, *sv["readings"]] if not v["as_expected"]]
     if unexpected:
-        lines.append("UNEXPECTED: " + "; ".join(
-            f"{'printed' if v['claim'] == 'printed' else repr(v['claim'])} {v['verdict']}, expected {v['expected']}"
-            for v in unexpected))
+        lines.append(
+            "UNEXPECTED: "
+            + "; ".join(
+                f"{'printed' if v['claim'] == 'printed' else repr(v['claim'])} {v['verdict']}, expected {v['expected']}"
+                for v in unexpected
+            )
+        )
     return lines
 
 
@@ -196,12 +243,16 @@ def summary_line(verdicts) -> str:
     n = len(verdicts)
     hold = sum(v["printed"]["verdict"] == HOLDS for v in verdicts)
     fail = [v for v in verdicts if v["printed"]["verdict"] == FAILS]
-    rescued = sum(any(r["kind"] != "inconsistency" and r["verdict"] == HOLDS for r in v["readings"]) for v in fail)
+    rescued = sum(
+        any(r["kind"] != "inconsistency" and r["verdict"] == HOLDS for r in v["readings"]) for v in fail
+    )
     und = sum(v["printed"]["verdict"] == UNDECIDED for v in verdicts)
     shape = sum(v["printed"]["verdict"] == HOLDS and v["printed"]["shape_only"] for v in verdicts)
-    out = (f"{n} statement{'s' * (n != 1)}: {hold} hold as printed"
-           + (f" ({shape} by shape only)" if shape else "")
-           + f", {len(fail)} fail as printed ({rescued} hold under a stated reading), {und} undecided")
+    out = (
+        f"{n} statement{'s' * (n != 1)}: {hold} hold as printed"
+        + (f" ({shape} by shape only)" if shape else "")
+        + f", {len(fail)} fail as printed ({rescued} hold under a stated reading), {und} undecided"
+    )
     return out
 
 

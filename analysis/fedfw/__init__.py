@@ -70,11 +70,12 @@ same W and b when ``iid == 1`` (the default); (9) the stochastic variant (``FedF
 reconstruction above (the 1/n inside its momentum average is the same iteration); FedFW+ (``FedFW_plus``:
 a dual variable y_i += λ0(x_i − x̄) added to the gradient) is not implemented here.
 """
+
 from __future__ import annotations
 
 PAPER = {
-    "key": 'fedfw-dadras-2024',
-    "short": 'FedFW',
+    "key": "fedfw-dadras-2024",
+    "short": "FedFW",
     "citation": (
         "A. Dadras, S. Banerjee, K. Prakhya, A. Yurtsever, Federated Frank-Wolfe Algorithm, ECML PKDD 2024 "
         "(arXiv 2408.10090), as summarised in the Dadras thesis, §4.3"
@@ -82,12 +83,25 @@ PAPER = {
 }
 
 FORMAL_STATEMENTS = (
-    ('fedfw.convex', 'thesis §4.3 (Paper III, convex theorem); arXiv 2408.10090 abstract (ε-form)',
-     'smooth convex: F(x̄ᵗ) − F* = O(t^{-1/2})'),
-    ('fedfw.nonconvex', 'thesis §4.3 (Paper III, nonconvex theorem); arXiv 2408.10090 abstract (ε-form)',
-     'smooth nonconvex: FW gap O(t^{-1/3})'),
-    ('fedfw.stochastic', 'thesis §4.3 (Paper III, stochastic theorem); arXiv 2408.10090 abstract (ε-form)',
-     'stochastic gradients, convex: O(t^{-1/3})'),
-    ('fedfw.sparse', 'thesis §4.3, after (4.6)', 'clients share (sparse) step directions: 1 non-zero on ℓ1 balls'),
-    ('fedfw.personalized', 'thesis §4.3, "personalized FedFW"', 'a fixed λ controls the closeness to x̄'),
+    (
+        "fedfw.convex",
+        "thesis §4.3 (Paper III, convex theorem); arXiv 2408.10090 abstract (ε-form)",
+        "smooth convex: F(x̄ᵗ) − F* = O(t^{-1/2})",
+    ),
+    (
+        "fedfw.nonconvex",
+        "thesis §4.3 (Paper III, nonconvex theorem); arXiv 2408.10090 abstract (ε-form)",
+        "smooth nonconvex: FW gap O(t^{-1/3})",
+    ),
+    (
+        "fedfw.stochastic",
+        "thesis §4.3 (Paper III, stochastic theorem); arXiv 2408.10090 abstract (ε-form)",
+        "stochastic gradients, convex: O(t^{-1/3})",
+    ),
+    (
+        "fedfw.sparse",
+        "thesis §4.3, after (4.6)",
+        "clients share (sparse) step directions: 1 non-zero on ℓ1 balls",
+    ),
+    ("fedfw.personalized", 'thesis §4.3, "personalized FedFW"', "a fixed λ controls the closeness to x̄"),
 )

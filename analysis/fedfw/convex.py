@@ -41,6 +41,7 @@ in 1/λ_t when no client leaves the optimal face); the explicit bound holds with
 Mutants: the exponent −1 (centralised FW's rate, thesis Theorem 5) is rejected by the rate-tight
 instances; λ_t constant (λ0: no homotopy) and summable steps η_t = 2/(t+1)² stall (slope ≈ 0).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -49,7 +50,15 @@ from moreau.fl._fedfw import fedfw_optimum
 from moreau.fl._lmo import Box
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, rate_sides, worst_point
 from moreau.analysis.engine.instances import split_counts
-from moreau.analysis.fedfw.instances import SCALING, F_value, client_batch, diameter, envelope_fit, objective, run
+from moreau.analysis.fedfw.instances import (
+    SCALING,
+    F_value,
+    client_batch,
+    diameter,
+    envelope_fit,
+    objective,
+    run,
+)
 
 __all__ = ["STATEMENTS"]
 
@@ -63,10 +72,12 @@ CLAIM = {
     "explicit": None,
 }
 READINGS = (
-    Reading("explicit constant (reconstructed)",
-            {"explicit": lambda L, n, lam, D, t: 2 * D**2 * (L + n * lam) / (t + 1)},
-            why="the constant of the homotopy-CGM analysis the thesis's smoothing refers to, derived in this "
-                "module's docstring for (4.5)-(4.6); the paper's own constant was not available"),
+    Reading(
+        "explicit constant (reconstructed)",
+        {"explicit": lambda L, n, lam, D, t: 2 * D**2 * (L + n * lam) / (t + 1)},
+        why="the constant of the homotopy-CGM analysis the thesis's smoothing refers to, derived in this "
+        "module's docstring for (4.5)-(4.6); the paper's own constant was not available",
+    ),
 )
 PART = "F(x̄^t) - F* = O(t^{-1/2}): envelope slope, t = 64..2048"
 EXPLICIT = "S_t(X^{t+1}) = f(X) - F* + (λ_t/2) dist²(X, C) <= 2 D²(L + n λ_t)/(t + 1)"
@@ -94,35 +105,65 @@ def evaluate(data, claim):
     scale = np.abs(data["Fstar"]) + L * Dm**2
     e = F_value(A, b, hist["w_global"][1:]) - data["Fstar"]
     slope, ci, ok = envelope_fit(t.astype(int), e, WINDOW, 1e-11 * scale)
-    consts = {"F*": "exact: moreau.fl.fedfw_optimum (box QP by active sets), certified by its FW gap",
-              "rate": "least-squares slope of log envelope on log t, t-regression interval (95 %)"}
-    out = {PART: rate_sides(slope, ci, claim["exponent"], kind="at most", atol=ATOL, applicable=ok, level=0.95,
-                            constants=consts, note="not applicable where the error reached the rounding floor "
-                                                   "(1e-11 of |F*| + L D^2) inside the window"),
-           CERT: Sides(data["cert"], 1e-10 * scale, "exact", role="auxiliary", constants=consts,
-                       note="F(x*) - F* <= gap(x*) for convex F")}
+    consts = {
+        "F*": "exact: moreau.fl.fedfw_optimum (box QP by active sets), certified by its FW gap",
+        "rate": "least-squares slope of log envelope on log t, t-regression interval (95 %)",
+    }
+    out = {
+        PART: rate_sides(
+            slope,
+            ci,
+            claim["exponent"],
+            kind="at most",
+            atol=ATOL,
+            applicable=ok,
+            level=0.95,
+            constants=consts,
+            note="not applicable where the error reached the rounding floor "
+            "(1e-11 of |F*| + L D^2) inside the window",
+        ),
+        CERT: Sides(
+            data["cert"],
+            1e-10 * scale,
+            "exact",
+            role="auxiliary",
+            constants=consts,
+            note="F(x*) - F* <= gap(x*) for convex F",
+        ),
+    }
     if claim["explicit"] is not None:
         X, lam = hist["w_local"][1:], hist["lam"]
-        f = np.mean(0.5 * np.einsum("rtmi,tmij,rtmj->rtm", X, A, X) - np.einsum("rtmi,tmi->rtm", X, b), axis=-1)
+        f = np.mean(
+            0.5 * np.einsum("rtmi,tmij,rtmj->rtm", X, A, X) - np.einsum("rtmi,tmi->rtm", X, b), axis=-1
+        )
         dist2 = np.sum((X - X.mean(axis=2, keepdims=True)) ** 2, axis=(-1, -2))
         lhs = f - data["Fstar"] + lam / 2 * dist2
         rhs = claim["explicit"](L, M, lam, Dm, t[:, None])
-        out[EXPLICIT] = Sides(*worst_point(lhs, rhs), "upper", constants={**consts, "L": "exact: max |eigenvalue|",
-                                                                          "D": "exact: 2 ||h||"},
-                              note="t = 1..2048; S_t may be negative (X off the consensus)")
+        out[EXPLICIT] = Sides(
+            *worst_point(lhs, rhs),
+            "upper",
+            constants={**consts, "L": "exact: max |eigenvalue|", "D": "exact: 2 ||h||"},
+            note="t = 1..2048; S_t may be negative (X off the consensus)",
+        )
     return out
 
 
 STATEMENTS = (
     Statement(
-        id="fedfw.convex", source="Dadras thesis, §4.3 (Paper III, convex theorem)",
+        id="fedfw.convex",
+        source="Dadras thesis, §4.3 (Paper III, convex theorem)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\lambda_t = \lambda_0\sqrt{t+1},\ \eta_t = \tfrac{2}{t+1}:\ F(\bar x^t) - F^* = O(t^{-1/2})",
         text="FedFW (4.5)-(4.6) on smooth convex clients converges at the rate O(t^{-1/2}) "
-             "(read: F(x̄^t) - F*; the constant is not printed)",
+        "(read: F(x̄^t) - F*; the constant is not printed)",
         assumptions=("f_i convex, L-smooth", "D convex compact", "λ_t = λ0 sqrt(t+1), η_t = 2/(t+1), t >= 1"),
-        families={"quadratic": ("convex clients on boxes, rate-tight two-camp instances",)}, claimed="rate",
-        instances=instances, prepare=prepare, evaluate=evaluate, claim=CLAIM, readings=READINGS,
+        families={"quadratic": ("convex clients on boxes, rate-tight two-camp instances",)},
+        claimed="rate",
+        instances=instances,
+        prepare=prepare,
+        evaluate=evaluate,
+        claim=CLAIM,
+        readings=READINGS,
         scaling={"quadratic": SCALING},
         mutants=(
             Mutant("rate t^{-1} (centralised FW, Theorem 5)", {"exponent": -1.0}),

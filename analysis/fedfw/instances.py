@@ -17,6 +17,7 @@ scale, :math:`\lambda_0 = u\,(L + G/D)/m` with u log-uniform in [1/2, 2] and G a
 pre-asymptotic regime for thousands of rounds (the consensus is not reached), far above it the
 Frank–Wolfe error dominates longer; both are O(·)-constants, not rates.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -29,14 +30,28 @@ from moreau.fl._lmo import Box, L1Ball, L2Ball, Simplex
 from moreau.analysis.engine.core import scale_fields
 from moreau.analysis.engine.instances import log_uniform, orthogonal
 
-__all__ = ["SCALING", "SETS", "constraint", "diameter", "client_batch", "objective", "F_value", "run",
-           "surrogate_gaps", "box_min", "set_lower_bound", "envelope_fit", "GRID_POINTS"]
+__all__ = [
+    "SCALING",
+    "SETS",
+    "constraint",
+    "diameter",
+    "client_batch",
+    "objective",
+    "F_value",
+    "run",
+    "surrogate_gaps",
+    "box_min",
+    "set_lower_bound",
+    "envelope_fit",
+    "GRID_POINTS",
+]
 
 SETS = ("box", "l1", "l2", "simplex")
 #: the batches under θ -> sθ, f -> cf (``Statement.scaling``): curvatures and λ0 by c/s², linear terms and the
 #: gradient noise σ by c/s, the sets' half-widths and the start by s; codes and seeds are dimensionless
-SCALING = scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0), "lam0": (-2, 1),
-                        "sigma": (-1, 1)})
+SCALING = scale_fields(
+    {"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0), "lam0": (-2, 1), "sigma": (-1, 1)}
+)
 #: grid points of a fitted exponent (log-spaced over the fitted window)
 GRID_POINTS = 12
 
@@ -62,7 +77,7 @@ def centre(h, kind):
 def _spectra(rng, T, m, d, kind):
     """Eigenvalues ``(T, m, d)`` of the clients' Hessians."""
     L = log_uniform(rng, 0.2, 5.0, T)[:, None, None]
-    if kind == "convex":       # PSD, a zero eigenvalue on every other client (not strongly convex)
+    if kind == "convex":  # PSD, a zero eigenvalue on every other client (not strongly convex)
         a = L * rng.uniform(0.05, 1.0, (T, m, d))
         a[:, ::2, 0] = 0.0
     elif kind == "convex_mean":  # every client indefinite (a_1 = -L/2), the average F made convex below
@@ -111,8 +126,11 @@ def client_batch(rng, T, m, d, kind, sets, *, spread=1.5, adversarial=0):
     b = np.einsum("tmij,tmj->tmi", A, z)
     L = np.max(np.abs(np.linalg.eigvalsh(A)), axis=(1, 2))
     D = diameter(h, kinds)
-    G = np.max(np.linalg.norm(A, ord=2, axis=(2, 3)) * np.linalg.norm(h, axis=-1)[:, None]
-               + np.linalg.norm(b, axis=-1), axis=1)
+    G = np.max(
+        np.linalg.norm(A, ord=2, axis=(2, 3)) * np.linalg.norm(h, axis=-1)[:, None]
+        + np.linalg.norm(b, axis=-1),
+        axis=1,
+    )
     lam0 = log_uniform(rng, 0.5, 2.0, T) * (L + G / D) / m
     return {"A": A, "b": b, "L": L, "h": h, "set": kinds, "x0": centre(h, kinds), "lam0": lam0}
 
@@ -141,9 +159,13 @@ def run(batch, rounds, *, per_instance=(), **kw):
         if "lam" not in kw:
             args["lam0"] = batch["lam0"][idx]
         h = fedfw(objective(batch, idx), constraint(batch, idx), rounds=rounds, x0=batch["x0"][idx], **args)
-        parts = {"w_global": np.asarray(h.w_global), "w_local": np.asarray(h.w_local),
-                 "directions": np.asarray(h.directions), "nnz": h.nnz,
-                 "lam": np.broadcast_to(h.params["lam"], (rounds, idx.size))}
+        parts = {
+            "w_global": np.asarray(h.w_global),
+            "w_local": np.asarray(h.w_local),
+            "directions": np.asarray(h.directions),
+            "nnz": h.nnz,
+            "lam": np.broadcast_to(h.params["lam"], (rounds, idx.size)),
+        }
         for key, arr in parts.items():
             if key not in out:
                 out[key] = np.zeros(arr.shape[:1] + (T,) + arr.shape[2:], arr.dtype)
@@ -206,6 +228,7 @@ def envelope_fit(t, y, window, floor):
     ``GRID_POINTS`` log-spaced rounds (a bound :math:`Ct^{a}` on y is one on its envelope), with the
     regression interval; applicable where the envelope at the last round is above ``floor``."""
     from moreau.analysis.engine.rates import fit_exponent
+
     env = np.maximum.accumulate(y[::-1], axis=0)[::-1]
     grid = np.unique(np.geomspace(window[0], window[1], GRID_POINTS).round().astype(int))
     vals = env[grid - t[0]]

@@ -32,6 +32,7 @@ with the largest ratio.  Exact targets: box QPs by active sets, certified by the
 Mutants: "a larger λ moves the models apart" (the inequality of (a) reversed), "rate 1/(k+2)²" (the
 worst case's k = 1).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,9 +49,12 @@ M, D, ROUNDS, GRID = 4, 3, 1000, 2.0 ** np.arange(-2, 5)
 
 CLAIM = {"fw": lambda L, n, lam, D, k: 2 * (L + n * lam) * D**2 / (k + 2), "explicit": None}
 READINGS = (
-    Reading("explicit closeness (reconstructed)", {"explicit": lambda ystar, lam: ystar / lam},
-            why="dist(X_λ, C) <= ||y*||/λ, derived in this module's docstring (a Lagrange multiplier of the consensus "
-                "constraint); not printed"),
+    Reading(
+        "explicit closeness (reconstructed)",
+        {"explicit": lambda ystar, lam: ystar / lam},
+        why="dist(X_λ, C) <= ||y*||/λ, derived in this module's docstring (a Lagrange multiplier of the consensus "
+        "constraint); not printed",
+    ),
 )
 MONO = "(a) dist(X_λ, C) nonincreasing in λ (λ = λ0 2^k, k = -2..4)"
 RATE = "(b) fixed λ = λ0: Φ_λ(X^{k+1}) - Φ_λ* <= 2(L + n λ) D²/(k + 2), k = 1..1000"
@@ -88,49 +92,86 @@ def prepare(batch):
     x = np.asarray(star.x)
     g = np.einsum("tmij,tj->tmi", batch["A"], x) - batch["b"]
     ystar = np.sqrt(np.sum((g - g.mean(axis=1, keepdims=True)) ** 2, axis=(-1, -2))) / M
-    return {**batch, "lams": lams, "dist": np.array([_dist(np.asarray(s.X)) for s in sols]),
-            "Phi": sols[2].value, "cert": np.max([s.gap for s in sols] + [star.gap], axis=0), "ystar": ystar}
+    return {
+        **batch,
+        "lams": lams,
+        "dist": np.array([_dist(np.asarray(s.X)) for s in sols]),
+        "Phi": sols[2].value,
+        "cert": np.max([s.gap for s in sols] + [star.gap], axis=0),
+        "ystar": ystar,
+    }
 
 
 def evaluate(data, claim):
     A, b, L = data["A"], data["b"], data["L"]
     dist = data["dist"]
     hetero = dist.max(axis=0) > 1e-9 * diameter(data["h"], data["set"])
-    out = {MONO: Sides(*worst_point(dist[1:], dist[:-1]), "upper",
-                       constants={"X_λ": "exact: moreau.fl.fedfw_optimum(lam=λ), box QP certified by its FW gap "
-                                         "(max gap recorded in the batch's cert)"},
-                       applicable=hetero,
-                       note="not applicable to identical clients (every λ gives consensus: dist = 0 up to rounding)")}
+    out = {
+        MONO: Sides(
+            *worst_point(dist[1:], dist[:-1]),
+            "upper",
+            constants={
+                "X_λ": "exact: moreau.fl.fedfw_optimum(lam=λ), box QP certified by its FW gap "
+                "(max gap recorded in the batch's cert)"
+            },
+            applicable=hetero,
+            note="not applicable to identical clients (every λ gives consensus: dist = 0 up to rounding)",
+        )
+    }
     lam = data["lams"][2]
     hist = run(data, ROUNDS, lam_schedule="constant", lam=lam, per_instance=("lam",))
     X = hist["w_local"][1:]  # index k: after k rounds, X^{k+1}
-    phi = np.mean(0.5 * np.einsum("rtmi,tmij,rtmj->rtm", X, A, X) - np.einsum("rtmi,tmi->rtm", X, b), axis=-1) \
+    phi = (
+        np.mean(0.5 * np.einsum("rtmi,tmij,rtmj->rtm", X, A, X) - np.einsum("rtmi,tmi->rtm", X, b), axis=-1)
         + lam / 2 * _dist(X) ** 2
+    )
     k = np.arange(1, ROUNDS + 1, dtype=float)[:, None]
     rhs = claim["fw"](L, M, lam, diameter(data["h"], data["set"]), k)
-    out[RATE] = Sides(*worst_point(phi - data["Phi"], rhs), "upper",
-                      constants={"Φ*": "exact: the penalised optimum at λ0", "L": "exact", "D": "exact: 2 ||h||"})
+    out[RATE] = Sides(
+        *worst_point(phi - data["Phi"], rhs),
+        "upper",
+        constants={"Φ*": "exact: the penalised optimum at λ0", "L": "exact", "D": "exact: 2 ||h||"},
+    )
     scale = L * diameter(data["h"], data["set"]) ** 2 + np.abs(data["Phi"])
-    out[CERT] = Sides(data["cert"], 1e-10 * scale, "exact", role="auxiliary",
-                      note="the largest Frank-Wolfe gap of the penalised optima and of x*: value - optimum <= gap")
+    out[CERT] = Sides(
+        data["cert"],
+        1e-10 * scale,
+        "exact",
+        role="auxiliary",
+        note="the largest Frank-Wolfe gap of the penalised optima and of x*: value - optimum <= gap",
+    )
     if claim["explicit"] is not None:
         bound = claim["explicit"](data["ystar"][None], data["lams"])
-        out[CLOSE] = Sides(*worst_point(dist, bound), "upper", applicable=hetero,
-                           constants={"||y*||": "exact at the optimum x* of (4.4)"})
+        out[CLOSE] = Sides(
+            *worst_point(dist, bound),
+            "upper",
+            applicable=hetero,
+            constants={"||y*||": "exact at the optimum x* of (4.4)"},
+        )
     return out
 
 
 STATEMENTS = (
     Statement(
-        id="fedfw.personalized", source='Dadras thesis, §4.3, "personalized FedFW"',
+        id="fedfw.personalized",
+        source='Dadras thesis, §4.3, "personalized FedFW"',
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\lambda\uparrow\ \Rightarrow\ \mathrm{dist}(X_\lambda, \mathcal C)\downarrow;\quad "
-              r"\Phi_\lambda(X^{k+1}) - \Phi_\lambda^* \le \frac{2(L + n\lambda)D^2}{k+2}",
+        r"\Phi_\lambda(X^{k+1}) - \Phi_\lambda^* \le \frac{2(L + n\lambda)D^2}{k+2}",
         text="a fixed λ controls the closeness of the local models to the global one: the penalised optimum's "
-             "consensus error is nonincreasing in λ, and FedFW with that λ reaches it at Theorem 5's rate",
-        assumptions=("f_i convex, L-smooth", "D convex compact", "λ fixed (personalised FedFW), η_t = 2/(t+1)"),
-        families={"quadratic": ("convex clients on boxes, spread stationary points",)}, claimed="upper",
-        instances=instances, prepare=prepare, evaluate=evaluate, claim=CLAIM, readings=READINGS,
+        "consensus error is nonincreasing in λ, and FedFW with that λ reaches it at Theorem 5's rate",
+        assumptions=(
+            "f_i convex, L-smooth",
+            "D convex compact",
+            "λ fixed (personalised FedFW), η_t = 2/(t+1)",
+        ),
+        families={"quadratic": ("convex clients on boxes, spread stationary points",)},
+        claimed="upper",
+        instances=instances,
+        prepare=prepare,
+        evaluate=evaluate,
+        claim=CLAIM,
+        readings=READINGS,
         scaling={"quadratic": SCALING},
         mutants=(
             Mutant("a larger λ moves the models apart", {"flip": (MONO,)}),

@@ -22,6 +22,7 @@ What the check shows: exactly 1 on every ℓ1 ball and simplex round; d = 6 on e
 round (the printed literal reading fails there).  Mutants (on the reading): "d non-zeros" is not
 attained, "no non-zero" is violated.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +36,11 @@ ROUNDS, M, D = 50, 4, 6
 
 CLAIM = {"nnz": lambda d: np.ones_like(d), "sets": ("l1", "simplex", "l2", "box")}
 READINGS = (
-    Reading("ℓ1 balls and simplices", {"sets": ("l1", "simplex")},
-            why="the sets whose extreme points have one non-zero; the LMO output is an extreme point"),
+    Reading(
+        "ℓ1 balls and simplices",
+        {"sets": ("l1", "simplex")},
+        why="the sets whose extreme points have one non-zero; the LMO output is an extreme point",
+    ),
 )
 NAMES = {"l1": "ℓ1 ball", "simplex": "simplex", "l2": "Euclidean ball", "box": "box"}
 
@@ -57,31 +61,52 @@ def evaluate(batch, claim):
     d = np.full(count.shape, float(batch["b"].shape[-1]))
     out = {}
     for name in claim["sets"]:
-        out[part(name)] = Sides(count, claim["nnz"](d), "tight", applicable=batch["set"] == SETS.index(name),
-                                constants={"non-zeros": "exact: counted in the directions the server receives "
-                                                        "(FedFWHistory.nnz)"},
-                                note=f"max over {ROUNDS} rounds and {M} clients")
+        out[part(name)] = Sides(
+            count,
+            claim["nnz"](d),
+            "tight",
+            applicable=batch["set"] == SETS.index(name),
+            constants={
+                "non-zeros": "exact: counted in the directions the server receives (FedFWHistory.nnz)"
+            },
+            note=f"max over {ROUNDS} rounds and {M} clients",
+        )
     return out
 
 
 STATEMENTS = (
     Statement(
-        id="fedfw.sparse", source="Dadras thesis, §4.3, after (4.6)", paper="dadras-thesis-personalized-fl.md",
+        id="fedfw.sparse",
+        source="Dadras thesis, §4.3, after (4.6)",
+        paper="dadras-thesis-personalized-fl.md",
         latex=r"\mathrm{nnz}(s_i^t) \le 1\ \text{(sparse step directions)}",
         text="clients share (sparse) step directions instead of gradients (read literally: one non-zero per "
-             "direction, on every convex compact D)",
+        "direction, on every convex compact D)",
         assumptions=("D convex compact", "the LMO returns an extreme point"),
         families={"quadratic": ("convex clients on l1 balls, simplices, Euclidean balls, boxes (d = 6)",)},
-        claimed="tight", instances=instances, evaluate=evaluate, claim=CLAIM, readings=READINGS, expect="fails",
+        claimed="tight",
+        instances=instances,
+        evaluate=evaluate,
+        claim=CLAIM,
+        readings=READINGS,
+        expect="fails",
         scaling={"quadratic": SCALING},
         # d = 2 (d = 1 cannot fail: every point of an interval has one coordinate), one client (m = 1), the box
         # D = [-1, 1]^2 (set 0, h = (1, 1), x̄^1 = its centre 0), f(x) = |x|^2/2 - x_1 - x_2 (A = I, L = 1; z = (1, 1)
         # a vertex), λ0 = u(L + G/D)/m with u = 1 (G = ||A|| ||h|| + ||b|| = 2√2 = D): λ0 = 2 (the penalty is 0 with
         # one client: x_1^t = x̄^t).  Round 1: ∇f(0) = (-1, -1), the box's LMO s = (1, 1), a vertex with 2 non-zeros
         # > 1 (and s = (1, 1) every round after, ties at ∇f = 0 included).
-        counterexamples={"quadratic": {"A": np.eye(2)[None, None], "b": np.ones((1, 1, 2)), "L": np.ones(1),
-                                       "h": np.ones((1, 2)), "set": np.zeros(1), "x0": np.zeros((1, 2)),
-                                       "lam0": np.full(1, 2.0)}},
+        counterexamples={
+            "quadratic": {
+                "A": np.eye(2)[None, None],
+                "b": np.ones((1, 1, 2)),
+                "L": np.ones(1),
+                "h": np.ones((1, 2)),
+                "set": np.zeros(1),
+                "x0": np.zeros((1, 2)),
+                "lam0": np.full(1, 2.0),
+            }
+        },
         mutants=(
             Mutant("d non-zeros (dense directions)", {"nnz": lambda d: d}),
             Mutant("no non-zero", {"nnz": lambda d: np.zeros_like(d)}),

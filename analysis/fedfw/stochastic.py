@@ -32,6 +32,7 @@ momentum (ρ_t = 1, the plain stochastic gradient in (4.5)) the error stalls at 
 (slope ≈ 0); λ_t = λ0 stalls at the penalty's bias; η_t = 2/(t+1)² stalls; the exponent −2/3 is
 rejected by the instances whose slope is near −1/3.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -78,32 +79,65 @@ def evaluate(data, claim):
     T = data["b"].shape[0]
     t = np.arange(1, N + 1, dtype=float)
     reps = {k: np.repeat(v, REPS, axis=0) for k, v in data.items()}
-    hist = run(reps, N, stochastic=True, sigma=reps["sigma"], per_instance=("sigma",), lam_schedule=claim["lam"](t),
-               eta=claim["eta"](t), rho=claim["rho"](t), rng=np.random.default_rng(int(data["seed"][0])))
+    hist = run(
+        reps,
+        N,
+        stochastic=True,
+        sigma=reps["sigma"],
+        per_instance=("sigma",),
+        lam_schedule=claim["lam"](t),
+        eta=claim["eta"](t),
+        rho=claim["rho"](t),
+        rng=np.random.default_rng(int(data["seed"][0])),
+    )
     grid = np.unique(np.geomspace(WINDOW[0], WINDOW[1], 12).round().astype(int))
     e = (F_value(reps["A"], reps["b"], hist["w_global"][grid]) - reps["Fstar"]).reshape(grid.size, T, REPS)
     mean, se = e.mean(axis=-1), e.std(axis=-1, ddof=1) / np.sqrt(REPS)
     ok = np.all(mean > 1e-11 * (np.abs(data["Fstar"]) + data["L"]), axis=0)
     slope, ci = fit_exponent(grid.astype(float), np.where(ok, mean, 1.0).T, y_se=np.where(ok, se, 0.0).T)
-    return {PART: rate_sides(slope, ci, claim["exponent"], kind="at most", atol=ATOL, applicable=ok, level=0.95,
-                             constants={"F*": "exact: moreau.fl.fedfw_optimum (box QP), certified by its FW gap",
-                                        "E": f"Monte Carlo over {REPS} runs per instance, delta-method interval"},
-                             note="not applicable where the mean error is at the rounding floor")}
+    return {
+        PART: rate_sides(
+            slope,
+            ci,
+            claim["exponent"],
+            kind="at most",
+            atol=ATOL,
+            applicable=ok,
+            level=0.95,
+            constants={
+                "F*": "exact: moreau.fl.fedfw_optimum (box QP), certified by its FW gap",
+                "E": f"Monte Carlo over {REPS} runs per instance, delta-method interval",
+            },
+            note="not applicable where the mean error is at the rounding floor",
+        )
+    }
 
 
 STATEMENTS = (
     Statement(
-        id="fedfw.stochastic", source="Dadras thesis, §4.3 (Paper III, stochastic theorem)",
+        id="fedfw.stochastic",
+        source="Dadras thesis, §4.3 (Paper III, stochastic theorem)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\eta_t = \tfrac{9}{t+8},\ \lambda_t = \lambda_0\sqrt{t+8},\ \rho_t = \tfrac{4}{(t+7)^{2/3}}:\ "
-              r"\mathbb E[F(\bar x^t)] - F^* = O(t^{-1/3})",
+        r"\mathbb E[F(\bar x^t)] - F^* = O(t^{-1/3})",
         text="stochastic FedFW (momentum-averaged stochastic gradients) on smooth convex clients converges at "
-             "O(t^{-1/3}) (read: E[F(x̄^t) - F*]; parameters of the authors' code)",
-        assumptions=("f_i convex, L-smooth", "unbiased stochastic gradients, E||noise||^2 = sigma^2",
-                     "D convex compact", "η_t = 9/(t+8), λ_t = λ0 sqrt(t+8), ρ_t = 4/(t+7)^{2/3} (reconstructed)"),
-        families={"quadratic": ("convex clients on boxes with Gaussian gradient noise, rate-tight two-camp "
-                                "instances",)},
-        claimed="rate", instances=instances, prepare=prepare, evaluate=evaluate, claim=CLAIM,
+        "O(t^{-1/3}) (read: E[F(x̄^t) - F*]; parameters of the authors' code)",
+        assumptions=(
+            "f_i convex, L-smooth",
+            "unbiased stochastic gradients, E||noise||^2 = sigma^2",
+            "D convex compact",
+            "η_t = 9/(t+8), λ_t = λ0 sqrt(t+8), ρ_t = 4/(t+7)^{2/3} (reconstructed)",
+        ),
+        families={
+            "quadratic": (
+                "convex clients on boxes with Gaussian gradient noise, rate-tight two-camp instances",
+            )
+        },
+        claimed="rate",
+        instances=instances,
+        prepare=prepare,
+        evaluate=evaluate,
+        claim=CLAIM,
         scaling={"quadratic": SCALING},
         mutants=(
             Mutant("rate t^{-2/3}", {"exponent": -2 / 3}),

@@ -45,6 +45,7 @@ slope for (14) is 0.05 to 0.07, but T K/(κ log 1/ε) grows by a factor ~4 (2.6 
 small to large λ, driven by ℓ(λ) in K_min: "independent of λ" holds up to that logarithm of
 λ/μ, which Õ hides (unbounded as λ → ∞).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -62,14 +63,24 @@ CLAIM = {
     "eta": lambda lam, mu, L: 1 / (lam + L),
     "gamma": lambda lam, mu, L: (lam + L) / (2 * lam * L),
     "K": lambda lam, mu, L, gamma, eta: k_min(lam, mu, L, gamma, eta),
-    "rounds": lambda lam, mu, L, eps: (L / mu) * (lam + mu) / (lam + L) * np.log(1 / eps),  # kappa_g log(1/eps)
-    "grad_evals": lambda lam, mu, L, eps: (L / mu) * np.log(1 / eps) + 0 * lam,   # kappa log(1/eps)
+    "rounds": lambda lam, mu, L, eps: (
+        (L / mu) * (lam + mu) / (lam + L) * np.log(1 / eps)
+    ),  # kappa_g log(1/eps)
+    "grad_evals": lambda lam, mu, L, eps: (L / mu) * np.log(1 / eps) + 0 * lam,  # kappa log(1/eps)
     "exponent": 0.0,
 }
-PARTS = ("Algorithm 1 = M^t e_0 at every grid point (3 rounds)",
-         "(13) T/(kappa_g log 1/eps) independent of lam: slope on log lam = 0",
-         "(14) T K/(kappa log 1/eps) independent of lam: slope on log lam = 0")
-M_CL, DIM, GRID, EPS, T_MAX = 3, 3, np.logspace(-3, 2, 11), (1e-6, 1e-12), 40000  # eps alternates over instances
+PARTS = (
+    "Algorithm 1 = M^t e_0 at every grid point (3 rounds)",
+    "(13) T/(kappa_g log 1/eps) independent of lam: slope on log lam = 0",
+    "(14) T K/(kappa log 1/eps) independent of lam: slope on log lam = 0",
+)
+M_CL, DIM, GRID, EPS, T_MAX = (
+    3,
+    3,
+    np.logspace(-3, 2, 11),
+    (1e-6, 1e-12),
+    40000,
+)  # eps alternates over instances
 _C = np.log(GRID) - np.log(GRID).mean()
 #: the largest least-squares slope on log GRID of a log-ratio confined to a band of width ln 2 (a factor 2)
 ATOL = float(np.log(2) * np.sum(np.maximum(_C, 0)) / np.sum(_C**2))
@@ -84,9 +95,14 @@ def instances(family, trials, rng):
     U = np.broadcast_to(orthogonal(rng, T, DIM)[:, None], (T, M_CL, DIM, DIM))
     A = (U * a[..., None, :]) @ np.swapaxes(U, -1, -2)
     e0 = rng.standard_normal((T, (M_CL + 1) * DIM))
-    return {"A": (A + np.swapaxes(A, -1, -2)) / 2, "b": rng.standard_normal((T, M_CL, DIM)) * L[:, None, None],
-            "mu": mu, "L": L, "e0": e0 / np.linalg.norm(e0, axis=-1, keepdims=True),
-            "eps": np.array([EPS[i % len(EPS)] for i in range(T)])}
+    return {
+        "A": (A + np.swapaxes(A, -1, -2)) / 2,
+        "b": rng.standard_normal((T, M_CL, DIM)) * L[:, None, None],
+        "mu": mu,
+        "L": L,
+        "e0": e0 / np.linalg.norm(e0, axis=-1, keepdims=True),
+        "eps": np.array([EPS[i % len(EPS)] for i in range(T)]),
+    }
 
 
 def rounds_to_eps(M, e0, eps, t_max=T_MAX):
@@ -116,8 +132,8 @@ def prepare(batch):
 def evaluate(batch, claim):
     A, b, mu, L, e0, eps = (batch[k] for k in ("A", "b", "mu", "L", "e0", "eps"))
     T, G = A.shape[0], GRID.size
-    lam = (L[:, None] * GRID).ravel()                                           # (T G,)
-    rep = lambda x: np.repeat(x, G, axis=0)                                     # noqa: E731
+    lam = (L[:, None] * GRID).ravel()  # (T G,)
+    rep = lambda x: np.repeat(x, G, axis=0)  # noqa: E731
     mu_p, L_p = rep(mu), rep(L)
     eta, gamma = claim["eta"](lam, mu_p, L_p), claim["gamma"](lam, mu_p, L_p)
     K = np.asarray(claim["K"](lam, mu_p, L_p, gamma, eta))
@@ -128,7 +144,9 @@ def evaluate(batch, claim):
         M = round_matrix(rep(A), lam, gamma, eta, K)
         err = _simulation_error(rep(A), rep(b), lam, gamma, eta, K, M, rep(e0))
         v = spectral_radius(M)[1]
-        slow = np.where(np.linalg.norm(v.real, axis=-1, keepdims=True) > 0.5, v.real, v.imag)  # a real slowest start
+        slow = np.where(
+            np.linalg.norm(v.real, axis=-1, keepdims=True) > 0.5, v.real, v.imag
+        )  # a real slowest start
         slow = slow / np.linalg.norm(slow, axis=-1, keepdims=True)
         eps_p = rep(eps)
         rounds = np.maximum(rounds_to_eps(M, rep(e0), eps_p), rounds_to_eps(M, slow, eps_p)).reshape(T, G)
@@ -138,31 +156,44 @@ def evaluate(batch, claim):
     lam2, mu2, L2, eps2 = lam.reshape(T, G), mu[:, None], L[:, None], eps[:, None]
     pred_T = np.broadcast_to(claim["rounds"](lam2, mu2, L2, eps2), rounds.shape)
     pred_E = np.broadcast_to(claim["grad_evals"](lam2, mu2, L2, eps2), rounds.shape)
-    s_T, ci_T = _fit(rounds / pred_T)                                           # one sweep over lam per instance
+    s_T, ci_T = _fit(rounds / pred_T)  # one sweep over lam per instance
     s_E, ci_E = _fit(evals / pred_E)
-    consts = {"mu, L": "exact (constructed spectra; mu, L on shared directions)", "K": "K_min of (12), closed form",
-              "T": "exact: first t with the errors of M^t e_0 below eps (M checked against moreau.fl.fedprox)",
-              "slope interval": "fit_exponent residual interval, 95 %"}
-    ratio_T = rounds / ((L2 / mu2) * (lam2 + mu2) / (lam2 + L2) * np.log(1 / eps2))   # T/(kappa_g log 1/eps)
+    consts = {
+        "mu, L": "exact (constructed spectra; mu, L on shared directions)",
+        "K": "K_min of (12), closed form",
+        "T": "exact: first t with the errors of M^t e_0 below eps (M checked against moreau.fl.fedprox)",
+        "slope interval": "fit_exponent residual interval, 95 %",
+    }
+    ratio_T = rounds / ((L2 / mu2) * (lam2 + mu2) / (lam2 + L2) * np.log(1 / eps2))  # T/(kappa_g log 1/eps)
     ratio_E = evals / ((L2 / mu2) * np.log(1 / eps2))
-    note_T = (f"lam/L in [1e-3, 1e2]; T from {np.min(rounds):.0f} to {np.max(rounds):.0f}; "
-              f"T/(kappa_g log 1/eps) over lam: max/min {_spread(ratio_T):.2f} (range "
-              f"{np.min(ratio_T):.2f}..{np.max(ratio_T):.2f}); atol {ATOL:.3f}: a ratio within a factor 2 (docstring)")
-    note_E = (f"holds up to a log factor only: the slope passes within atol {ATOL:.3f} while the ratio moves "
-              f"{_spread(ratio_E):.1f}x over the five decades of lam; "
-              f"T K/(kappa log 1/eps) over lam: range {np.min(ratio_E):.2f}..{np.max(ratio_E):.2f} (max/min "
-              f"{_spread(ratio_E):.2f}), rising at large lam with l(lam) = log(16(2 + 64 lam^2/mu^2)) (max/min "
-              f"{_spread(np.log(16 * (2 + 64 * (lam2 / mu2) ** 2)) + 0 * ratio_E):.2f}), the logarithm in K_min; "
-              f"K from {K.min()} to {K.max()}")
+    note_T = (
+        f"lam/L in [1e-3, 1e2]; T from {np.min(rounds):.0f} to {np.max(rounds):.0f}; "
+        f"T/(kappa_g log 1/eps) over lam: max/min {_spread(ratio_T):.2f} (range "
+        f"{np.min(ratio_T):.2f}..{np.max(ratio_T):.2f}); atol {ATOL:.3f}: a ratio within a factor 2 (docstring)"
+    )
+    note_E = (
+        f"holds up to a log factor only: the slope passes within atol {ATOL:.3f} while the ratio moves "
+        f"{_spread(ratio_E):.1f}x over the five decades of lam; "
+        f"T K/(kappa log 1/eps) over lam: range {np.min(ratio_E):.2f}..{np.max(ratio_E):.2f} (max/min "
+        f"{_spread(ratio_E):.2f}), rising at large lam with l(lam) = log(16(2 + 64 lam^2/mu^2)) (max/min "
+        f"{_spread(np.log(16 * (2 + 64 * (lam2 / mu2) ** 2)) + 0 * ratio_E):.2f}), the logarithm in K_min; "
+        f"K from {K.min()} to {K.max()}"
+    )
     return {
-        PARTS[0]: Sides(*worst_point(err.reshape(T, G).T, 1e-10 * (1 + _scale(rep(A), rep(b), lam)).reshape(T, G).T),
-                        "exact", constants=consts, role="auxiliary",
-                        note="max over the lam grid of |fedprox error - M^t e_0|, t = 1..3 (allowed: 1e-10 "
-                             "(1 + max|w~|), rounding)"),
-        PARTS[1]: rate_sides(s_T, ci_T, claim["exponent"], kind="equal", atol=ATOL, constants=consts, note=note_T,
-                             level=0.95),
-        PARTS[2]: rate_sides(s_E, ci_E, claim["exponent"], kind="equal", atol=ATOL, constants=consts, note=note_E,
-                             level=0.95),
+        PARTS[0]: Sides(
+            *worst_point(err.reshape(T, G).T, 1e-10 * (1 + _scale(rep(A), rep(b), lam)).reshape(T, G).T),
+            "exact",
+            constants=consts,
+            role="auxiliary",
+            note="max over the lam grid of |fedprox error - M^t e_0|, t = 1..3 (allowed: 1e-10 "
+            "(1 + max|w~|), rounding)",
+        ),
+        PARTS[1]: rate_sides(
+            s_T, ci_T, claim["exponent"], kind="equal", atol=ATOL, constants=consts, note=note_T, level=0.95
+        ),
+        PARTS[2]: rate_sides(
+            s_E, ci_E, claim["exponent"], kind="equal", atol=ATOL, constants=consts, note=note_E, level=0.95
+        ),
     }
 
 
@@ -200,17 +231,27 @@ def _simulation_error(A, b, lam, gamma, eta, K, M, e0):
     ref = np.stack(ref[1:])
     for k in np.unique(K):
         s = np.flatnonzero(K == k)
-        h = fedprox(mo.Quadratic(A[s], b[s]), lam=lam[s], gamma=gamma[s], eta=eta[s], K=int(k), rounds=3,
-                    w0=x0[s, :d], local0=x0[s, d:].reshape(s.size, m, d))
+        h = fedprox(
+            mo.Quadratic(A[s], b[s]),
+            lam=lam[s],
+            gamma=gamma[s],
+            eta=eta[s],
+            K=int(k),
+            rounds=3,
+            w0=x0[s, :d],
+            local0=x0[s, d:].reshape(s.size, m, d),
+        )
         sim = np.concatenate([h.w_global[1:], h.w_local[1:].reshape(3, s.size, m * d)], axis=-1) - center[s]
         err[s] = np.max(np.abs(sim - ref[:, s]), axis=(0, 2))
     return err
 
 
 #: --analyse: why this checker's instances are not rescaled (see moreau.analysis.engine.analyse)
-_NO_SCALING = ("the slowest start is normalised to unit length inside the checker while eps (on squared "
-               "distances) would scale: rescaled batches change the rounds through the checker's own "
-               "normalisation, not through the corollary")
+_NO_SCALING = (
+    "the slowest start is normalised to unit length inside the checker while eps (on squared "
+    "distances) would scale: rescaled batches change the rounds through the checker's own "
+    "normalisation, not through the corollary"
+)
 
 
 STATEMENTS = (
@@ -219,12 +260,15 @@ STATEMENTS = (
         source="FedProx analysis, Corollary 1, eqs. (13)-(14)",
         paper="fedprox-personalization-analysis.md",
         latex=r"\eta = \tfrac{1}{\lambda+L},\ \gamma = \tfrac{\lambda+L}{2\lambda L},\ K = \tilde O\big(\tfrac{\lambda+L}"
-              r"{\lambda+\mu}\big):\ T = O(\kappa_g\log\tfrac1\varepsilon),\ TK = \tilde O(\kappa\log\tfrac1\varepsilon)",
+        r"{\lambda+\mu}\big):\ T = O(\kappa_g\log\tfrac1\varepsilon),\ TK = \tilde O(\kappa\log\tfrac1\varepsilon)",
         text="with eta = 1/(lam+L), gamma = 1/(2 L_g) and K from (12), the rounds to an eps-solution scale like "
-             "kappa_g log(1/eps) = kappa (lam+mu)/(lam+L) log(1/eps) and the gradient evaluations like "
-             "kappa log(1/eps) up to logarithms, across lam",
-        assumptions=("Theorem 2's (mu > 0, L-smooth losses)", "eta = 1/L_l, gamma = 1/(2 L_g)",
-                     "K: the smallest K satisfying (12)"),
+        "kappa_g log(1/eps) = kappa (lam+mu)/(lam+L) log(1/eps) and the gradient evaluations like "
+        "kappa log(1/eps) up to logarithms, across lam",
+        assumptions=(
+            "Theorem 2's (mu > 0, L-smooth losses)",
+            "eta = 1/L_l, gamma = 1/(2 L_g)",
+            "K: the smallest K satisfying (12)",
+        ),
         scaling={"quadratic": _NO_SCALING},
         families={"quadratic": ("strongly_convex, mu and L on shared directions",)},
         claimed="rate",
@@ -233,26 +277,47 @@ STATEMENTS = (
         evaluate=evaluate,
         claim=CLAIM,
         mutants=(
-            Mutant("kappa for kappa_g in (13)", {"rounds": lambda lam, mu, L, eps: (L / mu) * np.log(1 / eps) + 0 * lam}),
-            Mutant("(lam+L)/(lam+mu) inverted in kappa_g",
-                   {"rounds": lambda lam, mu, L, eps: (L / mu) * (lam + L) / (lam + mu) * np.log(1 / eps)}),
-            Mutant("wrong exponent: kappa_g^2 log(1/eps)",
-                   {"rounds": lambda lam, mu, L, eps: ((L / mu) * (lam + mu) / (lam + L)) ** 2 * np.log(1 / eps)}),
-            Mutant("wrong exponent: sqrt(kappa_g) log(1/eps)",
-                   {"rounds": lambda lam, mu, L, eps: np.sqrt((L / mu) * (lam + mu) / (lam + L)) * np.log(1 / eps)}),
-            Mutant("(14) as kappa_g log(1/eps) (the rounds; local steps not counted)",
-                   {"grad_evals": lambda lam, mu, L, eps: (L / mu) * (lam + mu) / (lam + L) * np.log(1 / eps)}),
-            Mutant("(14) as kappa (lam+L)/(lam+mu) log(1/eps) (K's factor without the rounds' shrinkage)",
-                   {"grad_evals": lambda lam, mu, L, eps: (L / mu) * (lam + L) / (lam + mu) * np.log(1 / eps)}),
-            Mutant("K not from (12): K = 1", {"K": lambda lam, mu, L, gamma, eta: np.ones(np.shape(lam), int)}),
+            Mutant(
+                "kappa for kappa_g in (13)",
+                {"rounds": lambda lam, mu, L, eps: (L / mu) * np.log(1 / eps) + 0 * lam},
+            ),
+            Mutant(
+                "(lam+L)/(lam+mu) inverted in kappa_g",
+                {"rounds": lambda lam, mu, L, eps: (L / mu) * (lam + L) / (lam + mu) * np.log(1 / eps)},
+            ),
+            Mutant(
+                "wrong exponent: kappa_g^2 log(1/eps)",
+                {
+                    "rounds": lambda lam, mu, L, eps: (
+                        ((L / mu) * (lam + mu) / (lam + L)) ** 2 * np.log(1 / eps)
+                    )
+                },
+            ),
+            Mutant(
+                "wrong exponent: sqrt(kappa_g) log(1/eps)",
+                {
+                    "rounds": lambda lam, mu, L, eps: (
+                        np.sqrt((L / mu) * (lam + mu) / (lam + L)) * np.log(1 / eps)
+                    )
+                },
+            ),
+            Mutant(
+                "(14) as kappa_g log(1/eps) (the rounds; local steps not counted)",
+                {"grad_evals": lambda lam, mu, L, eps: (L / mu) * (lam + mu) / (lam + L) * np.log(1 / eps)},
+            ),
+            Mutant(
+                "(14) as kappa (lam+L)/(lam+mu) log(1/eps) (K's factor without the rounds' shrinkage)",
+                {"grad_evals": lambda lam, mu, L, eps: (L / mu) * (lam + L) / (lam + mu) * np.log(1 / eps)},
+            ),
+            Mutant(
+                "K not from (12): K = 1", {"K": lambda lam, mu, L, gamma, eta: np.ones(np.shape(lam), int)}
+            ),
         ),
         equivalent_mutants={
-            "(14) with the logarithm of K made explicit: kappa log(1/eps) l(lam)":
-                "not separable from the printed kappa log(1/eps) by a log-log slope: l(lam) grows like "
-                "2 log(lam/mu), a least-squares slope of ~0.1 on this grid, inside atol",
-            "K not from (12): K = ceil((lam+L)/(lam+mu)) (no logarithm)":
-                "not rejected: (12) is conservative (fedprox.thm2's note: the smallest K with the rate is well "
-                "below K_min), so rounds keep the kappa_g shape with the smaller K",
+            "(14) with the logarithm of K made explicit: kappa log(1/eps) l(lam)": "not separable from the printed kappa log(1/eps) by a log-log slope: l(lam) grows like "
+            "2 log(lam/mu), a least-squares slope of ~0.1 on this grid, inside atol",
+            "K not from (12): K = ceil((lam+L)/(lam+mu)) (no logarithm)": "not rejected: (12) is conservative (fedprox.thm2's note: the smallest K with the rate is well "
+            "below K_min), so rounds keep the kappa_g shape with the smaller K",
         },
     ),
 )

@@ -70,6 +70,7 @@ both sides nonzero); natural data approach equality only as λ/μ → 0 with
 isotropic design and no noise (kind 1).  With the paper's R² (a max) the
 bound is attained only when all ‖v_i‖ are equal.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -93,16 +94,24 @@ CLAIM = {
     "R2_proof": lambda het2, p: np.sum(p * het2, axis=-1),
 }
 
-PARTS = ("eq. (3), R² = max_i ‖w⋆⁽ⁱ⁾ − w⋆⁽ᵍ⁾‖² (Assumption 1)",
-         "eq. (3), R² = Σ p_i ‖w⋆⁽ⁱ⁾ − w⋆⁽ᵍ⁾‖² (the proof's)")
+PARTS = (
+    "eq. (3), R² = max_i ‖w⋆⁽ⁱ⁾ − w⋆⁽ᵍ⁾‖² (Assumption 1)",
+    "eq. (3), R² = Σ p_i ‖w⋆⁽ⁱ⁾ − w⋆⁽ᵍ⁾‖² (the proof's)",
+)
 
 M, D = 4, 3
 N_LS, N_LOG = 10, 40
-KINDS_LS = ("random", "isotropic zero noise", "equality, equal |v_i|", "equality, shared mu-eigenvector",
-            "near equality (delta)")
+KINDS_LS = (
+    "random",
+    "isotropic zero noise",
+    "equality, equal |v_i|",
+    "equality, shared mu-eigenvector",
+    "near equality (delta)",
+)
 
 
 # --- instances -----------------------------------------------------------------------
+
 
 def instances(family, trials, rng):
     if family == "quadratic":
@@ -154,7 +163,9 @@ def _least_squares(rng, T):
     B = rng.standard_normal((T, M, D, D))
     B[..., 0] = e[:, None]
     V, _ = np.linalg.qr(B)  # first column +-e, the others an orthonormal basis of e's complement
-    a = mu[:, None, None] * np.concatenate([np.ones((T, M, 1)), rng.uniform(1.0, 10.0, (T, M, D - 1))], axis=-1)
+    a = mu[:, None, None] * np.concatenate(
+        [np.ones((T, M, 1)), rng.uniform(1.0, 10.0, (T, M, D - 1))], axis=-1
+    )
     a[kind <= 2] = mu[kind <= 2, None, None]
     A_target = (V * a[..., None, :]) @ np.swapaxes(V, -1, -2)
     U = _orthonormal_on_mask(rng, mask)
@@ -178,8 +189,9 @@ def _least_squares(rng, T):
     X = np.where((kind == 0)[:, None, None, None], G, X)
     y_model = (X @ w_star[..., None])[..., 0]
     noise = rng.standard_normal(mask.shape) * mask * log_uniform(rng, 0.01, 1.0, T)[:, None, None]
-    y = np.where((kind == 0)[:, None, None], y_model + noise,
-                 np.where((kind == 1)[:, None, None], y_model, y_designed))
+    y = np.where(
+        (kind == 0)[:, None, None], y_model + noise, np.where((kind == 1)[:, None, None], y_model, y_designed)
+    )
     return {"X": X, "y": y, "mask": mask, "p": p, "lam": lam, "w_star": w_star, "kind": kind}
 
 
@@ -190,11 +202,19 @@ def _logistic(rng, T):
     X = rng.standard_normal((T, M, N_LOG, D)) * 1.5
     z = (X @ w_star[..., None])[..., 0]
     y = np.where(rng.uniform(size=z.shape) < 1 / (1 + np.exp(-z)), 1.0, -1.0)  # well specified
-    return {"X": X, "y": y, "mask": mask, "p": p, "lam": log_uniform(rng, 0.01, 10.0, T),
-            "mu": log_uniform(rng, 0.01, 1.0, T), "w_star": w_star}
+    return {
+        "X": X,
+        "y": y,
+        "mask": mask,
+        "p": p,
+        "lam": log_uniform(rng, 0.01, 10.0, T),
+        "mu": log_uniform(rng, 0.01, 1.0, T),
+        "w_star": w_star,
+    }
 
 
 # --- the FedProx solution ----------------------------------------------------------------
+
 
 def risks(batch):
     """The empirical risks L_i as a moreau objective of batch shape (T, m)."""
@@ -232,6 +252,7 @@ def _strong_convexity(batch, f):
 
 # --- sides ---------------------------------------------------------------------------------
 
+
 def prepare(batch):
     """The claim-independent part: the FedProx solution, the strong convexity, the inner products."""
     p, lam, w_star, mask = batch["p"], batch["lam"], batch["w_star"], batch["mask"]
@@ -243,27 +264,48 @@ def prepare(batch):
     wts = mask * (p / mask.sum(axis=-1))[..., None]  # p_i / n_i on the real samples, 0 on padding
     het2 = np.sum((w_star - np.einsum("tm,tmd->td", p, w_star)[:, None]) ** 2, axis=-1)
     spread = np.sum(p * np.sum((w_loc - w_g[:, None]) ** 2, axis=-1), axis=-1)
-    return dict(p=p, lam=lam, mu=mu, delta2=np.sum(delta**2, axis=-1), inner=inner, wts=wts, het2=het2,
-                spread=spread, bound=bound, quad="mu" not in batch)
+    return dict(
+        p=p,
+        lam=lam,
+        mu=mu,
+        delta2=np.sum(delta**2, axis=-1),
+        inner=inner,
+        wts=wts,
+        het2=het2,
+        spread=spread,
+        bound=bound,
+        quad="mu" not in batch,
+    )
 
 
 def finish(prep, claim):
-    p, lam, mu, delta2, inner, wts, het2, spread, bound, quad = (prep[k] for k in (
-        "p", "lam", "mu", "delta2", "inner", "wts", "het2", "spread", "bound", "quad"))
+    p, lam, mu, delta2, inner, wts, het2, spread, bound, quad = (
+        prep[k] for k in ("p", "lam", "mu", "delta2", "inner", "wts", "het2", "spread", "bound", "quad")
+    )
     lhs_paper = np.sum(wts * claim["term"](mu[:, None, None], delta2[..., None], inner), axis=(1, 2))
     rhs_paper = claim["rhs"](lam, claim["R2"](het2, p), spread)
     rhs_proof = claim["rhs"](lam, claim["R2_proof"](het2, p), spread)
     shift = lam / 2 * spread - np.sum(wts * inner, axis=(1, 2))  # same on both sides: see the docstring
-    consts = {"mu": "min_i eigvalsh(X_i^T X_i / n_i)" if quad else "ridge mu (exact global modulus)",
-              "R2": "max_i ||w*_i - w*_g||^2 (paper), sum_i p_i ||w*_i - w*_g||^2 (proof)",
-              "FedProx solution": "closed form (moreau.fl.fedprox_optimum)" if quad else
-              f"Newton on sum p_i F_i, certified ||w_g - w~_g|| <= {bound.max():.1e}"}
+    consts = {
+        "mu": "min_i eigvalsh(X_i^T X_i / n_i)" if quad else "ridge mu (exact global modulus)",
+        "R2": "max_i ||w*_i - w*_g||^2 (paper), sum_i p_i ||w*_i - w*_g||^2 (proof)",
+        "FedProx solution": "closed form (moreau.fl.fedprox_optimum)"
+        if quad
+        else f"Newton on sum p_i F_i, certified ||w_g - w~_g|| <= {bound.max():.1e}",
+    }
     claimed = "tight" if quad else "upper"
-    note = "sides of eq. (3) plus the same shift (lambda/2) sum p_i ||u_i||^2 - sum (p_i/n_i) <grad l, Delta_i>"
+    note = (
+        "sides of eq. (3) plus the same shift (lambda/2) sum p_i ||u_i||^2 - sum (p_i/n_i) <grad l, Delta_i>"
+    )
     return {
         PARTS[0]: Sides(lhs_paper + shift, rhs_paper + shift, claimed, constants=consts, note=note),
-        PARTS[1]: Sides(lhs_paper + shift, rhs_proof + shift, claimed, constants=consts,
-                        note="the proof needs only R^2 >= sum p_i ||w*_i - w*_g||^2"),
+        PARTS[1]: Sides(
+            lhs_paper + shift,
+            rhs_proof + shift,
+            claimed,
+            constants=consts,
+            note="the proof needs only R^2 >= sum p_i ||w*_i - w*_g||^2",
+        ),
     }
 
 
@@ -277,14 +319,20 @@ STATEMENTS = (
         source="FedProx analysis, Lemma 1, eq. (3)",
         paper="fedprox-personalization-analysis.md",
         latex=r"\sum_{i,j}\frac{p_i}{n_i}\big(\mu\|\tilde w^{(i)} - w_\star^{(i)}\|^2 + "
-              r"\langle\nabla\ell(w_\star^{(i)}, z_{ij}), \tilde w^{(i)} - w_\star^{(i)}\rangle\big) \le "
-              r"\frac{\lambda}{2}\big(R^2 - \sum_i p_i\|\tilde w^{(i)} - \tilde w^{(g)}\|^2\big)",
+        r"\langle\nabla\ell(w_\star^{(i)}, z_{ij}), \tilde w^{(i)} - w_\star^{(i)}\rangle\big) \le "
+        r"\frac{\lambda}{2}\big(R^2 - \sum_i p_i\|\tilde w^{(i)} - \tilde w^{(g)}\|^2\big)",
         text="model estimation error <= (lam/2)(R^2 - sum_i p_i ||w~_i - w~_g||^2) at the FedProx solution, "
-             "for every data set",
-        assumptions=("lam > 0", "p_i >= 0, sum p_i = 1", "every L_i mu-strongly convex (Assumption 2)",
-                     "||w*_i - w*_g||^2 <= R^2 (Assumption 1)"),
-        scaling={"quadratic": scale_fields({"X": (-1, 0.5), "y": (0, 0.5), "w_star": (1, 0), "lam": (-2, 1)}),
-                 "logistic": scale_fields({**LOGISTIC_SCALING, "w_star": (1, 0)}, c_free=False)},
+        "for every data set",
+        assumptions=(
+            "lam > 0",
+            "p_i >= 0, sum p_i = 1",
+            "every L_i mu-strongly convex (Assumption 2)",
+            "||w*_i - w*_g||^2 <= R^2 (Assumption 1)",
+        ),
+        scaling={
+            "quadratic": scale_fields({"X": (-1, 0.5), "y": (0, 0.5), "w_star": (1, 0), "lam": (-2, 1)}),
+            "logistic": scale_fields({**LOGISTIC_SCALING, "w_star": (1, 0)}, c_free=False),
+        },
         families={"quadratic": KINDS_LS, "logistic": ("ridge mu in [0.01, 1], well-specified labels",)},
         claimed="upper",
         instances=instances,
@@ -292,18 +340,31 @@ STATEMENTS = (
         evaluate=finish,
         claim=CLAIM,
         mutants=(
-            Mutant("lam/4 instead of lam/2 on the right side",
-                   {"rhs": lambda lam, R2, spread: lam / 4 * (R2 - spread)}),
-            Mutant("lam instead of lam/2 on the right side",
-                   {"rhs": lambda lam, R2, spread: lam * (R2 - spread)}),
-            Mutant("+ instead of - before sum p_i ||u_i||^2 (true, not attained)",
-                   {"rhs": lambda lam, R2, spread: lam / 2 * (R2 + spread)}),
-            Mutant("2 mu instead of mu on the left side",
-                   {"term": lambda mu, dist2, inner: 2 * mu * dist2 + inner}),
-            Mutant("R^2 / 4 for R^2", {"R2": lambda het2, p: np.max(het2, axis=-1) / 4,
-                                      "R2_proof": lambda het2, p: np.sum(p * het2, axis=-1) / 4}),
-            Mutant("Assumption 1 read with min_i instead of max_i",
-                   {"R2": lambda het2, p: np.min(het2, axis=-1)}),
+            Mutant(
+                "lam/4 instead of lam/2 on the right side",
+                {"rhs": lambda lam, R2, spread: lam / 4 * (R2 - spread)},
+            ),
+            Mutant(
+                "lam instead of lam/2 on the right side", {"rhs": lambda lam, R2, spread: lam * (R2 - spread)}
+            ),
+            Mutant(
+                "+ instead of - before sum p_i ||u_i||^2 (true, not attained)",
+                {"rhs": lambda lam, R2, spread: lam / 2 * (R2 + spread)},
+            ),
+            Mutant(
+                "2 mu instead of mu on the left side",
+                {"term": lambda mu, dist2, inner: 2 * mu * dist2 + inner},
+            ),
+            Mutant(
+                "R^2 / 4 for R^2",
+                {
+                    "R2": lambda het2, p: np.max(het2, axis=-1) / 4,
+                    "R2_proof": lambda het2, p: np.sum(p * het2, axis=-1) / 4,
+                },
+            ),
+            Mutant(
+                "Assumption 1 read with min_i instead of max_i", {"R2": lambda het2, p: np.min(het2, axis=-1)}
+            ),
             Mutant("inequality reversed (paper's R^2)", {"flip": (PARTS[0],)}),
         ),
     ),

@@ -42,6 +42,7 @@ eigenvalue a, monotone in a); on logistic they are the exact sup/inf over w.
 So a smaller constant is false and a larger one is true but not attained,
 which the quadratic family rejects ("tight" there).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,7 +52,14 @@ import moreau as mo
 from functools import partial
 
 from moreau.analysis.fedprox import sharp_constants as _sharp
-from moreau.analysis.engine.core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
+from moreau.analysis.engine.core import (
+    LOGISTIC_SCALING,
+    QUADRATIC_SCALING,
+    Mutant,
+    Sides,
+    Statement,
+    scale_fields,
+)
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, quadratic_batch
 
 __all__ = ["STATEMENTS"]
@@ -64,8 +72,13 @@ CLAIM = {
     "L_w": lambda lam, mu: lam / (lam + mu),
 }
 
-PARTS = ("F_i strongly convex, μ_g = λμ/(λ+μ)", "F_i smooth, L_g = λL/(λ+L)",
-         "h_i strongly convex, μ_ℓ = μ+λ", "h_i smooth, L_ℓ = L+λ", "prox map Lipschitz, L_w = λ/(λ+μ)")
+PARTS = (
+    "F_i strongly convex, μ_g = λμ/(λ+μ)",
+    "F_i smooth, L_g = λL/(λ+L)",
+    "h_i strongly convex, μ_ℓ = μ+λ",
+    "h_i smooth, L_ℓ = L+λ",
+    "prox map Lipschitz, L_w = λ/(λ+μ)",
+)
 
 D_QUAD, N_LOG, D_LOG = 4, 30, 3
 
@@ -113,11 +126,24 @@ def _quadratic(batch, claim):
     eig_h = np.linalg.eigvalsh(A + lam[:, None, None] * np.eye(A.shape[-1]))
     J = _central_jacobian(lambda v: mo.prox(q, v, lam), w)
     lip = np.linalg.norm(J, ord=2, axis=(-2, -1))
-    consts = {"mu, L": "exact (a_1, a_d of the constructed spectrum)",
-              "hess F": "central differences of moreau.envelope(q, lam).grad (affine: exact)",
-              "hess h": "numpy eigvalsh(A + lam I)", "d prox": "central differences of moreau.prox, spectral norm"}
-    return _sides(claim, lam, mu, L, eig_F, eig_h, lip, consts, "tight",
-                  note="quadratic: the true constant equals the claimed one on every instance")
+    consts = {
+        "mu, L": "exact (a_1, a_d of the constructed spectrum)",
+        "hess F": "central differences of moreau.envelope(q, lam).grad (affine: exact)",
+        "hess h": "numpy eigvalsh(A + lam I)",
+        "d prox": "central differences of moreau.prox, spectral norm",
+    }
+    return _sides(
+        claim,
+        lam,
+        mu,
+        L,
+        eig_F,
+        eig_h,
+        lip,
+        consts,
+        "tight",
+        note="quadratic: the true constant equals the claimed one on every instance",
+    )
 
 
 def _logistic(batch, claim):
@@ -134,24 +160,52 @@ def _logistic(batch, claim):
     J = lam[:, None, None] * np.linalg.solve(H + lam[:, None, None] * eye, np.broadcast_to(eye, H.shape))
     dq = np.linalg.norm(theta - theta2, axis=-1) / np.linalg.norm(w - w2, axis=-1)
     lip = np.maximum(np.linalg.norm(J, ord=2, axis=(-2, -1)), dq)
-    consts = {"mu": "exact inf (the ridge mu)", "L": "exact sup: numpy lambda_max(X^T X)/(4n) + mu (at theta = 0)",
-              "hess F": "eigvalsh of moreau.envelope(f, lam).hess at the instance's point",
-              "hess h": "hess L_i(prox(w)) + lam I", "d prox": "max of ||lam (hess L_i + lam I)^-1|| and the "
-                                                                 "difference quotient to w'"}
-    return _sides(claim, lam, mu, L, eig_F, eig_h, lip, consts, "upper",
-                  note="logistic: sups attained at w = grad L_i(0)/lam, infs approached at far points")
+    consts = {
+        "mu": "exact inf (the ridge mu)",
+        "L": "exact sup: numpy lambda_max(X^T X)/(4n) + mu (at theta = 0)",
+        "hess F": "eigvalsh of moreau.envelope(f, lam).hess at the instance's point",
+        "hess h": "hess L_i(prox(w)) + lam I",
+        "d prox": "max of ||lam (hess L_i + lam I)^-1|| and the difference quotient to w'",
+    }
+    return _sides(
+        claim,
+        lam,
+        mu,
+        L,
+        eig_F,
+        eig_h,
+        lip,
+        consts,
+        "upper",
+        note="logistic: sups attained at w = grad L_i(0)/lam, infs approached at far points",
+    )
 
 
 def _sides(claim, lam, mu, L, eig_F, eig_h, lip, consts, claimed, note):
     return {
-        PARTS[0]: Sides(claim["mu_g"](lam, mu), eig_F[:, 0], claimed, constants=consts,
-                        note="lhs claimed mu_g, rhs smallest eigenvalue of hess F_i; " + note),
+        PARTS[0]: Sides(
+            claim["mu_g"](lam, mu),
+            eig_F[:, 0],
+            claimed,
+            constants=consts,
+            note="lhs claimed mu_g, rhs smallest eigenvalue of hess F_i; " + note,
+        ),
         PARTS[1]: Sides(np.max(np.abs(eig_F), axis=1), claim["L_g"](lam, L), claimed, constants=consts),
-        PARTS[2]: Sides(claim["mu_l"](lam, mu), eig_h[:, 0], claimed, constants=consts,
-                        note="lhs claimed mu_l, rhs smallest eigenvalue of hess_theta h_i"),
+        PARTS[2]: Sides(
+            claim["mu_l"](lam, mu),
+            eig_h[:, 0],
+            claimed,
+            constants=consts,
+            note="lhs claimed mu_l, rhs smallest eigenvalue of hess_theta h_i",
+        ),
         PARTS[3]: Sides(np.max(np.abs(eig_h), axis=1), claim["L_l"](lam, L), claimed, constants=consts),
-        PARTS[4]: Sides(lip, claim["L_w"](lam, mu), claimed, constants=consts,
-                        note="lhs: norm of the Jacobian of w -> prox(w) (and difference quotients)"),
+        PARTS[4]: Sides(
+            lip,
+            claim["L_w"](lam, mu),
+            claimed,
+            constants=consts,
+            note="lhs: norm of the Jacobian of w -> prox(w) (and difference quotients)",
+        ),
     }
 
 
@@ -165,25 +219,40 @@ STATEMENTS = (
         source="FedProx analysis, Lemma 2",
         paper="fedprox-personalization-analysis.md",
         latex=r"\mu_g = \frac{\lambda\mu}{\lambda+\mu},\ L_g = \frac{\lambda L}{\lambda+L},\ "
-              r"\mu_\ell = \mu+\lambda,\ L_\ell = L+\lambda,\ L_w = \frac{\lambda}{\lambda+\mu}",
+        r"\mu_\ell = \mu+\lambda,\ L_\ell = L+\lambda,\ L_w = \frac{\lambda}{\lambda+\mu}",
         text="F_i is lam mu/(lam+mu)-strongly convex and lam L/(lam+L)-smooth; h_i is (mu+lam)-strongly convex "
-             "and (L+lam)-smooth; w -> prox(w) is lam/(lam+mu)-Lipschitz",
+        "and (L+lam)-smooth; w -> prox(w) is lam/(lam+mu)-Lipschitz",
         assumptions=("lam > 0", "L_i mu-strongly convex (Assumption 2)", "L_i L-smooth (Assumption 4)"),
-        scaling={"quadratic": scale_fields(QUADRATIC_SCALING), "logistic": scale_fields(LOGISTIC_SCALING, c_free=False)},
-        sharp={"quadratic": {part: partial(_sharp.fedprox_lemma2, key)
-                             for part, key in zip(PARTS, ("mu_g", "L_g", "mu_l", "L_l", "L_w"))}},
+        scaling={
+            "quadratic": scale_fields(QUADRATIC_SCALING),
+            "logistic": scale_fields(LOGISTIC_SCALING, c_free=False),
+        },
+        sharp={
+            "quadratic": {
+                part: partial(_sharp.fedprox_lemma2, key)
+                for part, key in zip(PARTS, ("mu_g", "L_g", "mu_l", "L_l", "L_w"))
+            }
+        },
         families={"quadratic": ("strongly_convex",), "logistic": ("ridge mu in [0.01, 1]",)},
         claimed="upper",
         instances=instances,
         evaluate=evaluate,
         claim=CLAIM,
         mutants=(
-            Mutant("L_g = lam L / (lam + 2L) (the issue's example mutant)", {"L_g": lambda lam, L: lam * L / (lam + 2 * L)}),
+            Mutant(
+                "L_g = lam L / (lam + 2L) (the issue's example mutant)",
+                {"L_g": lambda lam, L: lam * L / (lam + 2 * L)},
+            ),
             Mutant("mu_g = lam mu / (lam - mu)", {"mu_g": lambda lam, mu: lam * mu / (lam - mu)}),
             Mutant("mu_g = mu (no shrinkage by the envelope)", {"mu_g": lambda lam, mu: mu + 0 * lam}),
-            Mutant("L_w = lam / (lam + 2 mu) (smaller than attained: false)",
-                   {"L_w": lambda lam, mu: lam / (lam + 2 * mu)}),
-            Mutant("L_w = 1 (nonexpansive: true, never attained when mu > 0)", {"L_w": lambda lam, mu: 1 + 0 * lam}),
+            Mutant(
+                "L_w = lam / (lam + 2 mu) (smaller than attained: false)",
+                {"L_w": lambda lam, mu: lam / (lam + 2 * mu)},
+            ),
+            Mutant(
+                "L_w = 1 (nonexpansive: true, never attained when mu > 0)",
+                {"L_w": lambda lam, mu: 1 + 0 * lam},
+            ),
             Mutant("L_l = L + lam / 2", {"L_l": lambda lam, L: L + lam / 2}),
             Mutant("mu_l = mu + 2 lam", {"mu_l": lambda lam, mu: mu + 2 * lam}),
             Mutant("inequality reversed: ||hess F_i(w)|| >= L_g at every w", {"flip": (PARTS[1],)}),

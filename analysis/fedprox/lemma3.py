@@ -33,13 +33,21 @@ identity holds to rounding on both families; the modulus λ holds and is
 not attained (sup over a quadratic's points: λa_d/(λ+a_d) < λ; it is the
 best modulus free of L, approached as L/λ → ∞).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 import moreau as mo
 
-from moreau.analysis.engine.core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
+from moreau.analysis.engine.core import (
+    LOGISTIC_SCALING,
+    QUADRATIC_SCALING,
+    Mutant,
+    Sides,
+    Statement,
+    scale_fields,
+)
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, quadratic_batch
 
 __all__ = ["STATEMENTS"]
@@ -95,9 +103,13 @@ def evaluate(batch, claim):
     consts = {"reference gradient": how, "modulus": "lam (I - prox nonexpansive for convex L_i)"}
     return {
         PARTS[0]: Sides(err, tol, "exact", constants=consts, note="error of the formula vs " + how),
-        PARTS[1]: Sides(np.linalg.norm(g - g2, axis=-1), claim["modulus"](lam) * np.linalg.norm(w - w2, axis=-1),
-                        "upper", constants=consts,
-                        note="difference quotients of the formula between w and w' (1e-4 to 10 apart)"),
+        PARTS[1]: Sides(
+            np.linalg.norm(g - g2, axis=-1),
+            claim["modulus"](lam) * np.linalg.norm(w - w2, axis=-1),
+            "upper",
+            constants=consts,
+            note="difference quotients of the formula between w and w' (1e-4 to 10 apart)",
+        ),
     }
 
 
@@ -129,11 +141,18 @@ def _reference_logistic(f, batch):
     Fw = np.abs(F.value(w)) + 1.0
     e_v = 64 * np.finfo(float).eps
     h = (3 * e_v * Fw / rho) ** (1 / 3)
-    fd = np.stack([(F.value(w + h[:, None] * e) - F.value(w - h[:, None] * e)) / (2 * h) for e in np.eye(d)],
-                  axis=-1)
+    fd = np.stack(
+        [(F.value(w + h[:, None] * e) - F.value(w - h[:, None] * e)) / (2 * h) for e in np.eye(d)], axis=-1
+    )
     per_coord = h**2 / 6 * rho + 2 * Fw * e_v / (2 * h)
-    tol = 4 * np.sqrt(d) * per_coord  # factor 4: |F(w +- h e)| may exceed |F(w)| + 1 by that much at most here
-    return fd, tol, "central differences of moreau.envelope(f, lam).value (step balancing h^2 rho against eps/h)"
+    tol = (
+        4 * np.sqrt(d) * per_coord
+    )  # factor 4: |F(w +- h e)| may exceed |F(w)| + 1 by that much at most here
+    return (
+        fd,
+        tol,
+        "central differences of moreau.envelope(f, lam).value (step balancing h^2 rho against eps/h)",
+    )
 
 
 STATEMENTS = (
@@ -144,7 +163,10 @@ STATEMENTS = (
         latex=r"F_i \in C^1,\ \nabla F_i(w) = \lambda\,(w - \mathrm{prox}_{L_i/\lambda}(w))",
         text="F_i is continuously differentiable with grad F_i(w) = lam (w - prox_{L_i/lam}(w))",
         assumptions=("lam > 0", "L_i mu-strongly convex (Assumption 2)"),
-        scaling={"quadratic": scale_fields(QUADRATIC_SCALING), "logistic": scale_fields(LOGISTIC_SCALING, c_free=False)},
+        scaling={
+            "quadratic": scale_fields(QUADRATIC_SCALING),
+            "logistic": scale_fields(LOGISTIC_SCALING, c_free=False),
+        },
         families={"quadratic": ("strongly_convex",), "logistic": ("ridge mu in [0.01, 1]",)},
         claimed="upper",
         instances=instances,
@@ -152,8 +174,13 @@ STATEMENTS = (
         claim=CLAIM,
         mutants=(
             Mutant("sign flipped: lam (prox(w) - w)", {"grad": lambda lam, w, t: lam[..., None] * (t - w)}),
-            Mutant("1/lam for lam: (w - prox(w)) / lam", {"grad": lambda lam, w, t: (w - t) / lam[..., None]}),
-            Mutant("factor lam / 2: (lam/2) (w - prox(w))", {"grad": lambda lam, w, t: lam[..., None] / 2 * (w - t)}),
+            Mutant(
+                "1/lam for lam: (w - prox(w)) / lam", {"grad": lambda lam, w, t: (w - t) / lam[..., None]}
+            ),
+            Mutant(
+                "factor lam / 2: (lam/2) (w - prox(w))",
+                {"grad": lambda lam, w, t: lam[..., None] / 2 * (w - t)},
+            ),
             Mutant("prox with 2 lam: lam (w - prox_{L_i/(2 lam)}(w))", {"prox_lam": lambda lam: 2 * lam}),
             Mutant("modulus lam / 2", {"modulus": lambda lam: lam / 2}),
         ),

@@ -6,6 +6,7 @@ On a quadratic every statement splits over the eigenvectors of A into scalar pro
 --symbolic``.  ``PROOFS`` are the paper's claims, ``MUTANT_PROOFS`` the same derivations given
 wrong formulas: they must come out NOT PROVED.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -13,8 +14,18 @@ from functools import partial
 import sympy as sp
 
 from moreau.analysis.engine.symbolic import (
-    Proof, Steps, envelope_objective, extreme,
-    a, w, x, lam, mu, L, s, p,
+    Proof,
+    Steps,
+    envelope_objective,
+    extreme,
+    a,
+    w,
+    x,
+    lam,
+    mu,
+    L,
+    s,
+    p,
 )
 
 __all__ = ["PROOFS", "MUTANT_PROOFS"]
@@ -25,12 +36,18 @@ def fedprox_gradient(grad=lambda lam, w, theta: lam * (w - theta)):
     q, h = envelope_objective()
     st = Steps()
     st.nonneg("h''(θ) = a + λ > 0 (a = s − λ)", sp.diff(h, x, 2).subs(a, s - lam), strict=True)
-    st.identity("chain rule dF/dw = ∂h/∂w(θ̂) + ∂h/∂θ(θ̂) dθ̂/dw", sp.diff(q.envelope, w),
-                (sp.diff(h, w) + sp.diff(h, x) * sp.diff(q.prox, w)).subs(x, q.prox))
+    st.identity(
+        "chain rule dF/dw = ∂h/∂w(θ̂) + ∂h/∂θ(θ̂) dθ̂/dw",
+        sp.diff(q.envelope, w),
+        (sp.diff(h, w) + sp.diff(h, x) * sp.diff(q.prox, w)).subs(x, q.prox),
+    )
     st.identity("∂h/∂θ(θ̂) = 0", sp.diff(h, x).subs(x, q.prox), 0)
     st.identity("∂h/∂w(θ̂) = claimed gradient", sp.diff(h, w).subs(x, q.prox), grad(lam, w, q.prox))
-    st.nonneg("∇F is C¹: denominator of d∇F/dw is a + λ > 0 (a = s − λ)",
-              sp.fraction(sp.cancel(sp.diff(q.envelope, w, 2)))[1].subs(a, s - lam), strict=True)
+    st.nonneg(
+        "∇F is C¹: denominator of d∇F/dw is a + λ > 0 (a = s − λ)",
+        sp.fraction(sp.cancel(sp.diff(q.envelope, w, 2)))[1].subs(a, s - lam),
+        strict=True,
+    )
     return st.result()
 
 
@@ -53,25 +70,52 @@ def fedprox_constant(kind, claimed):
 
 
 PROOFS = (
-    Proof("lemma2.mu_g", "μ_g = λμ/(λ + μ)", "fedprox.lemma2",
-          partial(fedprox_constant, "mu_g", lam * mu / (lam + mu))),
-    Proof("lemma2.L_g", "L_g = λL/(λ + L)", "fedprox.lemma2",
-          partial(fedprox_constant, "L_g", lam * L / (lam + L))),
+    Proof(
+        "lemma2.mu_g",
+        "μ_g = λμ/(λ + μ)",
+        "fedprox.lemma2",
+        partial(fedprox_constant, "mu_g", lam * mu / (lam + mu)),
+    ),
+    Proof(
+        "lemma2.L_g",
+        "L_g = λL/(λ + L)",
+        "fedprox.lemma2",
+        partial(fedprox_constant, "L_g", lam * L / (lam + L)),
+    ),
     Proof("lemma2.mu_l", "μ_ℓ = μ + λ", "fedprox.lemma2", partial(fedprox_constant, "mu_l", mu + lam)),
     Proof("lemma2.L_l", "L_ℓ = L + λ", "fedprox.lemma2", partial(fedprox_constant, "L_l", L + lam)),
-    Proof("lemma2.L_w", "L_w = λ/(λ + μ)", "fedprox.lemma2", partial(fedprox_constant, "L_w", lam / (lam + mu))),
+    Proof(
+        "lemma2.L_w", "L_w = λ/(λ + μ)", "fedprox.lemma2", partial(fedprox_constant, "L_w", lam / (lam + mu))
+    ),
     Proof("lemma3.grad", "∇F_i(w) = λ(w − prox(w)) (envelope theorem)", "fedprox.lemma3", fedprox_gradient),
 )
 
 #: wrong claims run through the same derivations; ``key`` names the proof mutated
 MUTANT_PROOFS = (
-    Proof("lemma2.mu_g", "μ_g = λμ/(λ − μ)", "fedprox.lemma2",
-          partial(fedprox_constant, "mu_g", lam * mu / (lam - mu))),
-    Proof("lemma2.L_g", "L_g = λL/(λ − L)", "fedprox.lemma2", partial(fedprox_constant, "L_g", lam * L / (lam - L))),
+    Proof(
+        "lemma2.mu_g",
+        "μ_g = λμ/(λ − μ)",
+        "fedprox.lemma2",
+        partial(fedprox_constant, "mu_g", lam * mu / (lam - mu)),
+    ),
+    Proof(
+        "lemma2.L_g",
+        "L_g = λL/(λ − L)",
+        "fedprox.lemma2",
+        partial(fedprox_constant, "L_g", lam * L / (lam - L)),
+    ),
     Proof("lemma2.mu_l", "μ_ℓ = μ (λ forgotten)", "fedprox.lemma2", partial(fedprox_constant, "mu_l", mu)),
     Proof("lemma2.L_l", "L_ℓ = L (λ forgotten)", "fedprox.lemma2", partial(fedprox_constant, "L_l", L)),
-    Proof("lemma2.L_w", "L_w = λ/(λ + L) (wrong end of [μ, L])", "fedprox.lemma2",
-          partial(fedprox_constant, "L_w", lam / (lam + L))),
-    Proof("lemma3.grad", "∇F_i(w) = λ(prox(w) − w)", "fedprox.lemma3",
-          partial(fedprox_gradient, lambda lam, w, th: lam * (th - w))),
+    Proof(
+        "lemma2.L_w",
+        "L_w = λ/(λ + L) (wrong end of [μ, L])",
+        "fedprox.lemma2",
+        partial(fedprox_constant, "L_w", lam / (lam + L)),
+    ),
+    Proof(
+        "lemma3.grad",
+        "∇F_i(w) = λ(prox(w) − w)",
+        "fedprox.lemma3",
+        partial(fedprox_gradient, lambda lam, w, th: lam * (th - w)),
+    ),
 )

@@ -18,6 +18,7 @@ M is ``(T, (m+1)d, (m+1)d)``, state order ``(e^{(g)}, e^{(1)}, ..., e^{(m)})``.
 
 References: FedProx analysis (Yu et al.), §5, eqs. (10)-(12), Algorithm 1, Lemma 2, Theorem 2.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -72,10 +73,10 @@ def round_matrix(A, lam, gamma, eta, K, p=None):
     lam, gamma, eta = (np.broadcast_to(np.asarray(x, float), (T,)) for x in (lam, gamma, eta))
     K = np.broadcast_to(np.asarray(K, float), (T,))
     p = np.full((T, m), 1 / m) if p is None else np.broadcast_to(np.asarray(p, float), (T, m))
-    a, U = np.linalg.eigh(A)                                     # (T, m, d), (T, m, d, d)
+    a, U = np.linalg.eigh(A)  # (T, m, d), (T, m, d, d)
     l3 = lam[:, None, None]
     bk = (1 - eta[:, None, None] * (a + l3)) ** K[:, None, None]  # eigenvalues of B_i^K
-    g = (1 - bk) * l3 / (a + l3)                                 # eigenvalues of G_i
+    g = (1 - bk) * l3 / (a + l3)  # eigenvalues of G_i
     Ut = np.swapaxes(U, -1, -2)
     BK, G = (U * bk[..., None, :]) @ Ut, (U * g[..., None, :]) @ Ut
     gl = (gamma * lam)[:, None, None]

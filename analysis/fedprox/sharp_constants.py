@@ -4,6 +4,7 @@ r"""Sharp constants of the FedProx analysis's one-eigenvalue statements, derived
 (cases, certified sups) is ``moreau.analysis.engine.sharp``.  The checkers point here through
 ``Statement.sharp``.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -23,13 +24,23 @@ def fedprox_lemma2(part):
     h2 = sp.diff(q.f + lam / 2 * (sp.Symbol("x", real=True) - w) ** 2, sp.Symbol("x", real=True), 2)  # a + λ
     dprox = sp.diff(q.prox, w)  # λ/(λ + a)
     g, absolute = {
-        "mu_g": (kappa.subs(a, mu) / kappa, False),    # claimed / true (lower bound)
+        "mu_g": (kappa.subs(a, mu) / kappa, False),  # claimed / true (lower bound)
         "L_g": (kappa / kappa.subs(a, L), True),
         "mu_l": (h2.subs(a, mu) / h2, False),
         "L_l": (h2 / h2.subs(a, L), True),
         "L_w": (dprox / dprox.subs(a, mu), True),
     }[part]
-    case = Case("L_i mu-strongly convex, L-smooth: a in [mu, L]", (mu, L), {L: mu + s}, all_true,
-                ("lam/mu", {lam: x * mu}, 0, sp.oo, True, True))
-    return derive(sp.simplify(g), a, (case,), {"lam": lambda B: B["lam"], "mu": lambda B: B["eig"][:, 0],
-                                                      "L": lambda B: B["eig"][:, -1]}, absolute=absolute)
+    case = Case(
+        "L_i mu-strongly convex, L-smooth: a in [mu, L]",
+        (mu, L),
+        {L: mu + s},
+        all_true,
+        ("lam/mu", {lam: x * mu}, 0, sp.oo, True, True),
+    )
+    return derive(
+        sp.simplify(g),
+        a,
+        (case,),
+        {"lam": lambda B: B["lam"], "mu": lambda B: B["eig"][:, 0], "L": lambda B: B["eig"][:, -1]},
+        absolute=absolute,
+    )

@@ -16,15 +16,26 @@ of ‖w₁ − w₂‖² under ⟨∇F(w₁) − ∇F(w₂), w₁ − w₂⟩ �
 References: Taylor, Hendrickx & Glineur, Math. Program. 161 (2017) (interpolation conditions);
 Bousselmi, Hendrickx & Glineur, arXiv:2302.08781 (quadratics); Goujaud et al., PEPit (2024).
 """
+
 from __future__ import annotations
 
 import numbers
 
 from moreau.analysis.pep.solve import solve
 
-__all__ = ["envelope_smoothness", "envelope_strong_convexity", "prox_lipschitz", "prox_displacement", "h_smoothness",
-           "h_strong_convexity", "gd_strongly_convex", "gd_nonconvex", "frank_wolfe", "fedprox_rounds",
-           "CLASSES"]
+__all__ = [
+    "envelope_smoothness",
+    "envelope_strong_convexity",
+    "prox_lipschitz",
+    "prox_displacement",
+    "h_smoothness",
+    "h_strong_convexity",
+    "gd_strongly_convex",
+    "gd_nonconvex",
+    "frank_wolfe",
+    "fedprox_rounds",
+    "CLASSES",
+]
 
 CLASSES = ("convex", "smooth_convex", "weakly_convex", "quadratic")
 
@@ -47,6 +58,7 @@ def _count(**kw):
 
 def _declare(problem, cls, L=None, mu=0.0):
     from PEPit import functions as F
+
     if cls == "convex":
         return problem.declare_function(F.ConvexFunction)
     if cls == "smooth_convex":
@@ -71,6 +83,7 @@ def _check_class(cls, lam, L, mu):
 def _two_proxes(cls, lam, L, mu):
     from PEPit import PEP
     from PEPit.primitive_steps import proximal_step
+
     _check_class(cls, lam, L, mu)
     problem = PEP()
     f = _declare(problem, cls, L, mu)
@@ -87,7 +100,7 @@ def envelope_smoothness(lam, L=None, mu=0.0, cls="smooth_convex"):
     problem.set_initial_condition((w1 - w2) ** 2 <= 1)
     problem.set_performance_metric((g1 - g2) ** 2)
     s = solve(problem)
-    return s.value ** 0.5, s
+    return s.value**0.5, s
 
 
 def envelope_strong_convexity(lam, mu, L=None, cls="smooth_convex"):
@@ -107,7 +120,7 @@ def prox_lipschitz(lam, mu, L=None, cls="smooth_convex"):
     problem.set_initial_condition((w1 - w2) ** 2 <= 1)
     problem.set_performance_metric((t1 - t2) ** 2)
     s = solve(problem)
-    return s.value ** 0.5, s
+    return s.value**0.5, s
 
 
 def prox_displacement(lam, mu, L=None, cls="smooth_convex", accept=("optimal", "optimal_inaccurate")):
@@ -115,6 +128,7 @@ def prox_displacement(lam, mu, L=None, cls="smooth_convex", accept=("optimal", "
     the solve may end 'optimal_inaccurate' (accepted by default: reported with its status)."""
     from PEPit import PEP
     from PEPit.primitive_steps import proximal_step
+
     _check_class(cls, lam, L, mu)
     problem = PEP()
     f = _declare(problem, cls, L, mu)
@@ -123,11 +137,12 @@ def prox_displacement(lam, mu, L=None, cls="smooth_convex", accept=("optimal", "
     problem.set_initial_condition(f.gradient(w) ** 2 <= 1)
     problem.set_performance_metric((theta - w) ** 2)
     s = solve(problem, accept=accept)
-    return s.value ** 0.5, s
+    return s.value**0.5, s
 
 
 def _two_h_gradients(lam, L, mu):
     from PEPit import PEP
+
     _check_class("smooth_convex", lam, L, mu)
     problem = PEP()
     f = _declare(problem, "smooth_convex", L, mu)
@@ -143,7 +158,7 @@ def h_smoothness(lam, L, mu=0.0):
     problem.set_initial_condition((t1 - t2) ** 2 <= 1)
     problem.set_performance_metric((h1 - h2) ** 2)
     s = solve(problem)
-    return s.value ** 0.5, s
+    return s.value**0.5, s
 
 
 def h_strong_convexity(lam, mu, L):
@@ -158,6 +173,7 @@ def h_strong_convexity(lam, mu, L):
 def gd_strongly_convex(mu, L, eta, t, cls="smooth_convex"):
     r"""Worst case of (F(x^t) − F*)/(F(x^0) − F*) for GD x^{k+1} = x^k − η∇F(x^k) over the class."""
     from PEPit import PEP
+
     _positive(mu=mu, L=L, eta=eta)
     _count(t=t)
     problem = PEP()
@@ -180,6 +196,7 @@ def gd_nonconvex(L, eta, T):
     above; the thesis's proof telescopes exactly this quantity.
     """
     from PEPit import PEP
+
     _positive(L=L, eta=eta)
     _count(T=T)
     problem = PEP()
@@ -188,7 +205,7 @@ def gd_nonconvex(L, eta, T):
     total = None
     for _ in range(int(T)):
         g = f.gradient(x)
-        total = g ** 2 if total is None else total + g ** 2
+        total = g**2 if total is None else total + g**2
         x = x - eta * g
     problem.set_initial_condition(f(x0) - f(x) <= 1)
     problem.set_performance_metric(total / T)
@@ -206,6 +223,7 @@ def frank_wolfe(L, R, t, cls="smooth_convex", accept=("optimal",)):
     from PEPit import PEP
     from PEPit.functions import ConvexIndicatorFunction
     from PEPit.primitive_steps import linear_optimization_step
+
     _positive(L=L, R=R)
     _count(t=t)
     problem = PEP()
@@ -236,6 +254,7 @@ def fedprox_rounds(lam, mu, L, gamma, eta, K, N, m=1, accept=("optimal",)):
     w̃ = (1/m) Σ_i w̃_i (with m = 1: w̃ = w̃_1 = argmin f_1).  ``accept``: as in :func:`frank_wolfe`.
     """
     from PEPit import PEP, Expression
+
     _positive(lam=lam, mu=mu, L=L, gamma=gamma, eta=eta)
     _count(K=K, N=N, m=m)
     problem = PEP()

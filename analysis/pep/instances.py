@@ -14,6 +14,7 @@ new coordinates, so the instance's exact constants are those of the class (the c
 References: Bousselmi, Hendrickx & Glineur, "Interpolation conditions for linear operators
 and applications to performance estimation problems", arXiv:2302.08781 (2023).
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -28,6 +28,7 @@ measured max 3e-5) is accepted only where a record says so, in its status and it
 References: Taylor, Hendrickx & Glineur, Math. Program. 161 (2017); Goujaud et al., PEPit,
 Math. Program. Comput. 16 (2024).
 """
+
 from __future__ import annotations
 
 import math
@@ -46,22 +47,27 @@ _TOL = TOL
 def pep_ids():
     """Catalogue ids that have a class worst case here, in catalogue order."""
     from moreau.analysis.engine.registry import catalogue
+
     builders = _builders()
     return [i for i in catalogue() if i in builders]
 
 
-_NO_PEP = ("no PEP formulation declared for it (Statement.pep, or a PEP builder in a paper package's "
-           "pep_worst_cases module)")
+_NO_PEP = (
+    "no PEP formulation declared for it (Statement.pep, or a PEP builder in a paper package's "
+    "pep_worst_cases module)"
+)
 
 
 def _builders():
     """``{id: builder}`` declared by the paper packages (``PEP``)."""
     from moreau.analysis.engine.registry import declared
+
     return {sid: b for _, pep in declared("PEP") for sid, b in pep.items()}
 
 
 def _not_applicable():
     from moreau.analysis.engine.registry import declared
+
     return {sid: why for _, na in declared("PEP_NOT_APPLICABLE") for sid, why in na.items()}
 
 
@@ -83,6 +89,7 @@ def run_pep(ids=None, seed=0, cat=None):
     require_pep()
     from moreau.analysis.engine.registry import catalogue
     from moreau.analysis.engine.runner import rng_for
+
     cat = catalogue() if cat is None else cat
     ids = pep_ids() if ids is None else list(ids)
     unknown = [i for i in ids if i not in cat]
@@ -99,20 +106,48 @@ def run_pep(ids=None, seed=0, cat=None):
             not_applicable[sid] = pep
     for sid in ids:
         if sid not in builders:
-            out.append(dict(id=sid, part=None, **{"class": None}, parameters={}, pep_value=None, pep_ratio=None,
-                            solver=None, status=None, instances_max_ratio=None, paper_constant=None,
-                            verdict="not applicable", note=not_applicable.get(sid, _NO_PEP),
-                            required=False, outside_conditions=False))
+            out.append(
+                dict(
+                    id=sid,
+                    part=None,
+                    **{"class": None},
+                    parameters={},
+                    pep_value=None,
+                    pep_ratio=None,
+                    solver=None,
+                    status=None,
+                    instances_max_ratio=None,
+                    paper_constant=None,
+                    verdict="not applicable",
+                    note=not_applicable.get(sid, _NO_PEP),
+                    required=False,
+                    outside_conditions=False,
+                )
+            )
             continue
         st = cat[sid]
         batch = st.instances("quadratic", None, rng_for(seed, sid, "quadratic"))
         try:
             rows = builders[sid](st, batch, seed=seed)
         except PEPSolveError as exc:  # a solve the builder did not accept: a failed record, never a crash
-            out.append(dict(id=sid, part=None, **{"class": None}, parameters={}, pep_value=None, pep_ratio=None,
-                            solver=SOLVER, status=f"failed: {exc}", instances_max_ratio=None, paper_constant=None,
-                            verdict="no class value (solve failed)", note="", required=True,
-                            outside_conditions=False))
+            out.append(
+                dict(
+                    id=sid,
+                    part=None,
+                    **{"class": None},
+                    parameters={},
+                    pep_value=None,
+                    pep_ratio=None,
+                    solver=SOLVER,
+                    status=f"failed: {exc}",
+                    instances_max_ratio=None,
+                    paper_constant=None,
+                    verdict="no class value (solve failed)",
+                    note="",
+                    required=True,
+                    outside_conditions=False,
+                )
+            )
             continue
         for row in rows:
             out.append(_record(sid, row))
@@ -128,12 +163,24 @@ def _record(sid, row):
     pep_ratio = None
     if ok:
         pep_ratio = value / paper if row["orientation"] == "upper" else paper / value
-    rec = {"id": sid, "part": row["part"], "class": row["cls"], "parameters": row["parameters"],
-           "pep_value": _num(value), "pep_ratio": _num(pep_ratio), "solver": solver, "status": status,
-           "instances_max_ratio": _num(inst), "paper_constant": _num(paper),
-           "verdict": _verdict(pep_ratio, inst, row, value, INACCURATE_TOL if ok and status != "optimal" else None),
-           "note": row["note"], "required": row["required"],
-           "outside_conditions": row["outside"]}
+    rec = {
+        "id": sid,
+        "part": row["part"],
+        "class": row["cls"],
+        "parameters": row["parameters"],
+        "pep_value": _num(value),
+        "pep_ratio": _num(pep_ratio),
+        "solver": solver,
+        "status": status,
+        "instances_max_ratio": _num(inst),
+        "paper_constant": _num(paper),
+        "verdict": _verdict(
+            pep_ratio, inst, row, value, INACCURATE_TOL if ok and status != "optimal" else None
+        ),
+        "note": row["note"],
+        "required": row["required"],
+        "outside_conditions": row["outside"],
+    }
     if ok and status != "optimal":  # said in the verdict itself, not only in the status column
         rec["verdict"] += f" [solver status {status}: primal-dual gap <= 1e-4 only]"
     if row.get("feedback"):
@@ -193,15 +240,20 @@ def print_pep(records, file=None) -> bool:
     when every required solve succeeded (a supplementary one, ``required`` False, is reported only)
     and no statement fails over the class inside its conditions."""
     import sys
+
     out = file or sys.stdout
     ok = True
-    print(f"\nclass worst case (PEP, solver {SOLVER}): ratios are LHS/RHS of the paper's inequality", file=out)
+    print(
+        f"\nclass worst case (PEP, solver {SOLVER}): ratios are LHS/RHS of the paper's inequality", file=out
+    )
     print(f"{'id':<20} {'class':<34} {'instances':>10} {'PEP':>10}  verdict", file=out)
     for r in records:
         cls = (r["class"] or "-")[:34]
         fmt = lambda v: "-" if v is None else f"{v:.6g}"  # noqa: E731
-        print(f"{r['id']:<20} {cls:<34} {fmt(r['instances_max_ratio']):>10} {fmt(r['pep_ratio']):>10}  {r['verdict']}",
-              file=out)
+        print(
+            f"{r['id']:<20} {cls:<34} {fmt(r['instances_max_ratio']):>10} {fmt(r['pep_ratio']):>10}  {r['verdict']}",
+            file=out,
+        )
         if r["part"]:
             params = ", ".join(f"{k}={v:.4g}" for k, v in r["parameters"].items())
             print(f"    {r['part']}  [{params}]  status: {r['status']}", file=out)

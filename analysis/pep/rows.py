@@ -13,6 +13,7 @@ parameters.  The parameters are those of the checker's worst applicable instance
 so the instance's ratio and the PEP's ratio are comparable number for number.
 ``moreau.analysis.pep.report`` turns rows into records.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,9 +34,22 @@ def run_parts(st, batch, changes=None, name="pep: one iterate"):
     return {p.name: p for p in res.parts}
 
 
-def row(part, cls, params, pep, paper, orientation, inst, sharp="", note="", required=True, outside=False, **extra):
+def row(
+    part, cls, params, pep, paper, orientation, inst, sharp="", note="", required=True, outside=False, **extra
+):
     """``required=False``: a supplementary solve (its failure is reported, not a failure of the run);
     ``outside=True``: parameters outside the statement's conditions (a threshold sweep)."""
-    return dict(part=part, cls=cls, parameters={k: float(v) for k, v in params.items()}, pep=pep, paper=float(paper),
-                orientation=orientation, inst=inst, sharp=sharp, note=note, required=required, outside=outside,
-                **extra)
+    return dict(
+        part=part,
+        cls=cls,
+        parameters={k: float(v) for k, v in params.items()},
+        pep=pep,
+        paper=float(paper),
+        orientation=orientation,
+        inst=inst,
+        sharp=sharp,
+        note=note,
+        required=required,
+        outside=outside,
+        **extra,
+    )

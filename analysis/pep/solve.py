@@ -14,6 +14,7 @@ worst-case performance of first-order methods", Math. Program. 161 (2017); Gouja
 "PEPit: computer-assisted worst-case analyses of first-order optimization methods in Python",
 Math. Program. Comput. 16 (2024).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -29,8 +30,10 @@ SOLVER = "CLARABEL"
 #: relative primal-dual gap accepted (Clarabel's default tolerances reach ~1e-8; see ``solve``)
 GAP_RTOL = 1e-6
 
-_EXTRA = ('the class worst case (PEP) needs the optional extra "pep": '
-          'pip install -e ".[pep]" (pepit, cvxpy, clarabel)')
+_EXTRA = (
+    'the class worst case (PEP) needs the optional extra "pep": '
+    'pip install -e ".[pep]" (pepit, cvxpy, clarabel)'
+)
 
 
 class PEPSolveError(RuntimeError):
@@ -83,10 +86,14 @@ def solve(problem, accept=("optimal",)) -> Solve:
     if name.upper() != SOLVER:
         raise PEPSolveError(f"PEP solved by {name!r}, not by the requested {SOLVER!r}: refusing the result")
     if status not in accept:
-        raise PEPSolveError(f"PEP solve with {SOLVER} ended with status {status!r} (accepted: {', '.join(accept)})")
+        raise PEPSolveError(
+            f"PEP solve with {SOLVER} ended with status {status!r} (accepted: {', '.join(accept)})"
+        )
     dual = float(dual) if dual is not None else float("nan")
     rtol = GAP_RTOL if status == "optimal" else 1e-4
     if not (np.isfinite(dual) and abs(dual - primal) <= rtol * abs(dual) + 1e-9):
-        raise PEPSolveError(f"PEP solve with {SOLVER} ({status}): primal {primal!r} and dual {dual!r} differ by "
-                            f"more than {rtol} relative")
+        raise PEPSolveError(
+            f"PEP solve with {SOLVER} ({status}): primal {primal!r} and dual {dual!r} differ by "
+            f"more than {rtol} relative"
+        )
     return Solve(dual, primal, status, name, problem)

@@ -15,6 +15,7 @@ same for every client and every draw, so after t steps from a common w the itera
 P^t w + o_i,t with o_i,t independent of w: mean μ_i,t = βΣ_{s<t}P^sQ²c̄_i and covariance
 C_i,t = β²Σ_{s<t}P^sQ Cov(η_i) QP^s, both by the recursions below (no sampling, no truncation).
 """
+
 from __future__ import annotations
 
 from itertools import combinations
@@ -45,8 +46,9 @@ def local_moments(a, C, alpha, beta, invD, invD1, tmax):
     q = 1 - alpha[:, None] * a
     p = 1 - beta[:, None] * q**2 * a
     aa = a[:, :, None] * a[:, None, :]
-    cov_eta = (Sigma * invD1[:, None, None, None]
-               + (alpha**2 * invD)[:, None, None, None] * aa[:, None] * Sigma)
+    cov_eta = (
+        Sigma * invD1[:, None, None, None] + (alpha**2 * invD)[:, None, None, None] * aa[:, None] * Sigma
+    )
     qq, pp = (q[:, :, None] * q[:, None, :])[:, None], (p[:, :, None] * p[:, None, :])[:, None]
     drive_mu = (beta[:, None] * q**2)[:, None, :] * cbar
     drive_cov = beta[:, None, None, None] ** 2 * qq * cov_eta
@@ -93,17 +95,17 @@ def thm45_exact(a, C, alpha, beta, tau, K, S, invD, invD1, w0):
     a = np.asarray(a, float)
     T1 = lambda x: np.asarray([x], float)  # noqa: E731 - a one-instance batch
     mu, cov, p = local_moments(a[None], C[None], T1(alpha), T1(beta), T1(invD), T1(invD1), tau)
-    mu, cov, p = mu[:, 0], cov[:, 0], p[0]                     # (tau+1, n, d), (tau+1, n, d, d)
+    mu, cov, p = mu[:, 0], cov[:, 0], p[0]  # (tau+1, n, d), (tau+1, n, d, d)
     n = mu.shape[1]
     subsets = [list(s) for s in combinations(range(n), S)]
-    mean_A = np.stack([mu[:, s].mean(axis=1) for s in subsets])            # (nA, tau+1, d)
-    covin_A = np.stack([cov[:, s].sum(axis=1) / S**2 for s in subsets])     # (nA, tau+1, d, d)
+    mean_A = np.stack([mu[:, s].mean(axis=1) for s in subsets])  # (nA, tau+1, d)
+    covin_A = np.stack([cov[:, s].sum(axis=1) / S**2 for s in subsets])  # (nA, tau+1, d, d)
     o_mean = mean_A.mean(axis=0)
     dev = mean_A - o_mean
     o_cov = covin_A.mean(axis=0) + np.einsum("ati,atj->tij", dev, dev) / len(subsets)
     cbar_all = C.mean(axis=(0, 1))
-    h = (1 - alpha * a) ** 2 * a                                          # Hessian of F (diagonal)
-    pt = p[None, :] ** np.arange(tau + 1)[:, None]                        # (tau+1, d)
+    h = (1 - alpha * a) ** 2 * a  # Hessian of F (diagonal)
+    pt = p[None, :] ** np.arange(tau + 1)[:, None]  # (tau+1, d)
     m, V = np.asarray(w0, float).copy(), np.zeros((a.size, a.size))
     total = 0.0
     for _ in range(K):
@@ -154,17 +156,17 @@ def thm45_closed(a, C, alpha, beta, tau, K, S, invD, invD1, w0):
     h = q**2 * a
     x = beta * h
     diag = lambda M: np.diagonal(M, axis1=-2, axis2=-1)  # noqa: E731
-    cov_eta = diag(Sigma) * invD1 + alpha**2 * a**2 * diag(Sigma) * invD          # (n, d)
+    cov_eta = diag(Sigma) * invD1 + alpha**2 * a**2 * diag(Sigma) * invD  # (n, d)
     dev = cbar - cbar.mean(axis=0)
     Gam = (n - S) / (S * (n - 1)) * np.mean(dev**2, axis=0) if n > 1 else np.zeros_like(a)
     t = np.arange(tau)[:, None]
-    G1, G2 = _geom(x, t), _geom(x * (2 - x), t)                                      # (tau, d)
+    G1, G2 = _geom(x, t), _geom(x * (2 - x), t)  # (tau, d)
     o_var = (beta * q**2 * G1) ** 2 * Gam + beta**2 * q**2 * cov_eta.sum(axis=0) / (S * n) * G2
     G1T, G2T = _geom(x, tau), _geom(x * (2 - x), tau)
     O_tau = (beta * q**2 * G1T) ** 2 * Gam + beta**2 * q**2 * cov_eta.sum(axis=0) / (S * n) * G2T
-    y = _pow1m(x, 2 * tau)                                                           # 1 − λ²
+    y = _pow1m(x, 2 * tau)  # 1 − λ²
     GK = np.where(y != 0, _pow1m(x, 2 * tau * K) / np.where(y != 0, y, 1.0), float(K))  # Σ_{k<K} λ^{2k}
-    sumV = np.where(y != 0, (K - GK) / np.where(y != 0, y, 1.0), K * (K - 1) / 2.0)   # Σ_{k<K} Σ_{s<k} λ^{2s}
+    sumV = np.where(y != 0, (K - GK) / np.where(y != 0, y, 1.0), K * (K - 1) / 2.0)  # Σ_{k<K} Σ_{s<k} λ^{2s}
     wstar = cbar.mean(axis=0) / a
     e0 = np.asarray(w0, float) - wstar
     p2t = (1 - x) ** (2 * t)

@@ -36,6 +36,7 @@ in the nonconvex case: that part is claimed "tight", the convex
 part "upper".  On logistic data (convex) the sampled ratio is far below 1
 (the Hessian-Lipschitz bound ρ is itself loose).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +46,14 @@ import moreau as mo
 from functools import partial
 
 from moreau.analysis.perfedavg import sharp_constants as _sharp
-from moreau.analysis.engine.core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
+from moreau.analysis.engine.core import (
+    LOGISTIC_SCALING,
+    QUADRATIC_SCALING,
+    Mutant,
+    Sides,
+    Statement,
+    scale_fields,
+)
 from moreau.analysis.engine.instances import logistic_batch, quadratic_batch
 
 __all__ = ["STATEMENTS", "quadratic_kinds"]
@@ -57,8 +65,11 @@ CLAIM = {
     "condition": lambda alpha, L: (alpha >= 0) & (alpha <= 1 / L),
 }
 
-PARTS = ("gradient formula (5)", "smoothness L_F = 4L + αρB (f convex)",
-         "smoothness L_F = 4L + αρB (f nonconvex: attained at a_1 = -L, α = 1/L)")
+PARTS = (
+    "gradient formula (5)",
+    "smoothness L_F = 4L + αρB (f convex)",
+    "smoothness L_F = 4L + αρB (f nonconvex: attained at a_1 = -L, α = 1/L)",
+)
 
 
 def instances(family, trials, rng):
@@ -71,8 +82,8 @@ def instances(family, trials, rng):
         convex = np.flatnonzero(batch["eig"][:, 0] >= 0)
         u[convex[::3]] = 0.0  # alpha = 0: F = f, the convex ratio 1/4 is reached
         half = np.array_split(adv, 2)
-        u[half[0]] = 1.0                                           # attains 4L
-        u[half[1]] = rng.uniform(1.0, 2.0, half[1].size)           # alpha in (1/L, 2/L]: not applicable
+        u[half[0]] = 1.0  # attains 4L
+        u[half[1]] = rng.uniform(1.0, 2.0, half[1].size)  # alpha in (1/L, 2/L]: not applicable
         u[half[1][:1]] = 2.0
         batch["alpha"] = u / L
         batch["w"] = rng.standard_normal((T, 4)) * 3
@@ -94,8 +105,11 @@ def quadratic_kinds(rng, T, d):
     is weakly convex); the first half of the weakly convex ones (at least one) get
     a_1 = -L exactly.  Returns ``(batch, indices with a_1 = -L)``."""
     n = [len(a) for a in np.array_split(np.arange(T), 3)]
-    parts = [quadratic_batch(rng, k, d, kind, adversarial=False)
-             for k, kind in zip(n, ("weakly_convex", "convex", "strongly_convex")) if k]
+    parts = [
+        quadratic_batch(rng, k, d, kind, adversarial=False)
+        for k, kind in zip(n, ("weakly_convex", "convex", "strongly_convex"))
+        if k
+    ]
     batch = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     adv = np.arange(max(1, n[0] // 2))
     a, V = np.linalg.eigh(batch["A"][adv])
@@ -137,16 +151,36 @@ def _quadratic(batch, claim):
     # 1e-13 = ~450 eps: d = 4 terms per value, 2 values, cancellation in the difference
     # (observed errors ~1e-17 scale); a wrong formula is an O(1) relative error
     tol = 1e-13 * scale
-    consts = {"L": "exact (eigenvalues of A)", "rho": "exact: 0 (constant Hessian)",
-              "B": "not needed (rho = 0; quadratic gradients are unbounded)",
-              "smoothness of F": "exact: max |eigvalsh(hess F)| (Hessian constant)"}
+    consts = {
+        "L": "exact (eigenvalues of A)",
+        "rho": "exact: 0 (constant Hessian)",
+        "B": "not needed (rho = 0; quadratic gradients are unbounded)",
+        "smoothness of F": "exact: max |eigvalsh(hess F)| (Hessian constant)",
+    }
     return {
-        PARTS[0]: Sides(err, tol, "exact", constants=consts,
-                        note="eq. (5) vs central differences of F (exact on quadratics up to rounding)"),
-        PARTS[1]: Sides(smooth_F, bound, "upper", applicable=ok & (a[:, 0] >= 0), constants=consts,
-                        note="a(1 - alpha a)^2 <= a <= L: ratio <= 1/4 (= 1/4 at alpha = 0); 4L never attained"),
-        PARTS[2]: Sides(smooth_F, bound, "tight", applicable=ok & (a[:, 0] < 0), constants=consts,
-                        note="a_1 = -L, alpha = 1/L: |-L (1 + 1)^2| = 4L exactly"),
+        PARTS[0]: Sides(
+            err,
+            tol,
+            "exact",
+            constants=consts,
+            note="eq. (5) vs central differences of F (exact on quadratics up to rounding)",
+        ),
+        PARTS[1]: Sides(
+            smooth_F,
+            bound,
+            "upper",
+            applicable=ok & (a[:, 0] >= 0),
+            constants=consts,
+            note="a(1 - alpha a)^2 <= a <= L: ratio <= 1/4 (= 1/4 at alpha = 0); 4L never attained",
+        ),
+        PARTS[2]: Sides(
+            smooth_F,
+            bound,
+            "tight",
+            applicable=ok & (a[:, 0] < 0),
+            constants=consts,
+            note="a_1 = -L, alpha = 1/L: |-L (1 + 1)^2| = 4L exactly",
+        ),
     }
 
 
@@ -164,16 +198,24 @@ def _logistic(batch, claim):
     # missing factor (I - alpha H) is an O(alpha L) = O(1) relative error
     err, fd = _gradient_check(f, F, W, alpha, claim, 1e-5)
     err, fd = np.max(err, axis=0), np.max(fd, axis=0)
-    consts = {"L": "exact sup: lambda_max(X^T X)/(4n) (attained at w = 0)",
-              "rho": "bound: hessian_lipschitz() = (1/(6 sqrt 3)) mean ||x_j||^3",
-              "B": "bound: gradient_bound() = max ||x_j|| (mu = 0)",
-              "smoothness of F": "sampled: max |eigvalsh(hess F)| over 7 points incl. w = 0 (<= true constant)"}
+    consts = {
+        "L": "exact sup: lambda_max(X^T X)/(4n) (attained at w = 0)",
+        "rho": "bound: hessian_lipschitz() = (1/(6 sqrt 3)) mean ||x_j||^3",
+        "B": "bound: gradient_bound() = max ||x_j|| (mu = 0)",
+        "smoothness of F": "sampled: max |eigvalsh(hess F)| over 7 points incl. w = 0 (<= true constant)",
+    }
     return {
-        PARTS[0]: Sides(err, 1e-6 * (1 + fd), "exact", constants=consts,
-                        note="eq. (5) vs central differences of F"),
-        PARTS[1]: Sides(smooth_F, claim["L_F"](L, alpha, rho, B), "upper",
-                        applicable=claim["condition"](alpha, L), constants=consts,
-                        note="f convex: the proof's (26) gives L (not 4L) since ||I - alpha hess f|| <= 1"),
+        PARTS[0]: Sides(
+            err, 1e-6 * (1 + fd), "exact", constants=consts, note="eq. (5) vs central differences of F"
+        ),
+        PARTS[1]: Sides(
+            smooth_F,
+            claim["L_F"](L, alpha, rho, B),
+            "upper",
+            applicable=claim["condition"](alpha, L),
+            constants=consts,
+            note="f convex: the proof's (26) gives L (not 4L) since ||I - alpha hess f|| <= 1",
+        ),
     }
 
 
@@ -183,15 +225,24 @@ STATEMENTS = (
         source="Per-FedAvg, Lemma 4.2, eq. (5)",
         paper="per-fedavg-maml.md",
         latex=r"\nabla F_i(w) = (I - \alpha\nabla^2 f_i(w))\nabla f_i(w - \alpha\nabla f_i(w));\ "
-              r"\alpha\in[0, 1/L] \Rightarrow F_i\ \text{is}\ (4L + \alpha\rho B)\text{-smooth}",
+        r"\alpha\in[0, 1/L] \Rightarrow F_i\ \text{is}\ (4L + \alpha\rho B)\text{-smooth}",
         text="F_i(w) = f_i(w - alpha grad f_i(w)) with alpha in [0, 1/L] is (4L + alpha rho B)-smooth; "
-             "grad F_i = (I - alpha hess f_i(w)) grad f_i(w - alpha grad f_i(w))",
-        assumptions=("alpha in [0, 1/L]", "f_i L-smooth with ||grad f_i|| <= B (Assumption 2)",
-                     "hess f_i rho-Lipschitz (Assumption 3)"),
-        scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "alpha": (2, -1)}),
-                 "logistic": scale_fields({**LOGISTIC_SCALING, "alpha": (2, 0)}, c_free=False)},
-        sharp={"quadratic": {PARTS[1]: partial(_sharp.perfedavg_lemma4_2, "convex"),
-                             PARTS[2]: partial(_sharp.perfedavg_lemma4_2, "nonconvex")}},
+        "grad F_i = (I - alpha hess f_i(w)) grad f_i(w - alpha grad f_i(w))",
+        assumptions=(
+            "alpha in [0, 1/L]",
+            "f_i L-smooth with ||grad f_i|| <= B (Assumption 2)",
+            "hess f_i rho-Lipschitz (Assumption 3)",
+        ),
+        scaling={
+            "quadratic": scale_fields({**QUADRATIC_SCALING, "alpha": (2, -1)}),
+            "logistic": scale_fields({**LOGISTIC_SCALING, "alpha": (2, 0)}, c_free=False),
+        },
+        sharp={
+            "quadratic": {
+                PARTS[1]: partial(_sharp.perfedavg_lemma4_2, "convex"),
+                PARTS[2]: partial(_sharp.perfedavg_lemma4_2, "nonconvex"),
+            }
+        },
         families={"quadratic": ("convex", "strongly_convex", "weakly_convex"), "logistic": ("mu = 0",)},
         claimed="upper",
         instances=instances,
@@ -202,7 +253,9 @@ STATEMENTS = (
             Mutant("L_F = L + alpha rho B", {"L_F": lambda L, a, r, B: L + a * r * B}),
             Mutant("condition relaxed: alpha <= 2/L", {"condition": lambda a, L: (a >= 0) & (a <= 2 / L)}),
             Mutant("gradient without the factor (I - alpha hess f(w))", {"grad": lambda H, g_v, a: g_v}),
-            Mutant("inequality reversed: smoothness of F >= 4L + alpha rho B (f convex)", {"flip": (PARTS[1],)}),
+            Mutant(
+                "inequality reversed: smoothness of F >= 4L + alpha rho B (f convex)", {"flip": (PARTS[1],)}
+            ),
         ),
     ),
 )

@@ -49,21 +49,28 @@ shared A with a_1 = −L, α = 1/L and the sample noise along v_1 (σ_H = 0), an
 A_j = (−L ± s)I with D, D' → ∞.  The proof's (30b), E‖e₁‖² ≤ α²σ_H²/D'', is false with the
 spectral norm (see the findings); the lemma survives because only ‖E[e₁ᵀe₁]‖ enters.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from moreau.analysis.engine.core import QUADRATIC_SCALING, Mutant, Reading, Statement, scale_fields
 from moreau.analysis.perfedavg.estimators.instances import FAMILIES, logistic_instances, quadratic_instances
-from moreau.analysis.perfedavg.estimators.sides import (LEVEL, ZERO_PART, bound_sides, logistic_parts,
-                                                        quadratic_parts)
+from moreau.analysis.perfedavg.estimators.sides import (
+    LEVEL,
+    ZERO_PART,
+    bound_sides,
+    logistic_parts,
+    quadratic_parts,
+)
 
 __all__ = ["STATEMENTS"]
 
 CLAIM = {
     "bias": lambda alpha, L, sG, D: 2 * alpha * L * sG / np.sqrt(D),
     "sigma_F2": lambda B, sG2, sH2, alpha, L, D, D1, D2: (
-        12 * (B**2 + sG2 * (1 / D1 + (alpha * L) ** 2 / D)) * (1 + sH2 * alpha**2 / (4 * D2)) - 12 * B**2),
+        12 * (B**2 + sG2 * (1 / D1 + (alpha * L) ** 2 / D)) * (1 + sH2 * alpha**2 / (4 * D2)) - 12 * B**2
+    ),
     "condition": lambda alpha, L: (alpha >= 0) & (alpha <= 1 / L),
     # the batch of the Hessian estimate: D'' independent of D and D' (eq. (8), Lemma 4.3); "D'" is
     # Algorithm 1 as printed (bias part only: its second moment is not computed)
@@ -73,21 +80,28 @@ CLAIM = {
 #: Algorithm 1's text read into the lemma: the Hessian estimate on D', the batch of the outer gradient
 ALGORITHM1 = "Algorithm 1: Hessian on D′"
 READINGS = (
-    Reading(ALGORITHM1, {"hessian_batch": "D'"}, kind="inconsistency", expect="fails",
-            why="Algorithm 1 (and the two-stage update of §3) takes the Hessian estimate on D', the batch of the "
-                "outer gradient, where eq. (8) and Lemma 4.3 use an independent D'': the estimate Algorithm 1 "
-                "computes is biased whatever D, and the lemma's bias bound fails for it (findings); a finding "
-                "about Algorithm 1's text, not a failure of the lemma (bias part only)"),
+    Reading(
+        ALGORITHM1,
+        {"hessian_batch": "D'"},
+        kind="inconsistency",
+        expect="fails",
+        why="Algorithm 1 (and the two-stage update of §3) takes the Hessian estimate on D', the batch of the "
+        "outer gradient, where eq. (8) and Lemma 4.3 use an independent D'': the estimate Algorithm 1 "
+        "computes is biased whatever D, and the lemma's bias bound fails for it (findings); a finding "
+        "about Algorithm 1's text, not a failure of the lemma (bias part only)",
+    ),
 )
 
-PARTS = ("bias: ||E grad~F - grad F|| <= 2 alpha L sigma_G / sqrt(D)",
-         "second moment: E||grad~F - grad F||^2 <= sigma_F^2")
+PARTS = (
+    "bias: ||E grad~F - grad F|| <= 2 alpha L sigma_G / sqrt(D)",
+    "second moment: E||grad~F - grad F||^2 <= sigma_F^2",
+)
 
 
 def instances(family, trials, rng):
     if family == "quadratic":
         batch = quadratic_instances(rng, trials or 54)
-        del batch["delta"]   # the Hessian-free step of Appendix H: not part of eq. (8)
+        del batch["delta"]  # the Hessian-free step of Appendix H: not part of eq. (8)
         return batch
     batch = logistic_instances(rng, trials or 20)
     del batch["delta"], batch["cD1"]
@@ -102,20 +116,23 @@ def prepare(batch):
         v["consts"] = {
             "L": "exact: max |eig(mean A_j)|",
             "sigma_G^2": "exact: max of the per-sample gradient variance over w and every w - alpha grad~f(w, D) "
-                         "(the hull's vertices); Assumption 4's sup over R^d when the A_j are equal",
+            "(the hull's vertices); Assumption 4's sup over R^d when the A_j are equal",
             "sigma_H^2": "exact: mean_j ||A_j - mean A||_2^2 (spectral norm)",
             "B": "||grad f(w - alpha grad f(w))|| (the proof's only use of B)",
-            "expectations": "exact closed forms (sample moments; batches with replacement)"}
+            "expectations": "exact closed forms (sample moments; batches with replacement)",
+        }
     else:
         v = logistic_parts(batch, "hessian")
         v["ci"], v["level"] = (v["bias_ci"], v["second_ci"]), LEVEL
         v["consts"] = {
             "L": "exact: lambda_max(X^T X)/(4n) (attained at w = 0)",
             "sigma_G^2": "exact where enumerated: max variance over w and every u_D (a lower estimate over the "
-                         "draws for D = 10, 40); constant in w for shared features",
-            "sigma_H^2": "exact at w: mean_j ||H_j(w) - H(w)||_2^2", "B": "||grad f(w - alpha grad f(w))||",
+            "draws for D = 10, 40); constant in w for shared features",
+            "sigma_H^2": "exact at w: mean_j ||H_j(w) - H(w)||_2^2",
+            "B": "||grad f(w - alpha grad f(w))||",
             "expectations": f"exact enumeration of D (<= 3), D' and D'' in closed form; D = 10, 40: Monte Carlo, "
-                            f"{batch['cD'].shape[1]} draws of D, empirical Bernstein {LEVEL} two-sided"}
+            f"{batch['cD'].shape[1]} draws of D, empirical Bernstein {LEVEL} two-sided",
+        }
     v.update({k: batch[k] for k in ("alpha", "D", "D1", "D2")})
     return v
 
@@ -125,16 +142,38 @@ def evaluate(v, claim):
     alpha, L, D, D1, D2 = v["alpha"], v["L"], v["D"], v["D1"], v["D2"]
     rhs_b = claim["bias"](alpha, L, np.sqrt(v["sG2"]), D)
     if claim["hessian_batch"] not in ("D''", "D'"):
-        raise ValueError(f"hessian_batch must be \"D''\" or \"D'\" (got {claim['hessian_batch']!r})")
-    bias, bias_ci = (v["bias"], ci[0]) if claim["hessian_batch"] == "D''" else (v["bias_alg1"], v.get("bias_alg1_ci"))
+        raise ValueError(f'hessian_batch must be "D\'\'" or "D\'" (got {claim["hessian_batch"]!r})')
+    bias, bias_ci = (
+        (v["bias"], ci[0]) if claim["hessian_batch"] == "D''" else (v["bias_alg1"], v.get("bias_alg1_ci"))
+    )
     rhs_s = claim["sigma_F2"](v["B"], v["sG2"], v["sH2"], alpha, L, D, D1, D2)
     app = claim["condition"](alpha, L)
-    return bound_sides([
-        (PARTS[0], bias, rhs_b, bias_ci, 1, app, v["scale"],
-         "quadratics: unbiased (lhs = 0); logistic max ratio ~0.13 (shared features, alpha = 1/L, D = 1)"),
-        (PARTS[1], v["second"], rhs_s, ci[1], 2, app, v["scale"],
-         "at most 1/3 on quadratics, attained (a_1 = -L, alpha = 1/L, noise along v_1)"),
-    ], consts, level)
+    return bound_sides(
+        [
+            (
+                PARTS[0],
+                bias,
+                rhs_b,
+                bias_ci,
+                1,
+                app,
+                v["scale"],
+                "quadratics: unbiased (lhs = 0); logistic max ratio ~0.13 (shared features, alpha = 1/L, D = 1)",
+            ),
+            (
+                PARTS[1],
+                v["second"],
+                rhs_s,
+                ci[1],
+                2,
+                app,
+                v["scale"],
+                "at most 1/3 on quadratics, attained (a_1 = -L, alpha = 1/L, noise along v_1)",
+            ),
+        ],
+        consts,
+        level,
+    )
 
 
 _FINDINGS = (
@@ -171,17 +210,22 @@ STATEMENTS = (
         source="Per-FedAvg, Lemma 4.3",
         paper="per-fedavg-maml.md",
         latex=r"\|E[\tilde\nabla F_i(w) - \nabla F_i(w)]\| \le \frac{2\alpha L\sigma_G}{\sqrt D},\quad "
-              r"E\|\tilde\nabla F_i(w) - \nabla F_i(w)\|^2 \le 12\Big[B^2 + \sigma_G^2\Big(\frac1{D'} + "
-              r"\frac{(\alpha L)^2}{D}\Big)\Big]\Big[1 + \frac{\sigma_H^2\alpha^2}{4D''}\Big] - 12B^2",
+        r"E\|\tilde\nabla F_i(w) - \nabla F_i(w)\|^2 \le 12\Big[B^2 + \sigma_G^2\Big(\frac1{D'} + "
+        r"\frac{(\alpha L)^2}{D}\Big)\Big]\Big[1 + \frac{\sigma_H^2\alpha^2}{4D''}\Big] - 12B^2",
         text="bias of the eq. (8) estimate <= 2 alpha L sigma_G/sqrt(D); its second moment about grad F_i <= "
-             "sigma_F^2 = 12[B^2 + sigma_G^2 (1/D' + (alpha L)^2/D)][1 + sigma_H^2 alpha^2/(4 D'')] - 12 B^2, "
-             "alpha in [0, 1/L]",
-        assumptions=("alpha in [0, 1/L]", "f_i L-smooth, ||grad f_i|| <= B (Assumption 2)",
-                     "hess f_i rho-Lipschitz (Assumption 3)",
-                     "per-sample gradient / Hessian variance <= sigma_G^2 / sigma_H^2 (Assumption 4)",
-                     "D, D', D'' independent i.i.d. batches (with replacement)"),
-        scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "alpha": (2, -1)}),
-                 "logistic": scale_fields({"X": (-1, 0), "w": (1, 0), "alpha": (2, 0)}, c_free=False)},
+        "sigma_F^2 = 12[B^2 + sigma_G^2 (1/D' + (alpha L)^2/D)][1 + sigma_H^2 alpha^2/(4 D'')] - 12 B^2, "
+        "alpha in [0, 1/L]",
+        assumptions=(
+            "alpha in [0, 1/L]",
+            "f_i L-smooth, ||grad f_i|| <= B (Assumption 2)",
+            "hess f_i rho-Lipschitz (Assumption 3)",
+            "per-sample gradient / Hessian variance <= sigma_G^2 / sigma_H^2 (Assumption 4)",
+            "D, D', D'' independent i.i.d. batches (with replacement)",
+        ),
+        scaling={
+            "quadratic": scale_fields({**QUADRATIC_SCALING, "alpha": (2, -1)}),
+            "logistic": scale_fields({"X": (-1, 0), "w": (1, 0), "alpha": (2, 0)}, c_free=False),
+        },
         families=FAMILIES,
         claimed="upper",
         instances=instances,
@@ -190,31 +234,68 @@ STATEMENTS = (
         claim=CLAIM,
         readings=READINGS,
         mutants=(
-            Mutant("sigma_F^2: 12 -> 3", {"sigma_F2": lambda B, g, h, a, L, D, D1, D2: (
-                3 * (B**2 + g * (1 / D1 + (a * L) ** 2 / D)) * (1 + h * a**2 / (4 * D2)) - 3 * B**2)}),
-            Mutant("sigma_F^2: 1/D' -> 1/D'^2", {"sigma_F2": lambda B, g, h, a, L, D, D1, D2: (
-                12 * (B**2 + g * (1 / D1**2 + (a * L) ** 2 / D)) * (1 + h * a**2 / (4 * D2)) - 12 * B**2)}),
-            Mutant("sigma_F^2: (alpha L)^2/D -> (alpha L)^2/D^2", {"sigma_F2": lambda B, g, h, a, L, D, D1, D2: (
-                12 * (B**2 + g * (1 / D1 + (a * L) ** 2 / D**2)) * (1 + h * a**2 / (4 * D2)) - 12 * B**2)}),
-            Mutant("sigma_F^2: sigma_H^2 alpha^2/(4 D'') -> sigma_H^2 alpha^2/(16 D'')",
-                   {"sigma_F2": lambda B, g, h, a, L, D, D1, D2: (
-                       12 * (B**2 + g * (1 / D1 + (a * L) ** 2 / D)) * (1 + h * a**2 / (16 * D2)) - 12 * B**2)}),
-            Mutant("sigma_F^2: sigma_H^2 alpha^2/(4 D'') -> sigma_H^2 alpha^2/(4 D''^2)",
-                   {"sigma_F2": lambda B, g, h, a, L, D, D1, D2: (
-                       12 * (B**2 + g * (1 / D1 + (a * L) ** 2 / D)) * (1 + h * a**2 / (4 * D2**2)) - 12 * B**2)}),
-            Mutant("sigma_F^2: Hessian factor dropped (sigma_H = 0)", {"sigma_F2": lambda B, g, h, a, L, D, D1, D2: (
-                12 * g * (1 / D1 + (a * L) ** 2 / D))}),
-            Mutant("bias: 2 alpha L -> alpha L/8", {"bias": lambda a, L, sG, D: a * L * sG / (8 * np.sqrt(D))}),
+            Mutant(
+                "sigma_F^2: 12 -> 3",
+                {
+                    "sigma_F2": lambda B, g, h, a, L, D, D1, D2: (
+                        3 * (B**2 + g * (1 / D1 + (a * L) ** 2 / D)) * (1 + h * a**2 / (4 * D2)) - 3 * B**2
+                    )
+                },
+            ),
+            Mutant(
+                "sigma_F^2: 1/D' -> 1/D'^2",
+                {
+                    "sigma_F2": lambda B, g, h, a, L, D, D1, D2: (
+                        12 * (B**2 + g * (1 / D1**2 + (a * L) ** 2 / D)) * (1 + h * a**2 / (4 * D2))
+                        - 12 * B**2
+                    )
+                },
+            ),
+            Mutant(
+                "sigma_F^2: (alpha L)^2/D -> (alpha L)^2/D^2",
+                {
+                    "sigma_F2": lambda B, g, h, a, L, D, D1, D2: (
+                        12 * (B**2 + g * (1 / D1 + (a * L) ** 2 / D**2)) * (1 + h * a**2 / (4 * D2))
+                        - 12 * B**2
+                    )
+                },
+            ),
+            Mutant(
+                "sigma_F^2: sigma_H^2 alpha^2/(4 D'') -> sigma_H^2 alpha^2/(16 D'')",
+                {
+                    "sigma_F2": lambda B, g, h, a, L, D, D1, D2: (
+                        12 * (B**2 + g * (1 / D1 + (a * L) ** 2 / D)) * (1 + h * a**2 / (16 * D2)) - 12 * B**2
+                    )
+                },
+            ),
+            Mutant(
+                "sigma_F^2: sigma_H^2 alpha^2/(4 D'') -> sigma_H^2 alpha^2/(4 D''^2)",
+                {
+                    "sigma_F2": lambda B, g, h, a, L, D, D1, D2: (
+                        12 * (B**2 + g * (1 / D1 + (a * L) ** 2 / D)) * (1 + h * a**2 / (4 * D2**2))
+                        - 12 * B**2
+                    )
+                },
+            ),
+            Mutant(
+                "sigma_F^2: Hessian factor dropped (sigma_H = 0)",
+                {"sigma_F2": lambda B, g, h, a, L, D, D1, D2: 12 * g * (1 / D1 + (a * L) ** 2 / D)},
+            ),
+            Mutant(
+                "bias: 2 alpha L -> alpha L/8", {"bias": lambda a, L, sG, D: a * L * sG / (8 * np.sqrt(D))}
+            ),
             Mutant("condition relaxed: alpha <= 4/L", {"condition": lambda a, L: (a >= 0) & (a <= 4 / L)}),
             Mutant("inequality reversed (second moment)", {"flip": (PARTS[1],)}),
         ),
-        consistency_checks={ZERO_PART: "definitional: where the bound is 0 the estimate is exact (lhs = 0), a "
-                                       "consistency check of the instances' sides that no claim entry enters"},
+        consistency_checks={
+            ZERO_PART: "definitional: where the bound is 0 the estimate is exact (lhs = 0), a "
+            "consistency check of the instances' sides that no claim entry enters"
+        },
         equivalent_mutants={
             "sigma_F^2: 12 -> 4 (and 3 -> 1 in the sigma_H^2 terms)": "true on quadratic samples (the exact second "
-                "moment is at most sigma_F^2/3 there, attained) and far from refuted on logistic data",
+            "moment is at most sigma_F^2/3 there, attained) and far from refuted on logistic data",
             "bias: sigma_G/sqrt(D) -> sigma_G/D": "the bias is 0 on quadratics and O(alpha^2 sigma_G^2/D) for C^3 "
-                "losses (logistic); only losses whose Hessian jumps need 1/sqrt(D) (tested directly)",
+            "losses (logistic); only losses whose Hessian jumps need 1/sqrt(D) (tested directly)",
             "condition relaxed: alpha <= 2/L": "(1 + alpha L)^2 <= 9 < 12: the quadratic ratio is at most 3/4",
         },
         findings=_FINDINGS,

@@ -43,6 +43,7 @@ lhs is (1/n)Σ‖(I − αA)²(b_i − b̄)‖² ≤ (1 + αL)⁴γ_G² ≤ 16γ
 a_1 = −L, α = 1/L: the sharp constant is 16, not 192 (max ratio 1/12).  On
 logistic data the ratio is far smaller still (192 and loose sup bounds).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -50,7 +51,14 @@ import numpy as np
 import moreau as mo
 
 from moreau.analysis.perfedavg import sharp_constants as _sharp
-from moreau.analysis.engine.core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
+from moreau.analysis.engine.core import (
+    LOGISTIC_SCALING,
+    QUADRATIC_SCALING,
+    Mutant,
+    Sides,
+    Statement,
+    scale_fields,
+)
 from moreau.analysis.engine.instances import logistic_batch
 from moreau.analysis.perfedavg.lemma4_2 import quadratic_kinds
 
@@ -61,8 +69,11 @@ CLAIM = {
     "condition": lambda alpha, L: (alpha >= 0) & (alpha <= 1 / L),
 }
 
-PARTS = ("(1/n) sum ||grad F_i - grad F||^2 <= 3 B^2 alpha^2 gamma_H^2 + 192 gamma_G^2",
-         "our gamma_G^2 bound >= sampled gradient diversity", "our gamma_H^2 bound >= sampled Hessian diversity")
+PARTS = (
+    "(1/n) sum ||grad F_i - grad F||^2 <= 3 B^2 alpha^2 gamma_H^2 + 192 gamma_G^2",
+    "our gamma_G^2 bound >= sampled gradient diversity",
+    "our gamma_H^2 bound >= sampled Hessian diversity",
+)
 
 
 def instances(family, trials, rng):
@@ -76,10 +87,12 @@ def instances(family, trials, rng):
         u = rng.uniform(0.0, 1.0, T)
         u[::4] = 1.0
         half = np.array_split(adv, 2)
-        u[half[0]] = 1.0                                         # lhs = 16 gamma_G^2
-        u[half[1]] = rng.uniform(3.5, 4.0, half[1].size)         # alpha > 1/L: not applicable
+        u[half[0]] = 1.0  # lhs = 16 gamma_G^2
+        u[half[1]] = rng.uniform(3.5, 4.0, half[1].size)  # alpha > 1/L: not applicable
         aligned = np.concatenate(half)
-        delta[aligned] = rng.standard_normal((aligned.size, n, 1)) * L[aligned, None, None] * v1[aligned, None, :]
+        delta[aligned] = (
+            rng.standard_normal((aligned.size, n, 1)) * L[aligned, None, None] * v1[aligned, None, :]
+        )
         delta -= delta.mean(axis=1, keepdims=True)
         batch["b"] = rng.standard_normal((T, 1, d)) * L[:, None, None] + delta
         batch["alpha"] = u / L
@@ -92,8 +105,9 @@ def instances(family, trials, rng):
     L = np.max(np.asarray(mo.Logistic(X, y).curvature_bounds()[1]), axis=1)
     u = rng.uniform(0.0, 1.0, T)
     u[::3], u[1::5] = 1.0, 0.0
-    w = np.concatenate([np.zeros((T, 1, d)), rng.standard_normal((T, 3, d)), 3 * rng.standard_normal((T, 2, d))],
-                       axis=1)
+    w = np.concatenate(
+        [np.zeros((T, 1, d)), rng.standard_normal((T, 3, d)), 3 * rng.standard_normal((T, 2, d))], axis=1
+    )
     return {"X": X, "y": y, "alpha": u / L, "w": w}
 
 
@@ -105,13 +119,18 @@ def evaluate(batch, claim):
         L = batch["L"]
         dev = batch["b"] - batch["b"].mean(axis=1, keepdims=True)
         gG2 = np.mean(np.sum(dev**2, axis=-1), axis=1)  # exact sup (constant in w)
-        gH2 = np.zeros_like(gG2)                         # exact: shared Hessian
+        gH2 = np.zeros_like(gG2)  # exact: shared Hessian
         fbar = mo.Quadratic(batch["A"], batch["b"].mean(axis=1))
         vbar = W[:, :, 0] - alpha[:, None] * fbar.grad(W[:, :, 0])
-        B = np.max(np.linalg.norm(fbar.grad(vbar), axis=-1), axis=0)  # the proof's ||grad f(w - a grad f(w))||
-        consts = {"gamma_G^2": "exact: (1/n) sum ||b_i - b_bar||^2 (constant in w)",
-                  "gamma_H^2": "exact: 0 (shared A)", "L": "exact (eigenvalues of A)",
-                  "B": "max over the points of ||grad f(w - alpha grad f(w))|| (multiplies gamma_H^2 = 0)"}
+        B = np.max(
+            np.linalg.norm(fbar.grad(vbar), axis=-1), axis=0
+        )  # the proof's ||grad f(w - a grad f(w))||
+        consts = {
+            "gamma_G^2": "exact: (1/n) sum ||b_i - b_bar||^2 (constant in w)",
+            "gamma_H^2": "exact: 0 (shared A)",
+            "L": "exact (eigenvalues of A)",
+            "B": "max over the points of ||grad f(w - alpha grad f(w))|| (multiplies gamma_H^2 = 0)",
+        }
         out = {}
         note = "shared A: lhs = (1/n) sum ||(I - alpha A)^2 (b_i - b_bar)||^2 <= 16 gamma_G^2 (sharp at a_1 = -L)"
     else:
@@ -122,15 +141,32 @@ def evaluate(batch, claim):
         B = np.max(Bi, axis=1)
         gG2, gH2 = _diversity_bounds(batch["X"], batch["y"], Bi, Li)
         sG, sH = _sampled_diversity(f, W)
-        consts = {"B": "bound: max_ij ||x_ij|| (mu = 0)", "L": "exact: max_i lambda_max(X_i^T X_i)/(4 m)",
-                  "gamma_G^2": "bound: min of (1/n) sum B_i^2, (||M1|| + ||M|| sqrt N)^2/4 (the smallest "
-                               "here, ~8x below the first), || |M| 1 ||^2",
-                  "gamma_H^2": "bound: (1/n) sum min(1/4 sum |d_ik - 1/n| p ||x||^2, max(L_i, L_f))^2 "
-                               "(the PSD bound max(L_i, L_f) is the smaller here)"}
-        out = {PARTS[1]: Sides(np.max(sG, axis=0), gG2, "upper", constants=consts,
-                               note="sampled sup <= true sup <= our bound; ratio = how loose the bound is", role="auxiliary"),
-               PARTS[2]: Sides(np.max(sH, axis=0), gH2, "upper", constants=consts,
-                               note="sampled sup <= true sup <= our bound", role="auxiliary")}
+        consts = {
+            "B": "bound: max_ij ||x_ij|| (mu = 0)",
+            "L": "exact: max_i lambda_max(X_i^T X_i)/(4 m)",
+            "gamma_G^2": "bound: min of (1/n) sum B_i^2, (||M1|| + ||M|| sqrt N)^2/4 (the smallest "
+            "here, ~8x below the first), || |M| 1 ||^2",
+            "gamma_H^2": "bound: (1/n) sum min(1/4 sum |d_ik - 1/n| p ||x||^2, max(L_i, L_f))^2 "
+            "(the PSD bound max(L_i, L_f) is the smaller here)",
+        }
+        out = {
+            PARTS[1]: Sides(
+                np.max(sG, axis=0),
+                gG2,
+                "upper",
+                constants=consts,
+                note="sampled sup <= true sup <= our bound; ratio = how loose the bound is",
+                role="auxiliary",
+            ),
+            PARTS[2]: Sides(
+                np.max(sH, axis=0),
+                gH2,
+                "upper",
+                constants=consts,
+                note="sampled sup <= true sup <= our bound",
+                role="auxiliary",
+            ),
+        }
         note = "valid sup bounds for gamma_G, gamma_H; 192 gamma_G^2 dominates"
     g = np.asarray(mo.meta_objective(f, alpha[:, None]).grad(W))  # (P, T, n, d)
     lhs = np.mean(np.sum((g - g.mean(axis=2, keepdims=True)) ** 2, axis=-1), axis=2)  # (P, T)
@@ -138,7 +174,9 @@ def evaluate(batch, claim):
     with np.errstate(divide="ignore", invalid="ignore"):
         k = np.argmax(np.where(rhs > 0, lhs / rhs, np.inf * (lhs > 0)), axis=0)
     t = np.arange(lhs.shape[1])
-    main = Sides(lhs[k, t], rhs[k, t], "upper", applicable=claim["condition"](alpha, L), constants=consts, note=note)
+    main = Sides(
+        lhs[k, t], rhs[k, t], "upper", applicable=claim["condition"](alpha, L), constants=consts, note=note
+    )
     return {PARTS[0]: main, **out}
 
 
@@ -147,14 +185,16 @@ def _diversity_bounds(X, y, Bi, Li):
     T, n, m, d = X.shape
     Z = y[..., None] * X
     p = 1.0 / m
-    C = np.eye(n) - 1.0 / n                                    # (i, k): delta_ik - 1/n
+    C = np.eye(n) - 1.0 / n  # (i, k): delta_ik - 1/n
     # M[(i, :), (k, j)] = -(delta_ik - 1/n) p z_kj / sqrt(n); shape (T, n*d, n*m)
     M = -np.einsum("ik,tkjd->tidkj", C, p * Z).reshape(T, n * d, n * m) / np.sqrt(n)
     b_a = np.mean(Bi**2, axis=1)
-    b_b = (np.linalg.norm(M.sum(axis=-1), axis=-1) + np.linalg.norm(M, ord=2, axis=(1, 2)) * np.sqrt(n * m)) ** 2 / 4
+    b_b = (
+        np.linalg.norm(M.sum(axis=-1), axis=-1) + np.linalg.norm(M, ord=2, axis=(1, 2)) * np.sqrt(n * m)
+    ) ** 2 / 4
     b_c = np.linalg.norm(np.abs(M).sum(axis=-1), axis=-1) ** 2
     gG2 = np.minimum(b_a, np.minimum(b_b, b_c))
-    r2 = np.sum(X**2, axis=-1)                                 # (T, n, m)
+    r2 = np.sum(X**2, axis=-1)  # (T, n, m)
     tri = 0.25 * np.einsum("ik,tkj->ti", np.abs(C), p * r2)
     Lf = np.linalg.eigvalsh(np.einsum("tkjd,tkje->tde", X, X) * p / n)[:, -1] / 4
     gH2 = np.mean(np.minimum(tri, np.maximum(Li, Lf[:, None])) ** 2, axis=1)
@@ -177,36 +217,50 @@ STATEMENTS = (
         paper="per-fedavg-maml.md",
         latex=r"\frac1n\sum_i\|\nabla F_i(w) - \nabla F(w)\|^2 \le \gamma_F^2 = 3B^2\alpha^2\gamma_H^2 + 192\gamma_G^2",
         text="(1/n) sum ||grad F_i(w) - grad F(w)||^2 <= 3 B^2 alpha^2 gamma_H^2 + 192 gamma_G^2 for alpha in [0, 1/L]",
-        assumptions=("alpha in [0, 1/L], L = max L_i", "||grad f_i|| <= B (Assumption 2)",
-                     "hess f_i rho-Lipschitz (Assumption 3)",
-                     "gradient / Hessian diversity <= gamma_G^2 / gamma_H^2 at every w (Assumption 5)"),
-        scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "alpha": (2, -1)}),
-                 "logistic": scale_fields({**LOGISTIC_SCALING, "alpha": (2, 0)}, c_free=False)},
+        assumptions=(
+            "alpha in [0, 1/L], L = max L_i",
+            "||grad f_i|| <= B (Assumption 2)",
+            "hess f_i rho-Lipschitz (Assumption 3)",
+            "gradient / Hessian diversity <= gamma_G^2 / gamma_H^2 at every w (Assumption 5)",
+        ),
+        scaling={
+            "quadratic": scale_fields({**QUADRATIC_SCALING, "alpha": (2, -1)}),
+            "logistic": scale_fields({**LOGISTIC_SCALING, "alpha": (2, 0)}, c_free=False),
+        },
         sharp={"quadratic": {PARTS[0]: _sharp.perfedavg_lemma4_4}},
-        families={"quadratic": ("shared A: convex", "strongly_convex", "weakly_convex"), "logistic": ("mu = 0",)},
+        families={
+            "quadratic": ("shared A: convex", "strongly_convex", "weakly_convex"),
+            "logistic": ("mu = 0",),
+        },
         claimed="upper",
         instances=instances,
         evaluate=evaluate,
         claim=CLAIM,
         mutants=(
-            Mutant("192 gamma_G^2 -> 15 gamma_G^2 (below the sharp 16 of shared-A quadratics)",
-                   {"gamma_F2": lambda B, a, h, g: 3 * B**2 * a**2 * h + 15 * g}),
-            Mutant("192 gamma_G^2 -> gamma_G^2 / 4", {"gamma_F2": lambda B, a, h, g: 3 * B**2 * a**2 * h + g / 4}),
-            Mutant("gamma_G^2 term dropped: gamma_F^2 = 3 B^2 alpha^2 gamma_H^2",
-                   {"gamma_F2": lambda B, a, h, g: 3 * B**2 * a**2 * h}),
+            Mutant(
+                "192 gamma_G^2 -> 15 gamma_G^2 (below the sharp 16 of shared-A quadratics)",
+                {"gamma_F2": lambda B, a, h, g: 3 * B**2 * a**2 * h + 15 * g},
+            ),
+            Mutant(
+                "192 gamma_G^2 -> gamma_G^2 / 4", {"gamma_F2": lambda B, a, h, g: 3 * B**2 * a**2 * h + g / 4}
+            ),
+            Mutant(
+                "gamma_G^2 term dropped: gamma_F^2 = 3 B^2 alpha^2 gamma_H^2",
+                {"gamma_F2": lambda B, a, h, g: 3 * B**2 * a**2 * h},
+            ),
             Mutant("condition relaxed: alpha <= 4/L", {"condition": lambda a, L: (a >= 0) & (a <= 4 / L)}),
             Mutant("inequality reversed", {"flip": (PARTS[0],)}),
         ),
         equivalent_mutants={
             "192 -> 16": "true on shared-A quadratics (lhs <= (1 + alpha L)^4 gamma_G^2 <= 16 gamma_G^2, attained) "
-                         "and never approached on logistic data with valid sup bounds; not known to be false",
+            "and never approached on logistic data with valid sup bounds; not known to be false",
             "condition relaxed: alpha <= 2/L": "on shared-A quadratics the lhs is <= (1 + alpha L)^4 gamma_G^2 "
-                                               "<= 81 gamma_G^2 < 192 gamma_G^2; logistic lhs far below the bound",
+            "<= 81 gamma_G^2 < 192 gamma_G^2; logistic lhs far below the bound",
             "3 B^2 alpha^2 gamma_H^2 term dropped": "gamma_H = 0 on shared-A quadratics; on logistic data "
-                                                    "192 gamma_G^2 alone exceeds the lhs by orders of magnitude",
+            "192 gamma_G^2 alone exceeds the lhs by orders of magnitude",
             "B^2 -> B (or any change of the gamma_H term)": "same reason: the term is 0 on shared-A quadratics "
-                                                            "and at most ~13% of 192 gamma_G^2 on logistic data, "
-                                                            "whose lhs is ~1e-3 of the bound",
+            "and at most ~13% of 192 gamma_G^2 on logistic data, "
+            "whose lhs is ~1e-3 of the bound",
         },
     ),
 )

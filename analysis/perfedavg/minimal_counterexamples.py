@@ -17,6 +17,7 @@ fields.  With n = 2 and f = f₁ + f₂, ∇fᵢ − ∇f = −∇fⱼ (j the ot
 The rate remark after (16) (``rate_dim``, ``rate_seed``) is not part of these rows: its smallest
 failing instance is the data dimension k = 3, a Monte Carlo sweep (perfedavg.w1's second finding).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,8 +30,14 @@ def closed_form_instance(P, z, g):
     l(z_k; w) = g_kᵀw with ``g (K, d)``."""
     P, z, g = np.asarray(P, float), np.asarray(z, float), np.asarray(g, float)
     K, d = g.shape
-    return {"P": P[None], "g": g[None], "A": np.zeros((1, K, d, d)), "h": np.zeros((1, K, 2)),
-            "u": np.zeros((1, d)), "D": np.abs(z[:, None] - z[None, :])[None]}
+    return {
+        "P": P[None],
+        "g": g[None],
+        "A": np.zeros((1, K, d, d)),
+        "h": np.zeros((1, K, 2)),
+        "u": np.zeros((1, d)),
+        "D": np.abs(z[:, None] - z[None, :])[None],
+    }
 
 
 def logistic_instance(P, x, y, w):

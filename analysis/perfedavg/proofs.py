@@ -6,6 +6,7 @@ On a quadratic every statement splits over the eigenvectors of A into scalar pro
 --symbolic``.  ``PROOFS`` are the paper's claims, ``MUTANT_PROOFS`` the same derivations given
 wrong formulas: they must come out NOT PROVED.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -23,8 +24,11 @@ def meta_hessian(hess=lambda a, alpha: a * (1 - alpha * a) ** 2):
     q = quadratic_formulas()
     st = Steps()
     fp = sp.diff(q.f, x)
-    st.identity("eq. (5): ∇F(w) = (1 − α f'') f'(w − α f'(w))", q.meta_grad,
-                ((1 - alpha * sp.diff(q.f, x, 2)) * fp.subs(x, w - alpha * fp.subs(x, w))))
+    st.identity(
+        "eq. (5): ∇F(w) = (1 − α f'') f'(w − α f'(w))",
+        q.meta_grad,
+        ((1 - alpha * sp.diff(q.f, x, 2)) * fp.subs(x, w - alpha * fp.subs(x, w))),
+    )
     st.identity("d²F/dw² = claimed Hessian", sp.diff(q.meta, w, 2), hess(a, alpha))
     return st.result()
 
@@ -47,26 +51,45 @@ def meta_smoothness(bound=lambda L, alpha: L * (1 + alpha * L) ** 2, L_F=lambda 
             st.check(False, f"critical point {r} is not of the form k/α")
             continue
         gr = sp.Abs(sp.simplify(g.subs(a, r) * alpha)) / alpha
-        st.nonneg(f"claimed max − |g({r})| ≥ 0 where {r} ≤ L (α = ({k} + t)/L)",
-                  (bound(L, alpha) - gr).subs(alpha, (k + t) / L))
-    st.nonneg("L_F − claimed max ≥ 0 for α ∈ (0, 1/L] (α = 1/(L(1 + t)))",
-              (L_F(L) - bound(L, alpha)).subs(alpha_in))
+        st.nonneg(
+            f"claimed max − |g({r})| ≥ 0 where {r} ≤ L (α = ({k} + t)/L)",
+            (bound(L, alpha) - gr).subs(alpha, (k + t) / L),
+        )
+    st.nonneg(
+        "L_F − claimed max ≥ 0 for α ∈ (0, 1/L] (α = 1/(L(1 + t)))", (L_F(L) - bound(L, alpha)).subs(alpha_in)
+    )
     st.identity("tight: claimed max = L_F at α = 1/L (a = −L)", bound(L, 1 / L), L_F(L))
     return st.result()
 
 
 PROOFS = (
-    Proof("lemma4_2.hess", "Hessian of f(w − αf'(w)) = a(1 − αa)², gradient eq. (5)", "perfedavg.lemma4_2",
-          meta_hessian),
-    Proof("lemma4_2.L_F", "max_{|a|≤L} |a(1 − αa)²| = L(1 + αL)² ≤ 4L for α ≤ 1/L, = 4L at α = 1/L",
-          "perfedavg.lemma4_2", meta_smoothness),
+    Proof(
+        "lemma4_2.hess",
+        "Hessian of f(w − αf'(w)) = a(1 − αa)², gradient eq. (5)",
+        "perfedavg.lemma4_2",
+        meta_hessian,
+    ),
+    Proof(
+        "lemma4_2.L_F",
+        "max_{|a|≤L} |a(1 − αa)²| = L(1 + αL)² ≤ 4L for α ≤ 1/L, = 4L at α = 1/L",
+        "perfedavg.lemma4_2",
+        meta_smoothness,
+    ),
 )
 
 #: wrong claims run through the same derivations; ``key`` names the proof mutated
 MUTANT_PROOFS = (
-    Proof("lemma4_2.hess", "Hessian a(1 − αa)", "perfedavg.lemma4_2",
-          partial(meta_hessian, lambda a, alpha: a * (1 - alpha * a))),
-    Proof("lemma4_2.L_F", "max attained at a = +L: L(1 − αL)²", "perfedavg.lemma4_2",
-          partial(meta_smoothness, lambda L, alpha: L * (1 - alpha * L) ** 2)),
+    Proof(
+        "lemma4_2.hess",
+        "Hessian a(1 − αa)",
+        "perfedavg.lemma4_2",
+        partial(meta_hessian, lambda a, alpha: a * (1 - alpha * a)),
+    ),
+    Proof(
+        "lemma4_2.L_F",
+        "max attained at a = +L: L(1 − αL)²",
+        "perfedavg.lemma4_2",
+        partial(meta_smoothness, lambda L, alpha: L * (1 - alpha * L) ** 2),
+    ),
     Proof("lemma4_2.L_F", "L_F = 2L", "perfedavg.lemma4_2", partial(meta_smoothness, L_F=lambda L: 2 * L)),
 )

@@ -68,15 +68,33 @@ with losses linear in z (W₁: p_i and p are stochastically ordered), lhs = rhs
 for both γ_G and γ_H (max ratio 1); the constants 4 and L_𝒵², the squares
 and the distance cannot be lowered.  Logistic ratios stay far below 1.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, fit_exponent, rate_sides, scale_fields
-from moreau.analysis.perfedavg.divergences.instances import (logistic_atoms_batch, tv_closed_form_batch,
-                                                             w1_closed_form_batch)
-from moreau.analysis.perfedavg.divergences.finite_support import (closed_form_sups, logistic_sups, reference, tv,
-                                                                  w1_batch, w1_homogeneous_sweep)
+from moreau.analysis.engine.core import (
+    Mutant,
+    Reading,
+    Sides,
+    Statement,
+    fit_exponent,
+    rate_sides,
+    scale_fields,
+)
+from moreau.analysis.perfedavg.divergences.instances import (
+    logistic_atoms_batch,
+    tv_closed_form_batch,
+    w1_closed_form_batch,
+)
+from moreau.analysis.perfedavg.divergences.finite_support import (
+    closed_form_sups,
+    logistic_sups,
+    reference,
+    tv,
+    w1_batch,
+    w1_homogeneous_sweep,
+)
 from moreau.analysis.perfedavg.minimal_counterexamples import TV_MINIMAL, W1_MINIMAL
 
 __all__ = ["STATEMENTS"]
@@ -100,8 +118,8 @@ def _dudley_rate(k):
 CLAIM_TV = {
     "gamma_G2": lambda B, L, dist: 4 * B**2 * _mean_sq(dist),
     "gamma_H2": lambda B, L, dist: 4 * L**2 * _mean_sq(dist),
-    "distance": "tv",        # "w1": W1(p_i, p) for the atoms' distances D
-    "f": "sum",              # f = sum_i f_i (Assumption 5 as printed); "mean": f = (1/n) sum_i f_i
+    "distance": "tv",  # "w1": W1(p_i, p) for the atoms' distances D
+    "f": "sum",  # f = sum_i f_i (Assumption 5 as printed); "mean": f = (1/n) sum_i f_i
     "hess_norm": "spectral",  # "fro": Frobenius norm on the lhs (with the spectral L)
 }
 #: (16) and the remark after it as printed: f = sum_i f_i, W1(p_i, p) = O(m^rate) for homogeneous clients
@@ -116,26 +134,42 @@ CLAIM_W1 = {
 MEAN = "f = (1/n) Σᵢ fᵢ"
 W1_REPAIR = "f = (1/n) Σᵢ fᵢ; O(m^(-1/k)), k ≥ 3"
 W1_PRINTED_F, W1_PRINTED_RATE = "f = Σᵢ fᵢ as printed, O(m^(-1/k))", "f = (1/n) Σᵢ fᵢ, O(1/√m) as printed"
-_WHY_MEAN = ("eq. (1) defines f as the average, and App. B subtracts E_p with p = (1/n) sum p_i: "
-             "Assumption 5's f = sum_i f_i (no 1/n) makes (14a) and (16) fail (findings)")
-_WHY_RATE = ("W1 of an empirical measure of m samples decays like m^(-1/k) in dimension k >= 3 (Dudley 1969), "
-             "like m^(-1/2) for k = 1 (k = 2 has a log factor, not swept)")
+_WHY_MEAN = (
+    "eq. (1) defines f as the average, and App. B subtracts E_p with p = (1/n) sum p_i: "
+    "Assumption 5's f = sum_i f_i (no 1/n) makes (14a) and (16) fail (findings)"
+)
+_WHY_RATE = (
+    "W1 of an empirical measure of m samples decays like m^(-1/k) in dimension k >= 3 (Dudley 1969), "
+    "like m^(-1/2) for k = 1 (k = 2 has a log factor, not swept)"
+)
 READINGS_TV = (Reading(MEAN, {"f": "mean"}, why=_WHY_MEAN),)
 READINGS_W1 = (
     Reading(W1_REPAIR, {"f": "mean", "rate_exponent": _dudley_rate}, why=_WHY_MEAN + "; " + _WHY_RATE),
-    Reading(W1_PRINTED_F, {"rate_exponent": _dudley_rate}, expect="fails",
-            why="the printed f = sum_i f_i alone (the rate repaired): fails whenever the mean gradient is not 0"),
-    Reading(W1_PRINTED_RATE, {"f": "mean"}, expect="fails",
-            why="the printed O(1/sqrt m) in every dimension alone (f repaired): fails at k = 3 and 4"),
+    Reading(
+        W1_PRINTED_F,
+        {"rate_exponent": _dudley_rate},
+        expect="fails",
+        why="the printed f = sum_i f_i alone (the rate repaired): fails whenever the mean gradient is not 0",
+    ),
+    Reading(
+        W1_PRINTED_RATE,
+        {"f": "mean"},
+        expect="fails",
+        why="the printed O(1/sqrt m) in every dimension alone (f repaired): fails at k = 3 and 4",
+    ),
 )
 #: the m grid and draws of the O(1/sqrt m) sweeps (n = 2, p_u uniform on [0, 1]^k)
 RATE_MS, RATE_REPS, RATE_LEVEL, RATE_ATOL = (16, 32, 64, 128, 256), 24, 0.99, 0.05
-TV_PARTS = ("(14a) gradient: (1/n) sum ||grad f_i - grad f||^2 <= 4 B^2 (1/n) sum TV(p_i, p)^2 for all w",
-            "(14a) Hessian: (1/n) sum ||hess f_i - hess f||^2 <= 4 L^2 (1/n) sum TV(p_i, p)^2 for all w",
-            "(14a) Hessian under the Hessian bound alone (quadratic in w: ||grad l|| unbounded, B = inf)")
-W1_PARTS = ("(16) gradient: (1/n) sum ||grad f_i - grad f||^2 <= L_Z^2 (1/n) sum W1(p_i, p)^2 for all w",
-            "(16) Hessian: (1/n) sum ||hess f_i - hess f||^2 <= rho_Z^2 (1/n) sum W1(p_i, p)^2 for all w",
-            "after (16): homogeneous clients, m samples each in dimension k = 1, 3, 4: decay of E W1(p_i, p) in m")
+TV_PARTS = (
+    "(14a) gradient: (1/n) sum ||grad f_i - grad f||^2 <= 4 B^2 (1/n) sum TV(p_i, p)^2 for all w",
+    "(14a) Hessian: (1/n) sum ||hess f_i - hess f||^2 <= 4 L^2 (1/n) sum TV(p_i, p)^2 for all w",
+    "(14a) Hessian under the Hessian bound alone (quadratic in w: ||grad l|| unbounded, B = inf)",
+)
+W1_PARTS = (
+    "(16) gradient: (1/n) sum ||grad f_i - grad f||^2 <= L_Z^2 (1/n) sum W1(p_i, p)^2 for all w",
+    "(16) Hessian: (1/n) sum ||hess f_i - hess f||^2 <= rho_Z^2 (1/n) sum W1(p_i, p)^2 for all w",
+    "after (16): homogeneous clients, m samples each in dimension k = 1, 3, 4: decay of E W1(p_i, p) in m",
+)
 
 
 def instances_tv(family, trials, rng):
@@ -177,8 +211,11 @@ def evaluate_tv(batch, claim):
     if "X" in batch:
         r = np.linalg.norm(batch["X"], axis=-1)
         B, L = r.max(axis=1), r.max(axis=1) ** 2 / 4
-        consts = {"B": "exact sup: max_k ||x_k|| (approached as |w| grows)", "L": "exact: max_k ||x_k||^2/4",
-                  "lhs": "max over 41 points w (a lower estimate of the sup)"}
+        consts = {
+            "B": "exact sup: max_k ||x_k|| (approached as |w| grows)",
+            "L": "exact: max_k ||x_k||^2/4",
+            "lhs": "max over 41 points w (a lower estimate of the sup)",
+        }
     else:
         A, g, h, u = batch["A"], batch["g"], batch["h"], batch["u"]
         om = np.linalg.norm(u, axis=-1)
@@ -186,23 +223,47 @@ def evaluate_tv(batch, claim):
         quad = np.any(A != 0, axis=(1, 2, 3))
         B = np.where(quad, np.inf, np.linalg.norm(g, axis=-1).max(axis=1) + om * hmax)
         L = np.linalg.norm(A, ord=2, axis=(-2, -1)).max(axis=1) + om**2 * hmax
-        consts = {"B": "exact: max_k sup_w ||grad l(z_k; w)|| (inf for quadratics)",
-                  "L": "exact: max_k sup_w ||hess l(z_k; w)||_2", "lhs": "exact sup over all w (closed form)"}
+        consts = {
+            "B": "exact: max_k sup_w ||grad l(z_k; w)|| (inf for quadratics)",
+            "L": "exact: max_k sup_w ||hess l(z_k; w)||_2",
+            "lhs": "exact sup over all w (closed form)",
+        }
     consts["TV"] = "exact (dyadic weights)" if claim["distance"] == "tv" else "W1 (mutant)"
     with np.errstate(invalid="ignore", over="ignore"):
         gG, gH = claim["gamma_G2"](B, L, dist), claim["gamma_H2"](B, L, dist)
     bounded = np.isfinite(B)
     G2, gG = np.where(bounded, G2, np.nan), np.where(bounded, gG, np.nan)  # B = inf: not applicable
     logi = "X" in batch
-    out = {TV_PARTS[0]: Sides(G2, gG, "upper", applicable=bounded, constants=consts,
-                              note="lhs: max over 41 points w" if logi else
-                              "exact sups; " + _f_note(claim, "equality on the aligned two-group instances")),
-           TV_PARTS[1]: Sides(H2, gH, "upper", applicable=bounded, constants=consts,
-                              note="premise as printed: both ||grad l|| <= B and ||hess l|| <= L; "
-                                   + _f_note(claim, "f = (1/n) sum_i f_i"))}
+    out = {
+        TV_PARTS[0]: Sides(
+            G2,
+            gG,
+            "upper",
+            applicable=bounded,
+            constants=consts,
+            note="lhs: max over 41 points w"
+            if logi
+            else "exact sups; " + _f_note(claim, "equality on the aligned two-group instances"),
+        ),
+        TV_PARTS[1]: Sides(
+            H2,
+            gH,
+            "upper",
+            applicable=bounded,
+            constants=consts,
+            note="premise as printed: both ||grad l|| <= B and ||hess l|| <= L; "
+            + _f_note(claim, "f = (1/n) sum_i f_i"),
+        ),
+    }
     if not logi:
-        out[TV_PARTS[2]] = Sides(H2, gH, "upper", applicable=~bounded, constants=consts,
-                                 note="a stronger statement than printed (B = inf); the proof uses only L")
+        out[TV_PARTS[2]] = Sides(
+            H2,
+            gH,
+            "upper",
+            applicable=~bounded,
+            constants=consts,
+            note="a stronger statement than printed (B = inf); the proof uses only L",
+        )
     return out
 
 
@@ -246,8 +307,12 @@ def prepare_w1(batch):
         slope, lo, hi = np.full(T, np.nan), np.full(T, np.nan), np.full(T, np.nan)
         ms = np.array(RATE_MS, dtype=float)
         for t in np.flatnonzero(batch["rate_dim"] > 0):
-            mean, se = w1_homogeneous_sweep(np.random.default_rng(int(batch["rate_seed"][t])),
-                                            int(batch["rate_dim"][t]), RATE_MS, RATE_REPS)
+            mean, se = w1_homogeneous_sweep(
+                np.random.default_rng(int(batch["rate_seed"][t])),
+                int(batch["rate_dim"][t]),
+                RATE_MS,
+                RATE_REPS,
+            )
             s, (a, b) = fit_exponent(ms, mean, y_se=se, level=RATE_LEVEL)
             slope[t], lo[t], hi[t] = s, a, b
         out["_rate"] = (slope, lo, hi)
@@ -258,44 +323,77 @@ def evaluate_w1(batch, claim):
     dist = batch["_w1"] if claim["distance"] == "w1" else batch["_tv"]
     G2, H2 = _sups(batch, claim)
     LZ, rhoZ = batch["_LZ"], batch["_rhoZ"]
-    consts = {"W1": "linear program over couplings (scipy linprog, HiGHS)" if claim["distance"] == "w1"
-              else "TV (mutant)",
-              "L_Z, rho_Z": ("valid bounds: max over atom pairs of vertex bounds / d" if "X" in batch else
-                             "exact: max over atom pairs of sup_w ||difference|| / d"),
-              "lhs": "max over 41 points w" if "X" in batch else "exact sup over all w (closed form)"}
+    consts = {
+        "W1": "linear program over couplings (scipy linprog, HiGHS)"
+        if claim["distance"] == "w1"
+        else "TV (mutant)",
+        "L_Z, rho_Z": (
+            "valid bounds: max over atom pairs of vertex bounds / d"
+            if "X" in batch
+            else "exact: max over atom pairs of sup_w ||difference|| / d"
+        ),
+        "lhs": "max over 41 points w" if "X" in batch else "exact sup over all w (closed form)",
+    }
     with np.errstate(invalid="ignore", over="ignore"):
         gG, gH = claim["gamma_G2"](LZ, rhoZ, dist), claim["gamma_H2"](LZ, rhoZ, dist)
     ok = np.isfinite(LZ)
     logi = "X" in batch
-    out = {W1_PARTS[0]: Sides(G2, gG, "upper", applicable=ok, constants=consts,
-                              note="lhs: max over 41 points w; L_Z a valid bound" if logi else
-                              "exact; " + _f_note(claim, "equality on shifted two-group instances (stochastic order)")),
-           W1_PARTS[1]: Sides(H2, gH, "upper", applicable=ok, constants=consts,
-                              note="lhs: max over 41 points w; rho_Z a valid bound" if logi else
-                              "exact; shared-A quadratics: rho_Z = 0; "
-                              + _f_note(claim, "both sides 0"))}
+    out = {
+        W1_PARTS[0]: Sides(
+            G2,
+            gG,
+            "upper",
+            applicable=ok,
+            constants=consts,
+            note="lhs: max over 41 points w; L_Z a valid bound"
+            if logi
+            else "exact; " + _f_note(claim, "equality on shifted two-group instances (stochastic order)"),
+        ),
+        W1_PARTS[1]: Sides(
+            H2,
+            gH,
+            "upper",
+            applicable=ok,
+            constants=consts,
+            note="lhs: max over 41 points w; rho_Z a valid bound"
+            if logi
+            else "exact; shared-A quadratics: rho_Z = 0; " + _f_note(claim, "both sides 0"),
+        ),
+    }
     if "_rate" in batch:
         k = batch["rate_dim"]
         slope, lo, hi = batch["_rate"]
         app = k > 0
         fill = lambda x: np.where(app, x, 0.0)  # noqa: E731  (no sweep on the other instances)
-        claimed = ", ".join(f"{c:.3g} at k = {d}" for d, c in zip((1, 3, 4), claim["rate_exponent"](np.array([1, 3, 4]))))
+        claimed = ", ".join(
+            f"{c:.3g} at k = {d}" for d, c in zip((1, 3, 4), claim["rate_exponent"](np.array([1, 3, 4])))
+        )
         out[W1_PARTS[2]] = rate_sides(
-            fill(slope), (fill(lo), fill(hi)), claim["rate_exponent"](np.maximum(k, 1)), kind="at most",
-            atol=RATE_ATOL, level=RATE_LEVEL, applicable=app,
-            constants={"E W1(p_1, p)": f"Monte Carlo, {RATE_REPS} draws per m in {RATE_MS}, exact W1 = half the "
-                                       "optimal assignment between the two clients' samples"},
+            fill(slope),
+            (fill(lo), fill(hi)),
+            claim["rate_exponent"](np.maximum(k, 1)),
+            kind="at most",
+            atol=RATE_ATOL,
+            level=RATE_LEVEL,
+            applicable=app,
+            constants={
+                "E W1(p_1, p)": f"Monte Carlo, {RATE_REPS} draws per m in {RATE_MS}, exact W1 = half the "
+                "optimal assignment between the two clients' samples"
+            },
             note=f"slope of log E W1 on log m (p_u uniform on [0, 1]^k, n = 2); instances 0, 1, 2: k = 1, 3, 4; "
-                 f"claimed exponent {claimed}; atol 0.05: finite-m curvature")
+            f"claimed exponent {claimed}; atol 0.05: finite-m curvature",
+        )
     return out
 
 
-_FINDING = ("Assumption 5 as printed defines f(w) = sum_i f_i(w) (no 1/n), and with it (14a) and (16) fail "
-            "whenever the mean gradient is not 0: n = 2 identical clients p_1 = p_2 = delta_z, d = 1, "
-            "l(z; w) = w (B = 1, L = 0; L_Z = rho_Z = 0): TV = W1 = 0, so gamma_G^2 = 0 by (14a) and (16), but "
-            "grad f_i - grad f = 1 - 2 = -1 and (1/n) sum ||grad f_i - grad f||^2 = 1. With f = (1/n) sum_i f_i as "
-            f"in eq. (1) and App. B (p the average) both hold: readings '{MEAN}' (perfedavg.tv) and "
-            f"'{W1_REPAIR}' (perfedavg.w1).")
+_FINDING = (
+    "Assumption 5 as printed defines f(w) = sum_i f_i(w) (no 1/n), and with it (14a) and (16) fail "
+    "whenever the mean gradient is not 0: n = 2 identical clients p_1 = p_2 = delta_z, d = 1, "
+    "l(z; w) = w (B = 1, L = 0; L_Z = rho_Z = 0): TV = W1 = 0, so gamma_G^2 = 0 by (14a) and (16), but "
+    "grad f_i - grad f = 1 - 2 = -1 and (1/n) sum ||grad f_i - grad f||^2 = 1. With f = (1/n) sum_i f_i as "
+    f"in eq. (1) and App. B (p the average) both hold: readings '{MEAN}' (perfedavg.tv) and "
+    f"'{W1_REPAIR}' (perfedavg.w1)."
+)
 
 _FINDING_RATE = (
     "The remark after (16), 'each p_i an empirical distribution of m samples from p_u: W1(p_i, p_u) = "
@@ -305,30 +403,43 @@ _FINDING_RATE = (
     "uniform on [0, 1]^3, W1(p_1, p) = W1(p_1, p_2)/2: over m = 16..256 (24 draws each, seed 0) E W1(p_1, p) "
     "decays with slope -0.34, 99% interval [-0.36, -0.31] (k = 4: -0.28 [-0.30, -0.27]; k = 1: -0.57 "
     f"[-0.68, -0.45]), far above -1/2 (reading '{W1_PRINTED_RATE}'). The repair "
-    f"O(m^(-1/k)) for k >= 3 and O(1/sqrt m) for k = 1 holds (reading '{W1_REPAIR}').")
+    f"O(m^(-1/k)) for k >= 3 and O(1/sqrt m) for k = 1 holds (reading '{W1_REPAIR}')."
+)
 
 _SRC = "Per-FedAvg, Section 4.1"
 #: theta -> s theta, f -> c f: Hessian terms A c/s^2, linear terms g c/s, trigonometric amplitudes h c
 #: (frequencies u 1/s); the data-space metric D and the weights P are unchanged; logistic: X 1/s (c = 1)
-_SCALING = {"quadratic": scale_fields({"A": (-2, 1), "g": (-1, 1), "h": (0, 1), "u": (-1, 0)}),
-            "logistic": scale_fields({"X": (-1, 0), "W": (1, 0)}, c_free=False)}
+_SCALING = {
+    "quadratic": scale_fields({"A": (-2, 1), "g": (-1, 1), "h": (0, 1), "u": (-1, 0)}),
+    "logistic": scale_fields({"X": (-1, 0), "W": (1, 0)}, c_free=False),
+}
 
 STATEMENTS = (
     Statement(
-        id="perfedavg.tv", source=f"{_SRC}, eq. (14a), App. B.1", paper="per-fedavg-maml.md",
+        id="perfedavg.tv",
+        source=f"{_SRC}, eq. (14a), App. B.1",
+        paper="per-fedavg-maml.md",
         latex=r"\gamma_G^2 = 4B^2\frac1n\sum_i\|p_i - p\|_{TV}^2,\ \gamma_H^2 = 4L^2\frac1n\sum_i\|p_i - p\|_{TV}^2"
-              r"\ \big(f = \textstyle\sum_i f_i\big)",
+        r"\ \big(f = \textstyle\sum_i f_i\big)",
         text="if ||grad_w l(z; w)|| <= B and ||hess_w l(z; w)|| <= L for all z, w, Assumption 5 (as printed: "
-             "f = sum_i f_i) holds with gamma_G^2 = 4 B^2 (1/n) sum TV(p_i, p)^2 and "
-             "gamma_H^2 = 4 L^2 (1/n) sum TV(p_i, p)^2",
-        assumptions=("shared loss l, f_i = E_{p_i} l, p = (1/n) sum p_i, Z countable",
-                     "||grad_w l(z; w)|| <= B and ||hess_w l(z; w)||_2 <= L for every z and w",
-                     "f = sum_i f_i (Assumption 5 as printed)"),
+        "f = sum_i f_i) holds with gamma_G^2 = 4 B^2 (1/n) sum TV(p_i, p)^2 and "
+        "gamma_H^2 = 4 L^2 (1/n) sum TV(p_i, p)^2",
+        assumptions=(
+            "shared loss l, f_i = E_{p_i} l, p = (1/n) sum p_i, Z countable",
+            "||grad_w l(z; w)|| <= B and ||hess_w l(z; w)||_2 <= L for every z and w",
+            "f = sum_i f_i (Assumption 5 as printed)",
+        ),
         scaling=_SCALING,
-        families={"quadratic": ("linear", "quadratic in w (B = inf)", "trigonometric (exact sups)"),
-                  "logistic": ("mu = 0, atoms in R^2",)},
-        claimed="upper", instances=instances_tv, evaluate=evaluate_tv, claim=CLAIM_TV,
-        readings=READINGS_TV, expect="fails",
+        families={
+            "quadratic": ("linear", "quadratic in w (B = inf)", "trigonometric (exact sups)"),
+            "logistic": ("mu = 0, atoms in R^2",),
+        },
+        claimed="upper",
+        instances=instances_tv,
+        evaluate=evaluate_tv,
+        claim=CLAIM_TV,
+        readings=READINGS_TV,
+        expect="fails",
         # d = 1, n = 2, K = 2: p_1 = δ_z1, p_2 = (δ_z1 + δ_z2)/2 (TV = 1/4). quadratic: l = w (B = 1): lhs 1 > rhs 1/4;
         # logistic: x = 1, y = ±1 at w = 0 (L = 1/4): γ_H lhs 1/16 > 1/64 (see minimal_counterexamples.py)
         counterexamples=TV_MINIMAL,
@@ -344,47 +455,66 @@ STATEMENTS = (
         equivalent_mutants={
             "square dropped on TV: 4 B^2 (1/n) sum TV": "true and weaker: TV <= 1, so TV >= TV^2",
             "mean of TV^2 -> (mean TV)^2": "smaller (Jensen), but equal on the two-group instances where the "
-                                           "bound is attained; not known to fail",
+            "bound is attained; not known to fail",
         },
         findings=(_FINDING,),
     ),
     Statement(
-        id="perfedavg.w1", source=f"{_SRC}, eqs. (15)-(16), App. B.2", paper="per-fedavg-maml.md",
+        id="perfedavg.w1",
+        source=f"{_SRC}, eqs. (15)-(16), App. B.2",
+        paper="per-fedavg-maml.md",
         latex=r"\gamma_G^2 = L_{\mathcal Z}^2\frac1n\sum_i W_1(p_i, p)^2,\ "
-              r"\gamma_H^2 = \rho_{\mathcal Z}^2\frac1n\sum_i W_1(p_i, p)^2\ \big(f = \textstyle\sum_i f_i\big);\ "
-              r"p_i \text{ empirical of } m \text{ samples of } p_u:\ W_1(p_i, p_u),\ \gamma_G,\ \gamma_H = "
-              r"O(1/\sqrt m)",
+        r"\gamma_H^2 = \rho_{\mathcal Z}^2\frac1n\sum_i W_1(p_i, p)^2\ \big(f = \textstyle\sum_i f_i\big);\ "
+        r"p_i \text{ empirical of } m \text{ samples of } p_u:\ W_1(p_i, p_u),\ \gamma_G,\ \gamma_H = "
+        r"O(1/\sqrt m)",
         text="if z -> grad_w l(z; w) is L_Z-Lipschitz and z -> hess_w l(z; w) rho_Z-Lipschitz (15), Assumption 5 "
-             "(as printed: f = sum_i f_i) holds with gamma_G^2 = L_Z^2 (1/n) sum W1(p_i, p)^2 and "
-             "gamma_H^2 = rho_Z^2 (1/n) sum W1(p_i, p)^2; remark after (16): homogeneous clients, each p_i "
-             "empirical of m samples of p_u: W1(p_i, p_u) = O(1/sqrt m), so gamma_G, gamma_H = O(1/sqrt m)",
-        assumptions=("shared loss l, f_i = E_{p_i} l, p = (1/n) sum p_i, bounded supports",
-                     "(15) uniformly in w, on Z = the atoms (a finite metric space)",
-                     "f = sum_i f_i (Assumption 5 as printed)",
-                     "the remark: O(1/sqrt m) whatever the dimension of the data (as printed)"),
+        "(as printed: f = sum_i f_i) holds with gamma_G^2 = L_Z^2 (1/n) sum W1(p_i, p)^2 and "
+        "gamma_H^2 = rho_Z^2 (1/n) sum W1(p_i, p)^2; remark after (16): homogeneous clients, each p_i "
+        "empirical of m samples of p_u: W1(p_i, p_u) = O(1/sqrt m), so gamma_G, gamma_H = O(1/sqrt m)",
+        assumptions=(
+            "shared loss l, f_i = E_{p_i} l, p = (1/n) sum p_i, bounded supports",
+            "(15) uniformly in w, on Z = the atoms (a finite metric space)",
+            "f = sum_i f_i (Assumption 5 as printed)",
+            "the remark: O(1/sqrt m) whatever the dimension of the data (as printed)",
+        ),
         scaling=_SCALING,
-        families={"quadratic": ("shared-A quadratic (rho_Z = 0)", "trigonometric (exact sups)",
-                                "O(1/sqrt m) sweeps, k = 1, 3, 4"),
-                  "logistic": ("mu = 0, d = ||x - x'|| + |y - y'|",)},
-        claimed="upper", instances=instances_w1, evaluate=evaluate_w1, claim=CLAIM_W1,
-        readings=READINGS_W1, expect="fails",
+        families={
+            "quadratic": (
+                "shared-A quadratic (rho_Z = 0)",
+                "trigonometric (exact sups)",
+                "O(1/sqrt m) sweeps, k = 1, 3, 4",
+            ),
+            "logistic": ("mu = 0, d = ||x - x'|| + |y - y'|",),
+        },
+        claimed="upper",
+        instances=instances_w1,
+        evaluate=evaluate_w1,
+        claim=CLAIM_W1,
+        readings=READINGS_W1,
+        expect="fails",
         # d = 1, n = 2, K = 2: p_1 = δ_z1, p_2 = δ_z2 (W1 = d(z1, z2)/2). quadratic: l = z w, z = 0, 1 (L_Z = 1):
         # lhs 1/2 > 1/4; logistic: (x, y) = (1, ±1) at w = 0: γ_H lhs 1/16 > 1/64 (see minimal_counterexamples.py)
         counterexamples=W1_MINIMAL,
         mutants=(
             Mutant("L_Z^2 -> L_Z^2 / 2", {"gamma_G2": lambda LZ, rZ, x: LZ**2 / 2 * _mean_sq(x)}),
-            Mutant("square dropped on L_Z: L_Z (1/n) sum W1^2", {"gamma_G2": lambda LZ, rZ, x: LZ * _mean_sq(x)}),
-            Mutant("square dropped on W1: L_Z^2 (1/n) sum W1",
-                   {"gamma_G2": lambda LZ, rZ, x: LZ**2 * np.mean(x, axis=-1)}),
+            Mutant(
+                "square dropped on L_Z: L_Z (1/n) sum W1^2", {"gamma_G2": lambda LZ, rZ, x: LZ * _mean_sq(x)}
+            ),
+            Mutant(
+                "square dropped on W1: L_Z^2 (1/n) sum W1",
+                {"gamma_G2": lambda LZ, rZ, x: LZ**2 * np.mean(x, axis=-1)},
+            ),
             Mutant("distance swapped: TV in place of W1", {"distance": "tv"}),
             Mutant("gamma_H with L_Z in place of rho_Z", {"gamma_H2": lambda LZ, rZ, x: LZ**2 * _mean_sq(x)}),
             Mutant("inequality reversed", {"flip": (W1_PARTS[0],)}),
-            Mutant("O(m^(-2/k)) (O(1/m) in dimension 1)", {"rate_exponent": lambda k: -2.0 / np.maximum(k, 2)}),
+            Mutant(
+                "O(m^(-2/k)) (O(1/m) in dimension 1)", {"rate_exponent": lambda k: -2.0 / np.maximum(k, 2)}
+            ),
         ),
         equivalent_mutants={
             "W2 in place of W1": "true and weaker: W1 <= W2",
             "Frobenius norms on both sides of (15) and (16)": "also true (E||g(X) - g(Y)|| over a coupling bounds "
-                                                              "the difference of means in any norm)",
+            "the difference of means in any norm)",
         },
         findings=(_FINDING, _FINDING_RATE),
         prepare=prepare_w1,

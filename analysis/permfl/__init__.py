@@ -42,11 +42,12 @@ device weights 1/N_i (eq. (4.3)); the sample-size weights ``tau`` are computed a
 Statements here: ``permfl.objective`` (thesis eq. (4.3): nested envelopes, the limits γ → ∞,
 λ → ∞, both, and one device per team), ``permfl.thm1``, ``permfl.thm2``.
 """
+
 from __future__ import annotations
 
 PAPER = {
-    "key": 'dadras-thesis-personalized-fl.md',
-    "short": 'PerMFL (thesis Paper II)',
+    "key": "dadras-thesis-personalized-fl.md",
+    "short": "PerMFL (thesis Paper II)",
     "citation": (
         "S. Banerjee, A. Dadras, A. Yurtsever, M. Bhuyan, Personalized Multi-tier Federated Learning, "
         "ICONIP 2024 (arXiv 2407.14251); Paper II of A. Dadras, Personalized Models and Optimization in "
@@ -55,10 +56,20 @@ PAPER = {
 }
 
 FORMAL_STATEMENTS = (
-    ('permfl.objective', 'thesis §4.2, eq. (4.3)', 'nested envelopes: limits γ → ∞ (pFedMe over devices), λ → ∞ '
-     '(pFedMe over teams), both (GlobalTrain), one device per team (pFedMe with λγ/(λ+γ))'),
-    ('permfl.thm1', 'Paper II, strongly convex theorem (reconstructed)', 'linear rate under α ≤ 1/(L+λ), '
-     'η ≤ 1/(λ+γ), β ≤ 1/γ'),
-    ('permfl.thm2', 'Paper II, nonconvex theorem (reconstructed)', 'λ > 2L, γ > 2λ: sublinear stationarity '
-     '(1/T)Σ‖∇G(xᵗ)‖² ≤ 2(G(x⁰) − G*)/(βT)'),
+    (
+        "permfl.objective",
+        "thesis §4.2, eq. (4.3)",
+        "nested envelopes: limits γ → ∞ (pFedMe over devices), λ → ∞ "
+        "(pFedMe over teams), both (GlobalTrain), one device per team (pFedMe with λγ/(λ+γ))",
+    ),
+    (
+        "permfl.thm1",
+        "Paper II, strongly convex theorem (reconstructed)",
+        "linear rate under α ≤ 1/(L+λ), η ≤ 1/(λ+γ), β ≤ 1/γ",
+    ),
+    (
+        "permfl.thm2",
+        "Paper II, nonconvex theorem (reconstructed)",
+        "λ > 2L, γ > 2λ: sublinear stationarity (1/T)Σ‖∇G(xᵗ)‖² ≤ 2(G(x⁰) − G*)/(βT)",
+    ),
 )

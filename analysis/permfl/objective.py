@@ -38,6 +38,7 @@ are −1.00 (the notes give their range); a limit with the wrong weights (unifor
 teams weighted by size as the authors' code computes ``tau`` and does not use) leaves a constant
 gap (slope ≈ 0).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -59,19 +60,21 @@ from moreau.fl._permfl import permfl_optimum
 __all__ = ["CLAIM", "STATEMENTS", "evaluate", "instances", "prepare"]
 
 D = 3
-SWEEP = 10.0 ** np.arange(2, 6)   # multiples of max(lam, gamma, L)
+SWEEP = 10.0 ** np.arange(2, 6)  # multiples of max(lam, gamma, L)
 
 CLAIM = {
-    "gamma_weights": lambda N, M, m: 1 / (M * N),          # device weights of the gamma -> inf limit
-    "lam_weights": lambda N, M: np.ones_like(N) / M,       # team weights of the lam -> inf limit
-    "both_weights": lambda N, M, m: 1 / (M * N),           # device weights of GlobalTrain
+    "gamma_weights": lambda N, M, m: 1 / (M * N),  # device weights of the gamma -> inf limit
+    "lam_weights": lambda N, M: np.ones_like(N) / M,  # team weights of the lam -> inf limit
+    "both_weights": lambda N, M, m: 1 / (M * N),  # device weights of GlobalTrain
     "exponent": -1.0,
     "one_device": lambda lam, gamma: lam * gamma / (lam + gamma),
 }
-PARTS = ("gamma -> inf: x*(lam, gamma) -> pFedMe optimum over devices (weights 1/(M N_i)), |gap| ~ gamma^exponent",
-         "lam -> inf: x*(lam, gamma) -> pFedMe optimum over teams (losses mean_j f_ij, weights 1/M), |gap| ~ lam^exponent",
-         "lam = gamma = s -> inf: x* -> GlobalTrain (weights 1/(M N_i)), |gap| ~ s^exponent",
-         "N_i = 1: x*(lam, gamma) = pFedMe optimum with lam gamma/(lam + gamma)")
+PARTS = (
+    "gamma -> inf: x*(lam, gamma) -> pFedMe optimum over devices (weights 1/(M N_i)), |gap| ~ gamma^exponent",
+    "lam -> inf: x*(lam, gamma) -> pFedMe optimum over teams (losses mean_j f_ij, weights 1/M), |gap| ~ lam^exponent",
+    "lam = gamma = s -> inf: x* -> GlobalTrain (weights 1/(M N_i)), |gap| ~ s^exponent",
+    "N_i = 1: x*(lam, gamma) = pFedMe optimum with lam gamma/(lam + gamma)",
+)
 
 
 def instances(family, trials, rng):
@@ -79,8 +82,13 @@ def instances(family, trials, rng):
     L = log_uniform(rng, 0.5, 5.0, T)
     mu = L / log_uniform(rng, 2.0, 50.0, T)
     batch = team_quadratics(rng, T, D, mu, L)
-    return {**batch, "L": L, "mu": mu, "lam": L * log_uniform(rng, 0.1, 10.0, T),
-            "gamma": L * log_uniform(rng, 0.1, 10.0, T)}
+    return {
+        **batch,
+        "L": L,
+        "mu": mu,
+        "lam": L * log_uniform(rng, 0.1, 10.0, T),
+        "gamma": L * log_uniform(rng, 0.1, 10.0, T),
+    }
 
 
 def prepare(batch):
@@ -89,18 +97,27 @@ def prepare(batch):
     A, b, lam, gam, L = (batch[k] for k in ("A", "b", "lam", "gamma", "L"))
     f = mo.Quadratic(A, b)
     top = np.maximum(np.maximum(lam, gam), L)
-    grid = SWEEP[:, None] * top                                               # (G, T)
-    x_gam = np.asarray(permfl_optimum(f, TEAMS, lam, grid)[0])                # gamma sweep: B_i decomposed once
-    x_lam = np.asarray(permfl_optimum(f, TEAMS, grid, gam)[0])                # lam sweep: devices' V reused
+    grid = SWEEP[:, None] * top  # (G, T)
+    x_gam = np.asarray(permfl_optimum(f, TEAMS, lam, grid)[0])  # gamma sweep: B_i decomposed once
+    x_lam = np.asarray(permfl_optimum(f, TEAMS, grid, gam)[0])  # lam sweep: devices' V reused
     x_both = np.asarray(permfl_optimum(f, TEAMS, grid, grid)[0])
     single = np.arange(len(TEAMS))
     x_one = np.asarray(permfl_optimum(f, single, lam, gam)[0])
-    return {"A": A, "b": b, "lam": lam, "gamma": gam, "grid": grid, "x_gam": x_gam, "x_lam": x_lam,
-            "x_both": x_both, "x_one": x_one}
+    return {
+        "A": A,
+        "b": b,
+        "lam": lam,
+        "gamma": gam,
+        "grid": grid,
+        "x_gam": x_gam,
+        "x_lam": x_lam,
+        "x_both": x_both,
+        "x_one": x_one,
+    }
 
 
 def _slopes(grid, xs, limit):
-    gap = np.linalg.norm(xs - limit[None], axis=-1)                          # (G, T)
+    gap = np.linalg.norm(xs - limit[None], axis=-1)  # (G, T)
     gap = np.maximum(gap, 1e-300)
     slope, ci = fit_exponent(grid.T, gap.T)
     return slope, ci, gap
@@ -110,48 +127,90 @@ def evaluate(prep, claim):
     A, b, lam, gam, grid = (prep[k] for k in ("A", "b", "lam", "gamma", "grid"))
     E, N = membership(TEAMS)
     M, m = N.size, len(TEAMS)
-    Nd = E @ N                                                                # each device's team size
+    Nd = E @ N  # each device's team size
     f = mo.Quadratic(A, b)
     lim_g = np.asarray(fedprox_optimum(f, lam, weights=claim["gamma_weights"](Nd, M, m))[0])
-    teams_q = mo.Quadratic(np.einsum("im,tmkl->tikl", E.T / N[:, None], A), np.einsum("im,tmk->tik", E.T / N[:, None], b))
+    teams_q = mo.Quadratic(
+        np.einsum("im,tmkl->tikl", E.T / N[:, None], A), np.einsum("im,tmk->tik", E.T / N[:, None], b)
+    )
     lim_l = np.asarray(fedprox_optimum(teams_q, gam, weights=claim["lam_weights"](N.astype(float), M))[0])
     lim_b = np.asarray(global_train(f, weights=claim["both_weights"](Nd, M, m)))
     lim_1 = np.asarray(fedprox_optimum(f, claim["one_device"](lam, gam))[0])
-    consts = {"x*": "moreau.fl.permfl_optimum (closed form)", "limits": "moreau.fl.fedprox_optimum, global_train",
-              "exponent": "least-squares slope of log |gap| on log(sweep), residual interval 95 %"}
+    consts = {
+        "x*": "moreau.fl.permfl_optimum (closed form)",
+        "limits": "moreau.fl.fedprox_optimum, global_train",
+        "exponent": "least-squares slope of log |gap| on log(sweep), residual interval 95 %",
+    }
     out = {}
-    for part, xs, lim in ((PARTS[0], prep["x_gam"], lim_g), (PARTS[1], prep["x_lam"], lim_l),
-                          (PARTS[2], prep["x_both"], lim_b)):
+    for part, xs, lim in (
+        (PARTS[0], prep["x_gam"], lim_g),
+        (PARTS[1], prep["x_lam"], lim_l),
+        (PARTS[2], prep["x_both"], lim_b),
+    ):
         slope, ci, gap = _slopes(grid, xs, lim)
-        out[part] = rate_sides(slope, ci, claim["exponent"], kind="equal", atol=0.05, constants=consts, level=0.95,
-                               note=f"slopes {slope.min():.4f}..{slope.max():.4f}; gap at the last point "
-                                    f"{gap[-1].max():.2g} (atol 0.05: the O(1/s^2) term on this grid)")
+        out[part] = rate_sides(
+            slope,
+            ci,
+            claim["exponent"],
+            kind="equal",
+            atol=0.05,
+            constants=consts,
+            level=0.95,
+            note=f"slopes {slope.min():.4f}..{slope.max():.4f}; gap at the last point "
+            f"{gap[-1].max():.2g} (atol 0.05: the O(1/s^2) term on this grid)",
+        )
     scale = 1 + np.max(np.abs(lim_1), axis=-1)
-    out[PARTS[3]] = Sides(np.max(np.abs(prep["x_one"] - lim_1), axis=-1) / scale, 1e-10, "exact", constants=consts,
-                          note="env_gamma(env_lam f) = env_{lam gamma/(lam + gamma)} f: infimal convolution")
+    out[PARTS[3]] = Sides(
+        np.max(np.abs(prep["x_one"] - lim_1), axis=-1) / scale,
+        1e-10,
+        "exact",
+        constants=consts,
+        note="env_gamma(env_lam f) = env_{lam gamma/(lam + gamma)} f: infimal convolution",
+    )
     return out
 
 
-_SCALING = scale_fields({"A": (-2, 1), "b": (-1, 1), "eig": (-2, 1), "mu": (-2, 1), "L": (-2, 1), "lam": (-2, 1),
-                         "gamma": (-2, 1)})
+_SCALING = scale_fields(
+    {
+        "A": (-2, 1),
+        "b": (-1, 1),
+        "eig": (-2, 1),
+        "mu": (-2, 1),
+        "L": (-2, 1),
+        "lam": (-2, 1),
+        "gamma": (-2, 1),
+    }
+)
 
 STATEMENTS = (
     Statement(
-        id="permfl.objective", source="Dadras thesis, §4.2, eq. (4.3) (PerMFL's objective, Paper II)",
+        id="permfl.objective",
+        source="Dadras thesis, §4.2, eq. (4.3) (PerMFL's objective, Paper II)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"x^*(\lambda,\gamma) \xrightarrow{\gamma\to\infty} \arg\min\sum_{ij}\tfrac{1}{MN_i}F_{ij},\ "
-              r"\xrightarrow{\lambda\to\infty} \arg\min\tfrac1M\sum_i \mathrm{env}_\gamma \bar f_i,\ "
-              r"\xrightarrow{\lambda=\gamma\to\infty} \arg\min\sum_{ij}\tfrac{1}{MN_i}f_{ij};\ "
-              r"N_i = 1:\ \mathrm{env}_\gamma\mathrm{env}_\lambda f = \mathrm{env}_{\lambda\gamma/(\lambda+\gamma)} f",
+        r"\xrightarrow{\lambda\to\infty} \arg\min\tfrac1M\sum_i \mathrm{env}_\gamma \bar f_i,\ "
+        r"\xrightarrow{\lambda=\gamma\to\infty} \arg\min\sum_{ij}\tfrac{1}{MN_i}f_{ij};\ "
+        r"N_i = 1:\ \mathrm{env}_\gamma\mathrm{env}_\lambda f = \mathrm{env}_{\lambda\gamma/(\lambda+\gamma)} f",
         text="the optimum of (4.3) tends to pFedMe over devices (gamma -> inf), pFedMe over teams (lam -> inf) and "
-             "GlobalTrain (both), like 1/gamma, 1/lam, 1/s; one device per team is pFedMe with lam gamma/(lam+gamma)",
+        "GlobalTrain (both), like 1/gamma, 1/lam, 1/s; one device per team is pFedMe with lam gamma/(lam+gamma)",
         assumptions=("f_ij mu-strongly convex, L-smooth",),
-        families={"quadratic": ("strongly_convex",)}, claimed="rate",
-        instances=instances, evaluate=evaluate, prepare=prepare, claim=CLAIM, scaling={"quadratic": _SCALING},
+        families={"quadratic": ("strongly_convex",)},
+        claimed="rate",
+        instances=instances,
+        evaluate=evaluate,
+        prepare=prepare,
+        claim=CLAIM,
+        scaling={"quadratic": _SCALING},
         mutants=(
-            Mutant("uniform device weights 1/m (gamma -> inf)", {"gamma_weights": lambda N, M, m: np.ones_like(N) / m}),
+            Mutant(
+                "uniform device weights 1/m (gamma -> inf)",
+                {"gamma_weights": lambda N, M, m: np.ones_like(N) / m},
+            ),
             Mutant("teams weighted by size (lam -> inf)", {"lam_weights": lambda N, M: N / N.sum()}),
-            Mutant("uniform device weights 1/m (both -> inf)", {"both_weights": lambda N, M, m: np.ones_like(N) / m}),
+            Mutant(
+                "uniform device weights 1/m (both -> inf)",
+                {"both_weights": lambda N, M, m: np.ones_like(N) / m},
+            ),
             Mutant("exponent -2", {"exponent": -2.0}),
             Mutant("lam + gamma for lam gamma/(lam + gamma)", {"one_device": lambda lam, gamma: lam + gamma}),
         ),

@@ -23,6 +23,7 @@ Plain numpy over T instances (no ``moreau.fl`` code: the checkers compare this m
 
 References: Dadras thesis eq. (4.3); Paper II, Algorithm 1 (as the authors' code computes it).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,8 +64,13 @@ def levels(A, b, teams, lam, gamma):
     R = np.linalg.inv(B + g4 * np.eye(d))
     HG = np.mean(g4 * (np.eye(d) - g4 * R), axis=1)
     r = np.mean(_col(gamma, 2) * np.einsum("tmij,tmj->tmi", R, c), axis=1)
-    return {"H": H, "B": (B + np.swapaxes(B, -1, -2)) / 2, "c": c, "HG": (HG + np.swapaxes(HG, -1, -2)) / 2,
-            "x": np.linalg.solve(HG, r[..., None])[..., 0]}
+    return {
+        "H": H,
+        "B": (B + np.swapaxes(B, -1, -2)) / 2,
+        "c": c,
+        "HG": (HG + np.swapaxes(HG, -1, -2)) / 2,
+        "x": np.linalg.solve(HG, r[..., None])[..., 0],
+    }
 
 
 def run_map(A, b, teams, lam, gamma, alpha, eta, beta, K, L, lam_device=None):
@@ -85,7 +91,7 @@ def run_map(A, b, teams, lam, gamma, alpha, eta, beta, K, L, lam_device=None):
     c = _col(eta) * _col(lam) * _team_mean(E, N, mth)
     t, U = np.linalg.eigh((Tm + np.swapaxes(Tm, -1, -2)) / 2)
     Kc = _col(K)
-    tK = t ** Kc
+    tK = t**Kc
     s = np.where(np.abs(1 - t) > 1e-12, (1 - tK) / np.where(np.abs(1 - t) > 1e-12, 1 - t, 1.0), Kc)
     Ut = np.swapaxes(U, -1, -2)
     TK = (U * tK[..., None, :]) @ Ut

@@ -10,6 +10,7 @@ attained); the other half draw a Haar basis per device.  Device 0 holds the smal
 
 References: Dadras thesis eq. (4.3); ``moreau.analysis.engine.instances`` (the same recipe per device).
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -34,6 +34,7 @@ limit point is not x* (the note gives ‖x̄ − x*‖): finite K, L bias it.  T
 "the run contracts at the idealised global factor 1 − βμ_G" fails on most instances (finite K, L
 shrink the global step: the run is slower).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,16 +64,20 @@ CLAIM = {
     "team_rate": lambda eta, mu_F, gamma: 1 - eta * (mu_F + gamma),
     "mu_G": lambda mu_F, gamma: gamma * mu_F / (gamma + mu_F),
     "global_rate": lambda beta, mu_G: 1 - beta * mu_G,
-    "run_rate": lambda beta, mu_G: np.ones_like(beta),           # linear convergence: rho(P) <= 1
+    "run_rate": lambda beta, mu_G: np.ones_like(beta),  # linear convergence: rho(P) <= 1
 }
-PARTS = ("PerMFL (K team rounds, L local steps) = affine round map (moreau.fl.permfl, 3 rounds)",
-         "x* of (4.3): moreau.fl.permfl_optimum = nested-envelope solve",
-         "device: rho(I - alpha(A_ij + lam I)) <= 1 - alpha(mu + lam)   [alpha <= 1/(L + lam)]",
-         "team, exact device proxes: rho(I - eta(hess F_i + gamma I)) <= 1 - eta(mu_F + gamma)   [eta <= 1/(lam + gamma)]",
-         "global, exact team solves: rho(I - beta hess G) <= 1 - beta mu_G   [beta <= 1/gamma]",
-         "PerMFL as run: rho(P) <= run rate (printed: 1, linear convergence)   [all three bounds]")
-CONSISTENCY = {PARTS[0]: "the checker's own round map against moreau.fl.permfl: a definitional identity",
-               PARTS[1]: "two computations of the same optimum (round_map.levels, moreau.fl.permfl_optimum)"}
+PARTS = (
+    "PerMFL (K team rounds, L local steps) = affine round map (moreau.fl.permfl, 3 rounds)",
+    "x* of (4.3): moreau.fl.permfl_optimum = nested-envelope solve",
+    "device: rho(I - alpha(A_ij + lam I)) <= 1 - alpha(mu + lam)   [alpha <= 1/(L + lam)]",
+    "team, exact device proxes: rho(I - eta(hess F_i + gamma I)) <= 1 - eta(mu_F + gamma)   [eta <= 1/(lam + gamma)]",
+    "global, exact team solves: rho(I - beta hess G) <= 1 - beta mu_G   [beta <= 1/gamma]",
+    "PerMFL as run: rho(P) <= run rate (printed: 1, linear convergence)   [all three bounds]",
+)
+CONSISTENCY = {
+    PARTS[0]: "the checker's own round map against moreau.fl.permfl: a definitional identity",
+    PARTS[1]: "two computations of the same optimum (round_map.levels, moreau.fl.permfl_optimum)",
+}
 
 
 def instances(family, trials, rng):
@@ -85,24 +90,35 @@ def instances(family, trials, rng):
     gam = lam * log_uniform(rng, 0.01, 100.0, T)
     u = rng.uniform(0.05, 0.999, (3, T))
     K, Ls = rng.integers(1, 6, T), rng.integers(1, 6, T)
-    s = g == 1            # alpha beyond its bound, where the device steps blow up through the team step
+    s = g == 1  # alpha beyond its bound, where the device steps blow up through the team step
     n = int(s.sum())
     u[0, s], Ls[s], K[s] = rng.uniform(2.2, 3.0, n), rng.integers(3, 6, n), rng.integers(2, 6, n)
     lam[s] = L[s] * log_uniform(rng, 0.01, 0.3, n)
     gam[s] = lam[s] * log_uniform(rng, 0.05, 0.5, n)
-    s = g == 2            # eta beyond its bound, gamma >> lam: the team map leaves the unit disc
+    s = g == 2  # eta beyond its bound, gamma >> lam: the team map leaves the unit disc
     n = int(s.sum())
     u[1, s], K[s] = rng.uniform(2.2, 3.0, n), rng.integers(3, 6, n)
     gam[s] = lam[s] * log_uniform(rng, 3.0, 10.0, n)
-    s = g == 3            # beta beyond its bound with near-exact inner solves along L: 1 - beta gamma < -1
+    s = g == 3  # beta beyond its bound with near-exact inner solves along L: 1 - beta gamma < -1
     n = int(s.sum())
     lam[s] = L[s] * log_uniform(rng, 0.5, 2.0, n)
     gam[s] = (lam * mu / (lam + mu))[s] * log_uniform(rng, 0.01, 0.1, n)
     u[:, s] = np.stack([np.full(n, 0.999), np.full(n, 0.999), rng.uniform(2.6, 3.0, n)])
     K[s], Ls[s] = rng.integers(4, 6, n), rng.integers(4, 6, n)
-    return {**batch, "mu": mu, "L": L, "lam": lam, "gamma": gam, "alpha": u[0] / (L + lam),
-            "eta": u[1] / (lam + gam), "beta": u[2] / gam, "K": K, "Ls": Ls, "group": g,
-            "x0": rng.standard_normal((T, D)) * 2}
+    return {
+        **batch,
+        "mu": mu,
+        "L": L,
+        "lam": lam,
+        "gamma": gam,
+        "alpha": u[0] / (L + lam),
+        "eta": u[1] / (lam + gam),
+        "beta": u[2] / gam,
+        "K": K,
+        "Ls": Ls,
+        "group": g,
+        "x0": rng.standard_normal((T, D)) * 2,
+    }
 
 
 def sim_error(batch, P, q, x0):
@@ -111,8 +127,19 @@ def sim_error(batch, P, q, x0):
     err = np.zeros(len(x0))
     for k, l in {(int(k), int(l)) for k, l in zip(batch["K"], batch["Ls"])}:
         s = np.flatnonzero((batch["K"] == k) & (batch["Ls"] == l))
-        h = permfl(mo.Quadratic(A[s], b[s]), TEAMS, lam=batch["lam"][s], gamma=batch["gamma"][s],
-                   alpha=batch["alpha"][s], eta=batch["eta"][s], beta=batch["beta"][s], K=k, L=l, rounds=3, x0=x0[s])
+        h = permfl(
+            mo.Quadratic(A[s], b[s]),
+            TEAMS,
+            lam=batch["lam"][s],
+            gamma=batch["gamma"][s],
+            alpha=batch["alpha"][s],
+            eta=batch["eta"][s],
+            beta=batch["beta"][s],
+            K=k,
+            L=l,
+            rounds=3,
+            x0=x0[s],
+        )
         x, e, top = x0[s], [], np.abs(x0[s]).max(axis=-1)
         for t in range(4):
             e.append(np.max(np.abs(np.asarray(h.w_global[t]) - x), axis=-1))
@@ -127,8 +154,12 @@ def prepare(batch):
     A, b, lam, gam, alpha, eta, beta = (batch[k] for k in ("A", "b", "lam", "gamma", "alpha", "eta", "beta"))
     lv = levels(A, b, TEAMS, lam, gam)
     eye = np.eye(D)
-    dev = np.max(spectral_radius(eye - alpha[:, None, None, None] * (A + lam[:, None, None, None] * eye)), axis=-1)
-    team = np.max(spectral_radius(eye - eta[:, None, None, None] * (lv["B"] + gam[:, None, None, None] * eye)), axis=-1)
+    dev = np.max(
+        spectral_radius(eye - alpha[:, None, None, None] * (A + lam[:, None, None, None] * eye)), axis=-1
+    )
+    team = np.max(
+        spectral_radius(eye - eta[:, None, None, None] * (lv["B"] + gam[:, None, None, None] * eye)), axis=-1
+    )
     glob = spectral_radius(eye - beta[:, None, None] * lv["HG"])
     P, q = run_map(A, b, TEAMS, lam, gam, alpha, eta, beta, batch["K"], batch["Ls"])
     x_opt = np.asarray(permfl_optimum(mo.Quadratic(A, b), TEAMS, lam, gam)[0])
@@ -136,32 +167,69 @@ def prepare(batch):
     rho = spectral_radius(P)
     with np.errstate(all="ignore"):
         bias = np.where(rho < 1, np.linalg.norm(fixed_point(P, q) - lv["x"], axis=-1) / scale, np.nan)
-    return {**{k: batch[k] for k in ("mu", "L", "lam", "gamma", "alpha", "eta", "beta", "aligned")},
-            "dev": dev, "team": team, "glob": glob, "run": rho, "bias": bias,
-            "opt_error": np.max(np.abs(x_opt - lv["x"]), axis=-1) / scale, "sim_error": sim_error(batch, P, q, batch["x0"])}
+    return {
+        **{k: batch[k] for k in ("mu", "L", "lam", "gamma", "alpha", "eta", "beta", "aligned")},
+        "dev": dev,
+        "team": team,
+        "glob": glob,
+        "run": rho,
+        "bias": bias,
+        "opt_error": np.max(np.abs(x_opt - lv["x"]), axis=-1) / scale,
+        "sim_error": sim_error(batch, P, q, batch["x0"]),
+    }
 
 
 def finish(prep, claim):
     mu, L, lam, gam, alpha, eta, beta = (prep[k] for k in ("mu", "L", "lam", "gamma", "alpha", "eta", "beta"))
-    ok_a, ok_e, ok_b = claim["alpha_ok"](alpha, L, lam), claim["eta_ok"](eta, lam, gam), claim["beta_ok"](beta, gam)
+    ok_a, ok_e, ok_b = (
+        claim["alpha_ok"](alpha, L, lam),
+        claim["eta_ok"](eta, lam, gam),
+        claim["beta_ok"](beta, gam),
+    )
     mu_F = claim["mu_F"](mu, lam)
     mu_G = claim["mu_G"](mu_F, gam)
-    consts = {"mu, L": "exact (constructed spectra)", "rho": "eigenvalues of the exact matrices (round_map)",
-              "x*": "round_map.levels and moreau.fl.permfl_optimum"}
+    consts = {
+        "mu, L": "exact (constructed spectra)",
+        "rho": "eigenvalues of the exact matrices (round_map)",
+        "x*": "round_map.levels and moreau.fl.permfl_optimum",
+    }
     ok = ok_a & ok_e & ok_b
     bias = prep["bias"][ok & np.isfinite(prep["bias"])]
-    note = ("the run's limit point misses x* by " + (f"{bias.min():.2g}..{bias.max():.2g}" if bias.size else "-")
-            + " (|x_bar - x*|/(1 + |x*|)): finite K, L bias it")
+    note = (
+        "the run's limit point misses x* by "
+        + (f"{bias.min():.2g}..{bias.max():.2g}" if bias.size else "-")
+        + " (|x_bar - x*|/(1 + |x*|)): finite K, L bias it"
+    )
     return {
         PARTS[0]: Sides(prep["sim_error"], 1e-10, "exact", constants=consts),
         PARTS[1]: Sides(prep["opt_error"], 1e-10, "exact", constants=consts),
-        PARTS[2]: Sides(prep["dev"], claim["device_rate"](alpha, mu, L, lam), "upper", applicable=ok_a, constants=consts,
-                        note="every device step factor 1 - alpha(a + lam) >= 0: the largest is at a = mu"),
-        PARTS[3]: Sides(prep["team"], claim["team_rate"](eta, mu_F, gam), "upper", applicable=ok_e, constants=consts,
-                        note="attained when a team's devices share the eigenvector of mu"),
-        PARTS[4]: Sides(prep["glob"], claim["global_rate"](beta, mu_G), "upper", applicable=ok_b, constants=consts,
-                        note="attained when every device shares the eigenvector of mu"),
-        PARTS[5]: Sides(prep["run"], claim["run_rate"](beta, mu_G), "upper", applicable=ok, constants=consts, note=note),
+        PARTS[2]: Sides(
+            prep["dev"],
+            claim["device_rate"](alpha, mu, L, lam),
+            "upper",
+            applicable=ok_a,
+            constants=consts,
+            note="every device step factor 1 - alpha(a + lam) >= 0: the largest is at a = mu",
+        ),
+        PARTS[3]: Sides(
+            prep["team"],
+            claim["team_rate"](eta, mu_F, gam),
+            "upper",
+            applicable=ok_e,
+            constants=consts,
+            note="attained when a team's devices share the eigenvector of mu",
+        ),
+        PARTS[4]: Sides(
+            prep["glob"],
+            claim["global_rate"](beta, mu_G),
+            "upper",
+            applicable=ok_b,
+            constants=consts,
+            note="attained when every device shares the eigenvector of mu",
+        ),
+        PARTS[5]: Sides(
+            prep["run"], claim["run_rate"](beta, mu_G), "upper", applicable=ok, constants=consts, note=note
+        ),
     }
 
 
@@ -170,38 +238,70 @@ def evaluate(prep, claim):
 
 
 READINGS = (
-    Reading("the run contracts at the idealised rate 1 − βμ_G", {"run_rate": lambda beta, mu_G: 1 - beta * mu_G},
-            kind="variant", expect="fails",
-            why="the global factor of exact inner solves read as the rate of PerMFL as run (K team rounds, L local "
-                "steps): finite K and L shrink the global step, so rho(P) > 1 - beta mu_G on most instances"),
+    Reading(
+        "the run contracts at the idealised rate 1 − βμ_G",
+        {"run_rate": lambda beta, mu_G: 1 - beta * mu_G},
+        kind="variant",
+        expect="fails",
+        why="the global factor of exact inner solves read as the rate of PerMFL as run (K team rounds, L local "
+        "steps): finite K and L shrink the global step, so rho(P) > 1 - beta mu_G on most instances",
+    ),
 )
-_SCALING = scale_fields({"A": (-2, 1), "b": (-1, 1), "eig": (-2, 1), "mu": (-2, 1), "L": (-2, 1), "lam": (-2, 1),
-                         "gamma": (-2, 1), "alpha": (2, -1), "eta": (2, -1), "beta": (2, -1), "x0": (1, 0)})
+_SCALING = scale_fields(
+    {
+        "A": (-2, 1),
+        "b": (-1, 1),
+        "eig": (-2, 1),
+        "mu": (-2, 1),
+        "L": (-2, 1),
+        "lam": (-2, 1),
+        "gamma": (-2, 1),
+        "alpha": (2, -1),
+        "eta": (2, -1),
+        "beta": (2, -1),
+        "x0": (1, 0),
+    }
+)
 
 STATEMENTS = (
     Statement(
-        id="permfl.thm1", source="Dadras thesis, Paper II (PerMFL), strongly convex theorem (reconstructed)",
+        id="permfl.thm1",
+        source="Dadras thesis, Paper II (PerMFL), strongly convex theorem (reconstructed)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\alpha \le \tfrac{1}{L+\lambda},\ \eta \le \tfrac{1}{\lambda+\gamma},\ \beta \le \tfrac1\gamma:\ "
-              r"\rho_{\rm dev} \le 1-\alpha(\mu+\lambda),\ \rho_{\rm team} \le 1-\eta(\mu_F+\gamma),\ "
-              r"\rho_{\rm glob} \le 1-\beta\mu_G,\ \rho(P) \le 1",
+        r"\rho_{\rm dev} \le 1-\alpha(\mu+\lambda),\ \rho_{\rm team} \le 1-\eta(\mu_F+\gamma),\ "
+        r"\rho_{\rm glob} \le 1-\beta\mu_G,\ \rho(P) \le 1",
         text="smooth strongly convex PerMFL: each level contracts at 1 - alpha(mu+lam), 1 - eta(mu_F+gamma), "
-             "1 - beta mu_G under the explicit step bounds, and the run converges linearly (reconstructed)",
-        assumptions=("f_ij mu-strongly convex, L-smooth", "alpha <= 1/(L+lam), eta <= 1/(lam+gamma), beta <= 1/gamma",
-                     "full participation, full gradients"),
-        families={"quadratic": ("strongly_convex",)}, claimed="rate",
-        instances=instances, evaluate=evaluate, prepare=prepare, claim=CLAIM, readings=READINGS,
-        consistency_checks=CONSISTENCY, scaling={"quadratic": _SCALING},
+        "1 - beta mu_G under the explicit step bounds, and the run converges linearly (reconstructed)",
+        assumptions=(
+            "f_ij mu-strongly convex, L-smooth",
+            "alpha <= 1/(L+lam), eta <= 1/(lam+gamma), beta <= 1/gamma",
+            "full participation, full gradients",
+        ),
+        families={"quadratic": ("strongly_convex",)},
+        claimed="rate",
+        instances=instances,
+        evaluate=evaluate,
+        prepare=prepare,
+        claim=CLAIM,
+        readings=READINGS,
+        consistency_checks=CONSISTENCY,
+        scaling={"quadratic": _SCALING},
         mutants=(
-            Mutant("device factor 1 - alpha(L + lam)", {"device_rate": lambda alpha, mu, L, lam: 1 - alpha * (L + lam)}),
+            Mutant(
+                "device factor 1 - alpha(L + lam)",
+                {"device_rate": lambda alpha, mu, L, lam: 1 - alpha * (L + lam)},
+            ),
             Mutant("mu for mu_F", {"mu_F": lambda mu, lam: mu}),
             Mutant("mu_F for mu_G", {"mu_G": lambda mu_F, gamma: mu_F}),
             Mutant("alpha <= 3/(L + lam)", {"alpha_ok": lambda alpha, L, lam: alpha <= 3 / (L + lam)}),
             Mutant("eta <= 3/(lam + gamma)", {"eta_ok": lambda eta, lam, gamma: eta <= 3 / (lam + gamma)}),
             Mutant("beta <= 3/gamma", {"beta_ok": lambda beta, gamma: beta <= 3 / gamma}),
         ),
-        findings=("PerMFL as run (finite K team rounds and L local steps) converges linearly under the step bounds but "
-                  "not to x*: its fixed point is biased (thm1's note gives |x_bar - x*|), and it is slower than the "
-                  "idealised global factor 1 - beta mu_G (the variant reading fails).",),
+        findings=(
+            "PerMFL as run (finite K team rounds and L local steps) converges linearly under the step bounds but "
+            "not to x*: its fixed point is biased (thm1's note gives |x_bar - x*|), and it is slower than the "
+            "idealised global factor 1 - beta mu_G (the variant reading fails).",
+        ),
     ),
 )

@@ -33,6 +33,7 @@ a few % of equality on group (2); the rate holds with ratio up to 1/(2 − βh) 
 curvature of G), so a constant 1 in place of 2 fails; PerMFL as run fails the bound: started at
 x* it leaves it (its fixed point is not x*) while the bound is 0.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -60,12 +61,14 @@ CLAIM = {
     "L_F": lambda lam: lam,
     "L_G": lambda gamma: gamma,
     "bound": lambda gap, beta, T: 2 * gap / (beta * T),
-    "inner": "exact",                      # the rate for exact inner solves (GD on G)
+    "inner": "exact",  # the rate for exact inner solves (GD on G)
 }
-PARTS = ("PerMFL (K team rounds, L local steps) = affine round map (moreau.fl.permfl, 3 rounds)",
-         "device envelopes F_ij are L_F-smooth: max |eig hess F_ij| <= lam   [lam > 2L]",
-         "team problems strongly convex and G_i L_G-smooth: max |eig hess G_i| <= gamma   [lam > 2L, gamma > 2 lam]",
-         "(1/T) sum_{t<T} |grad G(x^t)|^2 <= 2 (G(x^0) - G*)/(beta T), T = 1..60   [all conditions, inf G finite]")
+PARTS = (
+    "PerMFL (K team rounds, L local steps) = affine round map (moreau.fl.permfl, 3 rounds)",
+    "device envelopes F_ij are L_F-smooth: max |eig hess F_ij| <= lam   [lam > 2L]",
+    "team problems strongly convex and G_i L_G-smooth: max |eig hess G_i| <= gamma   [lam > 2L, gamma > 2 lam]",
+    "(1/T) sum_{t<T} |grad G(x^t)|^2 <= 2 (G(x^0) - G*)/(beta T), T = 1..60   [all conditions, inf G finite]",
+)
 CONSISTENCY = {PARTS[0]: "the checker's own round map against moreau.fl.permfl: a definitional identity"}
 
 
@@ -74,7 +77,7 @@ def instances(family, trials, rng):
     g = np.arange(T) % 4
     L = log_uniform(rng, 0.5, 5.0, T)
     adv = g >= 2
-    top = (g == 0) & (np.arange(T) % 8 == 0)     # G's top curvature as large as the conditions allow
+    top = (g == 0) & (np.arange(T) % 8 == 0)  # G's top curvature as large as the conditions allow
     lo = np.where(adv, -L, np.where(top, 0.1 * L, -0.3 * L))
     batch = team_quadratics(rng, T, D, lo, L, aligned=adv | top)
     eig, V = batch["eig"], batch["V"]
@@ -95,11 +98,22 @@ def instances(family, trials, rng):
     u = rng.uniform(0.3, 0.999, (3, T))
     u[2, top] = 0.999
     offset = rng.standard_normal((T, D)) * 3
-    offset[top] = 3 * V[top, 0, :, -1]                # along the top eigenvector of hess G
+    offset[top] = 3 * V[top, 0, :, -1]  # along the top eigenvector of hess G
     offset[g == 1] = 0.0
     batch.pop("V")
-    return {**batch, "L": L, "lam": lam, "gamma": gam, "alpha": u[0] / (L + lam), "eta": u[1] / (lam + gam),
-            "beta": u[2] / gam, "K": rng.integers(1, 4, T), "Ls": rng.integers(1, 4, T), "offset": offset, "group": g}
+    return {
+        **batch,
+        "L": L,
+        "lam": lam,
+        "gamma": gam,
+        "alpha": u[0] / (L + lam),
+        "eta": u[1] / (lam + gam),
+        "beta": u[2] / gam,
+        "K": rng.integers(1, 4, T),
+        "Ls": rng.integers(1, 4, T),
+        "offset": offset,
+        "group": g,
+    }
 
 
 def _trajectory(step, x0, x_star, HG):
@@ -123,8 +137,11 @@ def prepare(batch):
     with np.errstate(all="ignore"):
         HGi = g4 * (eye - g4 * np.linalg.inv(Bg))
     dev = np.max(np.abs(np.linalg.eigvalsh(lv["H"])), axis=(-1, -2))
-    team = np.where(team_low > 0, np.max(np.abs(np.linalg.eigvalsh((HGi + np.swapaxes(HGi, -1, -2)) / 2)),
-                                         axis=(-1, -2)), np.inf)
+    team = np.where(
+        team_low > 0,
+        np.max(np.abs(np.linalg.eigvalsh((HGi + np.swapaxes(HGi, -1, -2)) / 2)), axis=(-1, -2)),
+        np.inf,
+    )
     HG, xs = lv["HG"], lv["x"]
     bounded = (team_low > 0) & (np.linalg.eigvalsh(HG)[:, 0] > 0)
     x0 = xs + batch["offset"]
@@ -136,51 +153,107 @@ def prepare(batch):
         run = _trajectory(lambda x, g: np.einsum("tij,tj->ti", P, x) + q, x0, xs, HG)
     sim = np.zeros(len(L))
     ok = np.flatnonzero(bounded)
-    sim[ok] = sim_error({k: batch[k][ok] for k in ("A", "b", "lam", "gamma", "alpha", "eta", "beta", "K", "Ls")},
-                        P[ok], q[ok], x0[ok])
-    return {**{k: batch[k] for k in ("L", "lam", "gamma", "beta")}, "dev": dev, "team": team, "bounded": bounded,
-            "gap": gap, "ideal": ideal, "run": run, "sim_error": sim}
+    sim[ok] = sim_error(
+        {k: batch[k][ok] for k in ("A", "b", "lam", "gamma", "alpha", "eta", "beta", "K", "Ls")},
+        P[ok],
+        q[ok],
+        x0[ok],
+    )
+    return {
+        **{k: batch[k] for k in ("L", "lam", "gamma", "beta")},
+        "dev": dev,
+        "team": team,
+        "bounded": bounded,
+        "gap": gap,
+        "ideal": ideal,
+        "run": run,
+        "sim_error": sim,
+    }
 
 
 def evaluate(prep, claim):
     L, lam, gam, beta = (prep[k] for k in ("L", "lam", "gamma", "beta"))
     ok_l, ok_g, ok_b = claim["lam_ok"](lam, L), claim["gamma_ok"](gam, lam), claim["beta_ok"](beta, gam)
-    consts = {"L": "exact (constructed spectra)", "hessians": "round_map.levels (matrices)",
-              "G*": "exact: G quadratic, G(x) - G* = (x - x*)^T hess G (x - x*)/2"}
+    consts = {
+        "L": "exact (constructed spectra)",
+        "hessians": "round_map.levels (matrices)",
+        "G*": "exact: G quadratic, G(x) - G* = (x - x*)^T hess G (x - x*)/2",
+    }
     Ts = np.arange(1, T_MAX + 1)[:, None]
     lhs = prep["ideal"] if claim["inner"] == "exact" else prep["run"]
     rate = worst_point(lhs, claim["bound"](prep["gap"][None], beta[None], Ts))
     return {
         PARTS[0]: Sides(prep["sim_error"], 1e-10, "exact", constants=consts),
-        PARTS[1]: Sides(prep["dev"], claim["L_F"](lam), "upper", applicable=ok_l, constants=consts,
-                        note="a = -L gives |lam a/(lam + a)| = lam L/(lam - L): <= lam iff lam >= 2L"),
-        PARTS[2]: Sides(prep["team"], claim["L_G"](gam), "upper", applicable=ok_l & ok_g, constants=consts,
-                        note="F_i at most lam-weakly convex; |gamma a/(gamma + a)| <= gamma for a >= -gamma/2"),
-        PARTS[3]: Sides(*rate, "upper", applicable=ok_l & ok_g & ok_b & prep["bounded"], constants=consts,
-                        note=f"inner solves: {claim['inner']}; the exact sum telescopes to a ratio 1/(2 - beta h) < 1"),
+        PARTS[1]: Sides(
+            prep["dev"],
+            claim["L_F"](lam),
+            "upper",
+            applicable=ok_l,
+            constants=consts,
+            note="a = -L gives |lam a/(lam + a)| = lam L/(lam - L): <= lam iff lam >= 2L",
+        ),
+        PARTS[2]: Sides(
+            prep["team"],
+            claim["L_G"](gam),
+            "upper",
+            applicable=ok_l & ok_g,
+            constants=consts,
+            note="F_i at most lam-weakly convex; |gamma a/(gamma + a)| <= gamma for a >= -gamma/2",
+        ),
+        PARTS[3]: Sides(
+            *rate,
+            "upper",
+            applicable=ok_l & ok_g & ok_b & prep["bounded"],
+            constants=consts,
+            note=f"inner solves: {claim['inner']}; the exact sum telescopes to a ratio 1/(2 - beta h) < 1",
+        ),
     }
 
 
 READINGS = (
-    Reading("inner: run (K team rounds, L local steps)", {"inner": "run"}, kind="variant", expect="fails",
-            why="the rate read for PerMFL as run rather than with exact inner solves: its fixed point is not x*, so "
-                "started at x* it leaves it and the average squared gradient stays away from 0 while the bound is 0"),
+    Reading(
+        "inner: run (K team rounds, L local steps)",
+        {"inner": "run"},
+        kind="variant",
+        expect="fails",
+        why="the rate read for PerMFL as run rather than with exact inner solves: its fixed point is not x*, so "
+        "started at x* it leaves it and the average squared gradient stays away from 0 while the bound is 0",
+    ),
 )
-_SCALING = scale_fields({"A": (-2, 1), "b": (-1, 1), "eig": (-2, 1), "L": (-2, 1), "lam": (-2, 1), "gamma": (-2, 1),
-                         "alpha": (2, -1), "eta": (2, -1), "beta": (2, -1), "offset": (1, 0)})
+_SCALING = scale_fields(
+    {
+        "A": (-2, 1),
+        "b": (-1, 1),
+        "eig": (-2, 1),
+        "L": (-2, 1),
+        "lam": (-2, 1),
+        "gamma": (-2, 1),
+        "alpha": (2, -1),
+        "eta": (2, -1),
+        "beta": (2, -1),
+        "offset": (1, 0),
+    }
+)
 
 STATEMENTS = (
     Statement(
-        id="permfl.thm2", source="Dadras thesis, Paper II (PerMFL), nonconvex theorem (reconstructed)",
+        id="permfl.thm2",
+        source="Dadras thesis, Paper II (PerMFL), nonconvex theorem (reconstructed)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\lambda > 2L,\ \gamma > 2\lambda,\ \beta \le \tfrac1\gamma:\ "
-              r"\tfrac1T\sum_{t<T}\|\nabla G(x^t)\|^2 \le \tfrac{2(G(x^0) - G^*)}{\beta T}",
+        r"\tfrac1T\sum_{t<T}\|\nabla G(x^t)\|^2 \le \tfrac{2(G(x^0) - G^*)}{\beta T}",
         text="smooth nonconvex PerMFL: lam > 2L and gamma > 2 lam make F_ij lam-smooth and G_i gamma-smooth; GD on G "
-             "with beta <= 1/gamma gives (1/T) sum |grad G|^2 <= 2(G(x^0) - G*)/(beta T) (reconstructed)",
+        "with beta <= 1/gamma gives (1/T) sum |grad G|^2 <= 2(G(x^0) - G*)/(beta T) (reconstructed)",
         assumptions=("f_ij L-smooth", "lam > 2L, gamma > 2 lam, beta <= 1/gamma", "inf G finite"),
-        families={"quadratic": ("weakly_convex",)}, claimed="rate",
-        instances=instances, evaluate=evaluate, prepare=prepare, claim=CLAIM, readings=READINGS,
-        consistency_checks=CONSISTENCY, scaling={"quadratic": _SCALING},
+        families={"quadratic": ("weakly_convex",)},
+        claimed="rate",
+        instances=instances,
+        evaluate=evaluate,
+        prepare=prepare,
+        claim=CLAIM,
+        readings=READINGS,
+        consistency_checks=CONSISTENCY,
+        scaling={"quadratic": _SCALING},
         mutants=(
             Mutant("lam > L for lam > 2L", {"lam_ok": lambda lam, L: lam > L}),
             Mutant("gamma > lam for gamma > 2 lam", {"gamma_ok": lambda gamma, lam: gamma > lam}),
@@ -189,7 +262,9 @@ STATEMENTS = (
             Mutant("constant 1 for 2", {"bound": lambda gap, beta, T: gap / (beta * T)}),
             Mutant("1/T^2 for 1/T", {"bound": lambda gap, beta, T: 2 * gap / (beta * T**2)}),
         ),
-        findings=("PerMFL as run (finite K team rounds, L local steps) does not reach a stationary point of G: started "
-                  "at x* it moves away, so the nonconvex bound holds only for exact inner solves (variant reading).",),
+        findings=(
+            "PerMFL as run (finite K team rounds, L local steps) does not reach a stationary point of G: started "
+            "at x* it moves away, so the nonconvex bound holds only for exact inner solves (variant reading).",
+        ),
     ),
 )

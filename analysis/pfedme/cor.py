@@ -57,6 +57,7 @@ reading too ("(i) printed O(1/(TRN)), σ part only", "(i) printed O(1/(TRN)), δ
 O(1/(TRN)²), σ part only"), each failing.  The mutants (applied to that reading) change an exponent of β or
 of the rate.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -68,29 +69,31 @@ from moreau.analysis.engine.instances import log_uniform
 from moreau.analysis.pfedme.minimal_counterexamples import MINIMAL_COR1, MINIMAL_COR2
 
 SYMPY_PART = "numpy slope of each substituted term = sympy's exponent"
-_SYMPY_WHY = ("the checker's own machinery: the numeric slope of each substituted term equals the exponent sympy "
-              "derives for it (no claim entry enters)")
+_SYMPY_WHY = (
+    "the checker's own machinery: the numeric slope of each substituted term equals the exponent sympy "
+    "derives for it (no claim entry enters)"
+)
 
 __all__ = ["STATEMENTS", "instances_cor1", "instances_cor2", "terms", "exponents"]
 
 VARS1, VARS2 = ("T", "R", "N"), ("R", "N")
-H = 1e-4        # step of the central difference in log x (exact for monomials; rounding ~1e-12)
-ATOL = 1e-6     # slope vs exponent: rounding of the difference quotient, far below any 1/12 step of exponents
+H = 1e-4  # step of the central difference in log x (exact for monomials; rounding ~1e-12)
+ATOL = 1e-6  # slope vs exponent: rounding of the difference quotient, far below any 1/12 step of exponents
 
 PRINTED1, PRINTED2 = {"i": (-1.0,) * 3, "ii": (-2.0,) * 3}, (-2.0, -2.0)
 #: Corollary 1 as printed: its beta, and per term the exponents of (T, R, N) of the printed rate
 CLAIM1 = {
-    "beta_i": lambda T, R, N: N**0.5 / T,                 # (i) beta = Theta(sqrt(N)/T), sqrt(N) >= T
-    "beta_ii": lambda T, R, N: N * R**0.5,                # (ii) beta = Theta(N sqrt(R))
-    "i_sigma": PRINTED1["i"],                             # (i) linear speedup O(1/(TRN))
+    "beta_i": lambda T, R, N: N**0.5 / T,  # (i) beta = Theta(sqrt(N)/T), sqrt(N) >= T
+    "beta_ii": lambda T, R, N: N * R**0.5,  # (ii) beta = Theta(N sqrt(R))
+    "i_sigma": PRINTED1["i"],  # (i) linear speedup O(1/(TRN))
     "i_delta": PRINTED1["i"],
-    "ii_sigma": PRINTED1["ii"],                           # (ii) quadratic speedup O(1/(TRN)^2)
+    "ii_sigma": PRINTED1["ii"],  # (ii) quadratic speedup O(1/(TRN)^2)
     "ii_delta": PRINTED1["ii"],
 }
 #: Corollary 2 as printed: its beta and T, and per term the exponents of (R, N) of O(1/(TRN)^(2/3)) = (NR)^-2
 CLAIM2 = {
-    "beta": lambda T, R, N: N**0.5 * R**0.25,             # beta = Theta(N^(1/2) R^(1/4))
-    "T": lambda R, N: (N * R) ** 2,                       # Theta(T^(1/3)) = Theta((NR)^(2/3))
+    "beta": lambda T, R, N: N**0.5 * R**0.25,  # beta = Theta(N^(1/2) R^(1/4))
+    "T": lambda R, N: (N * R) ** 2,  # Theta(T^(1/3)) = Theta((NR)^(2/3))
     "first": PRINTED2,
     "delta": PRINTED2,
     "sigma": PRINTED2,
@@ -107,19 +110,30 @@ def _only1(key):
 
 READINGS1 = (
     Reading("the exponents the substitution gives", dict(SUBSTITUTED1), why=_WHY.format("")),
-    Reading("(i) printed O(1/(TRN)), σ part only", _only1("i_sigma"), expect="fails",
-            why="the printed linear speedup for the sigma_F1 part alone: it is O(1/N), constant in T and R"),
-    Reading("(i) printed O(1/(TRN)), δ part only", _only1("i_delta"), expect="fails",
-            why="the printed linear speedup for the delta part alone: it is O(1/(RN)), constant in T"),
-    Reading("(ii) printed O(1/(TRN)²), σ part only", _only1("ii_sigma"), expect="fails",
-            why="the printed quadratic speedup for the sigma_F1 part alone: it is O(1/(T^2 R N^2)), a factor R short"),
+    Reading(
+        "(i) printed O(1/(TRN)), σ part only",
+        _only1("i_sigma"),
+        expect="fails",
+        why="the printed linear speedup for the sigma_F1 part alone: it is O(1/N), constant in T and R",
+    ),
+    Reading(
+        "(i) printed O(1/(TRN)), δ part only",
+        _only1("i_delta"),
+        expect="fails",
+        why="the printed linear speedup for the delta part alone: it is O(1/(RN)), constant in T",
+    ),
+    Reading(
+        "(ii) printed O(1/(TRN)²), σ part only",
+        _only1("ii_sigma"),
+        expect="fails",
+        why="the printed quadratic speedup for the sigma_F1 part alone: it is O(1/(T^2 R N^2)), a factor R short",
+    ),
 )
-READINGS2 = (
-    Reading("the exponents the substitution gives", dict(SUBSTITUTED2), why=_WHY.format(" and T")),
-)
+READINGS2 = (Reading("the exponents the substitution gives", dict(SUBSTITUTED2), why=_WHY.format(" and T")),)
 
 
 # --- the printed terms ---------------------------------------------------------------------
+
 
 def terms(name, T, R, N, beta, c):
     """The printed term ``name`` at (T, R, N) with the given β; ``c`` a dict of problem constants.
@@ -131,13 +145,18 @@ def terms(name, T, R, N, beta, c):
     if name == "thm1_delta":
         return (0 * R * c["s2"] + c["d2"] * c["lam"] ** 2) * c["kappa"] / (R * (T * beta * c["muF"]) ** 2)
     if name == "thm2_first":
-        eta2 = 1 / (75 * c["lam"] * c["lam"] ** 2)         # eta_hat_2 = 1/(75 L_F lam^2), L_F = lam
+        eta2 = 1 / (75 * c["lam"] * c["lam"] ** 2)  # eta_hat_2 = 1/(75 L_F lam^2), L_F = lam
         return c["Delta"] / (eta2 * T)
     if name == "thm2_sigma":
-        return c["Delta"] ** (2 / 3) * (R * c["s2"]) ** (1 / 3) / (beta ** (4 / 3) * R ** (1 / 3) * T ** (2 / 3))
+        return (
+            c["Delta"] ** (2 / 3) * (R * c["s2"]) ** (1 / 3) / (beta ** (4 / 3) * R ** (1 / 3) * T ** (2 / 3))
+        )
     if name == "thm2_delta":
-        return (c["Delta"] ** (2 / 3) * (c["lam"] ** 2 * c["d2"]) ** (1 / 3)
-                / (beta ** (4 / 3) * R ** (1 / 3) * T ** (2 / 3)))
+        return (
+            c["Delta"] ** (2 / 3)
+            * (c["lam"] ** 2 * c["d2"]) ** (1 / 3)
+            / (beta ** (4 / 3) * R ** (1 / 3) * T ** (2 / 3))
+        )
     raise KeyError(name)
 
 
@@ -195,34 +214,54 @@ def _slopes(term, claim, case, batch):
 
 # --- instances ------------------------------------------------------------------------------
 
+
 def _constants(rng, P):
     L = log_uniform(rng, 0.05, 5.0, P)
     lam = np.sqrt(8 * L**2 + 1) * log_uniform(rng, 1.0, 10.0, P)
     mu = L * log_uniform(rng, 0.01, 1.0, P)
     muF = lam * mu / (lam + mu)
-    return {"s2": log_uniform(rng, 1e-3, 1e2, P), "d2": log_uniform(rng, 1e-6, 1e-1, P), "lam": lam, "muF": muF,
-            "kappa": lam / muF, "Delta": log_uniform(rng, 1e-2, 1e2, P), "cb": log_uniform(rng, 0.5, 2.0, P),
-            "cT": log_uniform(rng, 0.5, 2.0, P)}
+    return {
+        "s2": log_uniform(rng, 1e-3, 1e2, P),
+        "d2": log_uniform(rng, 1e-6, 1e-1, P),
+        "lam": lam,
+        "muF": muF,
+        "kappa": lam / muF,
+        "Delta": log_uniform(rng, 1e-2, 1e2, P),
+        "cb": log_uniform(rng, 0.5, 2.0, P),
+        "cT": log_uniform(rng, 0.5, 2.0, P),
+    }
 
 
 def instances_cor1(family, trials, rng):
     P = trials or 24
-    massive = np.arange(P) % 2 == 0                       # case (i): sqrt(N) >= T
+    massive = np.arange(P) % 2 == 0  # case (i): sqrt(N) >= T
     T = np.where(massive, log_uniform(rng, 2.0, 30.0, P), log_uniform(rng, 10.0, 1e3, P))
     N = T**2 * np.where(massive, log_uniform(rng, 1.0, 100.0, P), log_uniform(rng, 1e-3, 1.0 - 1e-9, P))
     N = np.maximum(N, 1.0)
     massive = np.sqrt(N) >= T
-    return {"T": T, "R": log_uniform(rng, 1.0, 50.0, P), "N": N, "massive": massive,
-            "var": (np.arange(P) // 2) % 3, **_constants(rng, P)}
+    return {
+        "T": T,
+        "R": log_uniform(rng, 1.0, 50.0, P),
+        "N": N,
+        "massive": massive,
+        "var": (np.arange(P) // 2) % 3,
+        **_constants(rng, P),
+    }
 
 
 def instances_cor2(family, trials, rng):
     P = trials or 12
-    return {"T": np.ones(P), "R": log_uniform(rng, 1.0, 50.0, P), "N": log_uniform(rng, 2.0, 1e3, P),
-            "var": np.arange(P) % 2, **_constants(rng, P)}
+    return {
+        "T": np.ones(P),
+        "R": log_uniform(rng, 1.0, 50.0, P),
+        "N": log_uniform(rng, 2.0, 1e3, P),
+        "var": np.arange(P) % 2,
+        **_constants(rng, P),
+    }
 
 
 # --- sides ----------------------------------------------------------------------------------
+
 
 def _parts(batch, claim, spec, names):
     """``spec``: (part label, term, case, claim key, applicable mask); one exact part (numpy slope
@@ -235,39 +274,92 @@ def _parts(batch, claim, spec, names):
         sym = np.array([ex[names[j]] for j in batch["var"]])
         err = np.maximum(err, np.where(app, np.abs(slope - sym), 0.0))
         claimed = np.array([claim[key][j] for j in batch["var"]], float)
-        note = (f"sympy: exponents of {', '.join(names)} = "
-                f"{', '.join(f'{ex[n]:.4g}' for n in names)}; claimed {tuple(claim[key])}")
-        rate[label] = rate_sides(slope, (slope, slope), claimed, kind="equal", atol=ATOL, applicable=app,
-                                 note=note, constants={"exponent": "sympy x d/dx log(term), and a numpy "
-                                                                   "central difference in log x (step 1e-4)"})
+        note = (
+            f"sympy: exponents of {', '.join(names)} = "
+            f"{', '.join(f'{ex[n]:.4g}' for n in names)}; claimed {tuple(claim[key])}"
+        )
+        rate[label] = rate_sides(
+            slope,
+            (slope, slope),
+            claimed,
+            kind="equal",
+            atol=ATOL,
+            applicable=app,
+            note=note,
+            constants={
+                "exponent": "sympy x d/dx log(term), and a numpy central difference in log x (step 1e-4)"
+            },
+        )
     out[SYMPY_PART] = Sides(
-        err, np.full(err.shape, ATOL), "exact",
-        note="max over the terms of |central difference - sympy exponent|; allowed 1e-6 (rounding / step)")
+        err,
+        np.full(err.shape, ATOL),
+        "exact",
+        note="max over the terms of |central difference - sympy exponent|; allowed 1e-6 (rounding / step)",
+    )
     out.update(rate)
     return out
 
 
 def evaluate_cor1(batch, claim):
     m = batch["massive"]
-    spec = (("(i) beta = sqrt(N)/T, sqrt(N) >= T: Theorem 1(a) third term, sigma_F1 part", "thm1_sigma", "i",
-             "i_sigma", m),
-            ("(i) beta = sqrt(N)/T, sqrt(N) >= T: Theorem 1(a) third term, delta part", "thm1_delta", "i",
-             "i_delta", m),
-            ("(ii) beta = N sqrt(R), sqrt(N) < T: Theorem 1(a) third term, sigma_F1 part", "thm1_sigma", "ii",
-             "ii_sigma", ~m),
-            ("(ii) beta = N sqrt(R), sqrt(N) < T: Theorem 1(a) third term, delta part", "thm1_delta", "ii",
-             "ii_delta", ~m))
+    spec = (
+        (
+            "(i) beta = sqrt(N)/T, sqrt(N) >= T: Theorem 1(a) third term, sigma_F1 part",
+            "thm1_sigma",
+            "i",
+            "i_sigma",
+            m,
+        ),
+        (
+            "(i) beta = sqrt(N)/T, sqrt(N) >= T: Theorem 1(a) third term, delta part",
+            "thm1_delta",
+            "i",
+            "i_delta",
+            m,
+        ),
+        (
+            "(ii) beta = N sqrt(R), sqrt(N) < T: Theorem 1(a) third term, sigma_F1 part",
+            "thm1_sigma",
+            "ii",
+            "ii_sigma",
+            ~m,
+        ),
+        (
+            "(ii) beta = N sqrt(R), sqrt(N) < T: Theorem 1(a) third term, delta part",
+            "thm1_delta",
+            "ii",
+            "ii_delta",
+            ~m,
+        ),
+    )
     return _parts(batch, claim, spec, VARS1)
 
 
 def evaluate_cor2(batch, claim):
     one = np.ones(batch["var"].size, bool)
-    spec = (("beta = N^(1/2) R^(1/4), T = (NR)^2: Theorem 2(a) first term Delta_F/(eta_hat_2 T)", "thm2_first",
-             "cor2", "first", one),
-            ("beta = N^(1/2) R^(1/4), T = (NR)^2: Theorem 2(a) third term, delta part", "thm2_delta", "cor2",
-             "delta", one),
-            ("beta = N^(1/2) R^(1/4), T = (NR)^2: Theorem 2(a) third term, sigma_F2 part", "thm2_sigma", "cor2",
-             "sigma", one))
+    spec = (
+        (
+            "beta = N^(1/2) R^(1/4), T = (NR)^2: Theorem 2(a) first term Delta_F/(eta_hat_2 T)",
+            "thm2_first",
+            "cor2",
+            "first",
+            one,
+        ),
+        (
+            "beta = N^(1/2) R^(1/4), T = (NR)^2: Theorem 2(a) third term, delta part",
+            "thm2_delta",
+            "cor2",
+            "delta",
+            one,
+        ),
+        (
+            "beta = N^(1/2) R^(1/4), T = (NR)^2: Theorem 2(a) third term, sigma_F2 part",
+            "thm2_sigma",
+            "cor2",
+            "sigma",
+            one,
+        ),
+    )
     return _parts(batch, claim, spec, VARS2)
 
 
@@ -281,9 +373,10 @@ _FINDING1 = (
     "speedup O(1/(TRN)). Minimal instance (constants 1: sigma_F1^2 = kappa_F = mu_F = 1, delta = 0): (ii) T = 2, "
     "N = 1, R = 4, beta = N sqrt(R) = 2: third term 1/(T beta)^2 = 1/16, against (TRN)^-2 = 1/64; doubling R "
     "halves the term, not quarters it. (i) N = 4, T = 2, beta = 1: the term is 1/4 = 1/N for every R, against "
-"1/(TRN) = 1/(8R). Derivation: sympy, x d/dx log(term) after the substitution "
+    "1/(TRN) = 1/(8R). Derivation: sympy, x d/dx log(term) after the substitution "
     "(moreau check pfedme.cor1 -v: the printed rates fail, each alone too; reading 'the exponents the "
-    "substitution gives' holds).")
+    "substitution gives' holds)."
+)
 _FINDING2 = (
     "pFedMe Corollary 2 as printed: with beta = N^(1/2) R^(1/4) and T = (NR)^2 substituted into Theorem 2(a) "
     "(S = N), the first term Delta_F/(eta_hat_2 T) and the delta part of the third term decay like (NR)^-2 = "
@@ -294,11 +387,14 @@ _FINDING2 = (
     "beta = 8^(1/4): sigma part 1/(8^(1/3) 64^(2/3)) = 1/32, against (TRN)^(-2/3) = 512^(-2/3) = 1/64; "
     "R = 64 (T = 4096): 1/1024 against 1/4096. The last term O(lam^2 delta^2) does not vanish at all: the "
     "corollary needs delta to shrink with T, R, N, which it does not say. Reading 'the exponents the substitution "
-    "gives' holds.")
+    "gives' holds."
+)
 
 _M1 = (
     Mutant("(ii) beta = N R^(1/4) (exponent of R 1/2 -> 1/4)", {"beta_ii": lambda T, R, N: N * R**0.25}),
-    Mutant("(ii) beta = N^(1/2) sqrt(R) (exponent of N 1 -> 1/2)", {"beta_ii": lambda T, R, N: N**0.5 * R**0.5}),
+    Mutant(
+        "(ii) beta = N^(1/2) sqrt(R) (exponent of N 1 -> 1/2)", {"beta_ii": lambda T, R, N: N**0.5 * R**0.5}
+    ),
     Mutant("(i) beta = sqrt(N)/T^2 (exponent of T -1 -> -2)", {"beta_i": lambda T, R, N: N**0.5 / T**2}),
     Mutant("(ii) delta part O(1/(TRN)) (rate exponent -2 -> -1)", {"ii_delta": (-1.0, -1.0, -1.0)}),
 )
@@ -310,8 +406,10 @@ _M2 = (
 )
 
 #: --analyse: why these checks have no rescaling (see moreau.analysis.engine.analyse)
-_NO_SCALING = ("no problem instance: each part substitutes the corollary's beta (and T) into the theorem's "
-               "printed terms and compares exponents in T, R, N, which a change of units leaves unchanged")
+_NO_SCALING = (
+    "no problem instance: each part substitutes the corollary's beta (and T) into the theorem's "
+    "printed terms and compares exponents in T, R, N, which a change of units leaves unchanged"
+)
 
 
 STATEMENTS = (
@@ -320,19 +418,24 @@ STATEMENTS = (
         source="pFedMe, Corollary 1 (of Theorem 1(a))",
         paper="pfedme-moreau-envelopes.md",
         latex=r"S = N:\ \beta = \Theta(\sqrt N/T)\ (\sqrt N \ge T) \Rightarrow O(1/(TRN));\quad "
-              r"\beta = \Theta(N\sqrt R) \Rightarrow O(1/(TRN)^2)",
+        r"\beta = \Theta(N\sqrt R) \Rightarrow O(1/(TRN)^2)",
         text="S = N: beta = Theta(sqrt(N)/T) (sqrt(N) >= T) gives the linear speedup O(1/(TRN)), beta = "
-             "Theta(N sqrt(R)) the quadratic speedup O(1/(TRN)^2); checked: the exponents of T, R, N of Theorem "
-             "1(a)'s third term with the corollary's beta substituted",
-        assumptions=("S = N (no client sampling)", "beta >= 1 (case (i) needs sqrt(N) >= T)",
-                     "the O-terms of Theorem 1(a) as printed; first and last terms are not powers (docstring)"),
+        "Theta(N sqrt(R)) the quadratic speedup O(1/(TRN)^2); checked: the exponents of T, R, N of Theorem "
+        "1(a)'s third term with the corollary's beta substituted",
+        assumptions=(
+            "S = N (no client sampling)",
+            "beta >= 1 (case (i) needs sqrt(N) >= T)",
+            "the O-terms of Theorem 1(a) as printed; first and last terms are not powers (docstring)",
+        ),
         scaling={"quadratic": _NO_SCALING},
         families={"quadratic": ("symbolic: points (T, R, N) in both regimes; no objective is evaluated",)},
         claimed="rate",
         instances=instances_cor1,
         evaluate=evaluate_cor1,
         consistency_checks={SYMPY_PART: _SYMPY_WHY},
-        claim=CLAIM1, readings=READINGS1, expect="fails",
+        claim=CLAIM1,
+        readings=READINGS1,
+        expect="fails",
         # T = R = N = 1, case (i): the exponent of T is 0, printed -1 (derived in pfedme.minimal_counterexamples)
         counterexamples=MINIMAL_COR1,
         mutants=_M1,
@@ -343,9 +446,9 @@ STATEMENTS = (
         source="pFedMe, Corollary 2 (of Theorem 2(a))",
         paper="pfedme-moreau-envelopes.md",
         latex=r"S = N,\ \beta = \Theta(N^{1/2}R^{1/4}),\ \Theta(T^{1/3}) = \Theta((NR)^{2/3}) "
-              r"\Rightarrow O(1/(TRN)^{2/3})",
+        r"\Rightarrow O(1/(TRN)^{2/3})",
         text="S = N: beta = Theta(N^(1/2) R^(1/4)) and Theta(T^(1/3)) = Theta((NR)^(2/3)) give the sublinear "
-             "speedup O(1/(TRN)^(2/3)); checked: the exponents of R, N of Theorem 2(a)'s terms with that beta and T",
+        "speedup O(1/(TRN)^(2/3)); checked: the exponents of R, N of Theorem 2(a)'s terms with that beta and T",
         assumptions=("S = N (no client sampling)", "beta >= 1", "the O-terms of Theorem 2(a) as printed"),
         scaling={"quadratic": _NO_SCALING},
         families={"quadratic": ("symbolic: points (R, N), T = c (NR)^2; no objective is evaluated",)},
@@ -353,7 +456,9 @@ STATEMENTS = (
         instances=instances_cor2,
         evaluate=evaluate_cor2,
         consistency_checks={SYMPY_PART: _SYMPY_WHY},
-        claim=CLAIM2, readings=READINGS2, expect="fails",
+        claim=CLAIM2,
+        readings=READINGS2,
+        expect="fails",
         # N = R = 1: the exponent of R of the sigma part is -5/3, printed -2 (derived in pfedme.minimal_counterexamples)
         counterexamples=MINIMAL_COR2,
         mutants=_M2,

@@ -20,6 +20,7 @@ points ``w`` ``(..., T, d)`` (a leading axis of points is allowed).
 References: pFedMe (T Dinh et al., 2020), Algorithm 1, eqs. (3), (6), Assumptions 1(b) and 3,
 Theorem 2.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,8 +66,11 @@ def envelope(w, s, a, L, lam):
 def _E(z, a, L, lam):
     """The one-dimensional envelope E(z) in closed form (broadcasting)."""
     tau = a * (lam - L) / (2 * lam)
-    return np.where(np.abs(z) <= tau, L * a**2 / 4 - lam * L * z**2 / (2 * (lam - L)),
-                    lam * L * (np.abs(z) - a) ** 2 / (2 * (lam + L)))
+    return np.where(
+        np.abs(z) <= tau,
+        L * a**2 / 4 - lam * L * z**2 / (2 * (lam - L)),
+        lam * L * (np.abs(z) - a) ** 2 / (2 * (lam + L)),
+    )
 
 
 def F_star(s, a, L, lam):
@@ -74,22 +78,22 @@ def F_star(s, a, L, lam):
     T, N, d = s.shape
     a3, L3, l3 = _b(a, 3), _b(L, 3), _b(lam, 3)
     tau = a3 * (l3 - L3) / (2 * l3)
-    bp = np.sort(np.concatenate([s - tau, s + tau], axis=1), axis=1)         # (T, 2N, d)
-    lo = np.concatenate([bp[:, :1] - 1.0, bp], axis=1)                       # interval ends (T, 2N+1, d)
+    bp = np.sort(np.concatenate([s - tau, s + tau], axis=1), axis=1)  # (T, 2N, d)
+    lo = np.concatenate([bp[:, :1] - 1.0, bp], axis=1)  # interval ends (T, 2N+1, d)
     hi = np.concatenate([bp, bp[:, -1:] + 1.0], axis=1)
     mid = (lo + hi) / 2
-    z = mid[:, :, None, :] - s[:, None]                                      # (T, 2N+1, N, d)
+    z = mid[:, :, None, :] - s[:, None]  # (T, 2N+1, N, d)
     a4, L4, l4 = (x[:, None] for x in (a3, L3, l3))
     inner = np.abs(z) <= tau[:, None]
     c_m, c_o = l4 * L4 / (l4 - L4), l4 * L4 / (l4 + L4)
-    coef = np.where(inner, -c_m, c_o)                                        # E'' per client on the piece
-    target = np.where(inner, s[:, None], s[:, None] + a4 * np.sign(z))      # E' = coef (x - target)
+    coef = np.where(inner, -c_m, c_o)  # E'' per client on the piece
+    target = np.where(inner, s[:, None], s[:, None] + a4 * np.sign(z))  # E' = coef (x - target)
     curv = coef.sum(axis=2)
     x = np.sum(coef * target, axis=2) / np.where(curv != 0, curv, 1.0)
     unbounded_lo = np.arange(2 * N + 1)[None, :, None] == 0
     unbounded_hi = np.arange(2 * N + 1)[None, :, None] == 2 * N
     ok = (curv > 0) & ((x >= lo) | unbounded_lo) & ((x <= hi) | unbounded_hi)
-    cand = np.concatenate([np.where(ok, x, bp[:, :1]), bp], axis=1)          # (T, 4N+1, d)
+    cand = np.concatenate([np.where(ok, x, bp[:, :1]), bp], axis=1)  # (T, 4N+1, d)
     vals = np.mean(_E(cand[:, :, None, :] - s[:, None], a4, L4, l4), axis=2)  # (T, 4N+1, d)
     k = np.argmin(vals, axis=1)
     best = np.take_along_axis(vals, k[:, None], axis=1)[:, 0]
@@ -101,9 +105,9 @@ def sigma_f2(s, a, L):
     """Assumption 3's σ_f² = sup_w (1/N)Σ‖∇f_i(w) − ∇f(w)‖², exact ``(T,)``: per coordinate the
     variance is a convex quadratic between breakpoints s_i ± a/2 and constant beyond them."""
     a3, L3 = _b(a, 3), _b(L, 3)
-    bp = np.concatenate([s - a3 / 2, s + a3 / 2], axis=1)                    # (T, 2N, d)
-    gp = g_prime(bp[:, :, None, :] - s[:, None], a3[:, None], L3[:, None])   # (T, 2N, N, d)
-    var = np.mean((gp - gp.mean(axis=2, keepdims=True)) ** 2, axis=2)        # (T, 2N, d)
+    bp = np.concatenate([s - a3 / 2, s + a3 / 2], axis=1)  # (T, 2N, d)
+    gp = g_prime(bp[:, :, None, :] - s[:, None], a3[:, None], L3[:, None])  # (T, 2N, N, d)
+    var = np.mean((gp - gp.mean(axis=2, keepdims=True)) ** 2, axis=2)  # (T, 2N, d)
     return var.max(axis=1).sum(axis=-1)
 
 

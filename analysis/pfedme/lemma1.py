@@ -54,6 +54,7 @@ attained on the quadratic adversarial data (the factor 2 is needed); on
 logistic data the max ratio is about 0.5–0.6, reached where θ̃ is pushed to
 the residual ν (the γ_f² sup bound and the data's curvature leave slack).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -62,8 +63,21 @@ import numpy as np
 
 import moreau as mo
 
-from moreau.analysis.engine.core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
-from moreau.analysis.engine.instances import log_uniform, logistic_batch, orthogonal, quadratic_batch, split_counts
+from moreau.analysis.engine.core import (
+    LOGISTIC_SCALING,
+    QUADRATIC_SCALING,
+    Mutant,
+    Sides,
+    Statement,
+    scale_fields,
+)
+from moreau.analysis.engine.instances import (
+    log_uniform,
+    logistic_batch,
+    orthogonal,
+    quadratic_batch,
+    split_counts,
+)
 
 __all__ = ["STATEMENTS", "quadratic_sq_errors", "CONFIDENCE"]
 
@@ -73,8 +87,10 @@ CLAIM = {
     "condition_nc": lambda lam, L: lam > L,
 }
 
-PARTS = ("strongly convex: E|θ̃ − θ̂|² <= 2/(λ+μ)² (γ²/|D| + ν)",
-         "nonconvex L-smooth, λ > L: E|θ̃ − θ̂|² <= 2/(λ−L)² (γ²/|D| + ν)")
+PARTS = (
+    "strongly convex: E|θ̃ − θ̂|² <= 2/(λ+μ)² (γ²/|D| + ν)",
+    "nonconvex L-smooth, λ > L: E|θ̃ − θ̂|² <= 2/(λ−L)² (γ²/|D| + ν)",
+)
 
 #: two-sided confidence of the logistic Monte Carlo interval, per instance
 CONFIDENCE = 0.999
@@ -83,8 +99,11 @@ N_SAMPLES, DIM, K_MC = 6, 3, 256
 
 
 def instances(family, trials, rng):
-    return _quadratic_instances(rng, trials or 50) if family == "quadratic" else \
-        _logistic_instances(rng, trials or 16)
+    return (
+        _quadratic_instances(rng, trials or 50)
+        if family == "quadratic"
+        else _logistic_instances(rng, trials or 16)
+    )
 
 
 def _spectrum_A(rng, T, a1, L):
@@ -112,12 +131,24 @@ def _quadratic_instances(rng, T):
         q = quadratic_batch(rng, n, DIM, kind)
         L = q["L"]
         noise = rng.standard_normal((n, N_SAMPLES, DIM)) @ rng.standard_normal((n, DIM, DIM))
-        B = (q["b"][:, None, :] + noise * L[:, None, None] * rng.uniform(0.1, 2.0, (n, 1, 1)))
-        lam = L * (log_uniform(rng, 0.05, 20.0, n) if kind == "strongly_convex" else log_uniform(rng, 1.05, 20.0, n))
+        B = q["b"][:, None, :] + noise * L[:, None, None] * rng.uniform(0.1, 2.0, (n, 1, 1))
+        lam = L * (
+            log_uniform(rng, 0.05, 20.0, n) if kind == "strongly_convex" else log_uniform(rng, 1.05, 20.0, n)
+        )
         m = rng.integers(1, 5, n)
         mode = rng.integers(0, 3, n)
-        out.append(dict(A=q["A"], eig=q["eig"], L=L, B=B, lam=lam, m=m, mode=mode,
-                        nu_scale=np.where(mode == EXACT, 0.0, rng.uniform(0.1, 3.0, n))))
+        out.append(
+            dict(
+                A=q["A"],
+                eig=q["eig"],
+                L=L,
+                B=B,
+                lam=lam,
+                m=m,
+                mode=mode,
+                nu_scale=np.where(mode == EXACT, 0.0, rng.uniform(0.1, 3.0, n)),
+            )
+        )
     for j, (n, kind) in enumerate(((g[1], "sc"), (g[3], "nc"), (g[4], "nc_fails"))):
         L = log_uniform(rng, 0.1, 10.0, n)
         a1 = {"sc": L * rng.uniform(0.05, 0.9, n), "nc": -L, "nc_fails": -0.45 * L}[kind]
@@ -130,8 +161,18 @@ def _quadratic_instances(rng, T):
             lam = L * (log_uniform(rng, 0.05, 20.0, n) if kind == "sc" else log_uniform(rng, 1.05, 20.0, n))
             lam[::4] = np.maximum(lam[::4], 2.0 + L[::4])  # lam + mu > 1 on some attaining ones
             m, mode = np.where(first, 1, 3), np.where(first, ALIGNED, EXACT)
-        out.append(dict(A=A, eig=eig, L=L, B=_two_point(rng, v1, L), lam=lam, m=m, mode=mode,
-                        nu_scale=np.where(mode == EXACT, 0.0, 1.0)))
+        out.append(
+            dict(
+                A=A,
+                eig=eig,
+                L=L,
+                B=_two_point(rng, v1, L),
+                lam=lam,
+                m=m,
+                mode=mode,
+                nu_scale=np.where(mode == EXACT, 0.0, 1.0),
+            )
+        )
     batch = {k: np.concatenate([o[k] for o in out]) for k in out[0]}
     batch["w"] = rng.standard_normal((T, DIM)) * 3
     return batch
@@ -169,7 +210,9 @@ def quadratic_sq_errors(batch, idx):
     bbar = B.mean(axis=1)
     gamma2 = np.mean(np.sum((B - bbar[:, None]) ** 2, axis=-1), axis=1)
     theta_hat = mo.prox(mo.Quadratic(A, bbar), w, lam)
-    bD = np.take_along_axis(B[:, None], np.broadcast_to(idx, (T,) + idx.shape[1:])[..., None], axis=2).mean(axis=2)
+    bD = np.take_along_axis(B[:, None], np.broadcast_to(idx, (T,) + idx.shape[1:])[..., None], axis=2).mean(
+        axis=2
+    )
     qD = mo.Quadratic(A[:, None], bD)
     theta_D = mo.prox(qD, w[:, None], lam[:, None])
     M = A + lam[:, None, None] * np.eye(d)
@@ -200,15 +243,35 @@ def finish(prep, claim):
             rhs_sc = claim["delta2_sc"](lam, a1, L, gamma2, m, nu)
             rhs_nc = claim["delta2_nc"](lam, a1, L, gamma2, m, nu)
         return {
-            PARTS[0]: Sides(prep["lhs"], rhs_sc, "upper", applicable=sc, constants=prep["consts"],
-                            note="attained (ratio 1) by b_j = b̄ ± s v_1, |D| = 1, ν = γ², r aligned with e"),
-            PARTS[1]: Sides(prep["lhs"], rhs_nc, "upper", applicable=nc, constants=prep["consts"],
-                            note="a_1 = -L: attained by the same data; λ <= L instances are not applicable"),
+            PARTS[0]: Sides(
+                prep["lhs"],
+                rhs_sc,
+                "upper",
+                applicable=sc,
+                constants=prep["consts"],
+                note="attained (ratio 1) by b_j = b̄ ± s v_1, |D| = 1, ν = γ², r aligned with e",
+            ),
+            PARTS[1]: Sides(
+                prep["lhs"],
+                rhs_nc,
+                "upper",
+                applicable=nc,
+                constants=prep["consts"],
+                note="a_1 = -L: attained by the same data; λ <= L instances are not applicable",
+            ),
         }
     lam, mu, L, gamma2, m, nu = (prep[k] for k in ("lam", "mu", "L", "gamma2", "m", "nu"))
-    return {PARTS[0]: Sides(prep["mean"], claim["delta2_sc"](lam, mu, L, gamma2, m, nu), "upper",
-                            lhs_ci=prep["ci"], confidence=CONFIDENCE, constants=prep["consts"],
-                            note="not attained on logistic data: γ_f² is a sup bound, and the data add curvature")}
+    return {
+        PARTS[0]: Sides(
+            prep["mean"],
+            claim["delta2_sc"](lam, mu, L, gamma2, m, nu),
+            "upper",
+            lhs_ci=prep["ci"],
+            confidence=CONFIDENCE,
+            constants=prep["consts"],
+            note="not attained on logistic data: γ_f² is a sup bound, and the data add curvature",
+        )
+    }
 
 
 def _quadratic(batch):
@@ -220,10 +283,13 @@ def _quadratic(batch):
         sq, res, g2 = quadratic_sq_errors({k: v[sel] for k, v in batch.items()}, idx)
         lhs[sel], nu[sel], gamma2[sel] = sq.mean(axis=1), res.max(axis=1), g2
     lam, L, a1, m = batch["lam"], batch["L"], batch["eig"][:, 0], batch["m"]
-    consts = {"mu": "exact (a_1 of the shared A)", "L": "exact (max |a_k|)",
-              "gamma_f^2": "exact: (1/n) sum |b_j - b̄|^2 (shared A: grad l_j - grad f = b̄ - b_j for all θ)",
-              "nu": "measured: max over mini-batches of |grad h̃(θ̃)|^2",
-              "expectation": "exact: mean over all n^|D| ordered mini-batches (sampling with replacement)"}
+    consts = {
+        "mu": "exact (a_1 of the shared A)",
+        "L": "exact (max |a_k|)",
+        "gamma_f^2": "exact: (1/n) sum |b_j - b̄|^2 (shared A: grad l_j - grad f = b̄ - b_j for all θ)",
+        "nu": "measured: max over mini-batches of |grad h̃(θ̃)|^2",
+        "expectation": "exact: mean over all n^|D| ordered mini-batches (sampling with replacement)",
+    }
     return dict(family="quadratic", lhs=lhs, nu=nu, gamma2=gamma2, lam=lam, L=L, a1=a1, m=m, consts=consts)
 
 
@@ -275,13 +341,25 @@ def _logistic(batch):
     log_term = np.log(2 / ((1 - CONFIDENCE) / 2))
     eps = np.sqrt(2 * z.var(axis=0, ddof=1) * log_term / K) + 7 * log_term / (3 * (K - 1))
     ci = (B2 * np.maximum(z.mean(axis=0) - eps, 0.0), B2 * np.minimum(z.mean(axis=0) + eps, 1.0))
-    consts = {"mu": "exact (the l2 term)",
-              "gamma_f^2": "bound: (1/n) sum |x_j|^2 >= sup_θ per-sample gradient variance",
-              "nu": "measured: max over mini-batches of |grad h̃(θ̃)|^2",
-              "expectation": f"Monte Carlo, K={K} mini-batches, empirical Bernstein interval "
-                             f"(Maurer-Pontil Thm 4), {CONFIDENCE} two-sided per instance"}
-    return dict(family="logistic", mean=mean, ci=ci, lam=lam, mu=mu, L=f.smoothness(), gamma2=gamma2,
-                m=batch["m"], nu=nu, consts=consts)
+    consts = {
+        "mu": "exact (the l2 term)",
+        "gamma_f^2": "bound: (1/n) sum |x_j|^2 >= sup_θ per-sample gradient variance",
+        "nu": "measured: max over mini-batches of |grad h̃(θ̃)|^2",
+        "expectation": f"Monte Carlo, K={K} mini-batches, empirical Bernstein interval "
+        f"(Maurer-Pontil Thm 4), {CONFIDENCE} two-sided per instance",
+    }
+    return dict(
+        family="logistic",
+        mean=mean,
+        ci=ci,
+        lam=lam,
+        mu=mu,
+        L=f.smoothness(),
+        gamma2=gamma2,
+        m=batch["m"],
+        nu=nu,
+        consts=consts,
+    )
 
 
 _SC, _NC = PARTS
@@ -291,15 +369,20 @@ STATEMENTS = (
         source="pFedMe, Lemma 1",
         paper="pfedme-moreau-envelopes.md",
         latex=r"\mathbb{E}\|\tilde\theta - \hat\theta(w)\|^2 \le \frac{2}{(\lambda+\mu)^2}"
-              r"\Big(\frac{\gamma_f^2}{|\mathcal D|} + \nu\Big)\ \Big(\text{or } \frac{2}{(\lambda-L)^2}"
-              r"\big(\cdot\big),\ \lambda > L\Big)",
+        r"\Big(\frac{\gamma_f^2}{|\mathcal D|} + \nu\Big)\ \Big(\text{or } \frac{2}{(\lambda-L)^2}"
+        r"\big(\cdot\big),\ \lambda > L\Big)",
         text="an inexact mini-batch prox with |grad h̃|² <= ν is within δ² = 2/(λ+μ)² (γ²/|D| + ν) "
-             "of the prox in mean square (2/(λ−L)² (...) for nonconvex L-smooth f, λ > L)",
-        assumptions=("f̃(.; D) mu-strongly convex (a), or L-smooth with lam > L (b)",
-                     "Assumption 2: per-sample gradient variance <= gamma_f^2",
-                     "D: |D| i.i.d. uniform samples (with replacement)", "|grad h̃(θ̃)|^2 <= nu"),
-        scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "B": (-1, 1)}),
-                 "logistic": scale_fields(LOGISTIC_SCALING, c_free=False)},
+        "of the prox in mean square (2/(λ−L)² (...) for nonconvex L-smooth f, λ > L)",
+        assumptions=(
+            "f̃(.; D) mu-strongly convex (a), or L-smooth with lam > L (b)",
+            "Assumption 2: per-sample gradient variance <= gamma_f^2",
+            "D: |D| i.i.d. uniform samples (with replacement)",
+            "|grad h̃(θ̃)|^2 <= nu",
+        ),
+        scaling={
+            "quadratic": scale_fields({**QUADRATIC_SCALING, "B": (-1, 1)}),
+            "logistic": scale_fields(LOGISTIC_SCALING, c_free=False),
+        },
         families={"quadratic": ("strongly_convex", "weakly_convex"), "logistic": ("mu > 0",)},
         claimed="upper",
         instances=instances,
@@ -307,22 +390,38 @@ STATEMENTS = (
         evaluate=finish,
         claim=CLAIM,
         mutants=(
-            Mutant("no factor 2: 1/(λ+μ)² (γ²/|D| + ν)",
-                   {"delta2_sc": lambda lam, mu, L, g2, m, nu: 1 / (lam + mu) ** 2 * (g2 / m + nu)}),
-            Mutant("1/(2(λ+μ)²) for 2/(λ+μ)²",
-                   {"delta2_sc": lambda lam, mu, L, g2, m, nu: 1 / (2 * (lam + mu) ** 2) * (g2 / m + nu)}),
-            Mutant("wrong exponent: 2/(λ+μ)⁴",
-                   {"delta2_sc": lambda lam, mu, L, g2, m, nu: 2 / (lam + mu) ** 4 * (g2 / m + nu)}),
-            Mutant("|D|² for |D| (strongly convex)",
-                   {"delta2_sc": lambda lam, mu, L, g2, m, nu: 2 / (lam + mu) ** 2 * (g2 / m**2 + nu)}),
-            Mutant("ν term dropped (strongly convex)",
-                   {"delta2_sc": lambda lam, mu, L, g2, m, nu: 2 / (lam + mu) ** 2 * (g2 / m)}),
-            Mutant("L for μ: 2/(λ+L)²",
-                   {"delta2_sc": lambda lam, mu, L, g2, m, nu: 2 / (lam + L) ** 2 * (g2 / m + nu)}),
-            Mutant("nonconvex: 2/λ² (weak convexity ignored)",
-                   {"delta2_nc": lambda lam, mu, L, g2, m, nu: 2 / lam**2 * (g2 / m + nu)}),
-            Mutant("nonconvex: |D|² for |D|",
-                   {"delta2_nc": lambda lam, mu, L, g2, m, nu: 2 / (lam - L) ** 2 * (g2 / m**2 + nu)}),
+            Mutant(
+                "no factor 2: 1/(λ+μ)² (γ²/|D| + ν)",
+                {"delta2_sc": lambda lam, mu, L, g2, m, nu: 1 / (lam + mu) ** 2 * (g2 / m + nu)},
+            ),
+            Mutant(
+                "1/(2(λ+μ)²) for 2/(λ+μ)²",
+                {"delta2_sc": lambda lam, mu, L, g2, m, nu: 1 / (2 * (lam + mu) ** 2) * (g2 / m + nu)},
+            ),
+            Mutant(
+                "wrong exponent: 2/(λ+μ)⁴",
+                {"delta2_sc": lambda lam, mu, L, g2, m, nu: 2 / (lam + mu) ** 4 * (g2 / m + nu)},
+            ),
+            Mutant(
+                "|D|² for |D| (strongly convex)",
+                {"delta2_sc": lambda lam, mu, L, g2, m, nu: 2 / (lam + mu) ** 2 * (g2 / m**2 + nu)},
+            ),
+            Mutant(
+                "ν term dropped (strongly convex)",
+                {"delta2_sc": lambda lam, mu, L, g2, m, nu: 2 / (lam + mu) ** 2 * (g2 / m)},
+            ),
+            Mutant(
+                "L for μ: 2/(λ+L)²",
+                {"delta2_sc": lambda lam, mu, L, g2, m, nu: 2 / (lam + L) ** 2 * (g2 / m + nu)},
+            ),
+            Mutant(
+                "nonconvex: 2/λ² (weak convexity ignored)",
+                {"delta2_nc": lambda lam, mu, L, g2, m, nu: 2 / lam**2 * (g2 / m + nu)},
+            ),
+            Mutant(
+                "nonconvex: |D|² for |D|",
+                {"delta2_nc": lambda lam, mu, L, g2, m, nu: 2 / (lam - L) ** 2 * (g2 / m**2 + nu)},
+            ),
             Mutant("nonconvex condition relaxed: λ > L/2", {"condition_nc": lambda lam, L: lam > L / 2}),
             Mutant("inequality reversed (strongly convex): E|θ̃ − θ̂|² >= δ²", {"flip": (_SC,)}),
         ),

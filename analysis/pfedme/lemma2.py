@@ -57,15 +57,29 @@ the ratio is 1/2.  The exact L_F = λL/(λ+L) also holds (note of the part).
 (b) reaches 4/7 at λ = 8L; its ‖∇F‖² term is never exercised (the left side
 does not depend on w on shared-A quadratics).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 import moreau as mo
 
-from moreau.analysis.engine.core import (LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields,
-                                         worst_point)
-from moreau.analysis.engine.instances import log_uniform, logistic_batch, orthogonal, quadratic_batch, split_counts
+from moreau.analysis.engine.core import (
+    LOGISTIC_SCALING,
+    QUADRATIC_SCALING,
+    Mutant,
+    Sides,
+    Statement,
+    scale_fields,
+    worst_point,
+)
+from moreau.analysis.engine.instances import (
+    log_uniform,
+    logistic_batch,
+    orthogonal,
+    quadratic_batch,
+    split_counts,
+)
 from moreau.analysis.engine.solvers import envelope_newton
 
 __all__ = ["STATEMENTS", "center_quadratic", "newton_center"]
@@ -74,23 +88,29 @@ CLAIM = {
     "L_F": lambda lam, L, mu: lam,
     "rhs_a": lambda L_F, gap, sigma2: 4 * L_F * gap + 2 * sigma2,
     "condition_b": lambda lam, L: lam > 2 * np.sqrt(2) * L,
-    "rhs_b": lambda lam, L, gradF2, sigma_f2: (8 * L**2 / (lam**2 - 8 * L**2) * gradF2
-                                              + 2 * lam**2 / (lam**2 - 8 * L**2) * sigma_f2),
+    "rhs_b": lambda lam, L, gradF2, sigma_f2: (
+        8 * L**2 / (lam**2 - 8 * L**2) * gradF2 + 2 * lam**2 / (lam**2 - 8 * L**2) * sigma_f2
+    ),
 }
 
-PARTS = ("(a) strongly convex: diversity <= 4 L_F (F(w) − F*) + 2 σ²_F1, L_F = λ",
-         "(b) nonconvex, λ > 2√2 L: diversity <= 8L²/(λ²−8L²) |∇F|² + 2λ²/(λ²−8L²) σ_f²")
+PARTS = (
+    "(a) strongly convex: diversity <= 4 L_F (F(w) − F*) + 2 σ²_F1, L_F = λ",
+    "(b) nonconvex, λ > 2√2 L: diversity <= 8L²/(λ²−8L²) |∇F|² + 2λ²/(λ²−8L²) σ_f²",
+)
 
 N, DIM = 5, 3
 #: certified stopping tolerance of Newton for w* (logistic), relative to 1 + |w|
 NEWTON_TOL = 1e-10
-T_GRID = 2.0 ** np.arange(-6, 3)   # t / tau: tau balances the linear growth of the lhs against 4λ(F − F*)
+T_GRID = 2.0 ** np.arange(-6, 3)  # t / tau: tau balances the linear growth of the lhs against 4λ(F − F*)
 DISTANCES = (1e-2, 1e-1, 1.0, 1e1, 1e2)
 
 
 def instances(family, trials, rng):
-    return _quadratic_instances(rng, trials or 40) if family == "quadratic" else \
-        _logistic_instances(rng, trials or 8)
+    return (
+        _quadratic_instances(rng, trials or 40)
+        if family == "quadratic"
+        else _logistic_instances(rng, trials or 8)
+    )
 
 
 def _offsets(rng, T, scale):
@@ -138,8 +158,9 @@ def _quadratic_instances(rng, T):
             lam = L * rng.uniform(2 * np.sqrt(2) * 1.01, 20.0, n)
         else:
             lam = L * rng.uniform(1.05, 2.8, n)
-        out.append(dict(A=np.repeat(A1[:, None], N, axis=1), eig=np.repeat(eig1[:, None], N, axis=1),
-                        b=b, lam=lam))
+        out.append(
+            dict(A=np.repeat(A1[:, None], N, axis=1), eig=np.repeat(eig1[:, None], N, axis=1), b=b, lam=lam)
+        )
     for o in out:
         if "offsets" not in o:
             scale = 1 + np.linalg.norm(o["b"], axis=-1).max(axis=1) / np.abs(o["eig"]).max(axis=(1, 2))
@@ -203,9 +224,15 @@ def finish(p, claim):
     lb, rb = worst_point(lhs, rhs_b)
     return {
         PARTS[0]: a,
-        PARTS[1]: Sides(lb, rb, "upper", applicable=app_b, constants=p["consts"],
-                        note="lhs independent of w (shared A); worst at the stationary point of F: "
-                             "ratio (λ²−8L²)/(2(λ−L)²) <= 0.571 (λ = 8L)"),
+        PARTS[1]: Sides(
+            lb,
+            rb,
+            "upper",
+            applicable=app_b,
+            constants=p["consts"],
+            note="lhs independent of w (shared A); worst at the stationary point of F: "
+            "ratio (λ²−8L²)/(2(λ−L)²) <= 0.571 (λ = 8L)",
+        ),
     }
 
 
@@ -256,8 +283,10 @@ def _part_a(claim, lhs, gap, sigma2, lam, L, mu, applicable, consts):
     L_exact = lam * L / (lam + L)
     le, re = worst_point(lhs, 4 * L_exact * gap + 2 * sigma2)
     r = np.max(le[applicable] / re[applicable]) if applicable.any() else np.nan
-    note = (f"with the exact smoothness L_F = λL/(λ+L) in place of λ: max ratio {r:.4g} "
-            f"({'holds' if r <= 1 + 1e-9 else 'FAILS'})")
+    note = (
+        f"with the exact smoothness L_F = λL/(λ+L) in place of λ: max ratio {r:.4g} "
+        f"({'holds' if r <= 1 + 1e-9 else 'FAILS'})"
+    )
     return Sides(lw, rw, "upper", applicable=applicable, constants=consts, note=note)
 
 
@@ -275,14 +304,28 @@ def _quadratic(batch):
     gap = 0.5 * np.einsum("pti,tij,ptj->pt", dw, H.mean(axis=1), dw)
     sigma2 = np.mean(np.sum(g_center**2, axis=-1), axis=-1)
     shared = np.all(A == A[:, :1], axis=(1, 2, 3))
-    consts = {"L": "exact: max_i max_k |a_k(A_i)|", "mu": "exact: min_i a_1(A_i)",
-              "w*": "closed form: numpy solve of sum_i lam (A_i + lam I)^-1 (A_i w - b_i) = 0",
-              "F(w) - F(w*)": "closed form 1/2 (w - w*)^T Hbar (w - w*)",
-              "sigma_f^2": "exact for shared A: (1/N) sum |b_i - b̄|^2 (infinite otherwise)"}
+    consts = {
+        "L": "exact: max_i max_k |a_k(A_i)|",
+        "mu": "exact: min_i a_1(A_i)",
+        "w*": "closed form: numpy solve of sum_i lam (A_i + lam I)^-1 (A_i w - b_i) = 0",
+        "F(w) - F(w*)": "closed form 1/2 (w - w*)^T Hbar (w - w*)",
+        "sigma_f^2": "exact for shared A: (1/N) sum |b_i - b̄|^2 (infinite otherwise)",
+    }
     bbar = b.mean(axis=1)
     sigma_f2 = np.where(shared, np.mean(np.sum((b - bbar[:, None]) ** 2, axis=-1), axis=-1), np.inf)
-    return dict(lhs=lhs, gap=gap, sigma2=sigma2, lam=lam, L=L, mu=mu, app_a=mu > 0, consts=consts,
-                shared=shared, gradF2=gradF2, sigma_f2=sigma_f2)
+    return dict(
+        lhs=lhs,
+        gap=gap,
+        sigma2=sigma2,
+        lam=lam,
+        L=L,
+        mu=mu,
+        app_a=mu > 0,
+        consts=consts,
+        shared=shared,
+        gradF2=gradF2,
+        sigma_f2=sigma_f2,
+    )
 
 
 def _logistic(batch):
@@ -301,11 +344,16 @@ def _logistic(batch):
     # certified: sqrt(sigma2(w*)) >= sqrt(sigma2(ŵ)) - lam |ŵ - w*| (each grad F_i is lam-Lipschitz)
     sigma2 = np.maximum(np.sqrt(np.mean(np.sum(g_center**2, axis=-1), axis=-1)) - lam * dist, 0.0) ** 2
     L = np.max(np.asarray(f.smoothness()), axis=1)
-    consts = {"L": "exact sup: max_i lambda_max(X_i^T X_i)/(4n) + mu", "mu": "exact (the l2 term)",
-              "w*": f"damped Newton on F, certified |ŵ - w*| <= |grad F(ŵ)|/mu_F <= {NEWTON_TOL} (1 + |ŵ|)",
-              "F(w) - F(w*)": "F(w) - F(ŵ) (<= the true gap) from envelope values",
-              "sigma_F1^2": "certified lower bound (sqrt(sigma2(ŵ)) - lam |ŵ - w*|)^2"}
-    return dict(lhs=lhs, gap=gap, sigma2=sigma2, lam=lam, L=L, mu=mu, app_a=np.ones(lam.shape, bool), consts=consts)
+    consts = {
+        "L": "exact sup: max_i lambda_max(X_i^T X_i)/(4n) + mu",
+        "mu": "exact (the l2 term)",
+        "w*": f"damped Newton on F, certified |ŵ - w*| <= |grad F(ŵ)|/mu_F <= {NEWTON_TOL} (1 + |ŵ|)",
+        "F(w) - F(w*)": "F(w) - F(ŵ) (<= the true gap) from envelope values",
+        "sigma_F1^2": "certified lower bound (sqrt(sigma2(ŵ)) - lam |ŵ - w*|)^2",
+    }
+    return dict(
+        lhs=lhs, gap=gap, sigma2=sigma2, lam=lam, L=L, mu=mu, app_a=np.ones(lam.shape, bool), consts=consts
+    )
 
 
 _A, _B = PARTS
@@ -315,13 +363,18 @@ STATEMENTS = (
         source="pFedMe, Lemma 2",
         paper="pfedme-moreau-envelopes.md",
         latex=r"\tfrac1N\sum_i\|\nabla F_i(w)-\nabla F(w)\|^2 \le 4L_F(F(w)-F(w^*)) + 2\sigma_{F,1}^2;\ "
-              r"\le \tfrac{8L^2}{\lambda^2-8L^2}\|\nabla F(w)\|^2 + \tfrac{2\lambda^2}{\lambda^2-8L^2}\sigma_f^2",
+        r"\le \tfrac{8L^2}{\lambda^2-8L^2}\|\nabla F(w)\|^2 + \tfrac{2\lambda^2}{\lambda^2-8L^2}\sigma_f^2",
         text="diversity of envelope gradients <= 4 λ (F(w) − F*) + 2 σ²_F1 (strongly convex f_i); "
-             "<= 8L²/(λ²−8L²) |∇F|² + 2λ²/(λ²−8L²) σ_f² (nonconvex L-smooth f_i, λ > 2√2 L)",
-        assumptions=("(a) every f_i mu-strongly convex", "(b) every f_i nonconvex L-smooth, lam > 2 sqrt(2) L",
-                     "(b) Assumption 3: sigma_f^2 finite (shared A for quadratics)"),
-        scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "offsets": (1, 0)}),
-                 "logistic": scale_fields({**LOGISTIC_SCALING, "offsets": (1, 0)}, c_free=False)},
+        "<= 8L²/(λ²−8L²) |∇F|² + 2λ²/(λ²−8L²) σ_f² (nonconvex L-smooth f_i, λ > 2√2 L)",
+        assumptions=(
+            "(a) every f_i mu-strongly convex",
+            "(b) every f_i nonconvex L-smooth, lam > 2 sqrt(2) L",
+            "(b) Assumption 3: sigma_f^2 finite (shared A for quadratics)",
+        ),
+        scaling={
+            "quadratic": scale_fields({**QUADRATIC_SCALING, "offsets": (1, 0)}),
+            "logistic": scale_fields({**LOGISTIC_SCALING, "offsets": (1, 0)}, c_free=False),
+        },
         families={"quadratic": ("strongly_convex", "weakly_convex (shared A)"), "logistic": ("mu > 0",)},
         claimed="upper",
         instances=instances,
@@ -337,20 +390,29 @@ STATEMENTS = (
             Mutant("2 σ²_F1 -> 1.5 σ²_F1", {"rhs_a": lambda L_F, gap, s2: 4 * L_F * gap + 1.5 * s2}),
             Mutant("L_F = λ -> μ_F = λμ/(λ+μ)", {"L_F": lambda lam, L, mu: lam * mu / (lam + mu)}),
             Mutant("(b) condition relaxed: λ > L", {"condition_b": lambda lam, L: lam > L}),
-            Mutant("(b) 8L² -> L² in the denominators",
-                   {"rhs_b": lambda lam, L, gF2, sf2: (8 * L**2 / (lam**2 - L**2) * gF2
-                                                      + 2 * lam**2 / (lam**2 - L**2) * sf2)}),
-            Mutant("(b) 2λ²/(λ²−8L²) σ_f² -> λ²/(λ²−8L²) σ_f²",
-                   {"rhs_b": lambda lam, L, gF2, sf2: (8 * L**2 / (lam**2 - 8 * L**2) * gF2
-                                                      + lam**2 / (lam**2 - 8 * L**2) * sf2)}),
+            Mutant(
+                "(b) 8L² -> L² in the denominators",
+                {
+                    "rhs_b": lambda lam, L, gF2, sf2: (
+                        8 * L**2 / (lam**2 - L**2) * gF2 + 2 * lam**2 / (lam**2 - L**2) * sf2
+                    )
+                },
+            ),
+            Mutant(
+                "(b) 2λ²/(λ²−8L²) σ_f² -> λ²/(λ²−8L²) σ_f²",
+                {
+                    "rhs_b": lambda lam, L, gF2, sf2: (
+                        8 * L**2 / (lam**2 - 8 * L**2) * gF2 + lam**2 / (lam**2 - 8 * L**2) * sf2
+                    )
+                },
+            ),
             Mutant("(a) inequality reversed", {"flip": (_A,)}),
         ),
         equivalent_mutants={
-            "(b) without the 8L²/(λ²−8L²) |∇F|² term":
-                "cannot be rejected on the families where (b) is not vacuous: on shared-A quadratics the "
-                "lhs does not depend on w and the rhs is smallest at the stationary points of F, where "
-                "this term is 0 (max ratio 0.571 there); different A_i make sigma_f^2 infinite and "
-                "logistic losses are convex",
+            "(b) without the 8L²/(λ²−8L²) |∇F|² term": "cannot be rejected on the families where (b) is not vacuous: on shared-A quadratics the "
+            "lhs does not depend on w and the rhs is smallest at the stationary points of F, where "
+            "this term is 0 (max ratio 0.571 there); different A_i make sigma_f^2 infinite and "
+            "logistic losses are convex",
         },
     ),
 )

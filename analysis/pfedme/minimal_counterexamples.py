@@ -10,6 +10,7 @@ builder derives its numbers.  The tests are in tests/catalogue/pfedme/test_minim
 References: pFedMe (T Dinh et al., 2020), Theorems 1 and 2, Corollaries 1 and 2; the findings of
 ``pfedme.thm1``, ``pfedme.thm2``, ``pfedme.cor``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,9 +39,21 @@ def _quadratic_one(lam, R, w0, beta=1.0):
     then the two-point fields as the generator derives them (``delta_fields``: u = H's flattest eigenvector, here
     1, and δ₁ = 0.01 (1 + |w_0|)), p set by the caller."""
     from moreau.analysis.pfedme.thm1.text_delta import delta_fields
-    b = {"A": np.ones((1, 1, 1, 1)), "b": np.zeros((1, 1, 1)), "mu": _s(1), "L": _s(1), "lam": _s(lam),
-         "beta": _s(beta), "R": np.array([R]), "w0": _v(w0), "ident": np.array([True]), "X": np.ones((1, 1, 16, 1)),
-         "y": np.tile((-1.0) ** np.arange(16), (1, 1, 1)), "seed": np.array([0])}
+
+    b = {
+        "A": np.ones((1, 1, 1, 1)),
+        "b": np.zeros((1, 1, 1)),
+        "mu": _s(1),
+        "L": _s(1),
+        "lam": _s(lam),
+        "beta": _s(beta),
+        "R": np.array([R]),
+        "w0": _v(w0),
+        "ident": np.array([True]),
+        "X": np.ones((1, 1, 16, 1)),
+        "y": np.tile((-1.0) ** np.arange(16), (1, 1, 1)),
+        "seed": np.array([0]),
+    }
     return {**b, **delta_fields(b)}
 
 
@@ -64,8 +77,15 @@ def _thm1_quadratic():
 # exact local exponent is -2 log(1 - 1/18648) = 1.0725e-4 against the printed 1/6216 = 1.6088e-4 (ratio 1.50).
 # Minimal as for the quadratic (two samples: the fewest that make w* = 0 exact).
 def _thm1_logistic():
-    return {"Xl": np.ones((1, 2, 1)), "yl": np.array([[1.0, -1.0]]), "mu": _s(1), "lam": _s(1), "beta": _s(1),
-            "R": np.array([3]), "N": np.array([1])}
+    return {
+        "Xl": np.ones((1, 2, 1)),
+        "yl": np.array([[1.0, -1.0]]),
+        "mu": _s(1),
+        "lam": _s(1),
+        "beta": _s(1),
+        "R": np.array([3]),
+        "N": np.array([1]),
+    }
 
 
 #: pfedme.thm1: family -> builder
@@ -105,12 +125,33 @@ MINIMAL_THM1B = {"quadratic": _thm1b_quadratic}
 # deterministic (p = 1 for (a) and for (b), where the generator draws p in [1e-3, 1/2]: with the text's delta and
 # p = 1/2 the two-point (b) part fails too on this instance, ratio 1.14, finding 4).
 def _thm2_quadratic():
-    return {"s": _c(0), "a": _s(1), "L": _s(0.25), "lam": _s(1.25), "beta": _s(1), "R": np.array([1]),
-            "eta": _s(1e-3), "w0": _v(2), "ident": np.array([True]),
-            "sp_c": _c(0), "sp_side": _c(1), "sp_s": _c(-1), "sp_w0": _v(0),
-            "dl_side": _v(1), "dl_w0": _v(2), "dl_delta": _s(0.1), "dl_u": _v(1), "dl_delta_r": _s(0.05),
-            "tp_side": _v(1), "tp_w0": _v(2), "tp_u": _v(1), "tp_p": _s(1), "tp_pb": _s(1),
-            "sd_u": _c(1), "sd_delta": _s(0.05)}
+    return {
+        "s": _c(0),
+        "a": _s(1),
+        "L": _s(0.25),
+        "lam": _s(1.25),
+        "beta": _s(1),
+        "R": np.array([1]),
+        "eta": _s(1e-3),
+        "w0": _v(2),
+        "ident": np.array([True]),
+        "sp_c": _c(0),
+        "sp_side": _c(1),
+        "sp_s": _c(-1),
+        "sp_w0": _v(0),
+        "dl_side": _v(1),
+        "dl_w0": _v(2),
+        "dl_delta": _s(0.1),
+        "dl_u": _v(1),
+        "dl_delta_r": _s(0.05),
+        "tp_side": _v(1),
+        "tp_w0": _v(2),
+        "tp_u": _v(1),
+        "tp_p": _s(1),
+        "tp_pb": _s(1),
+        "sd_u": _c(1),
+        "sd_delta": _s(0.05),
+    }
 
 
 #: pfedme.thm2: family -> builder
@@ -120,8 +161,16 @@ MINIMAL_THM2 = {"quadratic": _thm2_quadratic}
 def _cor_constants():
     """The problem constants of both corollaries from L = mu = 1, lam = 3 = sqrt(8 L^2 + 1): mu_F = lam mu/(lam + mu)
     = 3/4, kappa_F = lam/mu_F = 4; sigma^2 = delta^2 = Delta = 1 and the Theta-constants c_beta = c_T = 1."""
-    return {"s2": _s(1), "d2": _s(1), "lam": _s(3), "muF": _s(0.75), "kappa": _s(4), "Delta": _s(1), "cb": _s(1),
-            "cT": _s(1)}
+    return {
+        "s2": _s(1),
+        "d2": _s(1),
+        "lam": _s(3),
+        "muF": _s(0.75),
+        "kappa": _s(4),
+        "Delta": _s(1),
+        "cb": _s(1),
+        "cT": _s(1),
+    }
 
 
 # pfedme.cor1, case (i): T = R = N = 1 (sqrt(N) >= T holds: N = 1 forces T = 1), the exponent of T (var = 0):
@@ -130,8 +179,14 @@ def _cor_constants():
 # -1 of O(1/(TRN)) (rhs): 0 > -1 (a rate part: its sides are exponents, the rhs negative).  Minimal: one client,
 # the one T it allows, R = 1; the exponents do not depend on the constants (any positive ones; the simplest).
 def _cor1_quadratic():
-    return {"T": _s(1), "R": _s(1), "N": _s(1), "massive": np.array([True]), "var": np.array([0]),
-            **_cor_constants()}
+    return {
+        "T": _s(1),
+        "R": _s(1),
+        "N": _s(1),
+        "massive": np.array([True]),
+        "var": np.array([0]),
+        **_cor_constants(),
+    }
 
 
 #: pfedme.cor1: family -> builder

@@ -37,6 +37,7 @@ Shapes: ``s``, ``c`` ``(T, N, d)``; ``a``, ``L``, ``lam``, ``eta``, ``beta``, ``
 
 References: pFedMe (T Dinh et al., 2020), Algorithm 1, Lemma 1, Lemma 2(b), Theorem 2.
 """
+
 from __future__ import annotations
 
 from itertools import combinations
@@ -45,8 +46,17 @@ import numpy as np
 
 from moreau.analysis.pfedme.double_wells import envelope, prox_local
 
-__all__ = ["c_S", "kappa", "outer_certified", "sampling_sums", "enumerate_sampling", "bias_sums", "noise_sums",
-           "biased_run", "T_GRID"]
+__all__ = [
+    "c_S",
+    "kappa",
+    "outer_certified",
+    "sampling_sums",
+    "enumerate_sampling",
+    "bias_sums",
+    "noise_sums",
+    "biased_run",
+    "T_GRID",
+]
 
 #: the T of the Cesàro averages: 1, 2, 4, ..., 2^60 (far past every instance's 1/κ)
 T_GRID = 2.0 ** np.arange(61)
@@ -101,18 +111,26 @@ def enumerate_sampling(w0, s, a, L, lam, eta, beta, R, S, t_max, block=64, error
     if error is None:
         error = np.zeros(s.shape)
     if s.shape[0] > block:
-        parts = [enumerate_sampling(*(x[k:k + block] for x in (w0, s, a, L, lam, eta, beta, np.asarray(R))), S, t_max,
-                                    block, error[k:k + block]) for k in range(0, s.shape[0], block)]
+        parts = [
+            enumerate_sampling(
+                *(x[k : k + block] for x in (w0, s, a, L, lam, eta, beta, np.asarray(R))),
+                S,
+                t_max,
+                block,
+                error[k : k + block],
+            )
+            for k in range(0, s.shape[0], block)
+        ]
         return tuple(np.concatenate([p[j] for p in parts], axis=1) for j in (0, 1))
     N = s.shape[1]
     subsets = [list(c) for c in combinations(range(N), S)]
     R = np.asarray(R, int)
     e3, l3, b2 = eta[:, None, None], lam[:, None, None], beta[:, None]
     active = [(R > r)[:, None, None] for r in range(int(R.max()))]
-    w = np.asarray(w0, float)[None]                                          # (P, T, d)
+    w = np.asarray(w0, float)[None]  # (P, T, d)
     means, variances = [], []
     for t in range(t_max + 1):
-        g = envelope(w, s, a, L, lam)[1].mean(axis=-2)                      # (P, T, d)
+        g = envelope(w, s, a, L, lam)[1].mean(axis=-2)  # (P, T, d)
         gm = g.mean(axis=0)
         means.append(np.sum(g**2, axis=-1).mean(axis=0))
         variances.append(np.sum((g - gm) ** 2, axis=-1).mean(axis=0))

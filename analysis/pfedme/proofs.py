@@ -6,6 +6,7 @@ On a quadratic every statement splits over the eigenvectors of A into scalar pro
 --symbolic``.  ``PROOFS`` are the paper's claims, ``MUTANT_PROOFS`` the same derivations given
 wrong formulas: they must come out NOT PROVED.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -13,8 +14,18 @@ from functools import partial
 import sympy as sp
 
 from moreau.analysis.engine.symbolic import (
-    Proof, Steps, curvature, envelope_objective,
-    a, w, x, lam, mu, L, s, u,
+    Proof,
+    Steps,
+    curvature,
+    envelope_objective,
+    a,
+    w,
+    x,
+    lam,
+    mu,
+    L,
+    s,
+    u,
 )
 
 __all__ = ["PROOFS", "MUTANT_PROOFS"]
@@ -24,8 +35,11 @@ def gradient_formula(grad=lambda lam, w, theta: lam * (w - theta)):
     """∇F(w) = λ(w − θ̂(w)), F derived as the minimum of h (pFedMe eq. (6))."""
     q, h = envelope_objective()
     st = Steps()
-    st.nonneg("h''(θ) = a + λ > 0 where a > −λ (a = s − λ): θ̂ is the unique minimiser",
-              sp.diff(h, x, 2).subs(a, s - lam), strict=True)
+    st.nonneg(
+        "h''(θ) = a + λ > 0 where a > −λ (a = s − λ): θ̂ is the unique minimiser",
+        sp.diff(h, x, 2).subs(a, s - lam),
+        strict=True,
+    )
     st.identity("h'(θ̂) = 0", sp.diff(h, x).subs(x, q.prox), 0)
     st.identity("dF/dw = claimed gradient", sp.diff(q.envelope, w), grad(lam, w, q.prox))
     return st.result()
@@ -46,18 +60,29 @@ def nonconvex_threshold(threshold=lambda L: 2 * L):
     kappa = curvature(st)  # increasing: on [−L, L] it lies in [κ(−L), κ(L)]
     worst = -kappa.subs(a, -L)
     st.identity("|κ(−L)| = −κ(−L) = λL/(λ − L)", worst, lam * L / (lam - L))
-    st.nonneg("−κ(−L) − κ(L) > 0 (λ = L + s): max over [−L, L] of |κ| is at a = −L",
-              (worst - kappa.subs(a, L)).subs(lam, L + s), strict=True)
+    st.nonneg(
+        "−κ(−L) − κ(L) > 0 (λ = L + s): max over [−L, L] of |κ| is at a = −L",
+        (worst - kappa.subs(a, L)).subs(lam, L + s),
+        strict=True,
+    )
     th = threshold(L)
     ratio = sp.cancel((lam - worst) / (lam - th))
-    st.nonneg(f"(λ − λL/(λ − L)) / (λ − ({th})) > 0 (λ = L + s), so λL/(λ − L) ≤ λ iff λ ≥ {th}",
-              ratio.subs(lam, L + s), strict=True)
+    st.nonneg(
+        f"(λ − λL/(λ − L)) / (λ − ({th})) > 0 (λ = L + s), so λL/(λ − L) ≤ λ iff λ ≥ {th}",
+        ratio.subs(lam, L + s),
+        strict=True,
+    )
     ell = sp.Symbol("ell", real=True)
-    st.identity("homogeneous: worst(λ, L) = L worst(λ/L, 1)", worst.subs(lam, ell * L),
-                L * worst.subs({lam: ell, L: 1}))
+    st.identity(
+        "homogeneous: worst(λ, L) = L worst(λ/L, 1)",
+        worst.subs(lam, ell * L),
+        L * worst.subs({lam: ell, L: 1}),
+    )
     sol = sp.solveset(worst.subs({L: 1, lam: ell}) <= ell, ell, sp.Interval.open(1, sp.oo))
-    st.check(sol == sp.Interval(threshold(1), sp.oo),
-             f"solveset of λ/(λ − 1) ≤ λ on λ > 1 (L = 1): {sol}; claimed [{threshold(1)}, oo)")
+    st.check(
+        sol == sp.Interval(threshold(1), sp.oo),
+        f"solveset of λ/(λ − 1) ≤ λ on λ > 1 (L = 1): {sol}; claimed [{threshold(1)}, oo)",
+    )
     return st.result()
 
 
@@ -70,27 +95,68 @@ def strong_convexity(mu_F=lambda lam, mu: lam * mu / (lam + mu)):
 
 
 PROOFS = (
-    Proof("prop1.grad", "gradient formula (6): dF/dw = λ(w − θ̂), F derived as a min", "pfedme.prop1",
-          gradient_formula),
-    Proof("prop1.convex", "L_F = λ for convex f: 0 ≤ λa/(λ + a) ≤ λ for a ≥ 0", "pfedme.prop1",
-          convex_smoothness),
-    Proof("prop1.nonconvex", "nonconvex: |λa/(λ+a)| ≤ λ on [−L, L] iff λ ≥ 2L (worst a = −L)", "pfedme.prop1",
-          nonconvex_threshold),
-    Proof("prop1.mu_F", "μ_F = λμ/(λ + μ), the curvature at a_1 = μ (κ increasing)", "pfedme.prop1",
-          strong_convexity),
+    Proof(
+        "prop1.grad",
+        "gradient formula (6): dF/dw = λ(w − θ̂), F derived as a min",
+        "pfedme.prop1",
+        gradient_formula,
+    ),
+    Proof(
+        "prop1.convex",
+        "L_F = λ for convex f: 0 ≤ λa/(λ + a) ≤ λ for a ≥ 0",
+        "pfedme.prop1",
+        convex_smoothness,
+    ),
+    Proof(
+        "prop1.nonconvex",
+        "nonconvex: |λa/(λ+a)| ≤ λ on [−L, L] iff λ ≥ 2L (worst a = −L)",
+        "pfedme.prop1",
+        nonconvex_threshold,
+    ),
+    Proof(
+        "prop1.mu_F",
+        "μ_F = λμ/(λ + μ), the curvature at a_1 = μ (κ increasing)",
+        "pfedme.prop1",
+        strong_convexity,
+    ),
 )
 
 #: wrong claims run through the same derivations; ``key`` names the proof mutated
 MUTANT_PROOFS = (
-    Proof("prop1.grad", "gradient sign flipped: λ(θ̂ − w)", "pfedme.prop1",
-          partial(gradient_formula, lambda lam, w, th: lam * (th - w))),
-    Proof("prop1.grad", "gradient (w − θ̂)/λ", "pfedme.prop1",
-          partial(gradient_formula, lambda lam, w, th: (w - th) / lam)),
-    Proof("prop1.convex", "L_F = λ/2 for convex f", "pfedme.prop1", partial(convex_smoothness, lambda lam: lam / 2)),
-    Proof("prop1.nonconvex", "nonconvex threshold λ ≥ L instead of 2L", "pfedme.prop1",
-          partial(nonconvex_threshold, lambda L: L)),
-    Proof("prop1.nonconvex", "nonconvex threshold λ ≥ 3L instead of 2L", "pfedme.prop1",
-          partial(nonconvex_threshold, lambda L: 3 * L)),
-    Proof("prop1.mu_F", "μ_F = λμ/(λ − μ)", "pfedme.prop1",
-          partial(strong_convexity, lambda lam, mu: lam * mu / (lam - mu))),
+    Proof(
+        "prop1.grad",
+        "gradient sign flipped: λ(θ̂ − w)",
+        "pfedme.prop1",
+        partial(gradient_formula, lambda lam, w, th: lam * (th - w)),
+    ),
+    Proof(
+        "prop1.grad",
+        "gradient (w − θ̂)/λ",
+        "pfedme.prop1",
+        partial(gradient_formula, lambda lam, w, th: (w - th) / lam),
+    ),
+    Proof(
+        "prop1.convex",
+        "L_F = λ/2 for convex f",
+        "pfedme.prop1",
+        partial(convex_smoothness, lambda lam: lam / 2),
+    ),
+    Proof(
+        "prop1.nonconvex",
+        "nonconvex threshold λ ≥ L instead of 2L",
+        "pfedme.prop1",
+        partial(nonconvex_threshold, lambda L: L),
+    ),
+    Proof(
+        "prop1.nonconvex",
+        "nonconvex threshold λ ≥ 3L instead of 2L",
+        "pfedme.prop1",
+        partial(nonconvex_threshold, lambda L: 3 * L),
+    ),
+    Proof(
+        "prop1.mu_F",
+        "μ_F = λμ/(λ − μ)",
+        "pfedme.prop1",
+        partial(strong_convexity, lambda lam, mu: lam * mu / (lam - mu)),
+    ),
 )

@@ -28,6 +28,7 @@ Claimed by the paper: upper bounds.  What the check shows on quadratics:
 constant λL/(λ+L)); for nonconvex f with a_1 = −L the true constant is
 λL/(λ−L), which equals λ exactly at λ = 2L: the condition is the threshold.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,7 +38,14 @@ import moreau as mo
 from functools import partial
 
 from moreau.analysis.pfedme import sharp_constants as _sharp
-from moreau.analysis.engine.core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
+from moreau.analysis.engine.core import (
+    LOGISTIC_SCALING,
+    QUADRATIC_SCALING,
+    Mutant,
+    Sides,
+    Statement,
+    scale_fields,
+)
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, quadratic_batch, split_counts
 
 __all__ = ["STATEMENTS"]
@@ -50,15 +58,21 @@ CLAIM = {
     "mu_F": lambda lam, mu: lam * mu / (lam + mu),
 }
 
-PARTS = ("gradient formula (6)", "smoothness L_F = λ (f convex)",
-         "smoothness L_F = λ (f nonconvex, λ > 2L)", "strong convexity μ_F = λμ/(λ+μ)")
+PARTS = (
+    "gradient formula (6)",
+    "smoothness L_F = λ (f convex)",
+    "smoothness L_F = λ (f nonconvex, λ > 2L)",
+    "strong convexity μ_F = λμ/(λ+μ)",
+)
 
 
 def instances(family, trials, rng):
     if family == "quadratic":
         T = trials or 48
-        parts = [quadratic_batch(rng, n, 4, k) for n, k in
-                 zip(split_counts(T, 3), ("convex", "strongly_convex", "weakly_convex"))]
+        parts = [
+            quadratic_batch(rng, n, 4, k)
+            for n, k in zip(split_counts(T, 3), ("convex", "strongly_convex", "weakly_convex"))
+        ]
         batch = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         L = batch["L"]
         lam = L * log_uniform(rng, 0.05, 20.0, T)
@@ -105,24 +119,52 @@ def finish(prep, claim):
     if prep["quadratic"]:
         a1 = prep["a1"]
         return {
-            PARTS[0]: Sides(err, prep["tol"], "exact", constants=consts,
-                            note="gradient vs lam (A + lam I)^-1 (A w - b)"),
-            PARTS[1]: Sides(prep["smooth_F"], claim["L_F"](lam, L), "upper", applicable=a1 >= 0, constants=consts,
-                            note="true constant lam L/(lam + L) < lam: never attained"),
-            PARTS[2]: Sides(prep["smooth_F"], claim["L_F_nonconvex"](lam, L), "upper",
-                            applicable=(a1 < 0) & claim["condition"](lam, L), constants=consts,
-                            note="a_1 = -L: true constant lam L/(lam - L) = lam exactly at lam = 2L (threshold)"),
-            PARTS[3]: Sides(claim["mu_F"](lam, np.maximum(a1, 0)), prep["strong_F"], "tight", applicable=a1 > 0,
-                            constants=consts, note="lhs: claimed mu_F; rhs: true strong convexity of F"),
+            PARTS[0]: Sides(
+                err, prep["tol"], "exact", constants=consts, note="gradient vs lam (A + lam I)^-1 (A w - b)"
+            ),
+            PARTS[1]: Sides(
+                prep["smooth_F"],
+                claim["L_F"](lam, L),
+                "upper",
+                applicable=a1 >= 0,
+                constants=consts,
+                note="true constant lam L/(lam + L) < lam: never attained",
+            ),
+            PARTS[2]: Sides(
+                prep["smooth_F"],
+                claim["L_F_nonconvex"](lam, L),
+                "upper",
+                applicable=(a1 < 0) & claim["condition"](lam, L),
+                constants=consts,
+                note="a_1 = -L: true constant lam L/(lam - L) = lam exactly at lam = 2L (threshold)",
+            ),
+            PARTS[3]: Sides(
+                claim["mu_F"](lam, np.maximum(a1, 0)),
+                prep["strong_F"],
+                "tight",
+                applicable=a1 > 0,
+                constants=consts,
+                note="lhs: claimed mu_F; rhs: true strong convexity of F",
+            ),
         }
     lo = prep["lo"]
     err = np.max(err, axis=0)  # over the sampled points
     return {
-        PARTS[0]: Sides(err, prep["tol"], "exact", constants=consts, note="gradient vs central differences of F"),
-        PARTS[1]: Sides(prep["smooth_F"], claim["L_F"](lam, L), "upper", constants=consts, note=prep["sup_note"]),
-        PARTS[3]: Sides(claim["mu_F"](lam, lo), prep["strong_F"], "upper", applicable=lo > 0, constants=consts,
-                        note="rhs sampled (>= the true inf); at the far points the curvature of f has "
-                             "decayed to mu in floating point, so the inf is reached there"),
+        PARTS[0]: Sides(
+            err, prep["tol"], "exact", constants=consts, note="gradient vs central differences of F"
+        ),
+        PARTS[1]: Sides(
+            prep["smooth_F"], claim["L_F"](lam, L), "upper", constants=consts, note=prep["sup_note"]
+        ),
+        PARTS[3]: Sides(
+            claim["mu_F"](lam, lo),
+            prep["strong_F"],
+            "upper",
+            applicable=lo > 0,
+            constants=consts,
+            note="rhs sampled (>= the true inf); at the far points the curvature of f has "
+            "decayed to mu in floating point, so the inf is reached there",
+        ),
     }
 
 
@@ -141,10 +183,27 @@ def _quadratic(batch, lam):
     M = A + lam[:, None, None] * np.eye(d)
     g_ref = lam[:, None] * np.linalg.solve(M, (A @ w[..., None])[..., 0:1] - b[..., None])[..., 0]
     # allowed rounding: a few hundred ulps of the quantities combined (cond(A + lam I) <= ~400 here)
-    tol = 1e-12 * (np.linalg.norm(g_ref, axis=1) + lam * (np.linalg.norm(w, axis=1) + np.linalg.norm(theta, axis=1)))
-    consts = {"L": "exact (eigenvalues of A)", "mu": "exact (a_1)", "envelope constants": "exact (eigvalsh of hess F)"}
-    return {"quadratic": True, "lam": lam, "L": L, "a1": a1, "w": w, "theta": theta, "g_ref": g_ref, "tol": tol,
-            "smooth_F": np.max(np.abs(eig_F), axis=1), "strong_F": eig_F[:, 0], "consts": consts}
+    tol = 1e-12 * (
+        np.linalg.norm(g_ref, axis=1) + lam * (np.linalg.norm(w, axis=1) + np.linalg.norm(theta, axis=1))
+    )
+    consts = {
+        "L": "exact (eigenvalues of A)",
+        "mu": "exact (a_1)",
+        "envelope constants": "exact (eigvalsh of hess F)",
+    }
+    return {
+        "quadratic": True,
+        "lam": lam,
+        "L": L,
+        "a1": a1,
+        "w": w,
+        "theta": theta,
+        "g_ref": g_ref,
+        "tol": tol,
+        "smooth_F": np.max(np.abs(eig_F), axis=1),
+        "strong_F": eig_F[:, 0],
+        "consts": consts,
+    }
 
 
 def _logistic(batch, lam):
@@ -170,11 +229,25 @@ def _logistic(batch, lam):
     else:
         L_how = "exact sup: lambda_max(X^T X)/(4n) + mu (attained at theta = 0)"
         sup_note = "sup of curvature of F is lam L/(lam + L), attained at w = grad f(0)/lam"
-    consts = {"L": L_how, "mu": "exact inf (mu)",
-              "envelope constants": "sampled: max/min eigenvalue of hess F over points incl. w = grad f(0)/lam"}
-    return {"quadratic": False, "lam": lam, "L": L, "lo": lo, "w": W, "theta": theta, "g_ref": fd, "tol": tol,
-            "smooth_F": np.max(np.abs(eig_F), axis=(0, 2)), "strong_F": np.min(eig_F[..., 0], axis=0),
-            "consts": consts, "sup_note": sup_note}
+    consts = {
+        "L": L_how,
+        "mu": "exact inf (mu)",
+        "envelope constants": "sampled: max/min eigenvalue of hess F over points incl. w = grad f(0)/lam",
+    }
+    return {
+        "quadratic": False,
+        "lam": lam,
+        "L": L,
+        "lo": lo,
+        "w": W,
+        "theta": theta,
+        "g_ref": fd,
+        "tol": tol,
+        "smooth_F": np.max(np.abs(eig_F), axis=(0, 2)),
+        "strong_F": np.min(eig_F[..., 0], axis=0),
+        "consts": consts,
+        "sup_note": sup_note,
+    }
 
 
 STATEMENTS = (
@@ -183,31 +256,52 @@ STATEMENTS = (
         source="pFedMe, Proposition 1, eq. (6)",
         paper="pfedme-moreau-envelopes.md",
         latex=r"\nabla F_i(w) = \lambda(w - \hat\theta_i(w));\ L_F = \lambda\ (\lambda > 2L \text{ if nonconvex});\ "
-              r"\mu_F = \frac{\lambda\mu}{\lambda+\mu}",
+        r"\mu_F = \frac{\lambda\mu}{\lambda+\mu}",
         text="grad F = lam (w - prox(w)); F is lam-smooth (lam > 2L if f nonconvex); "
-             "F is lam mu/(lam + mu)-strongly convex if f is mu-strongly convex",
-        assumptions=("lam > 0", "f convex, or L-smooth nonconvex with lam > 2L", "mu-strong convexity for mu_F"),
-        scaling={"quadratic": scale_fields(QUADRATIC_SCALING), "logistic": scale_fields(LOGISTIC_SCALING, c_free=False),
-                 "multinomial": scale_fields(LOGISTIC_SCALING, c_free=False)},
-        sharp={"quadratic": {PARTS[1]: partial(_sharp.pfedme_prop1, "convex"),
-                             PARTS[2]: partial(_sharp.pfedme_prop1, "nonconvex"),
-                             PARTS[3]: partial(_sharp.pfedme_prop1, "mu_F")}},
-        families={"quadratic": ("convex", "strongly_convex", "weakly_convex"), "logistic": ("mu = 0", "mu > 0"),
-                  "multinomial": ("3 classes, mu = 0", "3 classes, mu > 0")},
+        "F is lam mu/(lam + mu)-strongly convex if f is mu-strongly convex",
+        assumptions=(
+            "lam > 0",
+            "f convex, or L-smooth nonconvex with lam > 2L",
+            "mu-strong convexity for mu_F",
+        ),
+        scaling={
+            "quadratic": scale_fields(QUADRATIC_SCALING),
+            "logistic": scale_fields(LOGISTIC_SCALING, c_free=False),
+            "multinomial": scale_fields(LOGISTIC_SCALING, c_free=False),
+        },
+        sharp={
+            "quadratic": {
+                PARTS[1]: partial(_sharp.pfedme_prop1, "convex"),
+                PARTS[2]: partial(_sharp.pfedme_prop1, "nonconvex"),
+                PARTS[3]: partial(_sharp.pfedme_prop1, "mu_F"),
+            }
+        },
+        families={
+            "quadratic": ("convex", "strongly_convex", "weakly_convex"),
+            "logistic": ("mu = 0", "mu > 0"),
+            "multinomial": ("3 classes, mu = 0", "3 classes, mu > 0"),
+        },
         claimed="upper",
         instances=instances,
         prepare=prepare,
         evaluate=finish,
         claim=CLAIM,
         mutants=(
-            Mutant("gradient sign flipped: lam (prox(w) - w)", {"grad": lambda lam, w, t: lam[..., None] * (t - w)}),
-            Mutant("gradient with 1/lam for lam: (w - prox(w)) / lam",
-                   {"grad": lambda lam, w, t: (w - t) / lam[..., None]}),
+            Mutant(
+                "gradient sign flipped: lam (prox(w) - w)",
+                {"grad": lambda lam, w, t: lam[..., None] * (t - w)},
+            ),
+            Mutant(
+                "gradient with 1/lam for lam: (w - prox(w)) / lam",
+                {"grad": lambda lam, w, t: (w - t) / lam[..., None]},
+            ),
             Mutant("L_F = lam / 2", {"L_F": lambda lam, L: lam / 2}),
             Mutant("mu_F = lam mu / (lam - mu)", {"mu_F": lambda lam, mu: lam * mu / (lam - mu)}),
             Mutant("mu_F = mu (no shrinkage by the envelope)", {"mu_F": lambda lam, mu: mu + 0 * lam}),
-            Mutant("mu_F = lam mu / (lam + 2 mu) (looser, so not attained)",
-                   {"mu_F": lambda lam, mu: lam * mu / (lam + 2 * mu)}),
+            Mutant(
+                "mu_F = lam mu / (lam + 2 mu) (looser, so not attained)",
+                {"mu_F": lambda lam, mu: lam * mu / (lam + 2 * mu)},
+            ),
             Mutant("condition relaxed: lam > L instead of lam > 2L", {"condition": lambda lam, L: lam > L}),
             Mutant("inequality reversed: smoothness of F >= lam (f convex)", {"flip": (PARTS[1],)}),
         ),

@@ -16,6 +16,7 @@ is the pFedMe (= FedProx) optimum w*.  Shapes: ``A`` ``(T, N, d, d)``, ``b`` ``(
 
 References: pFedMe (T Dinh et al., 2020), §3.2, Algorithm 1, eqs. (3), (6), Theorem 1.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,12 +40,12 @@ def round_map(A, b, lam, eta, beta, R, bias=None):
     lam, eta, beta = (np.broadcast_to(np.asarray(x, float), (T,))[:, None, None] for x in (lam, eta, beta))
     R = np.broadcast_to(np.asarray(R, float), (T,))[:, None, None]
     a, U = np.linalg.eigh(A)
-    c = 1 - eta * lam * a / (a + lam)                                  # eigenvalues of C_i (T, N, d)
+    c = 1 - eta * lam * a / (a + lam)  # eigenvalues of C_i (T, N, d)
     cR = c**R
-    s = np.where(c < 1, (1 - cR) / np.where(c < 1, 1 - c, 1.0), R)     # eigenvalues of S_i
+    s = np.where(c < 1, (1 - cR) / np.where(c < 1, 1 - c, 1.0), R)  # eigenvalues of S_i
     Ut = np.swapaxes(U, -1, -2)
-    proj = lambda v: np.einsum("tnij,tnj->tni", Ut, v)                 # noqa: E731 (into the eigenbasis)
-    back = lambda v: np.einsum("tnij,tnj->tni", U, v)                  # noqa: E731
+    proj = lambda v: np.einsum("tnij,tnj->tni", Ut, v)  # noqa: E731 (into the eigenbasis)
+    back = lambda v: np.einsum("tnij,tnj->tni", U, v)  # noqa: E731
     cvec = eta * lam * (proj(b) / (a + lam) + (0 if bias is None else proj(np.asarray(bias, float))))
     CR = (U * cR[..., None, :]) @ Ut
     Q = (1 - beta) * np.eye(d) + beta * CR.mean(axis=1)
@@ -95,14 +96,16 @@ def drift(A, b, lam, eta, beta, R, w_star):
     a, U = np.linalg.eigh(A)
     l3 = lam[:, None, None]
     Ut = np.swapaxes(U, -1, -2)
-    g = l3 * (np.einsum("tnij,tj->tni", Ut, w_star) * a - np.einsum("tnij,tnj->tni", Ut, b)) / (a + l3)  # eigenbasis
+    g = (
+        l3 * (np.einsum("tnij,tj->tni", Ut, w_star) * a - np.einsum("tnij,tnj->tni", Ut, b)) / (a + l3)
+    )  # eigenbasis
     log_c = np.log1p(-eta[:, None, None] * l3 * a / (a + l3))
     r_max = int(R.max())
     ks = np.arange(r_max)[:, None, None, None]
     terms = np.where(ks < R[None, :, None, None], np.expm1(ks * log_c[None]), 0.0)
-    s_minus_R = terms.sum(axis=0)                                    # eigenvalues of S_i - R I
-    one_minus_cR = -np.expm1(R[:, None, None] * log_c)             # eigenvalues of I - C_i^R
-    back = lambda v: np.einsum("tnij,tnj->tni", U, v)               # noqa: E731
+    s_minus_R = terms.sum(axis=0)  # eigenvalues of S_i - R I
+    one_minus_cR = -np.expm1(R[:, None, None] * log_c)  # eigenvalues of I - C_i^R
+    back = lambda v: np.einsum("tnij,tnj->tni", U, v)  # noqa: E731
     resid = -(beta * eta)[:, None] * (back(s_minus_R * g).mean(axis=1) + R[:, None] * back(g).mean(axis=1))
     IQ = beta[:, None, None] * ((U * one_minus_cR[..., None, :]) @ Ut).mean(axis=1)
     return np.linalg.solve(IQ, resid[..., None])[..., 0]

@@ -13,11 +13,12 @@ to this catalogue, so the algorithm's details and the theorem's assumptions are 
 stated in ``moreau.fl.pflmf`` and in each checker.  The paper key is the thesis's file (the one
 printed source at hand).
 """
+
 from __future__ import annotations
 
 PAPER = {
-    "key": 'dadras-thesis-personalized-fl.md',
-    "short": 'pFL^MF (Dadras thesis §4.1)',
+    "key": "dadras-thesis-personalized-fl.md",
+    "short": "pFL^MF (Dadras thesis §4.1)",
     "citation": (
         "A. Dadras, S. U. Stich, A. Yurtsever, Personalized Federated Learning via Low-Rank Matrix "
         "Optimization, TMLR 2025 (OPT 2024 workshop version), as summarised in A. Dadras, Personalized "
@@ -26,7 +27,7 @@ PAPER = {
 }
 
 FORMAL_STATEMENTS = (
-    ('pflmf.bm', 'thesis §4.1, eqs. (4.1)-(4.2)', 'Burer-Monteiro (4.2) reaches the rank-r optimum of (4.1)'),
-    ('pflmf.deterministic', 'thesis §4.1 (Paper I, main theorem)', 'deterministic gradients: O(1/T)'),
-    ('pflmf.stochastic', 'thesis §4.1 (Paper I, main theorem)', 'stochastic gradients: O(1/sqrt(T))'),
+    ("pflmf.bm", "thesis §4.1, eqs. (4.1)-(4.2)", "Burer-Monteiro (4.2) reaches the rank-r optimum of (4.1)"),
+    ("pflmf.deterministic", "thesis §4.1 (Paper I, main theorem)", "deterministic gradients: O(1/T)"),
+    ("pflmf.stochastic", "thesis §4.1 (Paper I, main theorem)", "stochastic gradients: O(1/sqrt(T))"),
 )

@@ -28,6 +28,7 @@ quadratic in the distance, hence the looser tolerance.
 Claimed: an identity (the optimum of (4.2) is Eckart–Young's and Algorithm 1 finds it from every
 start).  What the check shows: it holds, to ~1e-12 in value from every start.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,9 +44,10 @@ RANKS, STARTS, ROUNDS = (1, 2, 3, 4), 4, 1000
 VALUE_TOL, MODEL_TOL = 1e-9, 1e-5
 
 CLAIM = {
-    "value_gap": lambda sigma, r: 0.5 * np.sum(np.where(np.arange(sigma.shape[-1]) >= r[:, None], sigma, 0.0) ** 2,
-                                               axis=-1),
-    "kept": lambda k, r: k < r,     # the singular directions X* keeps: the r largest
+    "value_gap": lambda sigma, r: (
+        0.5 * np.sum(np.where(np.arange(sigma.shape[-1]) >= r[:, None], sigma, 0.0) ** 2, axis=-1)
+    ),
+    "kept": lambda k, r: k < r,  # the singular directions X* keeps: the r largest
 }
 
 PART_VALUE = "F(U_T, V_T) = (1/2) sum_{k>r} sigma_k(M)^2 (Eckart-Young value), every start"
@@ -60,7 +62,7 @@ def instances(family, trials, rng):
     n = per * len(RANKS)
     batch = clients.certified(rng, n, 6, 4, kappa=2.0, decay=(0.5, 0.8))
     batch["r"] = np.repeat(np.array(RANKS), per)
-    U0, V0 = clients.starts(rng, batch, max(RANKS), STARTS)        # (STARTS, n, ., rmax); rank r keeps [..., :r]
+    U0, V0 = clients.starts(rng, batch, max(RANKS), STARTS)  # (STARTS, n, ., rmax); rank r keeps [..., :r]
     batch["U0"], batch["V0"] = np.swapaxes(U0, 0, 1), np.swapaxes(V0, 0, 1)
     return batch
 
@@ -74,19 +76,26 @@ def prepare(batch):
         sub = {k: v[g] for k, v in batch.items()}
         f = clients.objective(sub, STARTS)
         s1 = sub["sigma"][:, 0]
-        h = pflmf(f, int(r), rounds=ROUNDS, eta_u=0.6 / (sub["ad"] * s1),
-                  eta_v=0.6 / (sub["L"] * s1), tau=1 if r == 1 else 5,
-                  U0=np.swapaxes(sub["U0"], 0, 1)[..., :r], V0=np.swapaxes(sub["V0"], 0, 1)[..., :r])
+        h = pflmf(
+            f,
+            int(r),
+            rounds=ROUNDS,
+            eta_u=0.6 / (sub["ad"] * s1),
+            eta_v=0.6 / (sub["L"] * s1),
+            tau=1 if r == 1 else 5,
+            U0=np.swapaxes(sub["U0"], 0, 1)[..., :r],
+            V0=np.swapaxes(sub["V0"], 0, 1)[..., :r],
+        )
         X[g] = np.swapaxes(np.asarray(h.theta[-1]), 0, 1)
     f = clients.objective(batch)
-    value = np.mean(np.asarray(f.value(np.swapaxes(X, 0, 1))), axis=-1).T      # (n, STARTS)
+    value = np.mean(np.asarray(f.value(np.swapaxes(X, 0, 1))), axis=-1).T  # (n, STARTS)
     return {**batch, "X": X, "value": value}
 
 
 def _optimum(data, keep):
     """X* of the claim: A^{-1/2} P diag(sigma * keep) R^T W^{-1/2}, from the instance's own SVD."""
     a, Q = np.linalg.eigh(data["A"])
-    half_inv = np.einsum("nij,nj,nkj->nik", Q, a ** -0.5, Q)
+    half_inv = np.einsum("nij,nj,nkj->nik", Q, a**-0.5, Q)
     M = np.einsum("ndk,nk,nmk->ndm", data["P"], data["sigma"] * keep, data["R"])
     w = data["s"] / data["s"].shape[1]
     return np.einsum("nij,njm->nmi", half_inv, M) / np.sqrt(w)[..., None]
@@ -99,37 +108,72 @@ def evaluate(data, claim):
     keep = claim["kept"](np.arange(sigma.shape[1])[None, :], r[:, None]).astype(float)
     Xs = _optimum(data, keep)
     dist = np.max(np.linalg.norm(data["X"] - Xs[:, None], axis=(-2, -1)), axis=1) / np.linalg.norm(
-        data["C"], axis=(-2, -1))
+        data["C"], axis=(-2, -1)
+    )
     consts = {"sigma_k(M)": "exact: drawn (M = P diag(sigma) R^T)", "min f_i": "0 by construction"}
     return {
-        PART_VALUE: Sides(err, VALUE_TOL * sigma[:, 0] ** 2, "exact", constants=consts,
-                          note=f"worst of {STARTS} random starts after {ROUNDS} rounds; rhs: 1e-9 sigma_1^2"),
-        PART_MODEL: Sides(dist, MODEL_TOL, "exact", constants=consts,
-                          note="||X_T - X*||_F / ||C||_F; X* from the drawn SVD, not from moreau.fl.low_rank_optimum"),
+        PART_VALUE: Sides(
+            err,
+            VALUE_TOL * sigma[:, 0] ** 2,
+            "exact",
+            constants=consts,
+            note=f"worst of {STARTS} random starts after {ROUNDS} rounds; rhs: 1e-9 sigma_1^2",
+        ),
+        PART_MODEL: Sides(
+            dist,
+            MODEL_TOL,
+            "exact",
+            constants=consts,
+            note="||X_T - X*||_F / ||C||_F; X* from the drawn SVD, not from moreau.fl.low_rank_optimum",
+        ),
     }
 
 
 STATEMENTS = (
     Statement(
-        id="pflmf.bm", source="Dadras thesis, §4.1, eqs. (4.1)-(4.2) (Paper I, TMLR 2025, §3)",
+        id="pflmf.bm",
+        source="Dadras thesis, §4.1, eqs. (4.1)-(4.2) (Paper I, TMLR 2025, §3)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\min_{U,V}\tfrac1n\sum_i f_i(Uv_i) = \min_{\mathrm{rank}X\le r}\tfrac1n\sum_i f_i(x_i)"
-              r" = \tfrac12\sum_{k>r}\sigma_k(M)^2\ \text{reached from random starts}",
+        r" = \tfrac12\sum_{k>r}\sigma_k(M)^2\ \text{reached from random starts}",
         text="the Burer-Monteiro form (4.2) of the rank-r problem (4.1), solved by Algorithm 1 from random starts, "
-             "reaches the global rank-r optimum (Eckart-Young on the certified clients)",
-        assumptions=("f_i = (s_i/2)(x - c_i)^T A (x - c_i), A positive definite, s_i > 0",
-                     "sigma_r(M) > sigma_{r+1}(M)", "full participation, exact gradients, steps 0.6/(L sigma_1)"),
-        scaling={"quadratic": "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per instance (U V^T scales as theta: the factors split the scale freely), so a batch is not rescaled here"},
-        families={"quadratic": ("proportional Hessians: certified rank-r optimum",)}, claimed="upper",
-        instances=instances, trials_used=trials_used, prepare=prepare, evaluate=evaluate, claim=CLAIM,
+        "reaches the global rank-r optimum (Eckart-Young on the certified clients)",
+        assumptions=(
+            "f_i = (s_i/2)(x - c_i)^T A (x - c_i), A positive definite, s_i > 0",
+            "sigma_r(M) > sigma_{r+1}(M)",
+            "full participation, exact gradients, steps 0.6/(L sigma_1)",
+        ),
+        scaling={
+            "quadratic": "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per instance (U V^T scales as theta: the factors split the scale freely), so a batch is not rescaled here"
+        },
+        families={"quadratic": ("proportional Hessians: certified rank-r optimum",)},
+        claimed="upper",
+        instances=instances,
+        trials_used=trials_used,
+        prepare=prepare,
+        evaluate=evaluate,
+        claim=CLAIM,
         mutants=(
-            Mutant("value of rank r - 1 (sum over k >= r)", {
-                "value_gap": lambda sigma, r: 0.5 * np.sum(
-                    np.where(np.arange(sigma.shape[-1]) >= r[:, None] - 1, sigma, 0.0) ** 2, axis=-1)}),
+            Mutant(
+                "value of rank r - 1 (sum over k >= r)",
+                {
+                    "value_gap": lambda sigma, r: (
+                        0.5
+                        * np.sum(
+                            np.where(np.arange(sigma.shape[-1]) >= r[:, None] - 1, sigma, 0.0) ** 2, axis=-1
+                        )
+                    )
+                },
+            ),
             Mutant("rank constraint ignored (LocalTrain's value 0)", {"value_gap": lambda sigma, r: 0.0 * r}),
-            Mutant("singular values not squared", {
-                "value_gap": lambda sigma, r: 0.5 * np.sum(np.where(np.arange(sigma.shape[-1]) >= r[:, None],
-                                                                    sigma, 0.0), axis=-1)}),
+            Mutant(
+                "singular values not squared",
+                {
+                    "value_gap": lambda sigma, r: (
+                        0.5 * np.sum(np.where(np.arange(sigma.shape[-1]) >= r[:, None], sigma, 0.0), axis=-1)
+                    )
+                },
+            ),
             Mutant("X* keeps the r smallest directions", {"kept": lambda k, r: k >= k.shape[-1] - r}),
             Mutant("X* keeps r - 1 directions", {"kept": lambda k, r: k < r - 1}),
         ),

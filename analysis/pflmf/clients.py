@@ -8,6 +8,7 @@ with :math:`W = \mathrm{diag}(s_i/m)`: the instances are drawn through the white
 
 Used by every pflmf statement (``bm``, ``deterministic``, ``stochastic``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,14 +33,24 @@ def certified(rng, n, m, d, *, kappa=4.0, decay=(0.3, 0.6)):
     a[:, 0], a[:, -1] = 1.0, kappa
     A = np.einsum("nij,nj,nkj->nik", Q, a, Q)
     s = rng.uniform(0.5, 2.0, (n, m))
-    sigma = rng.uniform(1.0, 3.0, (n, 1)) * np.cumprod(np.concatenate(
-        [np.ones((n, 1)), rng.uniform(*decay, (n, k - 1))], axis=1), axis=1)
+    sigma = rng.uniform(1.0, 3.0, (n, 1)) * np.cumprod(
+        np.concatenate([np.ones((n, 1)), rng.uniform(*decay, (n, k - 1))], axis=1), axis=1
+    )
     P, R = orthogonal(rng, n, d)[:, :, :k], orthogonal(rng, n, m)[:, :, :k]
     M = np.einsum("ndk,nk,nmk->ndm", P, sigma, R)
-    half_inv = np.einsum("nij,nj,nkj->nik", Q, a ** -0.5, Q)
-    C = np.einsum("nij,njm->nmi", half_inv, M) / np.sqrt(s / m)[..., None]   # C = A^{-1/2} M W^{-1/2}
-    return {"A": A, "s": s, "C": C, "sigma": sigma, "P": P, "R": R, "Li": s * kappa, "L": s.max(axis=1) * kappa,
-            "ad": np.full(n, float(kappa))}
+    half_inv = np.einsum("nij,nj,nkj->nik", Q, a**-0.5, Q)
+    C = np.einsum("nij,njm->nmi", half_inv, M) / np.sqrt(s / m)[..., None]  # C = A^{-1/2} M W^{-1/2}
+    return {
+        "A": A,
+        "s": s,
+        "C": C,
+        "sigma": sigma,
+        "P": P,
+        "R": R,
+        "Li": s * kappa,
+        "L": s.max(axis=1) * kappa,
+        "ad": np.full(n, float(kappa)),
+    }
 
 
 def objective(batch, reps=1):
@@ -60,7 +71,12 @@ def starts(rng, batch, r, reps=1):
     lead = (reps, n) if reps > 1 else (n,)
     root = np.sqrt(batch["sigma"][:, 0])[:, None, None]
     U0 = root * rng.standard_normal(lead + (d, r)) / (np.sqrt(d) + np.sqrt(r))
-    V0 = root * rng.standard_normal(lead + (m, r)) / (np.sqrt(m) + np.sqrt(r)) / np.sqrt(batch["s"] / m)[..., None]
+    V0 = (
+        root
+        * rng.standard_normal(lead + (m, r))
+        / (np.sqrt(m) + np.sqrt(r))
+        / np.sqrt(batch["s"] / m)[..., None]
+    )
     return U0, V0
 
 
@@ -72,7 +88,7 @@ def grad_norm2(f, h):
     G = np.asarray(f.grad(X)) / X.shape[-2]
     gU = np.einsum("...md,...mr->...dr", G, V)
     gV = np.einsum("...md,...dr->...mr", G, U)
-    return np.sum(gU ** 2, axis=(-2, -1)) + np.sum(gV ** 2, axis=(-2, -1))
+    return np.sum(gU**2, axis=(-2, -1)) + np.sum(gV**2, axis=(-2, -1))
 
 
 def step_condition(Li, h, eta_u, eta_v):
@@ -84,8 +100,8 @@ def step_condition(Li, h, eta_u, eta_v):
     ``eta_*`` broadcast to ``(*lead,)``."""
     U, V = np.asarray(h.w_global), np.asarray(h.w_local)
     m = V.shape[-2]
-    nu = np.max(np.linalg.norm(U, 2, axis=(-2, -1)), axis=0)             # max_t ||U_t||_2
-    Lv = Li.max(axis=-1) * nu ** 2
+    nu = np.max(np.linalg.norm(U, 2, axis=(-2, -1)), axis=0)  # max_t ||U_t||_2
+    Lv = Li.max(axis=-1) * nu**2
     H = np.einsum("...m,...mr,...ms->...rs", np.broadcast_to(Li / m, V.shape[1:-1]), V, V)
     Lu = np.max(np.linalg.eigvalsh(H)[..., -1], axis=0)
     return (eta_v * Lv <= 1) & (eta_u * Lu <= 1)

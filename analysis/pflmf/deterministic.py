@@ -40,6 +40,7 @@ and the runs eventually leave the step-size condition.  At p = 1, and at r ≥ r
 ∇f_i(x_i*) = 0, no noise at the optimum), the slope is −1: the reading "deterministic = exact
 gradients and full participation" holds.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,21 +52,23 @@ from moreau.analysis.pflmf import clients
 
 __all__ = ["STATEMENTS"]
 
-GROUPS = ((1, 1, 1.0), (2, 3, 1.0), (4, 1, 1.0), (1, 1, 0.5), (2, 3, 0.5), (4, 3, 0.5))   # (r, tau, p)
+GROUPS = ((1, 1, 1.0), (2, 3, 1.0), (4, 1, 1.0), (1, 1, 0.5), (2, 3, 0.5), (4, 3, 0.5))  # (r, tau, p)
 GRID = np.array([128, 256, 512, 1024])
 RUNS, STEP, ATOL = 8, 0.4, 0.05
 
 CLAIM = {
-    "exponent": -1.0,                               # O(1/T)
-    "applies": lambda p: np.ones_like(p, bool),     # as printed: whatever the participation
+    "exponent": -1.0,  # O(1/T)
+    "applies": lambda p: np.ones_like(p, bool),  # as printed: whatever the participation
 }
 PART = "(1/T) sum_{t<T} E||grad F(U_t, V_t)||^2 = O(1/T): fitted exponent over T = 128..1024"
 
-FINDING = ("fails as printed with partial participation: at p = 1/2 and r < rank(C) the server's U-step keeps "
-           "the client-sampling noise of sum_i grad f_i(x_i) v_i^T (0 in sum at the optimum, not term by term), "
-           "the average decays more slowly than T^-1 on T = 128..1024 (over longer runs not a steady floor: the "
-           "noise grows U while V shrinks, until the step-size condition breaks); p = 1, or r >= rank(C) "
-           "(every residual 0), gives T^-1")
+FINDING = (
+    "fails as printed with partial participation: at p = 1/2 and r < rank(C) the server's U-step keeps "
+    "the client-sampling noise of sum_i grad f_i(x_i) v_i^T (0 in sum at the optimum, not term by term), "
+    "the average decays more slowly than T^-1 on T = 128..1024 (over longer runs not a steady floor: the "
+    "noise grows U while V shrinks, until the step-size condition breaks); p = 1, or r >= rank(C) "
+    "(every residual 0), gives T^-1"
+)
 
 
 trials_used = trials_in_groups(len(GROUPS), "groups")  # what --trials becomes (instances: per_group)
@@ -78,7 +81,7 @@ def instances(family, trials, rng):
     g = np.repeat(np.arange(len(GROUPS)), per)
     batch["r"], batch["tau"], batch["p"] = (np.array([G[k] for G in GROUPS])[g] for k in range(3))
     batch["r"], batch["tau"] = batch["r"].astype(int), batch["tau"].astype(int)
-    U0, V0 = clients.starts(rng, batch, max(G[0] for G in GROUPS), RUNS)   # (RUNS, n, ., rmax)
+    U0, V0 = clients.starts(rng, batch, max(G[0] for G in GROUPS), RUNS)  # (RUNS, n, ., rmax)
     batch["U0"], batch["V0"] = np.swapaxes(U0, 0, 1), np.swapaxes(V0, 0, 1)
     batch["seed"] = rng.integers(0, 2**63, n)
     return batch
@@ -98,12 +101,23 @@ def prepare(batch):
         s1 = sub["sigma"][:, 0]
         eta_u, eta_v = STEP * p / (sub["ad"] * s1), STEP / (sub["L"] * s1)
         U0, V0 = (np.swapaxes(sub[k], 0, 1)[:runs, ..., :r] for k in ("U0", "V0"))
-        h = pflmf(f, r, rounds=int(GRID[-1]), eta_u=eta_u, eta_v=eta_v, tau=tau, p=p,
-                  U0=U0 if runs > 1 else U0[0], V0=V0 if runs > 1 else V0[0],
-                  rng=np.random.default_rng(sub["seed"][0]))
-        avg = np.cumsum(clients.grad_norm2(f, h)[:-1], axis=0)[GRID - 1] / GRID.reshape((-1,) + (1,) * (h.theta.ndim - 3))
+        h = pflmf(
+            f,
+            r,
+            rounds=int(GRID[-1]),
+            eta_u=eta_u,
+            eta_v=eta_v,
+            tau=tau,
+            p=p,
+            U0=U0 if runs > 1 else U0[0],
+            V0=V0 if runs > 1 else V0[0],
+            rng=np.random.default_rng(sub["seed"][0]),
+        )
+        avg = np.cumsum(clients.grad_norm2(f, h)[:-1], axis=0)[GRID - 1] / GRID.reshape(
+            (-1,) + (1,) * (h.theta.ndim - 3)
+        )
         cond = clients.step_condition(sub["Li"], h, eta_u, eta_v)
-        if runs > 1:       # (grid, runs, problems): Monte Carlo mean and standard error
+        if runs > 1:  # (grid, runs, problems): Monte Carlo mean and standard error
             y, se = avg.mean(axis=1).T, (avg.std(axis=1, ddof=1) / np.sqrt(runs)).T
             s, (a, b) = fit_exponent(GRID, y, y_se=se)
             cond = cond.all(axis=0)
@@ -115,11 +129,22 @@ def prepare(batch):
 
 def evaluate(data, claim):
     app = data["steps_ok"] & claim["applies"](data["p"])
-    return {PART: rate_sides(data["slope"], (data["lo"], data["hi"]), claim["exponent"], kind="at most", atol=ATOL,
-                             applicable=app, level=0.95,
-                             constants={"grad F": "exact (closed-form gradients along the run)",
-                                        "E over participation": f"Monte Carlo, {RUNS} runs (p < 1)"},
-                             note="fails only where the whole interval is above exponent + 0.05")}
+    return {
+        PART: rate_sides(
+            data["slope"],
+            (data["lo"], data["hi"]),
+            claim["exponent"],
+            kind="at most",
+            atol=ATOL,
+            applicable=app,
+            level=0.95,
+            constants={
+                "grad F": "exact (closed-form gradients along the run)",
+                "E over participation": f"Monte Carlo, {RUNS} runs (p < 1)",
+            },
+            note="fails only where the whole interval is above exponent + 0.05",
+        )
+    }
 
 
 def _minimal_instance():
@@ -134,10 +159,20 @@ def _minimal_instance():
     and max_t ½Σv_i² ≈ 9.03 <= 5σ_1 = 15: the step condition holds.  (c_i = (2, ±1), σ = (2, 1), leaves it within
     1024 rounds from every start tried, entries of U_0, V_0 in {0, ±1, 2}: the noise grows ‖U_t‖² past 2.5σ_1.)"""
     r = 1 / np.sqrt(2)
-    one = {"A": np.eye(2)[None], "s": np.ones((1, 2)), "C": np.array([[[3.0, 1.0], [3.0, -1.0]]]),
-           "sigma": np.array([[3.0, 1.0]]), "P": np.eye(2)[None], "R": np.array([[[r, r], [r, -r]]]),
-           "Li": np.ones((1, 2)), "L": np.ones(1), "ad": np.ones(1),
-           "r": np.array([1]), "tau": np.array([1]), "p": np.array([0.5])}
+    one = {
+        "A": np.eye(2)[None],
+        "s": np.ones((1, 2)),
+        "C": np.array([[[3.0, 1.0], [3.0, -1.0]]]),
+        "sigma": np.array([[3.0, 1.0]]),
+        "P": np.eye(2)[None],
+        "R": np.array([[[r, r], [r, -r]]]),
+        "Li": np.ones((1, 2)),
+        "L": np.ones(1),
+        "ad": np.ones(1),
+        "r": np.array([1]),
+        "tau": np.array([1]),
+        "p": np.array([0.5]),
+    }
     one["U0"] = np.tile(np.array([1.0, 0.0]).reshape(1, 1, 2, 1), (1, RUNS, 1, 1))
     one["V0"] = np.tile(np.array([3.0, 3.0]).reshape(1, 1, 2, 1), (1, RUNS, 1, 1))
     one["seed"] = np.array([0])
@@ -146,25 +181,45 @@ def _minimal_instance():
 
 STATEMENTS = (
     Statement(
-        id="pflmf.deterministic", source="Dadras thesis, §4.1 (Paper I, TMLR 2025, convergence theorem)",
+        id="pflmf.deterministic",
+        source="Dadras thesis, §4.1 (Paper I, TMLR 2025, convergence theorem)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\frac1T\sum_{t<T}\mathbb E\|\nabla F(U_t,V_t)\|^2 = O(1/T)\ \text{(deterministic gradients)}",
         text="pFL^MF (alternating steps, tau local v-steps, participation probability p) with deterministic "
-             "gradients and fixed steps: the average squared gradient norm over T rounds is O(1/T)",
-        assumptions=("f_i L_i-smooth, bounded below", "exact gradients", "fixed steps below the blocks' "
-                     "smoothness along the run (reconstructed)", "participation probability p (as printed, any)"),
-        scaling={"quadratic": "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per instance (U V^T scales as theta: the factors split the scale freely), so a batch is not rescaled here"},
-        families={"quadratic": ("certified rank-r quadratics, p in {1, 1/2}",)}, claimed="rate",
-        instances=instances, trials_used=trials_used, prepare=prepare, evaluate=evaluate, claim=CLAIM, expect="fails",
+        "gradients and fixed steps: the average squared gradient norm over T rounds is O(1/T)",
+        assumptions=(
+            "f_i L_i-smooth, bounded below",
+            "exact gradients",
+            "fixed steps below the blocks' smoothness along the run (reconstructed)",
+            "participation probability p (as printed, any)",
+        ),
+        scaling={
+            "quadratic": "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per instance (U V^T scales as theta: the factors split the scale freely), so a batch is not rescaled here"
+        },
+        families={"quadratic": ("certified rank-r quadratics, p in {1, 1/2}",)},
+        claimed="rate",
+        instances=instances,
+        trials_used=trials_used,
+        prepare=prepare,
+        evaluate=evaluate,
+        claim=CLAIM,
+        expect="fails",
         # the participation noise alone, from the rank-1 optimum: fitted exponent -0.70 [-0.77, -0.63] > -1 + 0.05
         # (see _minimal_instance)
         counterexamples={"quadratic": _minimal_instance},
-        readings=(Reading("full participation (p = 1)", {"applies": lambda p: p == 1}, kind="variant",
-                          why="'deterministic gradient setting' read as exact gradients and every client every "
-                              "round: the only randomness left then is none"),),
-        mutants=(Mutant("rate O(1/T^2)", {"exponent": -2.0}),
-                 Mutant("rate O(1/T^1.5)", {"exponent": -1.5})),
-        equivalent_mutants={"rate O(1/sqrt(T))": "true: weaker than O(1/T) (the stochastic statement's rate)"},
+        readings=(
+            Reading(
+                "full participation (p = 1)",
+                {"applies": lambda p: p == 1},
+                kind="variant",
+                why="'deterministic gradient setting' read as exact gradients and every client every "
+                "round: the only randomness left then is none",
+            ),
+        ),
+        mutants=(Mutant("rate O(1/T^2)", {"exponent": -2.0}), Mutant("rate O(1/T^1.5)", {"exponent": -1.5})),
+        equivalent_mutants={
+            "rate O(1/sqrt(T))": "true: weaker than O(1/T) (the stochastic statement's rate)"
+        },
         findings=(FINDING,),
     ),
 )

@@ -36,6 +36,7 @@ Claimed: a rate.  What the check shows: slopes −0.5 to −0.8 on the short gri
 grid where the short one is still in its transient; the deterministic rate O(1/T) is rejected (a
 mutant).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -49,13 +50,13 @@ from moreau.analysis.pflmf import clients
 
 __all__ = ["STATEMENTS"]
 
-GROUPS = ((1, 1, 1.0), (2, 2, 0.5))   # (r, tau, p)
+GROUPS = ((1, 1, 1.0), (2, 2, 0.5))  # (r, tau, p)
 GRID = np.array([64, 128, 256])
-RUNGS = (16, 64, 256)                 # a failure on GRID is fitted again on GRID * rung, rung by rung
+RUNGS = (16, 64, 256)  # a failure on GRID is fitted again on GRID * rung, rung by rung
 LONG = RUNGS[0] * GRID
 RUNS, M, D, K, BATCH, ATOL = 12, 4, 3, 6, 2, 0.05
 
-CLAIM = {"exponent": -0.5}            # O(1/sqrt(T))
+CLAIM = {"exponent": -0.5}  # O(1/sqrt(T))
 PART = "(1/T) sum_{t<T} E||grad F(U_t, V_t)||^2 = O(1/sqrt(T)), eta ~ 1/sqrt(T): fitted exponent over T = 64..256"
 
 
@@ -71,9 +72,16 @@ def instances(family, trials, rng):
     g = np.repeat(np.arange(len(GROUPS)), per)
     r, tau, p = (np.array([G[k] for G in GROUPS])[g] for k in range(3))
     rmax = max(G[0] for G in GROUPS)
-    return {"X": X, "y": y, "r": r.astype(int), "tau": tau.astype(int), "p": p,
-            "U0": rng.standard_normal((n, D, rmax)), "V0": rng.standard_normal((n, M, rmax)),
-            "seed": rng.integers(0, 2**63, n)}
+    return {
+        "X": X,
+        "y": y,
+        "r": r.astype(int),
+        "tau": tau.astype(int),
+        "p": p,
+        "U0": rng.standard_normal((n, D, rmax)),
+        "V0": rng.standard_normal((n, M, rmax)),
+        "seed": rng.integers(0, 2**63, n),
+    }
 
 
 def prepare(batch):
@@ -94,7 +102,9 @@ def prepare(batch):
             again = g[lo[g] > CLAIM["exponent"] + ATOL]
             if not again.size:
                 break
-            slope[again], lo[again], hi[again], ok_long = _fit(batch, again, Li[again], r, tau, p, rung * GRID)
+            slope[again], lo[again], hi[again], ok_long = _fit(
+                batch, again, Li[again], r, tau, p, rung * GRID
+            )
             ok[again] &= ok_long
             horizon[again] = rung * GRID[-1]
     return {"slope": slope, "lo": lo, "hi": hi, "steps_ok": ok, "p": batch["p"], "horizon": horizon}
@@ -102,18 +112,30 @@ def prepare(batch):
 
 def _fit(batch, g, Li, r, tau, p, grid):
     """``(slope, lo, hi, steps_ok)`` of the problems ``g`` (one group) on the horizons ``grid``."""
-    f = mo.LeastSquares(np.broadcast_to(batch["X"][g], (RUNS,) + batch["X"][g].shape),
-                        np.broadcast_to(batch["y"][g], (RUNS,) + batch["y"][g].shape))
+    f = mo.LeastSquares(
+        np.broadcast_to(batch["X"][g], (RUNS,) + batch["X"][g].shape),
+        np.broadcast_to(batch["y"][g], (RUNS,) + batch["y"][g].shape),
+    )
     L = Li.max(axis=1)
     ok = np.ones(g.size, bool)
     y, se = [], []
     for T in grid:
         scale = np.sqrt(GRID[0] / T)
         eta_u, eta_v = 0.3 * p * scale / L, 0.075 * scale / L
-        h = pflmf(f, r, rounds=int(T), eta_u=eta_u, eta_v=eta_v, tau=tau, p=p, batch_size=BATCH,
-                  U0=batch["U0"][g][..., :r], V0=batch["V0"][g][..., :r],
-                  rng=np.random.default_rng([int(batch["seed"][g[0]]), int(T)]))
-        avg = clients.grad_norm2(f, h)[:-1].mean(axis=0)             # (RUNS, problems)
+        h = pflmf(
+            f,
+            r,
+            rounds=int(T),
+            eta_u=eta_u,
+            eta_v=eta_v,
+            tau=tau,
+            p=p,
+            batch_size=BATCH,
+            U0=batch["U0"][g][..., :r],
+            V0=batch["V0"][g][..., :r],
+            rng=np.random.default_rng([int(batch["seed"][g[0]]), int(T)]),
+        )
+        avg = clients.grad_norm2(f, h)[:-1].mean(axis=0)  # (RUNS, problems)
         y.append(avg.mean(axis=0))
         se.append(avg.std(axis=0, ddof=1) / np.sqrt(RUNS))
         ok &= clients.step_condition(Li, h, eta_u, eta_v).all(axis=0)
@@ -122,31 +144,58 @@ def _fit(batch, g, Li, r, tau, p, grid):
 
 
 def evaluate(data, claim):
-    return {PART: rate_sides(data["slope"], (data["lo"], data["hi"]), claim["exponent"], kind="at most", atol=ATOL,
-                             applicable=data["steps_ok"], level=0.95,
-                             constants={"grad F": "exact (closed-form gradients along the run)",
-                                        "E": f"Monte Carlo, {RUNS} runs per horizon",
-                                        "T": f"{GRID[0]}..{GRID[-1]}" + "".join(
-                                            f"; {rung * GRID[0]}..{rung * GRID[-1]} for "
-                                            f"{int(np.sum(data['horizon'] == rung * GRID[-1]))} problem(s)"
-                                            for rung in RUNGS if np.any(data["horizon"] == rung * GRID[-1]))},
-                             note="fails only where the whole interval is above exponent + 0.05")}
+    return {
+        PART: rate_sides(
+            data["slope"],
+            (data["lo"], data["hi"]),
+            claim["exponent"],
+            kind="at most",
+            atol=ATOL,
+            applicable=data["steps_ok"],
+            level=0.95,
+            constants={
+                "grad F": "exact (closed-form gradients along the run)",
+                "E": f"Monte Carlo, {RUNS} runs per horizon",
+                "T": f"{GRID[0]}..{GRID[-1]}"
+                + "".join(
+                    f"; {rung * GRID[0]}..{rung * GRID[-1]} for "
+                    f"{int(np.sum(data['horizon'] == rung * GRID[-1]))} problem(s)"
+                    for rung in RUNGS
+                    if np.any(data["horizon"] == rung * GRID[-1])
+                ),
+            },
+            note="fails only where the whole interval is above exponent + 0.05",
+        )
+    }
 
 
 STATEMENTS = (
     Statement(
-        id="pflmf.stochastic", source="Dadras thesis, §4.1 (Paper I, TMLR 2025, convergence theorem)",
+        id="pflmf.stochastic",
+        source="Dadras thesis, §4.1 (Paper I, TMLR 2025, convergence theorem)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\frac1T\sum_{t<T}\mathbb E\|\nabla F(U_t,V_t)\|^2 = O(1/\sqrt T)\ \text{(stochastic gradients)}",
         text="pFL^MF with unbiased mini-batch gradients, tau local v-steps, participation probability p and "
-             "steps ~ 1/sqrt(T): the average squared gradient norm over T rounds is O(1/sqrt(T))",
-        assumptions=("f_i L_i-smooth, bounded below", "unbiased stochastic gradients of bounded variance",
-                     "steps eta_0/sqrt(T) below the blocks' smoothness along the run (reconstructed)"),
-        scaling={"quadratic": "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per instance (U V^T scales as theta: the factors split the scale freely), so a batch is not rescaled here"},
-        families={"quadratic": ("least-squares clients, mini-batch gradients, p in {1, 1/2}",)}, claimed="rate",
-        instances=instances, trials_used=trials_used, prepare=prepare, evaluate=evaluate, claim=CLAIM,
-        mutants=(Mutant("rate O(1/T) (the deterministic rate)", {"exponent": -1.0}),
-                 Mutant("rate O(1/T^0.75)", {"exponent": -0.75})),
+        "steps ~ 1/sqrt(T): the average squared gradient norm over T rounds is O(1/sqrt(T))",
+        assumptions=(
+            "f_i L_i-smooth, bounded below",
+            "unbiased stochastic gradients of bounded variance",
+            "steps eta_0/sqrt(T) below the blocks' smoothness along the run (reconstructed)",
+        ),
+        scaling={
+            "quadratic": "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per instance (U V^T scales as theta: the factors split the scale freely), so a batch is not rescaled here"
+        },
+        families={"quadratic": ("least-squares clients, mini-batch gradients, p in {1, 1/2}",)},
+        claimed="rate",
+        instances=instances,
+        trials_used=trials_used,
+        prepare=prepare,
+        evaluate=evaluate,
+        claim=CLAIM,
+        mutants=(
+            Mutant("rate O(1/T) (the deterministic rate)", {"exponent": -1.0}),
+            Mutant("rate O(1/T^0.75)", {"exponent": -0.75}),
+        ),
         equivalent_mutants={"rate O(1/T^0.4)": "true: weaker than the claim"},
     ),
 )

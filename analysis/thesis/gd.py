@@ -34,6 +34,7 @@ quadratics F − F* decays like (1 − μη)^{2t} along the eigenvector of μ, t
 exact worst case for η ≤ 1/L (max ratio (1 − μη) at t = 1).  Theorem 2 is
 attained (ratio 1).  Frank–Wolfe (Theorems 5, 6): ``thesis/fw/``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,7 +54,7 @@ CLAIM_SC = {
     "condition": lambda eta, L: eta <= 1 / L,
 }
 CLAIM_NC = {
-    "average": lambda cumsum, T: cumsum / T,           # (1/T) sum_{t<T}
+    "average": lambda cumsum, T: cumsum / T,  # (1/T) sum_{t<T}
     "bound": lambda gap, eta, T: 2 * gap / (eta * T),
     "condition": lambda eta, L: eta <= 1 / L,
 }
@@ -74,7 +75,15 @@ def _gd_quadratic(rng, T, mu_frac, tight_col, viol):
     sign = rng.choice([-1.0, 1.0], (T, 1))
     e0[g[0]] = V[g[0], :, tight_col] * sign[g[0]]
     e0[g[3]] = V[g[3], :, -1] * sign[g[3]]
-    return {"A": A, "b": np.einsum("tij,tj->ti", A, z), "z": z, "x0": z + e0, "eta": u / L, "L": L, "mu": a[:, 0]}
+    return {
+        "A": A,
+        "b": np.einsum("tij,tj->ti", A, z),
+        "z": z,
+        "x0": z + e0,
+        "eta": u / L,
+        "L": L,
+        "mu": a[:, 0],
+    }
 
 
 def _newton_min(f, x):
@@ -150,8 +159,11 @@ def evaluate_sc(batch, claim):
         xs = _newton_min(q, np.zeros_like(x))
         Fstar = q.value(xs) - np.sum(np.asarray(q.grad(xs)) ** 2, axis=-1) / (2 * mu)  # certified lower bound
         gaps = [q.value(x) - Fstar]
-        consts = {"L, mu": "exact sup / inf of the curvature", "F*": "Newton value minus ||grad||^2/(2 mu): "
-                  "a certified lower bound (lhs and rhs both err upward by < 1e-25)"}
+        consts = {
+            "L, mu": "exact sup / inf of the curvature",
+            "F*": "Newton value minus ||grad||^2/(2 mu): "
+            "a certified lower bound (lhs and rhs both err upward by < 1e-25)",
+        }
         note = "mu eta <= 1/4 keeps the bound >= 2e-4 (F(x^0) - F*), far above the rounding of F - F*"
     for _ in range(N_GD):
         x = x - eta[:, None] * q.grad(x)
@@ -161,8 +173,11 @@ def evaluate_sc(batch, claim):
     # rounding floor of x^t - x* (~1e-32 relative) on well-conditioned instances, not a statement about GD
     ok = (1 - mu * eta) ** t >= 1e-12
     lhs, rhs = worst_point(gaps[1:], claim["rate"](mu, L, eta, t) * gaps[0], ok)
-    return {"F(x^t) - F* <= (1 - mu eta)^t (F(x^0) - F*), t = 1..30": Sides(
-        lhs, rhs, "upper", applicable=claim["condition"](eta, L), constants=consts, note=note)}
+    return {
+        "F(x^t) - F* <= (1 - mu eta)^t (F(x^0) - F*), t = 1..30": Sides(
+            lhs, rhs, "upper", applicable=claim["condition"](eta, L), constants=consts, note=note
+        )
+    }
 
 
 def evaluate_nc(batch, claim):
@@ -177,12 +192,15 @@ def evaluate_nc(batch, claim):
     else:
         f = mo.Logistic(batch["X"], batch["y"])
         q = mo.meta_objective(f, batch["alpha"])
-        L = np.asarray(f.curvature_bounds()[1]) + batch["alpha"] * np.asarray(f.hessian_lipschitz()) * \
-            np.asarray(f.gradient_bound())
+        L = np.asarray(f.curvature_bounds()[1]) + batch["alpha"] * np.asarray(
+            f.hessian_lipschitz()
+        ) * np.asarray(f.gradient_bound())
         value = q.value
         Fstar = f.value(_newton_min(f, np.zeros_like(x)))  # inf F = min f; Newton value >= F*: rhs errs low
-        consts = {"L": "bound: L_f + alpha rho B (alpha = 0: exact L_f)",
-                  "F*": "min f by Newton (||grad|| ~1e-16); >= inf F, so the rhs is if anything too small"}
+        consts = {
+            "L": "bound: L_f + alpha rho B (alpha = 0: exact L_f)",
+            "F*": "min f by Newton (||grad|| ~1e-16); >= inf F, so the rhs is if anything too small",
+        }
         note = "half F = f (convex), half F = f(w - grad f(w)/L_f): nonconvex, inf F = min f"
     F, g2 = [value(x)], []
     for _ in range(N_GD):
@@ -196,63 +214,100 @@ def evaluate_nc(batch, claim):
     app = claim["condition"](eta, L)
     return {
         "(1/T) sum_{t<T} ||grad F(x^t)||^2 <= 2 (F(x^0) - F*)/(eta T), T = 1..30": Sides(
-            *worst_point(lhs, claim["bound"](F[0] - Fstar, eta, T), ok), "upper", applicable=app, constants=consts,
-            note=note),
+            *worst_point(lhs, claim["bound"](F[0] - Fstar, eta, T), ok),
+            "upper",
+            applicable=app,
+            constants=consts,
+            note=note,
+        ),
         "proof step: F* replaced by F(x^T)": Sides(
-            *worst_point(lhs, claim["bound"](F[0] - F[1:], eta, T), ok), "upper", applicable=app, constants=consts,
-            note="descent lemma telescoped; stronger than the theorem", role="auxiliary"),
+            *worst_point(lhs, claim["bound"](F[0] - F[1:], eta, T), ok),
+            "upper",
+            applicable=app,
+            constants=consts,
+            note="descent lemma telescoped; stronger than the theorem",
+            role="auxiliary",
+        ),
     }
 
 
 _SRC = "Dadras thesis, ch. 2"
 #: GD's quadratic batches under theta -> s theta, f -> c f (curvatures c/s^2, points s, b c/s, steps s^2/c)
-_GD_SCALING = scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "mu": (-2, 1), "z": (1, 0), "x0": (1, 0),
-                            "eta": (2, -1)})
+_GD_SCALING = scale_fields(
+    {"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "mu": (-2, 1), "z": (1, 0), "x0": (1, 0), "eta": (2, -1)}
+)
 STATEMENTS = (
     Statement(
-        id="gd.strongly_convex", source=f"{_SRC}, Theorem 1", paper="dadras-thesis-personalized-fl.md",
+        id="gd.strongly_convex",
+        source=f"{_SRC}, Theorem 1",
+        paper="dadras-thesis-personalized-fl.md",
         latex=r"\eta \le 1/L:\ F(x^t) - F^* \le (1 - \mu\eta)^t (F(x^0) - F^*)",
         text="GD with eta <= 1/L on an L-smooth mu-strongly convex F: F(x^t) - F* <= (1 - mu eta)^t (F(x^0) - F*)",
         assumptions=("F L-smooth, mu-strongly convex", "eta <= 1/L"),
-        families={"quadratic": ("strongly_convex",), "logistic": ("mu > 0",)}, claimed="rate",
-        instances=instances_sc, evaluate=evaluate_sc, claim=CLAIM_SC,
-        scaling={"quadratic": _GD_SCALING, "logistic": scale_fields(
-            {"X": (-1, 0), "mu": (-2, 0), "eta": (2, 0), "x0": (1, 0)}, c_free=False)},
-        sharp={"quadratic": {"F(x^t) - F* <= (1 - mu eta)^t (F(x^0) - F*), t = 1..30": _sharp.gd_strongly_convex}},
+        families={"quadratic": ("strongly_convex",), "logistic": ("mu > 0",)},
+        claimed="rate",
+        instances=instances_sc,
+        evaluate=evaluate_sc,
+        claim=CLAIM_SC,
+        scaling={
+            "quadratic": _GD_SCALING,
+            "logistic": scale_fields(
+                {"X": (-1, 0), "mu": (-2, 0), "eta": (2, 0), "x0": (1, 0)}, c_free=False
+            ),
+        },
+        sharp={
+            "quadratic": {"F(x^t) - F* <= (1 - mu eta)^t (F(x^0) - F*), t = 1..30": _sharp.gd_strongly_convex}
+        },
         mutants=(
             Mutant("rate (1 - mu eta)^(3t)", {"rate": lambda mu, L, eta, t: (1 - mu * eta) ** (3 * t)}),
             Mutant("rate (1 - L eta)^t (L for mu)", {"rate": lambda mu, L, eta, t: (1 - L * eta) ** t}),
             Mutant("step condition relaxed: eta <= 2/L", {"condition": lambda eta, L: eta <= 2 / L}),
-            Mutant("inequality reversed", {"flip": ("F(x^t) - F* <= (1 - mu eta)^t (F(x^0) - F*), t = 1..30",)}),
+            Mutant(
+                "inequality reversed", {"flip": ("F(x^t) - F* <= (1 - mu eta)^t (F(x^0) - F*), t = 1..30",)}
+            ),
         ),
         equivalent_mutants={
             "rate (1 - mu eta)^(2t)": "true: for eta <= 1/L the exact worst-case factor of F - F* per step is "
-                                      "max((1 - mu eta)^2, (1 - L eta)^2) = (1 - mu eta)^2 (attained by quadratics "
-                                      "along the eigenvector of mu; Taylor, Hendrickx & Glineur 2018); the "
-                                      "quadratic family reaches ratio 1 against it",
+            "max((1 - mu eta)^2, (1 - L eta)^2) = (1 - mu eta)^2 (attained by quadratics "
+            "along the eigenvector of mu; Taylor, Hendrickx & Glineur 2018); the "
+            "quadratic family reaches ratio 1 against it",
         },
     ),
     Statement(
-        id="gd.nonconvex", source=f"{_SRC}, Theorem 2", paper="dadras-thesis-personalized-fl.md",
+        id="gd.nonconvex",
+        source=f"{_SRC}, Theorem 2",
+        paper="dadras-thesis-personalized-fl.md",
         latex=r"\eta \le 1/L:\ \frac1T\sum_{t=0}^{T-1}\|\nabla F(x^t)\|^2 \le \frac{2(F(x^0) - F^*)}{\eta T}",
         text="GD with eta <= 1/L on an L-smooth F with finite inf F* : "
-             "(1/T) sum_{t<T} ||grad F(x^t)||^2 <= 2 (F(x^0) - F*)/(eta T)",
+        "(1/T) sum_{t<T} ||grad F(x^t)||^2 <= 2 (F(x^0) - F*)/(eta T)",
         assumptions=("F L-smooth", "F* = inf F finite", "eta <= 1/L"),
-        families={"quadratic": ("convex", "strongly_convex"), "logistic": ("mu = 0", "Per-FedAvg meta-objective")},
-        claimed="rate", instances=instances_nc, evaluate=evaluate_nc, claim=CLAIM_NC,
-        scaling={"quadratic": _GD_SCALING, "logistic": scale_fields(
-            {"X": (-1, 0), "mu": (-2, 0), "alpha": (2, 0), "eta": (2, 0), "x0": (1, 0)}, c_free=False)},
+        families={
+            "quadratic": ("convex", "strongly_convex"),
+            "logistic": ("mu = 0", "Per-FedAvg meta-objective"),
+        },
+        claimed="rate",
+        instances=instances_nc,
+        evaluate=evaluate_nc,
+        claim=CLAIM_NC,
+        scaling={
+            "quadratic": _GD_SCALING,
+            "logistic": scale_fields(
+                {"X": (-1, 0), "mu": (-2, 0), "alpha": (2, 0), "eta": (2, 0), "x0": (1, 0)}, c_free=False
+            ),
+        },
         mutants=(
             Mutant("constant 2 -> 1/2", {"bound": lambda gap, eta, T: gap / (2 * eta * T)}),
             Mutant("constant 2 -> 1", {"bound": lambda gap, eta, T: gap / (eta * T)}),
             Mutant("step condition relaxed: eta <= 2/L", {"condition": lambda eta, L: eta <= 2 / L}),
             Mutant("sum not averaged (no 1/T on the left)", {"average": lambda cumsum, T: cumsum + 0 * T}),
-            Mutant("inequality reversed",
-                   {"flip": ("(1/T) sum_{t<T} ||grad F(x^t)||^2 <= 2 (F(x^0) - F*)/(eta T), T = 1..30",)}),
+            Mutant(
+                "inequality reversed",
+                {"flip": ("(1/T) sum_{t<T} ||grad F(x^t)||^2 <= 2 (F(x^0) - F*)/(eta T), T = 1..30",)},
+            ),
         ),
         equivalent_mutants={
             "sum over t = 1..T instead of 0..T-1": "true: telescoping from x^1 gives the same bound with "
-                                                   "F(x^1) <= F(x^0)",
+            "F(x^1) <= F(x^0)",
             "F* replaced by F(x^T)": "true (the proof's telescoped form); checked as the second part",
         },
     ),

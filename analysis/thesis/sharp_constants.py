@@ -4,6 +4,7 @@ r"""Sharp constants of the thesis, chapter 2's one-eigenvalue statements, derive
 (cases, certified sups) is ``moreau.analysis.engine.sharp``.  The checkers point here through
 ``Statement.sharp``.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -25,8 +26,17 @@ def gd_strongly_convex():
     g = factor / (1 - mu * eta)
     # mu < L (s > 0): at mu = L = 1/eta the ratio's denominator 1 - mu eta vanishes (no such instance)
     sp_ = sp.Symbol("s", positive=True)
-    case = Case("eta <= 1/L, mu < L: a in [mu, L]", (mu, L), {L: mu * (1 + sp_), eta: 1 / (mu * (1 + sp_) * (1 + t))},
-                all_true,
-                ("mu eta", {eta: x / mu}, 0, 1, True, False))
-    return derive(g, a, (case,), {"mu": lambda B: B["mu"], "L": lambda B: B["L"], "eta": lambda B: B["eta"]},
-                  per_step=True)
+    case = Case(
+        "eta <= 1/L, mu < L: a in [mu, L]",
+        (mu, L),
+        {L: mu * (1 + sp_), eta: 1 / (mu * (1 + sp_) * (1 + t))},
+        all_true,
+        ("mu eta", {eta: x / mu}, 0, 1, True, False),
+    )
+    return derive(
+        g,
+        a,
+        (case,),
+        {"mu": lambda B: B["mu"], "L": lambda B: B["L"], "eta": lambda B: B["eta"]},
+        per_step=True,
+    )

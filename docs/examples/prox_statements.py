@@ -7,11 +7,24 @@ gradient ∇f, the proximal step moves w by at most ‖∇f(w)‖/(λ + μ):
 
 Only the public API is used (moreau.analysis.api and moreau).
 """
+
 import numpy as np
 
 import moreau as mo
-from moreau.analysis.api import (Mutant, Reading, Sides, Simplify, Statement, log_uniform, pep_classes, pep_parts,
-                                 pep_row, pep_worst, quadratic_batch, quadratic_fields)
+from moreau.analysis.api import (
+    Mutant,
+    Reading,
+    Sides,
+    Simplify,
+    Statement,
+    log_uniform,
+    pep_classes,
+    pep_parts,
+    pep_row,
+    pep_worst,
+    quadratic_batch,
+    quadratic_fields,
+)
 
 CLAIM = {"denominator": lambda lam, mu, L: lam + mu}
 
@@ -30,7 +43,7 @@ def instances(family, trials, rng):
 def evaluate(batch, claim):
     q = mo.Quadratic(batch["A"], batch["b"])
     lam, w = batch["lam"], batch["w"]
-    theta = np.asarray(mo.prox(q, w, lam))                 # exact prox (closed form on quadratics)
+    theta = np.asarray(mo.prox(q, w, lam))  # exact prox (closed form on quadratics)
     lhs = np.linalg.norm(theta - w, axis=-1)
     grad = np.linalg.norm(np.asarray(q.grad(w)), axis=-1)
     mu, L = batch["eig"][:, 0], batch["L"]
@@ -46,37 +59,69 @@ def pep_worst_case(st, batch, seed=0):
     convex f (not only quadratics), at the parameters of the checker's worst instance, against 1/(lam + mu)."""
     i, ratio = pep_worst(pep_parts(st, batch)[PART])
     lam, mu, L = batch["lam"][i], batch["eig"][i, 0], batch["L"][i]
-    return [pep_row(PART, "L-smooth mu-strongly convex", dict(lam=lam, mu=mu, L=L),
-                    pep_classes.prox_displacement(lam, mu, L), 1 / (lam + mu), "upper", ratio, sharp="1/(lam + mu)")]
+    return [
+        pep_row(
+            PART,
+            "L-smooth mu-strongly convex",
+            dict(lam=lam, mu=mu, L=L),
+            pep_classes.prox_displacement(lam, mu, L),
+            1 / (lam + mu),
+            "upper",
+            ratio,
+            sharp="1/(lam + mu)",
+        )
+    ]
 
 
 PROX_DISPLACEMENT = Statement(
-    id="mine.prox_displacement", source="my paper, Lemma 1", paper="my-paper",
+    id="mine.prox_displacement",
+    source="my paper, Lemma 1",
+    paper="my-paper",
     latex=r"\|\mathrm{prox}_{f/\lambda}(w) - w\| \le \|\nabla f(w)\|/(\lambda + \mu)",
     text="the proximal step moves w by at most |grad f(w)|/(lam + mu) for mu-strongly convex f",
-    assumptions=("f mu-strongly convex, L-smooth",), families={"quadratic": ("strongly convex, d = 3",)},
-    claimed="upper", instances=instances, evaluate=evaluate, claim=CLAIM,
-    mutants=(Mutant("lam + L for lam + mu", {"denominator": lambda lam, mu, L: lam + L}),
-             Mutant("2 lam + mu", {"denominator": lambda lam, mu, L: 2 * lam + mu})),
+    assumptions=("f mu-strongly convex, L-smooth",),
+    families={"quadratic": ("strongly convex, d = 3",)},
+    claimed="upper",
+    instances=instances,
+    evaluate=evaluate,
+    claim=CLAIM,
+    mutants=(
+        Mutant("lam + L for lam + mu", {"denominator": lambda lam, mu, L: lam + L}),
+        Mutant("2 lam + mu", {"denominator": lambda lam, mu, L: 2 * lam + mu}),
+    ),
     pep=pep_worst_case,
 )
 
 #: the same lemma as a colleague wrote it, with λ + L: it fails as printed; the fix is a reading
 AS_WRITTEN = Statement(
-    id="mine.prox_displacement_L", source="a colleague's draft, Lemma 1'", paper="my-paper",
+    id="mine.prox_displacement_L",
+    source="a colleague's draft, Lemma 1'",
+    paper="my-paper",
     latex=r"\|\mathrm{prox}_{f/\lambda}(w) - w\| \le \|\nabla f(w)\|/(\lambda + L)",
     text="the same bound with lam + L (as written in the draft)",
-    assumptions=("f mu-strongly convex, L-smooth",), families={"quadratic": ("strongly convex, d = 3",)},
-    claimed="upper", instances=instances, evaluate=evaluate,
+    assumptions=("f mu-strongly convex, L-smooth",),
+    families={"quadratic": ("strongly convex, d = 3",)},
+    claimed="upper",
+    instances=instances,
+    evaluate=evaluate,
     claim={"denominator": lambda lam, mu, L: lam + L},
-    readings=(Reading("λ + μ", {"denominator": lambda lam, mu, L: lam + mu}, why="the strong convexity modulus"),),
+    readings=(
+        Reading("λ + μ", {"denominator": lambda lam, mu, L: lam + mu}, why="the strong convexity modulus"),
+    ),
     expect="fails",
     # what an instance is, so that a failing one is shrunk to a readable counterexample: A a symmetric matrix,
     # b and w vectors in its coordinates, lam a free number, eig and L derived from A; the claim is invariant
     # under rotations (A -> Q A Q^T, b -> Q b, w -> Q w); valid: strongly convex (mu > 0), lam > 0
-    simplify={"quadratic": Simplify(matrix="A", vectors=("b", "w"), scalars=("lam",), derive=quadratic_fields,
-                                    rotation_invariant=True, valid=lambda inst: (inst["eig"][:, 0] > 0)
-                                    & (inst["lam"] > 0))},
+    simplify={
+        "quadratic": Simplify(
+            matrix="A",
+            vectors=("b", "w"),
+            scalars=("lam",),
+            derive=quadratic_fields,
+            rotation_invariant=True,
+            valid=lambda inst: (inst["eig"][:, 0] > 0) & (inst["lam"] > 0),
+        )
+    },
     mutants=(Mutant("2 lam + mu", {"denominator": lambda lam, mu, L: 2 * lam + mu}),),
 )
 

@@ -36,8 +36,12 @@ for i in range(local.shape[0]):
 p.plot(w_g[:, 0], w_g[:, 1], "k--", linewidth=1, label=r"global $\tilde w(\lambda)$")
 p.plot(*glob, "k*", markersize=9, label="GlobalTrain")
 p.plot([], [], "o", color="0.4", mfc="none", label="LocalTrain (each client)")
-p.set(xlabel=r"$w_1$", ylabel=r"$w_2$", title=r"(a) $\tilde w_i(\lambda)$, $\lambda$ from $10^{-3}$ to $10^3$",
-      aspect="equal")
+p.set(
+    xlabel=r"$w_1$",
+    ylabel=r"$w_2$",
+    title=r"(a) $\tilde w_i(\lambda)$, $\lambda$ from $10^{-3}$ to $10^3$",
+    aspect="equal",
+)
 p.legend(loc="upper right", fontsize=5)
 to_local = np.linalg.norm(w_loc - local, axis=-1).mean(axis=1)
 to_global = np.linalg.norm(w_loc - glob, axis=-1).mean(axis=1)
@@ -46,23 +50,36 @@ q.loglog(lams, to_global, label=r"mean $\|\tilde w_i - \hat w^{\mathrm{global}}\
 q.set(xlabel=r"$\lambda$", ylabel="distance", title="(b) from LocalTrain to GlobalTrain")
 q.legend(loc="center left")
 FIGURES = save(fig, OUT, "demo-fedprox-interpolation")
-ROWS = [r for i in range(local.shape[0]) for r in plotted("(a)", f"client {i}: w~_i(lam) (x: w_1, y: w_2)",
-                                                          w_loc[:, i, 0], w_loc[:, i, 1])]
-ROWS += plotted("(a)", "global w~(lam)", w_g[:, 0], w_g[:, 1]) + plotted("(a)", "GlobalTrain", glob[0], glob[1])
-ROWS += [r for i in range(local.shape[0]) for r in plotted("(a)", f"LocalTrain client {i}", local[i, 0], local[i, 1])]
+ROWS = [
+    r
+    for i in range(local.shape[0])
+    for r in plotted("(a)", f"client {i}: w~_i(lam) (x: w_1, y: w_2)", w_loc[:, i, 0], w_loc[:, i, 1])
+]
+ROWS += plotted("(a)", "global w~(lam)", w_g[:, 0], w_g[:, 1]) + plotted(
+    "(a)", "GlobalTrain", glob[0], glob[1]
+)
+ROWS += [
+    r
+    for i in range(local.shape[0])
+    for r in plotted("(a)", f"LocalTrain client {i}", local[i, 0], local[i, 1])
+]
 ROWS += plotted("(b)", "mean ||w~_i - w^_i local||", lams, to_local)
 ROWS += plotted("(b)", "mean ||w~_i - w^ global||", lams, to_global)
 
 # %%
 CLAIMS = {
-    "lam -> 0: FedProx local models equal LocalTrain's (mean distance at lam = 1e-3, relative to the spread)":
-        {"value": float(to_local[0] / np.linalg.norm(local - glob, axis=-1).mean()),
-         "holds": bool(to_local[0] < 1e-2 * np.linalg.norm(local - glob, axis=-1).mean())},
-    "lam -> inf: FedProx local and global models equal GlobalTrain's (mean distance at lam = 1e3, relative)":
-        {"value": float(to_global[-1] / np.linalg.norm(local - glob, axis=-1).mean()),
-         "holds": bool(to_global[-1] < 1e-2 * np.linalg.norm(local - glob, axis=-1).mean())},
-    "the distance to LocalTrain grows and the distance to GlobalTrain shrinks monotonically in lam":
-        {"value": None, "holds": bool(np.all(np.diff(to_local) > 0) and np.all(np.diff(to_global) < 0))},
+    "lam -> 0: FedProx local models equal LocalTrain's (mean distance at lam = 1e-3, relative to the spread)": {
+        "value": float(to_local[0] / np.linalg.norm(local - glob, axis=-1).mean()),
+        "holds": bool(to_local[0] < 1e-2 * np.linalg.norm(local - glob, axis=-1).mean()),
+    },
+    "lam -> inf: FedProx local and global models equal GlobalTrain's (mean distance at lam = 1e3, relative)": {
+        "value": float(to_global[-1] / np.linalg.norm(local - glob, axis=-1).mean()),
+        "holds": bool(to_global[-1] < 1e-2 * np.linalg.norm(local - glob, axis=-1).mean()),
+    },
+    "the distance to LocalTrain grows and the distance to GlobalTrain shrinks monotonically in lam": {
+        "value": None,
+        "holds": bool(np.all(np.diff(to_local) > 0) and np.all(np.diff(to_global) < 0)),
+    },
 }
 if __name__ == "__main__":
     for claim, v in CLAIMS.items():

@@ -42,29 +42,45 @@ excess = a / 2 * (w_loc - c) ** 2  # f_i(w~_i) - min f_i
 fig, ax = figure(2, width=6.8, aspect=0.78)
 p, q = ax[0]
 for i in range(2):
-    p.semilogx(lams, w_loc[:, i], color=f"C{i}", label=rf"client {i + 1}: $\tilde w_{i + 1}$ ($a={a[i]:g}$, $c={c[i]:g}$)")
+    p.semilogx(
+        lams,
+        w_loc[:, i],
+        color=f"C{i}",
+        label=rf"client {i + 1}: $\tilde w_{i + 1}$ ($a={a[i]:g}$, $c={c[i]:g}$)",
+    )
     p.axhline(c[i], color=f"C{i}", linestyle=":", linewidth=0.8)
 p.semilogx(lams, w_g, "k", label=r"global $\tilde w$")
 theory(p, lams, np.full_like(lams, np.sum(a * c) / np.sum(a)), "GlobalTrain (λ → ∞)", color="0.5")
 p.set(xlabel=r"$\lambda$", ylabel="model", title="(a) personalised and global models")
 p.legend(loc="lower right")
 q.loglog(np.abs(w_loc[:, 0] - w_loc[:, 1]), excess.sum(axis=1), "o-", markersize=2)
-q.set(xlabel=r"$|\tilde w_1 - \tilde w_2|$ (how personal)", ylabel=r"$\sum_i f_i(\tilde w_i) - \min f_i$",
-      title="(b) price of collaborating vs personalisation")
+q.set(
+    xlabel=r"$|\tilde w_1 - \tilde w_2|$ (how personal)",
+    ylabel=r"$\sum_i f_i(\tilde w_i) - \min f_i$",
+    title="(b) price of collaborating vs personalisation",
+)
 FIGURES = save(fig, OUT, "demo-personalisation")
 ROWS = [r for i in range(2) for r in plotted("(a)", f"client {i + 1}: w~_{i + 1}", lams, w_loc[:, i])]
-ROWS += plotted("(a)", "global w~", lams, w_g) + plotted("(a)", "GlobalTrain (lam -> inf)", lams, np.sum(a * c) / np.sum(a))
-ROWS += plotted("(b)", "sum_i f_i(w~_i) - min f_i against |w~_1 - w~_2|", np.abs(w_loc[:, 0] - w_loc[:, 1]),
-                excess.sum(axis=1))
+ROWS += plotted("(a)", "global w~", lams, w_g) + plotted(
+    "(a)", "GlobalTrain (lam -> inf)", lams, np.sum(a * c) / np.sum(a)
+)
+ROWS += plotted(
+    "(b)",
+    "sum_i f_i(w~_i) - min f_i against |w~_1 - w~_2|",
+    np.abs(w_loc[:, 0] - w_loc[:, 1]),
+    excess.sum(axis=1),
+)
 
 # %%
 CLAIMS = {
-    "fedprox_optimum equals the two-client closed form (max abs error)":
-        {"value": float(max(np.abs(w_g - w_closed).max(), np.abs(w_loc - wi_closed).max())),
-         "holds": bool(np.allclose(w_g, w_closed, atol=1e-12) and np.allclose(w_loc, wi_closed, atol=1e-12))},
-    "personalised models move monotonically from c_i (lam -> 0) to the GlobalTrain model (lam -> inf)":
-        {"value": [float(w_loc[0, 0]), float(w_loc[-1, 0])],
-         "holds": bool(np.all(np.diff(w_loc[:, 0]) >= 0) and np.all(np.diff(w_loc[:, 1]) <= 0))},
+    "fedprox_optimum equals the two-client closed form (max abs error)": {
+        "value": float(max(np.abs(w_g - w_closed).max(), np.abs(w_loc - wi_closed).max())),
+        "holds": bool(np.allclose(w_g, w_closed, atol=1e-12) and np.allclose(w_loc, wi_closed, atol=1e-12)),
+    },
+    "personalised models move monotonically from c_i (lam -> 0) to the GlobalTrain model (lam -> inf)": {
+        "value": [float(w_loc[0, 0]), float(w_loc[-1, 0])],
+        "holds": bool(np.all(np.diff(w_loc[:, 0]) >= 0) and np.all(np.diff(w_loc[:, 1]) <= 0)),
+    },
 }
 if __name__ == "__main__":
     for claim, v in CLAIMS.items():

@@ -32,6 +32,7 @@ w = np.linspace(-3, 3, 601)
 # at most 1, below |x| by at most 1/(2λ). moreau's objectives are smooth, so these closed
 # forms are numpy; a brute-force minimisation over a fine grid confirms them.
 
+
 # %%
 def soft_threshold(w, lam):
     return np.sign(w) * np.maximum(np.abs(w) - 1 / lam, 0.0)
@@ -46,8 +47,11 @@ wb = w[::6] + 3.7e-4
 brute_err = 0.0
 for lam in LAMS:
     h = np.abs(grid)[None, :] + lam / 2 * (grid[None, :] - wb[:, None]) ** 2
-    brute_err = max(brute_err, float(np.max(np.abs(h.min(axis=1) - huber(wb, lam)))),
-                    float(np.max(np.abs(grid[h.argmin(axis=1)] - soft_threshold(wb, lam)))))
+    brute_err = max(
+        brute_err,
+        float(np.max(np.abs(h.min(axis=1) - huber(wb, lam)))),
+        float(np.max(np.abs(grid[h.argmin(axis=1)] - soft_threshold(wb, lam)))),
+    )
 
 # %% [markdown]
 # ## Implicit versus explicit steps on a quadratic
@@ -86,20 +90,28 @@ r.legend(loc="lower left")
 FIGURES = save(fig, OUT, "demo-prox-abs")
 ROWS = plotted("(a)", "|w|", w, np.abs(w))
 ROWS += [r for lam in LAMS for r in plotted("(a)", f"Huber, lam = {lam:g}", w, huber(w, lam))]
-ROWS += [r for lam in LAMS for r in plotted("(b)", f"soft thresholding, lam = {lam:g}", w, soft_threshold(w, lam))]
-ROWS += plotted("(c)", "explicit steps |theta_k|", k, explicit) + plotted("(c)", "prox steps |theta_k| (moreau)", k,
-                                                                            implicit)
+ROWS += [
+    r for lam in LAMS for r in plotted("(b)", f"soft thresholding, lam = {lam:g}", w, soft_threshold(w, lam))
+]
+ROWS += plotted("(c)", "explicit steps |theta_k|", k, explicit) + plotted(
+    "(c)", "prox steps |theta_k| (moreau)", k, implicit
+)
 ROWS += plotted("(c)", "(lam/(lam + a))^k", k, (lam_q / (lam_q + a)) ** k)
 
 # %%
 CLAIMS = {
-    "Huber envelope and soft thresholding match brute-force minimisation (max error, grid 1e-3)":
-        {"value": brute_err, "holds": brute_err <= 1e-3},
-    "prox iterates contract at lam/(lam+a) (moreau against the closed form, max rel. error)":
-        {"value": float(np.max(np.abs(implicit / (lam_q / (lam_q + a)) ** k - 1))),
-         "holds": bool(np.allclose(implicit, (lam_q / (lam_q + a)) ** k, rtol=1e-13, atol=0))},
-    "explicit steps diverge when 1/lam > 2/a": {"value": float(explicit[-1]),
-                                                "holds": bool(explicit[-1] > explicit[0])},
+    "Huber envelope and soft thresholding match brute-force minimisation (max error, grid 1e-3)": {
+        "value": brute_err,
+        "holds": brute_err <= 1e-3,
+    },
+    "prox iterates contract at lam/(lam+a) (moreau against the closed form, max rel. error)": {
+        "value": float(np.max(np.abs(implicit / (lam_q / (lam_q + a)) ** k - 1))),
+        "holds": bool(np.allclose(implicit, (lam_q / (lam_q + a)) ** k, rtol=1e-13, atol=0)),
+    },
+    "explicit steps diverge when 1/lam > 2/a": {
+        "value": float(explicit[-1]),
+        "holds": bool(explicit[-1] > explicit[0]),
+    },
 }
 if __name__ == "__main__":
     for claim, v in CLAIMS.items():

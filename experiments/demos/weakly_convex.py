@@ -52,16 +52,23 @@ ROWS = plotted("(a)", "|F''| along a_1 = -L (moreau), x: lam/L", lams / L, smoot
 ROWS += plotted("(a)", "lam L/(lam - L), x: lam/L", lams / L, lams * L / (lams - L))
 ROWS += plotted("(a)", "pFedMe's L_F = lam, x: lam/L", lams / L, lams)
 ROWS += plotted("(b)", "f = -L theta^2/2", t, -L * t**2 / 2)
-ROWS += [r for lam in (1.25 * L, 2 * L, 4 * L)
-         for r in plotted("(b)", f"F, lam = {lam / L:g}L", t, lam * (-L) / (lam - L) * t**2 / 2)]
+ROWS += [
+    r
+    for lam in (1.25 * L, 2 * L, 4 * L)
+    for r in plotted("(b)", f"F, lam = {lam / L:g}L", t, lam * (-L) / (lam - L) * t**2 / 2)
+]
 
 # %%
 formula = -lams * L / (lams - L)
 CLAIMS = {
-    "envelope curvature along a_1 = -L equals -lam L/(lam - L) (max rel. error)":
-        {"value": float(np.max(np.abs(curv / formula - 1))), "holds": bool(np.allclose(curv, formula, rtol=1e-12))},
-    "|F''| <= lam exactly for lam >= 2L (first grid lam/L where it holds)":
-        {"value": float(crossing / L), "holds": bool(np.all((smooth <= lams * (1 + 1e-12)) == (lams >= 2 * L)))},
+    "envelope curvature along a_1 = -L equals -lam L/(lam - L) (max rel. error)": {
+        "value": float(np.max(np.abs(curv / formula - 1))),
+        "holds": bool(np.allclose(curv, formula, rtol=1e-12)),
+    },
+    "|F''| <= lam exactly for lam >= 2L (first grid lam/L where it holds)": {
+        "value": float(crossing / L),
+        "holds": bool(np.all((smooth <= lams * (1 + 1e-12)) == (lams >= 2 * L))),
+    },
 }
 if __name__ == "__main__":
     for claim, v in CLAIMS.items():

@@ -19,10 +19,18 @@ and returns a :class:`FederatedProblem`.
 ``least_squares`` and ``logistic`` estimate their memory before drawing anything and refuse
 a call above ``max_bytes`` (default :data:`MAX_BYTES`, 8 GiB) with the estimate.
 """
+
 from ._figures import fedprox_synthetic, synthetic
 from ._least_squares import least_squares
 from ._logistic import logistic
 from ._problem import MAX_BYTES, FederatedProblem, trial_rngs
 
-__all__ = ["FederatedProblem", "trial_rngs", "least_squares", "logistic", "fedprox_synthetic", "synthetic",
-           "MAX_BYTES"]
+__all__ = [
+    "FederatedProblem",
+    "trial_rngs",
+    "least_squares",
+    "logistic",
+    "fedprox_synthetic",
+    "synthetic",
+    "MAX_BYTES",
+]

@@ -30,6 +30,7 @@ keeps the first ``int(0.9 n_k)`` for training (``train_data`` / ``test_data`` JS
 and its 90/10 split is not the paper's stated 75/25: :func:`authors_arrays` returns each client's
 rows in the order they were drawn, and :func:`moreau.data.synthetic` splits them its own way.
 """
+
 from __future__ import annotations
 
 import math

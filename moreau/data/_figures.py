@@ -1,4 +1,5 @@
 r"""The synthetic data of the papers' figures (not for checking bounds: separable labels)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -77,19 +78,54 @@ def fedprox_synthetic(rng, *, R, m=10, n=200, d=60, mu=0.01, n_test=0, trials=()
     obj = Logistic(X, y, mu=mu)
     test = Logistic(*draw(n_test), mu=mu) if n_test else None
     wg = np.einsum("m,...md->...d", p, w)
-    constants = {"R": np.linalg.norm(w - wg[..., None, :], axis=-1).max(axis=-1), "R_param": R, "mu": mu,
-                 "L": to_numpy(obj.curvature_bounds()[1]), "n": n, "m": m, "d": d}
-    how = {"R": "realised max_k |w_k - sum_j p_j w_j| of this draw", "R_param": "variance of the entries of w_k",
-           "mu": "ridge (ours; the paper states none)", "L": "exact: lambda_max(X^T X)/(4n) + mu per data set",
-           "w_star": "the generating weights w_k (separable labels: not a population minimiser)",
-           "w_star_global": "sum_k p_k w_k"}
-    params = {"generator": "fedprox_synthetic", "rng": seed_record(rng), "R": R, "m": m, "n": n, "d": d,
-              "mu": mu, "n_test": n_test, "trials": T, "p": p.tolist()}
+    constants = {
+        "R": np.linalg.norm(w - wg[..., None, :], axis=-1).max(axis=-1),
+        "R_param": R,
+        "mu": mu,
+        "L": to_numpy(obj.curvature_bounds()[1]),
+        "n": n,
+        "m": m,
+        "d": d,
+    }
+    how = {
+        "R": "realised max_k |w_k - sum_j p_j w_j| of this draw",
+        "R_param": "variance of the entries of w_k",
+        "mu": "ridge (ours; the paper states none)",
+        "L": "exact: lambda_max(X^T X)/(4n) + mu per data set",
+        "w_star": "the generating weights w_k (separable labels: not a population minimiser)",
+        "w_star_global": "sum_k p_k w_k",
+    }
+    params = {
+        "generator": "fedprox_synthetic",
+        "rng": seed_record(rng),
+        "R": R,
+        "m": m,
+        "n": n,
+        "d": d,
+        "mu": mu,
+        "n_test": n_test,
+        "trials": T,
+        "p": p.tolist(),
+    }
     return FederatedProblem(obj, w, wg, p, constants, how, params, test)
 
 
-def synthetic(alpha, beta, rng=None, *, n_clients=None, n_classes=10, d=60, size_scale=None, max_size=None,
-              mu=0.01, train_fraction=0.75, trials=(), ragged=True, draw="moreau"):
+def synthetic(
+    alpha,
+    beta,
+    rng=None,
+    *,
+    n_clients=None,
+    n_classes=10,
+    d=60,
+    size_scale=None,
+    max_size=None,
+    mu=0.01,
+    train_fraction=0.75,
+    trials=(),
+    ragged=True,
+    draw="moreau",
+):
     r"""The public Synthetic(alpha, beta) federated data (10-class softmax), for figures only.
 
     The recipe of the FedProx (Li et al.) code that pFedMe Section 5 adopts:
@@ -155,8 +191,10 @@ def synthetic(alpha, beta, rng=None, *, n_clients=None, n_classes=10, d=60, size
         raise ValueError(f"draw must be one of {', '.join(map(repr, _DRAWS))} (got {draw!r})")
     authors = draw == "authors"
     if authors and rng is not None:
-        raise ValueError(f"rng must be None with draw='authors': the authors' draw uses their own seed "
-                         f"(numpy.random.RandomState({AUTHORS_SEED})), not rng (got rng={rng!r})")
+        raise ValueError(
+            f"rng must be None with draw='authors': the authors' draw uses their own seed "
+            f"(numpy.random.RandomState({AUTHORS_SEED})), not rng (got rng={rng!r})"
+        )
     if authors and not (isinstance(trials, tuple) and trials == ()):
         raise ValueError(f"trials must be () with draw='authors': it is one fixed data set (got {trials!r})")
     alpha, beta = check_real(alpha, "alpha", lo=0.0), check_real(beta, "beta", lo=0.0)
@@ -196,18 +234,45 @@ def synthetic(alpha, beta, rng=None, *, n_clients=None, n_classes=10, d=60, size
         train, test = train.padded(), test.padded()
     w_star = np.concatenate([W, b[..., None, :]], axis=-2).reshape(T + (m, (d + 1) * C))
     p = np.full(m, 1.0 / m)
-    constants = {"alpha": alpha, "beta": beta, "mu": mu, "L": to_numpy(train.curvature_bounds()[1]),
-                 "n_train": n_tr, "n_test": n_te, "m": m, "d": d, "n_classes": C}
-    how = {"L": "Multinomial bound lambda_max(X^T W X)/(2 sum w) + mu per training set (valid, not exact)",
-           "mu": "ridge (ours)", "w_star": "generating [W_k; b_k] flattened (separable labels: not a minimiser)",
-           "w_star_global": "uniform mean of w_star", "n_train": "floor(train_fraction n_k) rows, the rest test"}
-    params = {"generator": "synthetic", "rng": None if authors else seed_record(rng), "alpha": alpha, "beta": beta,
-              "n_clients": m, "n_classes": C, "d": d, "size_scale": size_scale, "max_size": max_size, "mu": mu,
-              "train_fraction": frac, "trials": T, "ragged": bool(ragged)}
+    constants = {
+        "alpha": alpha,
+        "beta": beta,
+        "mu": mu,
+        "L": to_numpy(train.curvature_bounds()[1]),
+        "n_train": n_tr,
+        "n_test": n_te,
+        "m": m,
+        "d": d,
+        "n_classes": C,
+    }
+    how = {
+        "L": "Multinomial bound lambda_max(X^T W X)/(2 sum w) + mu per training set (valid, not exact)",
+        "mu": "ridge (ours)",
+        "w_star": "generating [W_k; b_k] flattened (separable labels: not a minimiser)",
+        "w_star_global": "uniform mean of w_star",
+        "n_train": "floor(train_fraction n_k) rows, the rest test",
+    }
+    params = {
+        "generator": "synthetic",
+        "rng": None if authors else seed_record(rng),
+        "alpha": alpha,
+        "beta": beta,
+        "n_clients": m,
+        "n_classes": C,
+        "d": d,
+        "size_scale": size_scale,
+        "max_size": max_size,
+        "mu": mu,
+        "train_fraction": frac,
+        "trials": T,
+        "ragged": bool(ragged),
+    }
     if authors:
         params.update(draw="authors", authors_seed=AUTHORS_SEED)
-        how["draw"] = (f"the pFedMe authors' script replayed (numpy.random.RandomState({AUTHORS_SEED})): sizes, "
-                       "W_k, b_k, rows, labels theirs; split, max_size, intercept, mu moreau's")
+        how["draw"] = (
+            f"the pFedMe authors' script replayed (numpy.random.RandomState({AUTHORS_SEED})): sizes, "
+            "W_k, b_k, rows, labels theirs; split, max_size, intercept, mu moreau's"
+        )
     return FederatedProblem(train, w_star, w_star.mean(axis=-2), p, constants, how, params, test)
 
 
@@ -232,8 +297,10 @@ def _authors_objectives(A, sizes, n_tr, C, mu):
             out[0].append(x1[sl])
             out[1].append(y[:n][sl])
     cat = [np.concatenate(p) for p in parts]
-    return (_ragged(Multinomial, cat[0], cat[1], n_tr, mu=mu, n_classes=C),
-            _ragged(Multinomial, cat[2], cat[3], sizes - n_tr, mu=mu, n_classes=C))
+    return (
+        _ragged(Multinomial, cat[0], cat[1], n_tr, mu=mu, n_classes=C),
+        _ragged(Multinomial, cat[2], cat[3], sizes - n_tr, mu=mu, n_classes=C),
+    )
 
 
 _CHUNK_BYTES = 32 * 2**20  # the Gaussian draws of one chunk of clients (the peak of the drawing)
@@ -263,5 +330,7 @@ def _samples(st, sizes, n_tr, v, W, b, scale, C, mu):
                 out[0].append(x[keep])
                 out[1].append(y[keep])
     cat = [np.concatenate(p) for p in parts]
-    return (_ragged(Multinomial, cat[0], cat[1], n_tr, mu=mu, n_classes=C),
-            _ragged(Multinomial, cat[2], cat[3], sizes - n_tr, mu=mu, n_classes=C))
+    return (
+        _ragged(Multinomial, cat[0], cat[1], n_tr, mu=mu, n_classes=C),
+        _ragged(Multinomial, cat[2], cat[3], sizes - n_tr, mu=mu, n_classes=C),
+    )

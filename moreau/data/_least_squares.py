@@ -1,5 +1,6 @@
 r"""Fixed-design linear regression clients with exactly known constants, and their
 sufficient-statistic sampler."""
+
 from __future__ import annotations
 
 import math
@@ -9,14 +10,37 @@ import numpy as np
 from .._least_squares import LeastSquares
 from .._quadratic import Quadratic
 from ._offsets import unit_offsets
-from ._problem import (MAX_BYTES, FederatedProblem, Streams, _shape, check_int, check_memory, check_real,
-                       client_weights, seed_record)
+from ._problem import (
+    MAX_BYTES,
+    FederatedProblem,
+    Streams,
+    _shape,
+    check_int,
+    check_memory,
+    check_real,
+    client_weights,
+    seed_record,
+)
 
 __all__ = ["least_squares"]
 
 
-def least_squares(rng, *, m, n, d, R, mu=1.0, L=None, sigma=1.0, trials=(), equal_norms=True,
-                  p=None, w_global=None, max_bytes=MAX_BYTES):
+def least_squares(
+    rng,
+    *,
+    m,
+    n,
+    d,
+    R,
+    mu=1.0,
+    L=None,
+    sigma=1.0,
+    trials=(),
+    equal_norms=True,
+    p=None,
+    w_global=None,
+    max_bytes=MAX_BYTES,
+):
     r"""Linear-regression clients with controlled heterogeneity, a fixed design and exact constants.
 
     Model (client ``i``, samples ``j``): :math:`y_{ij} = x_{ij}^\top w_\star^{(i)} + \varepsilon_{ij}`,
@@ -90,25 +114,37 @@ def least_squares(rng, *, m, n, d, R, mu=1.0, L=None, sigma=1.0, trials=(), equa
     sigma = check_real(sigma, "sigma", lo=0.0, strict=True)
     p = client_weights(p, m)
     T = _shape(trials, "trials")
-    check_memory(max_bytes, 8 * math.prod(T) * m * (4 * n * d + 4 * d * d + 3 * n),
-                 f"least_squares(m={m}, n={n}, d={d}, trials={T})",
-                 "8 (4 n d + 4 d^2 + 3 n) bytes per client and trial", "m, n, d or trials")
+    check_memory(
+        max_bytes,
+        8 * math.prod(T) * m * (4 * n * d + 4 * d * d + 3 * n),
+        f"least_squares(m={m}, n={n}, d={d}, trials={T})",
+        "8 (4 n d + 4 d^2 + 3 n) bytes per client and trial",
+        "m, n, d or trials",
+    )
     st = Streams(rng, trials)
     T = st.trials
     wg = _global(st, w_global, d, T)
-    u = unit_offsets(st, p, d, equal_norms)                                # (*T, m, d)
+    u = unit_offsets(st, p, d, equal_norms)  # (*T, m, d)
     w_star = wg[..., None, :] + R * u
     a = mu + (L - mu) * (np.arange(d) / (d - 1) if d > 1 else np.zeros(1))  # (d,) ascending
-    V = _haar(st.normal((m, d, d)))                                        # (*T, m, d, d)
-    Q = _haar(st.normal((m, n, d)))                                        # (*T, m, n, d)
-    root = (V * np.sqrt(a)) @ np.swapaxes(V, -1, -2)                       # A^{1/2}
+    V = _haar(st.normal((m, d, d)))  # (*T, m, d, d)
+    Q = _haar(st.normal((m, n, d)))  # (*T, m, n, d)
+    root = (V * np.sqrt(a)) @ np.swapaxes(V, -1, -2)  # A^{1/2}
     X = math.sqrt(n) * Q @ root
     eps = sigma * st.normal((m, n))
     Y = (X @ w_star[..., None])[..., 0] + eps
     obj = LeastSquares(X, Y)
     design = _Design(a, V, root, w_star, sigma, n)
-    constants = {"R": R, "mu": mu, "L": L, "sigma": sigma, "rho2": sigma**2 * float(np.sum(a)),
-                 "n": n, "m": m, "d": d}
+    constants = {
+        "R": R,
+        "mu": mu,
+        "L": L,
+        "sigma": sigma,
+        "rho2": sigma**2 * float(np.sum(a)),
+        "n": n,
+        "m": m,
+        "d": d,
+    }
     how = {
         "R": "exact: w_star[i] = w_star_global + R u_i with |u_i| = 1 (or <= 1, max 1, equal_norms=False)",
         "mu": "exact: smallest eigenvalue of every X_i^T X_i / n (prescribed, attained)",
@@ -118,11 +154,24 @@ def least_squares(rng, *, m, n, d, R, mu=1.0, L=None, sigma=1.0, trials=(), equa
         "w_star": "population minimiser: A_i^{-1} E[x y] over rows uniform with fresh noise",
         "w_star_global": "sum_i p_i w_star[i] (= the drawn or given w_global)",
     }
-    params = {"generator": "least_squares", "rng": seed_record(rng), "m": m, "n": n, "d": d, "R": R,
-              "mu": mu, "L": L, "sigma": sigma, "trials": T, "equal_norms": bool(equal_norms),
-              "p": p.tolist(), "w_global": None if w_global is None else np.asarray(w_global).tolist()}
-    return FederatedProblem(obj, w_star, np.einsum("m,...md->...d", p, w_star), p, constants, how,
-                            params, None, design.sample)
+    params = {
+        "generator": "least_squares",
+        "rng": seed_record(rng),
+        "m": m,
+        "n": n,
+        "d": d,
+        "R": R,
+        "mu": mu,
+        "L": L,
+        "sigma": sigma,
+        "trials": T,
+        "equal_norms": bool(equal_norms),
+        "p": p.tolist(),
+        "w_global": None if w_global is None else np.asarray(w_global).tolist(),
+    }
+    return FederatedProblem(
+        obj, w_star, np.einsum("m,...md->...d", p, w_star), p, constants, how, params, None, design.sample
+    )
 
 
 class _Design:
@@ -133,7 +182,7 @@ class _Design:
         self.root = root
         self.A = (V * a) @ np.swapaxes(V, -1, -2)
         self.Aw = (self.A @ w_star[..., None])[..., 0]
-        self.mean_y = math.sqrt(n) * (root @ w_star[..., None])[..., 0]    # sqrt(n) A^{1/2} w_star
+        self.mean_y = math.sqrt(n) * (root @ w_star[..., None])[..., 0]  # sqrt(n) A^{1/2} w_star
 
     def sample(self, rng, size, raw):
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -156,8 +205,10 @@ def _global(st, w_global, d, T):
         raise TypeError(f"w_global must be a real array (got dtype {w.dtype})")
     w = w.astype(float)
     if w.shape not in ((d,), T + (d,)) or not np.all(np.isfinite(w)):
-        raise ValueError(f"w_global must be finite with shape (d,) = ({d},) or (*trials, d) = {T + (d,)} "
-                         f"(got shape {w.shape})")
+        raise ValueError(
+            f"w_global must be finite with shape (d,) = ({d},) or (*trials, d) = {T + (d,)} "
+            f"(got shape {w.shape})"
+        )
     return np.broadcast_to(w, T + (d,))
 
 

@@ -1,4 +1,5 @@
 r"""Well-specified logistic clients whose ground truth is the population minimiser."""
+
 from __future__ import annotations
 
 import math
@@ -10,14 +11,36 @@ from .._logistic import Logistic
 from . import _quadrature as quad
 from ._least_squares import _global
 from ._offsets import unit_offsets
-from ._problem import (MAX_BYTES, FederatedProblem, Streams, _shape, check_int, check_memory, check_real,
-                       client_weights, seed_record)
+from ._problem import (
+    MAX_BYTES,
+    FederatedProblem,
+    Streams,
+    _shape,
+    check_int,
+    check_memory,
+    check_real,
+    client_weights,
+    seed_record,
+)
 
 __all__ = ["logistic"]
 
 
-def logistic(rng, *, m, n, d, R, mu, trials=(), equal_norms=True, p=None, w_global=None, global_norm=0.5,
-             max_bytes=MAX_BYTES):
+def logistic(
+    rng,
+    *,
+    m,
+    n,
+    d,
+    R,
+    mu,
+    trials=(),
+    equal_norms=True,
+    p=None,
+    w_global=None,
+    global_norm=0.5,
+    max_bytes=MAX_BYTES,
+):
     r"""Well-specified logistic clients with a ridge; the truth is the population minimiser.
 
     Client ``i``: :math:`x \sim N(0, I_d)`, :math:`y \in \{\pm1\}` with
@@ -69,8 +92,13 @@ def logistic(rng, *, m, n, d, R, mu, trials=(), equal_norms=True, p=None, w_glob
     global_norm = check_real(global_norm, "global_norm", lo=0.0)
     p = client_weights(p, m)
     T = _shape(trials, "trials")
-    check_memory(max_bytes, 8 * math.prod(T) * m * (3 * n * d + 6 * n), f"logistic(m={m}, n={n}, d={d}, trials={T})",
-                 "8 (3 n d + 6 n) bytes per client and trial", "m, n, d or trials")
+    check_memory(
+        max_bytes,
+        8 * math.prod(T) * m * (3 * n * d + 6 * n),
+        f"logistic(m={m}, n={n}, d={d}, trials={T})",
+        "8 (3 n d + 6 n) bytes per client and trial",
+        "m, n, d or trials",
+    )
     st = Streams(rng, trials)
     T = st.trials
     if w_global is None:
@@ -78,7 +106,7 @@ def logistic(rng, *, m, n, d, R, mu, trials=(), equal_norms=True, p=None, w_glob
         wg = global_norm * v / np.linalg.norm(v, axis=-1, keepdims=True)
     else:
         wg = _global(st, w_global, d, T)
-    w_star = wg[..., None, :] + R * unit_offsets(st, p, d, equal_norms)    # (*T, m, d)
+    w_star = wg[..., None, :] + R * unit_offsets(st, p, d, equal_norms)  # (*T, m, d)
     r = np.linalg.norm(w_star, axis=-1)
     target = quad.g(r) + mu * r
     t, ok = quad.solve_t(target)
@@ -87,17 +115,28 @@ def logistic(rng, *, m, n, d, R, mu, trials=(), equal_norms=True, p=None, w_glob
         raise ValueError(
             f"no label noise makes w_star[{', '.join(map(str, idx))}] (norm {r[idx]:.6g}) the population "
             f"minimiser with mu={mu:g}: it needs g(r) + mu r < 1/sqrt(2 pi) = {quad.G_MAX:.6f} (got {target[idx]:.6f}); "
-            "lower mu, R or global_norm")
+            "lower mu, R or global_norm"
+        )
     unit = np.where(r[..., None] > 0, w_star / np.where(r > 0, r, 1.0)[..., None], 0.0)
     beta = t[..., None] * unit
     X = st.normal((m, n, d))
     z = (X @ beta[..., None])[..., 0]
     y = np.where(st.uniform((m, n)) < quad._sig(z), 1.0, -1.0)
     obj = Logistic(X, y, mu=mu)
-    moment = quad.g(t) - quad.g(r)                                         # E[y s sigma(-y r s)]
+    moment = quad.g(t) - quad.g(r)  # E[y s sigma(-y r s)]
     rho2 = quad.score_moment(r, t, d - 1) - 2 * mu * r * moment + mu**2 * r**2
-    constants = {"R": R, "mu": mu, "L": to_numpy(obj.curvature_bounds()[1]), "L_population": 0.25 + mu,
-                 "rho2": rho2.max(axis=-1), "rho2_clients": rho2, "beta": beta, "n": n, "m": m, "d": d}
+    constants = {
+        "R": R,
+        "mu": mu,
+        "L": to_numpy(obj.curvature_bounds()[1]),
+        "L_population": 0.25 + mu,
+        "rho2": rho2.max(axis=-1),
+        "rho2_clients": rho2,
+        "beta": beta,
+        "n": n,
+        "m": m,
+        "d": d,
+    }
     how = {
         "R": "exact: w_star[i] = w_star_global + R u_i with |u_i| = 1 (or <= 1, max 1, equal_norms=False)",
         "mu": "exact: ridge; every sample average is mu-strongly convex (infimum of the Hessian)",
@@ -109,7 +148,18 @@ def logistic(rng, *, m, n, d, R, mu, trials=(), equal_norms=True, p=None, w_glob
         "w_star": "population minimiser of the ridge-regularised logistic risk (stationarity solved to rounding)",
         "w_star_global": "sum_i p_i w_star[i]",
     }
-    params = {"generator": "logistic", "rng": seed_record(rng), "m": m, "n": n, "d": d, "R": R, "mu": mu,
-              "trials": T, "equal_norms": bool(equal_norms), "p": p.tolist(), "global_norm": global_norm,
-              "w_global": None if w_global is None else np.asarray(w_global).tolist()}
+    params = {
+        "generator": "logistic",
+        "rng": seed_record(rng),
+        "m": m,
+        "n": n,
+        "d": d,
+        "R": R,
+        "mu": mu,
+        "trials": T,
+        "equal_norms": bool(equal_norms),
+        "p": p.tolist(),
+        "global_norm": global_norm,
+        "w_global": None if w_global is None else np.asarray(w_global).tolist(),
+    }
     return FederatedProblem(obj, w_star, np.einsum("m,...md->...d", p, w_star), p, constants, how, params)

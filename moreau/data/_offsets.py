@@ -1,4 +1,5 @@
 r"""Heterogeneity directions: unit vectors :math:`u_i` with :math:`\sum_i p_i u_i = 0`."""
+
 from __future__ import annotations
 
 import math
@@ -38,7 +39,7 @@ def unit_offsets(streams, p, d, equal_norms=True):
     """
     m = p.shape[0]
     if not equal_norms:
-        e = _unit(streams.normal((d,)))                                   # (*T, d)
+        e = _unit(streams.normal((d,)))  # (*T, d)
         sign = np.where(streams.permutation(m) < (m + 1) // 2, 1.0, -1.0)  # (*T, m)
         Pp = np.sum(np.where(sign > 0, p, 0.0), axis=-1, keepdims=True)
         Pm = 1.0 - Pp
@@ -49,10 +50,12 @@ def unit_offsets(streams, p, d, equal_norms=True):
         return _signs(streams, p)[..., None]
     k = int(np.argmax(p))
     if p[k] > 0.5:
-        raise ValueError(f"equal norms |u_i| = 1 with sum_i p_i u_i = 0 need max p_i <= 1/2 (got "
-                         f"p[{k}] = {p[k]:.6g}); pass equal_norms=False for |u_i| <= 1 with max 1")
-    alpha = _central_angles(p, k)                                         # (m,), signed
-    order = streams.permutation(m)                                        # (*T, m): side order
+        raise ValueError(
+            f"equal norms |u_i| = 1 with sum_i p_i u_i = 0 need max p_i <= 1/2 (got "
+            f"p[{k}] = {p[k]:.6g}); pass equal_norms=False for |u_i| <= 1 with max 1"
+        )
+    alpha = _central_angles(p, k)  # (m,), signed
+    order = streams.permutation(m)  # (*T, m): side order
     phi = streams.uniform(()) * 2 * math.pi
     if alpha is None:  # flat: u_k against all the others
         beta = phi[..., None] + np.where(order == k, math.pi, 0.0)
@@ -60,12 +63,12 @@ def unit_offsets(streams, p, d, equal_norms=True):
         a = alpha[order]
         ends = phi[..., None] + np.cumsum(a, axis=-1)
         beta = ends - a / 2 + np.sign(a) * (math.pi / 2)  # chord direction: mid-angle + 90 degrees
-    side = np.stack([np.cos(beta), np.sin(beta)], axis=-1)               # (*T, m, 2), in side order
+    side = np.stack([np.cos(beta), np.sin(beta)], axis=-1)  # (*T, m, 2), in side order
     u2 = np.empty_like(side)
-    np.put_along_axis(u2, order[..., None], side, axis=-2)               # back to client order
+    np.put_along_axis(u2, order[..., None], side, axis=-2)  # back to client order
     G = streams.normal((d, 2))
     Q, Rf = np.linalg.qr(G)
-    Q = Q * np.sign(np.diagonal(Rf, axis1=-2, axis2=-1))[..., None, :]    # Haar 2-frame
+    Q = Q * np.sign(np.diagonal(Rf, axis1=-2, axis2=-1))[..., None, :]  # Haar 2-frame
     return u2 @ np.swapaxes(Q, -1, -2)
 
 
@@ -75,19 +78,25 @@ def _signs(streams, p):
     hint = "; pass equal_norms=False for |u_i| <= 1 with max 1"
     if np.all(p == p[0]):
         if m % 2:
-            raise ValueError(f"equal norms |u_i| = 1 are impossible in d = 1 with uniform p and odd m = {m} "
-                             f"(a sum of an odd number of +-1 is never 0){hint}")
+            raise ValueError(
+                f"equal norms |u_i| = 1 are impossible in d = 1 with uniform p and odd m = {m} "
+                f"(a sum of an odd number of +-1 is never 0){hint}"
+            )
         return np.where(streams.permutation(m) < m // 2, 1.0, -1.0)
     if m > 20:
-        raise ValueError(f"equal norms in d = 1 need a signed partition sum_i p_i s_i = 0; with m = {m} > 20 "
-                         f"and non-uniform p it is not searched for{hint}")
+        raise ValueError(
+            f"equal norms in d = 1 need a signed partition sum_i p_i s_i = 0; with m = {m} > 20 "
+            f"and non-uniform p it is not searched for{hint}"
+        )
     codes = np.arange(2 ** (m - 1))
     S = np.where((codes[:, None] >> np.arange(m - 1)) & 1, -1.0, 1.0)
-    S = np.concatenate([np.ones((S.shape[0], 1)), S], axis=1)          # s_0 = +1 (the rest: -s)
+    S = np.concatenate([np.ones((S.shape[0], 1)), S], axis=1)  # s_0 = +1 (the rest: -s)
     good = S[np.abs(S @ p) <= 4 * m * np.finfo(float).eps]
     if good.shape[0] == 0:
-        raise ValueError(f"equal norms |u_i| = 1 are impossible in d = 1 for p = {p.tolist()}: no signs "
-                         f"with sum_i p_i s_i = 0 (all {2 ** (m - 1)} patterns tried){hint}")
+        raise ValueError(
+            f"equal norms |u_i| = 1 are impossible in d = 1 for p = {p.tolist()}: no signs "
+            f"with sum_i p_i s_i = 0 (all {2 ** (m - 1)} patterns tried){hint}"
+        )
     pick = np.minimum((streams.uniform(()) * good.shape[0]).astype(np.int64), good.shape[0] - 1)
     flip = np.where(streams.uniform(()) < 0.5, 1.0, -1.0)
     return good[pick] * flip[..., None]

@@ -1,4 +1,5 @@
 r"""The record every generator returns, seeded per-trial streams, argument checks."""
+
 from __future__ import annotations
 
 import math
@@ -60,9 +61,11 @@ class FederatedProblem:
         sufficient-statistic sampler support it (``least_squares``).
         """
         if self._sampler is None:
-            raise TypeError(f"resample() is not available for this problem (generator "
-                            f"{self.params.get('generator')!r}): only fixed-design least squares "
-                            "has an exact sufficient-statistic sampler")
+            raise TypeError(
+                f"resample() is not available for this problem (generator "
+                f"{self.params.get('generator')!r}): only fixed-design least squares "
+                "has an exact sufficient-statistic sampler"
+            )
         return self._sampler(rng, _shape(size, "size"), raw)
 
 
@@ -78,8 +81,9 @@ def trial_rngs(rng, trials=()):
     children are a pure function of the seed).
     """
     trials = _shape(trials, "trials")
-    if isinstance(rng, bool) or not isinstance(rng, (np.random.Generator, np.random.SeedSequence, int,
-                                                      np.integer)):
+    if isinstance(rng, bool) or not isinstance(
+        rng, (np.random.Generator, np.random.SeedSequence, int, np.integer)
+    ):
         raise TypeError(f"rng must be a numpy.random.Generator, a SeedSequence or an int seed (got {rng!r})")
     if isinstance(rng, (int, np.integer)) and rng < 0:
         raise ValueError(f"rng must be a non-negative int seed (got {rng})")
@@ -134,8 +138,9 @@ def _shape(t, name):
     """``()``, an int or a tuple of ints >= 1, as a tuple."""
     if isinstance(t, (int, np.integer)) and not isinstance(t, bool):
         t = (int(t),)
-    if not isinstance(t, tuple) or not all(isinstance(k, (int, np.integer)) and not isinstance(k, bool)
-                                           for k in t):
+    if not isinstance(t, tuple) or not all(
+        isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in t
+    ):
         raise TypeError(f"{name} must be () , an int or a tuple of ints (got {t!r})")
     if any(k < 1 for k in t):
         raise ValueError(f"{name} must hold positive ints (got {t!r})")
@@ -185,12 +190,18 @@ def check_memory(max_bytes, nbytes, call, formula, names):
     """``ValueError`` with the estimate ``nbytes`` where it exceeds ``max_bytes``, before anything
     is allocated: ``call`` the call as written, ``formula`` how the estimate is formed, ``names``
     the arguments to lower."""
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, float, np.integer)) or not max_bytes > 0:
+    if (
+        isinstance(max_bytes, bool)
+        or not isinstance(max_bytes, (int, float, np.integer))
+        or not max_bytes > 0
+    ):
         raise ValueError(f"max_bytes must be a positive number (got {max_bytes!r})")
     if nbytes <= max_bytes:
         return
-    raise ValueError(f"{call} would allocate about {_size(nbytes)} ({formula}), above max_bytes = "
-                     f"{_size(max_bytes)}: lower {names}, or pass a larger max_bytes if the machine has the memory")
+    raise ValueError(
+        f"{call} would allocate about {_size(nbytes)} ({formula}), above max_bytes = "
+        f"{_size(max_bytes)}: lower {names}, or pass a larger max_bytes if the machine has the memory"
+    )
 
 
 def _size(b):

@@ -18,6 +18,7 @@ Gauss-Hermite is not used: for the step-like integrands at large ``t`` it
 converges slowly (measured on ``g(30)``: errors 4.8e-3, 2.0e-3, 8.7e-4 with
 40, 100, 200 nodes; at ``t = 1`` it is exact to 1e-16 with 100).
 """
+
 from __future__ import annotations
 
 import math
@@ -35,7 +36,7 @@ def _nodes():
     a, b = edges[:-1, None], edges[1:, None]
     s = ((b - a) / 2 * x + (a + b) / 2).ravel()
     ws = ((b - a) / 2 * w).ravel()
-    return s, ws * np.exp(-s**2 / 2) / math.sqrt(2 * math.pi)  # weights include phi(s)
+    return s, ws * np.exp(-(s**2) / 2) / math.sqrt(2 * math.pi)  # weights include phi(s)
 
 
 _S, _W = _nodes()

@@ -17,6 +17,7 @@ clients or trials, and takes a ``numpy.random.Generator`` or an int seed for its
 - :func:`low_rank_optimum` (the certified rank-r optimum of pFL^MF's problem (4.1)),
   :func:`permfl_optimum` (the optimum of PerMFL's objective (4.3) by nested envelopes).
 """
+
 from ._common import History
 from ._fedfw import FedFWHistory, FedFWTarget, fedfw, fedfw_optimum
 from ._lmo import Box, ConvexSet, L1Ball, L2Ball, Simplex
@@ -27,7 +28,30 @@ from ._pfedme import pfedme
 from ._permfl import PerMFLHistory, permfl, permfl_optimum
 from ._pflmf import LowRankOptimum, low_rank_optimum, pflmf
 
-__all__ = ["fedprox_optimum", "local_train", "global_train", "FedProxInfo", "History", "gd", "fedprox",
-           "fedavg", "pfedme", "per_fedavg", "pflmf", "low_rank_optimum", "LowRankOptimum",
-           "permfl", "permfl_optimum", "PerMFLHistory", "fedfw", "fedfw_optimum", "FedFWHistory", "FedFWTarget",
-           "Box", "ConvexSet", "L1Ball", "L2Ball", "Simplex"]
+__all__ = [
+    "fedprox_optimum",
+    "local_train",
+    "global_train",
+    "FedProxInfo",
+    "History",
+    "gd",
+    "fedprox",
+    "fedavg",
+    "pfedme",
+    "per_fedavg",
+    "pflmf",
+    "low_rank_optimum",
+    "LowRankOptimum",
+    "permfl",
+    "permfl_optimum",
+    "PerMFLHistory",
+    "fedfw",
+    "fedfw_optimum",
+    "FedFWHistory",
+    "FedFWTarget",
+    "Box",
+    "ConvexSet",
+    "L1Ball",
+    "L2Ball",
+    "Simplex",
+]

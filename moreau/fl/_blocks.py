@@ -15,6 +15,7 @@ squares and logistic models (whose fast gradient ``_grad`` reads the arrays list
 ``_GRAD_READS``, sliced here without copies), and batches of more clients than one block holds;
 everything else runs as one block.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,8 +57,10 @@ def client_blocks(f):
     size = max(MIN_CLIENTS, CACHE_BYTES // max(per_client, 1))
     if size >= m:
         return whole
-    return [(slice(i, min(i + size, m)), _view(f, arrays, reads, slice(i, min(i + size, m))))
-            for i in range(0, m, size)]
+    return [
+        (slice(i, min(i + size, m)), _view(f, arrays, reads, slice(i, min(i + size, m))))
+        for i in range(0, m, size)
+    ]
 
 
 def run_blocks(blocks, W, steps, step, record=None):

@@ -7,6 +7,7 @@ with the full batch shape, in a fixed order documented by each algorithm
 ``(*trials, m, n)`` per local step).  A loop that reproduces a batched run
 makes the same draws with the same shapes and slices them.
 """
+
 from __future__ import annotations
 
 import copy
@@ -65,13 +66,16 @@ class History:
 
 # --- argument checks -----------------------------------------------------------------------
 
+
 def check_objective(objective, name="objective"):
     """The objective and its client count m; the batch shape must end with the client axis."""
     if not isinstance(objective, Objective):
         raise TypeError(f"{name} must be a moreau Objective (got {type(objective).__name__})")
     if len(objective.batch_shape) < 1:
-        raise ValueError(f"{name} must have a client axis: batch shape (..., m) (got batch shape "
-                         f"{tuple(objective.batch_shape)})")
+        raise ValueError(
+            f"{name} must have a client axis: batch shape (..., m) (got batch shape "
+            f"{tuple(objective.batch_shape)})"
+        )
     return objective, objective.batch_shape[-1]
 
 
@@ -95,13 +99,17 @@ def positive(value, name, f, *, allow_zero=False):
     host = np.asarray(to_numpy(arr))
     bad = host < 0 if allow_zero else host <= 0
     if np.any(bad):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'} (got {float(host[bad].reshape(-1)[0]):g})")
+        raise ValueError(
+            f"{name} must be {'>= 0' if allow_zero else '> 0'} (got {float(host[bad].reshape(-1)[0]):g})"
+        )
     trials = tuple(f.batch_shape[:-1])
     try:
         np.broadcast_shapes(tuple(arr.shape), trials)
     except ValueError:
-        raise ValueError(f"{name} of shape {tuple(arr.shape)} must broadcast against the trial shape "
-                         f"{trials} (the objective's batch shape without its client axis)") from None
+        raise ValueError(
+            f"{name} of shape {tuple(arr.shape)} must broadcast against the trial shape "
+            f"{trials} (the objective's batch shape without its client axis)"
+        ) from None
     return arr
 
 
@@ -121,13 +129,17 @@ def client_weights(weights, f, m, name="weights"):
         return xp.full((m,), 1.0 / m, dtype=f.dtype)
     p = as_array(weights, xp, name, dtype=f.dtype, host_ok=True)
     if p.ndim < 1 or p.shape[-1] != m:
-        raise ValueError(f"{name} must have shape (..., m) with m={m} clients (the objective's last batch "
-                         f"axis); got shape {tuple(p.shape)}")
+        raise ValueError(
+            f"{name} must have shape (..., m) with m={m} clients (the objective's last batch "
+            f"axis); got shape {tuple(p.shape)}"
+        )
     try:
         np.broadcast_shapes(tuple(p.shape[:-1]), tuple(f.batch_shape[:-1]))
     except ValueError:
-        raise ValueError(f"{name} batch shape {tuple(p.shape[:-1])} does not broadcast with the trial "
-                         f"shape {tuple(f.batch_shape[:-1])}") from None
+        raise ValueError(
+            f"{name} batch shape {tuple(p.shape[:-1])} does not broadcast with the trial "
+            f"shape {tuple(f.batch_shape[:-1])}"
+        ) from None
     if not bool(xp.all(p >= 0)):
         raise ValueError(f"{name} must be >= 0 (got min {float(xp.min(p)):g})")
     with np.errstate(over="ignore"):
@@ -135,8 +147,10 @@ def client_weights(weights, f, m, name="weights"):
     if not bool(xp.all(total > 0)):
         raise ValueError(f"{name} must have a positive sum over the clients (got an all-zero row)")
     if not bool(xp.all(xp.isfinite(total))):  # every p_i / sum would be 0
-        raise ValueError(f"{name} must have a finite sum over the clients: it overflows {f.dtype} (largest "
-                         f"weight {float(xp.max(p)):.3g}); rescale them (only their ratios matter)")
+        raise ValueError(
+            f"{name} must have a finite sum over the clients: it overflows {f.dtype} (largest "
+            f"weight {float(xp.max(p)):.3g}); rescale them (only their ratios matter)"
+        )
     return p / total
 
 
@@ -149,12 +163,16 @@ def check_diverged(xp, f, W, what, where, steps="eta"):
         return
     try:
         L = float(xp.max(f.smoothness()))
-        hint = (f" (the clients' largest smoothness is L = {L:.3g}: a plain gradient step is stable "
-                f"only below 2/L = {2 / L:.3g})")
+        hint = (
+            f" (the clients' largest smoothness is L = {L:.3g}: a plain gradient step is stable "
+            f"only below 2/L = {2 / L:.3g})"
+        )
     except Exception:  # noqa: BLE001  (the hint is optional: no constant, no hint)
         hint = ""
-    raise ValueError(f"{what} diverged: the iterates overflowed to inf or NaN at {where}; the step size "
-                     f"{steps} is likely too large{hint}")
+    raise ValueError(
+        f"{what} diverged: the iterates overflowed to inf or NaN at {where}; the step size "
+        f"{steps} is likely too large{hint}"
+    )
 
 
 def point(w0, f, lead, name="w0", *, clients=False):
@@ -278,13 +296,14 @@ def _take_rows(xp, X, y, idx):
     n, d = X.shape[-2], X.shape[-1]
 
     def flat(a, tail):  # a as (rows, *tail) and the flat row index of idx in it (no copy of a)
-        own = tuple(a.shape[:a.ndim - 1 - len(tail)])
+        own = tuple(a.shape[: a.ndim - 1 - len(tail)])
         M = math.prod(own)
         rows = xp.reshape(a, (M * n,) + tail)
         if M == 1:
             return rows, idx
         entry = np.broadcast_to(np.reshape(np.arange(M) * n, own), lead)  # a's entry of each idx row
         return rows, entry[..., None] + idx
+
     Xf, ix = flat(X, (d,))
     Xb = xp.reshape(xp.take(Xf, xp.asarray(np.reshape(ix, (-1,))), axis=0), lead + (k, d))
     yf, iy = flat(y, ())
@@ -297,14 +316,18 @@ def minibatch_size(size, f, name="batch_size", *, replace):
         return None
     size = count(size, name)
     if not hasattr(f, "with_weights"):
-        raise TypeError(f"{name} needs an objective with samples and with_weights (LeastSquares, Logistic, "
-                        f"Multinomial); got {type(f).__name__}")
+        raise TypeError(
+            f"{name} needs an objective with samples and with_weights (LeastSquares, Logistic, "
+            f"Multinomial); got {type(f).__name__}"
+        )
     if not replace:
         parts = f.parts if isinstance(f, RaggedSamples) else (f,)  # ragged: per bucket (no m x n_max array)
         nvalid = min(int(np.min(np.sum(np.asarray(to_numpy(p.weights)) > 0, axis=-1))) for p in parts)
         if size > nvalid:
-            raise ValueError(f"{name}={size} exceeds the number of samples of a client ({nvalid}) "
-                             "for sampling without replacement")
+            raise ValueError(
+                f"{name}={size} exceeds the number of samples of a client ({nvalid}) "
+                "for sampling without replacement"
+            )
     return size
 
 
@@ -317,7 +340,9 @@ def gradient(f):
         return f._grad, True
     if type(f).grad is RaggedLogistic.grad:  # the ragged models' per-bucket gradient
         lay = f.layout
-        return (lambda W: lay.merge([p._grad(w) for p, w in zip(f.parts, lay.split(W, 1, f._outer))], 1)), True
+        return (
+            lambda W: lay.merge([p._grad(w) for p, w in zip(f.parts, lay.split(W, 1, f._outer))], 1)
+        ), True
     return f.grad, type(f).grad is Quadratic.grad
 
 
@@ -334,8 +359,9 @@ def added(g, h, fresh):
 
 def _fits(g, s, fresh):
     shape = tuple(getattr(s, "shape", ()))  # a scalar or g's own shape: no broadcast to work out
-    return fresh and (not shape or shape == tuple(g.shape) or np.broadcast_shapes(tuple(g.shape), shape) == g.shape)
-
+    return fresh and (
+        not shape or shape == tuple(g.shape) or np.broadcast_shapes(tuple(g.shape), shape) == g.shape
+    )
 
 
 def expand(x, k=1):

@@ -21,6 +21,7 @@ the stochastic variant's parameters (η_t = 9/(t+8), λ_t = λ0√(t+8), ρ_t = 
 momentum average of the stochastic gradients) are the authors' code's (``FedFW_sto``), the
 schedule of the stochastic homotopy CGM (Locatello et al. 2019) that FedFW's smoothing follows.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,19 @@ import numpy as np
 
 from .._backend import to_numpy
 from ._minibatches import sample_counts
-from ._common import (History, batched_objective, check_diverged, check_objective, count, expand, generator,
-                      lead_shape, minibatch_size, point, positive)
+from ._common import (
+    History,
+    batched_objective,
+    check_diverged,
+    check_objective,
+    count,
+    expand,
+    generator,
+    lead_shape,
+    minibatch_size,
+    point,
+    positive,
+)
 from ._lmo import check_set
 
 __all__ = ["fedfw", "fedfw_optimum", "FedFWHistory", "FedFWTarget", "SCHEDULES", "schedules"]
@@ -57,10 +69,14 @@ class FedFWHistory(History):
 def _sequence(v, rounds, name, *, upper=None):
     a = np.asarray(v, dtype=float)
     if a.shape != (rounds,):
-        raise ValueError(f"{name} as a sequence must have one value per round, shape ({rounds},) (got shape {a.shape})")
+        raise ValueError(
+            f"{name} as a sequence must have one value per round, shape ({rounds},) (got shape {a.shape})"
+        )
     if not np.all(np.isfinite(a)) or np.any(a <= 0) or (upper is not None and np.any(a > upper)):
         bad = a[~(np.isfinite(a) & (a > 0) & (a <= (upper if upper is not None else np.inf)))][0]
-        raise ValueError(f"{name} values must be in (0, {upper if upper is not None else 'inf'}] (got {bad:g})")
+        raise ValueError(
+            f"{name} values must be in (0, {upper if upper is not None else 'inf'}] (got {bad:g})"
+        )
     return a
 
 
@@ -78,8 +94,10 @@ def schedules(rounds, *, stochastic=False, lam_schedule="sqrt", eta=None, rho=No
     t = np.arange(1, rounds + 1, dtype=float)
     if isinstance(lam_schedule, str):
         if lam_schedule not in SCHEDULES:
-            raise ValueError(f"lam_schedule must be one of {SCHEDULES} or a sequence of {rounds} values "
-                             f"(got {lam_schedule!r})")
+            raise ValueError(
+                f"lam_schedule must be one of {SCHEDULES} or a sequence of {rounds} values "
+                f"(got {lam_schedule!r})"
+            )
         if lam_schedule == "horizon":
             c, e = np.full(rounds, rounds ** (1 / 3)), np.full(rounds, rounds ** (-2 / 3))
         elif stochastic:
@@ -91,12 +109,30 @@ def schedules(rounds, *, stochastic=False, lam_schedule="sqrt", eta=None, rho=No
         c = _sequence(lam_schedule, rounds, "lam_schedule")
         e = 9 / (t + 8) if stochastic else 2 / (t + 1)
     e = e if eta is None else _sequence(eta, rounds, "eta", upper=1.0)
-    r = (4 / np.cbrt((t + 7) ** 2) if rho is None else _sequence(rho, rounds, "rho", upper=1.0)) if stochastic else None
+    r = (
+        (4 / np.cbrt((t + 7) ** 2) if rho is None else _sequence(rho, rounds, "rho", upper=1.0))
+        if stochastic
+        else None
+    )
     return c, e, r
 
 
-def fedfw(objective, constraint, *, rounds, lam_schedule="sqrt", lam0=None, lam=None, eta=None,
-          stochastic=False, rho=None, sigma=None, batch_size=None, x0=None, rng=None):
+def fedfw(
+    objective,
+    constraint,
+    *,
+    rounds,
+    lam_schedule="sqrt",
+    lam0=None,
+    lam=None,
+    eta=None,
+    stochastic=False,
+    rho=None,
+    sigma=None,
+    batch_size=None,
+    x0=None,
+    rng=None,
+):
     r"""FedFW (thesis §4.3, eqs. (4.5)–(4.6)) on the clients of ``objective`` over ``constraint``.
 
     Round t = 1..T (``rounds``), every client i in parallel, then the server:
@@ -144,8 +180,10 @@ def fedfw(objective, constraint, *, rounds, lam_schedule="sqrt", lam0=None, lam=
     if constant and lam is None:
         raise ValueError("lam_schedule='constant' (personalised FedFW) needs lam, the fixed penalty")
     if lam is not None and not constant:
-        raise ValueError(f"lam is the fixed penalty of lam_schedule='constant' (got lam_schedule={lam_schedule!r}); "
-                         "a growing schedule takes lam0")
+        raise ValueError(
+            f"lam is the fixed penalty of lam_schedule='constant' (got lam_schedule={lam_schedule!r}); "
+            "a growing schedule takes lam0"
+        )
     if lam0 is not None and constant:
         raise ValueError("lam0 scales a growing schedule; lam_schedule='constant' takes lam")
     base = positive(lam if constant else (1.0 if lam0 is None else lam0), "lam" if constant else "lam0", f)
@@ -180,11 +218,30 @@ def fedfw(objective, constraint, *, rounds, lam_schedule="sqrt", lam0=None, lam=
         ds.append(S)
         nnz.append(xp.sum(xp.astype(S != 0, xp.int64), axis=-1))  # on the device: no sync per round
     lam_host = np.broadcast_to(np.asarray(to_numpy(base), dtype=float), lead)
-    lams = np.broadcast_to(lam_host, (rounds,) + lead) if constant else c.reshape((-1,) + (1,) * len(lead)) * lam_host
-    params = {"lam": lams, "eta": e, "rho": r, "lam_schedule": lam_schedule if isinstance(lam_schedule, str) else
-              "sequence", "stochastic": stochastic, "sigma": sig, "batch_size": size}
-    return FedFWHistory(w_global=xp.stack(gs), w_local=xp.stack(ls), rounds=rounds, local_steps=1, grad_evals=rounds,
-                        params=params, directions=xp.stack(ds), nnz=np.asarray(to_numpy(xp.stack(nnz))))
+    lams = (
+        np.broadcast_to(lam_host, (rounds,) + lead)
+        if constant
+        else c.reshape((-1,) + (1,) * len(lead)) * lam_host
+    )
+    params = {
+        "lam": lams,
+        "eta": e,
+        "rho": r,
+        "lam_schedule": lam_schedule if isinstance(lam_schedule, str) else "sequence",
+        "stochastic": stochastic,
+        "sigma": sig,
+        "batch_size": size,
+    }
+    return FedFWHistory(
+        w_global=xp.stack(gs),
+        w_local=xp.stack(ls),
+        rounds=rounds,
+        local_steps=1,
+        grad_evals=rounds,
+        params=params,
+        directions=xp.stack(ds),
+        nnz=np.asarray(to_numpy(xp.stack(nnz))),
+    )
 
 
 def _start(x0, C, f, lead):
@@ -193,6 +250,7 @@ def _start(x0, C, f, lead):
 
 
 # -- the exact target --------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class FedFWTarget:
@@ -245,8 +303,10 @@ def fedfw_optimum(objective, constraint, *, lam=None, max_iter=100):
 
     f, m = check_objective(objective)
     if not isinstance(f, Quadratic):
-        raise TypeError("fedfw_optimum needs quadratic clients (moreau.Quadratic or LeastSquares); "
-                        f"got {type(f).__name__}")
+        raise TypeError(
+            "fedfw_optimum needs quadratic clients (moreau.Quadratic or LeastSquares); "
+            f"got {type(f).__name__}"
+        )
     C = check_set(constraint, f.dim, f.batch_shape[:-1])
     if not isinstance(C, Box):
         raise TypeError(f"fedfw_optimum solves box constraints only (got {type(C).__name__})")
@@ -268,7 +328,7 @@ def fedfw_optimum(objective, constraint, *, lam=None, max_iter=100):
         P = np.kron(np.eye(m) - 1.0 / m, np.eye(d))
         H = np.zeros(lead + (m * d, m * d))
         for i in range(m):
-            H[..., i * d:(i + 1) * d, i * d:(i + 1) * d] = A[..., i, :, :] / m
+            H[..., i * d : (i + 1) * d, i * d : (i + 1) * d] = A[..., i, :, :] / m
         H = H + lh * P
         c = b.reshape(lead + (m * d,)) / m
         blo, bhi = (np.tile(a, (1,) * len(lead) + (m,)) for a in (lo, hi))
@@ -278,8 +338,14 @@ def fedfw_optimum(objective, constraint, *, lam=None, max_iter=100):
     kkt = np.max(np.abs(z - np.clip(z - g, blo, bhi)), axis=-1)
     value = 0.5 * np.einsum("...i,...i->...", z, g - c) + c0
     X = np.broadcast_to(z[..., None, :], lead + (m, d)) if lamv is None else z.reshape(lead + (m, d))
-    return FedFWTarget(x=xp.asarray(X.mean(axis=-2), dtype=f.dtype), X=xp.asarray(X, dtype=f.dtype), value=value,
-                       gap=gap, kkt=kkt, iterations=its)
+    return FedFWTarget(
+        x=xp.asarray(X.mean(axis=-2), dtype=f.dtype),
+        X=xp.asarray(X, dtype=f.dtype),
+        value=value,
+        gap=gap,
+        kkt=kkt,
+        iterations=its,
+    )
 
 
 def _box_qp(H, c, lo, hi, max_iter):
@@ -287,7 +353,7 @@ def _box_qp(H, c, lo, hi, max_iter):
     the clipped unconstrained solution; where the sets still change after ``max_iter`` passes, projected
     gradient (step 1/||H||) from the last point, then the active sets again."""
     shape, n = c.shape[:-1], c.shape[-1]
-    H, c, lo, hi = (a.reshape((-1,) + a.shape[len(shape):]) for a in (H, c, lo, hi))
+    H, c, lo, hi = (a.reshape((-1,) + a.shape[len(shape) :]) for a in (H, c, lo, hi))
     z, its, done = _active_sets(H, c, lo, hi, np.clip(_solve(H, c), lo, hi), max_iter)
     if not done:
         step = 1.0 / np.maximum(np.linalg.norm(H, ord=2, axis=(-2, -1)), 1e-300)[:, None]
@@ -301,8 +367,9 @@ def _box_qp(H, c, lo, hi, max_iter):
 def _active_sets(H, c, lo, hi, z, max_iter):
     """Semismooth Newton passes on z = P(z − D⁻¹∇): ``(z, passes, whether the sets settled)``."""
     n = c.shape[-1]
-    scale = 1.0 / np.maximum(np.diagonal(H, axis1=-2, axis2=-1), 1e-12 * np.max(np.abs(H), axis=(-2, -1))[:, None]
-                             + 1e-300)
+    scale = 1.0 / np.maximum(
+        np.diagonal(H, axis1=-2, axis2=-1), 1e-12 * np.max(np.abs(H), axis=(-2, -1))[:, None] + 1e-300
+    )
     pattern = None
     for its in range(1, max_iter + 1):
         g = np.einsum("tij,tj->ti", H, z) - c

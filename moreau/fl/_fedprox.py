@@ -1,13 +1,29 @@
 r"""LocalTrain by gradient descent, one-stage FedProx (Algorithm 1 of the FedProx analysis) and FedAvg."""
+
 from __future__ import annotations
 
 import numpy as np
 
 from ._blocks import client_blocks, run_blocks
 from ._minibatches import MiniBatches
-from ._common import (History, added, check_diverged, check_objective, client_weights, count, expand,
-                      generator, gradient, lead_shape, minibatch_size, participation, point, positive, sample_size,
-                      scaled)
+from ._common import (
+    History,
+    added,
+    check_diverged,
+    check_objective,
+    client_weights,
+    count,
+    expand,
+    generator,
+    gradient,
+    lead_shape,
+    minibatch_size,
+    participation,
+    point,
+    positive,
+    sample_size,
+    scaled,
+)
 
 __all__ = ["gd", "fedprox", "fedavg"]
 
@@ -37,6 +53,7 @@ def gd(objective, *, eta, steps, w0=None):
         Wb = Wb - scaled(e, grad(Wb), own)
         check_diverged(xp, f, Wb, "gd", f"step {k + 1} of {steps}")
         return Wb
+
     blocks = client_blocks(f)
     if len(blocks) == 1:  # any namespace: the iterates stacked
         out = [W]
@@ -48,9 +65,16 @@ def gd(objective, *, eta, steps, w0=None):
 
         def put(k, sl, Wb):
             w_local[k + 1, ..., sl, :] = Wb
+
         run_blocks(blocks, W, steps, step, record=put)
-    return History(w_global=None, w_local=w_local, rounds=0, local_steps=steps, grad_evals=steps,
-                   params={"eta": eta, "steps": steps})
+    return History(
+        w_global=None,
+        w_local=w_local,
+        rounds=0,
+        local_steps=steps,
+        grad_evals=steps,
+        params={"eta": eta, "steps": steps},
+    )
 
 
 def fedprox(objective, *, lam, gamma, eta, K, rounds, w0=None, local0=None, weights=None):
@@ -84,8 +108,11 @@ def fedprox(objective, *, lam, gamma, eta, K, rounds, w0=None, local0=None, weig
     p = client_weights(weights, f, m)
     lead = lead_shape(f, lam, gamma, eta, p[..., 0])
     w = point(w0, f, lead, "w0")
-    W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim)) if local0 is None else point(local0, f, lead, "local0",
-                                                                                            clients=True)
+    W = (
+        xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
+        if local0 is None
+        else point(local0, f, lead, "local0", clients=True)
+    )
     lam2, eta2, gam1 = expand(lam, 2), expand(eta, 2), expand(gamma, 1)
     pc = p[..., None]
     gs, ls = [w], [W]
@@ -99,13 +126,20 @@ def fedprox(objective, *, lam, gamma, eta, K, rounds, w0=None, local0=None, weig
             Wb = Wb - scaled(eta2, g, True)
             check_diverged(xp, f, Wb, "fedprox", f"round {t + 1}, local step {k + 1}", "eta (with lam)")
             return Wb
+
         W = run_blocks(blocks, W, K, step)
         w = w - gam1 * xp.sum(pc * (lam2 * (wg - W)), axis=-2)
         check_diverged(xp, f, w, "fedprox", f"round {t + 1} (server step)", "gamma")
         gs.append(w)
         ls.append(W)
-    return History(w_global=xp.stack(gs), w_local=xp.stack(ls), rounds=rounds, local_steps=K,
-                   grad_evals=rounds * K, params={"lam": lam, "gamma": gamma, "eta": eta, "K": K, "p": p})
+    return History(
+        w_global=xp.stack(gs),
+        w_local=xp.stack(ls),
+        rounds=rounds,
+        local_steps=K,
+        grad_evals=rounds * K,
+        params={"lam": lam, "gamma": gamma, "eta": eta, "K": K, "p": p},
+    )
 
 
 def fedavg(objective, *, eta, tau, rounds, S=None, batch_size=None, weights=None, w0=None, rng=None):
@@ -151,7 +185,9 @@ def fedavg(objective, *, eta, tau, rounds, S=None, batch_size=None, weights=None
     gs, ls, picks = [w], [xp.broadcast_to(w[..., None, :], lead + (m, f.dim))], []
     evals = np.zeros(lead + (m,), dtype=int)
     batches = None if size is None else MiniBatches(f, lead)
-    blocks = client_blocks(f) if size is None else [(slice(None), None)]  # mini-batches: drawn for all clients
+    blocks = (
+        client_blocks(f) if size is None else [(slice(None), None)]
+    )  # mini-batches: drawn for all clients
     for t in range(rounds):
         mask, idx = participation(rng, lead, m, S)
         if idx is not None:
@@ -162,6 +198,7 @@ def fedavg(objective, *, eta, tau, rounds, S=None, batch_size=None, weights=None
             Wb = Wb - scaled(eta2, grad(Wb), own)
             check_diverged(xp, f, Wb, "fedavg", f"round {t + 1}, local step {k + 1}")
             return Wb
+
         W = run_blocks(blocks, xp.broadcast_to(w[..., None, :], lead + (m, f.dim)), tau, step)
         on = xp.asarray(mask, dtype=f.dtype)
         wts = p * on
@@ -170,7 +207,12 @@ def fedavg(objective, *, eta, tau, rounds, S=None, batch_size=None, weights=None
         evals += tau * mask
         gs.append(w)
         ls.append(W)
-    return History(w_global=xp.stack(gs), w_local=xp.stack(ls), rounds=rounds, local_steps=tau,
-                   grad_evals=evals, params={"eta": eta, "tau": tau, "S": S, "batch_size": size, "p": p},
-                   sampled=np.stack(picks) if picks else None)
-
+    return History(
+        w_global=xp.stack(gs),
+        w_local=xp.stack(ls),
+        rounds=rounds,
+        local_steps=tau,
+        grad_evals=evals,
+        params={"eta": eta, "tau": tau, "S": S, "batch_size": size, "p": p},
+        sampled=np.stack(picks) if picks else None,
+    )

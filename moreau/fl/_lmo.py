@@ -25,6 +25,7 @@ problem (4.4)).  The math runs in ``g``'s array namespace without branches on va
 References: Dadras thesis, §2.3 (FW, eq. (2.6)) and §4.3 (eq. (4.5)); the oracles are the
 standard ones (Jaggi 2013, Table 1), also in ``moreau.analysis.thesis.fw.sets``.
 """
+
 from __future__ import annotations
 
 import math
@@ -109,12 +110,15 @@ class Box(ConvexSet):
         try:
             lo, hi = np.broadcast_arrays(lo, hi)
         except ValueError:
-            raise ValueError(f"lo and hi must broadcast (got shapes {np.shape(self.lo)} and "
-                             f"{np.shape(self.hi)})") from None
+            raise ValueError(
+                f"lo and hi must broadcast (got shapes {np.shape(self.lo)} and {np.shape(self.hi)})"
+            ) from None
         if np.any(lo > hi):
             k = np.argwhere(lo > hi)[0]
-            raise ValueError(f"lo must be <= hi elementwise (got lo = {lo[tuple(k)]:g} > hi = {hi[tuple(k)]:g} at "
-                             f"index {tuple(int(i) for i in k)})")
+            raise ValueError(
+                f"lo must be <= hi elementwise (got lo = {lo[tuple(k)]:g} > hi = {hi[tuple(k)]:g} at "
+                f"index {tuple(int(i) for i in k)})"
+            )
         object.__setattr__(self, "lo", lo.copy())
         object.__setattr__(self, "hi", hi.copy())
 
@@ -166,6 +170,7 @@ class L1Ball(_Ball):
             k = xp.argmax(xp.abs(g), axis=-1)
             onehot = xp.astype(xp.arange(g.shape[-1]) == k[..., None], g.dtype)
             return -r * xp.sign(xp.sum(g * onehot, axis=-1, keepdims=True)) * onehot
+
         return lmo
 
     @staticmethod
@@ -182,6 +187,7 @@ class L2Ball(_Ball):
         def lmo(g):
             n = safe_norm(g, xp)[..., None]
             return -r * g / xp.where(n > 0, n, xp.ones_like(n))
+
         return lmo
 
     @staticmethod
@@ -207,22 +213,30 @@ class Simplex(_Ball):
     def contains(self, x, *, clients=False, rtol=1e-12):
         xp = array_namespace(x)
         r = self._param(self.r, xp, x.dtype, clients, False)
-        return xp.all(x >= -rtol * self._vec(r), axis=-1) & (xp.abs(xp.sum(x, axis=-1) - r) <= rtol * r * x.shape[-1])
+        return xp.all(x >= -rtol * self._vec(r), axis=-1) & (
+            xp.abs(xp.sum(x, axis=-1) - r) <= rtol * r * x.shape[-1]
+        )
 
 
 def check_set(constraint, d, trials, name="constraint"):
     """A :class:`ConvexSet` whose parameters fit dimension ``d`` and the trial shape."""
     if not isinstance(constraint, ConvexSet):
-        raise TypeError(f"{name} must be a moreau.fl Box, L1Ball, L2Ball or Simplex (got {type(constraint).__name__})")
+        raise TypeError(
+            f"{name} must be a moreau.fl Box, L1Ball, L2Ball or Simplex (got {type(constraint).__name__})"
+        )
     if isinstance(constraint, Box):
         if constraint.lo.shape[-1] != d:
-            raise ValueError(f"{name}: the box has dimension {constraint.lo.shape[-1]} but the objective d = {d}")
+            raise ValueError(
+                f"{name}: the box has dimension {constraint.lo.shape[-1]} but the objective d = {d}"
+            )
         pshape = constraint.lo.shape[:-1]
     else:
         pshape = constraint.r.shape
     try:
         np.broadcast_shapes(pshape, tuple(trials))
     except ValueError:
-        raise ValueError(f"{name}: parameters of trial shape {pshape} do not broadcast against the trial shape "
-                         f"{tuple(trials)} (the objective's batch shape without its client axis)") from None
+        raise ValueError(
+            f"{name}: parameters of trial shape {pshape} do not broadcast against the trial shape "
+            f"{tuple(trials)} (the objective's batch shape without its client axis)"
+        ) from None
     return constraint

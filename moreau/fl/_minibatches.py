@@ -1,5 +1,6 @@
 """The mini-batches of ``moreau.fl``'s algorithms: which rows each client draws (the randomness layout
 of :func:`sample_counts`) and the mini-batch objective of a draw."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,8 +55,10 @@ class MiniBatches:
         nvalid, n = self.nvalid, self.shape[-1]
         if not replace:
             if np.any(nvalid < size):
-                raise ValueError(f"batch_size={size} exceeds the number of samples of a client "
-                                 f"({int(nvalid.min())}) for sampling without replacement")
+                raise ValueError(
+                    f"batch_size={size} exceeds the number of samples of a client "
+                    f"({int(nvalid.min())}) for sampling without replacement"
+                )
             flat = nvalid.reshape(-1)
             out = np.empty((flat.size, size), dtype=np.int64)
             step = max(1, CHUNK_BYTES // (8 * n))
@@ -67,8 +70,11 @@ class MiniBatches:
                 valid = np.arange(n) < flat[i:j, None] if vflat is None else vflat[i:j]
                 keys[~valid] = np.inf
                 # the size smallest keys (argpartition: the set argsort's first size would give, in O(n))
-                chosen = np.argpartition(keys, size - 1, axis=-1)[:, :size] if size < n else \
-                    np.argsort(keys, axis=-1)[:, :size]
+                chosen = (
+                    np.argpartition(keys, size - 1, axis=-1)[:, :size]
+                    if size < n
+                    else np.argsort(keys, axis=-1)[:, :size]
+                )
                 out[i:j] = np.sort(chosen, axis=-1)
             return out.reshape(nvalid.shape + (size,))
         u = rng.random(nvalid.shape + (size,))
@@ -84,7 +90,9 @@ class MiniBatches:
     def objective(self, rng, size, *, replace):
         """The mini-batch objective of one draw (batch ``(*lead, m)``)."""
         f, idx = self.f, self.rows(rng, size, replace=replace)
-        return gathered(f, idx) if _gathers(f) else f.with_weights(f.xp.asarray(self.counts(idx), dtype=f.dtype))
+        return (
+            gathered(f, idx) if _gathers(f) else f.with_weights(f.xp.asarray(self.counts(idx), dtype=f.dtype))
+        )
 
 
 def valid_rows(weights, shape):

@@ -45,6 +45,7 @@ Phi (``fedprox_optimum`` derives it, rounding included) the certificate is::
 The rounding terms and the prox part are what no iteration can remove: the stopping floor is
 twice their contribution.
 """
+
 from __future__ import annotations
 
 import math
@@ -82,7 +83,11 @@ def minimize(state, hess, w, dtype, *, xp=None, max_iter=60, what="Newton"):
             v_try, g_try, b_try, tol_try, aux_try = state(w_try)
             take = (v_try <= val + 1e-4 * t * slope + 64 * eps * xp.abs(val)) & ~done
             w = xp.where(take[..., None], w_try, w)
-            val, bound, tol = xp.where(take, v_try, val), xp.where(take, b_try, bound), xp.where(take, tol_try, tol)
+            val, bound, tol = (
+                xp.where(take, v_try, val),
+                xp.where(take, b_try, bound),
+                xp.where(take, tol_try, tol),
+            )
             g = xp.where(take[..., None], g_try, g)
             aux = aux if aux is None else xp.where(take[..., None, None], aux_try, aux)
             iterations = iterations + xp.astype(take, xp.int64)
@@ -92,9 +97,11 @@ def minimize(state, hess, w, dtype, *, xp=None, max_iter=60, what="Newton"):
             t = xp.where(done, t, t / 2)
     if not bool(xp.any(unsettled(bound, tol))):
         return w, bound, iterations
-    raise RuntimeError(f"{what}: Newton did not certify its tolerance in {max_iter} iterations "
-                       f"(worst bound {float(xp.max(bound)):.3g}, tolerance there "
-                       f"{float(xp.reshape(tol, (-1,))[int(xp.argmax(xp.reshape(bound - tol, (-1,))))]):.3g})")
+    raise RuntimeError(
+        f"{what}: Newton did not certify its tolerance in {max_iter} iterations "
+        f"(worst bound {float(xp.max(bound)):.3g}, tolerance there "
+        f"{float(xp.reshape(tol, (-1,))[int(xp.argmax(xp.reshape(bound - tol, (-1,))))]):.3g})"
+    )
 
 
 def envelope_newton(f, p, lam, mu_g, *, rtol=NEWTON_RTOL, max_iter=60):

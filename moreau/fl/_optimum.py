@@ -5,6 +5,7 @@ eigendecomposition; every other objective a certified damped Newton
 (:mod:`moreau.fl._newton`) whose stopping rule is a rigorous bound on the distance to the
 optimum.
 """
+
 from __future__ import annotations
 
 import math
@@ -98,8 +99,10 @@ def fedprox_optimum(objective, lam, weights=None, *, return_info=False):
         mu_i = xp.broadcast_to(f.strong_convexity(), lead + (m,))
         mu_hat, mu_lo = _modulus(xp, p_l, lam_l[..., None] * mu_i / (lam_l[..., None] + mu_i), f.dtype)
         if not bool(xp.all(mu_hat > 0)):
-            raise ValueError("fedprox_optimum needs sum_i p_i F_i strongly convex: the clients' strong "
-                             f"convexity gives modulus {float(xp.min(mu_hat)):.3g} <= 0 (add a ridge mu > 0)")
+            raise ValueError(
+                "fedprox_optimum needs sum_i p_i F_i strongly convex: the clients' strong "
+                f"convexity gives modulus {float(xp.min(mu_hat)):.3g} <= 0 (add a ridge mu > 0)"
+            )
         _check_certified(xp, mu_hat, mu_lo)
         _check_lam_range(f, lam, mu_lo)
         w_g, _, iterations = envelope_newton(f, p_l, lam_l, mu_lo, rtol=NEWTON_RTOL)
@@ -113,8 +116,12 @@ def fedprox_optimum(objective, lam, weights=None, *, return_info=False):
     e = e + e * eps  # the float64 bound cast to the dtype, rounded up
     lip = lam_l[..., None] / (lam_l[..., None] + mu_i) * (1 + 4 * eps)  # mu_i a certified lower bound
     local = (e + lip * bound[..., None]) * (1 + 4 * eps)
-    info = FedProxInfo(error_bound=np.asarray(to_numpy(bound)), local_error_bound=np.asarray(to_numpy(local)),
-                       mu=np.asarray(to_numpy(mu_lo)), iterations=np.asarray(to_numpy(iterations)))
+    info = FedProxInfo(
+        error_bound=np.asarray(to_numpy(bound)),
+        local_error_bound=np.asarray(to_numpy(local)),
+        mu=np.asarray(to_numpy(mu_lo)),
+        iterations=np.asarray(to_numpy(iterations)),
+    )
     return w_g, w_loc, info
 
 
@@ -126,7 +133,9 @@ def _modulus(xp, p, c, dtype):
     eps = float(xp.finfo(dtype).eps)
     m = p.shape[-1]
     mu = xp.sum(p * c, axis=-1)
-    slack = (gamma(m + 4, eps) + 2 * gamma(m + 1, eps)) * xp.sum(p * xp.abs(c), axis=-1) * (1 + 2 * gamma(m, eps))
+    slack = (
+        (gamma(m + 4, eps) + 2 * gamma(m + 1, eps)) * xp.sum(p * xp.abs(c), axis=-1) * (1 + 2 * gamma(m, eps))
+    )
     return mu, (mu - slack * (1 + 2 * eps)) * (1 - 2 * eps)
 
 
@@ -142,16 +151,20 @@ def _check_lam_range(f, lam, mu_lo=None):
     if mu_lo is not None:
         low = float(xp.min(mu_lo))
         if not top / low * 64 < fmax:
-            raise ValueError(f"lam={top:.3g} is too large for {f.dtype}: the certificate's scale lam / mu "
-                             f"(mu = {low:.3g}, the certified modulus of sum_i p_i F_i) overflows; lam must "
-                             f"be below {low * fmax / 64:.3g} (for the limit lam -> inf use global_train)")
+            raise ValueError(
+                f"lam={top:.3g} is too large for {f.dtype}: the certificate's scale lam / mu "
+                f"(mu = {low:.3g}, the certified modulus of sum_i p_i F_i) overflows; lam must "
+                f"be below {low * fmax / 64:.3g} (for the limit lam -> inf use global_train)"
+            )
         return
     L = float(xp.max(xp.abs(f._smoothness_bound())))
     if top * L < fmax and top + L < fmax:  # Python floats: an overflow is inf, never an error
         return
-    raise ValueError(f"lam={top:.3g} is too large: the FedProx system overflows {f.dtype} (lam times the clients' "
-                     f"curvature bound L = {L:.3g} is not finite); lam must be below {fmax / max(L, 1.0):.3g} "
-                     "(for the limit lam -> inf use global_train)")
+    raise ValueError(
+        f"lam={top:.3g} is too large: the FedProx system overflows {f.dtype} (lam times the clients' "
+        f"curvature bound L = {L:.3g} is not finite); lam must be below {fmax / max(L, 1.0):.3g} "
+        "(for the limit lam -> inf use global_train)"
+    )
 
 
 def _check_certified(xp, mu_hat, mu_lo):
@@ -161,7 +174,8 @@ def _check_certified(xp, mu_hat, mu_lo):
             "fedprox_optimum cannot certify that sum_i p_i F_i is strongly convex: its computed modulus "
             f"{float(xp.reshape(mu_hat, (-1,))[k]):.3g} is within its rounding error of 0 (certified lower "
             f"bound {float(xp.reshape(mu_lo, (-1,))[k]):.3g} <= 0 at flat index {k}); lam is too close to "
-            "where Phi loses strong convexity for this dtype: move lam away or rescale the clients")
+            "where Phi loses strong convexity for this dtype: move lam away or rescale the clients"
+        )
 
 
 def _quadratic_optimum(f, lam, p, *, certify):
@@ -203,8 +217,10 @@ def _quadratic_optimum(f, lam, p, *, certify):
     r = xp.sum(_matvec(V, p[..., None] * lam_ / (lam_ + a) * bt), axis=-2)
     mu = xp.linalg.eigvalsh(H)[..., 0]
     if not bool(xp.all(mu > 0)):
-        raise ValueError("fedprox_optimum needs sum_i p_i F_i strongly convex: its Hessian "
-                         f"sum_i p_i V_i diag(lam a/(lam + a)) V_i^T has smallest eigenvalue {float(xp.min(mu)):.3g}")
+        raise ValueError(
+            "fedprox_optimum needs sum_i p_i F_i strongly convex: its Hessian "
+            f"sum_i p_i V_i diag(lam a/(lam + a)) V_i^T has smallest eigenvalue {float(xp.min(mu)):.3g}"
+        )
     w_g = xp.linalg.solve(H, r[..., None])[..., 0]
     if not certify:
         return w_g, None, None
@@ -215,12 +231,15 @@ def _quadratic_optimum(f, lam, p, *, certify):
     # a-posteriori eigendecomposition check: eta >= ||V^T V - I||, eps_q >= ||Q diag(a) Q^T - A||
     vf2 = xp.sum(V * V, axis=(-2, -1)) * (1 + 2 * gamma(d * d, eps))
     eye = xp.eye(d, dtype=f.dtype)
-    eta = (_fro(xp, xp.matrix_transpose(V) @ V - eye) * up_f * (1 + u) + gamma(d + 1, eps) * vf2) * (1 + 4 * eps)
+    eta = (_fro(xp, xp.matrix_transpose(V) @ V - eye) * up_f * (1 + u) + gamma(d + 1, eps) * vf2) * (
+        1 + 4 * eps
+    )
     amax = xp.max(xp.abs(a), axis=-1)
     fro_a = f._fro * up_f
     res = _fro(xp, f.A @ V - V * a[..., None, :]) * up_f
-    eps_q = (res + gamma(d + 2, eps) * (fro_a + amax) * xp.sqrt(vf2) * (1 + eps)
-             + (fro_a + amax) * eta) * (1 + 8 * eps)
+    eps_q = (res + gamma(d + 2, eps) * (fro_a + amax) * xp.sqrt(vf2) * (1 + eps) + (fro_a + amax) * eta) * (
+        1 + 8 * eps
+    )
     a1 = a[..., 0]
     # option A: sum_i p_i c(a_1 - eps_q) (c increasing; the prox exists, so lam + a_1 > 0)
     lo = a1 - eps_q
@@ -236,11 +255,16 @@ def _quadratic_optimum(f, lam, p, *, certify):
     term_e = xp.where(ok_b, lam1 * lam1 * eps_q / xp.where(ok_b, gap_lo * (lam1 + a1), one), inf)
     term_e = term_e * (1 + 8 * eps)
     cmax = xp.max(xp.abs(curv), axis=-1) * (1 + 8 * eps)
-    per = (term_e + (2 * eta + eta * eta) * cmax + gamma(d + 5, eps) * cmax * vf2
-           + 2 * gamma(m + 1, eps) * (cmax * (1 + 3 * eta) + term_e))
+    per = (
+        term_e
+        + (2 * eta + eta * eta) * cmax
+        + gamma(d + 5, eps) * cmax * vf2
+        + 2 * gamma(m + 1, eps) * (cmax * (1 + 3 * eta) + term_e)
+    )
     up_m = 1 + 2 * gamma(m, eps)
-    delta = (xp.sum(p * per, axis=-1) + gamma(m, eps) * xp.sum(p * cmax * vf2, axis=-1)) * up_m \
-        + u * _fro(xp, H) * up_f
+    delta = (xp.sum(p * per, axis=-1) + gamma(m, eps) * xp.sum(p * cmax * vf2, axis=-1)) * up_m + u * _fro(
+        xp, H
+    ) * up_f
     # the computed H's smallest eigenvalue proven by a certified Cholesky just below eigvalsh's
     # value (nothing assumed about the eigensolver), then the distance from H_hat to the exact H
     mu_h = _proven_min_eig(xp, H, mu, 4 * d * eps * _fro(xp, H) * up_f)
@@ -271,8 +295,10 @@ def local_train(objective):
     xp = f.xp
     mu = xp.broadcast_to(f.strong_convexity(), f.batch_shape)
     if not bool(xp.all(mu > 0)):
-        raise ValueError(f"local_train needs every client strongly convex (smallest modulus "
-                         f"{float(xp.min(mu)):.3g}; LocalTrain has no unique minimiser)")
+        raise ValueError(
+            f"local_train needs every client strongly convex (smallest modulus "
+            f"{float(xp.min(mu)):.3g}; LocalTrain has no unique minimiser)"
+        )
     if isinstance(f, Quadratic):
         return f.minimizer()
 
@@ -309,12 +335,16 @@ def global_train(objective, weights=None):
         b = xp.sum(p[..., None] * f.b, axis=-2)
         low = xp.linalg.eigvalsh(A)[..., 0]
         if not bool(xp.all(low > 0)):
-            raise ValueError(f"global_train needs sum_i p_i A_i positive definite (smallest eigenvalue "
-                             f"{float(xp.min(low)):.3g})")
+            raise ValueError(
+                f"global_train needs sum_i p_i A_i positive definite (smallest eigenvalue "
+                f"{float(xp.min(low)):.3g})"
+            )
         return xp.linalg.solve(A, b[..., None])[..., 0]
     mu = xp.sum(p * f.strong_convexity(), axis=-1)
     if not bool(xp.all(mu > 0)):
-        raise ValueError(f"global_train needs sum_i p_i f_i strongly convex (modulus {float(xp.min(mu)):.3g})")
+        raise ValueError(
+            f"global_train needs sum_i p_i f_i strongly convex (modulus {float(xp.min(mu)):.3g})"
+        )
 
     eps = float(xp.finfo(f.dtype).eps)
 

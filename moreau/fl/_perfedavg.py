@@ -1,19 +1,48 @@
 r"""Per-FedAvg, Algorithm 1 of the Per-FedAvg paper (Fallah, Mokhtari, Ozdaglar, NeurIPS 2020)."""
+
 from __future__ import annotations
 
 import numpy as np
 
 from ._minibatches import MiniBatches
-from ._common import (History, check_diverged, check_objective, count, expand, generator, gradient,
-                      lead_shape, minibatch_size, participation, point, positive, sample_size, scaled)
+from ._common import (
+    History,
+    check_diverged,
+    check_objective,
+    count,
+    expand,
+    generator,
+    gradient,
+    lead_shape,
+    minibatch_size,
+    participation,
+    point,
+    positive,
+    sample_size,
+    scaled,
+)
 
 __all__ = ["per_fedavg"]
 
 _VARIANTS = ("hessian", "first_order", "hessian_free")
 
 
-def per_fedavg(objective, *, alpha, beta, tau, rounds, S=None, D=None, D_prime=None, D_second=None,
-               variant="hessian", delta=None, w0=None, rng=None):
+def per_fedavg(
+    objective,
+    *,
+    alpha,
+    beta,
+    tau,
+    rounds,
+    S=None,
+    D=None,
+    D_prime=None,
+    D_second=None,
+    variant="hessian",
+    delta=None,
+    w0=None,
+    rng=None,
+):
     r"""Per-FedAvg, Algorithm 1: τ local stochastic steps on the meta-functions, then averaging.
 
     Per round k the server samples S of the n = m clients uniformly without replacement
@@ -72,8 +101,10 @@ def per_fedavg(objective, *, alpha, beta, tau, rounds, S=None, D=None, D_prime=N
         raise TypeError(f"delta applies only to variant='hessian_free' (got variant={variant!r})")
     if variant == "first_order" and D_second is not None:
         raise TypeError("D_second applies only to the 'hessian' and 'hessian_free' variants")
-    sizes = [minibatch_size(s, f, name, replace=True) for s, name in ((D, "D"), (D_prime, "D_prime"),
-                                                                   (D_second, "D_second"))]
+    sizes = [
+        minibatch_size(s, f, name, replace=True)
+        for s, name in ((D, "D"), (D_prime, "D_prime"), (D_second, "D_second"))
+    ]
     rng = generator(rng, S < m or any(s is not None for s in sizes), "S < n or a batch size is set")
     lead = lead_shape(f, alpha, beta, *(() if delta is None else (delta,)))
     w = point(w0, f, lead, "w0")
@@ -110,12 +141,28 @@ def per_fedavg(objective, *, alpha, beta, tau, rounds, S=None, D=None, D_prime=N
         ls.append(W)
         thetas.append(_personalised(f, w, a2, lead))
         bars.append(xp.stack(step_bars))
-    return History(w_global=xp.stack(gs), w_local=xp.stack(ls), theta=xp.stack(thetas), w_bar=xp.stack(bars),
-                   rounds=rounds, local_steps=tau, grad_evals=per_step * count_g,
-                   hvp_evals=count_g if variant == "hessian" else 0,
-                   params={"alpha": alpha, "beta": beta, "tau": tau, "S": S, "D": sizes[0], "D_prime": sizes[1],
-                           "D_second": sizes[2], "variant": variant, "delta": delta},
-                   sampled=np.stack(picks) if picks else None)
+    return History(
+        w_global=xp.stack(gs),
+        w_local=xp.stack(ls),
+        theta=xp.stack(thetas),
+        w_bar=xp.stack(bars),
+        rounds=rounds,
+        local_steps=tau,
+        grad_evals=per_step * count_g,
+        hvp_evals=count_g if variant == "hessian" else 0,
+        params={
+            "alpha": alpha,
+            "beta": beta,
+            "tau": tau,
+            "S": S,
+            "D": sizes[0],
+            "D_prime": sizes[1],
+            "D_second": sizes[2],
+            "variant": variant,
+            "delta": delta,
+        },
+        sampled=np.stack(picks) if picks else None,
+    )
 
 
 def _personalised(f, w, a2, lead):

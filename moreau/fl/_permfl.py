@@ -19,6 +19,7 @@ References: Dadras thesis, §4.2, eq. (4.3); Paper II (arXiv 2407.14251), Algori
 authors' code sourasb05/PerMFL_1 implements it (the paper's text was not available here: see
 analysis/permfl/__init__.py for what is reconstructed and how the code differs).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,7 +58,9 @@ def team_matrix(teams, m):
     :math:`N_i`; ``teams`` ``(m,)`` non-negative ints naming teams 0..M-1, each with a device."""
     t = np.asarray(teams)
     if t.ndim != 1 or t.shape[0] != m:
-        raise ValueError(f"teams must have shape (m,) = ({m},), one team index per device (got shape {t.shape})")
+        raise ValueError(
+            f"teams must have shape (m,) = ({m},), one team index per device (got shape {t.shape})"
+        )
     if t.size and not (np.issubdtype(t.dtype, np.integer) or np.all(np.asarray(t, float) == np.round(t))):
         raise TypeError(f"teams must hold integer team indices (got dtype {t.dtype})")
     t = t.astype(np.int64)
@@ -65,13 +68,30 @@ def team_matrix(teams, m):
         raise ValueError(f"teams must be >= 0 (got {int(t.min())})")
     N = np.bincount(t)
     if np.any(N == 0):
-        raise ValueError(f"every team 0..{N.size - 1} needs a device: team {int(np.argmin(N))} has none "
-                         "(number the teams 0..M-1)")
+        raise ValueError(
+            f"every team 0..{N.size - 1} needs a device: team {int(np.argmin(N))} has none "
+            "(number the teams 0..M-1)"
+        )
     return (t[:, None] == np.arange(N.size)).astype(float), N
 
 
-def permfl(objective, teams, *, lam, gamma, alpha=None, eta, beta, K, L, rounds, lam_device=None,
-           batch_size=None, x0=None, rng=None):
+def permfl(
+    objective,
+    teams,
+    *,
+    lam,
+    gamma,
+    alpha=None,
+    eta,
+    beta,
+    K,
+    L,
+    rounds,
+    lam_device=None,
+    batch_size=None,
+    x0=None,
+    rng=None,
+):
     r"""PerMFL (Algorithm 1 of Paper II): local, team and global updates of objective (4.3).
 
     Global round t = 0..T-1 (``rounds``): every team starts from :math:`w_i^{t,0} = x^t`; team
@@ -115,8 +135,9 @@ def permfl(objective, teams, *, lam, gamma, alpha=None, eta, beta, K, L, rounds,
     xp = f.xp
     E, N = team_matrix(teams, m)
     Mt = N.size
-    lam, gamma, eta, beta = (positive(v, n, f) for v, n in ((lam, "lam"), (gamma, "gamma"), (eta, "eta"),
-                                                             (beta, "beta")))
+    lam, gamma, eta, beta = (
+        positive(v, n, f) for v, n in ((lam, "lam"), (gamma, "gamma"), (eta, "eta"), (beta, "beta"))
+    )
     lam_d = lam if lam_device is None else positive(lam_device, "lam_device", f)
     K, rounds = count(K, "K"), count(rounds, "rounds")
     exact = isinstance(L, str)
@@ -124,7 +145,9 @@ def permfl(objective, teams, *, lam, gamma, alpha=None, eta, beta, K, L, rounds,
         if L != "exact":
             raise ValueError(f"L must be an int >= 1 or 'exact' (got {L!r})")
         if alpha is not None or batch_size is not None:
-            raise TypeError("alpha and batch_size apply to the L local gradient steps; L='exact' takes neither")
+            raise TypeError(
+                "alpha and batch_size apply to the L local gradient steps; L='exact' takes neither"
+            )
     else:
         L = count(L, "L")
         if alpha is None:
@@ -135,15 +158,23 @@ def permfl(objective, teams, *, lam, gamma, alpha=None, eta, beta, K, L, rounds,
     lead = lead_shape(f, lam, gamma, eta, beta, lam_d, *(() if exact else (alpha,)))
     f._lam(expand(lam_d, 1), "lam_device" if lam_device is not None else "lam")
     x = point(x0, f, lead, "x0")
-    to_dev = xp.asarray(E, dtype=f.dtype)                      # (m, M): team model at each device
-    to_team = xp.asarray((E / N).T, dtype=f.dtype)             # (M, m): team means
-    lamd1, lamd2, lam2, gam1, gam2 = expand(lam_d, 1), expand(lam_d, 2), expand(lam, 2), expand(gamma, 1), \
-        expand(gamma, 2)
+    to_dev = xp.asarray(E, dtype=f.dtype)  # (m, M): team model at each device
+    to_team = xp.asarray((E / N).T, dtype=f.dtype)  # (M, m): team means
+    lamd1, lamd2, lam2, gam1, gam2 = (
+        expand(lam_d, 1),
+        expand(lam_d, 2),
+        expand(lam, 2),
+        expand(gamma, 1),
+        expand(gamma, 2),
+    )
     eta2, beta1 = expand(eta, 2), expand(beta, 1)
     alpha2 = None if exact else expand(alpha, 2)
     rows = None if size is None else _valid_rows(f, lead)
-    xs, ws, thetas = [x], [xp.broadcast_to(x[..., None, :], lead + (Mt, f.dim))], \
-        [xp.broadcast_to(x[..., None, :], lead + (m, f.dim))]
+    xs, ws, thetas = (
+        [x],
+        [xp.broadcast_to(x[..., None, :], lead + (Mt, f.dim))],
+        [xp.broadcast_to(x[..., None, :], lead + (m, f.dim))],
+    )
     for t in range(rounds):
         W = xp.broadcast_to(x[..., None, :], lead + (Mt, f.dim))
         for k in range(K):
@@ -155,7 +186,9 @@ def permfl(objective, teams, *, lam, gamma, alpha=None, eta, beta, K, L, rounds,
                 for _ in range(L):
                     fk = f if size is None else _minibatch(f, rng, lead, size, rows)
                     theta = theta - alpha2 * (fk.grad(theta) + lamd2 * (theta - Wd))
-                check_diverged(xp, f, theta, "permfl", f"round {t + 1}, team round {k + 1} (device steps)", "alpha")
+                check_diverged(
+                    xp, f, theta, "permfl", f"round {t + 1}, team round {k + 1} (device steps)", "alpha"
+                )
             W = W - eta2 * (lam2 * (W - to_team @ theta) + gam2 * (W - x[..., None, :]))
             check_diverged(xp, f, W, "permfl", f"round {t + 1}, team round {k + 1} (team step)", "eta")
         x = x - beta1 * gam1 * (x - xp.mean(W, axis=-2))
@@ -163,11 +196,28 @@ def permfl(objective, teams, *, lam, gamma, alpha=None, eta, beta, K, L, rounds,
         xs.append(x)
         ws.append(W)
         thetas.append(theta)
-    return PerMFLHistory(w_global=xp.stack(xs), w_local=None, theta=xp.stack(thetas), w_team=xp.stack(ws),
-                         rounds=rounds, local_steps=0 if exact else K * L, grad_evals=0 if exact else rounds * K * L,
-                         prox_evals=rounds * K if exact else 0,
-                         params={"lam": lam, "gamma": gamma, "alpha": alpha, "eta": eta, "beta": beta, "K": K,
-                                 "L": L, "lam_device": lam_d, "batch_size": size, "teams": np.argmax(E, axis=1)})
+    return PerMFLHistory(
+        w_global=xp.stack(xs),
+        w_local=None,
+        theta=xp.stack(thetas),
+        w_team=xp.stack(ws),
+        rounds=rounds,
+        local_steps=0 if exact else K * L,
+        grad_evals=0 if exact else rounds * K * L,
+        prox_evals=rounds * K if exact else 0,
+        params={
+            "lam": lam,
+            "gamma": gamma,
+            "alpha": alpha,
+            "eta": eta,
+            "beta": beta,
+            "K": K,
+            "L": L,
+            "lam_device": lam_d,
+            "batch_size": size,
+            "teams": np.argmax(E, axis=1),
+        },
+    )
 
 
 def permfl_optimum(objective, teams, lam, gamma, *, return_info=False):
@@ -219,27 +269,35 @@ def permfl_optimum(objective, teams, lam, gamma, *, return_info=False):
 
 def _quadratic_optimum(f, E, N, lam, gamma, lead):
     xp = f.xp
-    a, V = f._eigh                                              # (..., m, d), (..., m, d, d): cached
+    a, V = f._eigh  # (..., m, d), (..., m, d, d): cached
     Vt = xp.matrix_transpose(V)
     lam3 = expand(lam, 2)
     to_team = xp.asarray((E / N).T, dtype=f.dtype)
-    H = (V * (lam3 * a / (lam3 + a))[..., None, :]) @ Vt        # device envelope Hessians (*, m, d, d)
-    g = _mv(V, lam3 / (lam3 + a) * f._bt)                       # (*, m, d)
+    H = (V * (lam3 * a / (lam3 + a))[..., None, :]) @ Vt  # device envelope Hessians (*, m, d, d)
+    g = _mv(V, lam3 / (lam3 + a) * f._bt)  # (*, m, d)
     d = f.dim
-    B = xp.reshape(to_team @ xp.reshape(H, H.shape[:-2] + (d * d,)), H.shape[:-3] + (E.shape[1], d, d))  # teams'
+    B = xp.reshape(
+        to_team @ xp.reshape(H, H.shape[:-2] + (d * d,)), H.shape[:-3] + (E.shape[1], d, d)
+    )  # teams'
     c = to_team @ g
-    beta_i, U = xp.linalg.eigh((B + xp.matrix_transpose(B)) / 2)  # before gamma enters: a gamma sweep reuses it
+    beta_i, U = xp.linalg.eigh(
+        (B + xp.matrix_transpose(B)) / 2
+    )  # before gamma enters: a gamma sweep reuses it
     gam3 = expand(gamma, 2)
     if not bool(xp.all(beta_i + gam3 > 0)):
-        raise ValueError("permfl_optimum: a team problem F_i + (gamma/2)||w - x||^2 is not strongly convex "
-                         f"(smallest eigenvalue of its Hessian {float(xp.min(beta_i + gam3)):.3g}); raise gamma")
+        raise ValueError(
+            "permfl_optimum: a team problem F_i + (gamma/2)||w - x||^2 is not strongly convex "
+            f"(smallest eigenvalue of its Hessian {float(xp.min(beta_i + gam3)):.3g}); raise gamma"
+        )
     Ut = xp.matrix_transpose(U)
     HG = xp.mean((U * (gam3 * beta_i / (gam3 + beta_i))[..., None, :]) @ Ut, axis=-3)
     r = xp.mean(_mv(U, gam3 / (gam3 + beta_i) * _mv(Ut, c)), axis=-2)
     low = xp.linalg.eigvalsh(HG)[..., 0]
     if not bool(xp.all(low > 0)):
-        raise ValueError(f"permfl_optimum: G = mean_i G_i is not strongly convex (smallest eigenvalue of its Hessian "
-                         f"{float(xp.min(low)):.3g}): (4.3) has no unique minimiser")
+        raise ValueError(
+            f"permfl_optimum: G = mean_i G_i is not strongly convex (smallest eigenvalue of its Hessian "
+            f"{float(xp.min(low)):.3g}): (4.3) has no unique minimiser"
+        )
     x = xp.linalg.solve(HG, r[..., None])[..., 0]
     x = xp.broadcast_to(x, lead + (f.dim,))
     w = _mv(U, _mv(Ut, gam3 * x[..., None, :] + c) / (beta_i + gam3))
@@ -256,15 +314,15 @@ def _coupling(E, N, lam, gamma, curv):
     r"""The (1+M+m)-square matrix of Φ's Hessian per coordinate with :math:`\nabla^2 f_{ij}` replaced by
     ``curv`` ``(*, m)``: order (x, w_1..w_M, θ_1..θ_m), weights :math:`\pi_{ij} = 1/(M N_i)` (numpy)."""
     m, M = E.shape
-    pi = (E / N).sum(axis=1) / M                                  # (m,)
+    pi = (E / N).sum(axis=1) / M  # (m,)
     lam, gamma = np.asarray(lam, float)[..., None, None], np.asarray(gamma, float)[..., None, None]
     Cpl = np.zeros(np.broadcast_shapes(lam.shape[:-2], gamma.shape[:-2], curv.shape[:-1]) + (1 + M + m,) * 2)
     Cpl[..., 0, 0] = gamma[..., 0, 0]
-    Cpl[..., 0, 1:1 + M] = Cpl[..., 1:1 + M, 0] = -gamma[..., 0] / M
-    Cpl[..., 1:1 + M, 1:1 + M] = np.eye(M) * (lam + gamma) / M
-    Cpl[..., 1:1 + M, 1 + M:] = -lam * (E * pi[:, None]).T
-    Cpl[..., 1 + M:, 1:1 + M] = -lam * (E * pi[:, None])
-    Cpl[..., 1 + M:, 1 + M:] = np.eye(m) * pi * lam + np.eye(m) * (pi * curv)[..., None, :]
+    Cpl[..., 0, 1 : 1 + M] = Cpl[..., 1 : 1 + M, 0] = -gamma[..., 0] / M
+    Cpl[..., 1 : 1 + M, 1 : 1 + M] = np.eye(M) * (lam + gamma) / M
+    Cpl[..., 1 : 1 + M, 1 + M :] = -lam * (E * pi[:, None]).T
+    Cpl[..., 1 + M :, 1 : 1 + M] = -lam * (E * pi[:, None])
+    Cpl[..., 1 + M :, 1 + M :] = np.eye(m) * pi * lam + np.eye(m) * (pi * curv)[..., None, :]
     return Cpl, pi
 
 
@@ -274,23 +332,32 @@ def _newton_optimum(f, E, N, lam, gamma, lead):
     n0 = 1 + M + m
     mu_i = np.broadcast_to(np.asarray(to_numpy(f.strong_convexity()), float), tuple(f.batch_shape))
     if not np.all(mu_i > 0):
-        raise ValueError(f"permfl_optimum needs every device strongly convex for its Newton solve (smallest "
-                         f"modulus {float(mu_i.min()):.3g}); add a ridge mu > 0")
+        raise ValueError(
+            f"permfl_optimum needs every device strongly convex for its Newton solve (smallest "
+            f"modulus {float(mu_i.min()):.3g}); add a ridge mu > 0"
+        )
     Cpl0, pi = _coupling(E, N, to_numpy(lam), to_numpy(gamma), np.zeros(mu_i.shape))
     low = np.asarray(np.linalg.eigvalsh(_coupling(E, N, to_numpy(lam), to_numpy(gamma), mu_i)[0]))[..., 0]
     mu_phi = np.broadcast_to(low * (1 - 1e-12) - 4 * n0 * np.finfo(float).eps * np.abs(Cpl0).max(), lead)
     if not np.all(mu_phi > 0):
-        raise ValueError(f"permfl_optimum cannot certify that (4.3) is strongly convex (modulus {mu_phi.min():.3g})")
+        raise ValueError(
+            f"permfl_optimum cannot certify that (4.3) is strongly convex (modulus {mu_phi.min():.3g})"
+        )
     mu_x = xp.asarray(mu_phi, dtype=f.dtype)
-    kron = np.reshape(Cpl0[..., :, None, :, None] * np.eye(d)[None, :, None, :], Cpl0.shape[:-2] + (n0 * d,) * 2)
+    kron = np.reshape(
+        Cpl0[..., :, None, :, None] * np.eye(d)[None, :, None, :], Cpl0.shape[:-2] + (n0 * d,) * 2
+    )
     big = xp.asarray(np.broadcast_to(kron, lead + (n0 * d,) * 2), dtype=f.dtype)
     pix = xp.asarray(pi, dtype=f.dtype)
     eps = float(xp.finfo(f.dtype).eps)
     eye_m = xp.eye(m, dtype=f.dtype)
 
     def split(z):
-        return z[..., :d], xp.reshape(z[..., d:(1 + M) * d], lead + (M, d)), xp.reshape(z[..., (1 + M) * d:],
-                                                                                        lead + (m, d))
+        return (
+            z[..., :d],
+            xp.reshape(z[..., d : (1 + M) * d], lead + (M, d)),
+            xp.reshape(z[..., (1 + M) * d :], lead + (m, d)),
+        )
 
     def state(z):
         _, _, th = split(z)
@@ -299,20 +366,31 @@ def _newton_optimum(f, E, N, lam, gamma, lead):
         gf = xp.reshape(pix[:, None] * f.grad(th), lead + (m * d,))
         g = quad[..., 0] + xp.concat([xp.zeros(lead + ((1 + M) * d,), dtype=f.dtype), gf], axis=-1)
         gn = xp.linalg.vector_norm(g, axis=-1)
-        scale = xp.sum(pix * f._grad_error_scale(th), axis=-1) + xp.max(xp.abs(big), axis=(-2, -1)) * \
-            xp.linalg.vector_norm(z, axis=-1)
+        scale = xp.sum(pix * f._grad_error_scale(th), axis=-1) + xp.max(
+            xp.abs(big), axis=(-2, -1)
+        ) * xp.linalg.vector_norm(z, axis=-1)
         tol = xp.maximum(NEWTON_RTOL * (1 + xp.linalg.vector_norm(z, axis=-1)), 64 * eps * scale / mu_x)
         return val, g, gn / mu_x, tol, None
 
     def hess(z, aux):
         _, _, th = split(z)
-        Hd = pix[:, None, None] * f.hess(th)                       # (*, m, d, d), block diagonal below
+        Hd = pix[:, None, None] * f.hess(th)  # (*, m, d, d), block diagonal below
         bd = xp.reshape(Hd[..., :, :, None, :] * eye_m[:, None, :, None], lead + (m * d, m * d))
         pad = xp.zeros(lead + ((1 + M) * d, n0 * d), dtype=f.dtype)
         left = xp.zeros(lead + (m * d, (1 + M) * d), dtype=f.dtype)
         return big + xp.concat([pad, xp.concat([left, bd], axis=-1)], axis=-2)
 
-    z, bound, its = minimize(state, hess, xp.zeros(lead + (n0 * d,), dtype=f.dtype), f.dtype, xp=xp,
-                             what="permfl_optimum")
+    z, bound, its = minimize(
+        state, hess, xp.zeros(lead + (n0 * d,), dtype=f.dtype), f.dtype, xp=xp, what="permfl_optimum"
+    )
     x, w, th = split(z)
-    return x, w, th, {"error_estimate": np.asarray(to_numpy(bound)), "mu": mu_phi, "iterations": np.asarray(to_numpy(its))}
+    return (
+        x,
+        w,
+        th,
+        {
+            "error_estimate": np.asarray(to_numpy(bound)),
+            "mu": mu_phi,
+            "iterations": np.asarray(to_numpy(its)),
+        },
+    )

@@ -1,4 +1,5 @@
 r"""pFedMe, Algorithm 1 of the pFedMe paper (T Dinh, Tran, Nguyen, NeurIPS 2020)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,17 +11,48 @@ from .._multinomial import Multinomial
 from .._quadratic import Quadratic
 from .._ragged_samples import RaggedSamples
 from ._minibatches import sample_counts, valid_rows
-from ._common import (History, added, batched_objective, check_diverged, check_objective, count, expand, gathered,
-                      generator, gradient, lead_shape, minibatch_size, point, positive, sample_clients,
-                      sample_size, scaled)
+from ._common import (
+    History,
+    added,
+    batched_objective,
+    check_diverged,
+    check_objective,
+    count,
+    expand,
+    gathered,
+    generator,
+    gradient,
+    lead_shape,
+    minibatch_size,
+    point,
+    positive,
+    sample_clients,
+    sample_size,
+    scaled,
+)
 
 PERSONAL = ("certified", "inner", "none")
 
 __all__ = ["pfedme"]
 
 
-def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inner="exact", inner_eta=None,
-           nu=None, w0=None, rng=None, personal="certified"):
+def pfedme(
+    objective,
+    *,
+    lam,
+    eta,
+    beta,
+    R,
+    rounds,
+    S=None,
+    batch_size=None,
+    inner="exact",
+    inner_eta=None,
+    nu=None,
+    w0=None,
+    rng=None,
+    personal="certified",
+):
     r"""pFedMe, Algorithm 1: R local rounds on the Moreau envelopes, then a β-step of the server.
 
     Per global round t, every client i = 1..N (N = m) starts from :math:`w_{i,0}^t = w_t` and for
@@ -97,12 +129,19 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
     if personal not in PERSONAL:
         raise ValueError(f"personal must be one of {PERSONAL} (got {personal!r})")
     rng = generator(rng, S < m or size is not None, "S < N or batch_size is set")
-    lead = lead_shape(f, lam, eta, beta, *(x for x in (inner_eta, nu) if x is not None and not isinstance(x, str)))
+    lead = lead_shape(
+        f, lam, eta, beta, *(x for x in (inner_eta, nu) if x is not None and not isinstance(x, str))
+    )
     f._lam(expand(lam, 1))  # nonconvex clients need lam > -mu_i
     w = point(w0, f, lead, "w0")
     lam1, lam2, eta2, beta1 = expand(lam, 1), expand(lam, 2), expand(eta, 2), expand(beta, 1)
-    fixed = (1 / (f.smoothness() + lam1))[..., None] if isinstance(inner_eta, str) \
-        else None if inner_eta is None else expand(inner_eta, 2)
+    fixed = (
+        (1 / (f.smoothness() + lam1))[..., None]
+        if isinstance(inner_eta, str)
+        else None
+        if inner_eta is None
+        else expand(inner_eta, 2)
+    )
     W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
     gs, ls, thetas, picks = [w], [W], ([W] if personal == "inner" else []), []
     evals = xp.zeros(lead + (m,), dtype=xp.int64)
@@ -142,13 +181,29 @@ def pfedme(objective, *, lam, eta, beta, R, rounds, S=None, batch_size=None, inn
         thetas.append(f.prox(xp.broadcast_to(w[..., None, :], lead + (m, f.dim)), lam1))
     w_hist = xp.stack(gs)
     grad_evals = 0 if exact else (rounds * R * K if nu is None else np.asarray(to_numpy(evals)))
-    return History(w_global=w_hist, w_local=xp.stack(ls), theta=xp.stack(thetas) if thetas else None,
-                   rounds=rounds, local_steps=R,
-                   grad_evals=grad_evals, prox_evals=rounds * R if exact else 0,
-                   w_bar=_theorem1_average(f, w_hist[:-1, ...], lam, eta, lead),
-                   params={"lam": lam, "eta": eta, "beta": beta, "R": R, "S": S, "batch_size": size,
-                           "inner": inner, "inner_eta": inner_eta, "nu": nu, "personal": personal},
-                   sampled=np.stack(picks) if picks else None)
+    return History(
+        w_global=w_hist,
+        w_local=xp.stack(ls),
+        theta=xp.stack(thetas) if thetas else None,
+        rounds=rounds,
+        local_steps=R,
+        grad_evals=grad_evals,
+        prox_evals=rounds * R if exact else 0,
+        w_bar=_theorem1_average(f, w_hist[:-1, ...], lam, eta, lead),
+        params={
+            "lam": lam,
+            "eta": eta,
+            "beta": beta,
+            "R": R,
+            "S": S,
+            "batch_size": size,
+            "inner": inner,
+            "inner_eta": inner_eta,
+            "nu": nu,
+            "personal": personal,
+        },
+        sampled=np.stack(picks) if picks else None,
+    )
 
 
 def _inner(inner, inner_eta, nu, f):
@@ -158,13 +213,19 @@ def _inner(inner, inner_eta, nu, f):
             raise ValueError(f"inner must be 'exact' or an int K >= 1 (got {inner!r})")
         for name, v in (("inner_eta", inner_eta), ("nu", nu)):
             if v is not None:
-                raise TypeError(f"{name} applies only to an inner gradient solve (inner=K); got inner='exact'")
+                raise TypeError(
+                    f"{name} applies only to an inner gradient solve (inner=K); got inner='exact'"
+                )
         return True, 0, None, None
     K = count(inner, "inner")
     if isinstance(inner_eta, str) and inner_eta != "client":
         raise ValueError(f"inner_eta must be a positive number or array, or 'client' (got {inner_eta!r})")
-    return (False, K, inner_eta if inner_eta is None or isinstance(inner_eta, str) else
-            positive(inner_eta, "inner_eta", f), None if nu is None else positive(nu, "nu", f))
+    return (
+        False,
+        K,
+        inner_eta if inner_eta is None or isinstance(inner_eta, str) else positive(inner_eta, "inner_eta", f),
+        None if nu is None else positive(nu, "nu", f),
+    )
 
 
 def _valid_rows(f, lead):
@@ -178,8 +239,10 @@ def _valid_rows(f, lead):
         parts, outer = (f,), tuple(lead)
     else:
         return None
-    out = [valid_rows(p.weights, tuple(outer) + tuple(p.batch_shape[-1:]) + (p.weights.shape[-1],))[1:]
-           for p in parts]
+    out = [
+        valid_rows(p.weights, tuple(outer) + tuple(p.batch_shape[-1:]) + (p.weights.shape[-1],))[1:]
+        for p in parts
+    ]
     return out if isinstance(f, RaggedSamples) else out[0]
 
 
@@ -199,8 +262,11 @@ def _minibatch(f, rng, lead, size, rows):
     idx = []
     for ub, (nvalid, order) in zip(parts, rows):
         k = np.minimum((ub * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)  # k-th valid sample
-        idx.append(k if order is None else np.take_along_axis(np.broadcast_to(order, k.shape[:-1] + order.shape[-1:]),
-                                                              k, axis=-1))
+        idx.append(
+            k
+            if order is None
+            else np.take_along_axis(np.broadcast_to(order, k.shape[:-1] + order.shape[-1:]), k, axis=-1)
+        )
     return gathered(f, idx[0] if lay is None else lay.merge(idx, 1))  # validated rows: no checks repeated
 
 
@@ -228,8 +294,10 @@ def _inner_gd(fk, W, lam2, K, step, nu, lead):
         active = active & (xp.vecdot(g, g) > expand(nu, 1))
         if bool(xp.any(active)):
             worst = float(xp.max(xp.vecdot(g, g)))
-            raise RuntimeError(f"pfedme: inner=K={K} gradient steps do not reach accuracy (8) "
-                               f"||grad h||^2 <= nu for every client (worst {worst:.3g}); increase inner or nu")
+            raise RuntimeError(
+                f"pfedme: inner=K={K} gradient steps do not reach accuracy (8) "
+                f"||grad h||^2 <= nu for every client (worst {worst:.3g}); increase inner or nu"
+            )
     return theta, used
 
 
@@ -246,4 +314,3 @@ def _theorem1_average(f, ws, lam, eta, lead):
     avg = xp.sum(wts[..., None] * ws, axis=0) / xp.sum(wts, axis=0)[..., None]
     nan = xp.full(avg.shape, float("nan"), dtype=f.dtype)
     return xp.where(xp.broadcast_to(ok, lead)[..., None], avg, nan)
-

@@ -15,6 +15,7 @@ stochastic gradient descent ... multiple local steps for v_i ... partial client 
 with probability p"); :func:`low_rank_optimum` is the exact rank-r optimum where Eckart–Young
 certifies it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,8 +25,19 @@ import numpy as np
 from .._backend import to_numpy
 from .._quadratic import Quadratic
 from ._minibatches import sample_counts
-from ._common import (History, batched_objective, check_diverged, check_objective, client_weights, count, expand,
-                      generator, lead_shape, minibatch_size, positive)
+from ._common import (
+    History,
+    batched_objective,
+    check_diverged,
+    check_objective,
+    client_weights,
+    count,
+    expand,
+    generator,
+    lead_shape,
+    minibatch_size,
+    positive,
+)
 
 __all__ = ["pflmf", "low_rank_optimum", "LowRankOptimum"]
 
@@ -34,7 +46,9 @@ def _start(value, f, shape, name, xp):
     """A start factor broadcast to ``shape`` (checked), or None."""
     if value is None:
         return None
-    a = xp.asarray(np.asarray(value, dtype=float) if isinstance(value, (list, tuple)) else value, dtype=f.dtype)
+    a = xp.asarray(
+        np.asarray(value, dtype=float) if isinstance(value, (list, tuple)) else value, dtype=f.dtype
+    )
     try:
         ok = np.broadcast_shapes(tuple(a.shape), shape) == shape
     except ValueError:
@@ -54,8 +68,21 @@ def _models(xp, f, U, V, t, k):
     return X
 
 
-def pflmf(objective, rank, *, rounds, eta_u, eta_v, tau=1, p=1.0, batch_size=None, weights=None, U0=None,
-          V0=None, rng=None):
+def pflmf(
+    objective,
+    rank,
+    *,
+    rounds,
+    eta_u,
+    eta_v,
+    tau=1,
+    p=1.0,
+    batch_size=None,
+    weights=None,
+    U0=None,
+    V0=None,
+    rng=None,
+):
     r"""pFL^MF (thesis §4.1, Paper I's Algorithm 1 as reconstructed): alternating gradient steps on (4.2).
 
     Per round t (η_u ``eta_u``, η_v ``eta_v``, τ ``tau`` local steps, participation probability
@@ -123,8 +150,11 @@ def pflmf(objective, rank, *, rounds, eta_u, eta_v, tau=1, p=1.0, batch_size=Non
     pw = client_weights(weights, f, m)
     lead = lead_shape(f, eta_u, eta_v, p, pw[..., 0])
     d = f.dim
-    rng = generator(rng, partial or size is not None or U0 is None or V0 is None,
-                    "p < 1, batch_size is set or a start (U0, V0) is not given")
+    rng = generator(
+        rng,
+        partial or size is not None or U0 is None or V0 is None,
+        "p < 1, batch_size is set or a start (U0, V0) is not given",
+    )
     U = _start(U0, f, lead + (d, r), "U0", xp)
     if U is None:
         U = xp.asarray(rng.standard_normal(lead + (d, r)) / np.sqrt(d), dtype=f.dtype)
@@ -141,24 +171,37 @@ def pflmf(objective, rank, *, rounds, eta_u, eta_v, tau=1, p=1.0, batch_size=Non
             on = xp.asarray(mask_h)[..., None]
         for k in range(tau):
             fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=False))
-            G = fk.grad(_models(xp, f, U, V, t, k))                      # (*lead, m, d): grad f_i(U v_i)
-            step = V - ev * (G @ U)                                      # v_i - eta_v U^T grad f_i
+            G = fk.grad(_models(xp, f, U, V, t, k))  # (*lead, m, d): grad f_i(U v_i)
+            step = V - ev * (G @ U)  # v_i - eta_v U^T grad f_i
             V = xp.where(on, step, V) if partial else step
             check_diverged(xp, f, V, "pflmf", f"round {t + 1}, local step {k + 1} (v_i)", "eta_v")
         fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=False))
         G = fk.grad(_models(xp, f, U, V, t, tau))
-        coef = pw / p2 * (xp.asarray(mask_h, dtype=f.dtype) if partial else 1.0)   # (*lead, m)
-        U = U - eu * (xp.matrix_transpose(G) @ (coef[..., None] * V))   # sum_i coef_i grad f_i v_i^T
+        coef = pw / p2 * (xp.asarray(mask_h, dtype=f.dtype) if partial else 1.0)  # (*lead, m)
+        U = U - eu * (xp.matrix_transpose(G) @ (coef[..., None] * V))  # sum_i coef_i grad f_i v_i^T
         check_diverged(xp, f, U, "pflmf", f"round {t + 1} (server step on U)", "eta_u")
         evals += (tau + 1) * (mask_h if partial else 1)
         us.append(U)
         vs.append(V)
         xs.append(_models(xp, f, U, V, t, tau + 1))
-    return History(w_global=xp.stack(us), w_local=xp.stack(vs), theta=xp.stack(xs), rounds=rounds,
-                   local_steps=tau, grad_evals=evals if partial else rounds * (tau + 1),
-                   params={"rank": r, "eta_u": eta_u, "eta_v": eta_v, "tau": tau, "p": p, "batch_size": size,
-                           "weights": pw},
-                   sampled=np.stack(masks) if masks else None)
+    return History(
+        w_global=xp.stack(us),
+        w_local=xp.stack(vs),
+        theta=xp.stack(xs),
+        rounds=rounds,
+        local_steps=tau,
+        grad_evals=evals if partial else rounds * (tau + 1),
+        params={
+            "rank": r,
+            "eta_u": eta_u,
+            "eta_v": eta_v,
+            "tau": tau,
+            "p": p,
+            "batch_size": size,
+            "weights": pw,
+        },
+        sampled=np.stack(masks) if masks else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -208,32 +251,38 @@ def low_rank_optimum(objective, rank, weights=None):
     xp, d = f.xp, f.dim
     pw = client_weights(weights, f, m)
     if not bool(xp.all(pw > 0)):
-        raise ValueError("low_rank_optimum needs every client weight > 0 (a zero-weight client's model is free)")
+        raise ValueError(
+            "low_rank_optimum needs every client weight > 0 (a zero-weight client's model is free)"
+        )
     lead = tuple(np.broadcast_shapes(tuple(f.batch_shape[:-1]), tuple(pw.shape[:-1])))
     A = xp.broadcast_to(f.A, lead + (m, d, d))
-    A0 = xp.mean(A, axis=-3)                                           # (*lead, d, d)
-    tr = lambda B: xp.sum(xp.linalg.diagonal(B), axis=-1)             # noqa: E731
-    s = tr(A) / tr(A0)[..., None]                                      # (*lead, m)
+    A0 = xp.mean(A, axis=-3)  # (*lead, d, d)
+    tr = lambda B: xp.sum(xp.linalg.diagonal(B), axis=-1)  # noqa: E731
+    s = tr(A) / tr(A0)[..., None]  # (*lead, m)
     dev = xp.linalg.matrix_norm(A - s[..., None, None] * A0[..., None, :, :])
     scale = xp.linalg.matrix_norm(A)
     tol = 64 * d * float(np.finfo(np.dtype(str(f.dtype).rsplit(".", 1)[-1])).eps)
     if not bool(xp.all(dev <= tol * scale)):
         worst = float(xp.max(dev / scale))
-        raise ValueError(f"low_rank_optimum needs client Hessians proportional to one matrix (A_i = s_i A); a "
-                         f"client deviates from that by {worst:.3g} relative (allowed {tol:.3g})")
+        raise ValueError(
+            f"low_rank_optimum needs client Hessians proportional to one matrix (A_i = s_i A); a "
+            f"client deviates from that by {worst:.3g} relative (allowed {tol:.3g})"
+        )
     a, Q = xp.linalg.eigh(A0)
     if not bool(xp.all(a[..., 0] > 0)) or not bool(xp.all(s > 0)):
-        raise ValueError("low_rank_optimum needs positive definite client Hessians (A positive definite, s_i > 0)")
-    w = pw * s                                                         # (*lead, m)
+        raise ValueError(
+            "low_rank_optimum needs positive definite client Hessians (A positive definite, s_i > 0)"
+        )
+    w = pw * s  # (*lead, m)
     b = xp.broadcast_to(f.b, lead + (m, d))
     Qt = xp.matrix_transpose(Q)
     # columns of M: sqrt(w_i) A^{1/2} c_i = sqrt(w_i)/s_i A^{-1/2} b_i, with A^{-1/2} = Q diag(a^{-1/2}) Q^T
     half_inv = (Q * (a[..., None, :] ** -0.5)) @ Qt
-    Mt = (xp.sqrt(w) / s)[..., None] * (b @ half_inv)                  # (*lead, m, d): M^T
+    Mt = (xp.sqrt(w) / s)[..., None] * (b @ half_inv)  # (*lead, m, d): M^T
     P, sig, Rt = xp.linalg.svd(xp.matrix_transpose(Mt), full_matrices=False)  # M = P diag(sig) Rt
     k = min(r, sig.shape[-1])
     root = xp.sqrt(sig[..., :k])
-    U = half_inv @ (P[..., :, :k] * root[..., None, :])                # A^{-1/2} P_r Sigma_r^{1/2}
+    U = half_inv @ (P[..., :, :k] * root[..., None, :])  # A^{-1/2} P_r Sigma_r^{1/2}
     V = xp.matrix_transpose(Rt[..., :k, :]) * root[..., None, :] / xp.sqrt(w)[..., None]
     if k < r:  # rank above min(d, m): pad with zero columns (any completion is optimal)
         U = xp.concat([U, xp.zeros(lead + (d, r - k), dtype=f.dtype)], axis=-1)

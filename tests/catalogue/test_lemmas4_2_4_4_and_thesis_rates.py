@@ -3,6 +3,7 @@
 The checkers live in ``analysis/perfedavg/lemma4_2.py``, ``perfedavg_lemma4_4.py``
 and ``thesis/gd.py``, ``thesis/fw/``; this file asserts what their reports claim.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -19,7 +20,14 @@ from moreau.analysis.engine.core import Mutant, TIGHT_RTOL
 from moreau.analysis.engine.report import mutant_verdicts
 from moreau.analysis.engine.registry import get
 
-IDS = ("perfedavg.lemma4_2", "perfedavg.lemma4_4", "gd.strongly_convex", "gd.nonconvex", "fw.convex", "fw.nonconvex")
+IDS = (
+    "perfedavg.lemma4_2",
+    "perfedavg.lemma4_4",
+    "gd.strongly_convex",
+    "gd.nonconvex",
+    "fw.convex",
+    "fw.nonconvex",
+)
 #: max-ratio comparisons: both sides are closed forms or eigvalsh of d <= 4 matrices,
 #: exact to a few eps; 1e-12 (~4500 eps) separates rounding from a wrong constant
 RATIO_TOL = 1e-12
@@ -74,7 +82,7 @@ def test_lemma4_2_alpha_above_1_over_L_is_not_applicable_not_a_failure():
     assert over.any()
     assert not part.sides.applicable[over].any()
     assert np.any(part.sides.lhs[over] > part.sides.rhs[over])  # the bound is violated there ...
-    assert part.holds and part.failures.size == 0                # ... and not counted against the lemma
+    assert part.holds and part.failures.size == 0  # ... and not counted against the lemma
     m = Mutant("alpha <= 2/L", {"condition": lambda a, L: (a >= 0) & (a <= 2 / L)})
     assert not get("perfedavg.lemma4_2").run("quadratic", None, None, mutant=m, batch=b).holds
 
@@ -101,12 +109,23 @@ def test_lemma4_4_constants_are_sup_bounds_not_samples():
     assert "bound" in rec.result.parts[0].sides.constants["gamma_G^2"]
 
 
-@pytest.mark.parametrize("sid, name, changes, family", [
-    ("gd.strongly_convex", "rate (1 - mu eta)^(2t)",
-     {"rate": lambda mu, L, eta, t: (1 - mu * eta) ** (2 * t)}, "quadratic"),
-    ("perfedavg.lemma4_4", "192 -> 16",
-     {"gamma_F2": lambda B, a, h, g: 3 * B**2 * a**2 * h + 16 * g}, "quadratic"),
-])
+@pytest.mark.parametrize(
+    "sid, name, changes, family",
+    [
+        (
+            "gd.strongly_convex",
+            "rate (1 - mu eta)^(2t)",
+            {"rate": lambda mu, L, eta, t: (1 - mu * eta) ** (2 * t)},
+            "quadratic",
+        ),
+        (
+            "perfedavg.lemma4_4",
+            "192 -> 16",
+            {"gamma_F2": lambda B, a, h, g: 3 * B**2 * a**2 * h + 16 * g},
+            "quadratic",
+        ),
+    ],
+)
 def test_documented_equivalent_mutants_hold_and_are_attained(sid, name, changes, family):
     st = get(sid)
     assert name in st.equivalent_mutants
@@ -143,8 +162,13 @@ def test_gd_nonconvex_attained_and_meta_objective_instances_are_nonconvex():
 def test_fw_printed_range_fails_at_t0_on_the_finding_instance():
     # d = 1, B = [-1, 1] (R = 2), F = x^2/2 - 5x (L = 1), x^0 = -1: F(x^0) - F* = 10 > L R^2 = 4
     st = get("fw.convex")
-    batch = {"A": np.ones((1, 1, 1)), "b": np.full((1, 1), 5.0), "L": np.ones(1), "h": np.ones((1, 1)),
-             "x0": -np.ones((1, 1))}
+    batch = {
+        "A": np.ones((1, 1, 1)),
+        "b": np.full((1, 1), 5.0),
+        "L": np.ones(1),
+        "h": np.ones((1, 1)),
+        "x0": -np.ones((1, 1)),
+    }
     assert st.run("quadratic", None, None, batch=batch, reading="x⁰ ∈ B, t ≥ 1").holds
     for reading in ("x⁰ ∈ B, t ≥ 0", None):  # the printed range of t alone, and the printed statement
         res = st.run("quadratic", None, None, batch=batch, reading=reading)
@@ -158,7 +182,7 @@ def _fw_1d_exact(c, x0, steps):
     Fstar = min(F(Fraction(v)) for v in (-1, 1, max(-1, min(1, c))))  # convex: the clipped minimiser
     x, out = Fraction(x0), []
     for t in range(steps):
-        s = Fraction(-1) if x - c > 0 else Fraction(1)   # LMO of [-1, 1] at the gradient x - c
+        s = Fraction(-1) if x - c > 0 else Fraction(1)  # LMO of [-1, 1] at the gradient x - c
         x += Fraction(2, t + 2) * (s - x)
         out.append(F(x) - Fstar)
     return out
@@ -173,8 +197,13 @@ def test_fw_start_outside_B_fails_at_t1_on_the_finding_instance():
     assert far[0] / Fraction(8, 3) == 75
     assert [t + 1 for t, g in enumerate(far) if g > Fraction(8, t + 3)] == list(range(1, 51))
     st = get("fw.convex")
-    batch = {"A": np.ones((1, 1, 1)), "b": np.full((1, 1), 10.0), "L": np.ones(1), "h": np.ones((1, 1)),
-             "x0": np.full((1, 1), 20.0)}
+    batch = {
+        "A": np.ones((1, 1, 1)),
+        "b": np.full((1, 1), 10.0),
+        "L": np.ones(1),
+        "h": np.ones((1, 1)),
+        "x0": np.full((1, 1), 20.0),
+    }
     res = st.run("quadratic", None, None, batch=batch, reading="x⁰ ∈ B, t ≥ 1")
     assert res.holds and res.parts[0].applicable == 0  # outside the reading (x^0 in B)
     for reading in ("t ≥ 1, x⁰ anywhere", None):  # the printed x^0 in R^d alone, and the printed statement
@@ -191,7 +220,9 @@ def test_fw_draws_starts_outside_B_and_they_are_not_applicable(seed):
     part = rec.readings["x⁰ ∈ B, t ≥ 1"][0].parts[0]
     assert outside.sum() >= 4 and not part.sides.applicable[outside].any()
     printed = rec.result.parts[0]  # the printed x^0 in R^d: applicable there, and fails on drawn instances
-    assert printed.sides.applicable[outside].all() and np.any(printed.failures[:, None] == np.flatnonzero(outside))
+    assert printed.sides.applicable[outside].all() and np.any(
+        printed.failures[:, None] == np.flatnonzero(outside)
+    )
 
 
 def test_fw_bound_reaches_three_quarters_at_t1_and_F_star_is_certified():
@@ -210,11 +241,20 @@ def test_fw_nonconvex_box_min_against_multistart_lbfgsb():
     for i in range(b["A"].shape[0]):
         A, bb, h = b["A"][i], b["b"][i], b["h"][i]
         f = lambda x: 0.5 * x @ A @ x - bb @ x  # noqa: E731
-        best = min(minimize(f, g * h, jac=lambda x: A @ x - bb, method="L-BFGS-B",
-                            bounds=list(zip(-h, h)), options={"ftol": 1e-15, "gtol": 1e-12}).fun for g in grid)
+        best = min(
+            minimize(
+                f,
+                g * h,
+                jac=lambda x: A @ x - bb,
+                method="L-BFGS-B",
+                bounds=list(zip(-h, h)),
+                options={"ftol": 1e-15, "gtol": 1e-12},
+            ).fun
+            for g in grid
+        )
         scale = abs(best) + b["L"][i] * np.sum(h**2)
-        assert Fstar[i] <= best + 1e-12 * scale          # nothing the local solver finds is lower ...
-        assert best - Fstar[i] <= 1e-7 * scale           # ... and it finds the same minimum (its own tolerance)
+        assert Fstar[i] <= best + 1e-12 * scale  # nothing the local solver finds is lower ...
+        assert best - Fstar[i] <= 1e-7 * scale  # ... and it finds the same minimum (its own tolerance)
         assert np.all(np.abs(xs[i]) <= h) and abs(f(xs[i]) - Fstar[i]) <= 1e-12 * scale
 
 
@@ -240,9 +280,16 @@ def test_fw_nonconvex_finding_start_outside_B():
     assert all(r > 1 for r in ratios[:5]) and ratios[5] < 1
     assert ratios[0] == 45.0 and abs(ratios[4] - 1.0286) < 1e-4
     st = get("fw.nonconvex")
-    batch = {"A": np.ones((1, 1, 1)), "b": np.full((1, 1), 10.0), "L": np.ones(1), "h": np.ones((1, 1)),
-             "x0": np.full((1, 1), 19.0)}
-    assert st.run("quadratic", None, None, batch=batch, reading="x⁰ ∈ B").holds  # x^0 outside B: not applicable
+    batch = {
+        "A": np.ones((1, 1, 1)),
+        "b": np.full((1, 1), 10.0),
+        "L": np.ones(1),
+        "h": np.ones((1, 1)),
+        "x0": np.full((1, 1), 19.0),
+    }
+    assert st.run(
+        "quadratic", None, None, batch=batch, reading="x⁰ ∈ B"
+    ).holds  # x^0 outside B: not applicable
     res = st.run("quadratic", None, None, batch=batch, reading=None)  # as printed: x^0 in R^d
     assert not res.holds and abs(res.parts[0].max_ratio - 45.0) <= RATIO_TOL
     assert st.findings

@@ -24,6 +24,7 @@ solved by the certified ``moreau.fl.fedprox_optimum``; (4) and (5) against the i
 
 References: the FedProx analysis (Yu et al.), Theorem 1, eqs. (4)-(6), Assumptions 1-3, Table 1.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,8 +35,12 @@ from moreau.analysis.engine.instances import trials_at_least
 from moreau.data import least_squares
 
 from moreau.analysis.fedprox.thm1.logistic_monte_carlo import logistic_batch, logistic_parts
-from moreau.analysis.fedprox.thm1.least_squares_moments import (baseline_errors, error_maps, exact_errors,
-                                                                monte_carlo_memo)
+from moreau.analysis.fedprox.thm1.least_squares_moments import (
+    baseline_errors,
+    error_maps,
+    exact_errors,
+    monte_carlo_memo,
+)
 
 #: Monte Carlo draws per grid point by default, and the intervals' two-sided level
 MC_TRIALS, LEVEL = 1000, 0.9999
@@ -67,36 +72,49 @@ CLAIM = {
     "C2": c2,
     "C3": lambda C1: 8 * C1,
     "C4": c4,
-    "het": lambda n, R: np.minimum(1 / n, R / np.sqrt(n)),              # (1/n ∧ R/√n)
+    "het": lambda n, R: np.minimum(1 / n, R / np.sqrt(n)),  # (1/n ∧ R/√n)
     "local_extra": lambda rho, mu, n, R: 16 * np.minimum(rho**2 / (mu**2 * n), R**2),
     # "FedProx always performs no worse than LocalTrain" (the discussion of Theorem 1, as printed):
     # no larger than LocalTrain's own error on the same data
     "vs_localtrain": lambda E_lt, rho, mu, n, m, C4: E_lt,
-    "exp_n_local": -1.0,   # error vs n, R > n^{-1/2}: O(1/n) like LocalTrain
+    "exp_n_local": -1.0,  # error vs n, R > n^{-1/2}: O(1/n) like LocalTrain
     "exp_n_global": -1.0,
     "exp_n_middle": -1.0,  # R = n^{-1/2}/2: the heterogeneity term R/√n = 1/(2n)
-    "exp_m": -1.0,         # R → 0: O(1/(mn)) like GlobalTrain
-    "exp_R": 1.0,          # middle regime: the heterogeneity cost is O(R/√n)
+    "exp_m": -1.0,  # R → 0: O(1/(mn)) like GlobalTrain
+    "exp_R": 1.0,  # middle regime: the heterogeneity cost is O(R/√n)
 }
 
-PARTS = ("(4) global, Monte Carlo", "(4) global, exact",
-         "(5) local, C4 with ∧ (printed), Monte Carlo", "(5) local, C4 with ∧ (printed), exact",
-         "(5) local, C4 with ∨, exact",
-         "local error vs n, R >> n^-1/2", "global error vs n, R >> n^-1/2",
-         "global error vs n, R = n^-1/2/2", "local error vs n, R = n^-1/2/2",
-         "global error vs m, R → 0 (R = 1e-6, n = 100)", "local error vs m, R → 0 (R = 1e-6, n = 100)",
-         "local heterogeneity cost vs R, R ≤ n^-1/2 and λ ≥ L (n = 1000)",
-         "no worse than LocalTrain (R > n^-1/2)")
+PARTS = (
+    "(4) global, Monte Carlo",
+    "(4) global, exact",
+    "(5) local, C4 with ∧ (printed), Monte Carlo",
+    "(5) local, C4 with ∧ (printed), exact",
+    "(5) local, C4 with ∨, exact",
+    "local error vs n, R >> n^-1/2",
+    "global error vs n, R >> n^-1/2",
+    "global error vs n, R = n^-1/2/2",
+    "local error vs n, R = n^-1/2/2",
+    "global error vs m, R → 0 (R = 1e-6, n = 100)",
+    "local error vs m, R → 0 (R = 1e-6, n = 100)",
+    "local heterogeneity cost vs R, R ≤ n^-1/2 and λ ≥ L (n = 1000)",
+    "no worse than LocalTrain (R > n^-1/2)",
+)
 
 LOGISTIC_OR = "(5) local, C4 with ∨, Monte Carlo"
 #: the configurations (m, d, μ, L, σ) of ``moreau.data.least_squares``: L = μ is the isotropic design
 #: A_i = μI (there E‖w̃⁽ᵍ⁾ − w⋆⁽ᵍ⁾‖² = C1/N exactly: C1 attained); large μ and L/μ are where the
 #: constants C2 and (1/n ∧ R/√n) are needed (their mutants fail there)
-CONFIGS = np.array([(10, 5, 1.0, 4.0, 1.0), (10, 5, 0.1, 10.0, 0.3), (10, 5, 1.0, 1.0, 1.0),
-                    (2, 1, 1000.0, 1000.0, 0.1), (2, 2, 1.0, 100.0, 1.0), (2, 2, 1000.0, 10000.0, 10.0),
-                    (2, 2, 1000.0, 1000.0, 1.0)])
-
-
+CONFIGS = np.array(
+    [
+        (10, 5, 1.0, 4.0, 1.0),
+        (10, 5, 0.1, 10.0, 0.3),
+        (10, 5, 1.0, 1.0, 1.0),
+        (2, 1, 1000.0, 1000.0, 0.1),
+        (2, 2, 1.0, 100.0, 1.0),
+        (2, 2, 1000.0, 10000.0, 10.0),
+        (2, 2, 1000.0, 1000.0, 1.0),
+    ]
+)
 
 
 #: fewest Monte Carlo draws per grid point: the intervals are normal (CLT) intervals, meaningless
@@ -114,18 +132,32 @@ def instances(family, trials, rng):
     if family == "logistic":
         return logistic_batch(trials, rng)
     T = len(CONFIGS)
-    return {"family": np.zeros(T, dtype=int), "m": CONFIGS[:, 0].astype(int), "d": CONFIGS[:, 1].astype(int), "mu": CONFIGS[:, 2],
-            "L": CONFIGS[:, 3], "sigma": CONFIGS[:, 4],
-            "seed": rng.integers(0, 2**62, T), "mc_trials": np.full(T, trials or MC_TRIALS)}
+    return {
+        "family": np.zeros(T, dtype=int),
+        "m": CONFIGS[:, 0].astype(int),
+        "d": CONFIGS[:, 1].astype(int),
+        "mu": CONFIGS[:, 2],
+        "L": CONFIGS[:, 3],
+        "sigma": CONFIGS[:, 4],
+        "seed": rng.integers(0, 2**62, T),
+        "mc_trials": np.full(T, trials or MC_TRIALS),
+    }
 
 
 def minimal_counterexample():
     """The smallest configuration (fields as :func:`instances`) on which the printed 'no worse than
     LocalTrain' fails: m = 2, d = 1 (``least_squares`` then needs L = μ), μ = L = 2, σ = 1; seed 0 fixes
     only the Monte Carlo parts (the failing part is exact, and seed-free: A_i = 2, u_i = ±1)."""
-    return {"m": np.array([2]), "d": np.array([1]), "mu": np.array([2.0]), "L": np.array([2.0]),
-            "sigma": np.array([1.0]), "seed": np.array([0]), "mc_trials": np.array([MC_TRIALS]),
-            "family": np.zeros(1, dtype=int)}
+    return {
+        "m": np.array([2]),
+        "d": np.array([1]),
+        "mu": np.array([2.0]),
+        "L": np.array([2.0]),
+        "sigma": np.array([1.0]),
+        "seed": np.array([0]),
+        "mc_trials": np.array([MC_TRIALS]),
+        "family": np.zeros(1, dtype=int),
+    }
 
 
 def evaluate(batch, claim):
@@ -134,10 +166,17 @@ def evaluate(batch, claim):
     each = [{k: np.asarray(v)[t] for k, v in batch.items()} for t in range(len(batch["m"]))]
     if np.any(np.asarray(batch.get("family", 0)) == 1):
         rows = [logistic_parts(inst, claim, LEVEL) for inst in each]
-        return {name: Sides(*(np.array([r[key][k] for r in rows]) for k in ("lhs", "rhs")), "upper",
-                            lhs_ci=tuple(np.array([r[key][k] for r in rows]) for k in ("lo", "hi")),
-                            confidence=LEVEL, note=rows[0][key]["note"], constants=_BOUND["constants"])
-                for name, key in ((PARTS[0], "4"), (PARTS[2], "5"), (LOGISTIC_OR, "5or"))}
+        return {
+            name: Sides(
+                *(np.array([r[key][k] for r in rows]) for k in ("lhs", "rhs")),
+                "upper",
+                lhs_ci=tuple(np.array([r[key][k] for r in rows]) for k in ("lo", "hi")),
+                confidence=LEVEL,
+                note=rows[0][key]["note"],
+                constants=_BOUND["constants"],
+            )
+            for name, key in ((PARTS[0], "4"), (PARTS[2], "5"), (LOGISTIC_OR, "5or"))
+        }
     rows = [_configuration(inst, claim) for inst in each]
     out = {}
     for name in PARTS:
@@ -145,23 +184,35 @@ def evaluate(batch, claim):
         meta = dict(META[name])
         with np.errstate(divide="ignore", invalid="ignore"):  # the note of the worst configuration
             worst = int(np.nanargmax(col["lhs"] / col["rhs"])) if "lhs" in col else 0
-        note = rows[worst][name].get("note", "") + (f"; without the 16(ρ²/(μ²n) ∧ R²) term: max ratio "
-                                                f"{np.max(col.pop('no16')):.3g}" if "no16" in col else "")
+        note = rows[worst][name].get("note", "") + (
+            f"; without the 16(ρ²/(μ²n) ∧ R²) term: max ratio {np.max(col.pop('no16')):.3g}"
+            if "no16" in col
+            else ""
+        )
         meta["note"] = (meta.get("note", "") + (" " if meta.get("note") and note else "") + note).strip()
         if "slope" in col:
-            out[name] = rate_sides(col["slope"], (col["lo"], col["hi"]), col["exponent"], level=col.get("level", [None])[0],
-                                   applicable=col.get("applicable"), **meta)
+            out[name] = rate_sides(
+                col["slope"],
+                (col["lo"], col["hi"]),
+                col["exponent"],
+                level=col.get("level", [None])[0],
+                applicable=col.get("applicable"),
+                **meta,
+            )
         else:
             ci = (col["lo"], col["hi"]) if "lo" in col else None
-            out[name] = Sides(col["lhs"], col["rhs"], "upper", lhs_ci=ci, confidence=LEVEL if ci else None, **meta)
+            out[name] = Sides(
+                col["lhs"], col["rhs"], "upper", lhs_ci=ci, confidence=LEVEL if ci else None, **meta
+            )
     return out
 
 
 def _configuration(inst, claim):
     m, d, sigma, trials = int(inst["m"]), int(inst["d"]), float(inst["sigma"]), int(inst["mc_trials"])
     # the design and the heterogeneity directions u_i (‖u_i‖ = 1, Σ u_i = 0); R is set per grid point
-    prob = least_squares(int(inst["seed"]), m=m, n=d, d=d, R=1.0, mu=float(inst["mu"]), L=float(inst["L"]),
-                         sigma=sigma)
+    prob = least_squares(
+        int(inst["seed"]), m=m, n=d, d=d, R=1.0, mu=float(inst["mu"]), L=float(inst["L"]), sigma=sigma
+    )
     A, w_g = np.asarray(prob.objective.A), prob.w_star_global
     u = prob.w_star - w_g
     rho, mu = np.sqrt(prob.constants["rho2"]), prob.constants["mu"]  # exact: σ² tr(A_i); λ_min(A_i)
@@ -187,14 +238,21 @@ def _configuration(inst, claim):
     rhs4 = C1 / N + C2 * het
     extra = claim["local_extra"](rho, mu, nn, RR)
     rhs5, rhs5_or = C3 / N + C4 * het + extra, C3 / N + C4_or * het + extra
-    z, zb = stats.norm.ppf(0.5 + LEVEL / 2), stats.norm.ppf(1 - (1 - LEVEL) / (2 * m))  # Bonferroni over clients
+    z, zb = (
+        stats.norm.ppf(0.5 + LEVEL / 2),
+        stats.norm.ppf(1 - (1 - LEVEL) / (2 * m)),
+    )  # Bonferroni over clients
     where = lambda k: f"worst at n = {nn[k]:g}, R = {RR[k]:g} (λ = {claim['lam'](rho, RR[k], nn[k]):.4g})"
     lo, hi = mean[:, 0] - z * se[:, 0], mean[:, 0] + z * se[:, 0]
     k = int(np.argmax(lo / rhs4))
     out[PARTS[0]] = dict(lhs=mean[k, 0], lo=lo[k], hi=hi[k], rhs=rhs4[k], note=where(k))
     k = int(np.argmax(exact[:, 0] / rhs4))
     out[PARTS[1]] = dict(lhs=exact[k, 0], rhs=rhs4[k], note=where(k))
-    loc, loc_lo, loc_hi = mean[:, 1:].max(-1), (mean - zb * se)[:, 1:].max(-1), (mean + zb * se)[:, 1:].max(-1)
+    loc, loc_lo, loc_hi = (
+        mean[:, 1:].max(-1),
+        (mean - zb * se)[:, 1:].max(-1),
+        (mean + zb * se)[:, 1:].max(-1),
+    )
     k = int(np.argmax(loc_lo / rhs5))
     out[PARTS[2]] = dict(lhs=loc[k], lo=loc_lo[k], hi=loc_hi[k], rhs=rhs5[k], note=where(k))
     ex_loc = exact[:, 1:].max(-1)
@@ -205,12 +263,16 @@ def _configuration(inst, claim):
     # the rates: error vs n in each regime, vs m as R → 0 (Monte Carlo intervals)
     # R >> n^-1/2: bias λR/μ = ρ²/(nRμ) far below the LocalTrain variance ~ σ²/(μn) on the whole sweep
     R_far = 10 * max(1.0, rho**2 * np.sqrt(m) / (mu * sigma))
-    for R, parts, exps in ((R_far, PARTS[5:7], ("exp_n_local", "exp_n_global")),
-                           (0.5 / np.sqrt(N_SWEEP), PARTS[7:9][::-1], ("exp_n_middle", "exp_n_middle"))):
+    for R, parts, exps in (
+        (R_far, PARTS[5:7], ("exp_n_local", "exp_n_global")),
+        (0.5 / np.sqrt(N_SWEEP), PARTS[7:9][::-1], ("exp_n_middle", "exp_n_middle")),
+    ):
         _, mean, se = errors(N_SWEEP, np.full(N_SWEEP.shape, R))
         i = 1 + np.argmax(mean[:, 1:], axis=-1)
-        for part, y, s_, e in ((parts[0], mean[np.arange(len(i)), i], se[np.arange(len(i)), i], exps[0]),
-                               (parts[1], mean[:, 0], se[:, 0], exps[1])):
+        for part, y, s_, e in (
+            (parts[0], mean[np.arange(len(i)), i], se[np.arange(len(i)), i], exps[0]),
+            (parts[1], mean[:, 0], se[:, 0], exps[1]),
+        ):
             slope, (lo_, hi_) = fit_exponent(N_SWEEP, y, y_se=s_, level=LEVEL)
             out[part] = dict(slope=slope, lo=lo_, hi=hi_, exponent=claim[e], level=LEVEL)
     gm, lm = [], []
@@ -238,8 +300,12 @@ def _configuration(inst, claim):
     rhs_lt = claim["vs_localtrain"](lt[:, 1:].max(-1), rho, mu, nn, m, C4)
     r = np.where(large, ex_loc / rhs_lt, -np.inf)
     k = int(np.argmax(r))
-    out[PARTS[12]] = dict(lhs=ex_loc[k], rhs=rhs_lt[k], note=_comparison(errors, nn, RR, ex_loc, lt, gt) +
-                          f"; max FedProx/LocalTrain {np.max(ex_loc[large] / lt[large, 1:].max(-1)):.3g}")
+    out[PARTS[12]] = dict(
+        lhs=ex_loc[k],
+        rhs=rhs_lt[k],
+        note=_comparison(errors, nn, RR, ex_loc, lt, gt)
+        + f"; max FedProx/LocalTrain {np.max(ex_loc[large] / lt[large, 1:].max(-1)):.3g}",
+    )
     return out
 
 
@@ -251,27 +317,49 @@ def _comparison(errors, nn, RR, ex_loc, lt, gt):
     names = ["adaptive", *(f"λ={v:g}" for v in FIXED_LAM), "LocalTrain", "GlobalTrain"]
     counts = ", ".join(f"{nm} {int(np.sum(best == j))}" for j, nm in enumerate(names))
     within = int(np.sum(ex_loc <= 2 * table.min(axis=0)))
-    return (f"best max-local error on the {nn.size} (n, R) points (configuration 0): {counts}; adaptive "
-            f"within 2x of the best on {within}")
+    return (
+        f"best max-local error on the {nn.size} (n, R) points (configuration 0): {counts}; adaptive "
+        f"within 2x of the best on {within}"
+    )
 
 
-LARGE_N = np.array([5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 390.0])   # R = 0.5: R√n in (1.1, 9.9)
-LARGE_R = np.geomspace(0.11, 0.99, 5)                              # n = 100: R√n in (1.1, 9.9)
-_BOUND = dict(constants={"mu": "exact: min_i λ_min(A_i)", "rho^2": "exact: σ² max_i tr(A_i)",
-                         "R": "exact: max_i ‖w⋆⁽ⁱ⁾ − w⋆⁽ᵍ⁾‖", "expectation": "exact (bias² + trace) and "
-                         f"Monte Carlo over data sets, {LEVEL:g} two-sided CLT interval (Bonferroni over clients)"})
+LARGE_N = np.array([5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 390.0])  # R = 0.5: R√n in (1.1, 9.9)
+LARGE_R = np.geomspace(0.11, 0.99, 5)  # n = 100: R√n in (1.1, 9.9)
+_BOUND = dict(
+    constants={
+        "mu": "exact: min_i λ_min(A_i)",
+        "rho^2": "exact: σ² max_i tr(A_i)",
+        "R": "exact: max_i ‖w⋆⁽ⁱ⁾ − w⋆⁽ᵍ⁾‖",
+        "expectation": "exact (bias² + trace) and "
+        f"Monte Carlo over data sets, {LEVEL:g} two-sided CLT interval (Bonferroni over clients)",
+    }
+)
 META = {
-    PARTS[0]: _BOUND, PARTS[1]: _BOUND, PARTS[2]: _BOUND, PARTS[3]: _BOUND, PARTS[4]: _BOUND,
-    PARTS[5]: dict(kind="equal", atol=0.05, note="LocalTrain-like O(1/n); R = 10 max(1, ρ²√m/(μσ)) so that the "
-                   "bias (ρ²/(nRμ))² is negligible (nearer R = n^-1/2 it dominates and the slope is steeper)"),
+    PARTS[0]: _BOUND,
+    PARTS[1]: _BOUND,
+    PARTS[2]: _BOUND,
+    PARTS[3]: _BOUND,
+    PARTS[4]: _BOUND,
+    PARTS[5]: dict(
+        kind="equal",
+        atol=0.05,
+        note="LocalTrain-like O(1/n); R = 10 max(1, ρ²√m/(μσ)) so that the "
+        "bias (ρ²/(nRμ))² is negligible (nearer R = n^-1/2 it dominates and the slope is steeper)",
+    ),
     PARTS[6]: dict(kind="equal", atol=0.05, note="O(1/n) (C1/N + C2/n)"),
     PARTS[7]: dict(kind="equal", atol=0.05, note="middle regime along R√n = 1/2: C1/N + C2 R/√n = O(1/n)"),
-    PARTS[8]: dict(kind="equal", atol=0.05, note="middle regime along R√n = 1/2: C3/N + C4 R/√n + 16R² = O(1/n)"),
+    PARTS[8]: dict(
+        kind="equal", atol=0.05, note="middle regime along R√n = 1/2: C3/N + C4 R/√n + 16R² = O(1/n)"
+    ),
     PARTS[9]: dict(kind="equal", atol=0.05, note="GlobalTrain-like O(1/(mn))"),
     PARTS[10]: dict(kind="equal", atol=0.05, note="GlobalTrain-like O(1/(mn))"),
-    PARTS[11]: dict(kind="at least", atol=0.05, note="max_i E‖w̃⁽ⁱ⁾ − w⋆⁽ⁱ⁾‖² minus the GlobalTrain error at R = 0 "
-                    "(exact), R = (0.01 ... 0.9) min(1, ρ/L)/√n: O(R/√n) needs it to vanish at least linearly; "
-                    "the lower bound R² allows slope 2"),
+    PARTS[11]: dict(
+        kind="at least",
+        atol=0.05,
+        note="max_i E‖w̃⁽ⁱ⁾ − w⋆⁽ⁱ⁾‖² minus the GlobalTrain error at R = 0 "
+        "(exact), R = (0.01 ... 0.9) min(1, ρ/L)/√n: O(R/√n) needs it to vanish at least linearly; "
+        "the lower bound R² allows slope 2",
+    ),
     PARTS[12]: dict(note="constant: LocalTrain's rate ρ²/(μ²n) times 8/m + C4μ²/ρ² + 16 (from (5))"),
 }
 
@@ -303,9 +391,11 @@ def _swap(rho, R, n):
 
 
 #: --analyse: why this checker's instances are not rescaled (see moreau.analysis.engine.analyse)
-_NO_SCALING = ("the heterogeneity grid R and the noise level live inside the checker (each instance is a "
-               "sweep drawn from its seed), so a batch cannot be rescaled; the lambda rule's switch at "
-               "R = n^(-1/2) compares a length with a number and is not scale-consistent (README, Findings)")
+_NO_SCALING = (
+    "the heterogeneity grid R and the noise level live inside the checker (each instance is a "
+    "sweep drawn from its seed), so a batch cannot be rescaled; the lambda rule's switch at "
+    "R = n^(-1/2) compares a length with a number and is not scale-consistent (README, Findings)"
+)
 
 
 def _lt_rate(E_lt, rho, mu, n, m, C4):
@@ -319,20 +409,27 @@ STATEMENTS = (
         source="FedProx analysis, Theorem 1, eqs. (4)-(6)",
         paper="fedprox-personalization-analysis.md",
         latex=r"\mathbb E\|\tilde w^{(g)} - w_\star^{(g)}\|^2 \le \frac{C_1}{N} + C_2\Big(\frac1n \wedge \frac{R}{\sqrt n}\Big),"
-              r"\ \mathbb E\|\tilde w^{(i)} - w_\star^{(i)}\|^2 \le \frac{C_3}{N} + C_4\Big(\frac1n \wedge \frac{R}{\sqrt n}\Big)"
-              r" + 16\Big(\frac{\rho^2}{\mu^2 n} \wedge R^2\Big),\ \lambda = \frac{\rho}{\sqrt n R}1\{R \le n^{-1/2}\}"
-              r" + \frac{\rho^2}{nR^2}1\{R > n^{-1/2}\}",
+        r"\ \mathbb E\|\tilde w^{(i)} - w_\star^{(i)}\|^2 \le \frac{C_3}{N} + C_4\Big(\frac1n \wedge \frac{R}{\sqrt n}\Big)"
+        r" + 16\Big(\frac{\rho^2}{\mu^2 n} \wedge R^2\Big),\ \lambda = \frac{\rho}{\sqrt n R}1\{R \le n^{-1/2}\}"
+        r" + \frac{\rho^2}{nR^2}1\{R > n^{-1/2}\}",
         text="with the adaptive λ, FedProx's global and local statistical errors are at most C1/N + C2 (1/n ∧ R/√n) "
-             "and C3/N + C4 (1/n ∧ R/√n) + 16 (ρ²/(μ²n) ∧ R²): O(1/n) like LocalTrain for R > n^-1/2, "
-             "O(1/(mn)) like GlobalTrain as R → 0 (--trials: Monte Carlo draws per grid point, default 1000, "
-             "at least 30)",
-        assumptions=("Assumption 1: ‖w⋆⁽ⁱ⁾ − w⋆⁽ᵍ⁾‖ <= R", "Assumption 2: every client's sample average is "
-                     "μ-strongly convex", "Assumption 3: E‖∇ℓ(w⋆⁽ⁱ⁾, z)‖² <= ρ²", "n_i = n, p_i = 1/m"),
+        "and C3/N + C4 (1/n ∧ R/√n) + 16 (ρ²/(μ²n) ∧ R²): O(1/n) like LocalTrain for R > n^-1/2, "
+        "O(1/(mn)) like GlobalTrain as R → 0 (--trials: Monte Carlo draws per grid point, default 1000, "
+        "at least 30)",
+        assumptions=(
+            "Assumption 1: ‖w⋆⁽ⁱ⁾ − w⋆⁽ᵍ⁾‖ <= R",
+            "Assumption 2: every client's sample average is μ-strongly convex",
+            "Assumption 3: E‖∇ℓ(w⋆⁽ⁱ⁾, z)‖² <= ρ²",
+            "n_i = n, p_i = 1/m",
+        ),
         scaling={"quadratic": _NO_SCALING, "logistic": _NO_SCALING},
-        families={"quadratic": ("least squares, fixed designs, Gaussian noise",),
-                  "logistic": ("well-specified logistic with a ridge, population-minimiser truth",)},
+        families={
+            "quadratic": ("least squares, fixed designs, Gaussian noise",),
+            "logistic": ("well-specified logistic with a ridge, population-minimiser truth",),
+        },
         claimed="rate",
-        instances=instances, trials_used=trials_used,
+        instances=instances,
+        trials_used=trials_used,
         evaluate=evaluate,
         claim=CLAIM,
         expect="fails",
@@ -343,9 +440,14 @@ STATEMENTS = (
         # R = 1.01 n^-1/2 (nR² = 1.0201, t = 1/2.0201): ratio 1.1274 at every n of the grid (rounding picks the
         # n reported; seed 0: n = 5000, 1.1274e-4 > 1e-4), computed exactly (bias² + trace), no sampling
         counterexamples={"quadratic": minimal_counterexample},
-        readings=(Reading("no worse than LocalTrain's rate", {"vs_localtrain": _lt_rate},
-                          why="'no worse than LocalTrain' read as LocalTrain's rate rho^2/(mu^2 n) up to the constant "
-                              "that follows from (5), not LocalTrain's error on the same data"),),
+        readings=(
+            Reading(
+                "no worse than LocalTrain's rate",
+                {"vs_localtrain": _lt_rate},
+                why="'no worse than LocalTrain' read as LocalTrain's rate rho^2/(mu^2 n) up to the constant "
+                "that follows from (5), not LocalTrain's error on the same data",
+            ),
+        ),
         mutants=(
             Mutant("n^-1/2 for n^-1 (local error, R > n^-1/2)", {"exp_n_local": -0.5}),
             Mutant("n^-1/2 for n^-1 (global error, R > n^-1/2)", {"exp_n_global": -0.5}),
@@ -353,22 +455,30 @@ STATEMENTS = (
             Mutant("n^-1/2 for n^-1 (R = n^-1/2/2)", {"exp_n_middle": -0.5}),
             Mutant("heterogeneity cost O(R²) (the lower bound's order)", {"exp_R": 2.0}),
             Mutant("λ rule with the regimes swapped", {"lam": _swap}),
-            Mutant("λ = ρ/(nR) for R > n^-1/2 (R for R²)",
-                   {"lam": lambda rho, R, n: np.where(R <= n**-0.5, rho / (np.sqrt(n) * R), rho**2 / (n * R))}),
+            Mutant(
+                "λ = ρ/(nR) for R > n^-1/2 (R for R²)",
+                {"lam": lambda rho, R, n: np.where(R <= n**-0.5, rho / (np.sqrt(n) * R), rho**2 / (n * R))},
+            ),
             Mutant("C1 halved", {"C1": lambda rho, mu: rho**2 / (2 * mu**2)}),
             Mutant("C2 = 2ρ/μ only (no first branch of ∨)", {"C2": lambda rho, mu: 2 * rho / mu}),
             Mutant("(1/n ∧ R/n) for (1/n ∧ R/√n)", {"het": lambda n, R: np.minimum(1 / n, R / n)}),
-            Mutant("no worse than LocalTrain's rate with constant 1",
-                   {"vs_localtrain": lambda E_lt, rho, mu, n, m, C4: rho**2 / (mu**2 * n)}),
+            Mutant(
+                "no worse than LocalTrain's rate with constant 1",
+                {"vs_localtrain": lambda E_lt, rho, mu, n, m, C4: rho**2 / (mu**2 * n)},
+            ),
         ),
-        evidence_only={"logistic": "no mutant is rejected on the logistic instances (max ratio about 0.03: the "
-                                   "certified Monte Carlo is far from the bounds' worst case); their holding is "
-                                   "evidence, the verdict rests on the exact least-squares family"},
+        evidence_only={
+            "logistic": "no mutant is rejected on the logistic instances (max ratio about 0.03: the "
+            "certified Monte Carlo is far from the bounds' worst case); their holding is "
+            "evidence, the verdict rests on the exact least-squares family"
+        },
         consistency_checks={
             LOGISTIC_OR: "(5) with C4's ∨ reading: implied by the printed ∧ part (its right side is larger), "
-                         "kept to report its own ratio",
-            PARTS[4]: "(5) with C4's ∨ reading: implied by the printed ∧ part (its right side is larger), kept to "
-                      "report its own ratio",
+            "kept to report its own ratio",
+            PARTS[
+                4
+            ]: "(5) with C4's ∨ reading: implied by the printed ∧ part (its right side is larger), kept to "
+            "report its own ratio",
         },
         equivalent_mutants={
             "condition R <= n^-1/2 relaxed to R <= 10 n^-1/2": "(4), (5) and the rates hold with the relaxed switch "

@@ -14,6 +14,7 @@ So the errors are ``bias + K ξ`` with ``ξ ~ N(0, I_{md})`` (``e_i = σ/√n ·
 ``E‖error‖² = ‖bias‖² + ‖K‖_F²`` exactly, and a Monte Carlo trial costs one row of a matrix
 product with ``K`` (independent of n).  Rows: 0 the global model, 1..m the local models.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,12 +42,12 @@ def error_maps(A, w_star, lam, sigma, n):
     A, w_star = np.broadcast_to(A, (*lead, m, d, d)), np.broadcast_to(w_star, (*lead, m, d))
     lam = lam[..., None, None]
     scale = (sigma / np.sqrt(n))[..., None, None, None]
-    a, V = np.linalg.eigh(A)                                    # (..., m, d), (..., m, d, d)
+    a, V = np.linalg.eigh(A)  # (..., m, d), (..., m, d, d)
     Vt = np.swapaxes(V, -1, -2)
     lam_ = lam[..., None]
-    P = (V * (lam / (a + lam))[..., None, :]) @ Vt             # λ(A_i+λ)^{-1}
+    P = (V * (lam / (a + lam))[..., None, :]) @ Vt  # λ(A_i+λ)^{-1}
     H = np.mean((V * (lam * a / (a + lam))[..., None, :]) @ Vt, axis=-3)
-    Hinv = np.linalg.inv(H)                                     # (..., d, d)
+    Hinv = np.linalg.inv(H)  # (..., d, d)
     w_g = np.mean(w_star, axis=-2)
     PA = (V * (lam * a / (a + lam))[..., None, :]) @ Vt
     wbar_g = (Hinv @ np.mean(PA @ w_star[..., None], axis=-3))[..., 0]
@@ -54,11 +55,11 @@ def error_maps(A, w_star, lam, sigma, n):
     bias = np.concatenate([(wbar_g - w_g)[..., None, :], bias_loc], axis=-2)
     # global: K_g,j = σ/√n · H^{-1} P_j A_j^{1/2} / m
     root = (V * (lam * np.sqrt(a) / (a + lam))[..., None, :]) @ Vt  # P_j A_j^{1/2}
-    Kg = scale * (Hinv[..., None, :, :] @ root) / m                 # (..., m, d, d) blocks j
-    Kg = np.swapaxes(Kg, -3, -2).reshape(*lead, d, m * d)          # (..., d, md)
+    Kg = scale * (Hinv[..., None, :, :] @ root) / m  # (..., m, d, d) blocks j
+    Kg = np.swapaxes(Kg, -3, -2).reshape(*lead, d, m * d)  # (..., d, md)
     # local: K_ij = δ_ij σ/√n A_i^{1/2}(A_i+λ)^{-1} + P_i K_g,j
     own = scale * ((V * (np.sqrt(a) / (a + lam_[..., 0]))[..., None, :]) @ Vt)  # (..., m, d, d)
-    Kl = P @ Kg[..., None, :, :]                                    # (..., m, d, md)
+    Kl = P @ Kg[..., None, :, :]  # (..., m, d, md)
     idx = np.arange(m)
     Kl = Kl.reshape(*lead, m, d, m, d)
     Kl[..., idx, :, idx, :] += np.moveaxis(own, -3, 0)
@@ -141,4 +142,3 @@ def baseline_errors(A, w_star, sigma, n):
     w_all = np.concatenate([np.mean(w_star, axis=-2)[..., None, :], w_star], axis=-2)
     gt = np.sum((w_gt[..., None, :] - w_all) ** 2, axis=-1) + var[..., None]
     return lt, gt
-

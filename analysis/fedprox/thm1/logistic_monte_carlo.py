@@ -8,6 +8,7 @@ with a certified bound ``e`` on each model's distance to the exact optimum, so
 interval of the mean is the CLT interval (level ``LEVEL``, Bonferroni over clients for the max)
 of the lower and upper squared errors.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,9 +29,14 @@ _MEMO = {}
 
 def logistic_batch(trials, rng):
     T = len(CONFIGS_LOGISTIC)
-    return {"family": np.ones(T, dtype=int), "m": CONFIGS_LOGISTIC[:, 0].astype(int),
-            "d": CONFIGS_LOGISTIC[:, 1].astype(int), "mu": CONFIGS_LOGISTIC[:, 2],
-            "seed": rng.integers(0, 2**62, T), "mc_trials": np.full(T, trials or TRIALS_LOGISTIC)}
+    return {
+        "family": np.ones(T, dtype=int),
+        "m": CONFIGS_LOGISTIC[:, 0].astype(int),
+        "d": CONFIGS_LOGISTIC[:, 1].astype(int),
+        "mu": CONFIGS_LOGISTIC[:, 2],
+        "seed": rng.integers(0, 2**62, T),
+        "mc_trials": np.full(T, trials or TRIALS_LOGISTIC),
+    }
 
 
 def _solve(seed, m, d, mu, n, R, T, lam_rule):
@@ -43,14 +49,16 @@ def _solve(seed, m, d, mu, n, R, T, lam_rule):
     if key not in _MEMO:
         if len(_MEMO) > 256:
             _MEMO.clear()
-        X = np.asarray(P.objective.X).reshape(m, T, n, d).swapaxes(0, 1)   # T independent data sets
+        X = np.asarray(P.objective.X).reshape(m, T, n, d).swapaxes(0, 1)  # T independent data sets
         y = np.asarray(P.objective.y).reshape(m, T, n).swapaxes(0, 1)
         w_g, w_l, info = fedprox_optimum(Logistic(X, y, mu=mu), lam, return_info=True)
         dist_g = np.linalg.norm(np.asarray(w_g) - P.w_star_global, axis=-1)
         dist_l = np.linalg.norm(np.asarray(w_l) - P.w_star, axis=-1)
         e_g, e_l = info.error_bound, info.local_error_bound
-        _MEMO[key] = ((np.maximum(dist_g - e_g, 0) ** 2, (dist_g + e_g) ** 2),
-                      (np.maximum(dist_l - e_l, 0) ** 2, (dist_l + e_l) ** 2))
+        _MEMO[key] = (
+            (np.maximum(dist_g - e_g, 0) ** 2, (dist_g + e_g) ** 2),
+            (np.maximum(dist_l - e_l, 0) ** 2, (dist_l + e_l) ** 2),
+        )
     return _MEMO[key], rho2, lam
 
 
@@ -69,21 +77,35 @@ def logistic_parts(inst, claim, level):
     rows = []
     for n in N_GRID:
         for R in R_GRID:
-            ((g_lo, g_hi), (l_lo, l_hi)), rho2, lam = _solve(int(inst["seed"]), m, d, mu, int(n), float(R), T,
-                                                            claim["lam"])
+            ((g_lo, g_hi), (l_lo, l_hi)), rho2, lam = _solve(
+                int(inst["seed"]), m, d, mu, int(n), float(R), T, claim["lam"]
+            )
             rho = np.sqrt(rho2)
             C1, C2 = claim["C1"](rho, mu), claim["C2"](rho, mu)
             het, extra = claim["het"](n, R), claim["local_extra"](rho, mu, n, R)
             g = _interval(g_lo, g_hi, z)
             loc = _interval(l_lo, l_hi, zb)
-            rows.append(dict(n=n, R=R, lam=lam, g=g, loc=[np.max(v) for v in loc],
-                             rhs4=C1 / (m * n) + C2 * het,
-                             rhs5=claim["C3"](C1) / (m * n) + claim["C4"](rho, mu, C2, np.minimum) * het + extra,
-                             rhs5_or=claim["C3"](C1) / (m * n) + claim["C4"](rho, mu, C2, np.maximum) * het + extra))
+            rows.append(
+                dict(
+                    n=n,
+                    R=R,
+                    lam=lam,
+                    g=g,
+                    loc=[np.max(v) for v in loc],
+                    rhs4=C1 / (m * n) + C2 * het,
+                    rhs5=claim["C3"](C1) / (m * n) + claim["C4"](rho, mu, C2, np.minimum) * het + extra,
+                    rhs5_or=claim["C3"](C1) / (m * n) + claim["C4"](rho, mu, C2, np.maximum) * het + extra,
+                )
+            )
     out = {}
     for part, val, rhs in (("4", "g", "rhs4"), ("5", "loc", "rhs5"), ("5or", "loc", "rhs5_or")):
         r = max(rows, key=lambda r: r[val][1] / r[rhs])
-        out[part] = dict(lhs=r[val][0], lo=r[val][1], hi=r[val][2], rhs=r[rhs],
-                         note=f"logistic: worst at n = {r['n']:g}, R = {r['R']:g} (λ = {r['lam']:.4g}), "
-                              f"{T} data sets per point, certified solves")
+        out[part] = dict(
+            lhs=r[val][0],
+            lo=r[val][1],
+            hi=r[val][2],
+            rhs=r[rhs],
+            note=f"logistic: worst at n = {r['n']:g}, R = {r['R']:g} (λ = {r['lam']:.4g}), "
+            f"{T} data sets per point, certified solves",
+        )
     return out

@@ -56,6 +56,7 @@ with η ≤ 0.05/L_ℓ on 4 of 4 quadratic and 2 of 2 logistic instances (one wi
 divergence), and with γ above the band of its K on 1 of 4; γ ∈ (1.3, 1.9)/L_g breaks it on 7
 of 8.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,7 +64,14 @@ import numpy as np
 import moreau as mo
 from moreau.fl import fedprox, fedprox_optimum
 
-from moreau.analysis.engine.core import LOGISTIC_SCALING, QUADRATIC_SCALING, Mutant, Sides, Statement, scale_fields
+from moreau.analysis.engine.core import (
+    LOGISTIC_SCALING,
+    QUADRATIC_SCALING,
+    Mutant,
+    Sides,
+    Statement,
+    scale_fields,
+)
 from moreau.analysis.fedprox.round_matrix import condition_12, lemma2, round_matrix, spectral_radius
 from moreau.analysis.fedprox.thm2.logistic import evaluate_logistic, instances_logistic
 from moreau.analysis.engine.instances import log_uniform, orthogonal
@@ -73,10 +81,16 @@ __all__ = ["STATEMENTS", "instances", "evaluate"]
 CLAIM = {
     "rate": lambda gamma, lam, mu, L: (lambda x: 1 - x / 2 - x**2 / 2)(gamma * lemma2(lam, mu, L)[0]),
     "cond12": lambda lam, mu, L, gamma, eta, K: condition_12(lam, mu, L, gamma, eta, K),
-    "steps": lambda lam, mu, L, gamma, eta: (gamma < 1 / lemma2(lam, mu, L)[1]) & (eta <= 1 / lemma2(lam, mu, L)[3]),
+    "steps": lambda lam, mu, L, gamma, eta: (
+        (gamma < 1 / lemma2(lam, mu, L)[1]) & (eta <= 1 / lemma2(lam, mu, L)[3])
+    ),
 }
-PARTS = ("Algorithm 1 = M^t e_0 (simulation vs matrix)", "simulated contraction from the top eigenvector = sr(M)",
-         "distance reading: sr(M) <= rho", "squared-distance reading: sr(M)^2 <= rho")
+PARTS = (
+    "Algorithm 1 = M^t e_0 (simulation vs matrix)",
+    "simulated contraction from the top eigenvector = sr(M)",
+    "distance reading: sr(M) <= rho",
+    "squared-distance reading: sr(M)^2 <= rho",
+)
 K_GROUPS, M_CL, DIM, N_SIM = (2, 8, 32, 128), 3, 3, 5
 APPLICABLE, BELOW_K, TINY_ETA, BIG_GAMMA = 0, 1, 2, 3
 
@@ -87,15 +101,27 @@ def _draw(rng, n, K, kind):
     L = log_uniform(rng, 0.1, 10.0, c_n)
     mu = L / log_uniform(rng, 1.2, 50.0, c_n)
     lam = mu * log_uniform(rng, 0.01, 100.0, c_n)
-    v = rng.uniform(0.01, 0.05, c_n) if kind == TINY_ETA else np.where(rng.uniform(size=c_n) < 1 / 3, 1.0,
-                                                                       rng.uniform(0.2, 1.0, c_n))
+    v = (
+        rng.uniform(0.01, 0.05, c_n)
+        if kind == TINY_ETA
+        else np.where(rng.uniform(size=c_n) < 1 / 3, 1.0, rng.uniform(0.2, 1.0, c_n))
+    )
     _, L_g, mu_l, L_l, _ = lemma2(lam, mu, L)
     eta = v / L_l
     c, q = 2 + 64 * lam**2 / mu**2, 1 - eta * mu_l
     lo, hi = 1 - (c * q ** (K - 1)) ** 0.25, 1 - (c * q**K) ** 0.25  # gamma L_g in (lo, hi]: K_min = K
-    u = {APPLICABLE: lo + (hi - lo) * rng.uniform(0.02, 0.98, c_n), BELOW_K: hi + (1 - hi) * rng.uniform(0.2, 0.9, c_n),
-         TINY_ETA: rng.uniform(0.3, 0.9, c_n), BIG_GAMMA: rng.uniform(1.3, 1.9, c_n)}[kind]
-    ok = {APPLICABLE: (lo > 0) & (hi < 0.999), BELOW_K: (hi > 0) & (hi < 0.999), TINY_ETA: u > hi, BIG_GAMMA: c * q**K <= (u - 1) ** 4}[kind]
+    u = {
+        APPLICABLE: lo + (hi - lo) * rng.uniform(0.02, 0.98, c_n),
+        BELOW_K: hi + (1 - hi) * rng.uniform(0.2, 0.9, c_n),
+        TINY_ETA: rng.uniform(0.3, 0.9, c_n),
+        BIG_GAMMA: rng.uniform(1.3, 1.9, c_n),
+    }[kind]
+    ok = {
+        APPLICABLE: (lo > 0) & (hi < 0.999),
+        BELOW_K: (hi > 0) & (hi < 0.999),
+        TINY_ETA: u > hi,
+        BIG_GAMMA: c * q**K <= (u - 1) ** 4,
+    }[kind]
     idx = np.flatnonzero(ok)[:n]
     if idx.size < n:
         raise RuntimeError(f"fedprox.thm2: only {idx.size} of {n} feasible draws for K={K}, kind={kind}")
@@ -126,9 +152,21 @@ def instances(family, trials, rng):
             n = int(np.sum(kinds == kind))
             L, mu, lam, eta, gamma = _draw(rng, n, K, kind)
             shared = np.arange(n) % 2 == 0
-            out.append(dict(A=_clients(rng, L, mu, shared), b=rng.standard_normal((n, M_CL, DIM)) * L[:, None, None],
-                            mu=mu, L=L, lam=lam, eta=eta, gamma=gamma, K=np.full(n, K), kind=np.full(n, kind), shared=shared,
-                            e0=rng.standard_normal((n, (M_CL + 1) * DIM))))
+            out.append(
+                dict(
+                    A=_clients(rng, L, mu, shared),
+                    b=rng.standard_normal((n, M_CL, DIM)) * L[:, None, None],
+                    mu=mu,
+                    L=L,
+                    lam=lam,
+                    eta=eta,
+                    gamma=gamma,
+                    K=np.full(n, K),
+                    kind=np.full(n, kind),
+                    shared=shared,
+                    e0=rng.standard_normal((n, (M_CL + 1) * DIM)),
+                )
+            )
     return {k: np.concatenate([o[k] for o in out]) for k in out[0]}
 
 
@@ -143,11 +181,18 @@ def _simulate(batch, M, v):
     sim = np.empty((3, T, N_SIM + 1, (m + 1) * d))
     for k in np.unique(K):  # one call per K (an int of fedprox); trials of a group batched
         s = np.flatnonzero(K == k)
-        x0 = center[s] + starts[:, s]                                   # (3, n, (m+1)d)
+        x0 = center[s] + starts[:, s]  # (3, n, (m+1)d)
         three = lambda x: np.broadcast_to(x[s], (3,) + x[s].shape)  # noqa: E731 (the three starts as trials)
-        h = fedprox(mo.Quadratic(three(A), three(b)), lam=three(lam), gamma=three(batch["gamma"]),
-                    eta=three(batch["eta"]), K=int(k), rounds=N_SIM, w0=x0[..., :d],
-                    local0=x0[..., d:].reshape(3, s.size, m, d))
+        h = fedprox(
+            mo.Quadratic(three(A), three(b)),
+            lam=three(lam),
+            gamma=three(batch["gamma"]),
+            eta=three(batch["eta"]),
+            K=int(k),
+            rounds=N_SIM,
+            w0=x0[..., :d],
+            local0=x0[..., d:].reshape(3, s.size, m, d),
+        )
         traj = np.concatenate([h.w_global, h.w_local.reshape(N_SIM + 1, 3, s.size, m * d)], axis=-1)
         sim[:, s] = np.moveaxis(traj, 0, 2) - center[s][None, :, None]
     ref = [starts]
@@ -170,7 +215,7 @@ def prepare(batch):
     allowed = 1e-10 * (1 + scale + np.max(np.abs(ref), axis=(0, 2, 3)))
     err = np.max(np.abs(sim - ref), axis=(0, 2, 3))
     z = sim[0] + 1j * sim[1]
-    zn = np.linalg.norm(z, axis=-1)                                     # (T, N_SIM + 1), |z_0| = 1
+    zn = np.linalg.norm(z, axis=-1)  # (T, N_SIM + 1), |z_0| = 1
     err_sr = np.max(np.abs(zn[:, 1:] - sr[:, None] ** np.arange(1, N_SIM + 1)), axis=1)
     return {"batch": batch, "M": M, "sr": sr, "allowed": allowed, "err": err, "err_sr": err_sr, "zn": zn}
 
@@ -183,18 +228,40 @@ def finish(prep, claim):
     M, sr, allowed, err, err_sr, zn = (prep[k] for k in ("M", "sr", "allowed", "err", "err_sr", "zn"))
     rho = claim["rate"](gamma, lam, mu, L)
     app = claim["steps"](lam, mu, L, gamma, eta) & claim["cond12"](lam, mu, L, gamma, eta, K)
-    consts = {"mu, L": "exact: the smallest and largest eigenvalue over the clients' A_i (constructed spectra)",
-              "mu_g, L_g, mu_l, L_l, L_w": "Lemma 2 from mu, L, lam", "sr(M)": "numpy eig of the round matrix M",
-              "w~": "moreau.fl.fedprox_optimum (closed form)", "K": "K_min of (12) in closed form (group's K)"}
+    consts = {
+        "mu, L": "exact: the smallest and largest eigenvalue over the clients' A_i (constructed spectra)",
+        "mu_g, L_g, mu_l, L_l, L_w": "Lemma 2 from mu, L, lam",
+        "sr(M)": "numpy eig of the round matrix M",
+        "w~": "moreau.fl.fedprox_optimum (closed form)",
+        "K": "K_min of (12) in closed form (group's K)",
+    }
     note = _note(batch, A, lam, gamma, eta, K, mu, L, M, sr, rho, app, zn)
     return {
-        PARTS[0]: Sides(err, allowed, "exact", constants=consts, role="auxiliary",
-                        note="max |simulated error - M^t e_0| over t = 1..5, three starts"),
-        PARTS[1]: Sides(err_sr, allowed, "exact", constants=consts, role="auxiliary",
-                        note="max_t ||z_t| - sr^t|, z the complex error from the dominant eigenvector"),
+        PARTS[0]: Sides(
+            err,
+            allowed,
+            "exact",
+            constants=consts,
+            role="auxiliary",
+            note="max |simulated error - M^t e_0| over t = 1..5, three starts",
+        ),
+        PARTS[1]: Sides(
+            err_sr,
+            allowed,
+            "exact",
+            constants=consts,
+            role="auxiliary",
+            note="max_t ||z_t| - sr^t|, z the complex error from the dominant eigenvector",
+        ),
         PARTS[2]: Sides(sr, rho, "upper", applicable=app, constants=consts, note=note),
-        PARTS[3]: Sides(sr**2, rho, "upper", applicable=app, constants=consts,
-                        note="the proof's reading (weaker than the distance reading)"),
+        PARTS[3]: Sides(
+            sr**2,
+            rho,
+            "upper",
+            applicable=app,
+            constants=consts,
+            note="the proof's reading (weaker than the distance reading)",
+        ),
     }
 
 
@@ -209,33 +276,50 @@ def _note(batch, A, lam, gamma, eta, K, mu, L, M, sr, rho, app, zn):
     if app.any():
         r = sr[app] / rho[app]
         gd = 1 - gamma * mu_g
-        parts.append(f"max sr/rho {r.max():.4f}; sr <= 1 - gamma mu_g (exact-gradient rate) on "
-                     f"{np.mean(sr[app] <= gd[app] + 1e-12):.0%}; simulated |z_1|/|z_0| = sr to "
-                     f"{np.max(np.abs(zn[:, 1] - sr)):.1e}")
+        parts.append(
+            f"max sr/rho {r.max():.4f}; sr <= 1 - gamma mu_g (exact-gradient rate) on "
+            f"{np.mean(sr[app] <= gd[app] + 1e-12):.0%}; simulated |z_1|/|z_0| = sr to "
+            f"{np.max(np.abs(zn[:, 1] - sr)):.1e}"
+        )
         e, worst = batch["e0"][app], np.zeros(int(app.sum()))
         Ma = M[app]
         for _ in range(50):  # per-round contraction of the global error from random starts
             e1 = np.einsum("tij,tj->ti", Ma, e)
-            worst = np.maximum(worst, np.linalg.norm(e1[:, :DIM], axis=-1) / np.linalg.norm(e[:, :DIM], axis=-1))
+            worst = np.maximum(
+                worst, np.linalg.norm(e1[:, :DIM], axis=-1) / np.linalg.norm(e[:, :DIM], axis=-1)
+            )
             e = e1 / np.linalg.norm(e1, axis=-1, keepdims=True)
         op = np.linalg.norm(M[app], ord=2, axis=(-2, -1))
-        parts.append(f"worst one-round contraction of the stacked error (||M||_2, Euclidean): {op.min():.3f}.."
-                     f"{op.max():.3f}, above rho on {np.mean(op > rho[app]):.0%}, its square above rho on "
-                     f"{np.mean(op**2 > rho[app]):.0%} (of the global error alone: unbounded, from e_g = 0)")
-        parts.append(f"per round from random starts, |e_g(t+1)|/|e_g(t)| exceeds rho on "
-                     f"{np.mean(worst > rho[app]):.0%} (max ratio to rho {np.max(worst / rho[app]):.2f})")
+        parts.append(
+            f"worst one-round contraction of the stacked error (||M||_2, Euclidean): {op.min():.3f}.."
+            f"{op.max():.3f}, above rho on {np.mean(op > rho[app]):.0%}, its square above rho on "
+            f"{np.mean(op**2 > rho[app]):.0%} (of the global error alone: unbounded, from e_g = 0)"
+        )
+        parts.append(
+            f"per round from random starts, |e_g(t+1)|/|e_g(t)| exceeds rho on "
+            f"{np.mean(worst > rho[app]):.0%} (max ratio to rho {np.max(worst / rho[app]):.2f})"
+        )
         need = np.zeros(int(app.sum()), dtype=int)
         for k in range(1, int(K[app].max()) + 1):
-            ok = (need == 0) & (spectral_radius(round_matrix(A[app], lam[app], gamma[app], eta[app], k))[0] <= rho[app])
+            ok = (need == 0) & (
+                spectral_radius(round_matrix(A[app], lam[app], gamma[app], eta[app], k))[0] <= rho[app]
+            )
             need[ok] = k
-        parts.append(f"smallest K with sr <= rho / K_min of (12): median {np.median(need / K[app]):.2f}, "
-                     f"max {np.max(need / K[app]):.2f}")
+        parts.append(
+            f"smallest K with sr <= rho / K_min of (12): median {np.median(need / K[app]):.2f}, "
+            f"max {np.max(need / K[app]):.2f}"
+        )
     kind = batch["kind"]
-    for name, k in (("K < K_min (gamma above its band)", BELOW_K), ("K < K_min (eta <= 0.05/L_l)", TINY_ETA),
-                    ("gamma in (1.3, 1.9)/L_g", BIG_GAMMA)):
+    for name, k in (
+        ("K < K_min (gamma above its band)", BELOW_K),
+        ("K < K_min (eta <= 0.05/L_l)", TINY_ETA),
+        ("gamma in (1.3, 1.9)/L_g", BIG_GAMMA),
+    ):
         s = kind == k
         if s.any():
-            parts.append(f"{name}: sr > rho on {np.sum(sr[s] > rho[s])}/{s.sum()}, sr >= 1 on {np.sum(sr[s] >= 1)}")
+            parts.append(
+                f"{name}: sr > rho on {np.sum(sr[s] > rho[s])}/{s.sum()}, sr >= 1 on {np.sum(sr[s] >= 1)}"
+            )
     return "; ".join(parts)
 
 
@@ -246,37 +330,62 @@ STATEMENTS = (
         source="FedProx analysis, Theorem 2, eq. (12)",
         paper="fedprox-personalization-analysis.md",
         latex=r"\gamma < 1/L_g,\ \eta \le 1/L_\ell,\ (2 + 64L_w^2\lambda^2/\mu_g^2)(1-\eta\mu_\ell)^K \le (1-\gamma L_g)^4"
-              r"\ \Rightarrow\ \text{rate } 1 - \gamma\mu_g/2 - (\gamma\mu_g)^2/2",
+        r"\ \Rightarrow\ \text{rate } 1 - \gamma\mu_g/2 - (\gamma\mu_g)^2/2",
         text="Algorithm 1 with gamma < 1/L_g, eta <= 1/L_l and K as in (12) converges linearly to the FedProx "
-             "optimum (global and local models) at rate 1 - gamma mu_g/2 - (gamma mu_g)^2/2",
-        assumptions=("L_i mu-strongly convex (Assumption 2)", "l(., z) L-smooth (Assumption 4)",
-                     "gamma < 1/L_g", "eta <= 1/L_l", "K satisfies (12)"),
-        scaling={"quadratic": scale_fields({**QUADRATIC_SCALING, "eta": (2, -1), "gamma": (2, -1), "e0": (1, 0)}),
-                 "logistic": scale_fields({**LOGISTIC_SCALING, "L": (-2, 0), "eta": (2, 0), "gamma": (2, 0)},
-                                          c_free=False)},
-        families={"quadratic": ("strongly_convex, shared or random eigenvectors",),
-                  "logistic": ("ridge mu in [0.2, 1]; local rate at the optimum",)},
+        "optimum (global and local models) at rate 1 - gamma mu_g/2 - (gamma mu_g)^2/2",
+        assumptions=(
+            "L_i mu-strongly convex (Assumption 2)",
+            "l(., z) L-smooth (Assumption 4)",
+            "gamma < 1/L_g",
+            "eta <= 1/L_l",
+            "K satisfies (12)",
+        ),
+        scaling={
+            "quadratic": scale_fields({**QUADRATIC_SCALING, "eta": (2, -1), "gamma": (2, -1), "e0": (1, 0)}),
+            "logistic": scale_fields(
+                {**LOGISTIC_SCALING, "L": (-2, 0), "eta": (2, 0), "gamma": (2, 0)}, c_free=False
+            ),
+        },
+        families={
+            "quadratic": ("strongly_convex, shared or random eigenvectors",),
+            "logistic": ("ridge mu in [0.2, 1]; local rate at the optimum",),
+        },
         claimed="rate",
         instances=instances,
         prepare=prepare,
         evaluate=finish,
         claim=CLAIM,
         mutants=(
-            Mutant("rate 1 - gamma mu_g - (gamma mu_g)^2 (too fast)",
-                   {"rate": lambda g, lam, mu, L: (lambda x: 1 - x - x**2)(g * lemma2(lam, mu, L)[0])}),
-            Mutant("wrong exponent: rate rho^2",
-                   {"rate": lambda g, lam, mu, L: (lambda x: (1 - x / 2 - x**2 / 2) ** 2)(g * lemma2(lam, mu, L)[0])}),
-            Mutant("mu for mu_g in the rate",
-                   {"rate": lambda g, lam, mu, L: (lambda x: 1 - x / 2 - x**2 / 2)(g * mu)}),
+            Mutant(
+                "rate 1 - gamma mu_g - (gamma mu_g)^2 (too fast)",
+                {"rate": lambda g, lam, mu, L: (lambda x: 1 - x - x**2)(g * lemma2(lam, mu, L)[0])},
+            ),
+            Mutant(
+                "wrong exponent: rate rho^2",
+                {
+                    "rate": lambda g, lam, mu, L: (lambda x: (1 - x / 2 - x**2 / 2) ** 2)(
+                        g * lemma2(lam, mu, L)[0]
+                    )
+                },
+            ),
+            Mutant(
+                "mu for mu_g in the rate",
+                {"rate": lambda g, lam, mu, L: (lambda x: 1 - x / 2 - x**2 / 2)(g * mu)},
+            ),
             Mutant("condition (12) dropped (any K >= 1)", {"cond12": lambda lam, mu, L, g, eta, K: K >= 1}),
-            Mutant("step condition relaxed: gamma < 2/L_g",
-                   {"steps": lambda lam, mu, L, g, eta: (g < 2 / lemma2(lam, mu, L)[1]) & (eta <= 1 / lemma2(lam, mu, L)[3])}),
+            Mutant(
+                "step condition relaxed: gamma < 2/L_g",
+                {
+                    "steps": lambda lam, mu, L, g, eta: (
+                        (g < 2 / lemma2(lam, mu, L)[1]) & (eta <= 1 / lemma2(lam, mu, L)[3])
+                    )
+                },
+            ),
             Mutant("inequality reversed (distance reading)", {"flip": (_D,)}),
         ),
         equivalent_mutants={
-            "64 -> 0 in (12) (K from (2)(1 - eta mu_l)^K <= (1 - gamma L_g)^4)":
-                "not rejected on these families: (12) is conservative (see the note: the smallest K with "
-                "sr <= rho is well below K_min)",
+            "64 -> 0 in (12) (K from (2)(1 - eta mu_l)^K <= (1 - gamma L_g)^4)": "not rejected on these families: (12) is conservative (see the note: the smallest K with "
+            "sr <= rho is well below K_min)",
         },
     ),
 )

@@ -14,6 +14,7 @@ optimum plus 1e-5 times the dominant eigenvector (real and imaginary parts run s
 simulated per-round contraction over 6 rounds equals sr within 1e-3 relative (the nonlinearity
 is O(1e-5), far below it).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,7 +42,12 @@ def instances_logistic(rng, T):
     lam = mu * log_uniform(rng, 0.1, 10.0, T)
     tiny = np.arange(T) >= T - 2
     _, L_g, _, L_l, _ = lemma2(lam, mu, L)
-    eta = np.where(tiny, rng.uniform(0.01, 0.05, T), np.where(np.arange(T) % 3 == 0, 1.0, rng.uniform(0.3, 1.0, T))) / L_l
+    eta = (
+        np.where(
+            tiny, rng.uniform(0.01, 0.05, T), np.where(np.arange(T) % 3 == 0, 1.0, rng.uniform(0.3, 1.0, T))
+        )
+        / L_l
+    )
     gamma = rng.uniform(0.1, 0.9, T) / L_g
     K = np.where(tiny, 2, k_min(lam, mu, L, gamma, eta))
     return {"X": X, "y": y, "mu": mu, "L": L, "lam": lam, "eta": eta, "gamma": gamma, "K": K}
@@ -61,27 +67,55 @@ def evaluate_logistic(batch, claim, parts):
         s = np.flatnonzero(K == k)
         two = lambda x: np.broadcast_to(x[s], (2,) + x[s].shape)  # noqa: E731 (real and imaginary starts)
         x0 = center[s] + AMP * starts[:, s]
-        h = fedprox(mo.Logistic(two(X), two(y), mu=two(mu)[..., None]), lam=two(lam), gamma=two(gamma), eta=two(eta),
-                    K=int(k), rounds=ROUNDS, w0=x0[..., :DIM], local0=x0[..., DIM:].reshape(2, s.size, M_CL, DIM))
+        h = fedprox(
+            mo.Logistic(two(X), two(y), mu=two(mu)[..., None]),
+            lam=two(lam),
+            gamma=two(gamma),
+            eta=two(eta),
+            K=int(k),
+            rounds=ROUNDS,
+            w0=x0[..., :DIM],
+            local0=x0[..., DIM:].reshape(2, s.size, M_CL, DIM),
+        )
         traj = np.concatenate([h.w_global, h.w_local.reshape(ROUNDS + 1, 2, s.size, -1)], axis=-1)
         sim[:, s] = np.moveaxis(traj, 0, 2) - center[s][None, :, None]
     zn = np.linalg.norm(sim[0] + 1j * sim[1], axis=-1)
     measured = (zn[:, -1] / zn[:, 0]) ** (1 / ROUNDS)
     rho = claim["rate"](gamma, lam, mu, L)
     app = claim["steps"](lam, mu, L, gamma, eta) & claim["cond12"](lam, mu, L, gamma, eta, K)
-    consts = {"mu": "exact inf: the ridge", "L": "exact sup: max_i lambda_max(X_i^T X_i)/(4n) + mu (numpy)",
-              "sr": "numpy eig of the round matrix with A_i = hess L_i at the optimum (the exact local rate)",
-              "w~": f"moreau.fl.fedprox_optimum, certified to {np.max(info.error_bound):.1e}"}
+    consts = {
+        "mu": "exact inf: the ridge",
+        "L": "exact sup: max_i lambda_max(X_i^T X_i)/(4n) + mu (numpy)",
+        "sr": "numpy eig of the round matrix with A_i = hess L_i at the optimum (the exact local rate)",
+        "w~": f"moreau.fl.fedprox_optimum, certified to {np.max(info.error_bound):.1e}",
+    }
     r = sr[app] / rho[app]
-    within = (f"max sr/rho {r.max():.4f}; K from {K[app].min()} to {K[app].max()}" if app.any()
-              else "no instance meets (12)")
-    note = (f"{within}; below K_min (eta <= 0.05/L_l, K = 2): "
-            f"sr > rho on {np.sum(sr[~app] > rho[~app])}/{np.sum(~app)}")
+    within = (
+        f"max sr/rho {r.max():.4f}; K from {K[app].min()} to {K[app].max()}"
+        if app.any()
+        else "no instance meets (12)"
+    )
+    note = (
+        f"{within}; below K_min (eta <= 0.05/L_l, K = 2): "
+        f"sr > rho on {np.sum(sr[~app] > rho[~app])}/{np.sum(~app)}"
+    )
     return {
-        SIM_PART: Sides(np.abs(measured - sr) / sr, 1e-3, "exact", constants=consts, role="auxiliary",
-                        note="relative gap between the simulated per-round contraction (6 rounds) and sr; allowed 1e-3"
-                             " (nonlinear terms O(1e-5))"),
+        SIM_PART: Sides(
+            np.abs(measured - sr) / sr,
+            1e-3,
+            "exact",
+            constants=consts,
+            role="auxiliary",
+            note="relative gap between the simulated per-round contraction (6 rounds) and sr; allowed 1e-3"
+            " (nonlinear terms O(1e-5))",
+        ),
         parts[2]: Sides(sr, rho, "upper", applicable=app, constants=consts, note=note),
-        parts[3]: Sides(sr**2, rho, "upper", applicable=app, constants=consts,
-                        note="the proof's reading (weaker than the distance reading)"),
+        parts[3]: Sides(
+            sr**2,
+            rho,
+            "upper",
+            applicable=app,
+            constants=consts,
+            note="the proof's reading (weaker than the distance reading)",
+        ),
     }

@@ -23,14 +23,25 @@ closed form (per atom k, one kind per instance):
 
 All functions take arrays with a leading instance axis T.
 """
+
 from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment, linprog
 from scipy.spatial.distance import cdist
 
-__all__ = ["dyadic_weights", "reference", "tv", "w1_lp", "w1_batch", "closed_form_sups", "trig_sup",
-           "logistic_sups", "w1_homogeneous_sweep", "COUNTS"]
+__all__ = [
+    "dyadic_weights",
+    "reference",
+    "tv",
+    "w1_lp",
+    "w1_batch",
+    "closed_form_sups",
+    "trig_sup",
+    "logistic_sups",
+    "w1_homogeneous_sweep",
+    "COUNTS",
+]
 
 #: samples per client: weights are multiples of 1/COUNTS (exact sums and differences)
 COUNTS = 1024
@@ -68,10 +79,11 @@ def w1_lp(p, q, D):
         raise ValueError(f"p, q must be (K,) and D (K, K) (got {p.shape}, {q.shape}, {D.shape})")
     if np.any(p < 0) or np.any(q < 0) or not np.isclose(p.sum(), q.sum(), rtol=1e-12, atol=0):
         raise ValueError(f"p and q must be nonnegative with equal mass (got sums {p.sum()!r}, {q.sum()!r})")
-    rows = np.kron(np.eye(K), np.ones((1, K)))          # sum_l pi_kl = p_k
-    cols = np.kron(np.ones((1, K)), np.eye(K))          # sum_k pi_kl = q_l
-    res = linprog(D.ravel(), A_eq=np.vstack([rows, cols]), b_eq=np.concatenate([p, q]), bounds=(0, None),
-                  method="highs")
+    rows = np.kron(np.eye(K), np.ones((1, K)))  # sum_l pi_kl = p_k
+    cols = np.kron(np.ones((1, K)), np.eye(K))  # sum_k pi_kl = q_l
+    res = linprog(
+        D.ravel(), A_eq=np.vstack([rows, cols]), b_eq=np.concatenate([p, q]), bounds=(0, None), method="highs"
+    )
     if res.status != 0:
         raise RuntimeError(f"W1 linear program failed: {res.message}")
     return float(res.fun)
@@ -99,12 +111,15 @@ def closed_form_sups(Delta, A, g, h, u, hess_norm="spectral"):
     quad = np.any(A != 0, axis=(1, 2, 3)) | np.any(g != 0, axis=(1, 2))
     trig = np.any(h != 0, axis=(1, 2))
     if np.any(quad & trig):
-        raise ValueError(f"each instance must be quadratic in w or trigonometric, not both "
-                         f"(instances {np.flatnonzero(quad & trig).tolist()})")
+        raise ValueError(
+            f"each instance must be quadratic in w or trigonometric, not both "
+            f"(instances {np.flatnonzero(quad & trig).tolist()})"
+        )
     # M_i = (sum_k Delta_ik) A_0 + sum_k Delta_ik (A_k - A_0): exactly 0 for a shared A when sum_k Delta_ik = 0
     # (dyadic weights), where the plain sum leaves rounding that would read as "unbounded"
-    M = (np.einsum("tik->ti", Delta)[..., None, None] * A[:, None, 0]
-         + np.einsum("tik,tkde->tide", Delta, A - A[:, :1]))
+    M = np.einsum("tik->ti", Delta)[..., None, None] * A[:, None, 0] + np.einsum(
+        "tik,tkde->tide", Delta, A - A[:, :1]
+    )
     m = np.einsum("tik,tkd->tid", Delta, g)
     unbounded = np.any(M != 0, axis=(1, 2, 3))
     if hess_norm not in ("spectral", "fro"):
@@ -116,7 +131,7 @@ def closed_form_sups(Delta, A, g, h, u, hess_norm="spectral"):
     S = trig_sup(a, b)
     w2 = np.sum(u**2, axis=-1)
     G2 = np.where(unbounded, np.inf, np.mean(np.sum(m**2, axis=-1), axis=-1)) + w2 * S
-    H2 = H2q + w2**2 * S   # rank-one uu^T: spectral and Frobenius norms agree
+    H2 = H2q + w2**2 * S  # rank-one uu^T: spectral and Frobenius norms agree
     return G2, H2
 
 
@@ -128,10 +143,10 @@ def logistic_sups(Delta, X, y, W, hess_norm="spectral"):
     :func:`closed_form_sups`."""
     if hess_norm not in ("spectral", "fro"):
         raise ValueError(f"hess_norm must be 'spectral' or 'fro' (got {hess_norm!r})")
-    s = np.einsum("tk,tkd,tpd->ptk", y, X, W)                    # margins y x^T w
-    sig = 0.5 * (1 + np.tanh(-s / 2))                           # sigma(-s), stable
-    grad = -(y[None] * sig)[..., None] * X[None]                # (P, T, K, d)
-    curv = sig * (1 - sig)                                      # sigma(s) sigma(-s)
+    s = np.einsum("tk,tkd,tpd->ptk", y, X, W)  # margins y x^T w
+    sig = 0.5 * (1 + np.tanh(-s / 2))  # sigma(-s), stable
+    grad = -(y[None] * sig)[..., None] * X[None]  # (P, T, K, d)
+    curv = sig * (1 - sig)  # sigma(s) sigma(-s)
     Hess = curv[..., None, None] * np.einsum("tkd,tke->tkde", X, X)[None]
     dg = np.einsum("tik,ptkd->ptid", Delta, grad)
     dH = np.einsum("tik,ptkde->ptide", Delta, Hess)

@@ -9,14 +9,21 @@ case where the triangle inequalities of the proofs are equalities for aligned
 losses), ``random`` (own Dirichlet weights), ``identical`` (TV = W₁ = 0),
 ``disjoint`` (disjoint supports: the largest distances), ``sparse``.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from moreau.analysis.perfedavg.divergences.finite_support import dyadic_weights
 
-__all__ = ["LAYOUTS", "client_weights", "tv_closed_form_batch", "w1_closed_form_batch", "logistic_atoms_batch",
-           "logistic_points"]
+__all__ = [
+    "LAYOUTS",
+    "client_weights",
+    "tv_closed_form_batch",
+    "w1_closed_form_batch",
+    "logistic_atoms_batch",
+    "logistic_points",
+]
 
 N, K = 4, 6
 LAYOUTS = ("two groups", "random", "identical", "disjoint", "sparse")
@@ -73,13 +80,13 @@ def tv_closed_form_batch(rng, T, d=3):
         P[t] = client_weights(rng, layout)
         aligned = layout == "two groups"
         sig = np.sign(P[t, 0] - P[t, 2])
-        big = not aligned or (t // 15) % 2 == 0   # aligned: B, L, omega > 1 and < 1 alternately
+        big = not aligned or (t // 15) % 2 == 0  # aligned: B, L, omega > 1 and < 1 alternately
         scale = _log_uniform(rng, 1.2 if aligned else 0.2, 5.0) if big else _log_uniform(rng, 0.2, 0.9)
         omega = _log_uniform(rng, 1.5 if aligned else 0.3, 3.0) if big else _log_uniform(rng, 0.3, 0.9)
         z[t] = np.sort(rng.uniform(0, 0.9 if aligned else 3.0, K))
-        if kind == 0:      # linear: l = g_k^T w
+        if kind == 0:  # linear: l = g_k^T w
             g[t] = scale * (sig[:, None] * _unit(rng, d) if aligned else rng.standard_normal((K, d)))
-        elif kind == 1:    # quadratic in w (B = inf)
+        elif kind == 1:  # quadratic in w (B = inf)
             if aligned:
                 Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
                 s = np.concatenate([[1.0], rng.uniform(-1, 1, d - 1)]) * rng.choice([-1, 1], d)
@@ -87,9 +94,11 @@ def tv_closed_form_batch(rng, T, d=3):
             else:
                 A[t] = np.stack([_sym(rng, d, scale) for _ in range(K)])
             g[t] = rng.standard_normal((K, d))
-        else:              # trigonometric, omega = ||u||
+        else:  # trigonometric, omega = ||u||
             phi = rng.uniform(0, 2 * np.pi)
-            h[t] = scale * (sig[:, None] * [np.cos(phi), np.sin(phi)] if aligned else rng.standard_normal((K, 2)))
+            h[t] = scale * (
+                sig[:, None] * [np.cos(phi), np.sin(phi)] if aligned else rng.standard_normal((K, 2))
+            )
             u[t] = _unit(rng, d) * omega
     D = np.abs(z[:, :, None] - z[:, None, :])
     return {"P": P, "A": A, "g": g, "h": h, "u": u, "D": D}
@@ -109,7 +118,7 @@ def w1_closed_form_batch(rng, T, d=3):
         if aligned:
             q = dyadic_weights(rng, rng.dirichlet(np.ones(K // 2), 1))[0]
             P[t] = np.concatenate([np.outer([1, 1, 0, 0], q), np.outer([0, 0, 1, 1], q)], axis=1)
-            big = (t // 10) % 2 == 0      # alternately W1 > 1, L_Z, rho_Z/L_Z > 1 and W1, L_Z, omega < 1
+            big = (t // 10) % 2 == 0  # alternately W1 > 1, L_Z, rho_Z/L_Z > 1 and W1, L_Z, omega < 1
             s = _log_uniform(rng, 2.5, 6.0) if big else _log_uniform(rng, 0.2, 0.9)
             base = rng.uniform(0, 1, K // 2)
             e = _unit(rng, 2)
@@ -124,7 +133,7 @@ def w1_closed_form_batch(rng, T, d=3):
         a = rng.standard_normal(2)
         dist = np.linalg.norm(Z[t] - a, axis=-1)[:, None]
         if kind == 0:
-            A[t] = _sym(rng, d, 1.0)                               # shared Hessian, any sign
+            A[t] = _sym(rng, d, 1.0)  # shared Hessian, any sign
             g[t] = scale * (Z[t] @ rng.standard_normal((2, d)) + c * dist * rng.standard_normal(d))
         else:
             h[t] = scale * (Z[t] @ rng.standard_normal((2, 2)) + c * dist * rng.standard_normal(2))
@@ -133,14 +142,22 @@ def w1_closed_form_batch(rng, T, d=3):
     # the O(1/sqrt m) remark after (16): one sweep in each data dimension 1, 3, 4 (0: no sweep)
     rate_dim = np.zeros(T, dtype=int)
     rate_dim[:3] = [1, 3, 4][:T]
-    return {"P": P, "A": A, "g": g, "h": h, "u": u, "D": D, "rate_dim": rate_dim,
-            "rate_seed": rng.integers(0, 2**31, T)}
+    return {
+        "P": P,
+        "A": A,
+        "g": g,
+        "h": h,
+        "u": u,
+        "D": D,
+        "rate_dim": rate_dim,
+        "rate_seed": rng.integers(0, 2**31, T),
+    }
 
 
 def logistic_atoms_batch(rng, T, d=2):
     """Logistic atoms z_k = (x_k, y_k), y_k = ±1, layouts but ``identical`` cycled (0 <= 0 would read as
     attained); D_kl = ‖x_k − x_l‖ + |y_k − y_l|."""
-    layouts = [lay for lay in LAYOUTS if lay != "identical"]   # TV = W1 = 0: covered by the closed forms
+    layouts = [lay for lay in LAYOUTS if lay != "identical"]  # TV = W1 = 0: covered by the closed forms
     P = np.stack([client_weights(rng, layouts[t % len(layouts)]) for t in range(T)])
     X = rng.standard_normal((T, K, d)) * rng.uniform(0.3, 3.0, (T, 1, 1))
     y = rng.choice([-1.0, 1.0], (T, K))

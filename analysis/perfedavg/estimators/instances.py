@@ -25,19 +25,39 @@ D, D' ≤ 3), identical features with mixed labels (σ_H = 0 and σ_G² = p(1 �
 w), identical samples (σ_G = σ_H = 0), Monte Carlo instances with D, D' ∈ {10, 40} (``K`` draws
 of (D, D') stored as counts), and αL ∈ (1, 4] (not applicable).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from moreau.analysis.engine.instances import log_uniform, orthogonal, quadratic_batch, split_counts
 
-__all__ = ["FAMILIES", "quadratic_instances", "logistic_instances", "quadratic_smoothness", "logistic_smoothness",
-           "N_Q", "D_Q", "N_L", "D_L", "K_MC", "EXACT_MAX", "HUGE"]
+__all__ = [
+    "FAMILIES",
+    "quadratic_instances",
+    "logistic_instances",
+    "quadratic_smoothness",
+    "logistic_smoothness",
+    "N_Q",
+    "D_Q",
+    "N_L",
+    "D_L",
+    "K_MC",
+    "EXACT_MAX",
+    "HUGE",
+]
 
 #: the instance kinds each family of perfedavg.lemma4_3 and perfedavg.appendix_h draws (shared by both)
-FAMILIES = {"quadratic": ("shared A (all kinds, a_1 = -L)", "least squares", "indefinite A_j", "Hessian noise",
-                          "identical samples"),
-            "logistic": ("mu = 0: heterogeneous, shared features, identical samples, D up to 40",)}
+FAMILIES = {
+    "quadratic": (
+        "shared A (all kinds, a_1 = -L)",
+        "least squares",
+        "indefinite A_j",
+        "Hessian noise",
+        "identical samples",
+    ),
+    "logistic": ("mu = 0: heterogeneous, shared features, identical samples, D up to 40",),
+}
 
 N_Q, D_Q = 4, 3
 N_L, D_L = 6, 2
@@ -62,7 +82,9 @@ def _spectral(rng, T, a):
 
 def _adversarial_shared(rng, T, alpha_scale):
     L = log_uniform(rng, 0.2, 5.0, T)
-    a = np.sort(np.concatenate([-L[:, None], L[:, None] * rng.uniform(-0.9, 0.9, (T, D_Q - 1))], axis=1), axis=1)
+    a = np.sort(
+        np.concatenate([-L[:, None], L[:, None] * rng.uniform(-0.9, 0.9, (T, D_Q - 1))], axis=1), axis=1
+    )
     A, V = _spectral(rng, T, a)
     v1 = V[:, :, 0]
     s = L * log_uniform(rng, 0.1, 3.0, T)
@@ -73,34 +95,55 @@ def _adversarial_shared(rng, T, alpha_scale):
     w[stat] = np.linalg.solve(A[stat], bbar[stat][..., None])[..., 0]  # stationary point: grad f(w) = 0
     sizes = np.array([[1, 1, 1], [HUGE, 4, 1], [4, HUGE, 1], [2, 3, 5]], float)[np.arange(T) % 4]
     delta = log_uniform(rng, 0.1, 10.0, T) / L
-    delta[::2] = 10 / L[::2]     # the alpha^2/(2 delta^2 D'') term of H.2 small: its 12 sigma_G^2 terms compared
-    return dict(A=np.repeat(A[:, None], N_Q, axis=1), b=b, w=w, u=alpha_scale,
-                D=sizes[:, 0], D1=sizes[:, 1], D2=sizes[:, 2], delta=delta)
+    delta[::2] = 10 / L[::2]  # the alpha^2/(2 delta^2 D'') term of H.2 small: its 12 sigma_G^2 terms compared
+    return dict(
+        A=np.repeat(A[:, None], N_Q, axis=1),
+        b=b,
+        w=w,
+        u=alpha_scale,
+        D=sizes[:, 0],
+        D1=sizes[:, 1],
+        D2=sizes[:, 2],
+        delta=delta,
+    )
 
 
 def _hessian_noise(rng, T):
     L = log_uniform(rng, 0.2, 5.0, T)
-    s = L * rng.uniform(0.01, 0.05, T)   # small: the hull of the HF points stays close to the likely ones
+    s = L * rng.uniform(0.01, 0.05, T)  # small: the hull of the HF points stays close to the likely ones
     A = (-L[:, None, None, None] + s[:, None, None, None] * _SIGNS[None, :, None, None]) * np.eye(D_Q)
     w = rng.standard_normal((T, D_Q))
-    b = rng.standard_normal((T, 1, D_Q)) * L[:, None, None] + s[:, None, None] * _SIGNS[None, :, None] * w[:, None]
+    b = (
+        rng.standard_normal((T, 1, D_Q)) * L[:, None, None]
+        + s[:, None, None] * _SIGNS[None, :, None] * w[:, None]
+    )
     D2 = np.where(np.arange(T) % 2 == 0, 1.0, 4.0)
     delta = log_uniform(rng, 0.1, 10.0, T) / L
-    delta[1::2] = 10 / L[1::2]   # w + delta h far out: the variance there carries H.2's alpha^2/(2 delta^2 D'') term
+    delta[1::2] = (
+        10 / L[1::2]
+    )  # w + delta h far out: the variance there carries H.2's alpha^2/(2 delta^2 D'') term
     return dict(A=A, b=b, w=w, u=np.ones(T), D=np.full(T, HUGE), D1=np.full(T, HUGE), D2=D2, delta=delta)
 
 
 def _identical(rng, T):
     L = log_uniform(rng, 0.2, 5.0, T)
-    a = np.sort(np.concatenate([-L[:, None], L[:, None] * rng.uniform(-0.9, 0.9, (T, D_Q - 1))], axis=1), axis=1)
+    a = np.sort(
+        np.concatenate([-L[:, None], L[:, None] * rng.uniform(-0.9, 0.9, (T, D_Q - 1))], axis=1), axis=1
+    )
     A, V = _spectral(rng, T, a)
     w = rng.standard_normal((T, D_Q))
     c = L * log_uniform(rng, 0.1, 3.0, T)
-    b = np.einsum("tij,tj->ti", A, w) - c[:, None] * V[:, :, 0]   # grad f(w) = c v_1
-    return dict(A=np.repeat(A[:, None], N_Q, axis=1), b=np.repeat(b[:, None], N_Q, axis=1), w=w,
-                u=rng.uniform(0.2, 1.0, T), D=rng.choice(_SIZES, T).astype(float),
-                D1=rng.choice(_SIZES, T).astype(float), D2=rng.choice(_SIZES, T).astype(float),
-                delta=log_uniform(rng, 0.1, 10.0, T) / L)
+    b = np.einsum("tij,tj->ti", A, w) - c[:, None] * V[:, :, 0]  # grad f(w) = c v_1
+    return dict(
+        A=np.repeat(A[:, None], N_Q, axis=1),
+        b=np.repeat(b[:, None], N_Q, axis=1),
+        w=w,
+        u=rng.uniform(0.2, 1.0, T),
+        D=rng.choice(_SIZES, T).astype(float),
+        D1=rng.choice(_SIZES, T).astype(float),
+        D2=rng.choice(_SIZES, T).astype(float),
+        delta=log_uniform(rng, 0.1, 10.0, T) / L,
+    )
 
 
 def _batch_reuse(rng, T):
@@ -108,8 +151,16 @@ def _batch_reuse(rng, T):
     as printed (Hessian on D') has bias L‖w‖/16 for every D (the finding's instance, scaled)."""
     L = log_uniform(rng, 0.2, 5.0, T)
     A = (L[:, None, None, None] * (1 + 0.5 * _SIGNS[None, :, None, None])) * np.eye(D_Q)
-    return dict(A=A, b=np.zeros((T, N_Q, D_Q)), w=rng.standard_normal((T, D_Q)), u=np.full(T, 0.5),
-                D=np.full(T, HUGE), D1=np.ones(T), D2=np.ones(T), delta=log_uniform(rng, 0.1, 10.0, T) / L)
+    return dict(
+        A=A,
+        b=np.zeros((T, N_Q, D_Q)),
+        w=rng.standard_normal((T, D_Q)),
+        u=np.full(T, 0.5),
+        D=np.full(T, HUGE),
+        D1=np.ones(T),
+        D2=np.ones(T),
+        delta=log_uniform(rng, 0.1, 10.0, T) / L,
+    )
 
 
 def _random(rng, T, kind):
@@ -135,8 +186,16 @@ def _random(rng, T, kind):
     w = rng.standard_normal((T, D_Q)) * 3
     w[::5] = 0.0
     sizes = rng.choice(_SIZES, (T, 3)).astype(float)
-    return dict(A=A, b=b, w=w, u=u, D=sizes[:, 0], D1=sizes[:, 1], D2=sizes[:, 2],
-                delta=log_uniform(rng, 0.01, 10.0, T) / L)
+    return dict(
+        A=A,
+        b=b,
+        w=w,
+        u=u,
+        D=sizes[:, 0],
+        D1=sizes[:, 1],
+        D2=sizes[:, 2],
+        delta=log_uniform(rng, 0.01, 10.0, T) / L,
+    )
 
 
 def _beyond(rng, k):
@@ -149,11 +208,18 @@ def _beyond(rng, k):
 def quadratic_instances(rng, T):
     """The quadratic batch (see the module docstring); ``T >= 1`` instances."""
     g = split_counts(T, 10)
-    make = [lambda k: _adversarial_shared(rng, k, np.ones(k)), lambda k: _adversarial_shared(rng, k, _beyond(rng, k)),
-            lambda k: _hessian_noise(rng, k), lambda k: _identical(rng, k), lambda k: _batch_reuse(rng, k),
-            lambda k: _random(rng, k, "strongly_convex"), lambda k: _random(rng, k, "convex"),
-            lambda k: _random(rng, k, "weakly_convex"), lambda k: _random(rng, k, "least_squares"),
-            lambda k: _random(rng, k, "general")]
+    make = [
+        lambda k: _adversarial_shared(rng, k, np.ones(k)),
+        lambda k: _adversarial_shared(rng, k, _beyond(rng, k)),
+        lambda k: _hessian_noise(rng, k),
+        lambda k: _identical(rng, k),
+        lambda k: _batch_reuse(rng, k),
+        lambda k: _random(rng, k, "strongly_convex"),
+        lambda k: _random(rng, k, "convex"),
+        lambda k: _random(rng, k, "weakly_convex"),
+        lambda k: _random(rng, k, "least_squares"),
+        lambda k: _random(rng, k, "general"),
+    ]
     parts = [f(k) for f, k in zip(make, g) if k]
     batch = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     batch["alpha"] = batch.pop("u") / quadratic_smoothness(batch["A"])  # the checker's L: α = 1/L exactly
@@ -180,21 +246,23 @@ def _logistic_group(rng, T, kind):
         x = rng.standard_normal((T, 1, D_L))
         x *= log_uniform(rng, 0.5, 3.0, T)[:, None, None] / np.linalg.norm(x, axis=-1, keepdims=True)
         X = np.repeat(x, N_L, axis=1)
-        if kind == "same_features":   # k = 1, 2, 3 positive labels of 6, shuffled
+        if kind == "same_features":  # k = 1, 2, 3 positive labels of 6, shuffled
             k = 1 + np.arange(T) % 3
             y = np.where(np.arange(N_L)[None, :] < k[:, None], 1.0, -1.0)
             y = np.take_along_axis(y, np.argsort(rng.uniform(size=(T, N_L)), axis=1), axis=1)
-        else:                         # identical samples
+        else:  # identical samples
             y = np.repeat(np.where(rng.uniform(size=(T, 1)) < 0.5, 1.0, -1.0), N_L, axis=1)
     L = logistic_smoothness(X)
     R = np.max(np.linalg.norm(X, axis=-1), axis=-1)
     u = rng.uniform(0.0, 1.0, T)
     u[::4], u[1::4] = 1.0, 0.0
-    w = rng.standard_normal((T, D_L)) / R[:, None] * rng.choice([0.0, 1.0, 4.0, 20.0], (T, 1))  # 20: saturated margins
+    w = (
+        rng.standard_normal((T, D_L)) / R[:, None] * rng.choice([0.0, 1.0, 4.0, 20.0], (T, 1))
+    )  # 20: saturated margins
     small = np.array([1, 2, 3])
     D, D1 = rng.choice(small, T).astype(float), rng.choice(small, T).astype(float)
     D2 = rng.choice([1.0, 2.0, 5.0, 40.0], T)
-    if kind == "same_features":   # near the largest bias ratio: x^T w = ±3.7 (margin units), αL = 1, D = 1
+    if kind == "same_features":  # near the largest bias ratio: x^T w = ±3.7 (margin units), αL = 1, D = 1
         u[::2] = 1.0
         D[::2] = 1.0
         xn = X[:, 0] / np.linalg.norm(X[:, 0], axis=-1, keepdims=True) ** 2

@@ -34,6 +34,7 @@ library's estimator (``moreau.fl.per_fedavg``) by Monte Carlo.
 
 References: Per-FedAvg (Fallah et al., 2020), eqs. (5), (8), Lemma 4.3; Appendix H, (112), (120).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -70,8 +71,9 @@ def quadratic_moments(A, b, w, alpha, outer, D, D1, D2):
     cov_y = _sym(a**2 * invD * (Ab @ Sr @ Ab) + invD1 * (ES + a**2 * invD * EASA))
     Q = _sym(Mo @ Mo + ao**2 * invD2 * EA2)
     bias = (alpha - outer)[:, None] * np.einsum("tij,tj->ti", Ab, m)
-    var = (np.trace(Q @ cov_y, axis1=-2, axis2=-1)
-           + outer**2 * invD2[:, 0, 0] * np.einsum("ti,tij,tj->t", m, EA2, m))
+    var = np.trace(Q @ cov_y, axis1=-2, axis2=-1) + outer**2 * invD2[:, 0, 0] * np.einsum(
+        "ti,tij,tj->t", m, EA2, m
+    )
     return bias, var + np.sum(bias**2, axis=-1), grad_F
 
 
@@ -98,20 +100,19 @@ def quadratic_constants(A, b, w, alpha, delta=None):
     sup over all of ℝ^d.
     """
     Ab = A.mean(axis=1)
-    L = np.max(np.abs(np.linalg.eigvalsh(Ab)), axis=-1)   # as estimators.instances.quadratic_smoothness
+    L = np.max(np.abs(np.linalg.eigvalsh(Ab)), axis=-1)  # as estimators.instances.quadratic_smoothness
     dev = A - Ab[:, None]
     sH2 = np.mean(np.max(np.abs(np.linalg.eigvalsh(dev)), axis=-1) ** 2, axis=1)
     r = np.einsum("tnij,tj->tni", A, w) - b
     rb = r.mean(axis=1)
     v = w - alpha[:, None] * rb
     B = np.linalg.norm(np.einsum("tij,tj->ti", Ab, v) - b.mean(axis=1), axis=-1)
-    U = w[None] - alpha[None, :, None] * np.moveaxis(r, 1, 0)          # (n, T, d) vertices u_j
+    U = w[None] - alpha[None, :, None] * np.moveaxis(r, 1, 0)  # (n, T, d) vertices u_j
     sG2 = np.maximum(variance_at(A, b, w), np.max(variance_at(A, b, U), axis=0))
     out = {"L": L, "sH2": sH2, "B": B, "sG2": sG2}
     if delta is not None:
         # vertices r_k - alpha A_k r_j, (n_k, n_j, T, d)
-        H = np.moveaxis(r, 1, 0)[:, None] - alpha[None, None, :, None] * np.einsum(
-            "tkab,tjb->kjta", A, r)
+        H = np.moveaxis(r, 1, 0)[:, None] - alpha[None, None, :, None] * np.einsum("tkab,tjb->kjta", A, r)
         pts = np.concatenate([w + delta[:, None] * H, w - delta[:, None] * H]).reshape(-1, *w.shape)
         out["sG2_hf"] = np.maximum(sG2, np.max(variance_at(A, b, pts), axis=0))
     return out

@@ -28,6 +28,7 @@ Estimators (``kind``), with ``u = w − α∇̃f(w, D)``, ``h = ∇̃f(u, D')``,
 The samples are given as a model with ``grads(x)`` (``(..., T, d) -> (..., T, n, d)``) and
 ``hessians(x)`` (``-> (..., T, n, d, d)``).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -36,8 +37,16 @@ from math import factorial
 
 import numpy as np
 
-__all__ = ["compositions", "LogisticSamples", "QuadraticSamples", "configuration_moments",
-           "local_constants", "variance", "pieces_at", "algorithm1_shift"]
+__all__ = [
+    "compositions",
+    "LogisticSamples",
+    "QuadraticSamples",
+    "configuration_moments",
+    "local_constants",
+    "variance",
+    "pieces_at",
+    "algorithm1_shift",
+]
 
 
 @lru_cache(maxsize=64)
@@ -47,8 +56,9 @@ def _compositions(n, D):
         edges = (-1,) + cut + (D + n - 1,)
         rows.append([edges[k + 1] - edges[k] - 1 for k in range(n)])
     counts = np.array(rows, dtype=np.int64)
-    logw = np.array([np.log(float(factorial(D))) - sum(np.log(float(factorial(c))) for c in row)
-                     for row in rows]) - D * np.log(n)
+    logw = np.array(
+        [np.log(float(factorial(D))) - sum(np.log(float(factorial(c))) for c in row) for row in rows]
+    ) - D * np.log(n)
     p = np.exp(logw)
     return counts, p / p.sum()
 
@@ -139,7 +149,7 @@ def configuration_moments(model, w, alpha, cD, D1, D2, kind, *, cD1=None, delta=
     g, H, Hb, M, G = pieces_at(model, w, alpha)
     D = cD.sum(axis=-1)
     u = w - alpha[:, None] * _mean(g, cD / D[..., None])
-    q = model.grads(u)                                  # (P, T, n, d)
+    q = model.grads(u)  # (P, T, n, d)
     qb = _mean(q)
     qdev = q - qb[..., None, :]
     MG = np.einsum("tij,tj->ti", M, G)
@@ -153,8 +163,11 @@ def configuration_moments(model, w, alpha, cD, D1, D2, kind, *, cD1=None, delta=
         X = np.einsum("tij,ptj->pti", M, qb - G)
         Sq = np.einsum("ptni,ptnj->ptij", qdev, qdev) / q.shape[-2]
         K = M @ M + C
-        phi = (np.sum(X**2, axis=-1) + np.einsum("pti,tij,ptj->pt", qb, C, qb)
-               + np.einsum("tij,ptji->pt", K, Sq) / D1)
+        phi = (
+            np.sum(X**2, axis=-1)
+            + np.einsum("pti,tij,ptj->pt", qb, C, qb)
+            + np.einsum("tij,ptji->pt", K, Sq) / D1
+        )
         return X, phi, u, None
     if kind != "hessian_free":
         raise ValueError(f"kind must be 'hessian', 'first_order' or 'hessian_free' (got {kind!r})")
@@ -166,8 +179,7 @@ def configuration_moments(model, w, alpha, cD, D1, D2, kind, *, cD1=None, delta=
     HG = np.einsum("tij,tj->ti", Hb, G)
     X = (qb - G) - alpha[:, None] * (db - HG)
     z_mean = h - alpha[:, None] * db
-    phi = (np.sum((z_mean - MG) ** 2, axis=-1)
-           + alpha**2 * np.mean(np.sum(ddev**2, axis=-1), axis=-1) / D2)
+    phi = np.sum((z_mean - MG) ** 2, axis=-1) + alpha**2 * np.mean(np.sum(ddev**2, axis=-1), axis=-1) / D2
     return X, phi, u, np.concatenate([w + step, w - step])
 
 

@@ -11,16 +11,27 @@ norm at most R = max_j‖x_j‖, every per-sample Hessian at most R²/4); two-si
 instance; the bias vector coordinate by coordinate (Bonferroni over the d coordinates), its
 norm's interval from the resulting box.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from moreau.analysis.engine.core import Sides
 from moreau.analysis.perfedavg.estimators.instances import logistic_smoothness
-from moreau.analysis.perfedavg.estimators.quadratic_moments import (algorithm1_bias, quadratic_constants,
-                                                                    quadratic_moments)
-from moreau.analysis.perfedavg.estimators.sample_moments import (LogisticSamples, compositions, configuration_moments,
-                                                                 local_constants, pieces_at, variance, algorithm1_shift)
+from moreau.analysis.perfedavg.estimators.quadratic_moments import (
+    algorithm1_bias,
+    quadratic_constants,
+    quadratic_moments,
+)
+from moreau.analysis.perfedavg.estimators.sample_moments import (
+    LogisticSamples,
+    compositions,
+    configuration_moments,
+    local_constants,
+    pieces_at,
+    variance,
+    algorithm1_shift,
+)
 
 __all__ = ["quadratic_parts", "logistic_parts", "bound_sides", "LEVEL", "OUTER", "ZERO_PART"]
 
@@ -28,21 +39,34 @@ __all__ = ["quadratic_parts", "logistic_parts", "bound_sides", "LEVEL", "OUTER",
 LEVEL = 0.999
 #: the outer step α_o of each estimate on quadratics, given α and the HF divisor (module docstring of
 #: ``perfedavg.estimators.quadratic_moments``)
-OUTER = {"hessian": lambda a, div: a, "first_order": lambda a, div: 0 * a,
-         "hessian_free": lambda a, div: 2 * a / div}
+OUTER = {
+    "hessian": lambda a, div: a,
+    "first_order": lambda a, div: 0 * a,
+    "hessian_free": lambda a, div: 2 * a / div,
+}
 
 
 def quadratic_parts(batch, kind, divisor=2.0):
     """``dict(bias, second, L, sG2, sG2_hf, sH2, B, rho, scale)`` on the quadratic batch, exactly (``(T,)`` each);
     ``sG2_hf`` adds the Hessian-free estimate's points w ± δG̃ (``sG2`` elsewhere)."""
     A, b, w, alpha = batch["A"], batch["b"], batch["w"], batch["alpha"]
-    bias, second, _ = quadratic_moments(A, b, w, alpha, OUTER[kind](alpha, divisor),
-                                        batch["D"], batch["D1"], batch["D2"])
+    bias, second, _ = quadratic_moments(
+        A, b, w, alpha, OUTER[kind](alpha, divisor), batch["D"], batch["D1"], batch["D2"]
+    )
     c = quadratic_constants(A, b, w, alpha, batch["delta"] if kind == "hessian_free" else None)
     r = np.einsum("tnij,tj->tni", A, w) - b
     scale = (1 + alpha * c["L"]) ** 2 * (np.max(np.linalg.norm(r, axis=-1), axis=-1) + c["B"])
-    out = dict(bias=np.linalg.norm(bias, axis=-1), second=second, L=c["L"], sG2=c["sG2"],
-               sG2_hf=c.get("sG2_hf", c["sG2"]), sH2=c["sH2"], B=c["B"], rho=np.zeros_like(alpha), scale=scale)
+    out = dict(
+        bias=np.linalg.norm(bias, axis=-1),
+        second=second,
+        L=c["L"],
+        sG2=c["sG2"],
+        sG2_hf=c.get("sG2_hf", c["sG2"]),
+        sH2=c["sH2"],
+        B=c["B"],
+        rho=np.zeros_like(alpha),
+        scale=scale,
+    )
     if kind == "hessian":
         out["bias_alg1"] = np.linalg.norm(algorithm1_bias(A, b, w, alpha, batch["D1"]), axis=-1)
     return out
@@ -95,8 +119,11 @@ def _as_bounds(model, Xf, w, alpha, D1, D2, delta, kind, divisor):
         C = (alpha**2 / D2)[:, None, None] * np.einsum("tnij,tnjk->tik", Ht, Ht) / H.shape[-3]
         normC = np.linalg.norm(C, ord=2, axis=(-2, -1))
         bx = normM * L * Delta
-        return (bx, bx**2 + normC * (np.linalg.norm(G, axis=-1) + L * Delta) ** 2 + (normM**2 + normC) * bq**2 / D1,
-                bq)
+        return (
+            bx,
+            bx**2 + normC * (np.linalg.norm(G, axis=-1) + L * Delta) ** 2 + (normM**2 + normC) * bq**2 / D1,
+            bq,
+        )
     kappa = divisor
     step = delta[:, None] * G
     dif = (model.grads(w + step) - model.grads(w - step)) / (kappa * delta)[:, None, None]
@@ -116,8 +143,24 @@ def logistic_parts(batch, kind, divisor=2.0, level=LEVEL):
     T, n, d = X.shape
     hf = kind == "hessian_free"
     delta = batch["delta"] if hf else None
-    out = {k: np.empty(T) for k in ("bias", "second", "sG2", "sG2_hf", "sH2", "B", "bias_lo", "bias_hi", "sec_lo",
-                                    "sec_hi", "bias_alg1", "alg1_lo", "alg1_hi")}
+    out = {
+        k: np.empty(T)
+        for k in (
+            "bias",
+            "second",
+            "sG2",
+            "sG2_hf",
+            "sH2",
+            "B",
+            "bias_lo",
+            "bias_hi",
+            "sec_lo",
+            "sec_hi",
+            "bias_alg1",
+            "alg1_lo",
+            "alg1_hi",
+        )
+    }
     mc = batch["cD"].sum(axis=-1)[:, 0] > 0
     groups = [(np.flatnonzero(mc), None)]
     keys = np.stack([batch["D"], batch["D1"] if hf else np.ones(T)], axis=1)
@@ -129,11 +172,11 @@ def logistic_parts(batch, kind, divisor=2.0, level=LEVEL):
         sub = {k: batch[k][sel] for k in ("X", "y", "D1", "D2", "alpha")}
         model = LogisticSamples(sub["X"], sub["y"])
         a, ws = sub["alpha"], w[sel]
-        if key is None:   # Monte Carlo: K drawn configurations, equal weights
+        if key is None:  # Monte Carlo: K drawn configurations, equal weights
             cD = np.moveaxis(batch["cD"][sel], 1, 0)
             cD1 = np.moveaxis(batch["cD1"][sel], 1, 0) if hf else None
             p = np.full(cD.shape[0], 1.0 / cD.shape[0])
-        else:             # every configuration with its multinomial probability
+        else:  # every configuration with its multinomial probability
             c, p = compositions(n, key[0])
             if hf:
                 c1, p1 = compositions(n, key[1])
@@ -141,26 +184,50 @@ def logistic_parts(batch, kind, divisor=2.0, level=LEVEL):
                 c, c1, p = c[i], c1[j], p[i] * p1[j]
             cD = np.broadcast_to(c[:, None], (len(p), sel.size, n))
             cD1 = np.broadcast_to(c1[:, None], cD.shape) if hf else None
-        Xs, phi, pts, hf_pts = configuration_moments(model, ws, a, cD, sub["D1"], sub["D2"], kind, cD1=cD1,
-                                             delta=None if delta is None else delta[sel], divisor=divisor)
+        Xs, phi, pts, hf_pts = configuration_moments(
+            model,
+            ws,
+            a,
+            cD,
+            sub["D1"],
+            sub["D2"],
+            kind,
+            cD1=cD1,
+            delta=None if delta is None else delta[sel],
+            divisor=divisor,
+        )
         bias, second = np.einsum("p,ptd->td", p, Xs), p @ phi
-        if kind == "hessian":   # Algorithm 1 as printed: the Hessian on D'
+        if kind == "hessian":  # Algorithm 1 as printed: the Hessian on D'
             X1 = Xs + algorithm1_shift(model, ws, a, pts, sub["D1"])
             out["bias_alg1"][sel] = np.linalg.norm(np.einsum("p,ptd->td", p, X1), axis=-1)
-        vertices = ws - a[:, None] * np.moveaxis(model.grads(ws), -2, 0)   # D copies of one sample
+        vertices = ws - a[:, None] * np.moveaxis(model.grads(ws), -2, 0)  # D copies of one sample
         consts = local_constants(model, ws, a, np.concatenate([pts, vertices]))
         for k in ("sG2", "sH2", "B"):
             out[k][sel] = consts[k]
-        out["sG2_hf"][sel] = consts["sG2"] if hf_pts is None else np.maximum(
-            consts["sG2"], np.max(variance(model.grads(hf_pts)), axis=0))
+        out["sG2_hf"][sel] = (
+            consts["sG2"]
+            if hf_pts is None
+            else np.maximum(consts["sG2"], np.max(variance(model.grads(hf_pts)), axis=0))
+        )
         out["bias"][sel], out["second"][sel] = np.linalg.norm(bias, axis=-1), second
         if key is None:
-            bx, bphi, bq = _as_bounds(model, sub["X"], ws, a, sub["D1"], sub["D2"],
-                                  None if delta is None else delta[sel], kind, divisor)
+            bx, bphi, bq = _as_bounds(
+                model,
+                sub["X"],
+                ws,
+                a,
+                sub["D1"],
+                sub["D2"],
+                None if delta is None else delta[sel],
+                kind,
+                divisor,
+            )
             out["bias_lo"][sel], out["bias_hi"][sel] = _norm_interval(Xs, bx, level)
             if kind == "hessian":  # the shift's norm is at most (α/D') L_max b_q (PSD Hessians, deviations)
                 Lmax = np.max(np.sum(sub["X"] ** 2, axis=-1), axis=-1) / 4
-                out["alg1_lo"][sel], out["alg1_hi"][sel] = _norm_interval(X1, bx + a / sub["D1"] * Lmax * bq, level)
+                out["alg1_lo"][sel], out["alg1_hi"][sel] = _norm_interval(
+                    X1, bx + a / sub["D1"] * Lmax * bq, level
+                )
             out["sec_lo"][sel], out["sec_hi"][sel] = _eb(phi, np.zeros_like(bphi), bphi, level)
         else:
             out["bias_lo"][sel] = out["bias_hi"][sel] = out["bias"][sel]
@@ -172,7 +239,9 @@ def logistic_parts(batch, kind, divisor=2.0, level=LEVEL):
     out["second_ci"] = (out.pop("sec_lo"), out.pop("sec_hi"))
     out["bias_alg1_ci"] = (out.pop("alg1_lo"), out.pop("alg1_hi"))
     out["mc"] = mc
-    out["scale"] = (1 + alpha * out["L"]) ** 2 * np.max(np.linalg.norm(X, axis=-1), axis=-1)  # R >= every gradient
+    out["scale"] = (1 + alpha * out["L"]) ** 2 * np.max(
+        np.linalg.norm(X, axis=-1), axis=-1
+    )  # R >= every gradient
     return out
 
 
@@ -200,12 +269,26 @@ def bound_sides(entries, constants, level=None):
     out, zl, zr, zany = {}, 0.0, 0.0, False
     for name, lhs, rhs, ci, power, applicable, scale, note in entries:
         z = applicable & (rhs == 0)
-        out[name] = Sides(lhs, rhs, "upper", applicable=applicable & ~z, lhs_ci=ci,
-                          confidence=None if ci is None else level, constants=constants, note=note,
-                          floor=(ZERO_RTOL * scale) ** power)
+        out[name] = Sides(
+            lhs,
+            rhs,
+            "upper",
+            applicable=applicable & ~z,
+            lhs_ci=ci,
+            confidence=None if ci is None else level,
+            constants=constants,
+            note=note,
+            floor=(ZERO_RTOL * scale) ** power,
+        )
         zl = zl + np.where(z, lhs, 0.0)
         zr, zany = zr + np.where(z, (ZERO_RTOL * scale) ** power, 0.0), zany | z
-    out[ZERO_PART] = Sides(zl, zr, "exact", applicable=zany, constants=constants,
-                           note=f"sum over the bounds that are 0 on the instance; allowed: ({ZERO_RTOL:g} x gradient "
-                                "scale)^(1 or 2), rounding only (the computed lhs is exactly 0 there)")
+    out[ZERO_PART] = Sides(
+        zl,
+        zr,
+        "exact",
+        applicable=zany,
+        constants=constants,
+        note=f"sum over the bounds that are 0 on the instance; allowed: ({ZERO_RTOL:g} x gradient "
+        "scale)^(1 or 2), rounding only (the computed lhs is exactly 0 there)",
+    )
     return out

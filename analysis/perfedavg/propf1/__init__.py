@@ -67,6 +67,7 @@ ratios of the Monte Carlo means ≈ 0.015, 4·10⁻⁴, 0.008, 3·10⁻⁵ at se
 small next to 2βt(σ_F + γ_F) with √192 γ_G and the sup bounds of σ_G, γ_G; only the reversed
 inequality is rejected there (the quadratic family rejects every mutant).  No finding.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -81,25 +82,33 @@ __all__ = ["STATEMENTS", "CLAIM", "constants"]
 
 CLAIM = {
     "L_F": lambda L, alpha, rho, B: 4 * L + alpha * rho * B,
-    "sigma_F2": lambda B, sG2, sH2, alpha, L, invD, invD1, invD2:
-        12 * (B**2 + sG2 * (invD1 + (alpha * L) ** 2 * invD)) * (1 + sH2 * alpha**2 / 4 * invD2) - 12 * B**2,
+    "sigma_F2": lambda B, sG2, sH2, alpha, L, invD, invD1, invD2: (
+        12 * (B**2 + sG2 * (invD1 + (alpha * L) ** 2 * invD)) * (1 + sH2 * alpha**2 / 4 * invD2) - 12 * B**2
+    ),
     "gamma_F2": lambda B, alpha, gH2, gG2: 3 * B**2 * alpha**2 * gH2 + 192 * gG2,
     "drift1": lambda beta, t, LF, sF, gF: 2 * beta * t * (1 + 2 * beta * LF) ** (t - 1) * (sF + gF),
-    "drift2": lambda beta, t, phi, LF, sF2, gF2:
-        4 * beta**2 * (1 + 1 / phi) * t * (1 + phi + 16 * (1 + 1 / phi) * beta**2 * LF**2) ** (t - 1)
-        * (2 * sF2 + gF2),
+    "drift2": lambda beta, t, phi, LF, sF2, gF2: (
+        4
+        * beta**2
+        * (1 + 1 / phi)
+        * t
+        * (1 + phi + 16 * (1 + 1 / phi) * beta**2 * LF**2) ** (t - 1)
+        * (2 * sF2 + gF2)
+    ),
     "cor1": lambda beta, t, tau, sF, gF: 4 * beta * t * (sF + gF),
     "cor2": lambda beta, t, tau, sF2, gF2: 35 * beta**2 * t * tau * (2 * sF2 + gF2),
     "beta_condition": lambda beta, tau, LF: beta <= 1 / (10 * tau * LF),
     "alpha_condition": lambda alpha, L: (alpha >= 0) & (alpha <= 1 / L),
 }
 
-PARTS = ("(57a) E (1/n) sum ||w_i - w_bar|| <= 2 beta t (1 + 2 beta L_F)^(t-1) (sigma_F + gamma_F)",
-         "(57b) E (1/n) sum ||w_i - w_bar||^2 <= 4 beta^2 (1 + 1/phi) t (1 + phi + 16(1 + 1/phi) beta^2 L_F^2)^(t-1)"
-         " (2 sigma_F^2 + gamma_F^2), every phi > 0",
-         "(58a) beta <= 1/(10 tau L_F), t <= tau: E (1/n) sum ||w_i - w_bar|| <= 4 beta t (sigma_F + gamma_F)",
-         "(58b) beta <= 1/(10 tau L_F), t <= tau: E (1/n) sum ||w_i - w_bar||^2 <= 35 beta^2 t tau"
-         " (2 sigma_F^2 + gamma_F^2)")
+PARTS = (
+    "(57a) E (1/n) sum ||w_i - w_bar|| <= 2 beta t (1 + 2 beta L_F)^(t-1) (sigma_F + gamma_F)",
+    "(57b) E (1/n) sum ||w_i - w_bar||^2 <= 4 beta^2 (1 + 1/phi) t (1 + phi + 16(1 + 1/phi) beta^2 L_F^2)^(t-1)"
+    " (2 sigma_F^2 + gamma_F^2), every phi > 0",
+    "(58a) beta <= 1/(10 tau L_F), t <= tau: E (1/n) sum ||w_i - w_bar|| <= 4 beta t (sigma_F + gamma_F)",
+    "(58b) beta <= 1/(10 tau L_F), t <= tau: E (1/n) sum ||w_i - w_bar||^2 <= 35 beta^2 t tau"
+    " (2 sigma_F^2 + gamma_F^2)",
+)
 
 N, M, DIM, TMAX = 4, 3, 3, 8
 PHIS = np.logspace(-4, 4, 49)
@@ -118,31 +127,33 @@ def instances(family, trials, rng):
     T = trials_used(family, trials)[0] if trials else 48
     sizes = split_counts(T, 4)
     kinds = ("weakly_convex", "convex", "strongly_convex")
-    a = np.concatenate([quadratic_batch(rng, k, DIM, kinds[i % 3])["eig"] for i, k in enumerate(sizes[:3])]
-                       + [quadratic_batch(rng, sizes[3], DIM, "weakly_convex")["eig"]])
+    a = np.concatenate(
+        [quadratic_batch(rng, k, DIM, kinds[i % 3])["eig"] for i, k in enumerate(sizes[:3])]
+        + [quadratic_batch(rng, sizes[3], DIM, "weakly_convex")["eig"]]
+    )
     L = np.max(np.abs(a), axis=1)
-    adv = np.arange(T - sizes[3], T)                       # a_1 = -L, alpha = 1/L, aligned, full batches
+    adv = np.arange(T - sizes[3], T)  # a_1 = -L, alpha = 1/L, aligned, full batches
     a[adv, 0] = -L[adv]
     tau = rng.integers(1, TMAX + 1, T)
     alpha = rng.uniform(0.0, 1.0, T) / L
     alpha[::5] = 1 / L[::5]
     alpha[1::7] = 0.0
-    alpha[3::11] = rng.uniform(1.0, 4.0, alpha[3::11].size) / L[3::11]   # outside [0, 1/L]: not applicable
+    alpha[3::11] = rng.uniform(1.0, 4.0, alpha[3::11].size) / L[3::11]  # outside [0, 1/L]: not applicable
     alpha[adv] = 1 / L[adv]
     LF = 4 * L
     beta = log_uniform(rng, 1e-3, 3.0, T) / LF
-    beta[::3] = 1 / (10 * tau[::3] * LF[::3])               # the Corollary's boundary
+    beta[::3] = 1 / (10 * tau[::3] * LF[::3])  # the Corollary's boundary
     delta = rng.standard_normal((T, N, DIM)) * L[:, None, None]
     half = np.array_split(adv, 2)
     signs = np.where(np.arange(N) % 2 == 0, 1.0, -1.0)
     delta[adv] = 0.0
     delta[adv, :, 0] = signs * L[adv, None] * log_uniform(rng, 0.1, 3.0, adv.size)[:, None]
     tau[half[0]] = rng.choice([5, 8], half[0].size)
-    beta[half[0]] = 1 / (10 * tau[half[0]] * LF[half[0]])   # rejects gamma_F^2 -> gamma_G^2 in (58a)
-    tau[half[1]] = TMAX                                      # large steps: the exponents, and beyond the
+    beta[half[0]] = 1 / (10 * tau[half[0]] * LF[half[0]])  # rejects gamma_F^2 -> gamma_G^2 in (58a)
+    tau[half[1]] = TMAX  # large steps: the exponents, and beyond the
     beta[half[1]] = rng.uniform(8.0, 10.0, half[1].size) / (TMAX * LF[half[1]])  # Corollary's condition
-    alpha[half[1][-1]] = 4 / L[half[1][-1]]                  # not applicable; rejects alpha <= 4/L
-    homog = np.setdiff1d(np.arange(2, T, 9), adv)            # gamma_G = 0: the drift is batch noise alone
+    alpha[half[1][-1]] = 4 / L[half[1][-1]]  # not applicable; rejects alpha <= 4/L
+    homog = np.setdiff1d(np.arange(2, T, 9), adv)  # gamma_G = 0: the drift is batch noise alone
     delta[homog] = 0.0
     delta -= delta.mean(axis=1, keepdims=True)
     noise = rng.standard_normal((T, N, M, DIM)) * L[:, None, None, None] * rng.uniform(0.1, 2.0, (T, 1, 1, 1))
@@ -153,7 +164,15 @@ def instances(family, trials, rng):
     invD[::4], invD1[::4] = 0.0, 0.0
     invD[adv], invD1[adv] = 0.0, 0.0
     invD[homog], invD1[homog] = 1.0, 0.5
-    return {"a": a, "C": C, "alpha": alpha, "beta": beta, "tau": tau.astype(float), "invD": invD, "invD1": invD1}
+    return {
+        "a": a,
+        "C": C,
+        "alpha": alpha,
+        "beta": beta,
+        "tau": tau.astype(float),
+        "invD": invD,
+        "invD1": invD1,
+    }
 
 
 def constants(batch, claim):
@@ -168,10 +187,15 @@ def constants(batch, claim):
     return L, LF, sF2, gF2
 
 
-CONSTS = {"L": "exact: max |a_k|", "rho": "exact: 0 (every sample Hessian is A)",
-          "B": "unbounded on quadratics; cancels exactly (multiplies rho = 0, sigma_H = 0, gamma_H = 0)",
-          "sigma_G^2": "exact: max_i tr Sigma_i (constant in w)", "sigma_H^2": "exact: 0",
-          "gamma_G^2": "exact: (1/n) sum ||cbar_i - cbar||^2 (constant in w)", "gamma_H^2": "exact: 0"}
+CONSTS = {
+    "L": "exact: max |a_k|",
+    "rho": "exact: 0 (every sample Hessian is A)",
+    "B": "unbounded on quadratics; cancels exactly (multiplies rho = 0, sigma_H = 0, gamma_H = 0)",
+    "sigma_G^2": "exact: max_i tr Sigma_i (constant in w)",
+    "sigma_H^2": "exact: 0",
+    "gamma_G^2": "exact: (1/n) sum ||cbar_i - cbar||^2 (constant in w)",
+    "gamma_H^2": "exact: 0",
+}
 
 
 def prepare(batch):
@@ -186,17 +210,19 @@ def evaluate(batch, claim):
     L, LF, sF2, gF2 = constants(batch, claim)
     alpha, beta, tau = batch["alpha"], batch["beta"], batch["tau"]
     mu, cov, _ = local_moments(batch["a"], batch["C"], alpha, beta, batch["invD"], batch["invD1"], TMAX)
-    second, lo, hi = (x[1:] for x in drift_moments(mu, cov))        # (TMAX, T), t = 1..TMAX
+    second, lo, hi = (x[1:] for x in drift_moments(mu, cov))  # (TMAX, T), t = 1..TMAX
     t = np.arange(1, TMAX + 1, dtype=float)[:, None]
     ok_alpha = claim["alpha_condition"](alpha, L)
     r1, r2, r3, r4 = _rhs(claim, beta, tau, L, LF, sF2, gF2)
     within = t <= tau
     cor_ok = ok_alpha & claim["beta_condition"](beta, tau, LF)
     out = {}
-    for name, lhs, rhs, mask, app in ((PARTS[0], (lo, hi), r1, None, ok_alpha),
-                                      (PARTS[1], second, r2, None, ok_alpha),
-                                      (PARTS[2], (lo, hi), r3, within, cor_ok),
-                                      (PARTS[3], second, r4, within, cor_ok)):
+    for name, lhs, rhs, mask, app in (
+        (PARTS[0], (lo, hi), r1, None, ok_alpha),
+        (PARTS[1], second, r2, None, ok_alpha),
+        (PARTS[2], (lo, hi), r3, within, cor_ok),
+        (PARTS[3], second, r4, within, cor_ok),
+    ):
         out[name] = _worst(name, lhs, rhs, mask, app)
     return out
 
@@ -205,12 +231,17 @@ def _rhs(claim, beta, tau, L, LF, sF2, gF2):
     """The four right-hand sides ``(TMAX, T)``: (57a), (57b) (min over phi), (58a), (58b)."""
     t = np.arange(1, TMAX + 1, dtype=float)[:, None]
     sF, gF = np.sqrt(sF2), np.sqrt(gF2)
-    phis = np.concatenate([np.broadcast_to(PHIS[:, None, None], (PHIS.size, 1, tau.size)),
-                           (1 / (2 * tau))[None, None, :]])
+    phis = np.concatenate(
+        [np.broadcast_to(PHIS[:, None, None], (PHIS.size, 1, tau.size)), (1 / (2 * tau))[None, None, :]]
+    )
     with np.errstate(over="ignore"):
         r2 = np.min(claim["drift2"](beta, t[None], phis, LF, sF2, gF2), axis=0)
-    return (claim["drift1"](beta, t, LF, sF, gF), r2, claim["cor1"](beta, t, tau, sF, gF),
-            claim["cor2"](beta, t, tau, sF2, gF2))
+    return (
+        claim["drift1"](beta, t, LF, sF, gF),
+        r2,
+        claim["cor1"](beta, t, tau, sF, gF),
+        claim["cor2"](beta, t, tau, sF2, gF2),
+    )
 
 
 def _worst(name, lhs, rhs, mask, app):
@@ -218,13 +249,24 @@ def _worst(name, lhs, rhs, mask, app):
     lo, hi = lhs if isinstance(lhs, tuple) else (lhs, lhs)
     r, k, i = worst_t(hi, rhs, mask)
     bracket = isinstance(lhs, tuple)
-    note = ("first moment: rigorous bracket [(1/n) sum ||E e_i||, (1/n) sum sqrt(E||e_i||^2)] (equal with full "
-            "batches); fails only if the lower end exceeds the bound" if bracket else
-            "exact second moment (closed-form recursion)")
+    note = (
+        "first moment: rigorous bracket [(1/n) sum ||E e_i||, (1/n) sum sqrt(E||e_i||^2)] (equal with full "
+        "batches); fails only if the lower end exceeds the bound"
+        if bracket
+        else "exact second moment (closed-form recursion)"
+    )
     if "(57b)" in name:
         note += "; rhs = min over phi in 10^[-4, 4] and phi = 1/(2 tau)"
-    return Sides(hi[k, i], rhs[k, i], "upper", applicable=app, lhs_ci=(lo[k, i], hi[k, i]) if bracket else None,
-                 confidence=1.0 if bracket else None, constants=CONSTS, note=note)
+    return Sides(
+        hi[k, i],
+        rhs[k, i],
+        "upper",
+        applicable=app,
+        lhs_ci=(lo[k, i], hi[k, i]) if bracket else None,
+        confidence=1.0 if bracket else None,
+        constants=CONSTS,
+        note=note,
+    )
 
 
 STATEMENTS = (
@@ -233,36 +275,77 @@ STATEMENTS = (
         source="Per-FedAvg, Proposition F.1 (eqs. (57a), (57b)) and Corollary F.2 (eqs. (58a), (58b))",
         paper="per-fedavg-maml.md",
         latex=r"\mathbb E\big[\tfrac1n\sum_i\|w^i_{k,t}-w_{k,t}\|\big]\le 2\beta t(1+2\beta L_F)^{t-1}"
-              r"(\sigma_F+\gamma_F),\ \ \mathbb E\big[\tfrac1n\sum_i\|w^i_{k,t}-w_{k,t}\|^2\big]\le 35\beta^2t\tau"
-              r"(2\sigma_F^2+\gamma_F^2)\ (\beta\le 1/(10\tau L_F))",
+        r"(\sigma_F+\gamma_F),\ \ \mathbb E\big[\tfrac1n\sum_i\|w^i_{k,t}-w_{k,t}\|^2\big]\le 35\beta^2t\tau"
+        r"(2\sigma_F^2+\gamma_F^2)\ (\beta\le 1/(10\tau L_F))",
         text="client drift of Per-FedAvg's local iterates: (57a), (57b) for any beta; (58a), (58b) for "
-             "beta <= 1/(10 tau L_F), t <= tau",
-        assumptions=("alpha in [0, 1/L], L = max L_i", "Assumptions 2-4 (gamma_F also needs Assumption 5)",
-                     "every agent runs the local steps (56) from w_{k-1} with independent batches",
-                     "(58a), (58b): beta <= 1/(10 tau L_F), 0 <= t <= tau"),
-        scaling={"quadratic": scale_fields({"a": (-2, 1), "C": (-1, 1), "alpha": (2, -1), "beta": (2, -1)}),
-                 "logistic": scale_fields({"X": (-1, 0), "alpha": (2, 0), "beta": (2, 0), "w0": (1, 0)}, c_free=False)},
-        families={"quadratic": ("shared A, per-sample linear terms: convex", "strongly_convex", "weakly_convex",
-                                "full batches and D, D' in {1, 2, 4}"),
-                  "logistic": ("n = 4 clients, m = 6 samples, mu = 0, heterogeneous features and labels",
-                               "full batches and D, D', D'' in {1, 2, 3}: Monte Carlo")},
+        "beta <= 1/(10 tau L_F), t <= tau",
+        assumptions=(
+            "alpha in [0, 1/L], L = max L_i",
+            "Assumptions 2-4 (gamma_F also needs Assumption 5)",
+            "every agent runs the local steps (56) from w_{k-1} with independent batches",
+            "(58a), (58b): beta <= 1/(10 tau L_F), 0 <= t <= tau",
+        ),
+        scaling={
+            "quadratic": scale_fields({"a": (-2, 1), "C": (-1, 1), "alpha": (2, -1), "beta": (2, -1)}),
+            "logistic": scale_fields(
+                {"X": (-1, 0), "alpha": (2, 0), "beta": (2, 0), "w0": (1, 0)}, c_free=False
+            ),
+        },
+        families={
+            "quadratic": (
+                "shared A, per-sample linear terms: convex",
+                "strongly_convex",
+                "weakly_convex",
+                "full batches and D, D' in {1, 2, 4}",
+            ),
+            "logistic": (
+                "n = 4 clients, m = 6 samples, mu = 0, heterogeneous features and labels",
+                "full batches and D, D', D'' in {1, 2, 3}: Monte Carlo",
+            ),
+        },
         claimed="upper",
-        instances=instances, trials_used=trials_used,
+        instances=instances,
+        trials_used=trials_used,
         prepare=prepare,
         evaluate=evaluate,
         claim=CLAIM,
         mutants=(
-            Mutant("gamma_F^2 = 192 gamma_G^2 -> gamma_G^2", {"gamma_F2": lambda B, a, h, g: 3 * B**2 * a**2 * h + g}),
-            Mutant("(57a) exponent t-1 -> 0: 2 beta t (sigma_F + gamma_F)",
-                   {"drift1": lambda b, t, LF, sF, gF: 2 * b * t * (sF + gF)}),
-            Mutant("(57b) exponent t-1 -> 0", {"drift2": lambda b, t, phi, LF, s2, g2:
-                                                4 * b**2 * (1 + 1 / phi) * t * (2 * s2 + g2)}),
-            Mutant("(57b) sigma_F dropped: (2 sigma_F^2 + gamma_F^2) -> gamma_F^2",
-                   {"drift2": lambda b, t, phi, LF, s2, g2:
-                    4 * b**2 * (1 + 1 / phi) * t * (1 + phi + 16 * (1 + 1 / phi) * b**2 * LF**2) ** (t - 1) * g2}),
-            Mutant("(58b) beta^2 -> beta^3", {"cor2": lambda b, t, tau, s2, g2: 35 * b**3 * t * tau * (2 * s2 + g2)}),
-            Mutant("condition relaxed: beta <= 10/(tau L_F)", {"beta_condition": lambda b, tau, LF: b <= 10 / (tau * LF)}),
-            Mutant("condition relaxed: alpha <= 4/L", {"alpha_condition": lambda a, L: (a >= 0) & (a <= 4 / L)}),
+            Mutant(
+                "gamma_F^2 = 192 gamma_G^2 -> gamma_G^2",
+                {"gamma_F2": lambda B, a, h, g: 3 * B**2 * a**2 * h + g},
+            ),
+            Mutant(
+                "(57a) exponent t-1 -> 0: 2 beta t (sigma_F + gamma_F)",
+                {"drift1": lambda b, t, LF, sF, gF: 2 * b * t * (sF + gF)},
+            ),
+            Mutant(
+                "(57b) exponent t-1 -> 0",
+                {"drift2": lambda b, t, phi, LF, s2, g2: 4 * b**2 * (1 + 1 / phi) * t * (2 * s2 + g2)},
+            ),
+            Mutant(
+                "(57b) sigma_F dropped: (2 sigma_F^2 + gamma_F^2) -> gamma_F^2",
+                {
+                    "drift2": lambda b, t, phi, LF, s2, g2: (
+                        4
+                        * b**2
+                        * (1 + 1 / phi)
+                        * t
+                        * (1 + phi + 16 * (1 + 1 / phi) * b**2 * LF**2) ** (t - 1)
+                        * g2
+                    )
+                },
+            ),
+            Mutant(
+                "(58b) beta^2 -> beta^3",
+                {"cor2": lambda b, t, tau, s2, g2: 35 * b**3 * t * tau * (2 * s2 + g2)},
+            ),
+            Mutant(
+                "condition relaxed: beta <= 10/(tau L_F)",
+                {"beta_condition": lambda b, tau, LF: b <= 10 / (tau * LF)},
+            ),
+            Mutant(
+                "condition relaxed: alpha <= 4/L", {"alpha_condition": lambda a, L: (a >= 0) & (a <= 4 / L)}
+            ),
             Mutant("(57a) inequality reversed", {"flip": (PARTS[0],)}),
         ),
         equivalent_mutants={

@@ -21,6 +21,7 @@ The rhs is computed from them: it is at least the paper's rhs with the exact sup
 interval above it is a certified failure of the statement, and a pass is a pass of the (looser)
 bound with these constants.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,21 +46,29 @@ def instances(rng, T):
     lb = logistic_batch(rng, T * N, M, DIM, scale=1.0)
     X = lb["X"].reshape(T, N, M, DIM) + 1.5 * rng.standard_normal((T, N, 1, DIM))
     y = lb["y"].reshape(T, N, M)
-    flip = rng.uniform(size=(T, N, 1)) < 0.5          # heterogeneous labels: half the clients flip theirs
+    flip = rng.uniform(size=(T, N, 1)) < 0.5  # heterogeneous labels: half the clients flip theirs
     y = np.where(flip & (np.arange(T)[:, None, None] % 2 == 0), -y, y)
     vals, _ = logistic_constants(X, y)
     L, B, rho = vals["L"], vals["B"], vals["rho"]
     alpha = rng.uniform(0.05, 1.0, T) / L
     alpha[::3] = 1 / L[::3]
-    alpha[2::7] = rng.uniform(1.0, 4.0, alpha[2::7].size) / L[2::7]   # outside [0, 1/L]: not applicable
+    alpha[2::7] = rng.uniform(1.0, 4.0, alpha[2::7].size) / L[2::7]  # outside [0, 1/L]: not applicable
     tau = rng.integers(1, T_MAX + 1, T)
     LF = 4 * L + np.minimum(alpha, 1 / L) * rho * B
     beta = log_uniform(rng, 1e-2, 3.0, T) / LF
     beta[1::3] = 1 / (10 * tau[1::3] * LF[1::3])
     D = rng.integers(0, 4, (T, 3))
-    D[::4] = 0                                       # full batches: the drift is client heterogeneity alone
-    return {"X": X, "y": y, "alpha": alpha, "beta": beta, "tau": tau.astype(float), "D": D.astype(float),
-            "w0": rng.standard_normal((T, DIM)), "seed": rng.integers(0, 2**31, T).astype(float)}
+    D[::4] = 0  # full batches: the drift is client heterogeneity alone
+    return {
+        "X": X,
+        "y": y,
+        "alpha": alpha,
+        "beta": beta,
+        "tau": tau.astype(float),
+        "D": D.astype(float),
+        "w0": rng.standard_normal((T, DIM)),
+        "seed": rng.integers(0, 2**31, T).astype(float),
+    }
 
 
 def step_bound(X, alpha, beta):
@@ -83,16 +92,28 @@ def drift_mc(batch, runs=R):
     z = np.sqrt(np.log(2 / (1 - level)) / (2 * runs))
     c = step_bound(X, batch["alpha"], batch["beta"])
     for i in range(T):
-        f = mo.Logistic(np.broadcast_to(X[i], (runs,) + X[i].shape), np.broadcast_to(y[i], (runs,) + y[i].shape))
+        f = mo.Logistic(
+            np.broadcast_to(X[i], (runs,) + X[i].shape), np.broadcast_to(y[i], (runs,) + y[i].shape)
+        )
         D, D1, D2 = (_size(v) for v in batch["D"][i])
         w0 = np.broadcast_to(batch["w0"][i], (runs, X.shape[-1]))
         for t in range(1, T_MAX + 1):
-            h = mo.fl.per_fedavg(f, alpha=float(batch["alpha"][i]), beta=float(batch["beta"][i]), tau=t, rounds=1,
-                                 D=D, D_prime=D1, D_second=D2, w0=w0, rng=np.random.default_rng(int(batch["seed"][i])))
-            W = np.asarray(h.w_local[1])                                     # (runs, n, d)
+            h = mo.fl.per_fedavg(
+                f,
+                alpha=float(batch["alpha"][i]),
+                beta=float(batch["beta"][i]),
+                tau=t,
+                rounds=1,
+                D=D,
+                D_prime=D1,
+                D_second=D2,
+                w0=w0,
+                rng=np.random.default_rng(int(batch["seed"][i])),
+            )
+            W = np.asarray(h.w_local[1])  # (runs, n, d)
             e = np.linalg.norm(W - W.mean(axis=1, keepdims=True), axis=-1)  # (runs, n)
             top = 2 * t * c[i]
-            exact = D is None and D1 is None and D2 is None   # full batches: every run is the same
+            exact = D is None and D1 is None and D2 is None  # full batches: every run is the same
             for key, Y, rng_ in (("first", e.mean(axis=1), top), ("second", np.mean(e**2, axis=1), top**2)):
                 m = Y.mean()
                 half = 0.0 if exact else rng_ * z
@@ -115,17 +136,23 @@ def evaluate(batch, claim, parts, rhs_of):
     LF = claim["L_F"](L, alpha, vals["rho"], B)
     sF2 = claim["sigma_F2"](B, vals["sG2"], vals["sH2"], alpha, L, inv[:, 0], inv[:, 1], inv[:, 2])
     gF2 = claim["gamma_F2"](B, alpha, vals["gH2"], vals["gG2"])
-    r1, r2, r3, r4 = (x[: T_MAX] for x in rhs_of(claim, beta, tau, L, LF, sF2, gF2))
+    r1, r2, r3, r4 = (x[:T_MAX] for x in rhs_of(claim, beta, tau, L, LF, sF2, gF2))
     t = np.arange(1, T_MAX + 1)[:, None]
     ok_alpha = claim["alpha_condition"](alpha, L)
     cor_ok = ok_alpha & claim["beta_condition"](beta, tau, LF)
     mc = batch["mc"]
-    consts = {**how, "Monte Carlo": f"{R} runs per instance and t; Hoeffding on the per-run range "
-                                    "[0, 2 t beta c B] (its square) at level 1 - 1e-3/T_MAX per t"}
+    consts = {
+        **how,
+        "Monte Carlo": f"{R} runs per instance and t; Hoeffding on the per-run range "
+        "[0, 2 t beta c B] (its square) at level 1 - 1e-3/T_MAX per t",
+    }
     out = {}
-    for name, key, rhs, mask, app in ((parts[0], "first", r1, None, ok_alpha), (parts[1], "second", r2, None, ok_alpha),
-                                      (parts[2], "first", r3, t <= tau, cor_ok),
-                                      (parts[3], "second", r4, t <= tau, cor_ok)):
+    for name, key, rhs, mask, app in (
+        (parts[0], "first", r1, None, ok_alpha),
+        (parts[1], "second", r2, None, ok_alpha),
+        (parts[2], "first", r3, t <= tau, cor_ok),
+        (parts[3], "second", r4, t <= tau, cor_ok),
+    ):
         mean, lo, hi = mc[key]
         out[name] = _worst_mc(name, mean, lo, hi, rhs, mask, app, consts)
     return out
@@ -138,5 +165,13 @@ def _worst_mc(name, mean, lo, hi, rhs, mask, app, consts):
     note = "Monte Carlo mean, Hoeffding interval on the per-run range (fails only if its lower end exceeds the bound)"
     if "(57b)" in name:
         note += "; rhs = min over phi in 10^[-4, 4] and phi = 1/(2 tau)"
-    return Sides(mean[k, i], rhs[k, i], "upper", applicable=app, lhs_ci=(lo[k, i], hi[k, i]),
-                 confidence=CONFIDENCE, constants=consts, note=note)
+    return Sides(
+        mean[k, i],
+        rhs[k, i],
+        "upper",
+        applicable=app,
+        lhs_ci=(lo[k, i], hi[k, i]),
+        confidence=CONFIDENCE,
+        constants=consts,
+        note=note,
+    )

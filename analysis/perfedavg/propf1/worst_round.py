@@ -1,4 +1,5 @@
 """The worst round of a drift bound, per instance (Proposition F.1's sides over t, every family)."""
+
 from __future__ import annotations
 
 import numpy as np

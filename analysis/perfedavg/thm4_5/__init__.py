@@ -85,13 +85,22 @@ u = 10⁻¹ … 10⁻⁴), so no constant makes it true.  (2) Corollary 4.6 fail
 (fitted slope 0.49 over ε = 10⁻² … 10⁻⁶), not O(ε + α²σ_G²/D) = O(ε) (σ_G = 0).  Both hold with
 r = 1 or τ = 1 (the reading "r = 1 or τ = 1").
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 import moreau as mo
 
-from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, fit_exponent, rate_sides, scale_fields
+from moreau.analysis.engine.core import (
+    Mutant,
+    Reading,
+    Sides,
+    Statement,
+    fit_exponent,
+    rate_sides,
+    scale_fields,
+)
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, trials_at_least
 from moreau.analysis.perfedavg.logistic_runs import logistic_constants, logistic_lhs
 from moreau.analysis.perfedavg.thm4_5.nonconvex_family import NC, nc_instances, nc_prepare
@@ -101,12 +110,15 @@ __all__ = ["STATEMENTS", "CLAIM", "READINGS", "REPAIR"]
 
 CLAIM = {
     "L_F": lambda L, alpha, rho, B: 4 * L + alpha * rho * B,
-    "sigma_F2": lambda B, sG2, sH2, alpha, L, invD, invD1, invD2:
-        12 * (B**2 + sG2 * (invD1 + (alpha * L) ** 2 * invD)) * (1 + sH2 * alpha**2 / 4 * invD2) - 12 * B**2,
+    "sigma_F2": lambda B, sG2, sH2, alpha, L, invD, invD1, invD2: (
+        12 * (B**2 + sG2 * (invD1 + (alpha * L) ** 2 * invD)) * (1 + sH2 * alpha**2 / 4 * invD2) - 12 * B**2
+    ),
     "gamma_F2": lambda B, alpha, gH2, gG2: 3 * B**2 * alpha**2 * gH2 + 192 * gG2,
-    "sigma_T2": lambda beta, LF, tau, sF2, gF2, r, n, alpha, L, sG2, invD:
+    "sigma_T2": lambda beta, LF, tau, sF2, gF2, r, n, alpha, L, sG2, invD: (
         280 * (beta * LF) ** 2 * tau * (tau - 1) * (2 * sF2 + gF2)
-        + beta * LF * (2 * sF2 + gF2 * (1 - r) / (r * (n - 1))) + 4 * alpha**2 * L**2 * sG2 * invD,
+        + beta * LF * (2 * sF2 + gF2 * (1 - r) / (r * (n - 1)))
+        + 4 * alpha**2 * L**2 * sG2 * invD
+    ),
     # F(w_0) - F* from F(w_0), (a lower bound of) F* and <grad F(w_0), w_0 - w*> (a convex-case mutant's)
     "gap": lambda F0, Fstar, lin: F0 - Fstar,
     "bound": lambda gap, beta, tau, K, sT2: 4 * gap / (beta * tau * K) + 4 * sT2,
@@ -120,20 +132,25 @@ CLAIM = {
 #: the repair: the proof's (99)/(105) need A_k independent of the point, i.e. full participation or one local step
 REPAIR = "r = 1 or τ = 1"
 READINGS = (
-    Reading(REPAIR, {"sampling": lambda S, n, tau: (S >= n) | (tau <= 1)},
-            why="the proof's (99) and (105) treat w_bar_{k+1,t} as independent of A_k, true only when A_k is "
-                "every client (r = 1) or w_bar_{k+1,0} = w_k is the only point (tau = 1); the printed statement "
-                "(client sampling r < 1 with tau >= 2) fails (findings)"),
+    Reading(
+        REPAIR,
+        {"sampling": lambda S, n, tau: (S >= n) | (tau <= 1)},
+        why="the proof's (99) and (105) treat w_bar_{k+1,t} as independent of A_k, true only when A_k is "
+        "every client (r = 1) or w_bar_{k+1,0} = w_k is the only point (tau = 1); the printed statement "
+        "(client sampling r < 1 with tau >= 2) fails (findings)",
+    ),
 )
 
 #: the minimal instance of the finding: exact lhs / rhs = 2.0 (closed form, 2e9 rounds)
 FINDING = {"beta": 1e-12, "tau": 50_000, "K": 2_000_000_000}
 
-PARTS = ("(111) (1/(tau K)) sum E||grad F(w_bar_{k+1,t})||^2 <= 4 (F(w_0) - F*)/(beta tau K) + 4 sigma_T^2",
-         "Corollary 4.6: tau ~ eps^(-1/2), K ~ eps^(-3/2), beta = eps: lhs = O(eps)")
+PARTS = (
+    "(111) (1/(tau K)) sum E||grad F(w_bar_{k+1,t})||^2 <= 4 (F(w_0) - F*)/(beta tau K) + 4 sigma_T^2",
+    "Corollary 4.6: tau ~ eps^(-1/2), K ~ eps^(-3/2), beta = eps: lhs = O(eps)",
+)
 
 N, M, DIM = 2, 4, 3
-Q_GRID = np.array([10, 30, 100, 300, 1000])                         # tau = q, K = q^3, beta = eps = 1/q^2
+Q_GRID = np.array([10, 30, 100, 300, 1000])  # tau = q, K = q^3, beta = eps = 1/q^2
 EPS = 1.0 / Q_GRID**2
 CONFIDENCE = 0.999
 LOG = {"n": 4, "m": 8, "d": 3, "K": 3, "R": 256}
@@ -148,8 +165,11 @@ trials_used = trials_at_least(Q_MIN, "quadratic instances: its sweeps, finding, 
 def instances(family, trials, rng):
     if family == NC_FAMILY:
         return nc_instances(rng, trials or 8)
-    return _quadratic(rng, trials_used(family, trials)[0] if trials else 20) if family == "quadratic" else \
-        _logistic(rng, trials or 6)
+    return (
+        _quadratic(rng, trials_used(family, trials)[0] if trials else 20)
+        if family == "quadratic"
+        else _logistic(rng, trials or 6)
+    )
 
 
 def prepare(batch):
@@ -169,7 +189,7 @@ def _quadratic(rng, T):
     L = log_uniform(rng, 0.2, 5.0, T)
     a = L[:, None] * rng.uniform(0.05, 1.0, (T, DIM))
     a[:, -1] = L
-    a[::4, 0] = 1e-3 * L[::4]                              # nearly flat direction (convex boundary)
+    a[::4, 0] = 1e-3 * L[::4]  # nearly flat direction (convex boundary)
     C = _samples(rng, T, L, N, rng.uniform(0.0, 2.0, T))
     cbar = C.mean(axis=(1, 2))
     wstar = cbar / a
@@ -191,24 +211,35 @@ def _quadratic(rng, T):
     beta[conv], invD[conv], invD1[conv] = 1 / (10 * LF[conv]), 0.0, 0.0
     w0[conv] = wstar[conv] + np.eye(DIM)[-1] * 10 * rng.uniform(0.5, 2, conv.size)[:, None]
     w0[opt], S[opt], tau[opt] = wstar[opt], np.array([1, N, N]), np.array([1, 2, 1])
-    invD1[opt] = np.array([0.0, 1.0, 1.0])                   # client sampling (tau = 1) or batch noise only
+    invD1[opt] = np.array([0.0, 1.0, 1.0])  # client sampling (tau = 1) or batch noise only
     tau[div], S[div], alpha[div], K[div], invD[div], invD1[div] = 1, N, 1e-3 / L[div], 30, 0.0, 0.0
     beta[div] = rng.uniform(9.0, 10.0, div.size) / LF[div]
-    sw = g[:4]                                              # Corollary 4.6 sweeps: L = 0.1, well conditioned
+    sw = g[:4]  # Corollary 4.6 sweeps: L = 0.1, well conditioned
     a[sw] = 0.1 * np.sort(rng.uniform(0.5, 1.0, (sw.size, DIM)), axis=1)
     a[sw, -1] = 0.1
     C[sw] = C[sw] * (0.1 / L[sw])[:, None, None, None]
-    alpha[sw] = rng.uniform(1.0, 4.0, sw.size)               # alpha L in [0.1, 0.4]
+    alpha[sw] = rng.uniform(1.0, 4.0, sw.size)  # alpha L in [0.1, 0.4]
     w0[sw] = C[sw].mean(axis=(1, 2)) / a[sw] + rng.standard_normal((sw.size, DIM))
     S[sw], invD[sw], invD1[sw] = np.array([N, 1, N, 1]), 0.0, np.array([0.0, 0.0, 1.0, 1.0])
-    w0[sw[1::2]] = C[sw[1::2]].mean(axis=(1, 2)) / a[sw[1::2]]   # client sampling from w*: lhs ~ eps^(1/2)
-    fi = g[4]                                                # the finding (see findings): d = 1 padded to 3
+    w0[sw[1::2]] = C[sw[1::2]].mean(axis=(1, 2)) / a[sw[1::2]]  # client sampling from w*: lhs ~ eps^(1/2)
+    fi = g[4]  # the finding (see findings): d = 1 padded to 3
     a[fi], C[fi], alpha[fi], S[fi], tau[fi], invD[fi], invD1[fi] = 1.0, 0.0, 0.01, 1, FINDING["tau"], 0.0, 0.0
     C[fi, :, :, 0] = np.array([1.0, -1.0])[:, None]
     beta[fi], K[fi], w0[fi] = FINDING["beta"], FINDING["K"], 0.0
-    return {"a": a, "C": C, "alpha": alpha, "beta": beta, "tau": tau.astype(float), "K": K.astype(float),
-            "S": S.astype(float), "invD": invD, "invD1": invD1, "w0": w0,
-            "sweep": (g < 4).astype(float), "closed": (g == 4).astype(float)}
+    return {
+        "a": a,
+        "C": C,
+        "alpha": alpha,
+        "beta": beta,
+        "tau": tau.astype(float),
+        "K": K.astype(float),
+        "S": S.astype(float),
+        "invD": invD,
+        "invD1": invD1,
+        "w0": w0,
+        "sweep": (g < 4).astype(float),
+        "closed": (g == 4).astype(float),
+    }
 
 
 def _logistic(rng, T):
@@ -224,9 +255,17 @@ def _logistic(rng, T):
     LF = 4 * L + alpha * rho * B
     beta = rng.uniform(0.1, 1.0, T) / (10 * tau * LF)
     beta[1::3] = 1 / (10 * tau[1::3] * LF[1::3])
-    return {"X": X, "y": y, "alpha": alpha, "beta": beta, "tau": tau.astype(float),
-            "S": rng.integers(1, n + 1, T).astype(float), "D": rng.integers(1, 4, (T, 3)).astype(float),
-            "w0": rng.standard_normal((T, d)) * 2, "seed": rng.integers(0, 2**31, T).astype(float)}
+    return {
+        "X": X,
+        "y": y,
+        "alpha": alpha,
+        "beta": beta,
+        "tau": tau.astype(float),
+        "S": rng.integers(1, n + 1, T).astype(float),
+        "D": rng.integers(1, 4, (T, 3)).astype(float),
+        "w0": rng.standard_normal((T, d)) * 2,
+        "seed": rng.integers(0, 2**31, T).astype(float),
+    }
 
 
 def evaluate(batch, claim):
@@ -253,28 +292,93 @@ def _eval_quadratic(batch, claim):
     lhs, gap = np.zeros(T), np.zeros(T)
     for i in np.flatnonzero(~sweep):
         exact = thm45_closed if batch["closed"][i] else thm45_exact
-        lhs[i], gap[i] = exact(a[i], C[i], alpha[i], beta[i], int(tau[i]), int(K[i]), int(S[i]),
-                                     batch["invD"][i], batch["invD1"][i], batch["w0"][i])
-    gap = claim["gap"](gap, 0.0, 2 * gap)                  # F* = F(w*); <grad F(w_0), w_0 - w*> = 2 (F(w_0) - F*)
-    rhs, LF = _rhs(claim, gap, L, alpha, zero, zero, sG2, zero, gG2, zero, batch["invD"], batch["invD1"], zero,
-                   beta, tau, K, S, N)
-    app = (~sweep & claim["alpha_condition"](alpha, L) & claim["beta_condition"](beta, tau, LF)
-           & claim["sampling"](S, N, tau))
-    consts = {"L": "exact", "rho": "exact: 0", "sigma_G^2, gamma_G^2": "exact (constant in w)",
-              "sigma_H^2, gamma_H^2": "exact: 0", "B": "cancels exactly (see perfedavg.propf1)",
-              "F(w_0) - F*": "exact: (1/2)(w_0 - w*)^T Q^2 A (w_0 - w*)"}
-    out = {PARTS[0]: Sides(lhs, rhs, "upper", applicable=app, constants=consts,
-                           note="exact expectations (moment recursion, client subsets enumerated)")}
+        lhs[i], gap[i] = exact(
+            a[i],
+            C[i],
+            alpha[i],
+            beta[i],
+            int(tau[i]),
+            int(K[i]),
+            int(S[i]),
+            batch["invD"][i],
+            batch["invD1"][i],
+            batch["w0"][i],
+        )
+    gap = claim["gap"](gap, 0.0, 2 * gap)  # F* = F(w*); <grad F(w_0), w_0 - w*> = 2 (F(w_0) - F*)
+    rhs, LF = _rhs(
+        claim,
+        gap,
+        L,
+        alpha,
+        zero,
+        zero,
+        sG2,
+        zero,
+        gG2,
+        zero,
+        batch["invD"],
+        batch["invD1"],
+        zero,
+        beta,
+        tau,
+        K,
+        S,
+        N,
+    )
+    app = (
+        ~sweep
+        & claim["alpha_condition"](alpha, L)
+        & claim["beta_condition"](beta, tau, LF)
+        & claim["sampling"](S, N, tau)
+    )
+    consts = {
+        "L": "exact",
+        "rho": "exact: 0",
+        "sigma_G^2, gamma_G^2": "exact (constant in w)",
+        "sigma_H^2, gamma_H^2": "exact: 0",
+        "B": "cancels exactly (see perfedavg.propf1)",
+        "F(w_0) - F*": "exact: (1/2)(w_0 - w*)^T Q^2 A (w_0 - w*)",
+    }
+    out = {
+        PARTS[0]: Sides(
+            lhs,
+            rhs,
+            "upper",
+            applicable=app,
+            constants=consts,
+            note="exact expectations (moment recursion, client subsets enumerated)",
+        )
+    }
     slope, lo, hi = np.zeros(T), np.zeros(T), np.zeros(T)
     for i in np.flatnonzero(sweep):
-        y = [thm45_closed(a[i], C[i], alpha[i], 1.0 / q**2, int(q), int(q) ** 3, int(S[i]), batch["invD"][i],
-                         batch["invD1"][i], batch["w0"][i])[0] for q in Q_GRID]
+        y = [
+            thm45_closed(
+                a[i],
+                C[i],
+                alpha[i],
+                1.0 / q**2,
+                int(q),
+                int(q) ** 3,
+                int(S[i]),
+                batch["invD"][i],
+                batch["invD1"][i],
+                batch["w0"][i],
+            )[0]
+            for q in Q_GRID
+        ]
         slope[i], (lo[i], hi[i]) = fit_exponent(EPS, np.array(y))
-    out[PARTS[1]] = rate_sides(slope, (lo, hi), claim["cor_exponent"], kind="at least", atol=0.1,
-                               applicable=sweep & claim["sampling"](S, N, np.full(T, 2.0)), level=0.95,
-                               note="exact lhs (closed form) at eps = 1/q^2, q = 10, 30, 100, 300, 1000 (L = 0.1 so beta = eps <= "
-                                    "1/(10 tau L_F)); residual interval of the log-log fit; atol 0.1 for the "
-                                    "grid's curvature")
+    out[PARTS[1]] = rate_sides(
+        slope,
+        (lo, hi),
+        claim["cor_exponent"],
+        kind="at least",
+        atol=0.1,
+        applicable=sweep & claim["sampling"](S, N, np.full(T, 2.0)),
+        level=0.95,
+        note="exact lhs (closed form) at eps = 1/q^2, q = 10, 30, 100, 300, 1000 (L = 0.1 so beta = eps <= "
+        "1/(10 tau L_F)); residual interval of the log-log fit; atol 0.1 for the "
+        "grid's curvature",
+    )
     return out
 
 
@@ -286,19 +390,68 @@ def _eval_logistic(batch, claim):
     mean, lo, hi, gap = (np.zeros(T) for _ in range(4))
     for i in range(T):
         rng = np.random.default_rng(int(batch["seed"][i]))
-        mean[i], lo[i], hi[i] = logistic_lhs(batch["X"][i], batch["y"][i], alpha[i], beta[i], int(tau[i]), int(K),
-                                             int(S[i]), tuple(int(v) for v in D[i]), batch["w0"][i], LOG["R"],
-                                             rng, CONFIDENCE)
-        gap[i] = float(np.mean(np.asarray(mo.meta_objective(mo.Logistic(batch["X"][i], batch["y"][i]),
-                                                            alpha[i]).value(batch["w0"][i]))))
-    gap = claim["gap"](gap, 0.0, np.inf)                   # F* >= 0; no minimizer computed (mu = 0)
-    rhs, LF = _rhs(claim, gap, vals["L"], alpha, vals["rho"], vals["B"], vals["sG2"], vals["sH2"], vals["gG2"],
-                   vals["gH2"], 1 / D[:, 0], 1 / D[:, 1], 1 / D[:, 2], beta, tau, K, S, n)
-    app = (claim["alpha_condition"](alpha, vals["L"]) & claim["beta_condition"](beta, tau, LF)
-           & claim["sampling"](S, n, tau))
-    return {PARTS[0]: Sides(mean, rhs, "upper", applicable=app, lhs_ci=(lo, hi), confidence=CONFIDENCE,
-                            constants=how, note=f"Monte Carlo over {LOG['R']} runs (batches and client sets), "
-                                                "Hoeffding interval; rhs from valid upper bounds")}
+        mean[i], lo[i], hi[i] = logistic_lhs(
+            batch["X"][i],
+            batch["y"][i],
+            alpha[i],
+            beta[i],
+            int(tau[i]),
+            int(K),
+            int(S[i]),
+            tuple(int(v) for v in D[i]),
+            batch["w0"][i],
+            LOG["R"],
+            rng,
+            CONFIDENCE,
+        )
+        gap[i] = float(
+            np.mean(
+                np.asarray(
+                    mo.meta_objective(mo.Logistic(batch["X"][i], batch["y"][i]), alpha[i]).value(
+                        batch["w0"][i]
+                    )
+                )
+            )
+        )
+    gap = claim["gap"](gap, 0.0, np.inf)  # F* >= 0; no minimizer computed (mu = 0)
+    rhs, LF = _rhs(
+        claim,
+        gap,
+        vals["L"],
+        alpha,
+        vals["rho"],
+        vals["B"],
+        vals["sG2"],
+        vals["sH2"],
+        vals["gG2"],
+        vals["gH2"],
+        1 / D[:, 0],
+        1 / D[:, 1],
+        1 / D[:, 2],
+        beta,
+        tau,
+        K,
+        S,
+        n,
+    )
+    app = (
+        claim["alpha_condition"](alpha, vals["L"])
+        & claim["beta_condition"](beta, tau, LF)
+        & claim["sampling"](S, n, tau)
+    )
+    return {
+        PARTS[0]: Sides(
+            mean,
+            rhs,
+            "upper",
+            applicable=app,
+            lhs_ci=(lo, hi),
+            confidence=CONFIDENCE,
+            constants=how,
+            note=f"Monte Carlo over {LOG['R']} runs (batches and client sets), "
+            "Hoeffding interval; rhs from valid upper bounds",
+        )
+    }
 
 
 def _eval_nonconvex(prep, claim):
@@ -306,26 +459,65 @@ def _eval_nonconvex(prep, claim):
     alpha, beta, tau, K, S, n = (prep[k] for k in ("alpha", "beta", "tau", "K", "S", "n"))
     inv = np.where(D > 0, 1 / np.maximum(D, 1), 0.0)
     gap = claim["gap"](prep["F0"], prep["Fstar"], prep["lin"])
-    rhs, LF = _rhs(claim, gap, vals["L"], alpha, vals["rho"], vals["B"], vals["sG2"], vals["sH2"], vals["gG2"],
-                   vals["gH2"], inv[:, 0], inv[:, 1], inv[:, 2], beta, tau, K, S, n)
-    app = (claim["alpha_condition"](alpha, vals["L"]) & claim["beta_condition"](beta, tau, LF)
-           & claim["sampling"](S, n, tau))
+    rhs, LF = _rhs(
+        claim,
+        gap,
+        vals["L"],
+        alpha,
+        vals["rho"],
+        vals["B"],
+        vals["sG2"],
+        vals["sH2"],
+        vals["gG2"],
+        vals["gH2"],
+        inv[:, 0],
+        inv[:, 1],
+        inv[:, 2],
+        beta,
+        tau,
+        K,
+        S,
+        n,
+    )
+    app = (
+        claim["alpha_condition"](alpha, vals["L"])
+        & claim["beta_condition"](beta, tau, LF)
+        & claim["sampling"](S, n, tau)
+    )
     ex = prep["exact"]
-    how = dict(prep["how"], **{"F(w_0) - F*": "F(w_0) - (certified lower bound of F*); F* >= 0 alone would give "
-                                             f"{np.max(prep['F0'] / np.maximum(prep['F0'] - prep['Fstar'], 1e-300)):.3g}"
-                                             "x the gap at worst"})
-    note = (f"{int(ex.sum())} exact runs (S = n, full batches), {int((~ex).sum())} by Monte Carlo over "
-            f"{NC['R']} runs (Hoeffding, range ((1 + alpha L) B)^2); rhs from valid upper bounds; iterates with a "
-            f"negative eigenvalue of the Hessian of F: {np.mean(prep['negfrac']):.0%} on average "
-            f"(min {np.min(prep['negfrac']):.0%} per instance)")
-    return {PARTS[0]: Sides(prep["lhs"], rhs, "upper", applicable=app, lhs_ci=(prep["lo"], prep["hi"]),
-                            confidence=CONFIDENCE, constants=how, note=note)}
+    how = dict(
+        prep["how"],
+        **{
+            "F(w_0) - F*": "F(w_0) - (certified lower bound of F*); F* >= 0 alone would give "
+            f"{np.max(prep['F0'] / np.maximum(prep['F0'] - prep['Fstar'], 1e-300)):.3g}"
+            "x the gap at worst"
+        },
+    )
+    note = (
+        f"{int(ex.sum())} exact runs (S = n, full batches), {int((~ex).sum())} by Monte Carlo over "
+        f"{NC['R']} runs (Hoeffding, range ((1 + alpha L) B)^2); rhs from valid upper bounds; iterates with a "
+        f"negative eigenvalue of the Hessian of F: {np.mean(prep['negfrac']):.0%} on average "
+        f"(min {np.min(prep['negfrac']):.0%} per instance)"
+    )
+    return {
+        PARTS[0]: Sides(
+            prep["lhs"],
+            rhs,
+            "upper",
+            applicable=app,
+            lhs_ci=(prep["lo"], prep["hi"]),
+            confidence=CONFIDENCE,
+            constants=how,
+            note=note,
+        )
+    }
 
 
 def _finding_instance():
     """The finding's instance (d = 1, n = 2, f_{1,2} = w^2/2 -+ w, alpha = 0.01, one client per round,
     beta = 1e-12, tau = 50 000, K = 2e9): row 4 of the generator's batch, whatever the seed."""
     from moreau.analysis.engine.core import take
+
     return take(instances("quadratic", None, np.random.default_rng(0)), [4])
 
 
@@ -335,23 +527,47 @@ STATEMENTS = (
         source="Per-FedAvg, Theorem 4.5 (proof App. G, eqs. (108), (111)) and Corollary 4.6",
         paper="per-fedavg-maml.md",
         latex=r"\frac{1}{\tau K}\sum_{k<K}\sum_{t<\tau}\mathbb E\|\nabla F(\bar w_{k+1,t})\|^2\le"
-              r"\frac{4(F(w_0)-F^*)}{\beta\tau K}+4\sigma_T^2",
+        r"\frac{4(F(w_0)-F^*)}{\beta\tau K}+4\sigma_T^2",
         text="Per-FedAvg stationarity, as printed (any r in (0, 1], any tau): average E||grad F(w_bar)||^2 <= "
-             "4(F(w_0) - F*)/(beta tau K) + 4 sigma_T^2 (the proof's constants for the printed O(1)); "
-             "Corollary 4.6's O(eps)",
-        assumptions=("alpha in (0, 1/L]", "beta <= 1/(10 tau L_F)", "Assumptions 1-4 (gamma_F needs 5)",
-                     "any r in (0, 1] and any tau >= 1 (as printed; reading: r = 1 or tau = 1)",
-                     "clients sampled uniformly without replacement, |A_k| = rn; independent batches"),
-        scaling={"quadratic": scale_fields({"a": (-2, 1), "C": (-1, 1), "alpha": (2, -1), "beta": (2, -1), "w0": (1, 0)}),
-                 "logistic": scale_fields({"X": (-1, 0), "alpha": (2, 0), "beta": (2, 0), "w0": (1, 0)}, c_free=False),
-                 NC_FAMILY: scale_fields({"X": (-1, 0), "kappa": (0, 1), "nu": (-1, 1), "delta": (1, 0),
-                                            "alpha": (2, -1), "beta": (2, -1), "w0": (1, 0)})},
-        families={"quadratic": ("shared A, a > 0, per-sample linear terms", "Corollary 4.6 sweeps"),
-                  "logistic": ("mu = 0, Monte Carlo",),
-                  NC_FAMILY: ("NONCONVEX: Cauchy robust regression, two modes, pseudo-Huber ridge; exact runs",
-                              "Monte Carlo")},
+        "4(F(w_0) - F*)/(beta tau K) + 4 sigma_T^2 (the proof's constants for the printed O(1)); "
+        "Corollary 4.6's O(eps)",
+        assumptions=(
+            "alpha in (0, 1/L]",
+            "beta <= 1/(10 tau L_F)",
+            "Assumptions 1-4 (gamma_F needs 5)",
+            "any r in (0, 1] and any tau >= 1 (as printed; reading: r = 1 or tau = 1)",
+            "clients sampled uniformly without replacement, |A_k| = rn; independent batches",
+        ),
+        scaling={
+            "quadratic": scale_fields(
+                {"a": (-2, 1), "C": (-1, 1), "alpha": (2, -1), "beta": (2, -1), "w0": (1, 0)}
+            ),
+            "logistic": scale_fields(
+                {"X": (-1, 0), "alpha": (2, 0), "beta": (2, 0), "w0": (1, 0)}, c_free=False
+            ),
+            NC_FAMILY: scale_fields(
+                {
+                    "X": (-1, 0),
+                    "kappa": (0, 1),
+                    "nu": (-1, 1),
+                    "delta": (1, 0),
+                    "alpha": (2, -1),
+                    "beta": (2, -1),
+                    "w0": (1, 0),
+                }
+            ),
+        },
+        families={
+            "quadratic": ("shared A, a > 0, per-sample linear terms", "Corollary 4.6 sweeps"),
+            "logistic": ("mu = 0, Monte Carlo",),
+            NC_FAMILY: (
+                "NONCONVEX: Cauchy robust regression, two modes, pseudo-Huber ridge; exact runs",
+                "Monte Carlo",
+            ),
+        },
         claimed="upper",
-        instances=instances, trials_used=trials_used,
+        instances=instances,
+        trials_used=trials_used,
         evaluate=evaluate,
         prepare=prepare,
         claim=CLAIM,
@@ -359,24 +575,33 @@ STATEMENTS = (
         counterexamples={"quadratic": _finding_instance},
         expect="fails",
         mutants=(
-            Mutant("4 (F(w_0) - F*)/(beta tau K) -> (F(w_0) - F*)/(beta tau K)",
-                   {"bound": lambda gap, b, tau, K, s: gap / (b * tau * K) + 4 * s}),
-            Mutant("wrong exponent: 1/(beta tau K) -> 1/(beta tau K^2)",
-                   {"bound": lambda gap, b, tau, K, s: 4 * gap / (b * tau * K**2) + 4 * s}),
+            Mutant(
+                "4 (F(w_0) - F*)/(beta tau K) -> (F(w_0) - F*)/(beta tau K)",
+                {"bound": lambda gap, b, tau, K, s: gap / (b * tau * K) + 4 * s},
+            ),
+            Mutant(
+                "wrong exponent: 1/(beta tau K) -> 1/(beta tau K^2)",
+                {"bound": lambda gap, b, tau, K, s: 4 * gap / (b * tau * K**2) + 4 * s},
+            ),
             Mutant("4 sigma_T^2 dropped", {"bound": lambda gap, b, tau, K, s: 4 * gap / (b * tau * K)}),
-            Mutant("condition relaxed: beta <= 10/(tau L_F)", {"beta_condition": lambda b, tau, LF: b <= 10 / (tau * LF)}),
+            Mutant(
+                "condition relaxed: beta <= 10/(tau L_F)",
+                {"beta_condition": lambda b, tau, LF: b <= 10 / (tau * LF)},
+            ),
             Mutant("Corollary 4.6: O(eps) -> O(eps^1.5)", {"cor_exponent": 1.5}),
             Mutant("inequality reversed", {"flip": (PARTS[0],)}),
-            Mutant("convex-case gap: F(w_0) - F* -> <grad F(w_0), w_0 - w*> (a bound only for convex F)",
-                   {"gap": lambda F0, Fstar, lin: lin}),
+            Mutant(
+                "convex-case gap: F(w_0) - F* -> <grad F(w_0), w_0 - w*> (a bound only for convex F)",
+                {"gap": lambda F0, Fstar, lin: lin},
+            ),
         ),
         equivalent_mutants={
             "4 -> 2 in the first term": "not refuted: on the converged GD instances the lhs is 2 (F(w_0) - F*)/"
-                                        "((2 - beta lambda) beta K) ~ 1.01 (F(w_0) - F*)/(beta K), half of 2",
+            "((2 - beta lambda) beta K) ~ 1.01 (F(w_0) - F*)/(beta K), half of 2",
             "the bias term 4 alpha^2 L^2 sigma_G^2 / D dropped": "quadratics have no estimator bias; on logistic "
-                                                                "data the lhs is far below the rest of the bound",
+            "data the lhs is far below the rest of the bound",
             "280 (drift term) -> 0": "with a shared Hessian the average of the local iterates does not drift "
-                                     "(w_bar stays at w* from w*); the sampling term covers client sampling",
+            "(w_bar stays at w* from w*); the sampling term covers client sampling",
         },
         findings=(
             "Theorem 4.5 fails with client sampling (r < 1) and tau >= 2, even with the proof's constants "

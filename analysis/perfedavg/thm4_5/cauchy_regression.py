@@ -35,6 +35,7 @@ at most ``rtol`` of F(w_0) − F*; the returned bound is lowered by 1e-10(1 + |U
 Shapes: ``X`` ``(n, m, d)``, ``y`` ``(n, m)``; client points ``(..., n, d)``; weights ``p``
 ``(..., n, m)`` (None: 1/m); points of F ``(..., d)``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,8 +44,8 @@ import numpy as np
 
 __all__ = ["Clients", "nc_constants", "f_star", "PHI1", "PHI2", "PHI2_MIN", "PHI3", "H3"]
 
-PHI1, PHI2, PHI2_MIN, PHI3 = 0.5, 1.0, -0.125, 0.75 + np.sqrt(2) / 2   # sup|φ'|, sup φ'', inf φ'', sup|φ'''|
-H3 = 48 * np.sqrt(5) / 125                                               # sup_t 3t/(1 + t²)^{5/2}
+PHI1, PHI2, PHI2_MIN, PHI3 = 0.5, 1.0, -0.125, 0.75 + np.sqrt(2) / 2  # sup|φ'|, sup φ'', inf φ'', sup|φ'''|
+H3 = 48 * np.sqrt(5) / 125  # sup_t 3t/(1 + t²)^{5/2}
 _EIG = 1 + 1e-10
 
 
@@ -85,8 +86,10 @@ class Clients:
     def hvp(self, w, v, p=None):
         z, p = self._zp(w, p)
         c = self.kappa * p * (1 - z**2) / (1 + z**2) ** 2 * np.einsum("nmd,...nd->...nm", self.X, v)
-        return (np.einsum("...nm,nmd->...nd", c, self.X)
-                + self.nu * self.delta**2 / (self.delta**2 + w**2) ** 1.5 * v)
+        return (
+            np.einsum("...nm,nmd->...nd", c, self.X)
+            + self.nu * self.delta**2 / (self.delta**2 + w**2) ** 1.5 * v
+        )
 
     def _clients(self, w):
         return np.broadcast_to(w[..., None, :], w.shape[:-1] + self.X.shape[:1] + w.shape[-1:])
@@ -108,23 +111,27 @@ def nc_constants(X, y, kappa, nu, delta):
     dict of ``(T,)`` arrays and how each was obtained (module docstring)."""
     T, n, m, d = X.shape
     k, nu, de = (np.asarray(v, float).reshape(T, 1) for v in (kappa, nu, delta))
-    r = np.sqrt(np.sum(X**2, axis=-1))                                   # (T, n, m)
+    r = np.sqrt(np.sum(X**2, axis=-1))  # (T, n, m)
     lam = np.linalg.eigvalsh(np.einsum("tnmd,tnme->tnde", X, X) / m)[..., -1] * _EIG
-    Bc = k * PHI1 * np.minimum(r.mean(-1), np.sqrt(lam))                 # Cauchy part of B_i
-    vals = {"L": np.max(k * PHI2 * lam + nu / de, axis=1),
-            "rho": np.max(k * PHI3 * np.mean(r**3, -1) + H3 * nu / de**2, axis=1),
-            "B": np.max(Bc + nu * np.sqrt(d), axis=1),
-            "sG2": np.max(k**2 * PHI1**2 * np.mean(r**2, -1), axis=1),
-            "sH2": np.max(k**2 * PHI2**2 * np.mean(r**4, -1), axis=1),
-            "gG2": np.mean(Bc**2, axis=1),
-            "gH2": np.mean((k * PHI2 * np.mean(r**2, -1)) ** 2, axis=1)}
-    how = {"L": "bound: max_i kappa lambda_max(X_i^T X_i/m) + nu/delta (phi'' in [-1/8, 1])",
-           "rho": "bound: max_i kappa (3/4 + sqrt2/2) mean_j ||x_ij||^3 + (48 sqrt5/125) nu/delta^2",
-           "B": "bound: max_i (kappa/2) min(mean_j ||x_ij||, sqrt(lambda_max(X_i^T X_i/m))) + nu sqrt(d)",
-           "sigma_G^2": "bound: max_i (kappa^2/4) mean_j ||x_ij||^2 (variance <= second moment)",
-           "sigma_H^2": "bound: max_i kappa^2 mean_j ||x_ij||^4 (Frobenius, rank one)",
-           "gamma_G^2, gamma_H^2": "bounds: second moments of the Cauchy parts (the ridge cancels)",
-           "F* (inf F)": "certified lower bound: branch and bound on the box outside which F > F(w_0)"}
+    Bc = k * PHI1 * np.minimum(r.mean(-1), np.sqrt(lam))  # Cauchy part of B_i
+    vals = {
+        "L": np.max(k * PHI2 * lam + nu / de, axis=1),
+        "rho": np.max(k * PHI3 * np.mean(r**3, -1) + H3 * nu / de**2, axis=1),
+        "B": np.max(Bc + nu * np.sqrt(d), axis=1),
+        "sG2": np.max(k**2 * PHI1**2 * np.mean(r**2, -1), axis=1),
+        "sH2": np.max(k**2 * PHI2**2 * np.mean(r**4, -1), axis=1),
+        "gG2": np.mean(Bc**2, axis=1),
+        "gH2": np.mean((k * PHI2 * np.mean(r**2, -1)) ** 2, axis=1),
+    }
+    how = {
+        "L": "bound: max_i kappa lambda_max(X_i^T X_i/m) + nu/delta (phi'' in [-1/8, 1])",
+        "rho": "bound: max_i kappa (3/4 + sqrt2/2) mean_j ||x_ij||^3 + (48 sqrt5/125) nu/delta^2",
+        "B": "bound: max_i (kappa/2) min(mean_j ||x_ij||, sqrt(lambda_max(X_i^T X_i/m))) + nu sqrt(d)",
+        "sigma_G^2": "bound: max_i (kappa^2/4) mean_j ||x_ij||^2 (variance <= second moment)",
+        "sigma_H^2": "bound: max_i kappa^2 mean_j ||x_ij||^4 (Frobenius, rank one)",
+        "gamma_G^2, gamma_H^2": "bounds: second moments of the Cauchy parts (the ridge cancels)",
+        "F* (inf F)": "certified lower bound: branch and bound on the box outside which F > F(w_0)",
+    }
     return vals, how
 
 
@@ -132,10 +139,13 @@ def f_star(cl, alpha, w0, L, rho, B, rtol=1e-3, max_cells=400_000):
     """``(lower, upper, w_best)``: lower <= inf F <= upper = F(w_best) (module docstring)."""
     w0 = np.asarray(w0, float)
     if w0.shape != (2,) or cl.X.shape[-1] != 2:
-        raise ValueError(f"f_star works on the plane: w0 and the features need d = 2 (got w0 {w0.shape}, "
-                         f"X {cl.X.shape})")
+        raise ValueError(
+            f"f_star works on the plane: w0 and the features need d = 2 (got w0 {w0.shape}, X {cl.X.shape})"
+        )
     if not (alpha >= 0 and min(L, rho, B) >= 0 and 0 < rtol < 1):
-        raise ValueError(f"f_star needs alpha, L, rho, B >= 0 and 0 < rtol < 1 (got {alpha}, {L}, {rho}, {B}, {rtol})")
+        raise ValueError(
+            f"f_star needs alpha, L, rho, B >= 0 and 0 < rtol < 1 (got {alpha}, {L}, {rho}, {B}, {rtol})"
+        )
     LF = (1 + alpha * L) ** 2 * L + alpha * rho * B
     U = float(cl.F(w0, alpha))
     best = w0

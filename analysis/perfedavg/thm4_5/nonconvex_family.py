@@ -12,6 +12,7 @@ ridge between the modes; Monte Carlo runs (256 per instance): τ ∈ {1, 2, 3},
 S ∈ {1, ..., 4} (one with τ = 1 and client sampling, one with S = n and τ = 3), D, D′, D″ ∈
 {full, 1, 2, 3}, K = 4, β ∈ (0, 1/(10τL_F)], started near the ridge.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,8 +26,13 @@ NC = {"n": 4, "m": 6, "d": 2, "sep": 6.0, "R": 256, "K_mc": 4, "K_exact": 600, "
 
 
 def nc_clients(batch, i):
-    return Clients(batch["X"][i], batch["y"][i], float(batch["kappa"][i]), float(batch["nu"][i]),
-                   float(batch["delta"][i]))
+    return Clients(
+        batch["X"][i],
+        batch["y"][i],
+        float(batch["kappa"][i]),
+        float(batch["nu"][i]),
+        float(batch["delta"][i]),
+    )
 
 
 def _data(rng, T):
@@ -52,7 +58,7 @@ def _far_side(cl, alpha, a, b, N=61):
     for dx in (-1, 0, 1):
         for dy in (-1, 0, 1):
             if dx or dy:
-                low &= Fg < P[1 + dx:1 + dx + N, 1 + dy:1 + dy + N]
+                low &= Fg < P[1 + dx : 1 + dx + N, 1 + dy : 1 + dy + N]
     mins = g[low]
     if len(mins) < 2:
         return None
@@ -67,9 +73,9 @@ def nc_instances(rng, T):
     a, b, X, y, nu = _data(rng, T)
     kappa, delta = np.ones(T), np.ones(T)
     far = np.full((T, d), np.nan)
-    for i in range(min(2, E, T)):                        # redraw until two basins and a far-side start
+    for i in range(min(2, E, T)):  # redraw until two basins and a far-side start
         for _ in range(20):
-            vals, _ = nc_constants(X[i:i + 1], y[i:i + 1], kappa[:1], nu[i:i + 1], delta[:1])
+            vals, _ = nc_constants(X[i : i + 1], y[i : i + 1], kappa[:1], nu[i : i + 1], delta[:1])
             w = _far_side(Clients(X[i], y[i], 1.0, nu[i], 1.0), 1 / vals["L"][0], a[i], b[i])
             if w is not None:
                 far[i] = w
@@ -79,18 +85,18 @@ def nc_instances(rng, T):
     L, B, rho = vals["L"], vals["B"], vals["rho"]
     alpha = rng.uniform(0.05, 1.0, T) / L
     alpha[::3] = 1 / L[::3]
-    alpha[:min(2, E, T)] = 1 / L[:min(2, E, T)]           # the far-side starts were found for alpha = 1/L
+    alpha[: min(2, E, T)] = 1 / L[: min(2, E, T)]  # the far-side starts were found for alpha = 1/L
     g = np.arange(T)
     ex = g < E
     tau = np.where(ex, 1, rng.integers(1, 4, T))
     if T > 3:
-        tau[3] = 2                                           # an exact run with tau = 2
+        tau[3] = 2  # an exact run with tau = 2
     S = np.where(ex, n, rng.integers(1, n + 1, T))
     D = np.where(ex[:, None], 0, rng.integers(0, 4, (T, 3)))
     if T > E:
-        tau[E], S[E] = 1, min(S[E], n - 1)                   # client sampling with tau = 1 (the reading)
+        tau[E], S[E] = 1, min(S[E], n - 1)  # client sampling with tau = 1 (the reading)
     if T > E + 1:
-        tau[E + 1], S[E + 1] = 3, n                          # full participation, tau = 3
+        tau[E + 1], S[E + 1] = 3, n  # full participation, tau = 3
     LF = 4 * L + alpha * rho * B
     beta = rng.uniform(0.1, 1.0, T) / (10 * tau * LF)
     beta[ex & (g != 1)] = 1 / (10 * tau[ex & (g != 1)] * LF[ex & (g != 1)])
@@ -98,11 +104,23 @@ def nc_instances(rng, T):
     w0 = (a + b) / 2 + 0.5 * rng.standard_normal((T, d))
     if T > 2:
         u = rng.standard_normal(d)
-        w0[2] = a[2] + 1.5 * u / np.linalg.norm(u)           # inside mode a's basin, off its minimum
+        w0[2] = a[2] + 1.5 * u / np.linalg.norm(u)  # inside mode a's basin, off its minimum
     w0 = np.where(np.isnan(far), w0, far)
-    return {"X": X, "y": y, "kappa": kappa, "nu": nu, "delta": delta, "alpha": alpha, "beta": beta,
-            "tau": tau.astype(float), "K": K.astype(float), "S": S.astype(float), "D": D.astype(float),
-            "w0": w0, "seed": rng.integers(0, 2**31, T).astype(float)}
+    return {
+        "X": X,
+        "y": y,
+        "kappa": kappa,
+        "nu": nu,
+        "delta": delta,
+        "alpha": alpha,
+        "beta": beta,
+        "tau": tau.astype(float),
+        "K": K.astype(float),
+        "S": S.astype(float),
+        "D": D.astype(float),
+        "w0": w0,
+        "seed": rng.integers(0, 2**31, T).astype(float),
+    }
 
 
 def nc_prepare(batch, confidence):
@@ -117,14 +135,28 @@ def nc_prepare(batch, confidence):
         lo, up, best = f_star(cl, al, w0, vals["L"][i], vals["rho"][i], vals["B"][i])
         D = tuple(None if v == 0 else int(v) for v in batch["D"][i])
         rng = np.random.default_rng(int(batch["seed"][i]))
-        mean, ci_lo, ci_hi, wb = nc_lhs(cl, al, float(batch["beta"][i]), int(batch["tau"][i]), int(batch["K"][i]),
-                                        int(batch["S"][i]), D, w0, NC["R"], rng, confidence, vals["L"][i],
-                                        vals["B"][i])
+        mean, ci_lo, ci_hi, wb = nc_lhs(
+            cl,
+            al,
+            float(batch["beta"][i]),
+            int(batch["tau"][i]),
+            int(batch["K"][i]),
+            int(batch["S"][i]),
+            D,
+            w0,
+            NC["R"],
+            rng,
+            confidence,
+            vals["L"][i],
+            vals["B"][i],
+        )
         pts = wb[:, :, :16].reshape(-1, wb.shape[-1])
         out["negfrac"][i] = negative_curvature(cl, al, pts)[0]
         out["lhs"][i], out["lo"][i], out["hi"][i] = mean, ci_lo, ci_hi
         out["F0"][i], out["Fstar"][i], out["Fbest"][i] = float(cl.F(w0, al)), lo, up
         out["lin"][i] = float(np.dot(cl.F_grad(w0, al), w0 - best))
-    out.update(vals=vals, how=how, exact=(batch["S"] >= batch["X"].shape[1]) & np.all(batch["D"] == 0, axis=1))
+    out.update(
+        vals=vals, how=how, exact=(batch["S"] >= batch["X"].shape[1]) & np.all(batch["D"] == 0, axis=1)
+    )
     out.update({k: batch[k] for k in ("alpha", "beta", "tau", "K", "S", "D")}, n=batch["X"].shape[1], nc=True)
     return out

@@ -12,6 +12,7 @@ interval; a run without randomness (S = n, full batches) is done once, exactly.
 ``negative_curvature``: the fraction of points with λ_min(∇²F) < 0, ∇²F by central differences
 of ∇F (a report of where the iterates go, not a certificate).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,8 +34,10 @@ def simulate(cl, m, alpha, beta, tau, K, S, D, w0, R, rng):
     w0 = np.asarray(w0, float)
     n, d = cl.X.shape[0], w0.shape[-1]
     if not (1 <= S <= n and tau >= 1 and K >= 1 and R >= 1 and len(D) == 3):
-        raise ValueError(f"simulate needs 1 <= S <= n = {n}, tau, K, R >= 1 and D = (D, D', D'') "
-                         f"(got S={S}, tau={tau}, K={K}, R={R}, D={D})")
+        raise ValueError(
+            f"simulate needs 1 <= S <= n = {n}, tau, K, R >= 1 and D = (D, D', D'') "
+            f"(got S={S}, tau={tau}, K={K}, R={R}, D={D})"
+        )
     w = np.broadcast_to(w0, (R, d)).copy()
     bars = np.zeros((K, tau, R, d))
     for k in range(K):
@@ -62,7 +65,7 @@ def nc_lhs(cl, alpha, beta, tau, K, S, D, w0, R, rng, confidence, L, B):
     random = S < n or any(s is not None for s in D)
     R = R if random else 1
     wb = simulate(cl, m, alpha, beta, tau, K, S, D, w0, R, rng)
-    runs = np.mean(np.sum(cl.F_grad(wb, alpha) ** 2, axis=-1), axis=(0, 1))   # (R,)
+    runs = np.mean(np.sum(cl.F_grad(wb, alpha) ** 2, axis=-1), axis=(0, 1))  # (R,)
     mean = float(runs.mean())
     if not random:
         return mean, mean, mean, wb

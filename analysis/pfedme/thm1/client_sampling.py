@@ -26,6 +26,7 @@ Shapes: ``A`` ``(T, N, d, d)``, ``b`` ``(T, N, d)``, scalars per instance ``(T,)
 
 References: pFedMe (T Dinh et al., 2020), Algorithm 1 (lines 9-10), Theorem 1 (a), Remark 1.
 """
+
 from __future__ import annotations
 
 from itertools import combinations
@@ -40,7 +41,7 @@ __all__ = ["client_maps", "sampling_part", "moments", "sampling_grid", "sigma_F1
 def client_maps(A, b, lam, eta, R):
     """``(CR, Sc)``: each client's R local steps w ↦ CR_i w + Sc_i, ``(T, N, d, d)`` and ``(T, N, d)``."""
     T, N = b.shape[:2]
-    maps = [round_map(A[:, i:i + 1], b[:, i:i + 1], lam, eta, np.ones(T), R) for i in range(N)]
+    maps = [round_map(A[:, i : i + 1], b[:, i : i + 1], lam, eta, np.ones(T), R) for i in range(N)]
     return np.stack([m[0] for m in maps], axis=1), np.stack([m[1] for m in maps], axis=1)
 
 
@@ -91,7 +92,7 @@ def moments(A, b, lam, eta, beta, R, S, mu_F, w0, T_rounds):
         om = ((1 - rho) / (1 - rho ** (t + 1)))[:, None, None]
         M = np.zeros(QS.shape[:2] + (n, n))
         M[..., :d, :d], M[..., :d, -1], M[..., -1, -1] = QS, qS, 1.0
-        M[..., d:2 * d, :d], M[..., d:2 * d, d:2 * d] = om * np.eye(d), (1 - om) * np.eye(d)
+        M[..., d : 2 * d, :d], M[..., d : 2 * d, d : 2 * d] = om * np.eye(d), (1 - om) * np.eye(d)
         K = np.einsum("ptai,tij,ptbj->tab", M, K, M) / len(M)
     return K
 
@@ -99,10 +100,15 @@ def moments(A, b, lam, eta, beta, R, S, mu_F, w0, T_rounds):
 def sampling_grid(A, b, lam, eta, beta, R, mu_F, eta_steps):
     """``V`` ``(T, N − 1, len(eta_steps))``: :func:`sampling_part` for S = 1..N − 1 at η·eta_steps."""
     N = b.shape[1]
-    if N < 2:                                  # one client: no S < N (the parts built from it do not apply)
+    if N < 2:  # one client: no S < N (the parts built from it do not apply)
         return np.zeros((b.shape[0], 0, len(eta_steps)))
-    return np.stack([np.stack([sampling_part(A, b, lam, eta * k, beta, R, S, mu_F) for k in eta_steps], axis=-1)
-                     for S in range(1, N)], axis=1)
+    return np.stack(
+        [
+            np.stack([sampling_part(A, b, lam, eta * k, beta, R, S, mu_F) for k in eta_steps], axis=-1)
+            for S in range(1, N)
+        ],
+        axis=1,
+    )
 
 
 def sigma_F1(A, b, lam, w_star):
@@ -113,26 +119,49 @@ def sigma_F1(A, b, lam, w_star):
     return np.mean(np.sum((l4[..., 0] * g) ** 2, axis=-1), axis=-1)
 
 
-PARTS_S = ("(a) S < N, delta = 0: the sampling part of lim_T E[F(w_bar_T) - F*] ∝ eta (the 1/T of the second term, "
-           "eta ~ 1/T)",
-           "(a) S < N, delta = 0: the sampling part ∝ (N/S - 1), S = 1..N-1",
-           "(a) S < N, delta = 0, T = 1/(eta mu_F): the sampling part <= (N/S - 1) sigma_F1^2/(mu_F T N)")
+PARTS_S = (
+    "(a) S < N, delta = 0: the sampling part of lim_T E[F(w_bar_T) - F*] ∝ eta (the 1/T of the second term, "
+    "eta ~ 1/T)",
+    "(a) S < N, delta = 0: the sampling part ∝ (N/S - 1), S = 1..N-1",
+    "(a) S < N, delta = 0, T = 1/(eta mu_F): the sampling part <= (N/S - 1) sigma_F1^2/(mu_F T N)",
+)
 
 
 def sampling_sides(V, sigma2, eta, mu_F, ident, eta_steps, claim, consts):
     """``{part: Sides}`` of :data:`PARTS_S` from ``V`` (:func:`sampling_grid`) and σ²_{F,1}."""
     from moreau.analysis.engine.core import Sides, fit_exponent, rate_sides
+
     T, Sm, _ = V.shape
     N = Sm + 1
     S = np.arange(1, N)
     ok = ~ident & (sigma2 > 0)
-    if Sm == 0:                                # N = 1: no S < N, no instance to check
+    if Sm == 0:  # N = 1: no S < N, no instance to check
         z, no = np.zeros(T), np.zeros(T, bool)
-        return {PARTS_S[0]: rate_sides(z, (z, z), claim["sampling_exponent_eta"], kind="equal", atol=0.02,
-                                       applicable=no, constants=consts, level=0.95, note="N = 1: no S < N"),
-                PARTS_S[1]: rate_sides(z, (z, z), claim["sampling_exponent_S"], kind="equal", atol=0.02,
-                                       applicable=no, constants=consts, level=0.95, note="N = 1: no S < N"),
-                PARTS_S[2]: Sides(z, z, "upper", applicable=no, constants=consts, note="N = 1: no S < N")}
+        return {
+            PARTS_S[0]: rate_sides(
+                z,
+                (z, z),
+                claim["sampling_exponent_eta"],
+                kind="equal",
+                atol=0.02,
+                applicable=no,
+                constants=consts,
+                level=0.95,
+                note="N = 1: no S < N",
+            ),
+            PARTS_S[1]: rate_sides(
+                z,
+                (z, z),
+                claim["sampling_exponent_S"],
+                kind="equal",
+                atol=0.02,
+                applicable=no,
+                constants=consts,
+                level=0.95,
+                note="N = 1: no S < N",
+            ),
+            PARTS_S[2]: Sides(z, z, "upper", applicable=no, constants=consts, note="N = 1: no S < N"),
+        }
     fit = lambda x, y: fit_exponent(x, y) if np.any(ok) else (np.zeros(0), (np.zeros(0), np.zeros(0)))  # noqa: E731
     out, sl = [], []
     for x, y in ((eta_steps, V[ok, N // 2 - 1]), (N / S[::-1] - 1, V[ok, ::-1, 0])):
@@ -149,14 +178,36 @@ def sampling_sides(V, sigma2, eta, mu_F, ident, eta_steps, claim, consts):
     rng = lambda x: f"{np.min(x):.4f}..{np.max(x):.4f}" if np.size(x) else "no such instance"  # noqa: E731
     note = "exact stationary covariance (all C(N, S) subsets), the S = N mean (drift included) subtracted exactly"
     return {
-        PARTS_S[0]: rate_sides(out[0][0], (out[0][1], out[0][2]), claim["sampling_exponent_eta"], kind="equal",
-                               atol=0.02, applicable=ok, constants=consts, level=0.95,
-                               note=f"{note}; S = N/2, eta = eta_max 2^-k, k = 0..5; slopes {rng(sl[0])}"),
-        PARTS_S[1]: rate_sides(out[1][0], (out[1][1], out[1][2]), claim["sampling_exponent_S"], kind="equal",
-                               atol=0.02, applicable=ok, constants=consts, level=0.95,
-                               note=f"{note}; eta = eta_max; slopes {rng(sl[1])} (exactly 1 where the curvatures agree: "
-                                    f"c_S = (N/S - 1)/(N - 1))"),
-        PARTS_S[2]: Sides(V[i, k, 0], bound[i, k], "upper", applicable=ok, constants=consts,
-                          note=f"worst S per instance; eta = eta_max; the reading T = 1/(eta mu_F) of the existential "
-                               f"eta; ratio {rng(V[i, k, 0][ok] / bound[i, k][ok])}"),
+        PARTS_S[0]: rate_sides(
+            out[0][0],
+            (out[0][1], out[0][2]),
+            claim["sampling_exponent_eta"],
+            kind="equal",
+            atol=0.02,
+            applicable=ok,
+            constants=consts,
+            level=0.95,
+            note=f"{note}; S = N/2, eta = eta_max 2^-k, k = 0..5; slopes {rng(sl[0])}",
+        ),
+        PARTS_S[1]: rate_sides(
+            out[1][0],
+            (out[1][1], out[1][2]),
+            claim["sampling_exponent_S"],
+            kind="equal",
+            atol=0.02,
+            applicable=ok,
+            constants=consts,
+            level=0.95,
+            note=f"{note}; eta = eta_max; slopes {rng(sl[1])} (exactly 1 where the curvatures agree: "
+            f"c_S = (N/S - 1)/(N - 1))",
+        ),
+        PARTS_S[2]: Sides(
+            V[i, k, 0],
+            bound[i, k],
+            "upper",
+            applicable=ok,
+            constants=consts,
+            note=f"worst S per instance; eta = eta_max; the reading T = 1/(eta mu_F) of the existential "
+            f"eta; ratio {rng(V[i, k, 0][ok] / bound[i, k][ok])}",
+        ),
     }

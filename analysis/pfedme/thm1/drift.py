@@ -5,6 +5,7 @@ instances and its sides are in ``moreau.analysis.pfedme.thm1``.
 
 References: pFedMe (T Dinh et al., 2020), Algorithm 1, Lemma 1, Theorem 1 (a), Remark 1.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,9 +52,11 @@ def biased_neighbourhood(A, b, lam, eta, beta, w_star):
     gap = 0.5 * np.einsum("ti,tij,tj->t", e, H, e)
     mu_F = lam * np.linalg.eigvalsh(A)[..., 0].min(axis=1) / (lam + np.linalg.eigvalsh(A)[..., 0].min(axis=1))
     ratio = gap / (lam**2 * NB_DELTA**2 / mu_F)
-    note = (f"delta = {NB_DELTA} along H's flattest eigenvector for every client; exact fixed point; "
-            f"F-gap/(lam^2 delta^2/mu_F) {ratio.min():.3f}..{ratio.max():.3f} (1/2 = mu_F/(2 mu_H) where the "
-            f"clients share the direction of mu)")
+    note = (
+        f"delta = {NB_DELTA} along H's flattest eigenvector for every client; exact fixed point; "
+        f"F-gap/(lam^2 delta^2/mu_F) {ratio.min():.3f}..{ratio.max():.3f} (1/2 = mu_F/(2 mu_H) where the "
+        f"clients share the direction of mu)"
+    )
     return gap, note
 
 
@@ -88,35 +91,58 @@ def _minibatch(batch):
     beta = 256.0
     mu_F, _, _, eta_hat = constants(lam, mu, beta)
     eta = eta_hat / beta
-    fS = mo.LeastSquares(np.broadcast_to(batch["X"], (SEEDS,) + batch["X"].shape),
-                         np.broadcast_to(batch["y"], (SEEDS,) + batch["y"].shape), mu=mu[:, None])
+    fS = mo.LeastSquares(
+        np.broadcast_to(batch["X"], (SEEDS,) + batch["X"].shape),
+        np.broadcast_to(batch["y"], (SEEDS,) + batch["y"].shape),
+        mu=mu[:, None],
+    )
     w_star, _ = fedprox_optimum(f, lam)
     env = mo.envelope(fS, lam[:, None])
     F_star = mo.envelope(f, lam[:, None]).value(w_star[:, None, :]).mean(axis=-1)
     means, ses = [], []
     rng = np.random.default_rng(batch["seed"][0])
     for D in D_GRID:
-        h = pfedme(fS, lam=lam, eta=eta, beta=beta, R=1, rounds=BURN + AVG, batch_size=int(D), rng=rng,
-                   w0=np.broadcast_to(w_star, (SEEDS, T, 1)))
-        g = env.value(h.w_global[BURN + 1:, ..., None, :]).mean(axis=-1) - F_star     # (AVG, SEEDS, T)
+        h = pfedme(
+            fS,
+            lam=lam,
+            eta=eta,
+            beta=beta,
+            R=1,
+            rounds=BURN + AVG,
+            batch_size=int(D),
+            rng=rng,
+            w0=np.broadcast_to(w_star, (SEEDS, T, 1)),
+        )
+        g = env.value(h.w_global[BURN + 1 :, ..., None, :]).mean(axis=-1) - F_star  # (AVG, SEEDS, T)
         per_seed = g.mean(axis=0)
         means.append(per_seed.mean(axis=0))
         ses.append(per_seed.std(axis=0, ddof=1) / np.sqrt(SEEDS))
     m, se = np.stack(means, axis=1), np.stack(ses, axis=1)
     slope, ci = fit_exponent(D_GRID, m, y_se=se, level=0.99)
     # the same at |D| = 8 with eta/4: the neighbourhood's exponent in eta (reported, not claimed)
-    h = pfedme(fS, lam=lam, eta=eta / 4, beta=beta, R=1, rounds=BURN + AVG, batch_size=8, rng=rng,
-               w0=np.broadcast_to(w_star, (SEEDS, T, 1)))
-    g4 = (env.value(h.w_global[BURN + 1:, ..., None, :]).mean(axis=-1) - F_star).mean(axis=(0, 1))
+    h = pfedme(
+        fS,
+        lam=lam,
+        eta=eta / 4,
+        beta=beta,
+        R=1,
+        rounds=BURN + AVG,
+        batch_size=8,
+        rng=rng,
+        w0=np.broadcast_to(w_star, (SEEDS, T, 1)),
+    )
+    g4 = (env.value(h.w_global[BURN + 1 :, ..., None, :]).mean(axis=-1) - F_star).mean(axis=(0, 1))
     s_eta = np.log(m[:, list(D_GRID).index(8)] / g4) / np.log(4)
     delta2 = 2 * gamma2[:, None] / ((lam + mu)[:, None] ** 2 * D_GRID)
     ratio = m / (lam[:, None] ** 2 * delta2 / mu_F[:, None])
-    note = (f"slopes {np.min(slope):.2f}..{np.max(slope):.2f} (99 % intervals); E[F - F*]/(lam^2 delta^2/mu_F) "
-            f"{np.min(ratio):.1e}..{np.max(ratio):.1e} (gamma_f^2 exact; w_0 = w*, mean over rounds {BURN + 1}.."
-            f"{BURN + AVG} and {SEEDS} seeds, se over seeds); exponent in eta (|D| = 8, eta vs eta/4): "
-            f"{np.min(s_eta):.2f}..{np.max(s_eta):.2f} (1 once the rounds exceed the mixing time, 2 before: "
-            f"a random walk, ∝ eta^2 t); atol 0.1 (Monte Carlo only: in d = 1 with shared "
-            f"curvature the noise is additive with variance exactly ∝ 1/|D|)")
+    note = (
+        f"slopes {np.min(slope):.2f}..{np.max(slope):.2f} (99 % intervals); E[F - F*]/(lam^2 delta^2/mu_F) "
+        f"{np.min(ratio):.1e}..{np.max(ratio):.1e} (gamma_f^2 exact; w_0 = w*, mean over rounds {BURN + 1}.."
+        f"{BURN + AVG} and {SEEDS} seeds, se over seeds); exponent in eta (|D| = 8, eta vs eta/4): "
+        f"{np.min(s_eta):.2f}..{np.max(s_eta):.2f} (1 once the rounds exceed the mixing time, 2 before: "
+        f"a random walk, ∝ eta^2 t); atol 0.1 (Monte Carlo only: in d = 1 with shared "
+        f"curvature the noise is additive with variance exactly ∝ 1/|D|)"
+    )
     return (slope, ci, se), note
 
 
@@ -129,7 +155,14 @@ def logistic_instances(rng, T):
     mu = rng.uniform(0.2, 1.0, T)
     beta_R = ((1, 1), (1, 3), (16, 2), (256, 5), (1, 2), (2, 1))
     beta, R = (np.array([beta_R[i % len(beta_R)][j] for i in range(T)], float) for j in (0, 1))
-    return {"Xl": X, "yl": y, "mu": mu, "lam": mu * log_uniform(rng, 0.2, 20.0, T), "beta": beta, "R": R.astype(int)}
+    return {
+        "Xl": X,
+        "yl": y,
+        "mu": mu,
+        "lam": mu * log_uniform(rng, 0.2, 20.0, T),
+        "beta": beta,
+        "R": R.astype(int),
+    }
 
 
 def logistic_rate(batch):
@@ -138,24 +171,37 @@ def logistic_rate(batch):
     X, y, mu, lam, beta, R = (batch[k] for k in ("Xl", "yl", "mu", "lam", "beta", "R"))
     T, n_cl, dim = lam.size, (int(np.max(batch["N"])) if "N" in batch else N_CL), X.shape[-1]
     shape = (T, n_cl) + X.shape[1:]
-    f = mo.Logistic(np.broadcast_to(X[:, None], shape), np.broadcast_to(y[:, None], shape[:-1]),
-                    mu=np.broadcast_to(mu[:, None], (T, n_cl)))
+    f = mo.Logistic(
+        np.broadcast_to(X[:, None], shape),
+        np.broadcast_to(y[:, None], shape[:-1]),
+        mu=np.broadcast_to(mu[:, None], (T, n_cl)),
+    )
     w_star, _, info = fedprox_optimum(f, lam, return_info=True)
     mu_F, _, _, eta_hat = constants(lam, mu, beta)
     eta = eta_hat / (beta * R)
     A = np.asarray(f.hess(np.broadcast_to(w_star[:, None], (T, n_cl, dim))))
     Q, _ = round_map(A, np.zeros((T, n_cl, dim)), lam, eta, beta, R)
-    ev, V = np.linalg.eigh((Q + np.swapaxes(Q, -1, -2)) / 2)   # Q is symmetric (identical clients)
+    ev, V = np.linalg.eigh((Q + np.swapaxes(Q, -1, -2)) / 2)  # Q is symmetric (identical clients)
     rho, v = np.abs(ev).max(axis=-1), V[np.arange(T), :, np.argmax(np.abs(ev), axis=-1)]
     gap = np.zeros(T)
     for r in np.unique(R):
         s = np.flatnonzero(R == r)
-        h = pfedme(mo.Logistic(f.X[s], f.y[s], mu=np.broadcast_to(mu[s, None], (s.size, n_cl))), lam=lam[s],
-                   eta=eta[s], beta=beta[s], R=int(r), rounds=6, w0=w_star[s] + 1e-5 * v[s])
+        h = pfedme(
+            mo.Logistic(f.X[s], f.y[s], mu=np.broadcast_to(mu[s, None], (s.size, n_cl))),
+            lam=lam[s],
+            eta=eta[s],
+            beta=beta[s],
+            R=int(r),
+            rounds=6,
+            w0=w_star[s] + 1e-5 * v[s],
+        )
         e = np.linalg.norm(h.w_global - w_star[s], axis=-1)
         measured = (e[-1] / e[0]) ** (1 / 6)
         gap[s] = np.abs((1 - measured) / (1 - rho[s]) - 1)
     exact = -2 * np.log(np.maximum(1 - eta * mu_F / 2, rho))
-    consts = {"mu": "exact inf: the ridge", "w*": f"moreau.fl.fedprox_optimum, certified to {np.max(info.error_bound):.0e}",
-              "rho(Q)": "round Jacobian at w* from hess f(w*) (exact local rate)"}
+    consts = {
+        "mu": "exact inf: the ridge",
+        "w*": f"moreau.fl.fedprox_optimum, certified to {np.max(info.error_bound):.0e}",
+        "rho(Q)": "round Jacobian at w* from hess f(w*) (exact local rate)",
+    }
     return gap, (eta, eta_hat, mu_F), exact, consts, eta_hat * mu_F / 2

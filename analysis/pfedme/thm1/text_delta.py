@@ -35,6 +35,7 @@ Shapes: ``A`` ``(T, N, d, d)``, ``u`` ``(T, d)``, scalars per instance ``(T,)``.
 
 References: pFedMe (T Dinh et al., 2020), Section 3.2, Lemma 1, Theorem 1, Remark 1.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -45,13 +46,25 @@ from moreau.analysis.pfedme.round_map import constants, round_map
 from moreau.analysis.pfedme.outer_pieces import kappa
 from moreau.analysis.pfedme.delta_moments import ratio_r
 
-__all__ = ["PART_A", "PART_B", "hessian", "average_factor", "two_point_limits", "delta_fields", "recursion",
-           "minimal_instance"]
+__all__ = [
+    "PART_A",
+    "PART_B",
+    "hessian",
+    "average_factor",
+    "two_point_limits",
+    "delta_fields",
+    "recursion",
+    "minimal_instance",
+]
 
-PART_A = ("(a) neighbourhood, fresh two-point inner errors (E|e| = delta_1, E|e|^2 = delta_1^2/p), identical "
-          "clients or R = 1: lim_T E[F(w_bar_T) - F*] <= lam^2 delta^2/mu_F, delta = delta_of(delta_1, delta_1/sqrt(p))")
-PART_B = ("(b) fresh two-point inner errors, identical clients: lim_T (1/N) sum E|theta~_i(w_T) - w*|^2 <= "
-          "2 lam^2 delta^2/mu_F^2 + 2 delta^2, delta = delta_of(delta_1, delta_1/sqrt(p))")
+PART_A = (
+    "(a) neighbourhood, fresh two-point inner errors (E|e| = delta_1, E|e|^2 = delta_1^2/p), identical "
+    "clients or R = 1: lim_T E[F(w_bar_T) - F*] <= lam^2 delta^2/mu_F, delta = delta_of(delta_1, delta_1/sqrt(p))"
+)
+PART_B = (
+    "(b) fresh two-point inner errors, identical clients: lim_T (1/N) sum E|theta~_i(w_T) - w*|^2 <= "
+    "2 lam^2 delta^2/mu_F^2 + 2 delta^2, delta = delta_of(delta_1, delta_1/sqrt(p))"
+)
 
 
 def hessian(A, lam):
@@ -80,7 +93,7 @@ def two_point_limits(A, lam, mu_F, eta, beta, R, u, delta1, p):
     N = A.shape[1]
     h, V = np.linalg.eigh(hessian(A, lam))
     uj2 = np.einsum("tij,ti->tj", V, u) ** 2
-    e = lambda x: np.asarray(x, float)[:, None]                               # noqa: E731
+    e = lambda x: np.asarray(x, float)[:, None]  # noqa: E731
     kap = kappa(e(eta), h, e(beta), e(R))
     r = ratio_r(h, e(eta), e(beta), e(R), N, kap)
     g = average_factor(e(eta * mu_F / 2), kap)
@@ -88,7 +101,9 @@ def two_point_limits(A, lam, mu_F, eta, beta, R, u, delta1, p):
         s2 = e(delta1**2 * np.maximum(1 / p - 1, 0))
     l, d1 = e(lam), e(delta1)
     gap = np.sum(uj2 * l**2 / (2 * h) * (d1**2 + s2 * r * g), axis=-1)
-    b = np.sum(uj2 * ((1 - h / l) ** 2 * l**2 / h**2 * (d1**2 + s2 * r) + 2 * d1**2 * (1 - h / l) * l / h), axis=-1)
+    b = np.sum(
+        uj2 * ((1 - h / l) ** 2 * l**2 / h**2 * (d1**2 + s2 * r) + 2 * d1**2 * (1 - h / l) * l / h), axis=-1
+    )
     return gap, b + delta1**2 / p
 
 
@@ -121,12 +136,15 @@ def delta_sides(batch, mu_F, eta, claim, key, consts):
     lhs, ok = (gap, ident | (R == 1)) if key == "nbhd" else (b, ident)
     rhs = claim[key](lam, delta, mu_F)
     unit = lam**2 * d1**2 / mu_F if key == "nbhd" else 2 * lam**2 * d1**2 / mu_F**2 + 2 * d1**2
-    first = lhs / unit                                                         # in units of the text's reading
+    first = lhs / unit  # in units of the text's reading
     which = {1.0: "the text's first moment (Section 3.2)", 2.0: "Lemma 1's root mean square"}.get(
-        float(claim["delta_of"](1.0, 2.0)), "delta_of")
-    note = (f"delta read as {which}; exact limits (mean + stationary variance + what w_bar keeps of it); p in {np.min(p[ok]):.1e}.."
-            f"{np.max(p[ok]):.1e}; lhs over the bound with the text's delta: {np.min(first[ok]):.3g}..{np.max(first[ok]):.3g}"
-            f" (unbounded as p -> 0), with Lemma 1's: {np.min((lhs * p / unit)[ok]):.3g}..{np.max((lhs * p / unit)[ok]):.3g}")
+        float(claim["delta_of"](1.0, 2.0)), "delta_of"
+    )
+    note = (
+        f"delta read as {which}; exact limits (mean + stationary variance + what w_bar keeps of it); p in {np.min(p[ok]):.1e}.."
+        f"{np.max(p[ok]):.1e}; lhs over the bound with the text's delta: {np.min(first[ok]):.3g}..{np.max(first[ok]):.3g}"
+        f" (unbounded as p -> 0), with Lemma 1's: {np.min((lhs * p / unit)[ok]):.3g}..{np.max((lhs * p / unit)[ok]):.3g}"
+    )
     return lhs, rhs, ok, note
 
 
@@ -161,7 +179,7 @@ def recursion(A, b, lam, eta, beta, R, u, delta1, p, w0, T):
         K[:d, :d] += W
         m, mbar = Q @ m + q, (1 - om) * mbar + om * m
     gap = 0.5 * (mbar - w_star) @ H @ (mbar - w_star) + 0.5 * np.trace(H @ K[d:, d:])
-    th = np.einsum("nij,nj->ni", P, lam * m + b) - w_star                     # E theta^_i(w_T) - w*
+    th = np.einsum("nij,nj->ni", P, lam * m + b) - w_star  # E theta^_i(w_T) - w*
     var = np.mean([np.trace(lam**2 * P[i] @ K[:d, :d] @ P[i]) for i in range(N)])
     b_lhs = np.mean(np.sum(th**2, axis=-1)) + var + 2 * delta1 * np.mean(th @ u) + delta1**2 / p
     return gap, b_lhs
@@ -181,7 +199,19 @@ def minimal_instance(p, delta1=Fraction(1, 100)):
     g = (1 - rho) * (1 + rho * q) / ((1 + rho) * (1 - rho * q))
     s2 = d1**2 * (1 / p - 1)
     gap = lam**2 / (2 * h) * (d1**2 + s2 * r * g)
-    b = (1 - h / lam) ** 2 * lam**2 / h**2 * (d1**2 + s2 * r) + 2 * d1**2 * (1 - h / lam) * lam / h + d1**2 / p
-    bound_b = lambda dl2: 2 * lam**2 * dl2 / mu_F**2 + 2 * dl2                   # noqa: E731
-    return {"gap": gap, "ratio_text": gap / (lam**2 * d1**2 / mu_F), "ratio_lemma1": gap / (lam**2 * d1**2 / p / mu_F),
-            "b": b, "b_text": b / bound_b(d1**2), "b_lemma1": b / bound_b(d1**2 / p), "rg": r * g, "r": r}
+    b = (
+        (1 - h / lam) ** 2 * lam**2 / h**2 * (d1**2 + s2 * r)
+        + 2 * d1**2 * (1 - h / lam) * lam / h
+        + d1**2 / p
+    )
+    bound_b = lambda dl2: 2 * lam**2 * dl2 / mu_F**2 + 2 * dl2  # noqa: E731
+    return {
+        "gap": gap,
+        "ratio_text": gap / (lam**2 * d1**2 / mu_F),
+        "ratio_lemma1": gap / (lam**2 * d1**2 / p / mu_F),
+        "b": b,
+        "b_text": b / bound_b(d1**2),
+        "b_lemma1": b / bound_b(d1**2 / p),
+        "rg": r * g,
+        "r": r,
+    }

@@ -138,28 +138,55 @@ Not covered: S < N with clients on different pieces (the round map then is not a
 region); stochastic gradients and two-point errors with S < N or heterogeneous clients; ν > 0 in the
 stochastic-gradient part (pfedme.lemma1 covers ν); the T^{-2/3} term's δ (it only matters for a tuned η).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Sides, Statement, fit_exponent, rate_sides, scale_fields
-from moreau.analysis.pfedme.thm2.instances import (ETA_STEPS, K_STEP, ROUNDS_B, T_MAX, _k, _trajectory, eta_hat_2,
-                                                   instances)
-from moreau.analysis.pfedme.thm2.findings import (_FINDING_DRIFT, _FINDING_ETA, _FINDING_MOMENT, _FINDING_SAMPLING,
-                                                  _FINDING_SCALE, READINGS, delta_text, drift_printed, first_printed,
-                                                  sampling_printed)
+from moreau.analysis.pfedme.thm2.instances import (
+    ETA_STEPS,
+    K_STEP,
+    ROUNDS_B,
+    T_MAX,
+    _k,
+    _trajectory,
+    eta_hat_2,
+    instances,
+)
+from moreau.analysis.pfedme.thm2.findings import (
+    _FINDING_DRIFT,
+    _FINDING_ETA,
+    _FINDING_MOMENT,
+    _FINDING_SAMPLING,
+    _FINDING_SCALE,
+    READINGS,
+    delta_text,
+    drift_printed,
+    first_printed,
+    sampling_printed,
+)
 from moreau.analysis.pfedme.delta_moments import moment_parts
 from moreau.analysis.pfedme.minimal_counterexamples import MINIMAL_THM2
 from moreau.analysis.pfedme.thm2.sampling_parts import PARTS_D, ext_parts
-from moreau.analysis.pfedme.double_wells import F_star, envelope, prox, ratio_range, sigma_f2, value_range, worst_pair
+from moreau.analysis.pfedme.double_wells import (
+    F_star,
+    envelope,
+    prox,
+    ratio_range,
+    sigma_f2,
+    value_range,
+    worst_pair,
+)
 
 __all__ = ["STATEMENTS", "instances", "evaluate"]
 
-_MACHINE = "the checker's own machinery: a simulation equals the closed form it evaluates (no claim entry enters)"
+_MACHINE = (
+    "the checker's own machinery: a simulation equals the closed form it evaluates (no claim entry enters)"
+)
 #: parts no mutant can reject, and why
 CONSISTENCY = {
-    "(b) identity, delta = 0: (1/N) sum |theta_i(w) - w|^2 = (|grad F|^2 + (1/N) sum |grad F_i - grad F|^2)/lam^2":
-        "definitional: an identity of the envelope's gradient (Proposition 1), the step of (b)'s proof",
+    "(b) identity, delta = 0: (1/N) sum |theta_i(w) - w|^2 = (|grad F|^2 + (1/N) sum |grad F_i - grad F|^2)/lam^2": "definitional: an identity of the envelope's gradient (Proposition 1), the step of (b)'s proof",
     "Algorithm 1 (exact inner) on double wells: closed-form loop = moreau.fl.pfedme (3 rounds)": _MACHINE,
     "S < N and delta > 0: E|grad F(w_t)|^2 over all C(N,S)^t sequences (closed-form prox loop, theta~ = theta^ + "
     "delta u_i) = closed form, t <= 6, S = 1, 2 of N = 3": _MACHINE,
@@ -170,8 +197,10 @@ CONSISTENCY = {
     "and is theta^ - zeta/(lam + L) on the outer piece": _MACHINE,
 }
 
-_O = ("Theorem 2 (a), (b) are printed with O(.): a changed constant is tested on the reading's explicit "
-      "constants only, and rejecting it there refutes nothing printed")
+_O = (
+    "Theorem 2 (a), (b) are printed with O(.): a changed constant is tested on the reading's explicit "
+    "constants only, and rejecting it there refutes nothing printed"
+)
 
 #: Theorem 2 as printed (its readings: ``findings.READINGS``)
 CLAIM = {
@@ -187,9 +216,12 @@ CLAIM = {
     "sampling_exponent": 0.5,
     "sampling_floor_eta": 1.0,
     # delta > 0: the descent lemma with the error lam (theta~ - theta^), |.| <= lam delta
-    "delta_a": lambda Delta, eta, beta, R, T, lam, delta: 2 * Delta / (beta * R * eta * T) + (lam * delta) ** 2,
-    "b_delta": lambda gradF2, sF2, lam, L, delta: (2 * (gradF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2)
-                                                   + 2 * delta**2),
+    "delta_a": lambda Delta, eta, beta, R, T, lam, delta: (
+        2 * Delta / (beta * R * eta * T) + (lam * delta) ** 2
+    ),
+    "b_delta": lambda gradF2, sF2, lam, L, delta: (
+        2 * (gradF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2) + 2 * delta**2
+    ),
     # the delta of the lam^2 delta^2 and delta^2 terms from an error's moments: the text's first moment (Section 3.2)
     "delta_of": delta_text,
     # S < N and delta > 0: the two terms add
@@ -197,21 +229,25 @@ CLAIM = {
     # Lemma 1 (Assumption 1(b)): delta^2 from the mini-batch variance gamma_f^2/|D| and the inner accuracy nu
     "lemma1_delta2": lambda gD2, nu, lam, L: 2 * (gD2 + nu) / (lam - L) ** 2,
 }
-PARTS = ("Algorithm 1 (exact inner) on double wells: closed-form loop = moreau.fl.pfedme (3 rounds)",
-         "(a) identical clients, delta = 0, S = N: (1/T) sum_{t<T} |grad F(w_t)|^2 <= the first term, every T <= 1500",
-         "(a) client drift, R > 1, fixed eta: |grad F(w_inf)|^2 ∝ eta^2",
-         "(a) client drift, R > 1, fixed eta, T -> inf: |grad F(w_inf)|^2 <= the bound's limit",
-         "(b) identity, delta = 0: (1/N) sum |theta_i(w) - w|^2 = (|grad F|^2 + (1/N) sum |grad F_i - grad F|^2)/lam^2",
-         "(b) delta = 0, Lemma 2(b): (1/N) sum |theta_i(w) - w|^2 <= |grad F(w)|^2/(lam^2 - 8L^2) + "
-         "2 sigma_F2^2/lam^2")
+PARTS = (
+    "Algorithm 1 (exact inner) on double wells: closed-form loop = moreau.fl.pfedme (3 rounds)",
+    "(a) identical clients, delta = 0, S = N: (1/T) sum_{t<T} |grad F(w_t)|^2 <= the first term, every T <= 1500",
+    "(a) client drift, R > 1, fixed eta: |grad F(w_inf)|^2 ∝ eta^2",
+    "(a) client drift, R > 1, fixed eta, T -> inf: |grad F(w_inf)|^2 <= the bound's limit",
+    "(b) identity, delta = 0: (1/N) sum |theta_i(w) - w|^2 = (|grad F|^2 + (1/N) sum |grad F_i - grad F|^2)/lam^2",
+    "(b) delta = 0, Lemma 2(b): (1/N) sum |theta_i(w) - w|^2 <= |grad F(w)|^2/(lam^2 - 8L^2) + "
+    "2 sigma_F2^2/lam^2",
+)
 
 
 def evaluate(batch, claim):
-    s, a, L, lam, beta, R, eta, ident = (batch[k] for k in ("s", "a", "L", "lam", "beta", "R", "eta", "ident"))
+    s, a, L, lam, beta, R, eta, ident = (
+        batch[k] for k in ("s", "a", "L", "lam", "beta", "R", "eta", "ident")
+    )
     ws, (drift2, drift_ok, mixed, x_star, w_inf, rounding), sim_err, ext, mom = _trajectory(batch)
     cond = np.asarray(claim["condition"](lam, L), bool) & (lam > L)
     Fv, gi = envelope(ws, s, a, L, lam)
-    gradF2 = np.sum(gi.mean(axis=-2) ** 2, axis=-1)                       # (T_MAX + 1, T)
+    gradF2 = np.sum(gi.mean(axis=-2) ** 2, axis=-1)  # (T_MAX + 1, T)
     F_min, _ = F_star(s, a, L, lam)
     Delta = Fv[0].mean(axis=-1) - F_min
     Tgrid = np.arange(1, T_MAX + 1)[:, None]
@@ -226,9 +262,11 @@ def evaluate(batch, claim):
     if hetero_drift.any():
         sl, c = fit_exponent(ETA_STEPS, drift2[hetero_drift])
         slope[hetero_drift], ci[0][hetero_drift], ci[1][hetero_drift] = sl, *c
-    k = np.stack([_k(eta * f, lam, R) for f in ETA_STEPS], axis=1)         # (T, J)
+    k = np.stack([_k(eta * f, lam, R) for f in ETA_STEPS], axis=1)  # (T, J)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rhs3 = np.asarray(claim["drift_bound"](k, sF2[:, None], lam[:, None], L[:, None]), float) * np.ones_like(k)
+        rhs3 = np.asarray(
+            claim["drift_bound"](k, sF2[:, None], lam[:, None], L[:, None]), float
+        ) * np.ones_like(k)
     l3, r3 = worst_pair(drift2.T, rhs3.T)
     # (b): points
     rng_pts = np.random.default_rng(7)
@@ -255,38 +293,85 @@ def evaluate(batch, claim):
         rhs_bd = claim["b_delta"](gF2_pts, sF2, lam, L, delta)
     rhs_bd = np.where(np.isnan(rhs_bd), -np.inf, rhs_bd)
     l6, r6 = worst_pair(lhs_bd, rhs_bd)
-    consts = {"L": "exact: |g''| = L on every piece", "F*": "exact: pieces of F enumerated",
-              "sigma_f^2": "exact sup over w (breakpoints of the grad f_i)",
-              "sigma_F2^2": "Lemma 2(b): lam^2 sigma_f^2/(lam^2 - 8L^2)", "L_F": "lam (Proposition 1)",
-              "w_inf": "fixed point of the piecewise affine round map, checked |Phi(w) - w| <= 1e-13 (1 + |w|)"}
+    consts = {
+        "L": "exact: |g''| = L on every piece",
+        "F*": "exact: pieces of F enumerated",
+        "sigma_f^2": "exact sup over w (breakpoints of the grad f_i)",
+        "sigma_F2^2": "Lemma 2(b): lam^2 sigma_f^2/(lam^2 - 8L^2)",
+        "L_F": "lam (Proposition 1)",
+        "w_inf": "fixed point of the piecewise affine round map, checked |Phi(w) - w| <= 1e-13 (1 + |w|)",
+    }
     return {
-        PARTS[0]: Sides(sim_err, np.full(lam.size, 1e-10), "exact", applicable=lam > L, constants=consts,
-                        note="3 rounds, max |w_t - w_t(moreau)|/(1 + |w_t|); allowed 1e-10 (certified Newton prox)"),
-        PARTS[1]: Sides(l1, r1, "upper", applicable=ident & cond, constants=consts,
-                        note=f"worst T per instance; ratio {ratio_range(l1, r1, ident & cond)}; the claimed first term "
-                             f"over 2 Delta_F/(beta R eta T): {ratio_range(rhs1[0], 2 * Delta / (beta * R * eta), ident & cond)}"
-                             f"; eta = eta_hat_2/(beta R) 2^-k, k in {sorted(set(K_STEP))}; Delta_F exact"),
-        PARTS[2]: rate_sides(slope, ci, claim["drift_exponent_eta"], kind="equal", atol=0.02,
-                             applicable=hetero_drift & cond, constants=consts, level=0.95,
-                             note=f"eta 2^-j, j = 0..5, fixed points solved exactly; |grad F(w_inf)|^2 at the "
-                                  f"instance's eta: {value_range(drift2[hetero_drift & cond, 0])}; atol 0.02 for the "
-                                  f"O(eta) curvature"),
-        PARTS[3]: Sides(l3, r3 + rounding, "upper",
-                        applicable=~ident & (R > 1) & drift_ok & cond, constants=consts,
-                        note=f"worst eta of the grid; ratio {ratio_range(l3, r3, ~ident & (R > 1) & drift_ok & cond)};"
-                             f" the claimed limit: {value_range(rhs3[~ident & (R > 1) & drift_ok & cond, 0])};"
-                             f" + rounding (lam 1e-14 (1 + |w_inf|) + 1e-15 max |grad F_i|)^2 (w_inf = Bbar/(1 - Abar)); "
-                             f"instances with a client on the concave piece at w_inf: {np.sum(mixed & ~ident & (R > 1))}"),
-        PARTS[4]: Sides(np.max(ident_err, axis=0), np.full(lam.size, 1e-12), "exact", applicable=lam > L,
-                        constants=consts, note="max over the points of |lhs - rhs|/(1 + lhs); allowed 1e-12"),
-        PARTS[5]: Sides(l5, r5, "upper", applicable=cond, constants=consts,
-                        note=f"worst point per instance; ratio {ratio_range(l5, r5, cond)}; points: rounds "
-                             f"{ROUNDS_B}, F's minimiser, w_inf, 4 near the clients, 1 far"),
+        PARTS[0]: Sides(
+            sim_err,
+            np.full(lam.size, 1e-10),
+            "exact",
+            applicable=lam > L,
+            constants=consts,
+            note="3 rounds, max |w_t - w_t(moreau)|/(1 + |w_t|); allowed 1e-10 (certified Newton prox)",
+        ),
+        PARTS[1]: Sides(
+            l1,
+            r1,
+            "upper",
+            applicable=ident & cond,
+            constants=consts,
+            note=f"worst T per instance; ratio {ratio_range(l1, r1, ident & cond)}; the claimed first term "
+            f"over 2 Delta_F/(beta R eta T): {ratio_range(rhs1[0], 2 * Delta / (beta * R * eta), ident & cond)}"
+            f"; eta = eta_hat_2/(beta R) 2^-k, k in {sorted(set(K_STEP))}; Delta_F exact",
+        ),
+        PARTS[2]: rate_sides(
+            slope,
+            ci,
+            claim["drift_exponent_eta"],
+            kind="equal",
+            atol=0.02,
+            applicable=hetero_drift & cond,
+            constants=consts,
+            level=0.95,
+            note=f"eta 2^-j, j = 0..5, fixed points solved exactly; |grad F(w_inf)|^2 at the "
+            f"instance's eta: {value_range(drift2[hetero_drift & cond, 0])}; atol 0.02 for the "
+            f"O(eta) curvature",
+        ),
+        PARTS[3]: Sides(
+            l3,
+            r3 + rounding,
+            "upper",
+            applicable=~ident & (R > 1) & drift_ok & cond,
+            constants=consts,
+            note=f"worst eta of the grid; ratio {ratio_range(l3, r3, ~ident & (R > 1) & drift_ok & cond)};"
+            f" the claimed limit: {value_range(rhs3[~ident & (R > 1) & drift_ok & cond, 0])};"
+            f" + rounding (lam 1e-14 (1 + |w_inf|) + 1e-15 max |grad F_i|)^2 (w_inf = Bbar/(1 - Abar)); "
+            f"instances with a client on the concave piece at w_inf: {np.sum(mixed & ~ident & (R > 1))}",
+        ),
+        PARTS[4]: Sides(
+            np.max(ident_err, axis=0),
+            np.full(lam.size, 1e-12),
+            "exact",
+            applicable=lam > L,
+            constants=consts,
+            note="max over the points of |lhs - rhs|/(1 + lhs); allowed 1e-12",
+        ),
+        PARTS[5]: Sides(
+            l5,
+            r5,
+            "upper",
+            applicable=cond,
+            constants=consts,
+            note=f"worst point per instance; ratio {ratio_range(l5, r5, cond)}; points: rounds "
+            f"{ROUNDS_B}, F's minimiser, w_inf, 4 near the clients, 1 far",
+        ),
         **ext_parts(batch, ext, claim, cond, consts),
         **moment_parts(batch, ext, mom, (dist, gF2_pts, sF2), claim, cond, consts),
-        PARTS_D[3]: Sides(l6, r6, "upper", applicable=cond, constants=consts,
-                          note=f"worst point per instance (the points of the delta = 0 part); ratio "
-                               f"{ratio_range(l6, r6, cond)}; delta/a in [0.01, 3.2]"),
+        PARTS_D[3]: Sides(
+            l6,
+            r6,
+            "upper",
+            applicable=cond,
+            constants=consts,
+            note=f"worst point per instance (the points of the delta = 0 part); ratio "
+            f"{ratio_range(l6, r6, cond)}; delta/a in [0.01, 3.2]",
+        ),
     }
 
 
@@ -296,83 +381,155 @@ STATEMENTS = (
         source="pFedMe, Theorem 2 (a), (b)",
         paper="pfedme-moreau-envelopes.md",
         latex=r"\mathbb E\|\nabla F(w_{t^*})\|^2 \le O\Big(\frac{\Delta_F}{\hat\eta_2 T} + "
-              r"\frac{(\Delta_F L_F\sigma_{F,2}^2(N/S - 1))^{1/2}}{\sqrt{TN}} + "
-              r"\frac{\Delta_F^{2/3}(R\sigma_{F,2}^2 + \lambda^2\delta^2)^{1/3}}{\beta^{4/3}R^{1/3}T^{2/3}} + "
-              r"\lambda^2\delta^2\Big);\ \frac1N\sum_i\mathbb E\|\tilde\theta_i - w_{t^*}\|^2 \le "
-              r"O(\mathbb E\|\nabla F(w_{t^*})\|^2) + O\Big(\frac{\sigma_{F,2}^2}{\lambda^2} + \delta^2\Big)",
+        r"\frac{(\Delta_F L_F\sigma_{F,2}^2(N/S - 1))^{1/2}}{\sqrt{TN}} + "
+        r"\frac{\Delta_F^{2/3}(R\sigma_{F,2}^2 + \lambda^2\delta^2)^{1/3}}{\beta^{4/3}R^{1/3}T^{2/3}} + "
+        r"\lambda^2\delta^2\Big);\ \frac1N\sum_i\mathbb E\|\tilde\theta_i - w_{t^*}\|^2 \le "
+        r"O(\mathbb E\|\nabla F(w_{t^*})\|^2) + O\Big(\frac{\sigma_{F,2}^2}{\lambda^2} + \delta^2\Big)",
         text="nonconvex pFedMe, for every eta <= eta_hat_2/(beta R): stationarity of a uniformly drawn iterate, and "
-             "the personalised models' distance to it (as printed: delta the text's, E|theta~ - theta^| <= delta)",
-        assumptions=("f_i nonconvex, L-smooth, bounded below (double wells)", "lam >= sqrt(8 L^2 + 1)",
-                     "Assumption 3: sigma_f^2 finite (exact sup)",
-                     "delta = 0 and S = N, or S < N of N = 3 (uniform without replacement), or |theta~ - theta^| <= delta",
-                     "two-point inner errors: E|theta~ - theta^| <= delta (Section 3.2)",
-                     "eta = eta_hat_2/(beta R) 2^-k, beta >= 1"),
-        scaling={"quadratic": scale_fields({"s": (1, 0), "a": (1, 0), "L": (-2, 1), "lam": (-2, 1), "eta": (2, -1),
-                                       "w0": (1, 0), "sp_c": (1, 0), "sp_s": (1, 0), "sp_w0": (1, 0),
-                                            "dl_w0": (1, 0), "dl_delta": (1, 0), "dl_delta_r": (1, 0),
-                                            "tp_w0": (1, 0), "sd_delta": (1, 0)})},
+        "the personalised models' distance to it (as printed: delta the text's, E|theta~ - theta^| <= delta)",
+        assumptions=(
+            "f_i nonconvex, L-smooth, bounded below (double wells)",
+            "lam >= sqrt(8 L^2 + 1)",
+            "Assumption 3: sigma_f^2 finite (exact sup)",
+            "delta = 0 and S = N, or S < N of N = 3 (uniform without replacement), or |theta~ - theta^| <= delta",
+            "two-point inner errors: E|theta~ - theta^| <= delta (Section 3.2)",
+            "eta = eta_hat_2/(beta R) 2^-k, beta >= 1",
+        ),
+        scaling={
+            "quadratic": scale_fields(
+                {
+                    "s": (1, 0),
+                    "a": (1, 0),
+                    "L": (-2, 1),
+                    "lam": (-2, 1),
+                    "eta": (2, -1),
+                    "w0": (1, 0),
+                    "sp_c": (1, 0),
+                    "sp_s": (1, 0),
+                    "sp_w0": (1, 0),
+                    "dl_w0": (1, 0),
+                    "dl_delta": (1, 0),
+                    "dl_delta_r": (1, 0),
+                    "tp_w0": (1, 0),
+                    "sd_delta": (1, 0),
+                }
+            )
+        },
         families={"quadratic": ("piecewise quadratic double wells: identical and heterogeneous clients",)},
         claimed="rate",
         instances=instances,
         evaluate=evaluate,
-        claim=CLAIM, readings=READINGS, expect="fails", consistency_checks=CONSISTENCY,
+        claim=CLAIM,
+        readings=READINGS,
+        expect="fails",
+        consistency_checks=CONSISTENCY,
         # N = 1, d = 1: the eta-free first term fails by T = 1500 (derived in pfedme.minimal_counterexamples)
         counterexamples=MINIMAL_THM2,
         mutants=(
-            Mutant("(a) first term over T^2", {"first": lambda Delta, eta, beta, R, T, eta_hat:
-                                               2 * Delta / (beta * R * eta * T**2)}),
-            Mutant("(a) first term's constant 2 -> 1/2", {"first": lambda Delta, eta, beta, R, T, eta_hat:
-                                                          Delta / (2 * beta * R * eta * T)}, o_equivalent=_O),
+            Mutant(
+                "(a) first term over T^2",
+                {"first": lambda Delta, eta, beta, R, T, eta_hat: 2 * Delta / (beta * R * eta * T**2)},
+            ),
+            Mutant(
+                "(a) first term's constant 2 -> 1/2",
+                {"first": lambda Delta, eta, beta, R, T, eta_hat: Delta / (2 * beta * R * eta * T)},
+                o_equivalent=_O,
+            ),
             Mutant("(a) no drift at fixed eta (the printed limit)", {"drift_bound": drift_printed}),
             Mutant("(a) drift exponent 1 in eta", {"drift_exponent_eta": 1.0}),
-            Mutant("(b) sigma_F2^2/lam^4 for sigma_F2^2/lam^2",
-                   {"b_bound": lambda gF2, sF2, lam, L: gF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**4}),
-            Mutant("(b) without the |grad F|^2 term", {"b_bound": lambda gF2, sF2, lam, L: 0 * gF2 + 2 * sF2 / lam**2}),
-            Mutant("condition relaxed: lam > 2L (Proposition 1's)", {"condition": lambda lam, L: lam > 2 * L}),
+            Mutant(
+                "(b) sigma_F2^2/lam^4 for sigma_F2^2/lam^2",
+                {"b_bound": lambda gF2, sF2, lam, L: gF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**4},
+            ),
+            Mutant(
+                "(b) without the |grad F|^2 term",
+                {"b_bound": lambda gF2, sF2, lam, L: 0 * gF2 + 2 * sF2 / lam**2},
+            ),
+            Mutant(
+                "condition relaxed: lam > 2L (Proposition 1's)", {"condition": lambda lam, L: lam > 2 * L}
+            ),
             Mutant("(b) inequality reversed", {"flip": (PARTS[5],)}),
-            Mutant("(a) S < N: S = N assumed (the sampling term dropped)",
-                   {"sampling": lambda Delta, eta, beta, R, T, lam, N, S, sF2: 2 * Delta / (beta * R * eta * T)}),
+            Mutant(
+                "(a) S < N: S = N assumed (the sampling term dropped)",
+                {"sampling": lambda Delta, eta, beta, R, T, lam, N, S, sF2: 2 * Delta / (beta * R * eta * T)},
+            ),
             Mutant("(a) S < N: exponent of (N/S - 1) 2", {"sampling_exponent": 2.0}),
             Mutant("(a) S < N: sampling floor ∝ eta^2 (as the drift)", {"sampling_floor_eta": 2.0}),
-            Mutant("(a) delta > 0: delta = 0 assumed (the lam^2 delta^2 term dropped)",
-                   {"delta_a": lambda Delta, eta, beta, R, T, lam, delta: 2 * Delta / (beta * R * eta * T)}),
-            Mutant("(a) delta > 0: lam^2 delta^2 -> lam^2 delta^2/2",
-                   {"delta_a": lambda Delta, eta, beta, R, T, lam, delta: (2 * Delta / (beta * R * eta * T)
-                                                                           + (lam * delta) ** 2 / 2)},
-                   o_equivalent=_O),
-            Mutant("(a) delta > 0: lam^2 delta for lam^2 delta^2",
-                   {"delta_a": lambda Delta, eta, beta, R, T, lam, delta: (2 * Delta / (beta * R * eta * T)
-                                                                           + lam**2 * delta)}),
-            Mutant("(a) delta > 0: delta^2 without lam^2",
-                   {"delta_a": lambda Delta, eta, beta, R, T, lam, delta: 2 * Delta / (beta * R * eta * T) + delta**2}),
-            Mutant("(b) delta > 0: the delta^2 term dropped",
-                   {"b_delta": lambda gF2, sF2, lam, L, delta: 2 * (gF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2)}),
-            Mutant("(b) delta > 0: 2 delta^2 -> delta^2",
-                   {"b_delta": lambda gF2, sF2, lam, L, delta: (2 * (gF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2)
-                                                                + delta**2)}, o_equivalent=_O),
-            Mutant("(b) delta > 0: 2 delta for 2 delta^2",
-                   {"b_delta": lambda gF2, sF2, lam, L, delta: (2 * (gF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2)
-                                                                + 2 * delta)}),
-            Mutant("(a) S < N and delta > 0: the larger of the two terms, not their sum",
-                   {"delta_combine": lambda sampling, delta_term: np.maximum(sampling, delta_term)}),
-            Mutant("(a) stochastic gradients ignored: Lemma 1's delta^2 = 2 nu/(lam - L)^2 (gamma_f = 0)",
-                   {"lemma1_delta2": lambda gD2, nu, lam, L: 2 * nu / (lam - L) ** 2 + 0 * gD2}),
+            Mutant(
+                "(a) delta > 0: delta = 0 assumed (the lam^2 delta^2 term dropped)",
+                {"delta_a": lambda Delta, eta, beta, R, T, lam, delta: 2 * Delta / (beta * R * eta * T)},
+            ),
+            Mutant(
+                "(a) delta > 0: lam^2 delta^2 -> lam^2 delta^2/2",
+                {
+                    "delta_a": lambda Delta, eta, beta, R, T, lam, delta: (
+                        2 * Delta / (beta * R * eta * T) + (lam * delta) ** 2 / 2
+                    )
+                },
+                o_equivalent=_O,
+            ),
+            Mutant(
+                "(a) delta > 0: lam^2 delta for lam^2 delta^2",
+                {
+                    "delta_a": lambda Delta, eta, beta, R, T, lam, delta: (
+                        2 * Delta / (beta * R * eta * T) + lam**2 * delta
+                    )
+                },
+            ),
+            Mutant(
+                "(a) delta > 0: delta^2 without lam^2",
+                {
+                    "delta_a": lambda Delta, eta, beta, R, T, lam, delta: (
+                        2 * Delta / (beta * R * eta * T) + delta**2
+                    )
+                },
+            ),
+            Mutant(
+                "(b) delta > 0: the delta^2 term dropped",
+                {
+                    "b_delta": lambda gF2, sF2, lam, L, delta: (
+                        2 * (gF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2)
+                    )
+                },
+            ),
+            Mutant(
+                "(b) delta > 0: 2 delta^2 -> delta^2",
+                {
+                    "b_delta": lambda gF2, sF2, lam, L, delta: (
+                        2 * (gF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2) + delta**2
+                    )
+                },
+                o_equivalent=_O,
+            ),
+            Mutant(
+                "(b) delta > 0: 2 delta for 2 delta^2",
+                {
+                    "b_delta": lambda gF2, sF2, lam, L, delta: (
+                        2 * (gF2 / (lam**2 - 8 * L**2) + 2 * sF2 / lam**2) + 2 * delta
+                    )
+                },
+            ),
+            Mutant(
+                "(a) S < N and delta > 0: the larger of the two terms, not their sum",
+                {"delta_combine": lambda sampling, delta_term: np.maximum(sampling, delta_term)},
+            ),
+            Mutant(
+                "(a) stochastic gradients ignored: Lemma 1's delta^2 = 2 nu/(lam - L)^2 (gamma_f = 0)",
+                {"lemma1_delta2": lambda gD2, nu, lam, L: 2 * nu / (lam - L) ** 2 + 0 * gD2},
+            ),
         ),
         findings=(_FINDING_ETA, _FINDING_DRIFT, _FINDING_SAMPLING, _FINDING_MOMENT, _FINDING_SCALE),
         equivalent_mutants={
-            "eta_hat_2 larger (e.g. 1/(75 L_F) for 1/(75 L_F lam^2))":
-                "eta_hat_2 only sets the instances' steps; the checked readings hold for any step with "
-                "beta R eta lam small (the descent factor 1 - O(beta R eta lam)), so a larger eta_hat_2 is not "
-                "rejected on these instances (not expressible as a claim entry either)",
-            "(a) S < N: the sampling term's constant 2 -> 1/2 (or c_S's N - 1 -> N)":
-                "the fixed-eta reading's sampling term is loose on double wells (limit over the term <= 0.02: it "
-                "charges L_F = lam where F's curvature is lam L/(lam + L) <= 0.26 lam, and Lemma 2(b)'s sup "
-                "sigma_f^2 where the floor sees (1/N) sum |grad F_i(w*)|^2), so a smaller constant is not rejected; "
-                "the exponent of (N/S - 1) and the floor's exponent of eta are checked exactly instead",
-            "(a) stochastic gradients: Lemma 1's delta^2 with (lam + L) for (lam - L), or without its factor 2":
-                "on the certified outer pieces the error is exactly zeta/(lam + L), so the smaller delta still "
-                "bounds it and the fresh errors' floor is ~ h beta eta/(2N) of lam^2 delta^2; Lemma 1's constants are "
-                "checked (attained) in pfedme.lemma1",
+            "eta_hat_2 larger (e.g. 1/(75 L_F) for 1/(75 L_F lam^2))": "eta_hat_2 only sets the instances' steps; the checked readings hold for any step with "
+            "beta R eta lam small (the descent factor 1 - O(beta R eta lam)), so a larger eta_hat_2 is not "
+            "rejected on these instances (not expressible as a claim entry either)",
+            "(a) S < N: the sampling term's constant 2 -> 1/2 (or c_S's N - 1 -> N)": "the fixed-eta reading's sampling term is loose on double wells (limit over the term <= 0.02: it "
+            "charges L_F = lam where F's curvature is lam L/(lam + L) <= 0.26 lam, and Lemma 2(b)'s sup "
+            "sigma_f^2 where the floor sees (1/N) sum |grad F_i(w*)|^2), so a smaller constant is not rejected; "
+            "the exponent of (N/S - 1) and the floor's exponent of eta are checked exactly instead",
+            "(a) stochastic gradients: Lemma 1's delta^2 with (lam + L) for (lam - L), or without its factor 2": "on the certified outer pieces the error is exactly zeta/(lam + L), so the smaller delta still "
+            "bounds it and the fresh errors' floor is ~ h beta eta/(2N) of lam^2 delta^2; Lemma 1's constants are "
+            "checked (attained) in pfedme.lemma1",
         },
     ),
 )

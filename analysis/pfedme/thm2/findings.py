@@ -5,6 +5,7 @@ The claim (``CLAIM`` in ``pfedme.thm2``) is Theorem 2 as printed: the first term
 (Δ_F L_F σ²_{F,2}(N/S − 1))^{1/2}/√(TN) at a fixed η, and δ the text's (Section 3.2, a first moment).
 The readings replace entries of it.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,7 +35,9 @@ def _drift_derived(k, sF2, lam, L):
 
 def sampling_printed(Delta, eta, beta, R, T, lam, N, S, sF2):
     """S < N as printed at a fixed η: 2Δ_F/(βRηT) + (Δ_F L_F σ²_{F,2}(N/S − 1))^{1/2}/√(TN), L_F = λ, constant 100."""
-    return 2 * Delta / (beta * R * eta * T) + 100 * np.sqrt(np.maximum(Delta, 0) * lam * sF2 * (N / S - 1) / (T * N))
+    return 2 * Delta / (beta * R * eta * T) + 100 * np.sqrt(
+        np.maximum(Delta, 0) * lam * sF2 * (N / S - 1) / (T * N)
+    )
 
 
 def _sampling_fixed_eta(Delta, eta, beta, R, T, lam, N, S, sF2):
@@ -51,8 +54,13 @@ def _delta_lemma1(first, rms):
 
 
 #: the repaired entries (the claim's entries for the same keys are the printed ones)
-_REPAIR = {"first": _first_used, "drift_bound": _drift_derived, "sampling": _sampling_fixed_eta,
-           "sampling_exponent": 1.0, "delta_of": _delta_lemma1}
+_REPAIR = {
+    "first": _first_used,
+    "drift_bound": _drift_derived,
+    "sampling": _sampling_fixed_eta,
+    "sampling_exponent": 1.0,
+    "delta_of": _delta_lemma1,
+}
 
 
 def _only(*keys):
@@ -61,25 +69,49 @@ def _only(*keys):
 
 
 READINGS = (
-    Reading("fixed-η terms, drift, second-moment δ", dict(_REPAIR),
-            why="the repair: the first term with beta R eta for eta_hat_2 (equal at the largest step), the client "
-                "drift's limit 2 k^2 sigma_F2^2/(1 - k^2 lam^2/(lam^2 - 8L^2)) at a fixed eta, the S < N term of a "
-                "fixed eta (2 lam beta R eta c_S sigma_F2^2, exponent 1 in N/S - 1), and Lemma 1's delta "
-                "(E|theta~ - theta^|^2 <= delta^2); the printed terms are those of an eta tuned to T"),
-    Reading("printed first term Δ_F/(η̂₂T) only", _only("first"), expect="fails",
-            why="the printed first term alone: fails at small eta (k = 8), finding 1"),
-    Reading("printed no-drift limit only", _only("drift_bound"), expect="fails",
-            why="the printed bound's limit at a fixed eta (lam^2 delta^2 = 0) alone: fails where client drift leaves "
-                "w_inf non-stationary, finding 2"),
-    Reading("printed S < N term at fixed η only", _only("sampling"), expect="fails",
-            why="the printed sampling term at a fixed eta alone: 0 at Delta_F = 0 where sampling keeps a floor, "
-                "finding 3"),
-    Reading("printed (N/S − 1)^(1/2) only", _only("sampling_exponent"), expect="fails",
-            why="the printed exponent 1/2 of N/S - 1 alone: the sampling variance at a fixed eta is exactly "
-                "proportional to (N/S - 1)^1, finding 3"),
-    Reading("text's first-moment δ only", _only("delta_of"), kind="variant", expect="fails",
-            why="the printed text's delta alone: Section 3.2's first moment against Lemma 1's second, an ambiguity "
-                "of the printed text; fails on the two-point-error parts, finding 4"),
+    Reading(
+        "fixed-η terms, drift, second-moment δ",
+        dict(_REPAIR),
+        why="the repair: the first term with beta R eta for eta_hat_2 (equal at the largest step), the client "
+        "drift's limit 2 k^2 sigma_F2^2/(1 - k^2 lam^2/(lam^2 - 8L^2)) at a fixed eta, the S < N term of a "
+        "fixed eta (2 lam beta R eta c_S sigma_F2^2, exponent 1 in N/S - 1), and Lemma 1's delta "
+        "(E|theta~ - theta^|^2 <= delta^2); the printed terms are those of an eta tuned to T",
+    ),
+    Reading(
+        "printed first term Δ_F/(η̂₂T) only",
+        _only("first"),
+        expect="fails",
+        why="the printed first term alone: fails at small eta (k = 8), finding 1",
+    ),
+    Reading(
+        "printed no-drift limit only",
+        _only("drift_bound"),
+        expect="fails",
+        why="the printed bound's limit at a fixed eta (lam^2 delta^2 = 0) alone: fails where client drift leaves "
+        "w_inf non-stationary, finding 2",
+    ),
+    Reading(
+        "printed S < N term at fixed η only",
+        _only("sampling"),
+        expect="fails",
+        why="the printed sampling term at a fixed eta alone: 0 at Delta_F = 0 where sampling keeps a floor, "
+        "finding 3",
+    ),
+    Reading(
+        "printed (N/S − 1)^(1/2) only",
+        _only("sampling_exponent"),
+        expect="fails",
+        why="the printed exponent 1/2 of N/S - 1 alone: the sampling variance at a fixed eta is exactly "
+        "proportional to (N/S - 1)^1, finding 3",
+    ),
+    Reading(
+        "text's first-moment δ only",
+        _only("delta_of"),
+        kind="variant",
+        expect="fails",
+        why="the printed text's delta alone: Section 3.2's first moment against Lemma 1's second, an ambiguity "
+        "of the printed text; fails on the two-point-error parts, finding 4",
+    ),
 )
 
 _FINDING_ETA = (
@@ -95,7 +127,8 @@ _FINDING_ETA = (
     "the printed term at the largest step: at eta = eta_hat_2 the same instance gives 0.0411, ratio 0.9994 with "
     "constant 1; reading 'fixed-η terms, drift, second-moment δ'). The printed 'if eta <=' has to be 'for some eta <=' (a step "
     "tuned to T), as in Theorem 1. Command: moreau check pfedme.thm2 -v (the printed claim and reading 'printed "
-    "first term Δ_F/(η̂₂T) only' fail on the identical-client part).")
+    "first term Δ_F/(η̂₂T) only' fail on the identical-client part)."
+)
 _FINDING_SAMPLING = (
     "pFedMe Theorem 2(a) with client sampling (S < N) at a fixed eta: the second term (Delta_F L_F sigma_F2^2 "
     "(N/S - 1))^(1/2)/sqrt(TN) carries Delta_F like the others, so with delta = 0 the whole bound is 0 when w_0 "
@@ -115,7 +148,8 @@ _FINDING_SAMPLING = (
     "eta^1. The printed exponent 1/2 of (N/S - 1) and the factor Delta_F^(1/2) are those of eta tuned to "
     "(Delta_F/T)^(1/2) (the tuned eta is 0 at Delta_F = 0): the printed 'if eta <= eta_hat_2/(beta R)' has to be "
     "'for a tuned eta' for this term too. Command: moreau check pfedme.thm2 -v (readings 'printed S < N term at "
-    "fixed η only' and 'printed (N/S − 1)^(1/2) only' fail; mutant '(a) S < N: S = N assumed ...' rejected).")
+    "fixed η only' and 'printed (N/S − 1)^(1/2) only' fail; mutant '(a) S < N: S = N assumed ...' rejected)."
+)
 _FINDING_SCALE = (
     "Theorem 2's conditions are not scale-consistent (found by moreau check --analyse): lam >= sqrt(8L^2 + 1) adds "
     "a number to a squared curvature, and eta_hat_2 = 1/(75 L_F lam^2) has the units of 1/curvature^3 where a step "
@@ -123,7 +157,8 @@ _FINDING_SCALE = (
     "not: L = 1, lam = 3 meets lam^2 >= 8L^2 + 1 with equality; with theta -> 8 theta (L = lam/3 = 1/64, the same "
     "functions) lam^2 = 9/4096 < 8L^2 + 1; and eta_hat_2 changes by 8^6 where a consistent step changes by 8^2. "
     "Checked reading: the condition as printed, on the instances' own units (the rescaled analysis reports the "
-    "flips).")
+    "flips)."
+)
 _FINDING_DRIFT = (
     "pFedMe Theorem 2(a) as printed at a fixed eta: with delta = 0 and S = N every term of the bound carries "
     "Delta_F or delta, so it is 0 when w_0 minimises F, and it tends to 0 as T -> inf for any w_0; but with R >= 2 "
@@ -137,7 +172,8 @@ _FINDING_DRIFT = (
     "2.000) and |grad F(w_inf)|^2 <= 2 k^2 sigma_F2^2/(1 - k^2 lam^2/(lam^2 - 8L^2)), k = (1/R) sum_{r<R} "
     "((1 + eta lam)^r - 1): the T^(-2/3) term is only reached with eta shrinking like T^(-1/3), i.e. again for a "
     "tuned eta, not for every eta <= eta_hat_2/(beta R). Command: moreau check pfedme.thm2 -v (reading 'printed "
-    "no-drift limit only' fails).")
+    "no-drift limit only' fails)."
+)
 _FINDING_MOMENT = (
     "pFedMe Theorem 2 with the text's delta: Section 3.2 calls theta~ a delta-approximation when E|theta~ - "
     "theta^| <= delta (a first moment), Lemma 1 bounds the second, E|theta~ - theta^|^2 <= delta^2. Read with the "
@@ -156,4 +192,5 @@ _FINDING_MOMENT = (
     "(1/N) sum E|theta~_i - w|^2 <= 2 (|grad F(w)|^2/(lam^2 - 8L^2) + 2 sigma_F2^2/lam^2) + 2 delta^2. Lemma 1 "
     "delivers the second moment, so the theorem stands with delta from Lemma 1; the text's definition has to say "
     "E|theta~ - theta^|^2 <= delta^2. Command: moreau check pfedme.thm2 -v (variant 'text's first-moment δ only' "
-    "fails on both two-point parts).")
+    "fails on both two-point parts)."
+)

@@ -1,6 +1,7 @@
 """pfedme.thm2: the grids, the instances of the original parts and the quantities they share
 (trajectories, the loop against ``moreau.fl.pfedme``, the drift fixed point); split from
 ``pfedme.thm2`` (statement, claim, evaluation)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,9 +44,15 @@ def instances(family, trials, rng):
     spread = rng.uniform(-1.5, 1.5, (T, N_CL, DIM))
     # every other heterogeneous instance: clients near -a, 0, +a, so that at F's minimiser the middle one
     # sits on its concave piece and the others on convex ones (client drift needs different curvatures)
-    trio = (i % 4 == 1)
-    spread[trio] = np.stack([-rng.uniform(0.6, 1.4, (trio.sum(), DIM)), rng.uniform(-0.15, 0.15, (trio.sum(), DIM)),
-                             rng.uniform(0.6, 1.4, (trio.sum(), DIM))], axis=1)
+    trio = i % 4 == 1
+    spread[trio] = np.stack(
+        [
+            -rng.uniform(0.6, 1.4, (trio.sum(), DIM)),
+            rng.uniform(-0.15, 0.15, (trio.sum(), DIM)),
+            rng.uniform(0.6, 1.4, (trio.sum(), DIM)),
+        ],
+        axis=1,
+    )
     spread = spread * a[:, None, None]
     s = s0 + np.where(ident[:, None, None], 0.0, spread)
     kind = (i // 2) % 4
@@ -54,16 +61,31 @@ def instances(family, trials, rng):
     w0 = s.mean(axis=1) + scale[:, None] * rng.standard_normal((T, DIM))
     # the k = 8 corner starts on the convex pieces outside the wells (|grad F|^2 ~ 2 c Delta_F there)
     out = i % 8 == 4
-    w0[out] = s[out].mean(axis=1) + (a[out, None] * rng.uniform(2.0, 4.0, (out.sum(), DIM))
-                                     * np.where(rng.uniform(size=(out.sum(), DIM)) < 0.5, -1.0, 1.0))
+    w0[out] = s[out].mean(axis=1) + (
+        a[out, None]
+        * rng.uniform(2.0, 4.0, (out.sum(), DIM))
+        * np.where(rng.uniform(size=(out.sum(), DIM)) < 0.5, -1.0, 1.0)
+    )
     beta, R = (np.array([BETA_R[j % len(BETA_R)][c] for j in i], float) for c in (0, 1))
     k = np.array([K_STEP[(j // 3) % len(K_STEP)] for j in i], float)
     k[i % 8 == 0], k[i % 8 == 4] = 0, 8
     beta[i % 8 == 0], R[i % 8 == 0] = 1.0, 1.0
     eta = eta_hat_2(lam) / (beta * R) * 2.0**-k
-    out = {"s": s, "a": a, "L": L, "lam": lam, "beta": beta, "R": R.astype(int), "eta": eta, "w0": w0,
-           "ident": ident, **ext_instances(rng, a, L, lam, N_CL, DIM)}
-    out.update(moment_instances(rng, a, L, lam, eta, beta, R.astype(int), out["sp_c"], out["sp_side"], out["sp_w0"]))
+    out = {
+        "s": s,
+        "a": a,
+        "L": L,
+        "lam": lam,
+        "beta": beta,
+        "R": R.astype(int),
+        "eta": eta,
+        "w0": w0,
+        "ident": ident,
+        **ext_instances(rng, a, L, lam, N_CL, DIM),
+    }
+    out.update(
+        moment_instances(rng, a, L, lam, eta, beta, R.astype(int), out["sp_c"], out["sp_side"], out["sp_w0"])
+    )
     return out
 
 
@@ -75,10 +97,20 @@ def _trajectory(batch):
     (keyed on the bytes of the arrays it reads, so a repeated call returns what a fresh one would)."""
     key = tuple(np.ascontiguousarray(batch[k]).tobytes() for k in sorted(batch))
     if _MEMO.get("key") != key:
-        ws = run(batch["w0"], batch["s"], batch["a"], batch["L"], batch["lam"], batch["eta"], batch["beta"],
-                 batch["R"], T_MAX)
-        _MEMO.update(key=key, value=(ws, _drift(batch), _sim_error(batch), prepare_ext(batch),
-                                     prepare_moments(batch)))
+        ws = run(
+            batch["w0"],
+            batch["s"],
+            batch["a"],
+            batch["L"],
+            batch["lam"],
+            batch["eta"],
+            batch["beta"],
+            batch["R"],
+            T_MAX,
+        )
+        _MEMO.update(
+            key=key, value=(ws, _drift(batch), _sim_error(batch), prepare_ext(batch), prepare_moments(batch))
+        )
     return _MEMO["value"]
 
 
@@ -88,8 +120,15 @@ def _sim_error(batch):
     ok = lam > L
     for r in np.unique(R[ok]):
         sel = ok & (R == r)
-        h = pfedme(DoubleWell(s[sel], a[sel], L[sel]), lam=lam[sel], eta=eta[sel], beta=beta[sel], R=int(r),
-                   rounds=3, w0=w0[sel])
+        h = pfedme(
+            DoubleWell(s[sel], a[sel], L[sel]),
+            lam=lam[sel],
+            eta=eta[sel],
+            beta=beta[sel],
+            R=int(r),
+            rounds=3,
+            w0=w0[sel],
+        )
         mine = run(w0[sel], s[sel], a[sel], L[sel], lam[sel], eta[sel], beta[sel], R[sel], 3)
         err[sel] = np.max(np.abs(h.w_global - mine), axis=(0, 2)) / (1 + np.max(np.abs(mine), axis=(0, 2)))
     return err
@@ -115,8 +154,9 @@ def _drift(batch):
             inner = np.any((reg == 0) & act, axis=(0, 2))
             outer = np.any((np.abs(reg) == 1) & act, axis=(0, 2))
             mixed = np.any(inner & outer, axis=-1)
-            rounding = (lam * 1e-14 * (1 + np.max(np.abs(w_inf), axis=-1))
-                        + 1e-15 * np.max(np.abs(gi), axis=(-1, -2))) ** 2
+            rounding = (
+                lam * 1e-14 * (1 + np.max(np.abs(w_inf), axis=-1)) + 1e-15 * np.max(np.abs(gi), axis=(-1, -2))
+            ) ** 2
             first, reg0 = (w_inf, rounding), reg
         else:
             mixed &= np.all(reg == reg0, axis=(0, 2, 3))

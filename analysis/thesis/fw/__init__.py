@@ -43,6 +43,7 @@ on balls, simplices and ℓ1 balls as on boxes (max ratios 4–10 per set, seeds
 (fw.nonconvex, listed after this one): ``thesis/fw/nonconvex.py``; gradient descent
 (Theorems 1, 2): ``thesis/gd.py``.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -50,14 +51,24 @@ import itertools
 import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, scale_fields, worst_point
-from moreau.analysis.thesis.fw.sets import (boxes_then_sets, contains, diameter, diametral, extreme_points, kind_of,
-                                            lmo, sample_in, set_min)
+from moreau.analysis.thesis.fw.sets import (
+    boxes_then_sets,
+    contains,
+    diameter,
+    diametral,
+    extreme_points,
+    kind_of,
+    lmo,
+    sample_in,
+    set_min,
+)
 from moreau.analysis.engine.instances import quadratic_batch
 from moreau.analysis.thesis.fw.nonconvex import STATEMENT as FW_NONCONVEX
 
 __all__ = ["STATEMENTS"]
 
 N_FW = 100
+
 
 def _anywhere(x0, h, kind):
     return np.ones(x0.shape[0], bool)
@@ -74,13 +85,24 @@ CLAIM_FW = {
     "start": _anywhere,
 }
 READINGS_FW = (
-    Reading("x⁰ ∈ B, t ≥ 1", {"t_min": 1, "start": _in_b},
-            why="the hypotheses of the standard theorem (Jaggi 2013, Theorem 1): the proof's first step needs "
-                "||s^0 - x^0|| <= R, i.e. x^0 in B, and the bound at t = 0 is not implied"),
-    Reading("t ≥ 1, x⁰ anywhere", {"t_min": 1}, expect="fails",
-            why="the printed x^0 in R^d alone: fails at t >= 1 for x^0 outside B"),
-    Reading("x⁰ ∈ B, t ≥ 0", {"start": _in_b}, expect="fails",
-            why="the printed range of t alone: fails at t = 0 even for x^0 in B"),
+    Reading(
+        "x⁰ ∈ B, t ≥ 1",
+        {"t_min": 1, "start": _in_b},
+        why="the hypotheses of the standard theorem (Jaggi 2013, Theorem 1): the proof's first step needs "
+        "||s^0 - x^0|| <= R, i.e. x^0 in B, and the bound at t = 0 is not implied",
+    ),
+    Reading(
+        "t ≥ 1, x⁰ anywhere",
+        {"t_min": 1},
+        expect="fails",
+        why="the printed x^0 in R^d alone: fails at t >= 1 for x^0 outside B",
+    ),
+    Reading(
+        "x⁰ ∈ B, t ≥ 0",
+        {"start": _in_b},
+        expect="fails",
+        why="the printed range of t alone: fails at t = 0 even for x^0 in B",
+    ),
 )
 
 
@@ -222,41 +244,69 @@ def evaluate_fw(batch, claim):
     t = np.arange(N_FW + 1)[:, None]
     lhs = np.array(F) - F_lo  # with the certified lower end: lhs errs high
     rhs = claim["bound"](L, R, t)
-    consts = {"L": "exact (a_d)",
-              "R": "exact: diameter 2 ||h|| of the box [-h, h]; ball, l1 ball 2r; simplex sqrt(2) r",
-              "F*": "certified bracket, lower end used: boxes, simplices, l1 balls by face enumeration and the "
-                    "FW duality gap; balls by the trust-region secular equation and its Lagrange dual"}
+    consts = {
+        "L": "exact (a_d)",
+        "R": "exact: diameter 2 ||h|| of the box [-h, h]; ball, l1 ball 2r; simplex sqrt(2) r",
+        "F*": "certified bracket, lower end used: boxes, simplices, l1 balls by face enumeration and the "
+        "FW duality gap; balls by the trust-region secular equation and its Lagrange dual",
+    }
     return {
         FW_PART: Sides(
-            *worst_point(lhs, rhs, t >= claim["t_min"]), "upper",
-            applicable=claim["start"](batch["x0"], h, kind), constants=consts,
-            note=f"t >= {claim['t_min']}; x^0 drawn in B and outside it (every start the claim admits is checked)"),
+            *worst_point(lhs, rhs, t >= claim["t_min"]),
+            "upper",
+            applicable=claim["start"](batch["x0"], h, kind),
+            constants=consts,
+            note=f"t >= {claim['t_min']}; x^0 drawn in B and outside it (every start the claim admits is checked)",
+        ),
         "F* bracket width (certificate, not the thesis)": Sides(
-            F_hi - F_lo, 1e-13 * (np.abs(F_hi) + L * R**2), "exact", constants=consts, role="auxiliary",
+            F_hi - F_lo,
+            1e-13 * (np.abs(F_hi) + L * R**2),
+            "exact",
+            constants=consts,
+            role="auxiliary",
             note="upper end min F at feasible candidates, lower end max F - gap or the dual bound (1e-13 ~ "
-                 "450 eps)"),
+            "450 eps)",
+        ),
     }
 
 
 _SRC = "Dadras thesis, ch. 2"
 STATEMENTS = (
     Statement(
-        id="fw.convex", source=f"{_SRC}, Theorem 5", paper="dadras-thesis-personalized-fl.md",
+        id="fw.convex",
+        source=f"{_SRC}, Theorem 5",
+        paper="dadras-thesis-personalized-fl.md",
         latex=r"\eta_t = \tfrac{2}{t+2}:\ F(x^t) - F^* \le \frac{2LR^2}{t+2}\ (x^0 \in \mathbb{R}^d)",
         text="Frank-Wolfe with eta_t = 2/(t+2) on a compact convex set of diameter R: "
-             "F(x^t) - F* <= 2 L R^2/(t + 2) (as printed: no range for t, x^0 in R^d)",
+        "F(x^t) - F* <= 2 L R^2/(t + 2) (as printed: no range for t, x^0 in R^d)",
         assumptions=("F convex, L-smooth", "B compact convex, diameter R", "eta_t = 2/(t+2)", "x^0 in R^d"),
-        families={"quadratic": ("convex, strongly_convex on boxes, Euclidean balls, simplices, l1 balls",)}, claimed="rate",
-        instances=instances_fw, evaluate=evaluate_fw, claim=CLAIM_FW, readings=READINGS_FW, expect="fails",
+        families={"quadratic": ("convex, strongly_convex on boxes, Euclidean balls, simplices, l1 balls",)},
+        claimed="rate",
+        instances=instances_fw,
+        evaluate=evaluate_fw,
+        claim=CLAIM_FW,
+        readings=READINGS_FW,
+        expect="fails",
         # d = 1, B = [-1, 1] (R = 2), F = x^2/2 - 5x (L = 1), x^0 = -1 in B: F(x^0) - F* = 10 > L R^2 = 4 at t = 0
-        counterexamples={"quadratic": {"A": np.ones((1, 1, 1)), "b": np.full((1, 1), 5.0), "L": np.ones(1),
-                                       "h": np.ones((1, 1)), "x0": -np.ones((1, 1))}},
-        scaling={"quadratic": scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0)})},
+        counterexamples={
+            "quadratic": {
+                "A": np.ones((1, 1, 1)),
+                "b": np.full((1, 1), 5.0),
+                "L": np.ones(1),
+                "h": np.ones((1, 1)),
+                "x0": -np.ones((1, 1)),
+            }
+        },
+        scaling={
+            "quadratic": scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0)})
+        },
         mutants=(
             Mutant("2 L R^2 -> L R^2 / 4", {"bound": lambda L, R, t: L * R**2 / (4 * (t + 2))}),
             Mutant("rate 2 L R^2/(t + 2)^2", {"bound": lambda L, R, t: 2 * L * R**2 / (t + 2) ** 2}),
-            Mutant("R the radius (R/2) instead of the diameter",
-                   {"bound": lambda L, R, t: 2 * L * (R / 2) ** 2 / (t + 2)}),
+            Mutant(
+                "R the radius (R/2) instead of the diameter",
+                {"bound": lambda L, R, t: 2 * L * (R / 2) ** 2 / (t + 2)},
+            ),
             Mutant("inequality reversed", {"flip": (FW_PART,)}),
         ),
         findings=(

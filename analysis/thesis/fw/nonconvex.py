@@ -57,6 +57,7 @@ part of the default run) its ratio over T ≥ 20 stayed below 0.12 (the adaptive
 below 0.39), and the slowest instances' gaps fall like 1/t² later: no counterexample
 found.  For x^0 outside B the bound fails (findings).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -64,13 +65,23 @@ import itertools
 import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, scale_fields, worst_point
-from moreau.analysis.thesis.fw.sets import (boxes_then_sets, contains, diameter, diametral, extreme_points, kind_of,
-                                            lmo, sample_in, set_min)
+from moreau.analysis.thesis.fw.sets import (
+    boxes_then_sets,
+    contains,
+    diameter,
+    diametral,
+    extreme_points,
+    kind_of,
+    lmo,
+    sample_in,
+    set_min,
+)
 from moreau.analysis.engine.instances import log_uniform, orthogonal
 
 __all__ = ["STATEMENT", "box_min", "fw_gaps"]
 
 D, N_FW = 3, 200
+
 
 def _anywhere(x0, h, kind):
     return np.ones(x0.shape[0], bool)
@@ -86,9 +97,12 @@ CLAIM = {
     "start": _anywhere,
 }
 READINGS = (
-    Reading("x⁰ ∈ B", {"start": _in_b},
-            why="the hypothesis of the theorem the bound is (Lacoste-Julien 2016, Theorem 1): its curvature constant "
-                "C <= L R^2 is a sup over x, s in B"),
+    Reading(
+        "x⁰ ∈ B",
+        {"start": _in_b},
+        why="the hypothesis of the theorem the bound is (Lacoste-Julien 2016, Theorem 1): its curvature constant "
+        "C <= L R^2 is a sup over x, s in B",
+    ),
 )
 
 PART_A = "(a) eta_t = 2/(t+2): min_{t<T} gap(x^t) <= max{2(F(x^0) - F*), L R^2}/sqrt(T), T = 1..200"
@@ -222,11 +236,17 @@ def _box_instances(T, rng):
     z[far2] = 10 * h[far2] * rng.choice([-1.0, 1.0], (far2.sum(), D))
     _, xs = box_min(A[far2], np.einsum("tij,tj->ti", A[far2], z[far2]), h[far2])
     x0[far2] = 2 * z[far2] - xs
-    rand = np.zeros(T, bool)            # random points outside the box
+    rand = np.zeros(T, bool)  # random points outside the box
     rand[np.flatnonzero(kind < 2)[1::4]] = True
     x0[rand] = h[rand] * rng.choice([-1.0, 1.0], (rand.sum(), D)) * rng.uniform(1.2, 20.0, (rand.sum(), D))
-    return {"A": A, "b": np.einsum("tij,tj->ti", A, z), "L": np.max(np.abs(a), axis=1), "h": h, "x0": x0,
-            "set": np.zeros(T)}
+    return {
+        "A": A,
+        "b": np.einsum("tij,tj->ti", A, z),
+        "L": np.max(np.abs(a), axis=1),
+        "h": h,
+        "x0": x0,
+        "set": np.zeros(T),
+    }
 
 
 def evaluate(batch, claim):
@@ -238,41 +258,75 @@ def evaluate(batch, claim):
     if other.any():  # the bracket's upper end: F(x^0) - F* errs low, so does the bound
         Fstar[other] = set_min(A[other], b[other], h[other], kind[other], convex=False)[1]
     T = np.arange(1, N_FW + 1)[:, None]
-    consts = {"L": "exact: max |eigenvalue| of A", "R": "exact: diameter 2 ||h|| of the box",
-              "F*": "exact: min over the stationary points of the 3^d faces (global, nonconvex allowed)",
-              "gap": "exact: box LMO"}
+    consts = {
+        "L": "exact: max |eigenvalue| of A",
+        "R": "exact: diameter 2 ||h|| of the box",
+        "F*": "exact: min over the stationary points of the 3^d faces (global, nonconvex allowed)",
+        "gap": "exact: box LMO",
+    }
     app = claim["start"](x0, h, kind)
     out = {}
     for name, steps in ((PART_A, "2/(t+2)"), (PART_B, "adaptive")):
         gaps, F = fw_gaps(A, b, h, x0, steps, L, R, kind)
         lhs = np.minimum.accumulate(gaps, axis=0)
         rhs = claim["bound"](F[0] - Fstar, L, R, T)
-        out[name] = Sides(*worst_point(lhs, rhs, np.ones(lhs.shape, bool)), "upper", applicable=app,
-                          constants=consts, note="x^0 drawn in B and outside it (every start the claim admits "
-                                                 "is checked)")
+        out[name] = Sides(
+            *worst_point(lhs, rhs, np.ones(lhs.shape, bool)),
+            "upper",
+            applicable=app,
+            constants=consts,
+            note="x^0 drawn in B and outside it (every start the claim admits is checked)",
+        )
     return out
 
 
 STATEMENT = Statement(
-    id="fw.nonconvex", source="Dadras thesis, ch. 2, Theorem 6, eq. (2.5)", paper="dadras-thesis-personalized-fl.md",
+    id="fw.nonconvex",
+    source="Dadras thesis, ch. 2, Theorem 6, eq. (2.5)",
+    paper="dadras-thesis-personalized-fl.md",
     latex=r"\min_{0\le t\le T-1} \mathrm{gap}(x^t) \le \frac{\max\{2(F(x^0) - F^*), LR^2\}}{\sqrt T}"
-          r"\ (x^0 \in \mathbb{R}^d)",
+    r"\ (x^0 \in \mathbb{R}^d)",
     text="Frank-Wolfe on an L-smooth (possibly nonconvex) F over a compact convex set of diameter R: "
-         "min_{t<T} gap(x^t) <= max{2(F(x^0) - F*), L R^2}/sqrt(T) (as printed: x^0 in R^d)",
-    assumptions=("F L-smooth, not necessarily convex", "B compact convex, diameter R",
-                 "(a) eta_t = 2/(t+2) (the thesis's FW); (b) eta_t = min{gap/(L R^2), 1}", "x^0 in R^d"),
-    families={"quadratic": ("indefinite, concave, convex, strongly convex on boxes, Euclidean balls, simplices, "
-                           "l1 balls",)}, claimed="rate",
-    instances=instances, evaluate=evaluate, claim=CLAIM, readings=READINGS, expect="fails",
+    "min_{t<T} gap(x^t) <= max{2(F(x^0) - F*), L R^2}/sqrt(T) (as printed: x^0 in R^d)",
+    assumptions=(
+        "F L-smooth, not necessarily convex",
+        "B compact convex, diameter R",
+        "(a) eta_t = 2/(t+2) (the thesis's FW); (b) eta_t = min{gap/(L R^2), 1}",
+        "x^0 in R^d",
+    ),
+    families={
+        "quadratic": (
+            "indefinite, concave, convex, strongly convex on boxes, Euclidean balls, simplices, l1 balls",
+        )
+    },
+    claimed="rate",
+    instances=instances,
+    evaluate=evaluate,
+    claim=CLAIM,
+    readings=READINGS,
+    expect="fails",
     # d = 1, B = [-1, 1], F = (x - 10)^2/2, x^0 = 19 outside B (F(x^0) = F*): min gap 45 times the bound at T = 1
-    counterexamples={"quadratic": {"A": np.ones((1, 1, 1)), "b": np.full((1, 1), 10.0), "L": np.ones(1),
-                                   "h": np.ones((1, 1)), "x0": np.full((1, 1), 19.0)}},
-    scaling={"quadratic": scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0)})},
+    counterexamples={
+        "quadratic": {
+            "A": np.ones((1, 1, 1)),
+            "b": np.full((1, 1), 10.0),
+            "L": np.ones(1),
+            "h": np.ones((1, 1)),
+            "x0": np.full((1, 1), 19.0),
+        }
+    },
+    scaling={
+        "quadratic": scale_fields({"A": (-2, 1), "b": (-1, 1), "L": (-2, 1), "h": (1, 0), "x0": (1, 0)})
+    },
     mutants=(
-        Mutant("max{F(x^0) - F*, L R^2/2} (both branches halved)",
-               {"bound": lambda h0, L, R, T: np.maximum(h0, L * R**2 / 2) / np.sqrt(T)}),
-        Mutant("R the radius (R/2) instead of the diameter",
-               {"bound": lambda h0, L, R, T: np.maximum(2 * h0, L * R**2 / 4) / np.sqrt(T)}),
+        Mutant(
+            "max{F(x^0) - F*, L R^2/2} (both branches halved)",
+            {"bound": lambda h0, L, R, T: np.maximum(h0, L * R**2 / 2) / np.sqrt(T)},
+        ),
+        Mutant(
+            "R the radius (R/2) instead of the diameter",
+            {"bound": lambda h0, L, R, T: np.maximum(2 * h0, L * R**2 / 4) / np.sqrt(T)},
+        ),
         Mutant("rate 1/T for 1/sqrt(T)", {"bound": lambda h0, L, R, T: np.maximum(2 * h0, L * R**2) / T}),
         Mutant("inequalities reversed", {"flip": (PART_A, PART_B)}),
     ),

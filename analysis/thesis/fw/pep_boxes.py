@@ -11,6 +11,7 @@ It finds lower bounds (instances), never upper bounds.
 Parameters of one candidate (d the dimension): A = MMᵀ scaled to λ_max(A) = L = 1, h = |u| scaled
 to R = 1, b = Az (z free: the unconstrained minimiser), x^0 = h ⊙ tanh(v).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,17 +29,18 @@ def box_batch(P, d):
     A = M @ np.swapaxes(M, 1, 2)
     A = A / np.linalg.eigvalsh(A)[:, -1, None, None]
     A = (A + np.swapaxes(A, 1, 2)) / 2
-    h = np.abs(P[:, d * d: d * d + d]) + 1e-3
+    h = np.abs(P[:, d * d : d * d + d]) + 1e-3
     h = h / (2 * np.linalg.norm(h, axis=1, keepdims=True))
-    z = P[:, d * d + d: d * d + 2 * d]
-    x0 = h * np.tanh(P[:, d * d + 2 * d:])
+    z = P[:, d * d + d : d * d + 2 * d]
+    x0 = h * np.tanh(P[:, d * d + 2 * d :])
     return {"A": A, "b": np.einsum("tij,tj->ti", A, z), "L": np.ones(n), "h": h, "x0": x0}
 
 
 def _ratios(st, P, d, t0):
     bound = lambda L, R, t: np.where(t == t0, 2 * L * R**2 / (t + 2), np.inf)  # noqa: E731
-    res = st.run("quadratic", None, None, mutant=Mutant(f"iterate {t0} only", {"bound": bound}),
-                 batch=box_batch(P, d))
+    res = st.run(
+        "quadratic", None, None, mutant=Mutant(f"iterate {t0} only", {"bound": bound}), batch=box_batch(P, d)
+    )
     return np.nan_to_num(res.parts[0].ratio, nan=-np.inf)
 
 
@@ -58,4 +60,4 @@ def search_boxes(st, t0, rng, d=3, population=600, keep=60, rounds=25, step=0.3)
         kids += step * 0.9**it * rng.standard_normal(kids.shape)
         P, r = np.concatenate([P[best], kids]), np.concatenate([r[best], _ratios(st, kids, d, t0)])
     i = int(np.argmax(r))
-    return float(r[i]), box_batch(P[i: i + 1], d)
+    return float(r[i]), box_batch(P[i : i + 1], d)

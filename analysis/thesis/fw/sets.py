@@ -22,13 +22,25 @@ point outside [−h, h] is outside the set whatever its kind.  Shapes: ``g, x, h
   q(λ) = −½Σ c_i²/(a_i + λ) − λr²/2 at the bracket's upper end λ (weak duality, any A), the upper
   end F at x(λ) and at x(λ) + τv_1 on the sphere (the hard case).
 """
+
 from __future__ import annotations
 
 import itertools
 
 import numpy as np
 
-__all__ = ["SETS", "kind_of", "lmo", "diameter", "contains", "set_min", "sample_in", "extreme_points", "diametral", "boxes_then_sets"]
+__all__ = [
+    "SETS",
+    "kind_of",
+    "lmo",
+    "diameter",
+    "contains",
+    "set_min",
+    "sample_in",
+    "extreme_points",
+    "diametral",
+    "boxes_then_sets",
+]
 
 SETS = ("box", "ball", "simplex", "l1")
 TOL = 1e-12  # membership tolerance of the non-box sets (relative to r); the box is exact
@@ -39,7 +51,9 @@ def kind_of(batch):
     code = np.asarray(batch.get("set", np.zeros(np.shape(batch["x0"])[0])), float)
     if not np.all(np.isin(code, np.arange(len(SETS)))):
         bad = code[~np.isin(code, np.arange(len(SETS)))]
-        raise ValueError(f"set must hold codes 0..{len(SETS) - 1} ({', '.join(SETS)}) (got {bad[:3].tolist()})")
+        raise ValueError(
+            f"set must hold codes 0..{len(SETS) - 1} ({', '.join(SETS)}) (got {bad[:3].tolist()})"
+        )
     return code.astype(int)
 
 
@@ -158,8 +172,9 @@ def _polytope_min(A, b, h, kind, convex):
     if not convex:
         return hi, hi, arg
     g = np.einsum("tij,fti->ftj", A, P) - b[None]
-    gap = np.stack([np.sum(g[k] * (P[k] - lmo(g[k], h, np.full(b.shape[0], kind))), axis=-1)
-                    for k in range(P.shape[0])])
+    gap = np.stack(
+        [np.sum(g[k] * (P[k] - lmo(g[k], h, np.full(b.shape[0], kind))), axis=-1) for k in range(P.shape[0])]
+    )
     return np.max(F - gap, axis=0), hi, arg  # every face point is feasible: F - gap <= F* (convex)
 
 

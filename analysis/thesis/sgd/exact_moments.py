@@ -10,6 +10,7 @@ P_t = E[(x^t − z)(x^t − z)ᵀ] obeys an exact linear recursion (:func:`secon
 Used by ``sgd.strongly_convex`` (analysis/thesis/sgd/__init__.py) and ``sgd.nonconvex``
 (analysis/thesis/sgd/nonconvex.py).
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -15,6 +15,7 @@ so the normal interval of the mean over paths (level ``LEVEL``) is a CLT interva
 bounded variable.  The horizon reported per instance is the one whose interval's lower
 end is largest relative to the bound.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,9 +41,11 @@ def _multiplicative(rng, M):
     """``C = sqrt(M) U`` (Haar U) on even instances, ``q = sqrt(M) v`` (a random direction) on odd ones."""
     T = M.size
     U, v = orthogonal(rng, T, 3), rng.standard_normal((T, 3))
-    odd = (np.arange(T) % 2 == 1)
-    return {"C": np.where(odd[:, None, None], 0.0, np.sqrt(M)[:, None, None] * U),
-            "q": np.where(odd[:, None], np.sqrt(M)[:, None] * v / np.linalg.norm(v, axis=-1, keepdims=True), 0.0)}
+    odd = np.arange(T) % 2 == 1
+    return {
+        "C": np.where(odd[:, None, None], 0.0, np.sqrt(M)[:, None, None] * U),
+        "q": np.where(odd[:, None], np.sqrt(M)[:, None] * v / np.linalg.norm(v, axis=-1, keepdims=True), 0.0),
+    }
 
 
 def instances(rng, T, newton_min):
@@ -53,7 +56,7 @@ def instances(rng, T, newton_min):
     alpha = np.where(np.arange(T) % 2 == 0, 0.0, 1 / Lf)  # F = f (convex) / meta-objective (nonconvex)
     L = Lf + alpha * rho * B
     x0 = 2 * rng.standard_normal((T, 3)) * log_uniform(rng, 0.3, 3.0, T)[:, None]
-    Fstar = f.value(newton_min(f, np.zeros_like(x0)))   # inf F = min f; Newton's value >= it: h0 errs low
+    Fstar = f.value(newton_min(f, np.zeros_like(x0)))  # inf F = min f; Newton's value >= it: h0 errs low
     h0 = np.asarray(mo.meta_objective(f, alpha).value(x0)) - Fstar
     r = np.arange(T) % 4  # eta_0: square-root branch / min = 1/(L(M+1)) / below the min / above 1/(L(M+1))
     M = np.where(np.arange(T) % 3 == 0, 0.0, rng.uniform(0.0, 2.0, T))
@@ -71,9 +74,21 @@ def instances(rng, T, newton_min):
     W = rng.standard_normal((T, 3, 3))
     S = W @ np.swapaxes(W, 1, 2)
     S = S * (s2 / np.trace(S, axis1=1, axis2=2))[:, None, None]
-    return {"X": X, "y": y, "alpha": alpha, "L": L, "B": (1 + alpha * Lf) * B, "Fstar": Fstar, "x0": x0,
-            "M": M, "s2": s2, "eta0": eta0, **_multiplicative(rng, M), "S": (S + np.swapaxes(S, 1, 2)) / 2,
-            "noise_seed": rng.integers(0, 2**62, T)}
+    return {
+        "X": X,
+        "y": y,
+        "alpha": alpha,
+        "L": L,
+        "B": (1 + alpha * Lf) * B,
+        "Fstar": Fstar,
+        "x0": x0,
+        "M": M,
+        "s2": s2,
+        "eta0": eta0,
+        **_multiplicative(rng, M),
+        "S": (S + np.swapaxes(S, 1, 2)) / 2,
+        "noise_seed": rng.integers(0, 2**62, T),
+    }
 
 
 def _simulate(grad, x0, C, S, q, seeds, steps, value=None):
@@ -83,15 +98,18 @@ def _simulate(grad, x0, C, S, q, seeds, steps, value=None):
     Sh = (V * np.sqrt(np.maximum(ev, 0))[:, None, :]) @ np.swapaxes(V, 1, 2)
     gens = [np.random.default_rng(int(s)) for s in seeds]
     N, (n, d) = steps.shape[0], x0.shape
-    zeta = np.stack([g.choice([-1.0, 1.0], (N, PATHS, 2)) for g in gens], axis=-2)   # (N, P, n, 2)
-    w = np.stack([g.standard_normal((N, PATHS, d)) for g in gens], axis=-2)           # (N, P, n, d)
+    zeta = np.stack([g.choice([-1.0, 1.0], (N, PATHS, 2)) for g in gens], axis=-2)  # (N, P, n, 2)
+    w = np.stack([g.standard_normal((N, PATHS, d)) for g in gens], axis=-2)  # (N, P, n, d)
     x, acc = np.broadcast_to(x0, (PATHS, n, d)).copy(), np.zeros((PATHS, n))
     vals = [] if value is None else [value(x)]
     for t in range(N):
         g = grad(x)
         acc += np.sum(g**2, axis=-1)
-        xi = (zeta[t][..., 0, None] * np.einsum("nij,pnj->pni", C, g) + np.einsum("nij,pnj->pni", Sh, w[t])
-              + zeta[t][..., 1, None] * np.linalg.norm(g, axis=-1, keepdims=True) * q)
+        xi = (
+            zeta[t][..., 0, None] * np.einsum("nij,pnj->pni", C, g)
+            + np.einsum("nij,pnj->pni", Sh, w[t])
+            + zeta[t][..., 1, None] * np.linalg.norm(g, axis=-1, keepdims=True) * q
+        )
         x = x - steps[t][:, None] * (g + xi)
         if value is not None:
             vals.append(value(x))
@@ -106,7 +124,9 @@ def path_averages(batch):
     for k, T in enumerate(T_MC):
         steps = np.broadcast_to(batch["eta0"] / np.sqrt(T), (T, batch["eta0"].size))
         # a separate stream per horizon: the seed and T together
-        acc, _ = _simulate(grad, batch["x0"], batch["C"], batch["S"], batch["q"], batch["noise_seed"] + int(T), steps)
+        acc, _ = _simulate(
+            grad, batch["x0"], batch["C"], batch["S"], batch["q"], batch["noise_seed"] + int(T), steps
+        )
         avg = acc / T
         mean[k], se[k] = avg.mean(axis=0), avg.std(axis=0, ddof=1) / np.sqrt(PATHS)
     return mean, se
@@ -128,10 +148,21 @@ def instances_sc(rng, T, newton_min):
     S = W @ np.swapaxes(W, 1, 2)
     S = S * (s2 / np.trace(S, axis1=1, axis2=2))[:, None, None]
     v = np.where(np.arange(T) % 2 == 0, 1.0, log_uniform(rng, 1.0, 5.0, T))  # delta = v 2L(M+1)/mu
-    u = np.where(np.arange(T) % 2 == 1, 0.999, rng.uniform(0.3, 1.0, T))     # eta = u/(L(M+1))
-    return {"X": lb["X"], "y": lb["y"], "mu": lb["mu"], "Fstar": Fstar, "x0": x0, "M": M, "s2": s2,
-            **_multiplicative(rng, M), "S": (S + np.swapaxes(S, 1, 2)) / 2,
-            "eta": u / (L * (M + 1)), "delta": v * 2 * L * (M + 1) / mu, "noise_seed": rng.integers(0, 2**62, T)}
+    u = np.where(np.arange(T) % 2 == 1, 0.999, rng.uniform(0.3, 1.0, T))  # eta = u/(L(M+1))
+    return {
+        "X": lb["X"],
+        "y": lb["y"],
+        "mu": lb["mu"],
+        "Fstar": Fstar,
+        "x0": x0,
+        "M": M,
+        "s2": s2,
+        **_multiplicative(rng, M),
+        "S": (S + np.swapaxes(S, 1, 2)) / 2,
+        "eta": u / (L * (M + 1)),
+        "delta": v * 2 * L * (M + 1) / mu,
+        "noise_seed": rng.integers(0, 2**62, T),
+    }
 
 
 def gaps_sc(batch, N):
@@ -143,8 +174,9 @@ def gaps_sc(batch, N):
     t = np.arange(N)[:, None]
     out = []
     for k, steps in enumerate((2 / (mu * (t + batch["delta"])), np.broadcast_to(batch["eta"], (N, mu.size)))):
-        _, v = _simulate(f.grad, batch["x0"], batch["C"], batch["S"], batch["q"], batch["noise_seed"] + k, steps,
-                         value)
+        _, v = _simulate(
+            f.grad, batch["x0"], batch["C"], batch["S"], batch["q"], batch["noise_seed"] + k, steps, value
+        )
         out.append((v.mean(axis=1), v.std(axis=1, ddof=1) / np.sqrt(PATHS)))
     return tuple(out)
 

@@ -36,6 +36,7 @@ eigenvector: ‖∇F(x^0)‖² = 2L(F(x^0) − F*) = 2(F(x^0) − F*)/η_0; draw
 Findings: the printed step rule (η_0 ≤ the min) fails when the min is 1/(L(M+1)) or η_0 is
 below it; the left side needs an expectation.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,6 +52,7 @@ from moreau.analysis.thesis.gd import _newton_min
 __all__ = ["STATEMENT", "averages_nc"]
 
 T_GRID = 2 ** np.arange(9)  # Theorem 4's horizons T = 1..256
+
 
 def _printed_step(eta0, L, M, h0, s2):
     """Theorem 4's step rule as printed: any eta_0 <= min{1/(L(M+1)), sqrt(2(F(x^0) - F*)/(L sigma^2))}."""
@@ -96,7 +98,9 @@ def instances_nc(family, trials, rng):
     e0[r[3]] = V[r[3], :, -1] * scale[r[3], None]
     h0 = 0.5 * np.einsum("ti,tij,tj->t", e0, A, e0)
     first = 1 / (L * (M + 1))
-    w = log_uniform(rng, 0.01, 100.0, T)  # sigma^2 = w 2 h0 L (M+1)^2: the square-root branch is first/sqrt(w)
+    w = log_uniform(
+        rng, 0.01, 100.0, T
+    )  # sigma^2 = w 2 h0 L (M+1)^2: the square-root branch is first/sqrt(w)
     w[r[0]] = np.where(np.arange(r[0].size) % 3 == 0, 1.0, log_uniform(rng, 1.0, 100.0, r[0].size))
     w[r[1]] = np.where(np.arange(r[1].size) % 2 == 0, 0.0, log_uniform(rng, 1e-4, 1.0, r[1].size))
     w[r[3][: (r[3].size + 1) // 2]] = 0.0
@@ -114,8 +118,9 @@ def averages_nc(batch):
     n, G = batch["eta0"].size, T_GRID.size
     rep = lambda k: np.repeat(batch[k], G, axis=0)  # noqa: E731  (row = instance i, horizon j: i G + j)
     eta = np.tile(1 / np.sqrt(T_GRID), n) * rep("eta0")
-    _, g = second_moments(rep("A"), rep("C"), rep("S"), rep("e0"), np.repeat(eta[:, None], T_GRID[-1], axis=1),
-                          rep("q"))
+    _, g = second_moments(
+        rep("A"), rep("C"), rep("S"), rep("e0"), np.repeat(eta[:, None], T_GRID[-1], axis=1), rep("q")
+    )
     csum = np.cumsum(g[:-1], axis=0)  # (T_max, n G)
     T = np.tile(T_GRID, n)
     return (csum[T - 1, np.arange(n * G)] / T).reshape(n, G).T
@@ -137,18 +142,29 @@ def _evaluate_nc_logistic(batch, claim):
     mean, se = batch["mc"]
     lo, hi = mc.interval(mean, se)
     T, idx = mc.T_MC[:, None], np.arange(x0.shape[0])
-    consts = {"L": "bound: L_f + alpha rho B (alpha = 0: exact L_f)",
-              "F*": "min f by Newton (>= inf F: F(x^0) - F* errs low, the bound with it)",
-              "M, sigma^2": "exact: E||xi||^2 = M ||grad F||^2 + sigma^2 (equality)",
-              "E (1/T) sum ||grad F||^2": f"Monte Carlo, {mc.PATHS} paths, normal interval at level {mc.LEVEL}"}
+    consts = {
+        "L": "bound: L_f + alpha rho B (alpha = 0: exact L_f)",
+        "F*": "min f by Newton (>= inf F: F(x^0) - F* errs low, the bound with it)",
+        "M, sigma^2": "exact: E||xi||^2 = M ||grad F||^2 + sigma^2 (equality)",
+        "E (1/T) sum ||grad F||^2": f"Monte Carlo, {mc.PATHS} paths, normal interval at level {mc.LEVEL}",
+    }
     out = {}
-    for name, rhs, app in ((NC_PRINTED, claim["printed"](h0, L, s2, T), claim["eta0_printed"](eta0, L, M, h0, s2)),
-                           (NC_PROOF, claim["proof"](h0, eta0, L, s2, T), claim["eta0_ok"](eta0, L, M))):
+    for name, rhs, app in (
+        (NC_PRINTED, claim["printed"](h0, L, s2, T), claim["eta0_printed"](eta0, L, M, h0, s2)),
+        (NC_PROOF, claim["proof"](h0, eta0, L, s2, T), claim["eta0_ok"](eta0, L, M)),
+    ):
         with np.errstate(divide="ignore", invalid="ignore"):
             k = np.argmax(np.nan_to_num(lo / rhs, nan=-np.inf), axis=0)  # the horizon closest to failing
-        out[name] = Sides(mean[k, idx], rhs[k, idx], "upper", applicable=app, lhs_ci=(lo[k, idx], hi[k, idx]),
-                          confidence=mc.LEVEL, constants=consts,
-                          note="T in {1, 4, 16, 64}; half F = f (convex), half F = f(w - grad f(w)/L_f) (nonconvex)")
+        out[name] = Sides(
+            mean[k, idx],
+            rhs[k, idx],
+            "upper",
+            applicable=app,
+            lhs_ci=(lo[k, idx], hi[k, idx]),
+            confidence=mc.LEVEL,
+            constants=consts,
+            note="T in {1, 4, 16, 64}; half F = f (convex), half F = f(w - grad f(w)/L_f) (nonconvex)",
+        )
     return out
 
 
@@ -157,20 +173,30 @@ def evaluate_nc(batch, claim):
         return _evaluate_nc_logistic(batch, claim)
     L, M, s2, eta0, h0 = (batch[k] for k in ("L", "M", "s2", "eta0", "h0"))
     lhs, T = batch["lhs"], T_GRID[:, None]
-    consts = {"L": "exact (spectrum)", "F*": "exact: 0 at z (convex or strongly convex quadratic)",
-              "M, sigma^2": "exact: E||xi||^2 = M ||grad F||^2 + sigma^2 (equality)",
-              "E ||grad F(x^t)||^2": "exact second-moment recursion (docstring)"}
+    consts = {
+        "L": "exact (spectrum)",
+        "F*": "exact: 0 at z (convex or strongly convex quadratic)",
+        "M, sigma^2": "exact: E||xi||^2 = M ||grad F||^2 + sigma^2 (equality)",
+        "E ||grad F(x^t)||^2": "exact second-moment recursion (docstring)",
+    }
     ok = np.ones(lhs.shape, bool)
     return {
         NC_PRINTED: Sides(
-            *worst_point(lhs, claim["printed"](h0, L, s2, T), ok), "upper",
-            applicable=claim["eta0_printed"](eta0, L, M, h0, s2), constants=consts,
-            note="on the instances whose eta_0 the claim's step rule admits"),
+            *worst_point(lhs, claim["printed"](h0, L, s2, T), ok),
+            "upper",
+            applicable=claim["eta0_printed"](eta0, L, M, h0, s2),
+            constants=consts,
+            note="on the instances whose eta_0 the claim's step rule admits",
+        ),
         NC_PROOF: Sides(
-            *worst_point(lhs, claim["proof"](h0, eta0, L, s2, T), ok), "upper",
-            applicable=claim["eta0_ok"](eta0, L, M), constants=consts, role="auxiliary",
+            *worst_point(lhs, claim["proof"](h0, eta0, L, s2, T), ok),
+            "upper",
+            applicable=claim["eta0_ok"](eta0, L, M),
+            constants=consts,
+            role="auxiliary",
             note="a proof step, not the printed statement: the descent lemma telescoped; equals the printed bound "
-                 "at the square-root branch"),
+            "at the square-root branch",
+        ),
     }
 
 
@@ -195,41 +221,88 @@ _NC_FINDINGS = (
 )
 
 NC_PRINTED = "(1/T) sum_{t<T} E||grad F(x^t)||^2 <= sqrt(8 (F(x^0) - F*) L sigma^2 / T), T = 1..256"
-NC_PROOF = ("proof: (1/T) sum_{t<T} E||grad F(x^t)||^2 <= 2(F(x^0) - F*)/(eta_0 sqrt T) + L eta_0 sigma^2/sqrt T, "
-            "eta_0 <= 1/(L(M+1)), T = 1..256")
+NC_PROOF = (
+    "proof: (1/T) sum_{t<T} E||grad F(x^t)||^2 <= 2(F(x^0) - F*)/(eta_0 sqrt T) + L eta_0 sigma^2/sqrt T, "
+    "eta_0 <= 1/(L(M+1)), T = 1..256"
+)
 
 STATEMENT = Statement(
-    id="sgd.nonconvex", source=f"{_SRC}, Theorem 4", paper=_PAPER,
+    id="sgd.nonconvex",
+    source=f"{_SRC}, Theorem 4",
+    paper=_PAPER,
     latex=r"\eta = \tfrac{\eta_0}{\sqrt T}:\ \frac1T\sum_{t=0}^{T-1}\mathbb{E}\|\nabla F(x^t)\|^2 \le "
-          r"\frac{\sqrt{8(F(x^0) - F^*)L\sigma^2}}{\sqrt T}\ \Big(\eta_0 \le \min\Big\{\tfrac{1}{L(M+1)}, "
-          r"\sqrt{\tfrac{2(F(x^0) - F^*)}{L\sigma^2}}\Big\}\Big)",
+    r"\frac{\sqrt{8(F(x^0) - F^*)L\sigma^2}}{\sqrt T}\ \Big(\eta_0 \le \min\Big\{\tfrac{1}{L(M+1)}, "
+    r"\sqrt{\tfrac{2(F(x^0) - F^*)}{L\sigma^2}}\Big\}\Big)",
     text="SGD with eta = eta_0/sqrt(T) on an L-smooth F with (M, sigma^2)-bounded noise: (1/T) sum_{t<T} "
-         "E||grad F(x^t)||^2 <= sqrt(8 (F(x^0) - F*) L sigma^2)/sqrt(T) for eta_0 <= min{1/(L(M+1)), "
-         "sqrt(2(F(x^0) - F*)/(L sigma^2))} (as printed)",
-    assumptions=("F L-smooth, F* = inf F finite", "E xi = 0, E||xi||^2 <= M ||grad F||^2 + sigma^2",
-                 "eta = eta_0/sqrt(T), eta_0 <= min{1/(L(M+1)), sqrt(2(F(x^0) - F*)/(L sigma^2))}",
-                 "left side read as an expectation (printed without E)"),
-    families={"quadratic": ("convex", "strongly_convex"),
-              "logistic": ("mu = 0", "Per-FedAvg meta-objective (nonconvex)")}, claimed="rate",
-    instances=instances_nc, evaluate=evaluate_nc, claim=CLAIM_NC, prepare=prepare_nc, expect="fails",
+    "E||grad F(x^t)||^2 <= sqrt(8 (F(x^0) - F*) L sigma^2)/sqrt(T) for eta_0 <= min{1/(L(M+1)), "
+    "sqrt(2(F(x^0) - F*)/(L sigma^2))} (as printed)",
+    assumptions=(
+        "F L-smooth, F* = inf F finite",
+        "E xi = 0, E||xi||^2 <= M ||grad F||^2 + sigma^2",
+        "eta = eta_0/sqrt(T), eta_0 <= min{1/(L(M+1)), sqrt(2(F(x^0) - F*)/(L sigma^2))}",
+        "left side read as an expectation (printed without E)",
+    ),
+    families={
+        "quadratic": ("convex", "strongly_convex"),
+        "logistic": ("mu = 0", "Per-FedAvg meta-objective (nonconvex)"),
+    },
+    claimed="rate",
+    instances=instances_nc,
+    evaluate=evaluate_nc,
+    claim=CLAIM_NC,
+    prepare=prepare_nc,
+    expect="fails",
     # d = 1, F = x^2/2, x^0 = 1, M = 0, sigma^2 = 0.01, eta_0 = min{1, 10} = 1: ||grad F(x^0)||^2 = 1 > 0.2 at T = 1
-    counterexamples={"quadratic": {"A": np.ones((1, 1, 1)), "C": np.zeros((1, 1, 1)), "q": np.zeros((1, 1)),
-                                   "S": np.full((1, 1, 1), 0.01), "e0": np.ones((1, 1)), "L": np.ones(1),
-                                   "M": np.zeros(1), "s2": np.full(1, 0.01), "eta0": np.ones(1)}},
-    readings=(Reading("η₀ = the √ branch ≤ 1/(L(M+1))", {"eta0_printed": _sqrt_branch_is_the_min},
-                      why="the only step at which the proof's bound 2(F(x^0) - F*)/(eta_0 sqrt T) + L eta_0 sigma^2/"
-                          "sqrt T equals the printed one"),),
-    scaling={"quadratic": scale_fields({"A": (-2, 1), "L": (-2, 1), "e0": (1, 0), "S": (-2, 2), "s2": (-2, 2),
-                                        "eta0": (2, -1)}),
-             "logistic": scale_fields({"X": (-1, 0), "alpha": (2, 0), "L": (-2, 0), "B": (-1, 0), "x0": (1, 0),
-                                       "s2": (-2, 0), "S": (-2, 0), "eta0": (2, 0)}, c_free=False)},
+    counterexamples={
+        "quadratic": {
+            "A": np.ones((1, 1, 1)),
+            "C": np.zeros((1, 1, 1)),
+            "q": np.zeros((1, 1)),
+            "S": np.full((1, 1, 1), 0.01),
+            "e0": np.ones((1, 1)),
+            "L": np.ones(1),
+            "M": np.zeros(1),
+            "s2": np.full(1, 0.01),
+            "eta0": np.ones(1),
+        }
+    },
+    readings=(
+        Reading(
+            "η₀ = the √ branch ≤ 1/(L(M+1))",
+            {"eta0_printed": _sqrt_branch_is_the_min},
+            why="the only step at which the proof's bound 2(F(x^0) - F*)/(eta_0 sqrt T) + L eta_0 sigma^2/"
+            "sqrt T equals the printed one",
+        ),
+    ),
+    scaling={
+        "quadratic": scale_fields(
+            {"A": (-2, 1), "L": (-2, 1), "e0": (1, 0), "S": (-2, 2), "s2": (-2, 2), "eta0": (2, -1)}
+        ),
+        "logistic": scale_fields(
+            {
+                "X": (-1, 0),
+                "alpha": (2, 0),
+                "L": (-2, 0),
+                "B": (-1, 0),
+                "x0": (1, 0),
+                "s2": (-2, 0),
+                "S": (-2, 0),
+                "eta0": (2, 0),
+            },
+            c_free=False,
+        ),
+    },
     mutants=(
         Mutant("constant 8 -> 1", {"printed": lambda h0, L, s2, T: np.sqrt(h0 * L * s2) / np.sqrt(T)}),
         Mutant("rate 1/T for 1/sqrt(T)", {"printed": lambda h0, L, s2, T: np.sqrt(8 * h0 * L * s2) / T}),
-        Mutant("proof bound 2 (F(x^0) - F*) -> F(x^0) - F*",
-               {"proof": lambda h0, eta0, L, s2, T: h0 / (eta0 * np.sqrt(T)) + L * eta0 * s2 / np.sqrt(T)}),
-        Mutant("proof bound: step condition relaxed to eta_0 <= 2/(L(M+1))",
-               {"eta0_ok": lambda eta0, L, M: eta0 <= 2 / (L * (M + 1))}),
+        Mutant(
+            "proof bound 2 (F(x^0) - F*) -> F(x^0) - F*",
+            {"proof": lambda h0, eta0, L, s2, T: h0 / (eta0 * np.sqrt(T)) + L * eta0 * s2 / np.sqrt(T)},
+        ),
+        Mutant(
+            "proof bound: step condition relaxed to eta_0 <= 2/(L(M+1))",
+            {"eta0_ok": lambda eta0, L, M: eta0 <= 2 / (L * (M + 1))},
+        ),
         Mutant("inequalities reversed", {"flip": (NC_PRINTED, NC_PROOF)}),
     ),
     findings=_NC_FINDINGS,

@@ -1,5 +1,6 @@
 """``moreau check --analyse``: condition necessity, scale consistency and sharpest constants can
 each find something (toy statements whose answer is known), and run on the real catalogue."""
+
 from __future__ import annotations
 
 import json
@@ -33,10 +34,20 @@ def _evaluate(batch, claim):
     }
 
 
-TOY = Statement(id="toy.analyse", source="toy", paper="none.md", latex="", text="toy", assumptions=(),
-                families={"quadratic": ("toy",)}, claimed="upper", instances=_instances, evaluate=_evaluate,
-                claim={"condition": lambda lam, L: lam > 2 * L},
-                scaling={"quadratic": scale_fields({"L": (-2, 1), "lam": (-2, 1), "w": (1, 0)})})
+TOY = Statement(
+    id="toy.analyse",
+    source="toy",
+    paper="none.md",
+    latex="",
+    text="toy",
+    assumptions=(),
+    families={"quadratic": ("toy",)},
+    claimed="upper",
+    instances=_instances,
+    evaluate=_evaluate,
+    claim={"condition": lambda lam, L: lam > 2 * L},
+    scaling={"quadratic": scale_fields({"L": (-2, 1), "lam": (-2, 1), "w": (1, 0)})},
+)
 
 
 @pytest.fixture
@@ -70,7 +81,9 @@ def test_analyses_find_what_the_toy_hides(toy):
     assert set(first["worst_parameters"]) == {"L", "lam", "w", "L/lam"}  # L/lam: both curvatures
     wp = first["worst_parameters"]
     assert wp["L/lam"] == pytest.approx(wp["L"] / wp["lam"])
-    assert first["dependence"]["L/lam"]["upper half"] == pytest.approx(first["sharpest_factor"])  # grows with L/lam
+    assert first["dependence"]["L/lam"]["upper half"] == pytest.approx(
+        first["sharpest_factor"]
+    )  # grows with L/lam
     assert first["dependence"]["L"]["upper half"] >= first["dependence"]["L"]["lower half"]
 
 
@@ -81,8 +94,15 @@ def test_analyse_flag_reports_and_writes_json(toy, tmp_path, capsys):
     assert "condition condition: appears unnecessary" in out
     assert "NOT SCALE-CONSISTENT: |w| <= 3" in out and "NECESSARY" in out
     (j,) = json.loads(path.read_text())
-    assert set(j["analyse"]) == {"claim", "conditions", "scale", "scale_declared", "scales_tried",
-                                 "scale_not_declared_because", "sharpest"}
+    assert set(j["analyse"]) == {
+        "claim",
+        "conditions",
+        "scale",
+        "scale_declared",
+        "scales_tried",
+        "scale_not_declared_because",
+        "sharpest",
+    }
     assert j["analyse"]["claim"] == "printed"
     assert j["analyse"]["scales_tried"] == [list(p) for p in SCALES]
 
@@ -96,16 +116,23 @@ def test_statement_without_a_scaling_is_reported_as_not_analysed(monkeypatch, ca
 
 
 #: statements the scale analysis finds inconsistent (findings, in the README): id -> the only kind of change
-SCALE_FINDINGS = {"pfedme.thm2": "applicability",  # lam >= sqrt(8L^2 + 1): a number added to L^2
-                  "perfedavg.thm4_5": "slope"}       # Corollary 4.6: beta = eps, a step set to an accuracy
-DECLARED = [(sid, fam) for sid, st in registry.catalogue().items() for fam, v in st.scaling.items()
-            if not isinstance(v, str)]
+SCALE_FINDINGS = {
+    "pfedme.thm2": "applicability",  # lam >= sqrt(8L^2 + 1): a number added to L^2
+    "perfedavg.thm4_5": "slope",
+}  # Corollary 4.6: beta = eps, a step set to an accuracy
+DECLARED = [
+    (sid, fam)
+    for sid, st in registry.catalogue().items()
+    for fam, v in st.scaling.items()
+    if not isinstance(v, str)
+]
 
 
 def test_every_statement_declares_its_scaling_or_says_why_not():
     """--analyse covers the whole catalogue: each (statement, family) has a scaling or a reason."""
-    missing = [(sid, fam) for sid, st in registry.catalogue().items() for fam in st.families
-               if fam not in st.scaling]
+    missing = [
+        (sid, fam) for sid, st in registry.catalogue().items() for fam in st.families if fam not in st.scaling
+    ]
     assert not missing
     for st in registry.catalogue().values():
         for v in st.scaling.values():
@@ -130,6 +157,7 @@ def test_pfedme_thm2_condition_is_not_scale_consistent_by_hand():
     """The finding without the checker: lam^2 >= 8 L^2 + 1 at L = 1, lam = 3 (equality), and for the
     same functions after theta -> 8 theta (curvatures / 64)."""
     from fractions import Fraction as Fr
+
     L, lam = Fr(1), Fr(3)
     assert lam**2 >= 8 * L**2 + 1
     L8, lam8 = L / 64, lam / 64
@@ -143,9 +171,14 @@ def test_a_wrong_scaling_of_a_real_checker_is_caught(monkeypatch):
     """L declared dimensionless (it is a curvature, c/s^2): the condition lam > 2L of pfedme.prop1's
     nonconvex part then admits other instances after rescaling."""
     from moreau.analysis.engine.core import QUADRATIC_SCALING
+
     st = registry.catalogue()["pfedme.prop1"]
-    wrong = Statement(**{**st.__dict__, "scaling": {"quadratic": scale_fields(
-        {k: v for k, v in QUADRATIC_SCALING.items() if k != "L"})}})
+    wrong = Statement(
+        **{
+            **st.__dict__,
+            "scaling": {"quadratic": scale_fields({k: v for k, v in QUADRATIC_SCALING.items() if k != "L"})},
+        }
+    )
     monkeypatch.setattr(runner, "catalogue", lambda: {"pfedme.prop1": wrong})
     (rec,) = runner.run(["pfedme.prop1"], "quadratic")
     issues = analyse(rec)["scale"]
@@ -161,9 +194,19 @@ def test_a_bound_that_turns_negative_without_its_condition_is_vacuous_not_necess
         ok = claim["condition"](batch["x"])
         return {"x <= 1/(2 - x)": Sides(batch["x"], 1 / (2 - batch["x"]), "upper", applicable=ok)}
 
-    st = Statement(id="toy.vac", source="toy", paper="none.md", latex="", text="", assumptions=(),
-                   families={"quadratic": ("toy",)}, claimed="upper", instances=lambda f, t, r: {},
-                   evaluate=evaluate, claim={"condition": lambda x: x < 1})
+    st = Statement(
+        id="toy.vac",
+        source="toy",
+        paper="none.md",
+        latex="",
+        text="",
+        assumptions=(),
+        families={"quadratic": ("toy",)},
+        claimed="upper",
+        instances=lambda f, t, r: {},
+        evaluate=evaluate,
+        claim={"condition": lambda x: x < 1},
+    )
     batch = {"x": np.array([0.5, 3.0])}  # x = 3: rhs = -1 < 0 < lhs, the bound is vacuous there
     base = st.run("quadratic", None, None, batch=batch)
     (c,) = [c for c in _conditions(st, "quadratic", batch, batch, base) if c["kind"] == "claim"]
@@ -183,9 +226,19 @@ def test_a_ratio_that_grows_without_bound_is_reported_not_a_finite_sharpest_cons
         lhs = (b["lam"] + b["L"]) / (b["lam"] + b["mu"])
         return {"ratio": Sides(lhs, np.full(lhs.shape, claim["C"]), "upper")}
 
-    st = Statement(id="toy.unb", source="toy", paper="none.md", latex="", text="", assumptions=(),
-                   families={"quadratic": ("toy",)}, claimed="upper", instances=instances, evaluate=evaluate,
-                   claim={"C": 1e9})
+    st = Statement(
+        id="toy.unb",
+        source="toy",
+        paper="none.md",
+        latex="",
+        text="",
+        assumptions=(),
+        families={"quadratic": ("toy",)},
+        claimed="upper",
+        instances=instances,
+        evaluate=evaluate,
+        claim={"C": 1e9},
+    )
     batch = instances("quadratic", 300, np.random.default_rng(0))
     (sh,) = _sharpest(st, "quadratic", batch, st.run("quadratic", None, None, batch=batch))
     assert {(u["parameter"], u["towards"]) for u in sh["unbounded"]} >= {("mu", "small")}

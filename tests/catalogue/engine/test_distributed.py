@@ -1,4 +1,5 @@
 """moreau check --scheduler: chunks on a Dask cluster give the serial run's JSON (timings apart)."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,13 @@ def _strip(obj):
     how many batches it drew in its seconds, or whether one instance cost more than them (what it found
     is compared)."""
     if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if not k.endswith("seconds") and k != "numerical_warnings"
-                and not (k in ("examples", "skipped") and obj.get("short"))}
+        return {
+            k: _strip(v)
+            for k, v in obj.items()
+            if not k.endswith("seconds")
+            and k != "numerical_warnings"
+            and not (k in ("examples", "skipped") and obj.get("short"))
+        }
     if isinstance(obj, list):
         return [_strip(v) for v in obj]
     return obj
@@ -24,12 +30,19 @@ def _strip(obj):
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as c:
         yield c
 
 
-@pytest.mark.parametrize("argv", [["gd.strongly_convex", "--family", "quadratic", "--trials", "5000", "--mutants"],
-                                  ["fw.convex", "--trials", "4500"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["gd.strongly_convex", "--family", "quadratic", "--trials", "5000", "--mutants"],
+        ["fw.convex", "--trials", "4500"],
+    ],
+)
 def test_scheduler_json_equals_the_serial_run(cluster, tmp_path, argv):
     serial, remote = tmp_path / "serial.json", tmp_path / "remote.json"
     code = main(["check", *argv, "--json", str(serial)])

@@ -1,4 +1,5 @@
 """The catalogue documentation is generated from the registry and kept in sync."""
+
 from __future__ import annotations
 
 from moreau.analysis.engine import coverage as gaps
@@ -9,7 +10,8 @@ from moreau.analysis.engine.registry import catalogue
 def test_committed_catalogue_doc_matches_the_registry():
     assert DOC_PATH.exists(), f"{DOC_PATH} is missing: run `python -m moreau.analysis.engine.describe`"
     assert DOC_PATH.read_text(encoding="utf-8") == catalogue_markdown(), (
-        "docs/catalogue.md is out of date with the registry: regenerate it with `python -m moreau.analysis.engine.describe`")
+        "docs/catalogue.md is out of date with the registry: regenerate it with `python -m moreau.analysis.engine.describe`"
+    )
 
 
 def test_every_statement_is_described_with_its_mutants_and_findings():
@@ -27,7 +29,9 @@ def test_every_statement_is_described_with_its_mutants_and_findings():
 def test_known_gaps_are_exactly_the_listed_statements_not_in_the_registry():
     cat = catalogue()
     listed = {sid for sid, *_ in gaps.formal_statements()}
-    assert set(cat) <= listed, f"registered ids missing from their paper package's FORMAL_STATEMENTS: {sorted(set(cat) - listed)}"
+    assert set(cat) <= listed, (
+        f"registered ids missing from their paper package's FORMAL_STATEMENTS: {sorted(set(cat) - listed)}"
+    )
     gap_ids = [sid for sid, *_ in gaps.known_gaps()]
     assert set(gap_ids) == listed - set(cat)
     assert all(g not in cat for g in gap_ids)

@@ -6,6 +6,7 @@ Found by running the shipped catalogue with a larger ``--trials``: at 200 instan
 interval per instance reported false failures of statements that hold (fedfw.stochastic; a
 rounding-level instance of perfedavg.appendix_h; "FAILS AS PRINTED (max 1)" above a counterexample
 of ratio 1e4)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,15 +29,17 @@ def test_widening_is_bonferroni_over_the_instances():
     assert s.family == 4
     np.testing.assert_allclose(s.lhs_ci[0], [1, 2, 3, 4] - 0.5 * k, rtol=1e-13)
     np.testing.assert_allclose(s.lhs_ci[1], [1, 2, 3, 4] + 0.5 * k, rtol=1e-13)
-    assert familywise(s) is s                                         # once widened, left alone
-    for level in (None, 1.0):                                         # no level, or a rigorous bracket
+    assert familywise(s) is s  # once widened, left alone
+    for level in (None, 1.0):  # no level, or a rigorous bracket
         t = _mc([1.0, 2.0], 0.5, 3.0, level=level)
         assert familywise(t) is t
-    with judged_over(10_000):                                         # a chunked run: its total, not the chunk
+    with judged_over(10_000):  # a chunked run: its total, not the chunk
         s = familywise(_mc([1.0, 2.0], 0.5, 3.0))
-    assert INSTANCES.get() == 0                                       # and only inside the block
+    assert INSTANCES.get() == 0  # and only inside the block
     assert s.family == 10_000
-    np.testing.assert_allclose(s.lhs_ci[1] - [1, 2], 0.5 * norm.ppf(1 - 0.05 / 20_000) / norm.ppf(0.975), rtol=1e-12)
+    np.testing.assert_allclose(
+        s.lhs_ci[1] - [1, 2], 0.5 * norm.ppf(1 - 0.05 / 20_000) / norm.ppf(0.975), rtol=1e-12
+    )
 
 
 def test_a_statement_that_holds_keeps_its_false_failure_rate_at_the_level():
@@ -53,7 +56,7 @@ def test_a_statement_that_holds_keeps_its_false_failure_rate_at_the_level():
 
 def test_a_clear_failure_still_fails_jointly():
     est = np.zeros(200)
-    est[17] = 10.0                                                    # 10 half-widths above the bound
+    est[17] = 10.0  # 10 half-widths above the bound
     r = judge("p", _mc(est, 1.0, 5.0))
     assert not r.holds and list(r.failures) == [17]
 
@@ -73,8 +76,9 @@ def test_the_rounding_floor_in_both_directions():
 
 def test_a_claim_failed_by_a_monte_carlo_part_reports_its_ratio():
     from moreau.analysis.engine.core import Result
-    exact = judge("exact part", Sides([1.0], [1.0]))                   # attained, ratio 1
-    mc = judge("mc part", _mc([40.0], 1.0, 4.0))                        # fails: ratio 10
+
+    exact = judge("exact part", Sides([1.0], [1.0]))  # attained, ratio 1
+    mc = judge("mc part", _mc([40.0], 1.0, 4.0))  # fails: ratio 10
     v = claim_verdict([Result("x", "quadratic", 1, [exact, mc], 0.0)])
     assert v["verdict"] == "fails" and v["max_ratio"] == pytest.approx(10.0)
 
@@ -107,13 +111,25 @@ def test_a_search_judges_monte_carlo_intervals_over_every_instance_it_may_examin
         est = x + 1.6
         return {"p": Sides(est, x, "upper", lhs_ci=(est - 1.0, est + 1.0), confidence=0.95)}
 
-    st = Statement(id="toy.mc", source="toy", paper="toy", latex="x", text="x", assumptions=("x",),
-                   families={"quadratic": ("toy",)}, claimed="upper", instances=instances, evaluate=evaluate,
-                   claim={}, mutants=(), expect="holds")
+    st = Statement(
+        id="toy.mc",
+        source="toy",
+        paper="toy",
+        latex="x",
+        text="x",
+        assumptions=("x",),
+        families={"quadratic": ("toy",)},
+        claimed="upper",
+        instances=instances,
+        evaluate=evaluate,
+        claim={},
+        mutants=(),
+        expect="holds",
+    )
     one = st.run("quadratic", None, None, batch={"x": np.array([1.0] * 16)})
     k16 = norm.ppf(1 - 0.05 / 32) / z
-    assert 1.6 - k16 > 0 and not one.holds                             # the batch's own correction: a "failure"
+    assert 1.6 - k16 > 0 and not one.holds  # the batch's own correction: a "failure"
     found, report = se.search_statement(st, "quadratic", 0, 0, 0.05)
     assert found is None and not report["found"] and report["examples"] >= 1
     k = norm.ppf(1 - 0.05 / (2 * se.SHORT_SEARCH_INSTANCES)) / z
-    assert 1.6 - k < 0                                                  # the joint level decides it
+    assert 1.6 - k < 0  # the joint level decides it

@@ -12,6 +12,7 @@ a = −L; Frank–Wolfe's PEP for n = 10, L = D = 1 is 0.0782895 (PEPit's own ex
 ``wc_frank_wolfe``, solved there with MOSEK); the descent lemma telescoped gives GD on L-smooth
 F (1/T)Σ‖∇F(x^t)‖² ≤ 2(F(x^0) − F(x^T))/(ηT(2 − Lη)), attained at η = 1/L by (L/2)x².
 """
+
 import importlib.util
 import json
 
@@ -33,13 +34,16 @@ def _pep_modules():
     pytest.importorskip("cvxpy", reason="needs the pep extra (pip install -e '.[pep]')")
     pytest.importorskip("clarabel", reason="needs the pep extra (pip install -e '.[pep]')")
     from moreau.analysis.pep import classes as _pep_classes, solve as _pep_solve
+
     return _pep_classes, _pep_solve
 
 
 # -- no extra needed -----------------------------------------------------------------------------
 def test_missing_extra_names_it(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "PEPit" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "PEPit" else real(name, *a)
+    )
     with pytest.raises(ImportError, match=r'extra "pep".*pip install -e "\.\[pep\]".*missing: PEPit'):
         pep.run_pep(["gd.strongly_convex"])
 
@@ -75,20 +79,43 @@ def test_fw_replay_on_a_segment():
 
 
 def _record(**kw):
-    base = dict(id="x.y", part="p", parameters={"t": 1.0}, pep_value=1.0, pep_ratio=1.0, solver="CLARABEL",
-                status="optimal", instances_max_ratio=1.0, paper_constant=1.0, verdict="tight over the class",
-                note="", required=True, outside_conditions=False, **{"class": "c"})
+    base = dict(
+        id="x.y",
+        part="p",
+        parameters={"t": 1.0},
+        pep_value=1.0,
+        pep_ratio=1.0,
+        solver="CLARABEL",
+        status="optimal",
+        instances_max_ratio=1.0,
+        paper_constant=1.0,
+        verdict="tight over the class",
+        note="",
+        required=True,
+        outside_conditions=False,
+        **{"class": "c"},
+    )
     base.update(kw)
     return base
 
 
-@pytest.mark.parametrize("kw, ok", [
-    ({}, True),
-    ({"status": "failed: boom", "pep_value": None, "pep_ratio": None}, False),
-    ({"status": "failed: boom", "pep_value": None, "pep_ratio": None, "required": False}, True),
-    ({"verdict": "fails over the class (worst case 3 > paper's 1.5)"}, False),
-    ({"verdict": "fails over the class (worst case 3 > paper's 1.5)", "outside_conditions": True}, True),
-], ids=["tight", "failed solve", "failed supplementary solve", "fails inside", "fails outside the conditions"])
+@pytest.mark.parametrize(
+    "kw, ok",
+    [
+        ({}, True),
+        ({"status": "failed: boom", "pep_value": None, "pep_ratio": None}, False),
+        ({"status": "failed: boom", "pep_value": None, "pep_ratio": None, "required": False}, True),
+        ({"verdict": "fails over the class (worst case 3 > paper's 1.5)"}, False),
+        ({"verdict": "fails over the class (worst case 3 > paper's 1.5)", "outside_conditions": True}, True),
+    ],
+    ids=[
+        "tight",
+        "failed solve",
+        "failed supplementary solve",
+        "fails inside",
+        "fails outside the conditions",
+    ],
+)
 def test_print_pep_exit_status(kw, ok, capsys):
     assert pep.print_pep([_record(**kw)]) is ok
     assert "x.y" in capsys.readouterr().out
@@ -96,15 +123,20 @@ def test_print_pep_exit_status(kw, ok, capsys):
 
 def test_cli_pep_without_the_extra(monkeypatch, capsys):
     from moreau import _cli
+
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cvxpy" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "cvxpy" else real(name, *a)
+    )
     assert _cli.main(["check", "gd.strongly_convex", "--family", "quadratic", "--pep"]) == 2
     assert 'extra "pep"' in capsys.readouterr().err
 
 
 def _checker_ratio_at(st, batch, t0):
     bound = lambda L, R, t: np.where(t == t0, 2 * L * R**2 / (t + 2), np.inf)  # noqa: E731
-    return st.run("quadratic", None, None, mutant=Mutant("t0", {"bound": bound}), batch=batch).parts[0].ratio[0]
+    return (
+        st.run("quadratic", None, None, mutant=Mutant("t0", {"bound": bound}), batch=batch).parts[0].ratio[0]
+    )
 
 
 def test_box_search_is_seeded_and_scored_by_the_checker():
@@ -121,8 +153,9 @@ def test_box_search_is_seeded_and_scored_by_the_checker():
 
 # -- PEP solves ----------------------------------------------------------------------------------
 @pytest.mark.pep
-@pytest.mark.parametrize("mu, L, eta, t", [(0.1, 1.0, 0.7, 1), (0.1, 1.0, 0.7, 3), (0.5, 2.0, 0.95, 2),
-                                           (0.05, 1.0, 1.0, 4)])
+@pytest.mark.parametrize(
+    "mu, L, eta, t", [(0.1, 1.0, 0.7, 1), (0.1, 1.0, 0.7, 3), (0.5, 2.0, 0.95, 2), (0.05, 1.0, 1.0, 4)]
+)
 def test_gd_strongly_convex_rate(mu, L, eta, t):
     C, S = _pep_modules()
     value, s = C.gd_strongly_convex(mu, L, eta, t)
@@ -191,6 +224,7 @@ def test_status_is_checked():
     _, S = _pep_modules()
     from PEPit import PEP
     from PEPit.functions import SmoothStronglyConvexFunction
+
     problem = PEP()
     f = problem.declare_function(SmoothStronglyConvexFunction, mu=0.1, L=1.0)
     xs = f.stationary_point()
@@ -259,9 +293,23 @@ def test_run_pep_envelope_verdicts(capsys):
 def test_cli_pep_json(tmp_path, capsys):
     _pep_modules()
     from moreau import _cli
+
     path = tmp_path / "report.json"
-    assert _cli.main(["check", "gd.strongly_convex", "fedprox.lemma3", "--family", "quadratic", "--pep",
-                      "--json", str(path)]) == 0
+    assert (
+        _cli.main(
+            [
+                "check",
+                "gd.strongly_convex",
+                "fedprox.lemma3",
+                "--family",
+                "quadratic",
+                "--pep",
+                "--json",
+                str(path),
+            ]
+        )
+        == 0
+    )
     data = {r["id"]: r for r in json.loads(path.read_text())}
     assert data["gd.strongly_convex"]["pep"][0]["solver"] == "CLARABEL"
     assert [r["verdict"] for r in data["fedprox.lemma3"]["pep"]] == ["not applicable"]

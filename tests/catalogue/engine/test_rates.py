@@ -1,4 +1,5 @@
 """The rate framework: fit_exponent, rate_sides, rate parts through judge, the runner, the JSON and the CLI."""
+
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ GRID = np.array([50.0, 100.0, 200.0, 500.0, 1000.0, 5000.0])
 
 # --- fit_exponent ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("a", [-1.0, -0.5, 0.0, 1.7])
 def test_exact_power_law_slope_exact(a):
     y = 3.0 * GRID**a
@@ -28,7 +30,10 @@ def test_exact_power_law_slope_exact(a):
     u = np.log(GRID) - np.log(GRID).mean()
     half = 1.959963984540054 * 0.01 * np.sqrt(np.sum(u**2)) / np.sum(u**2)
     assert slope == pytest.approx(a, abs=1e-12)
-    assert (lo, hi) == (pytest.approx(a - half, rel=1e-12, abs=1e-12), pytest.approx(a + half, rel=1e-12, abs=1e-12))
+    assert (lo, hi) == (
+        pytest.approx(a - half, rel=1e-12, abs=1e-12),
+        pytest.approx(a + half, rel=1e-12, abs=1e-12),
+    )
 
 
 def test_residual_interval_is_the_textbook_one():
@@ -92,23 +97,28 @@ def test_residual_interval_covers_true_slope_at_its_level():
     assert low <= covered <= high, (covered, low, high)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(x=GRID, y=-GRID), "y must be finite and > 0"),
-    (dict(x=0 * GRID, y=GRID), "x must be finite and > 0"),
-    (dict(x=np.ones(6), y=GRID), "two distinct"),
-    (dict(x=GRID[:2], y=GRID[:2]), "at least 3 points"),
-    (dict(x=[1.0], y=[1.0]), "at least 2 points"),
-    (dict(x=GRID, y=GRID, level=1.0), "level must be"),
-    (dict(x=GRID, y=GRID, y_se=-GRID), "y_se must be finite and >= 0"),
-    (dict(x=GRID, y=GRID, y_se=np.ones(3)), "y_se must broadcast"),
-    (dict(x=GRID[:3], y=GRID), "x and y must broadcast"),
-], ids=["y<0", "x=0", "constant-x", "G=2-no-se", "G=1", "level", "se<0", "se-shape", "xy-shape"])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(x=GRID, y=-GRID), "y must be finite and > 0"),
+        (dict(x=0 * GRID, y=GRID), "x must be finite and > 0"),
+        (dict(x=np.ones(6), y=GRID), "two distinct"),
+        (dict(x=GRID[:2], y=GRID[:2]), "at least 3 points"),
+        (dict(x=[1.0], y=[1.0]), "at least 2 points"),
+        (dict(x=GRID, y=GRID, level=1.0), "level must be"),
+        (dict(x=GRID, y=GRID, y_se=-GRID), "y_se must be finite and >= 0"),
+        (dict(x=GRID, y=GRID, y_se=np.ones(3)), "y_se must broadcast"),
+        (dict(x=GRID[:3], y=GRID), "x and y must broadcast"),
+    ],
+    ids=["y<0", "x=0", "constant-x", "G=2-no-se", "G=1", "level", "se<0", "se-shape", "xy-shape"],
+)
 def test_fit_exponent_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         fit_exponent(**kwargs)
 
 
 # --- rate_sides and judge ----------------------------------------------------------
+
 
 def _rate(slope, lo, hi, exponent, **kw):
     return judge("r", rate_sides(np.array(slope), (np.array(lo), np.array(hi)), exponent, **kw))
@@ -126,8 +136,13 @@ def test_rate_at_most_fails_only_on_certainly_slower_decay():
     # slope -2 (faster than -1): holds; interval straddling -1: holds; certainly slower: fails
     r = _rate([-2.0, -0.98, -0.5], [-2.1, -1.02, -0.6], [-1.9, -0.94, -0.4], -1.0, kind="at most", atol=0.0)
     assert list(r.failures) == [2]
-    flipped = judge("r", rate_sides(np.array([-2.0, -0.5]), (np.array([-2.1, -0.6]), np.array([-1.9, -0.4])),
-                                    -1.0, kind="at most"), flip=True)
+    flipped = judge(
+        "r",
+        rate_sides(
+            np.array([-2.0, -0.5]), (np.array([-2.1, -0.6]), np.array([-1.9, -0.4])), -1.0, kind="at most"
+        ),
+        flip=True,
+    )
     assert list(flipped.failures) == [0]  # flipped: claims the decay is no faster than n^-1
 
 
@@ -136,10 +151,15 @@ def test_rate_applicable_mask_and_nan():
     assert r.applicable == 1 and list(r.failures) == [1]  # a NaN slope never holds
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(kind="less"), "kind must be"), (dict(atol=-0.1), "atol must be"),
-    (dict(ci=(np.array([0.0]), np.array([-1.0]))), "lo <= hi"), (dict(ci=np.array([0.0])), "ci must be a pair"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(kind="less"), "kind must be"),
+        (dict(atol=-0.1), "atol must be"),
+        (dict(ci=(np.array([0.0]), np.array([-1.0]))), "lo <= hi"),
+        (dict(ci=np.array([0.0])), "ci must be a pair"),
+    ],
+)
 def test_rate_sides_bad_input(kwargs, match):
     kw = dict(ci=(np.array([-1.1]), np.array([-0.9])))
     kw.update(kwargs)
@@ -150,6 +170,7 @@ def test_rate_sides_bad_input(kwargs, match):
 
 
 # --- a toy rate statement through the Statement/Mutant machinery, runner, JSON, CLI --------
+
 
 def _sweeps(family, trials, rng):
     T = trials or 8
@@ -162,15 +183,33 @@ def _sweep_evaluate(batch, claim):
     T, K = batch["c"].size, 2000
     draws = rng.exponential(1.0, (T, GRID.size, K)) * (batch["c"][:, None] * GRID**-1.0)[..., None]
     slope, ci = fit_exponent(GRID, draws.mean(-1), y_se=draws.std(-1, ddof=1) / np.sqrt(K), level=0.99)
-    return {"error vs n": rate_sides(slope, ci, claim["exponent"], atol=0.02, level=0.99,
-                                     note="E = c n^-1 exactly", constants={"c": "drawn"})}
+    return {
+        "error vs n": rate_sides(
+            slope,
+            ci,
+            claim["exponent"],
+            atol=0.02,
+            level=0.99,
+            note="E = c n^-1 exactly",
+            constants={"c": "drawn"},
+        )
+    }
 
 
-TOY_RATE = Statement(id="toy.rate", source="toy", paper="none.md", latex=r"E \propto n^{-1}", text="E ~ n^-1",
-                     assumptions=("toy",), families={"quadratic": ("toy",)}, claimed="rate",
-                     instances=_sweeps, evaluate=_sweep_evaluate, claim={"exponent": -1.0},
-                     mutants=(Mutant("n^-1/2 for n^-1", {"exponent": -0.5}),
-                              Mutant("n^-1.1 for n^-1", {"exponent": -1.1})))
+TOY_RATE = Statement(
+    id="toy.rate",
+    source="toy",
+    paper="none.md",
+    latex=r"E \propto n^{-1}",
+    text="E ~ n^-1",
+    assumptions=("toy",),
+    families={"quadratic": ("toy",)},
+    claimed="rate",
+    instances=_sweeps,
+    evaluate=_sweep_evaluate,
+    claim={"exponent": -1.0},
+    mutants=(Mutant("n^-1/2 for n^-1", {"exponent": -0.5}), Mutant("n^-1.1 for n^-1", {"exponent": -1.1})),
+)
 
 
 @pytest.fixture
@@ -204,22 +243,33 @@ def test_rate_cli_line(rate_catalogue, capsys):
 def test_monte_carlo_bound_part_json():
     """An upper bound with lhs_ci reports its level and the interval at the instance closest to failing."""
     from moreau.analysis.engine.core import Result
+
     st = TOY_RATE
-    sides = Sides([1.0, 2.0, 0.5], [3.0, 2.5, 1.0], lhs_ci=([0.9, 1.9, 0.1], [1.1, 2.1, 0.9]), confidence=0.95)
+    sides = Sides(
+        [1.0, 2.0, 0.5], [3.0, 2.5, 1.0], lhs_ci=([0.9, 1.9, 0.1], [1.1, 2.1, 0.9]), confidence=0.95
+    )
     rec = runner.Record(st, Result(st.id, "quadratic", 3, [judge("bound", sides)], 0.0))
     (part,) = runner.record_json(rec)["parts"]
     assert part["level"] == 0.95 and part["worst_instance"] == 1 and part["level_jointly_over"] == 3
     # the interval is widened to hold jointly over the 3 instances (Bonferroni): half-width 0.1 at 95 %
     # per instance becomes 0.1 z(1 - 0.05/6) / z(1 - 0.05/2)
     from scipy.stats import norm
+
     h = 0.1 * norm.ppf(1 - 0.05 / 6) / norm.ppf(1 - 0.05 / 2)
-    assert part["lhs_ci"] == pytest.approx([2.0 - h, 2.0 + h], rel=1e-12) and part["rhs"] == 2.5 and part["lhs"] == 2.0
+    assert (
+        part["lhs_ci"] == pytest.approx([2.0 - h, 2.0 + h], rel=1e-12)
+        and part["rhs"] == 2.5
+        and part["lhs"] == 2.0
+    )
 
 
 def test_rate_at_least_fails_only_on_certainly_slower_vanishing():
     """An upper bound C R^1 as R -> 0: the quantity must vanish at least linearly (slope >= 1)."""
     r = _rate([2.0, 1.01, 0.5], [1.9, 0.95, 0.4], [2.1, 1.05, 0.6], 1.0, kind="at least", atol=0.0)
     assert list(r.failures) == [2] and r.slack[0] == pytest.approx(1.1)
-    flipped = judge("r", rate_sides(np.array([2.0, 0.5]), (np.array([1.9, 0.4]), np.array([2.1, 0.6])),
-                                    1.0, kind="at least"), flip=True)
+    flipped = judge(
+        "r",
+        rate_sides(np.array([2.0, 0.5]), (np.array([1.9, 0.4]), np.array([2.1, 0.6])), 1.0, kind="at least"),
+        flip=True,
+    )
     assert list(flipped.failures) == [0]

@@ -3,6 +3,7 @@ family it covers, its mutants, the framework (judge, runner, CLI) and the
 symbolic proofs.  No checker module is imported by hand: the catalogue is
 the list (STYLE.md, "cross-cutting tests come from registries").
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,11 @@ from moreau.analysis.engine.symbolic import certify_nonneg, mutant_proofs, proof
 from moreau._cli import main
 
 REPO = Path(__file__).resolve().parents[3]
-PAPER_DIRS = [p for p in (REPO / "shared" / "papers", REPO.parent / "shared" / "papers",
-                          Path("/work/shared/papers")) if p.is_dir()]
+PAPER_DIRS = [
+    p
+    for p in (REPO / "shared" / "papers", REPO.parent / "shared" / "papers", Path("/work/shared/papers"))
+    if p.is_dir()
+]
 
 try:
     CAT = registry.catalogue()
@@ -30,14 +34,54 @@ except Exception as exc:  # reported by test_catalogue_loads, not as a collectio
 
 IDS = list(CAT)
 CASES = [(sid, fam) for sid, st in CAT.items() for fam in st.families]
-RECORD_KEYS = {"id", "source", "family", "instances", "holds", "max_ratio", "tight", "claimed",
-               "seconds", "statement_seconds", "mutant_seconds", "mutants", "findings", "parts",
-               "schema_version", "expected", "readings", "mutants_against"}
-PART_KEYS = {"name", "claimed", "role", "loose", "holds", "applicable", "max_ratio", "tight", "min_slack", "constants", "note",
-             "tested"}
+RECORD_KEYS = {
+    "id",
+    "source",
+    "family",
+    "instances",
+    "holds",
+    "max_ratio",
+    "tight",
+    "claimed",
+    "seconds",
+    "statement_seconds",
+    "mutant_seconds",
+    "mutants",
+    "findings",
+    "parts",
+    "schema_version",
+    "expected",
+    "readings",
+    "mutants_against",
+}
+PART_KEYS = {
+    "name",
+    "claimed",
+    "role",
+    "loose",
+    "holds",
+    "applicable",
+    "max_ratio",
+    "tight",
+    "min_slack",
+    "constants",
+    "note",
+    "tested",
+}
 # keys a rate part or a Monte Carlo part adds (analysis/engine/records.py schema)
-OPTIONAL_PART_KEYS = {"slope", "slope_ci", "exponent", "kind", "atol", "level", "level_jointly_over",
-                      "worst_instance", "lhs", "lhs_ci", "rhs"}
+OPTIONAL_PART_KEYS = {
+    "slope",
+    "slope_ci",
+    "exponent",
+    "kind",
+    "atol",
+    "level",
+    "level_jointly_over",
+    "worst_instance",
+    "lhs",
+    "lhs_ci",
+    "rhs",
+}
 
 
 _RECORDS = {}
@@ -66,6 +110,7 @@ def _case_id(case):
 
 # --- the catalogue ----------------------------------------------------------------
 
+
 def test_catalogue_loads():
     if CATALOGUE_ERROR is not None:
         raise CATALOGUE_ERROR
@@ -78,8 +123,12 @@ def test_required_id_in_catalogue(sid):
 
 
 def _bad(result):
-    return "; ".join(f"{p.name}: {p.failures.size} failing instances, max ratio {p.max_ratio:.6g}, "
-                     f"tight {p.tight} (claimed {p.claimed})" for p in result.parts if not p.holds)
+    return "; ".join(
+        f"{p.name}: {p.failures.size} failing instances, max ratio {p.max_ratio:.6g}, "
+        f"tight {p.tight} (claimed {p.claimed})"
+        for p in result.parts
+        if not p.holds
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -104,9 +153,14 @@ def test_statement_verdicts_are_as_the_catalogue_expects(sid, seed):
     """Over its families, each statement's printed verdict and each reading's is the expected one
     (a printed statement expected to fail does fail, on the run's own instances)."""
     from moreau.analysis.engine.report import verdict_of
+
     st = CAT[sid]
     sv = verdict_of(st, list(records(sid, seed).values()))
-    wrong = [(v["claim"], v["verdict"], v["expected"]) for v in [sv["printed"], *sv["readings"]] if not v["as_expected"]]
+    wrong = [
+        (v["claim"], v["verdict"], v["expected"])
+        for v in [sv["printed"], *sv["readings"]]
+        if not v["as_expected"]
+    ]
     assert not wrong, f"{sid} seed {seed}: (claim, verdict, expected) {wrong}"
 
 
@@ -158,7 +212,9 @@ def test_every_part_is_checked_somewhere(sid):
     for rec in records(sid, 0).values():
         for p in rec.result.parts:
             applicable[p.name] = applicable.get(p.name, 0) + p.applicable
-    assert all(applicable.values()), f"{sid}: parts never applicable: {[k for k, v in applicable.items() if not v]}"
+    assert all(applicable.values()), (
+        f"{sid}: parts never applicable: {[k for k, v in applicable.items() if not v]}"
+    )
 
 
 @pytest.mark.parametrize("sid", IDS)
@@ -197,12 +253,25 @@ def test_runner_prepares_each_batch_once_and_times_mutants(monkeypatch):
         calls.append(1)
         return {"x2": batch["x"] ** 2}
 
-    st = Statement(id="toy.prep", source="toy", paper="none.md", latex="x^2 <= c x^2", text="x^2 <= c x^2",
-                   assumptions=(), families={"quadratic": ("toy",)}, claimed="upper", instances=_toy_instances,
-                   prepare=prepare,
-                   evaluate=lambda d, claim: {"p": Sides(d["x2"], claim["c"] * d["x2"], "upper")},
-                   claim={"c": 1.0}, mutants=(Mutant("c = 1/2", {"c": 0.5}), Mutant("c = 0.9", {"c": 0.9}),
-                                               Mutant("c = 2 (survives)", {"c": 2.0})))
+    st = Statement(
+        id="toy.prep",
+        source="toy",
+        paper="none.md",
+        latex="x^2 <= c x^2",
+        text="x^2 <= c x^2",
+        assumptions=(),
+        families={"quadratic": ("toy",)},
+        claimed="upper",
+        instances=_toy_instances,
+        prepare=prepare,
+        evaluate=lambda d, claim: {"p": Sides(d["x2"], claim["c"] * d["x2"], "upper")},
+        claim={"c": 1.0},
+        mutants=(
+            Mutant("c = 1/2", {"c": 0.5}),
+            Mutant("c = 0.9", {"c": 0.9}),
+            Mutant("c = 2 (survives)", {"c": 2.0}),
+        ),
+    )
     monkeypatch.setattr(runner, "catalogue", lambda: {"toy.prep": st})
     (rec,) = runner.run(mutants=True)
     assert len(calls) == 1 and rec.result.holds
@@ -228,6 +297,7 @@ def test_tight_parts_attained(case):
 
 
 # --- the framework: judge --------------------------------------------------------
+
 
 def test_judge_upper_bound():
     ok = judge("p", Sides([0.5, 1.0], [1.0, 1.0]))
@@ -258,7 +328,7 @@ def test_judge_tight_claim():
 
 
 def test_judge_exact_has_no_slack_and_nan_fails():
-    assert judge("p", Sides([1 + 1e-12], [1.0])).holds          # upper: RTOL slack
+    assert judge("p", Sides([1 + 1e-12], [1.0])).holds  # upper: RTOL slack
     assert not judge("p", Sides([1 + 1e-12], [1.0], "exact")).holds  # exact: rhs is the allowed error
     assert not judge("p", Sides([np.nan], [1.0])).holds
     with pytest.raises(ValueError, match="claimed"):
@@ -274,6 +344,7 @@ def test_judge_flip_reverses():
 
 # --- the framework: a hand-made statement, runner, CLI ---------------------------
 
+
 def _toy_instances(family, trials, rng):
     return {"x": rng.uniform(0.5, 2.0, trials or 16)}
 
@@ -284,18 +355,37 @@ def _toy_evaluate(batch, claim):
 
 
 def _toy(sid, c):
-    return Statement(id=sid, source="toy", paper="none.md", latex=r"x^2 \le c x^2", text=f"x^2 <= {c} x^2",
-                     assumptions=("x in [0.5, 2]",), families={"quadratic": ("toy",)}, claimed="upper",
-                     instances=_toy_instances, evaluate=_toy_evaluate, claim={"c": c},
-                     mutants=(Mutant("c = 1/2", {"c": 0.5}),))
+    return Statement(
+        id=sid,
+        source="toy",
+        paper="none.md",
+        latex=r"x^2 \le c x^2",
+        text=f"x^2 <= {c} x^2",
+        assumptions=("x in [0.5, 2]",),
+        families={"quadratic": ("toy",)},
+        claimed="upper",
+        instances=_toy_instances,
+        evaluate=_toy_evaluate,
+        claim={"c": c},
+        mutants=(Mutant("c = 1/2", {"c": 0.5}),),
+    )
 
 
 TOY_TRUE, TOY_FALSE = _toy("toy.true", 1.0), _toy("toy.false", 0.9)
-TOY_TIGHT = Statement(id="toy.tight", source="toy", paper="none.md", latex=r"x \le 2", text="x <= 2, attained",
-                      assumptions=("x in [0.5, 2]",), families={"quadratic": ("toy",)}, claimed="tight",
-                      instances=lambda family, trials, rng: {"x": np.append(rng.uniform(0.5, 2.0, 7), 2.0)},
-                      evaluate=lambda batch, claim: {"x <= c": Sides(batch["x"], claim["c"], "tight")},
-                      claim={"c": 2.0}, mutants=(Mutant("c = 3 (not attained)", {"c": 3.0}),))
+TOY_TIGHT = Statement(
+    id="toy.tight",
+    source="toy",
+    paper="none.md",
+    latex=r"x \le 2",
+    text="x <= 2, attained",
+    assumptions=("x in [0.5, 2]",),
+    families={"quadratic": ("toy",)},
+    claimed="tight",
+    instances=lambda family, trials, rng: {"x": np.append(rng.uniform(0.5, 2.0, 7), 2.0)},
+    evaluate=lambda batch, claim: {"x <= c": Sides(batch["x"], claim["c"], "tight")},
+    claim={"c": 2.0},
+    mutants=(Mutant("c = 3 (not attained)", {"c": 3.0}),),
+)
 
 
 @pytest.fixture
@@ -358,22 +448,33 @@ def test_cli_json_schema(tmp_path, capsys):
     sid = IDS[0]
     assert main(["check", sid, "--mutants", "--json", str(path)]) == 0
     data = json.loads(path.read_text())
-    assert [(d["id"], d["family"]) for d in data] == [(sid, f) for f in runner.FAMILIES if f in CAT[sid].families]
+    assert [(d["id"], d["family"]) for d in data] == [
+        (sid, f) for f in runner.FAMILIES if f in CAT[sid].families
+    ]
     for d in data:
         assert set(d) - {"minimal_counterexample", "search"} == RECORD_KEYS | {"run", "verdict"}
         for rep in d.get("search", []):  # the default run's short search (statements expected to hold)
-            assert rep["short"] is True and rep["mutant"] == "" and rep["examples"] >= 1 and rep["seconds"] >= 0
+            assert (
+                rep["short"] is True and rep["mutant"] == "" and rep["examples"] >= 1 and rep["seconds"] >= 0
+            )
         assert ("search" in d) == (CAT[sid].expect == "holds") and d["run"]["search_seconds"] == 0.03
-        assert d["verdict"]["printed"]["verdict"] in ("holds", "fails", "undecided") and d["schema_version"] == 2
+        assert (
+            d["verdict"]["printed"]["verdict"] in ("holds", "fails", "undecided") and d["schema_version"] == 2
+        )
         assert all(PART_KEYS <= set(p) <= PART_KEYS | OPTIONAL_PART_KEYS for p in d["parts"])
         run = d["run"]  # provenance of the CLI run
-        assert run["seed"] == 0 and run["trials"] is None and run["family"] == "all" and run["mutants"] is True
+        assert (
+            run["seed"] == 0 and run["trials"] is None and run["family"] == "all" and run["mutants"] is True
+        )
         assert run["tolerances"] == {"rtol": RTOL, "tight_rtol": TIGHT_RTOL}
         assert run["versions"]["numpy"] == np.__version__ and run["git_commit"]
         assert [m["name"] for m in d["mutants"]] == [m.name for m in CAT[sid].mutants]
         for m in d["mutants"]:  # a rejection says by which part, on which batch and instance, by how much
-            assert set(m) == ({"name", "rejected", "rejected_by", "found_on", "instance", "margin", "o_equivalent"}
-                              if m["rejected"] else {"name", "rejected", "o_equivalent"})
+            assert set(m) == (
+                {"name", "rejected", "rejected_by", "found_on", "instance", "margin", "o_equivalent"}
+                if m["rejected"]
+                else {"name", "rejected", "o_equivalent"}
+            )
         assert d["holds"] is (CAT[sid].expect == "holds") and d["instances"] > 0 and d["seconds"] >= 0
 
 
@@ -416,8 +517,14 @@ def test_replay_assumption_not_met(tmp_path, capsys):
         pytest.skip("pfedme.prop1 not in the catalogue")
     st = CAT["pfedme.prop1"]
     eig = np.array([[-1.0, 0.2, 0.5, 0.8]])
-    batch = {"A": np.diag(eig[0])[None], "b": np.array([[1.0, -2.0, 0.5, 0.3]]), "eig": eig,
-             "L": np.array([1.0]), "lam": np.array([1.5]), "w": np.array([[0.3, 1.0, -1.0, 2.0]])}
+    batch = {
+        "A": np.diag(eig[0])[None],
+        "b": np.array([[1.0, -2.0, 0.5, 0.3]]),
+        "eig": eig,
+        "L": np.array([1.0]),
+        "lam": np.array([1.5]),
+        "w": np.array([[0.3, 1.0, -1.0, 2.0]]),
+    }
     rec = runner.Record(st, st.run("quadratic", None, None, batch=batch), batch=batch)
     path, cmd = runner.save_counterexample(rec, 0, tmp_path)
     assert cmd.startswith("moreau check pfedme.prop1") and path.suffix == ".npz"
@@ -430,6 +537,7 @@ def test_replay_assumption_not_met(tmp_path, capsys):
 
 PROOFS, MUTANT_PROOFS = proofs(), mutant_proofs()
 
+
 @lru_cache(maxsize=None)
 def _proof_results(mutants):
     return run_proofs(MUTANT_PROOFS if mutants else PROOFS)
@@ -441,7 +549,9 @@ def test_symbolic_proof_proved(i):
     assert r["proved"], f"{r['name']}:\n{r['detail']}"
 
 
-@pytest.mark.parametrize("i", range(len(MUTANT_PROOFS)), ids=[f"{p.key}-{i}" for i, p in enumerate(MUTANT_PROOFS)])
+@pytest.mark.parametrize(
+    "i", range(len(MUTANT_PROOFS)), ids=[f"{p.key}-{i}" for i, p in enumerate(MUTANT_PROOFS)]
+)
 def test_symbolic_mutant_not_proved(i):
     r = _proof_results(True)[i]
     assert not r["proved"], f"mutant {r['name']} came out proved:\n{r['detail']}"
@@ -458,9 +568,9 @@ def test_certificate_can_fail():
     s, t = sp.symbols("s t", positive=True)
     r = sp.Symbol("r", real=True)
     assert certify_nonneg(s**2 + 2 * s * t + 1, strict=True)[0]
-    assert not certify_nonneg((s - 1) ** 2)[0]   # true, but no certificate: NOT PROVED, never assumed
+    assert not certify_nonneg((s - 1) ** 2)[0]  # true, but no certificate: NOT PROVED, never assumed
     assert not certify_nonneg(s - t)[0]
-    assert not certify_nonneg(r**2 + 1)[0]       # sign of a real symbol unknown
+    assert not certify_nonneg(r**2 + 1)[0]  # sign of a real symbol unknown
     assert certify_nonneg(s * t, strict=True)[0]
 
 
@@ -473,14 +583,26 @@ def test_cli_symbolic(toy_catalogue, capsys):
 
 # --- chunked runs: --trials beyond one chunk, in bounded memory --------------------------------
 
+
 def _toy_chunk_statement():
     """x ~ U(0.5, 2); the part 'x <= c' fails where x > c: failures known independently."""
-    return Statement(id="toy.chunks", source="toy", paper="none.md", latex="x <= c", text="x <= c",
-                     assumptions=(), families={"quadratic": ("toy",)}, claimed="upper",
-                     instances=lambda family, trials, rng: {"x": rng.uniform(0.5, 2.0, trials or 16)},
-                     evaluate=lambda b, claim: {"x <= c": Sides(b["x"], claim["c"], "upper"),
-                                                "x^2 <= 4": Sides(b["x"] ** 2, 4.0, "upper")},
-                     claim={"c": 1.9}, mutants=(Mutant("c = 1.99", {"c": 1.99}), Mutant("c = 3", {"c": 3.0})))
+    return Statement(
+        id="toy.chunks",
+        source="toy",
+        paper="none.md",
+        latex="x <= c",
+        text="x <= c",
+        assumptions=(),
+        families={"quadratic": ("toy",)},
+        claimed="upper",
+        instances=lambda family, trials, rng: {"x": rng.uniform(0.5, 2.0, trials or 16)},
+        evaluate=lambda b, claim: {
+            "x <= c": Sides(b["x"], claim["c"], "upper"),
+            "x^2 <= 4": Sides(b["x"] ** 2, 4.0, "upper"),
+        },
+        claim={"c": 1.9},
+        mutants=(Mutant("c = 1.99", {"c": 1.99}), Mutant("c = 3", {"c": 3.0})),
+    )
 
 
 def test_chunked_run_equals_the_chunks_judged_by_hand(monkeypatch, tmp_path, capsys):
@@ -492,7 +614,11 @@ def test_chunked_run_equals_the_chunks_judged_by_hand(monkeypatch, tmp_path, cap
     # the same instances drawn independently: chunk 0 from the run's stream, chunk k from "chunk k"
     xs = [runner.rng_for(0, "toy.chunks", "quadratic").uniform(0.5, 2.0, chunk)]
     for k in range(1, -(-trials // chunk)):
-        xs.append(runner.rng_for(0, "toy.chunks", "quadratic", f"chunk {k}").uniform(0.5, 2.0, min(chunk, trials - k * chunk)))
+        xs.append(
+            runner.rng_for(0, "toy.chunks", "quadratic", f"chunk {k}").uniform(
+                0.5, 2.0, min(chunk, trials - k * chunk)
+            )
+        )
     x = np.concatenate(xs)
     r = rec.result
     assert r.instances == trials and not r.holds
@@ -510,8 +636,21 @@ def test_chunked_run_equals_the_chunks_judged_by_hand(monkeypatch, tmp_path, cap
     assert verdict == {"c = 1.99": bool(np.any(x > 1.99 * (1 + RTOL))), "c = 3": False}
     # counterexamples of a chunked run replay (the statement's and the mutant's)
     monkeypatch.setattr(runner, "CHUNK", chunk)
-    assert main(["check", "toy.chunks", "--trials", str(trials), "--mutants", "-v", "--save-counterexamples",
-                 str(tmp_path)]) == 1
+    assert (
+        main(
+            [
+                "check",
+                "toy.chunks",
+                "--trials",
+                str(trials),
+                "--mutants",
+                "-v",
+                "--save-counterexamples",
+                str(tmp_path),
+            ]
+        )
+        == 1
+    )
     out = capsys.readouterr().out
     files = sorted(tmp_path.glob("*.npz"))
     assert len(files) == 5 + 2 and "rejects mutant 'c = 1.99'" in out
@@ -531,20 +670,35 @@ def test_chunked_run_equals_the_chunks_judged_by_hand(monkeypatch, tmp_path, cap
 
 def test_checker_whose_trials_is_not_a_count_runs_in_one_call(monkeypatch):
     st = _toy_chunk_statement()
-    fixed = Statement(**{**st.__dict__, "id": "toy.fixed",
-                         "instances": lambda family, trials, rng: {"x": rng.uniform(0.5, 1.5, 7)}})
+    fixed = Statement(
+        **{
+            **st.__dict__,
+            "id": "toy.fixed",
+            "instances": lambda family, trials, rng: {"x": rng.uniform(0.5, 1.5, 7)},
+        }
+    )
     monkeypatch.setattr(runner, "catalogue", lambda: {"toy.fixed": fixed})
     (rec,) = runner.run(trials=500, chunk=10)
     assert rec.result.instances == 7 and rec.index is None
 
 
 def test_loose_bounds_are_flagged_and_auxiliary_parts_do_not_set_max_ratio(monkeypatch, tmp_path, capsys):
-    st = Statement(id="toy.loose", source="toy", paper="none.md", latex="x <= 100", text="x <= 100",
-                   assumptions=(), families={"quadratic": ("toy",)}, claimed="upper",
-                   instances=lambda family, trials, rng: {"x": rng.uniform(0.5, 2.0, trials or 16)},
-                   evaluate=lambda b, claim: {"x <= c": Sides(b["x"], claim["c"], "upper"),
-                                              "estimate <= x": Sides(b["x"] / 2, b["x"], "upper", role="auxiliary")},
-                   claim={"c": 100.0})
+    st = Statement(
+        id="toy.loose",
+        source="toy",
+        paper="none.md",
+        latex="x <= 100",
+        text="x <= 100",
+        assumptions=(),
+        families={"quadratic": ("toy",)},
+        claimed="upper",
+        instances=lambda family, trials, rng: {"x": rng.uniform(0.5, 2.0, trials or 16)},
+        evaluate=lambda b, claim: {
+            "x <= c": Sides(b["x"], claim["c"], "upper"),
+            "estimate <= x": Sides(b["x"] / 2, b["x"], "upper", role="auxiliary"),
+        },
+        claim={"c": 100.0},
+    )
     monkeypatch.setattr(runner, "catalogue", lambda: {"toy.loose": st})
     monkeypatch.setattr(registry, "catalogue", lambda: {"toy.loose": st})
     (rec,) = runner.run()
@@ -567,7 +721,9 @@ def test_loose_bounds_are_flagged_and_auxiliary_parts_do_not_set_max_ratio(monke
 
 def test_search_reports_what_it_searched(toy_catalogue, tmp_path, capsys):
     recs = {r.statement.id: r for r in runner.run(search_examples=15, mutants=True)}
-    ((name, rep),) = recs["toy.false"].searches  # the statement's search (its mutant is rejected by the batch)
+    ((name, rep),) = recs[
+        "toy.false"
+    ].searches  # the statement's search (its mutant is rejected by the batch)
     assert name == "" and rep["found"] and rep["failing"] >= 1
     assert rep["examples"] == rep["before_failure"] + rep["shrinks"] and 1 <= rep["batch_size"] <= 8
     (x,) = rep["instance"]["x"]
@@ -577,6 +733,11 @@ def test_search_reports_what_it_searched(toy_catalogue, tmp_path, capsys):
     path = tmp_path / "r.json"
     assert main(["check", "--search", "15", "--json", str(path)]) == 1
     out = capsys.readouterr().out
-    assert "toy.false [quadratic]: FAILURE after" in out and "toy.true [quadratic]: no failure in 15 batches" in out
+    assert (
+        "toy.false [quadratic]: FAILURE after" in out
+        and "toy.true [quadratic]: no failure in 15 batches" in out
+    )
     by_id = {j["id"]: j for j in json.loads(path.read_text())}
-    assert by_id["toy.false"]["search"][0]["found"] is True and by_id["toy.true"]["search"][0]["found"] is False
+    assert (
+        by_id["toy.false"]["search"][0]["found"] is True and by_id["toy.true"]["search"][0]["found"] is False
+    )

@@ -2,6 +2,7 @@
 whose float left side stops at rounding level is "inconclusive at the rounding floor", never FAILS;
 a statement evaluated again in higher precision (Statement.precise, mpmath) is decided there; a real
 failure above the floor stays a failure."""
+
 from __future__ import annotations
 
 import mpmath as mp
@@ -15,8 +16,12 @@ T = 80  # iterations: q^t reaches 1e-30 and below
 
 def _instances(family, trials, rng):
     n = trials or 16
-    return {"a": rng.uniform(0.5, 2.0, n), "eta": rng.uniform(0.2, 0.45, n), "w0": rng.uniform(1.0, 10.0, n),
-            "wstar": rng.uniform(1.0, 3.0, n)}
+    return {
+        "a": rng.uniform(0.5, 2.0, n),
+        "eta": rng.uniform(0.2, 0.45, n),
+        "w0": rng.uniform(1.0, 10.0, n),
+        "wstar": rng.uniform(1.0, 3.0, n),
+    }
 
 
 def _gd_float(batch, claim):
@@ -47,13 +52,25 @@ def _gd_mp(batch, claim):
         lhs.append(float(worst[0]))
         rhs.append(float(worst[1]))
     from moreau.analysis.api import Sides
+
     return {"|w_t - w*| <= c q^t |w0 - w*|": Sides(np.array(lhs), np.array(rhs), "upper")}
 
 
 def _statement(c, precise=None, sid="toy.gd_rate"):
-    return Statement(id=sid, source="toy", paper="none.md", latex="", text="GD on a quadratic: linear rate",
-                     assumptions=("eta a < 1",), families={"quadratic": ("1-D",)}, claimed="upper",
-                     instances=_instances, evaluate=_gd_float, claim={"c": c}, precise=precise)
+    return Statement(
+        id=sid,
+        source="toy",
+        paper="none.md",
+        latex="",
+        text="GD on a quadratic: linear rate",
+        assumptions=("eta a < 1",),
+        families={"quadratic": ("1-D",)},
+        claimed="upper",
+        instances=_instances,
+        evaluate=_gd_float,
+        claim={"c": c},
+        precise=precise,
+    )
 
 
 def test_a_true_rate_at_the_rounding_floor_is_inconclusive_not_a_failure():
@@ -75,9 +92,10 @@ def test_higher_precision_decides_the_floor_instances():
 
 def test_the_precise_evaluation_can_also_find_a_failure_the_floor_hid():
     """A rate false only by a factor 1 + 1e-14 hides below the float floor; 60 digits expose it."""
+
     def mp_too_strict(batch, claim):
         sides = _gd_mp(batch, claim)
-        (name, s), = sides.items()
+        ((name, s),) = sides.items()
         s.rhs = s.rhs * (1 - 1e-9)  # the 'paper's' constant, a hair too small, visible only in high precision
         return {name: s}
 

@@ -1,5 +1,6 @@
 """Hypothesis instance search (analysis.search): finds small counterexamples to mutants and to
 printed statements that fail, none to the statements that hold."""
+
 import numpy as np
 import pytest
 
@@ -13,12 +14,15 @@ def _mutant(sid, fragment):
     return next(m for m in CAT[sid].mutants if fragment in m.name)
 
 
-@pytest.mark.parametrize("sid, family, fragment", [
-    ("pfedme.prop1", "quadratic", "mu_F = lam mu / (lam - mu)"),
-    ("pfedme.prop1", "quadratic", "condition relaxed"),
-    ("fedprox.lemma2", "quadratic", "(lam + 2L)"),
-    ("fw.convex", "quadratic", "rate 2 L R^2/(t + 2)^2"),
-])
+@pytest.mark.parametrize(
+    "sid, family, fragment",
+    [
+        ("pfedme.prop1", "quadratic", "mu_F = lam mu / (lam - mu)"),
+        ("pfedme.prop1", "quadratic", "condition relaxed"),
+        ("fedprox.lemma2", "quadratic", "(lam + 2L)"),
+        ("fw.convex", "quadratic", "rate 2 L R^2/(t + 2)^2"),
+    ],
+)
 def test_search_shrinks_a_mutant_counterexample_to_one_instance(sid, family, fragment):
     st, m = CAT[sid], _mutant(sid, fragment)
     found = search(st, family, m, max_examples=40)
@@ -51,6 +55,7 @@ def test_cli_search_flag_runs():
 
 # --- the default run's short search ---------------------------------------------------------------
 
+
 class _Clock:
     """The short search's clock, faked: each batch the statement draws costs ``step`` seconds, so a budget of
     B seconds is ceil(B / step) batches, whatever the machine's speed (no wall-clock in the tests)."""
@@ -72,12 +77,20 @@ def _rare(sid="toy.rare", expect="holds", clock=None):
             clock.t += clock.step
         return {"x": rng.uniform(0.0, 1.0, trials or 4)}
 
-    return Statement(id=sid, source="toy", paper="none.md", latex=r"x \le 0.999", text="x <= 0.999",
-                     assumptions=("x in [0, 1]",), families={"quadratic": ("toy",)}, claimed="upper",
-                     instances=instances,
-                     evaluate=lambda batch, claim: {"x <= c": Sides(batch["x"], claim["c"] + 0 * batch["x"],
-                                                                    "upper")},
-                     claim={"c": 0.999}, expect=expect)
+    return Statement(
+        id=sid,
+        source="toy",
+        paper="none.md",
+        latex=r"x \le 0.999",
+        text="x <= 0.999",
+        assumptions=("x in [0, 1]",),
+        families={"quadratic": ("toy",)},
+        claimed="upper",
+        instances=instances,
+        evaluate=lambda batch, claim: {"x <= c": Sides(batch["x"], claim["c"] + 0 * batch["x"], "upper")},
+        claim={"c": 0.999},
+        expect=expect,
+    )
 
 
 def _first_failure(seed):
@@ -87,7 +100,7 @@ def _first_failure(seed):
     rng = np.random.default_rng([seed, 0x5EA7C4])
     k = 0
     while True:
-        size = int(rng.integers(1, min(8, 2 ** k) + 1))
+        size = int(rng.integers(1, min(8, 2**k) + 1))
         x = np.random.default_rng(int(rng.integers(0, 2**32))).uniform(0.0, 1.0, size)
         k += 1
         if np.any(x > 0.999):
@@ -113,14 +126,14 @@ def test_the_short_search_finds_what_the_run_s_batch_misses(monkeypatch):
     (plain,) = runner.run(cat=cat)  # the batch alone: four draws below 0.999
     assert plain.result.holds and not plain.searches
     (rec,) = runner.run(cat=cat, search_seconds=5.0)
-    (name, rep), = rec.searches
+    ((name, rep),) = rec.searches
     assert name == "" and rep["short"] is True and rep["found"] is True
     assert rep["examples"] == n and rep["batch_size"] == size and rep["instance"]["x"] == [x]
     assert rep["seconds"] == n / 128  # the fake clock's: n batches of 1/128 s
     assert not rec.result.holds  # its failing instance joined the batch: the verdict is the search's
     assert rec.result.instances == plain.result.instances + 1
     (rec,) = runner.run(cat=cat, search_seconds=4.0)  # 512 batches: the budget ends before batch 601
-    (_, rep), = rec.searches
+    ((_, rep),) = rec.searches
     assert rep["found"] is False and rep["examples"] == 512 and "instance" not in rep
     assert rec.result.holds
 
@@ -178,8 +191,19 @@ def test_a_statement_whose_instance_costs_more_than_the_budget_is_not_searched()
     from moreau.analysis.engine import runner
 
     st = _rare()
-    slow = type(st)(**{**st.__dict__, "evaluate": lambda batch, claim: (time.sleep(0.02 * len(batch["x"])),
-                                                                        st.evaluate(batch, claim))[1]})
+    slow = type(st)(
+        **{
+            **st.__dict__,
+            "evaluate": lambda batch, claim: (time.sleep(0.02 * len(batch["x"])), st.evaluate(batch, claim))[
+                1
+            ],
+        }
+    )
     (rec,) = runner.run(cat={slow.id: slow}, search_seconds=0.01)
-    (_, rep), = rec.searches
-    assert rep["short"] and rep["examples"] == 0 and not rep["found"] and "more than the 0.01 s budget" in rep["skipped"]
+    ((_, rep),) = rec.searches
+    assert (
+        rep["short"]
+        and rep["examples"] == 0
+        and not rep["found"]
+        and "more than the 0.01 s budget" in rep["skipped"]
+    )

@@ -11,6 +11,7 @@ checkers' own instances, and no part merely tracks the claim it is supposed to t
 * No part's LHS/RHS is invariant under every mutant that moves its right side: such a part would
   compute its left side from the claim's own formula and could not fail whatever the claim says.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,8 +51,10 @@ def test_every_theorem_part_is_rejected_by_some_mutant(sid):
                 rejected |= {p.name for p in res.parts if not p.holds}
     parts = {p.name for rec in _records(sid) for p in _reference_parts(rec)}
     missing = sorted(parts - rejected - set(st.consistency_checks))
-    assert not missing, f"{sid}: no mutant rejects these parts on their own (add one, or list the part in " \
-                        f"consistency_checks with why): {missing}"
+    assert not missing, (
+        f"{sid}: no mutant rejects these parts on their own (add one, or list the part in "
+        f"consistency_checks with why): {missing}"
+    )
 
 
 @pytest.mark.parametrize("sid", [s for s in IDS if CAT[s].expect == "fails"])
@@ -63,7 +66,9 @@ def test_a_printed_failure_is_found_from_the_printed_statement_alone(sid):
             warnings.simplefilter("ignore", RuntimeWarning)
             res = bare.run(fam, None, runner.rng_for(0, sid, fam), reading=None)
         failed += [p.name for p in res.parts if p.sides.role == "theorem" and not p.holds]
-    assert failed, f"{sid}: the printed statement holds on its own instances; the catalogue expects it to fail"
+    assert failed, (
+        f"{sid}: the printed statement holds on its own instances; the catalogue expects it to fail"
+    )
 
 
 def test_the_catalogue_expects_printed_failures_of_the_papers():
@@ -83,7 +88,9 @@ def test_no_part_merely_tracks_the_claim(sid):
                 q = base.get(p.name)
                 if q is None or p.claimed == "rate" or q.sides.rhs.shape != p.sides.rhs.shape:
                     continue
-                app = q.sides.applicable & p.sides.applicable & (q.sides.lhs != 0)  # lhs = 0: ratio 0 either way
+                app = (
+                    q.sides.applicable & p.sides.applicable & (q.sides.lhs != 0)
+                )  # lhs = 0: ratio 0 either way
                 if not app.any() or np.allclose(q.sides.rhs[app], p.sides.rhs[app], rtol=1e-12, atol=0):
                     continue
                 moved.add(p.name)
@@ -91,13 +98,16 @@ def test_no_part_merely_tracks_the_claim(sid):
                     if not np.allclose(q.ratio[app], p.ratio[app], rtol=1e-9, atol=0, equal_nan=True):
                         changed.add(p.name)
         frozen = sorted(moved - changed - set(st.consistency_checks))
-        assert not frozen, f"{sid} [{rec.result.family}]: LHS/RHS does not move when a mutant moves the right " \
-                           f"side: the left side is computed from the claim ({frozen})"
+        assert not frozen, (
+            f"{sid} [{rec.result.family}]: LHS/RHS does not move when a mutant moves the right "
+            f"side: the left side is computed from the claim ({frozen})"
+        )
 
 
 def test_every_statement_says_whether_a_class_worst_case_applies():
     """--pep covers some statements; every other one says why not (printed in --pep and --describe)."""
     from moreau.analysis.pep.report import _builders, _not_applicable
+
     builders, reasons = _builders(), _not_applicable()
     silent = [sid for sid in IDS if sid not in builders and not reasons.get(sid)]
     assert not silent, f"statements with neither a PEP builder nor a reason: {silent}"
@@ -109,8 +119,11 @@ def test_a_family_on_which_no_mutant_is_rejected_is_declared_evidence_only(sid):
     """A family with no power (every counting mutant survives there) may not count toward a verdict:
     the statement declares it in evidence_only, with why."""
     from moreau.analysis.engine.report import family_power
+
     st = CAT[sid]
     for (_, fam), (rejected, counted) in family_power(_records(sid)).items():
         if counted and not rejected:
-            assert fam in st.evidence_only, f"{sid} [{fam}]: no mutant is rejected there; give it instances near " \
-                                            "the worst case or declare it evidence_only"
+            assert fam in st.evidence_only, (
+                f"{sid} [{fam}]: no mutant is rejected there; give it instances near "
+                "the worst case or declare it evidence_only"
+            )

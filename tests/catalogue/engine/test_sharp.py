@@ -5,6 +5,7 @@ eigenvalue a, the per-eigenvalue ratio written here again in numpy (not taken fr
 derivation); the instances of the checkers never exceed their derived sup, reach it where the
 generator draws the adversarial eigenvector, and equal max_k g(a_k) over their exact spectrum;
 wrong derivations (a wrong formula, a wrong eigenvalue range, an unsplit case) are rejected."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -40,25 +41,70 @@ def _kappa(a, lam):
 #: (derivation, case index) -> (parameter sampler, numpy ratio g(a, p), interval (lo, hi) of p,
 #: absolute): written from the statements, independently of the sympy derivation
 CASES = {
-    "pfedme.prop1 convex": (partial(pfedme_prop1, "convex"), 0, _base,
-                            lambda a, p: _kappa(a, p["lam"]) / p["lam"], lambda p: (0 * p["L"], p["L"]), True),
-    "pfedme.prop1 nonconvex": (partial(pfedme_prop1, "nonconvex"), 0,
-                               lambda rng, n: {**_base(rng, n), "lam": 0},  # lam set below
-                               lambda a, p: _kappa(a, p["lam"]) / p["lam"], lambda p: (-p["L"], p["L"]), True),
-    "pfedme.prop1 mu_F": (partial(pfedme_prop1, "mu_F"), 0, _base,
-                          lambda a, p: _kappa(p["mu"], p["lam"]) / _kappa(a, p["lam"]), lambda p: (p["mu"], p["L"]), False),
-    "fedprox.lemma2 mu_g": (partial(fedprox_lemma2, "mu_g"), 0, _base,
-                            lambda a, p: _kappa(p["mu"], p["lam"]) / _kappa(a, p["lam"]), lambda p: (p["mu"], p["L"]),
-                            False),
-    "fedprox.lemma2 L_g": (partial(fedprox_lemma2, "L_g"), 0, _base,
-                           lambda a, p: _kappa(a, p["lam"]) / _kappa(p["L"], p["lam"]), lambda p: (p["mu"], p["L"]), True),
-    "fedprox.lemma2 mu_l": (partial(fedprox_lemma2, "mu_l"), 0, _base,
-                            lambda a, p: (p["mu"] + p["lam"]) / (a + p["lam"]), lambda p: (p["mu"], p["L"]), False),
-    "fedprox.lemma2 L_l": (partial(fedprox_lemma2, "L_l"), 0, _base,
-                           lambda a, p: (a + p["lam"]) / (p["L"] + p["lam"]), lambda p: (p["mu"], p["L"]), True),
-    "fedprox.lemma2 L_w": (partial(fedprox_lemma2, "L_w"), 0, _base,
-                           lambda a, p: (p["lam"] / (p["lam"] + a)) / (p["lam"] / (p["lam"] + p["mu"])),
-                           lambda p: (p["mu"], p["L"]), True),
+    "pfedme.prop1 convex": (
+        partial(pfedme_prop1, "convex"),
+        0,
+        _base,
+        lambda a, p: _kappa(a, p["lam"]) / p["lam"],
+        lambda p: (0 * p["L"], p["L"]),
+        True,
+    ),
+    "pfedme.prop1 nonconvex": (
+        partial(pfedme_prop1, "nonconvex"),
+        0,
+        lambda rng, n: {**_base(rng, n), "lam": 0},  # lam set below
+        lambda a, p: _kappa(a, p["lam"]) / p["lam"],
+        lambda p: (-p["L"], p["L"]),
+        True,
+    ),
+    "pfedme.prop1 mu_F": (
+        partial(pfedme_prop1, "mu_F"),
+        0,
+        _base,
+        lambda a, p: _kappa(p["mu"], p["lam"]) / _kappa(a, p["lam"]),
+        lambda p: (p["mu"], p["L"]),
+        False,
+    ),
+    "fedprox.lemma2 mu_g": (
+        partial(fedprox_lemma2, "mu_g"),
+        0,
+        _base,
+        lambda a, p: _kappa(p["mu"], p["lam"]) / _kappa(a, p["lam"]),
+        lambda p: (p["mu"], p["L"]),
+        False,
+    ),
+    "fedprox.lemma2 L_g": (
+        partial(fedprox_lemma2, "L_g"),
+        0,
+        _base,
+        lambda a, p: _kappa(a, p["lam"]) / _kappa(p["L"], p["lam"]),
+        lambda p: (p["mu"], p["L"]),
+        True,
+    ),
+    "fedprox.lemma2 mu_l": (
+        partial(fedprox_lemma2, "mu_l"),
+        0,
+        _base,
+        lambda a, p: (p["mu"] + p["lam"]) / (a + p["lam"]),
+        lambda p: (p["mu"], p["L"]),
+        False,
+    ),
+    "fedprox.lemma2 L_l": (
+        partial(fedprox_lemma2, "L_l"),
+        0,
+        _base,
+        lambda a, p: (a + p["lam"]) / (p["L"] + p["lam"]),
+        lambda p: (p["mu"], p["L"]),
+        True,
+    ),
+    "fedprox.lemma2 L_w": (
+        partial(fedprox_lemma2, "L_w"),
+        0,
+        _base,
+        lambda a, p: (p["lam"] / (p["lam"] + a)) / (p["lam"] / (p["lam"] + p["mu"])),
+        lambda p: (p["mu"], p["L"]),
+        True,
+    ),
 }
 
 
@@ -68,6 +114,7 @@ def _alpha(lo, hi):
         u = rng.uniform(lo, hi, n)
         u[:2] = lo, hi  # the case's ends (alpha = 0 included for the first case)
         return {"L": L, "alpha": u / L, "a1": -L}
+
     return sample
 
 
@@ -78,12 +125,29 @@ def _meta(a, p):
 for _part, _lo in (("convex", 0.0), ("nonconvex", -1.0)):
     for _k, (_u0, _u1) in enumerate(((0.0, 1 / 3), (1 / 3, 1.0))):
         CASES[f"perfedavg.lemma4_2 {_part} {_k}"] = (
-            partial(perfedavg_lemma4_2, _part), _k, _alpha(_u0, _u1), _meta,
-            (lambda lo: lambda p: (lo * p["L"], p["L"]))(_lo), True)
-CASES["perfedavg.lemma4_4 nonconvex"] = (perfedavg_lemma4_4, 0, _alpha(0.0, 1.0),
-                                         lambda a, p: (1 - p["alpha"] * a) ** 4 / 192, lambda p: (-p["L"], p["L"]), False)
-CASES["perfedavg.lemma4_4 convex"] = (perfedavg_lemma4_4, 1, _alpha(0.0, 1.0),
-                                      lambda a, p: (1 - p["alpha"] * a) ** 4 / 192, lambda p: (0 * p["L"], p["L"]), False)
+            partial(perfedavg_lemma4_2, _part),
+            _k,
+            _alpha(_u0, _u1),
+            _meta,
+            (lambda lo: lambda p: (lo * p["L"], p["L"]))(_lo),
+            True,
+        )
+CASES["perfedavg.lemma4_4 nonconvex"] = (
+    perfedavg_lemma4_4,
+    0,
+    _alpha(0.0, 1.0),
+    lambda a, p: (1 - p["alpha"] * a) ** 4 / 192,
+    lambda p: (-p["L"], p["L"]),
+    False,
+)
+CASES["perfedavg.lemma4_4 convex"] = (
+    perfedavg_lemma4_4,
+    1,
+    _alpha(0.0, 1.0),
+    lambda a, p: (1 - p["alpha"] * a) ** 4 / 192,
+    lambda p: (0 * p["L"], p["L"]),
+    False,
+)
 
 
 def _gd(rng, n):
@@ -92,10 +156,16 @@ def _gd(rng, n):
 
 
 # GD: after t steps the ratio is ((1 - eta a)^2/(1 - mu eta))^t: the grid also runs over t = 1..6
-CASES["gd.strongly_convex"] = (gd_strongly_convex, 0, _gd,
-                               lambda a, p: np.max([((1 - p["eta"] * a) ** 2 / (1 - p["mu"] * p["eta"])) ** t
-                                                    for t in range(1, 7)], axis=0),
-                               lambda p: (p["mu"], p["L"]), False)
+CASES["gd.strongly_convex"] = (
+    gd_strongly_convex,
+    0,
+    _gd,
+    lambda a, p: np.max(
+        [((1 - p["eta"] * a) ** 2 / (1 - p["mu"] * p["eta"])) ** t for t in range(1, 7)], axis=0
+    ),
+    lambda p: (p["mu"], p["L"]),
+    False,
+)
 
 
 def _params(key, rng, n=40):
@@ -131,12 +201,14 @@ def test_derived_formula_matches_a_dense_grid_over_a(key):
 
 #: wrong formulas (one per derivation kind), which the same grid comparison must reject
 WRONG = {
-    "pfedme.prop1 convex": lambda lam, L: L / (lam + 2 * L),             # a constant off
-    "pfedme.prop1 nonconvex": lambda lam, L: L / (lam + L),              # the wrong end of [-L, L]
-    "perfedavg.lemma4_2 convex 1": lambda alpha, L: (1 - alpha * L) ** 2 / 4,   # the endpoint, not the critical point
+    "pfedme.prop1 convex": lambda lam, L: L / (lam + 2 * L),  # a constant off
+    "pfedme.prop1 nonconvex": lambda lam, L: L / (lam + L),  # the wrong end of [-L, L]
+    "perfedavg.lemma4_2 convex 1": lambda alpha, L: (
+        (1 - alpha * L) ** 2 / 4
+    ),  # the endpoint, not the critical point
     "perfedavg.lemma4_2 nonconvex 1": lambda alpha, L: (1 + alpha * L) ** 3 / 4,  # a wrong exponent
     "perfedavg.lemma4_4 nonconvex": lambda alpha, L, a1: (1 + alpha * L) ** 4 / 12,  # the paper's 192 dropped
-    "gd.strongly_convex": lambda mu, L, eta: (1 - mu * eta) ** 2,        # the (true) per-step rate, not the ratio
+    "gd.strongly_convex": lambda mu, L, eta: (1 - mu * eta) ** 2,  # the (true) per-step rate, not the ratio
 }
 
 
@@ -160,7 +232,10 @@ def test_sup_over_parameters_matches_a_grid_over_a_and_the_ratio():
         "perfedavg.lemma4_2 convex 0": (lambda x: {"L": 1.0 + 0 * x, "alpha": x}, x <= 1),
         "perfedavg.lemma4_2 nonconvex 1": (lambda x: {"L": 1.0 + 0 * x, "alpha": x}, x <= 1),
         "perfedavg.lemma4_4 nonconvex": (lambda x: {"L": 1.0 + 0 * x, "alpha": x}, x <= 1),
-        "gd.strongly_convex": (lambda x: {"L": 1.0 + 0 * x, "mu": 0.5 + 0 * x, "eta": 2 * x}, (x > 0) & (x < 0.5)),
+        "gd.strongly_convex": (
+            lambda x: {"L": 1.0 + 0 * x, "mu": 0.5 + 0 * x, "eta": 2 * x},
+            (x > 0) & (x < 0.5),
+        ),
     }
     for key, (params, admissible) in checks.items():
         make, k, _, g, interval, absolute = CASES[key]
@@ -171,7 +246,7 @@ def test_sup_over_parameters_matches_a_grid_over_a_and_the_ratio():
         assert grid <= sup * (1 + 1e-12), key
         assert grid >= sup * (1 - 1e-3), (key, grid, sup)  # limits are approached within the grid's reach
     assert perfedavg_lemma4_2("convex").sup_value == pytest.approx(0.25, abs=1e-15)  # at alpha = 0
-    assert perfedavg_lemma4_4().sup_value == pytest.approx(1 / 12, abs=1e-15)        # 16/192 at alpha L = 1
+    assert perfedavg_lemma4_4().sup_value == pytest.approx(1 / 12, abs=1e-15)  # 16/192 at alpha L = 1
     by = {c["name"]: c for c in pfedme_prop1("nonconvex").cases}
     assert not next(iter(by.values()))["attained"]  # lam > 2L is strict: the sup 1 is a limit
 
@@ -182,19 +257,34 @@ def test_an_unsplit_case_is_not_proved():
     import sympy as sp
 
     from moreau.symbolic import quadratic_formulas, symbols
+
     a, alpha = symbols()["a"], symbols()["alpha"]
     L = sp.Symbol("L", positive=True)
     t = sp.Symbol("t", nonnegative=True)
-    case = _sharp.Case("alpha L <= 1", (0, L), {alpha: 1 / (L * (1 + t))}, lambda v: v["L"] > 0,
-                       ("alpha L", {alpha: sp.Symbol("x", nonnegative=True) / L}, 0, 1, False, False))
-    d = _sharp.derive(quadratic_formulas().meta_curvature / (4 * L), a, (case,),
-                      {"alpha": lambda B: B["alpha"], "L": lambda B: B["L"]}, absolute=True)
+    case = _sharp.Case(
+        "alpha L <= 1",
+        (0, L),
+        {alpha: 1 / (L * (1 + t))},
+        lambda v: v["L"] > 0,
+        ("alpha L", {alpha: sp.Symbol("x", nonnegative=True) / L}, 0, 1, False, False),
+    )
+    d = _sharp.derive(
+        quadratic_formulas().meta_curvature / (4 * L),
+        a,
+        (case,),
+        {"alpha": lambda B: B["alpha"], "L": lambda B: B["L"]},
+        absolute=True,
+    )
     assert not d.proved and d.formula == "NOT PROVED"
     assert any("position unknown" in t for ok, t in d.steps if not ok)
 
 
-DECLARED = [(sid, fam, part) for sid, st in registry.catalogue().items() for fam, parts in st.sharp.items()
-            for part in parts]
+DECLARED = [
+    (sid, fam, part)
+    for sid, st in registry.catalogue().items()
+    for fam, parts in st.sharp.items()
+    for part in parts
+]
 
 
 def test_declarations_name_real_parts():
@@ -210,11 +300,20 @@ def test_declarations_name_real_parts():
 #: mix eigen-directions: a weighted mean over k, or a max over steps of one)
 SPECTRAL = {
     ("pfedme.prop1", "smoothness L_F = λ (f convex)"): ("pfedme.prop1 convex", lambda B: B["L"]),
-    ("pfedme.prop1", "smoothness L_F = λ (f nonconvex, λ > 2L)"): ("pfedme.prop1 nonconvex", lambda B: B["L"]),
+    ("pfedme.prop1", "smoothness L_F = λ (f nonconvex, λ > 2L)"): (
+        "pfedme.prop1 nonconvex",
+        lambda B: B["L"],
+    ),
     ("pfedme.prop1", "strong convexity μ_F = λμ/(λ+μ)"): ("pfedme.prop1 mu_F", lambda B: B["L"]),
     ("fedprox.lemma2", "F_i smooth, L_g = λL/(λ+L)"): ("fedprox.lemma2 L_g", lambda B: B["eig"][:, -1]),
-    ("fedprox.lemma2", "prox map Lipschitz, L_w = λ/(λ+μ)"): ("fedprox.lemma2 L_w", lambda B: B["eig"][:, -1]),
-    ("perfedavg.lemma4_2", "smoothness L_F = 4L + αρB (f convex)"): ("perfedavg.lemma4_2 convex 0", lambda B: B["L"]),
+    ("fedprox.lemma2", "prox map Lipschitz, L_w = λ/(λ+μ)"): (
+        "fedprox.lemma2 L_w",
+        lambda B: B["eig"][:, -1],
+    ),
+    ("perfedavg.lemma4_2", "smoothness L_F = 4L + αρB (f convex)"): (
+        "perfedavg.lemma4_2 convex 0",
+        lambda B: B["L"],
+    ),
 }
 
 
@@ -253,13 +352,24 @@ def test_a_derivation_over_the_wrong_range_is_caught_by_the_instances(monkeypatc
     import sympy as sp
 
     from moreau.symbolic import quadratic_formulas, symbols
+
     S = symbols()
     L, s = sp.Symbol("L", positive=True), sp.Symbol("s", nonnegative=True)
     x = sp.Symbol("x", nonnegative=True)
-    case = _sharp.Case("wrong range a in [0, L]", (0, L), {S["lam"]: L * (2 + s)}, lambda v: v["L"] > 0,
-                       ("lam/L", {S["lam"]: x * L}, 2, sp.oo, True, True))
-    wrong = _sharp.derive(quadratic_formulas().envelope_curvature / S["lam"], S["a"], (case,),
-                          {"lam": lambda B: B["lam"], "L": lambda B: B["L"]}, absolute=True)
+    case = _sharp.Case(
+        "wrong range a in [0, L]",
+        (0, L),
+        {S["lam"]: L * (2 + s)},
+        lambda v: v["L"] > 0,
+        ("lam/L", {S["lam"]: x * L}, 2, sp.oo, True, True),
+    )
+    wrong = _sharp.derive(
+        quadratic_formulas().envelope_curvature / S["lam"],
+        S["a"],
+        (case,),
+        {"lam": lambda B: B["lam"], "L": lambda B: B["L"]},
+        absolute=True,
+    )
     assert wrong.proved and wrong.formula == "L/(L + lam)"
     st = registry.catalogue()["pfedme.prop1"]
     part = "smoothness L_F = λ (f nonconvex, λ > 2L)"
@@ -281,5 +391,7 @@ def test_analyse_prints_and_writes_the_derivation(tmp_path, capsys):
     by = {j["family"]: j for j in json.loads(path.read_text())}
     (q,) = by["quadratic"]["analyse"]["sharpest"]
     assert set(q["derived"]) >= {"formula", "value", "instances_reach", "exceeded", "sup_over_parameters"}
-    assert q["derived"]["value"] == pytest.approx(1 / 12) and q["derived"]["instances_reach"] == pytest.approx(1 / 12)
+    assert q["derived"]["value"] == pytest.approx(1 / 12) and q["derived"][
+        "instances_reach"
+    ] == pytest.approx(1 / 12)
     assert all(e["derived"] is None for e in by["logistic"]["analyse"]["sharpest"])

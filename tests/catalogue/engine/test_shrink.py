@@ -1,5 +1,6 @@
 """Readable counterexamples (analysis/engine/shrink.py): a random failing instance shrunk to a small,
 simple one that still fails, with every derived field recomputed and the family's constraints kept."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,15 +29,36 @@ def _prox_displacement(A, b, w, lam):
 def _evaluate(batch, claim):
     A, b, w, lam = batch["A"], batch["b"], batch["w"], batch["lam"]
     grad = np.linalg.norm(np.einsum("tij,tj->ti", A, w) - b, axis=-1)
-    return {"|prox(w) - w| <= |grad f(w)|/(lam + L)": Sides(_prox_displacement(A, b, w, lam),
-                                                           grad / (lam + batch["L"]), "upper")}
+    return {
+        "|prox(w) - w| <= |grad f(w)|/(lam + L)": Sides(
+            _prox_displacement(A, b, w, lam), grad / (lam + batch["L"]), "upper"
+        )
+    }
 
 
-SPEC = Simplify(matrix="A", vectors=("b", "w"), scalars=("lam",), derive=quadratic_fields, rotation_invariant=True,
-                valid=lambda inst: (inst["eig"][:, 0] > 0) & (inst["lam"] > 0))
-FALSE = Statement(id="toy.prox_L", source="toy", paper="none.md", latex="", text="with lam + L (false)",
-                  assumptions=("strongly convex",), families={"quadratic": ("d = 4",)}, claimed="upper",
-                  instances=_instances, evaluate=_evaluate, claim={}, expect="fails", simplify={"quadratic": SPEC})
+SPEC = Simplify(
+    matrix="A",
+    vectors=("b", "w"),
+    scalars=("lam",),
+    derive=quadratic_fields,
+    rotation_invariant=True,
+    valid=lambda inst: (inst["eig"][:, 0] > 0) & (inst["lam"] > 0),
+)
+FALSE = Statement(
+    id="toy.prox_L",
+    source="toy",
+    paper="none.md",
+    latex="",
+    text="with lam + L (false)",
+    assumptions=("strongly convex",),
+    families={"quadratic": ("d = 4",)},
+    claimed="upper",
+    instances=_instances,
+    evaluate=_evaluate,
+    claim={},
+    expect="fails",
+    simplify={"quadratic": SPEC},
+)
 
 
 def test_a_random_4x4_counterexample_becomes_a_diagonal_2x2_with_round_numbers():
@@ -65,11 +87,15 @@ def test_a_step_that_leaves_the_family_or_stops_failing_is_not_taken():
     i = int(res.failures[0])
     one = {k: v[[i]] for k, v in batch.items()}
     # without rotation invariance the matrix is not diagonalised, only rounded entry by entry
-    small, log, _ = shrink(FALSE, "quadratic", one, Simplify(**{**SPEC.__dict__, "rotation_invariant": False}))
+    small, log, _ = shrink(
+        FALSE, "quadratic", one, Simplify(**{**SPEC.__dict__, "rotation_invariant": False})
+    )
     assert "diagonalised" not in log
     assert FALSE.run("quadratic", None, None, batch=small).failures.size == 1
     # a family constraint that no candidate can meet leaves the instance as it was
-    same, log, evals = shrink(FALSE, "quadratic", one, Simplify(**{**SPEC.__dict__, "valid": lambda inst: False}))
+    same, log, evals = shrink(
+        FALSE, "quadratic", one, Simplify(**{**SPEC.__dict__, "valid": lambda inst: False})
+    )
     assert log == [] and evals > 0
     np.testing.assert_array_equal(same["A"], one["A"])
 
@@ -80,6 +106,10 @@ def test_the_json_and_the_report_carry_the_shrunk_counterexample(capsys):
 
     recs = runner.run([FALSE.id], cat={FALSE.id: FALSE})
     j = record_json(recs[0])["shrunk_counterexample"]
-    assert j["fails"] and j["steps"][:2] == ["diagonalised", "d 4 -> 2"] and np.shape(j["instance"]["A"]) == (1, 2, 2)
+    assert (
+        j["fails"]
+        and j["steps"][:2] == ["diagonalised", "d 4 -> 2"]
+        and np.shape(j["instance"]["A"]) == (1, 2, 2)
+    )
     print_verdicts(recs)
     assert "smallest counterexample found [quadratic]: lhs" in capsys.readouterr().out

@@ -1,5 +1,6 @@
 """The verdict model (issue 17): verdicts on the statements as printed, readings beside them, exit
 codes as test runners use them, findings computed by the run, and the regressions of the review."""
+
 from __future__ import annotations
 
 import re
@@ -19,15 +20,29 @@ CAT = catalogue()
 
 def _toy(claim_c, readings=(), expect="holds", sid="toy.v"):
     """x ~ U(0.5, 2), one part 'x <= c' (c from the claim)."""
+
     def instances(family, trials, rng):
         return {"x": rng.uniform(0.5, 2.0, trials or 50)}
 
     def evaluate(batch, claim):
         return {"x <= c": Sides(batch["x"], np.full(batch["x"].shape, claim["c"]), "upper")}
 
-    return Statement(id=sid, source="toy, Lemma 0", paper="toy", latex="x <= c", text="x <= c", assumptions=("x",),
-                     families={"quadratic": ("toy",)}, claimed="upper", instances=instances, evaluate=evaluate,
-                     claim={"c": claim_c}, mutants=(Mutant("c = 0.1", {"c": 0.1}),), readings=readings, expect=expect)
+    return Statement(
+        id=sid,
+        source="toy, Lemma 0",
+        paper="toy",
+        latex="x <= c",
+        text="x <= c",
+        assumptions=("x",),
+        families={"quadratic": ("toy",)},
+        claimed="upper",
+        instances=instances,
+        evaluate=evaluate,
+        claim={"c": claim_c},
+        mutants=(Mutant("c = 0.1", {"c": 0.1}),),
+        readings=readings,
+        expect=expect,
+    )
 
 
 @pytest.fixture
@@ -39,7 +54,9 @@ def toy_cat(monkeypatch):
         cat.update({s.id: s for s in sts})
         monkeypatch.setattr(runner, "catalogue", lambda: cat)
         from moreau.analysis.engine import registry
+
         monkeypatch.setattr(registry, "catalogue", lambda: cat)
+
     return install
 
 
@@ -72,6 +89,7 @@ def test_a_statement_without_an_expectation_that_fails_exits_1(toy_cat, capsys):
 
 def test_the_reading_never_replaces_the_printed_claim_in_the_json(toy_cat, tmp_path):
     import json
+
     toy_cat(_toy(1.5, readings=(Reading("c = 2", {"c": 2.0}),), expect="fails"))
     path = tmp_path / "r.json"
     assert main(["check", "toy.v", "--json", str(path)]) == 0
@@ -94,11 +112,16 @@ def test_mutants_mutate_the_reading_that_holds_when_the_printed_claim_fails():
 def test_non_finite_sides_never_hold():
     """Regression: perfedavg.w1's mutant f = sum f_i gave lhs = inf ... holds = True."""
     p = judge("p", Sides([np.inf, np.nan, 1.0, 1.0], [np.inf, 1.0, np.nan, np.inf]))
-    assert p.failures.tolist() == [0, 1, 2]  # an infinite right side with a finite left side is vacuous, holds
+    assert p.failures.tolist() == [
+        0,
+        1,
+        2,
+    ]  # an infinite right side with a finite left side is vacuous, holds
 
 
 def test_shape_only_and_undecided_verdicts():
     from moreau.analysis.engine.core import PartResult, Result, rate_sides
+
     rate = judge("r", rate_sides([-1.0], ([-1.1], [-0.9]), -1.0))
     v = claim_verdict([Result("t", "quadratic", 1, [rate], 0.0)])
     assert v["verdict"] == "holds" and v["shape_only"]
@@ -127,8 +150,9 @@ def test_every_counterexample_line_is_rendered_from_the_run(seed):
         rec = next(r for r in rs if r.result.family == fam)
         row = rec.local(i)
         parts = [p for p in rec.result.parts if row in p.failures.tolist() or (p.index is not None)]
-        lhs = [f"{p.sides.lhs[row]:.4g}" for p in parts] + [f"{p.sides.lhs_ci[0][row]:.4g}" for p in parts
-                                                            if p.sides.lhs_ci is not None]
+        lhs = [f"{p.sides.lhs[row]:.4g}" for p in parts] + [
+            f"{p.sides.lhs_ci[0][row]:.4g}" for p in parts if p.sides.lhs_ci is not None
+        ]
         assert m.group(3) in lhs and m.group(4) in [f"{p.sides.rhs[row]:.4g}" for p in parts]
         for key, value in rec.batch.items():
             a = np.asarray(value)[row]
@@ -157,8 +181,20 @@ def test_no_numpy_warning_leaks_into_the_report(capfd):
 
 
 def test_replaying_a_mutant_labels_the_mutant(tmp_path, capsys):
-    assert main(["check", "fedprox.lemma2", "--family", "quadratic", "--mutants", "--save-counterexamples",
-                 str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "check",
+                "fedprox.lemma2",
+                "--family",
+                "quadratic",
+                "--mutants",
+                "--save-counterexamples",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     path = next(p for p in tmp_path.iterdir() if "mutant" in p.name)
     capsys.readouterr()
     assert main(["check", "fedprox.lemma2", "--family", "quadratic", "--replay", str(path)]) == 0
@@ -184,6 +220,7 @@ def test_statement_verdict_object_has_one_shape_for_printed_and_readings():
 def test_a_negative_right_side_shows_the_failure_not_a_small_ratio():
     """Regression (issue 18): a bound negative on most instances gave "max L/R 0.82" while failing."""
     from moreau.analysis.engine.core import Result
+
     p = judge("norm <= bound", Sides([1.0, 1.0, 1.0, 0.5], [-2.0, -1.0, 2.0, 1.0]))
     assert p.failures.tolist() == [0, 1] and p.max_ratio == 0.5 and p.rhs_negative == 2
     v = claim_verdict([Result("t", "quadratic", 4, [p], 0.0)])
@@ -194,11 +231,12 @@ def test_failures_at_the_rounding_floor_are_inconclusive_not_a_failure():
     """A geometric rate evaluated until q^t = 1e-30: the left side stops at rounding (~1e-16 of the
     scale) while the right side keeps shrinking; with the floor declared the verdict is undecided."""
     from moreau.analysis.engine.core import Result
+
     t = np.arange(80)
-    err = np.maximum(0.5 ** t, 1e-16)             # the computed distance: exact until the rounding level
-    rhs = 0.5 ** t                                # the theorem's q^t |w0 - w*|
+    err = np.maximum(0.5**t, 1e-16)  # the computed distance: exact until the rounding level
+    rhs = 0.5**t  # the theorem's q^t |w0 - w*|
     naive = judge("rate", Sides(err, rhs))
-    assert naive.failures.size                     # "FAILS, max ratio 1e8" without the floor
+    assert naive.failures.size  # "FAILS, max ratio 1e8" without the floor
     floored = judge("rate", Sides(err, rhs, floor=64 * np.finfo(float).eps))
     assert not floored.failures.size and floored.at_floor == naive.failures.size
     v = claim_verdict([Result("t", "quadratic", 80, [floored], 0.0)])
@@ -211,6 +249,7 @@ def test_the_recorded_minimal_counterexample_is_evaluated_by_the_run():
     import dataclasses
 
     from moreau.analysis.engine.report import minimal_text
+
     st = CAT["fw.convex"]
     (rec,) = runner.run(["fw.convex"], "quadratic", None, 0)
     one, res = rec.minimal
@@ -247,4 +286,6 @@ def test_a_recorded_minimal_counterexample_decides_a_run_whose_batch_holds():
     hold = st.run("quadratic", None, None, batch={"x": np.array([1.0])}, reading=None)
     fail = st.run("quadratic", None, None, batch={"x": np.array([1.9])}, reading=None)
     for order in ([hold, fail], [fail, hold]):
-        assert claim_verdict(order)["verdict"] == "fails" and claim_verdict(order)["families"] == {"quadratic": "fails"}
+        assert claim_verdict(order)["verdict"] == "fails" and claim_verdict(order)["families"] == {
+            "quadratic": "fails"
+        }

@@ -2,6 +2,7 @@
 derivations behind their readings, one round at a time (a per-round inequality is sharper than the summed
 bound the checker judges, so these tests can fail where a loose bound would not).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -13,14 +14,24 @@ from scipy.optimize import minimize
 from moreau.analysis.engine.registry import get
 from moreau.analysis.engine.runner import rng_for
 from moreau.analysis.fedfw import convex, personalized, stochastic
-from moreau.analysis.fedfw.instances import (F_value, box_min, client_batch, constraint, diameter, run,
-                                             set_lower_bound, surrogate_gaps)
+from moreau.analysis.fedfw.instances import (
+    F_value,
+    box_min,
+    client_batch,
+    constraint,
+    diameter,
+    run,
+    set_lower_bound,
+    surrogate_gaps,
+)
 from moreau.fl._fedfw import fedfw_optimum
 from moreau.fl._lmo import Box
 
 
 def _batch(seed, kind="convex", sets=(0,), T=8, adversarial=0, spread=1.5):
-    return client_batch(np.random.default_rng(seed), T, 4, 3, kind, sets, adversarial=adversarial, spread=spread)
+    return client_batch(
+        np.random.default_rng(seed), T, 4, 3, kind, sets, adversarial=adversarial, spread=spread
+    )
 
 
 def test_the_rate_tight_instances_sit_on_an_active_face_with_clients_on_both_sides():
@@ -40,10 +51,16 @@ def test_box_min_is_the_global_minimum_of_an_indefinite_quadratic():
     for t in range(4):
         A, c, h = b["A"][t, 0], b["b"][t, 0], b["h"][t]
         F = lambda x: 0.5 * x @ A @ x - c @ x  # noqa: E731
-        starts = [np.array(v) * h for v in itertools.product((-1, 0, 1), repeat=3)] + list(rng.uniform(-h, h, (20, 3)))
-        best = min(minimize(F, s, jac=lambda x: A @ x - c, bounds=list(zip(-h, h)), method="L-BFGS-B").fun
-                   for s in starts)
-        assert lo[t] <= best + 1e-12 and lo[t] == pytest.approx(best, rel=1e-7, abs=1e-9)  # L-BFGS-B's tolerance
+        starts = [np.array(v) * h for v in itertools.product((-1, 0, 1), repeat=3)] + list(
+            rng.uniform(-h, h, (20, 3))
+        )
+        best = min(
+            minimize(F, s, jac=lambda x: A @ x - c, bounds=list(zip(-h, h)), method="L-BFGS-B").fun
+            for s in starts
+        )
+        assert lo[t] <= best + 1e-12 and lo[t] == pytest.approx(
+            best, rel=1e-7, abs=1e-9
+        )  # L-BFGS-B's tolerance
 
 
 def test_the_lower_bound_of_f_low_is_below_every_feasible_value():
@@ -56,7 +73,9 @@ def test_the_lower_bound_of_f_low_is_below_every_feasible_value():
         for _ in range(30):  # random extreme points, shrunk towards the centre: points of the set
             s = C.lmo(rng.standard_normal((idx.size, 3)))
             y = b["x0"][idx] + rng.uniform(0, 1, (idx.size, 1)) * (s - b["x0"][idx])
-            fy = 0.5 * np.einsum("ti,tmij,tj->tm", y, b["A"][idx], y) - np.einsum("tmi,ti->tm", b["b"][idx], y)
+            fy = 0.5 * np.einsum("ti,tmij,tj->tm", y, b["A"][idx], y) - np.einsum(
+                "tmi,ti->tm", b["b"][idx], y
+            )
             assert np.all(fy >= lb[idx] - 1e-12)
 
 
@@ -78,7 +97,9 @@ def test_the_convex_recursion_holds_round_by_round():
     p = convex.prepare(b)
     h = run(p, 300)
     X, lam = h["w_local"], h["lam"]
-    f = np.mean(0.5 * np.einsum("rtmi,tmij,rtmj->rtm", X, b["A"], X) - np.einsum("rtmi,tmi->rtm", X, b["b"]), -1)
+    f = np.mean(
+        0.5 * np.einsum("rtmi,tmij,rtmj->rtm", X, b["A"], X) - np.einsum("rtmi,tmi->rtm", X, b["b"]), -1
+    )
     dist2 = np.sum((X - X.mean(axis=2, keepdims=True)) ** 2, axis=(-1, -2))
     D = diameter(b["h"], b["set"])
     t = np.arange(1, 301)[:, None]
@@ -96,13 +117,16 @@ def test_the_fixed_step_descent_holds_round_by_round():
     h = run(b, T, lam_schedule=np.full(T, lam_f), eta=np.full(T, eta))
     X = h["w_local"]
     lam = b["lam0"] * lam_f
-    phi = np.mean(0.5 * np.einsum("rtmi,tmij,rtmj->rtm", X, b["A"], X) - np.einsum("rtmi,tmi->rtm", X, b["b"]), -1) \
-        + lam / 2 * np.sum((X - X.mean(axis=2, keepdims=True)) ** 2, axis=(-1, -2))
+    phi = np.mean(
+        0.5 * np.einsum("rtmi,tmij,rtmj->rtm", X, b["A"], X) - np.einsum("rtmi,tmi->rtm", X, b["b"]), -1
+    ) + lam / 2 * np.sum((X - X.mean(axis=2, keepdims=True)) ** 2, axis=(-1, -2))
     gaps = surrogate_gaps(b, h)
     D = diameter(b["h"], b["set"])
     rhs = phi[:-1] - eta * gaps + eta**2 * (b["L"] + 4 * lam) * D**2 / 2
     assert np.all(phi[1:] <= rhs + 1e-12 * np.abs(rhs))
-    assert np.allclose(phi[0], F_value(b["A"], b["b"], b["x0"]))  # the clients start at consensus: Φ(X^1) = F(x̄^1)
+    assert np.allclose(
+        phi[0], F_value(b["A"], b["b"], b["x0"])
+    )  # the clients start at consensus: Φ(X^1) = F(x̄^1)
 
 
 def test_the_penalised_closeness_bound_is_sharp_for_identical_hessians():
@@ -112,6 +136,7 @@ def test_the_penalised_closeness_bound_is_sharp_for_identical_hessians():
     z = 0.1 * rng.standard_normal((1, m, d))
     A, bb = np.broadcast_to(a * np.eye(d), (1, m, d, d)).copy(), a * z
     from moreau import Quadratic
+
     for lam in (0.1, 1.0, 10.0):
         tg = fedfw_optimum(Quadratic(A, bb), Box(-np.ones((1, d)), np.ones((1, d))), lam=lam)
         X = np.asarray(tg.X)
@@ -128,8 +153,9 @@ def test_stochastic_runs_replay_from_the_batch_seed():
     assert np.array_equal(one.lhs, two.lhs)
 
 
-@pytest.mark.parametrize("sid", ["fedfw.convex", "fedfw.nonconvex", "fedfw.stochastic", "fedfw.sparse",
-                                 "fedfw.personalized"])
+@pytest.mark.parametrize(
+    "sid", ["fedfw.convex", "fedfw.nonconvex", "fedfw.stochastic", "fedfw.sparse", "fedfw.personalized"]
+)
 def test_every_statement_is_registered_with_the_thesis_as_its_printed_source(sid):
     st = get(sid)
     assert st.paper == "dadras-thesis-personalized-fl.md" and "§4.3" in st.source

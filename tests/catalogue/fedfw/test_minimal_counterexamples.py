@@ -4,6 +4,7 @@ Built as the runner builds it, run on the printed claim (``reading=None``): the 
 > 1; the instance's derived fields are the generator's (L exact, x̄^1 the set's centre, λ0 = (L + G/D)/m), and the
 reading expected to hold is not contradicted (its parts do not apply to a box).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,7 +41,10 @@ def test_the_recorded_instance_is_as_small_as_its_comment_says():
     A, b, h = one["A"], one["b"], one["h"]
     assert one["L"][0] == np.max(np.abs(np.linalg.eigvalsh(A)))
     assert np.array_equal(one["x0"], centre(h, one["set"]))
-    G = np.max(np.linalg.norm(A, ord=2, axis=(2, 3)) * np.linalg.norm(h, axis=-1)[:, None] + np.linalg.norm(b, axis=-1))
+    G = np.max(
+        np.linalg.norm(A, ord=2, axis=(2, 3)) * np.linalg.norm(h, axis=-1)[:, None]
+        + np.linalg.norm(b, axis=-1)
+    )
     assert np.isclose(one["lam0"][0], (one["L"][0] + G / diameter(h, one["set"])[0]) / m, rtol=1e-15)
     # round 1 sends the vertex (1, 1): two non-zeros
     hist = run(one, 3)

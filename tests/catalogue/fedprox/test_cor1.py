@@ -1,5 +1,6 @@
 """FedProx analysis, Corollary 1: rounds to an eps-solution read off the round matrix against
 moreau.fl.fedprox run to the same eps; the statement on its family; every mutant rejected."""
+
 import numpy as np
 
 import moreau as mo
@@ -21,10 +22,20 @@ def test_rounds_to_eps_matches_fedprox_run_to_eps():
     d, m = A.shape[-1], A.shape[1]
     for i in range(2):  # each instance its own K: one fedprox call each
         s = slice(i, i + 1)
-        h = fedprox(mo.Quadratic(A[s], b[s]), lam=lam[s], gamma=gamma[s], eta=eta[s], K=int(K[i]),
-                    rounds=int(T[i].max()) + 2, w0=wg[s] + e0[s, :d], local0=wl[s] + e0[s, d:].reshape(1, m, d))
-        worst = np.maximum(np.sum((h.w_global[:, 0] - wg[i]) ** 2, axis=-1),
-                           np.max(np.sum((h.w_local[:, 0] - wl[i]) ** 2, axis=-1), axis=-1))
+        h = fedprox(
+            mo.Quadratic(A[s], b[s]),
+            lam=lam[s],
+            gamma=gamma[s],
+            eta=eta[s],
+            K=int(K[i]),
+            rounds=int(T[i].max()) + 2,
+            w0=wg[s] + e0[s, :d],
+            local0=wl[s] + e0[s, d:].reshape(1, m, d),
+        )
+        worst = np.maximum(
+            np.sum((h.w_global[:, 0] - wg[i]) ** 2, axis=-1),
+            np.max(np.sum((h.w_local[:, 0] - wl[i]) ** 2, axis=-1), axis=-1),
+        )
         for j, e in enumerate(eps):
             assert np.argmax(worst <= e) == T[i, j], (i, e, np.argmax(worst <= e), T[i, j])
 

@@ -1,5 +1,6 @@
 """FedProx analysis, Lemmas 1-3: the statements hold, tight parts are attained, mutants fail,
 and the exact FedProx solution behind Lemma 1 is checked against its optimality conditions."""
+
 import numpy as np
 import pytest
 
@@ -15,7 +16,9 @@ IDS = ("fedprox.lemma1", "fedprox.lemma2", "fedprox.lemma3")
 SEEDS = (0, 1)
 
 
-@pytest.fixture(scope="module", params=[(i, s) for i in IDS for s in SEEDS], ids=lambda p: f"{p[0]}-seed{p[1]}")
+@pytest.fixture(
+    scope="module", params=[(i, s) for i in IDS for s in SEEDS], ids=lambda p: f"{p[0]}-seed{p[1]}"
+)
 def records(request):
     sid, seed = request.param
     return runner.run([sid], seed=seed, mutants=True)
@@ -48,6 +51,7 @@ def test_every_mutant_rejected(records):
 
 
 # --- the exact FedProx solution (Lemma 1) ---------------------------------------------------
+
 
 def _batch(family, seed=0, trials=None):
     st = get("fedprox.lemma1")

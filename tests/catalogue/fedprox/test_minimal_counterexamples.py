@@ -5,6 +5,7 @@ LocalTrain' fails there, exactly (not by sampling), by the ratio its comment der
 (1 − t + t²(1/2 + μnR²/σ²), t = σ²/(σ² + nR²), nR² = 1.0201), on the smallest configuration
 (m = 2 clients, d = 1, μ = L = 2, σ = 1); every other part holds, and so does the reading.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,12 +26,14 @@ def test_the_printed_claim_fails_exactly_on_the_recorded_instance():
     res = ST.run("quadratic", None, None, batch=one, reading=None)
     assert res.instances == 1 and not res.holds
     failing = [p for p in res.parts if p.failures.size]
-    assert [p.name for p in failing] == [FAILING]   # Monte Carlo and rate parts hold: the report's line is this part
+    assert [p.name for p in failing] == [
+        FAILING
+    ]  # Monte Carlo and rate parts hold: the report's line is this part
     s = failing[0].sides
-    assert s.lhs_ci is None                          # exact (bias² + trace), no Monte Carlo interval
+    assert s.lhs_ci is None  # exact (bias² + trace), no Monte Carlo interval
     assert np.isfinite(s.lhs[0]) and np.isfinite(s.rhs[0]) and s.rhs[0] > 0 and s.lhs[0] > s.rhs[0]
     np.testing.assert_allclose(s.lhs[0] / s.rhs[0], _ratio(), rtol=1e-9)
-    n = 1.0 / (2 * s.rhs[0])                         # LocalTrain's σ²/(nμ) identifies the grid's n
+    n = 1.0 / (2 * s.rhs[0])  # LocalTrain's σ²/(nμ) identifies the grid's n
     assert np.isclose(n, np.round(n)) and np.round(n) in thm1.N_GRID
 
 
@@ -39,9 +42,9 @@ def test_the_recorded_instance_is_the_smallest_configuration():
     gen = ST.instances("quadratic", None, np.random.default_rng(0))
     assert set(one) == set(gen) and all(np.shape(v) == (1,) for v in one.values())
     assert all(np.asarray(one[k]).dtype.kind == np.asarray(gen[k]).dtype.kind for k in one)
-    assert (int(one["m"][0]), int(one["d"][0])) == (2, 1)          # the fewest clients and dimensions allowed
+    assert (int(one["m"][0]), int(one["d"][0])) == (2, 1)  # the fewest clients and dimensions allowed
     assert (one["mu"][0], one["L"][0], one["sigma"][0]) == (2.0, 2.0, 1.0)
-    assert _ratio(mu=1.0) < 1 and _ratio(mu=2.0) > 1               # μ = 1 never fails (the comment's condition)
+    assert _ratio(mu=1.0) < 1 and _ratio(mu=2.0) > 1  # μ = 1 never fails (the comment's condition)
 
 
 def test_the_failure_does_not_depend_on_the_seed():

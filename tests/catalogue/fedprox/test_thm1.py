@@ -1,5 +1,6 @@
 """fedprox.thm1: the exact moments and the fast Monte Carlo against independent computations
 (moreau.fl on samples and on resampled sufficient statistics, scalar closed forms), and the checker."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,12 @@ import pytest
 from scipy import stats
 
 from moreau.analysis.fedprox import thm1
-from moreau.analysis.fedprox.thm1.least_squares_moments import (baseline_errors, error_maps, exact_errors,
-                                                                monte_carlo_errors)
+from moreau.analysis.fedprox.thm1.least_squares_moments import (
+    baseline_errors,
+    error_maps,
+    exact_errors,
+    monte_carlo_errors,
+)
 from moreau.data import least_squares
 from moreau.fl import fedprox_optimum, global_train, local_train
 
@@ -38,13 +43,17 @@ def test_exact_errors_against_moreau_fl_on_resampled_data():
     f = P.resample(np.random.default_rng(1), T)
     w_g, w_loc = fedprox_optimum(f, lam)
     truth = np.concatenate([P.w_star_global[None], P.w_star])
-    sq = np.sum((np.concatenate([w_g[:, None], w_loc], axis=1) - truth) ** 2, axis=-1)   # (T, m+1)
+    sq = np.sum((np.concatenate([w_g[:, None], w_loc], axis=1) - truth) ** 2, axis=-1)  # (T, m+1)
     sq_lt = np.sum((local_train(f) - P.w_star) ** 2, axis=-1)
     sq_gt = np.sum((global_train(f)[:, None] - truth) ** 2, axis=-1)
     A = np.asarray(P.objective.A)
     lt, gt = baseline_errors(A, P.w_star, sigma, n)
     z = stats.norm.ppf(1 - 1e-4 / 2)
-    for samples, exact in ((sq, exact_errors(*error_maps(A, P.w_star, lam, sigma, n))), (sq_lt, lt[1:]), (sq_gt, gt)):
+    for samples, exact in (
+        (sq, exact_errors(*error_maps(A, P.w_star, lam, sigma, n))),
+        (sq_lt, lt[1:]),
+        (sq_gt, gt),
+    ):
         half = z * samples.std(axis=0, ddof=1) / np.sqrt(T)
         assert np.all(np.abs(samples.mean(axis=0) - exact) <= half), (samples.mean(axis=0), exact, half)
 
@@ -94,9 +103,9 @@ def test_localtrain_finding_instance_by_scalar_closed_forms():
     lam = float(thm1.lam_rule(np.sqrt(rho2), R, n))
     assert lam == pytest.approx(1.0)
     h = lam * a / (a + lam)
-    cg = h / a / h.sum()                       # w̃ᵍ = Σ cg_i b_i
+    cg = h / a / h.sum()  # w̃ᵍ = Σ cg_i b_i
     bias_g = np.sum(cg * a * w) - w.mean()
-    var_b = sigma**2 * a / n                   # Var b_i
+    var_b = sigma**2 * a / n  # Var b_i
     var_g = np.sum(cg**2 * var_b)
     # w̃¹ − w⋆¹ = (b_1 + λ w̃ᵍ)/(a_1 + λ) − w⋆¹: coefficients on b_1, b_2
     c1 = (np.array([1.0, 0.0]) + lam * cg) / (a[0] + lam)
@@ -109,7 +118,7 @@ def test_localtrain_finding_instance_by_scalar_closed_forms():
 
 def test_lambda_rule_regimes():
     rho, n = 2.0, 100.0
-    assert thm1.lam_rule(rho, 0.1, n) == pytest.approx(2.0)                 # R = n^-1/2: first branch ρ/(√n R)
+    assert thm1.lam_rule(rho, 0.1, n) == pytest.approx(2.0)  # R = n^-1/2: first branch ρ/(√n R)
     assert thm1.lam_rule(rho, 0.1 * (1 + 1e-12), n) == pytest.approx(4.0)  # just above: ρ²/(nR²), a jump
     assert thm1.lam_rule(rho, 1e-3, n) == pytest.approx(rho / (10 * 1e-3))
     assert thm1.lam_rule(rho, 1.0, n) == pytest.approx(rho**2 / n)
@@ -122,7 +131,9 @@ def test_checker_scales_with_trials_and_reports_rates():
     assert set(batch["mc_trials"]) == {300}
     res = st.run("quadratic", None, None, batch=batch, reading="no worse than LocalTrain's rate")
     assert res.holds, [p.name for p in res.parts if not p.holds]
-    printed = st.run("quadratic", None, None, batch=batch, reading=None)  # no worse than LocalTrain's own error
+    printed = st.run(
+        "quadratic", None, None, batch=batch, reading=None
+    )  # no worse than LocalTrain's own error
     assert [p.name for p in printed.parts if not p.holds] == ["no worse than LocalTrain (R > n^-1/2)"]
     rates = [p for p in res.parts if p.claimed == "rate"]
     assert rates and all(p.sides.lhs_ci is not None and p.sides.kind for p in rates)
@@ -135,6 +146,7 @@ def test_logistic_family_intervals_bracket_the_estimate_and_rigorous_solver_marg
     the estimate; the truth is the population minimiser, so local errors shrink as n grows
     (n = 50 -> 200 at R = 0.5: about 4x, the LocalTrain regime)."""
     from moreau.analysis.fedprox.thm1.logistic_monte_carlo import _solve, logistic_parts
+
     st = thm1.STATEMENTS[0]
     batch = st.instances("logistic", 60, np.random.default_rng(0))
     parts = logistic_parts({k: v[0] for k, v in batch.items()}, thm1.CLAIM, thm1.LEVEL)
@@ -152,9 +164,15 @@ def test_no_worse_than_localtrain_compares_with_localtrains_error_on_the_same_da
     error on the same configuration (not a rate): the part's rhs is the LocalTrain error itself."""
     st = thm1.STATEMENTS[0]
     batch = st.instances("quadratic", 30, np.random.default_rng(1))
-    (p,) = [p for p in st.run("quadratic", None, None, batch=batch, reading=None).parts
-            if p.name.startswith("no worse than LocalTrain")]
-    (q,) = [q for q in st.run("quadratic", None, None, batch=batch, reading="no worse than LocalTrain's rate").parts
-            if q.name.startswith("no worse than LocalTrain")]
+    (p,) = [
+        p
+        for p in st.run("quadratic", None, None, batch=batch, reading=None).parts
+        if p.name.startswith("no worse than LocalTrain")
+    ]
+    (q,) = [
+        q
+        for q in st.run("quadratic", None, None, batch=batch, reading="no worse than LocalTrain's rate").parts
+        if q.name.startswith("no worse than LocalTrain")
+    ]
     assert np.all(p.sides.lhs == q.sides.lhs) and np.all(p.sides.rhs < q.sides.rhs)
     assert p.failures.size and not q.failures.size

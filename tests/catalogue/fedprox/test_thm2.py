@@ -1,6 +1,7 @@
 """FedProx analysis, Theorem 2: the round matrix against moreau.fl.fedprox and against the
 envelope Hessian, the closed-form smallest K of (12) against a brute-force search, the
 statement on its family and its mutants."""
+
 import numpy as np
 
 import moreau as mo
@@ -15,7 +16,12 @@ def _clients(rng, T=6, m=3, d=3):
     a = rng.uniform(0.2, 3.0, (T, m, d))
     U = orthogonal(rng, T * m, d).reshape(T, m, d, d)
     A = (U * a[..., None, :]) @ np.swapaxes(U, -1, -2)
-    return (A + np.swapaxes(A, -1, -2)) / 2, rng.standard_normal((T, m, d)), a.min(axis=(1, 2)), a.max(axis=(1, 2))
+    return (
+        (A + np.swapaxes(A, -1, -2)) / 2,
+        rng.standard_normal((T, m, d)),
+        a.min(axis=(1, 2)),
+        a.max(axis=(1, 2)),
+    )
 
 
 def test_k_min_is_the_smallest_k_of_condition_12_brute_force():
@@ -79,12 +85,24 @@ def test_simulated_per_round_contraction_tends_to_the_spectral_radius():
     for _ in range(15):  # power iteration through the simulation: 15 runs of 20 rounds, error renormalised
         e = e / np.linalg.norm(e, axis=-1, keepdims=True)
         x = center + e
-        h = fedprox(q, lam=lam, gamma=gamma, eta=eta, K=int(K), rounds=20, w0=x[:, :d],
-                    local0=x[:, d:].reshape(wl.shape))
+        h = fedprox(
+            q,
+            lam=lam,
+            gamma=gamma,
+            eta=eta,
+            K=int(K),
+            rounds=20,
+            w0=x[:, :d],
+            local0=x[:, d:].reshape(wl.shape),
+        )
         e = np.concatenate([h.w_global[-1], h.w_local[-1].reshape(len(lam), -1)], axis=-1) - center
-    rate = np.linalg.norm(e, axis=-1) ** (1 / 20)  # geometric mean of the per-round contraction, last 20 rounds
+    rate = np.linalg.norm(e, axis=-1) ** (
+        1 / 20
+    )  # geometric mean of the per-round contraction, last 20 rounds
     sr, _ = spectral_radius(round_matrix(A, lam, gamma, eta, K))
-    np.testing.assert_allclose(rate, sr, rtol=1e-6)  # the other eigenvalues' share decays like (|l2|/|l1|)^280
+    np.testing.assert_allclose(
+        rate, sr, rtol=1e-6
+    )  # the other eigenvalues' share decays like (|l2|/|l1|)^280
 
 
 def test_round_matrix_with_exact_inner_solve_is_gradient_descent_on_the_envelopes():

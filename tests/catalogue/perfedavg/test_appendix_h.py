@@ -1,6 +1,7 @@
 """perfedavg.appendix_h (Lemmas H.1, H.2): the statement holds, every mutant is rejected, the exact
 moments of the first-order and Hessian-free estimates agree with brute-force enumeration and with
 the library's estimators by Monte Carlo, and each finding is reproduced by direct computation."""
+
 from __future__ import annotations
 
 import itertools
@@ -12,9 +13,16 @@ import moreau as mo
 from moreau.analysis.perfedavg import appendix_h as ah
 from moreau.analysis.perfedavg.estimators.sides import logistic_parts
 from moreau.analysis.perfedavg.estimators.quadratic_moments import quadratic_constants, quadratic_moments
-from _perfedavg_fixtures import (assert_every_mutant_rejected, assert_library_estimates_match,
-                                 assert_statement_holds, least_squares_samples, logistic_samples, parts_by_family,
-                                 run_fixture, symmetric_samples)
+from _perfedavg_fixtures import (
+    assert_every_mutant_rejected,
+    assert_library_estimates_match,
+    assert_statement_holds,
+    least_squares_samples,
+    logistic_samples,
+    parts_by_family,
+    run_fixture,
+    symmetric_samples,
+)
 
 SID = "perfedavg.appendix_h"
 CLAIM = ah.CLAIM
@@ -40,19 +48,20 @@ def test_section5_divisor_is_an_inconsistency_reading_that_fails(with_mutants):
     for rec in with_mutants:
         parts = {p.name: p for p in rec.readings[ah.SECTION5][0].parts}
         assert rec.result.holds and not parts[ah.PARTS[2]].holds, rec.result.family
-        assert parts[ah.PARTS[0]].holds and parts[ah.PARTS[1]].holds   # H.1 does not use the divisor
+        assert parts[ah.PARTS[0]].holds and parts[ah.PARTS[1]].holds  # H.1 does not use the divisor
 
 
 def test_reported_ratios(with_mutants):
     parts = parts_by_family(with_mutants)
-    assert parts["quadratic", ah.PARTS[0]].max_ratio == pytest.approx(1.0, rel=1e-12)      # H.1 bias attained
-    assert parts["quadratic", ah.PARTS[1]].max_ratio == pytest.approx(0.5, rel=1e-9)       # H.1 second: 1/2
-    assert parts["quadratic", ah.PARTS[2]].max_ratio == 0.0                                # HF unbiased
+    assert parts["quadratic", ah.PARTS[0]].max_ratio == pytest.approx(1.0, rel=1e-12)  # H.1 bias attained
+    assert parts["quadratic", ah.PARTS[1]].max_ratio == pytest.approx(0.5, rel=1e-9)  # H.1 second: 1/2
+    assert parts["quadratic", ah.PARTS[2]].max_ratio == 0.0  # HF unbiased
     assert 0.3 < parts["quadratic", ah.PARTS[3]].max_ratio <= 1 / 3 + 1e-12
     assert parts["quadratic", ah.PARTS[4]].applicable and parts["quadratic", ah.PARTS[4]].holds
 
 
 # --- independent computations -------------------------------------------------------------
+
 
 def _brute(grad, w, alpha, sizes, n, kind, delta=1.0, divisor=2.0):
     """All estimates over every ordered batch triple; ``grad(x, idx)`` a batch gradient (None: all)."""
@@ -66,7 +75,9 @@ def _brute(grad, w, alpha, sizes, n, kind, delta=1.0, divisor=2.0):
                 vals.append(h)
                 continue
             for i3 in itertools.product(range(n), repeat=D2):
-                vals.append(h - alpha * (grad(w + delta * h, i3) - grad(w - delta * h, i3)) / (divisor * delta))
+                vals.append(
+                    h - alpha * (grad(w + delta * h, i3) - grad(w - delta * h, i3)) / (divisor * delta)
+                )
     return np.array(vals)
 
 
@@ -74,6 +85,7 @@ def _quad_grad(A, b):
     def grad(x, idx):
         idx = range(len(b)) if idx is None else idx
         return np.mean([A[j] @ x - b[j] for j in idx], axis=0)
+
     return grad
 
 
@@ -91,7 +103,7 @@ def test_quadratic_closed_forms_against_enumeration(kind, divisor, sizes):
         vals = _brute(grad, w[t], alpha[t], sizes, n, kind, delta=0.37, divisor=divisor)
         full = range(n)
         target = grad(w[t] - alpha[t] * grad(w[t], full), full)
-        target = target - alpha[t] * A[t].mean(axis=0) @ target          # eq. (5)
+        target = target - alpha[t] * A[t].mean(axis=0) @ target  # eq. (5)
         np.testing.assert_allclose(gF[t], target, rtol=1e-12, atol=1e-13)
         np.testing.assert_allclose(bias[t], vals.mean(axis=0) - target, rtol=1e-10, atol=1e-12)
         assert second[t] == pytest.approx(np.mean(np.sum((vals - target) ** 2, axis=-1)), rel=1e-11)
@@ -104,17 +116,31 @@ def test_logistic_hessian_free_exact_against_enumeration():
     w, delta = rng.standard_normal((T, d)), np.array([0.05, 0.7])
     f = mo.Logistic(X, y)
     alpha = 0.9 / np.asarray(f.curvature_bounds()[1])
-    batch = dict(X=X, y=y, w=w, alpha=alpha, delta=delta, D=np.full(T, 1.0), D1=np.full(T, 2.0), D2=np.full(T, 2.0),
-                 cD=np.zeros((T, 4, n), int), cD1=np.zeros((T, 4, n), int))
+    batch = dict(
+        X=X,
+        y=y,
+        w=w,
+        alpha=alpha,
+        delta=delta,
+        D=np.full(T, 1.0),
+        D1=np.full(T, 2.0),
+        D2=np.full(T, 2.0),
+        cD=np.zeros((T, 4, n), int),
+        cD1=np.zeros((T, 4, n), int),
+    )
     for kind in ("hessian_free", "first_order"):
         v = logistic_parts(batch, kind)
         for t in range(T):
-            one = mo.Logistic(X[t, :, None, :], y[t, :, None])     # n single-sample losses
-            grad = lambda x, idx: np.mean(np.asarray(one.grad(x))[list(range(n) if idx is None else idx)], axis=0)  # noqa: E731
+            one = mo.Logistic(X[t, :, None, :], y[t, :, None])  # n single-sample losses
+            grad = lambda x, idx: np.mean(
+                np.asarray(one.grad(x))[list(range(n) if idx is None else idx)], axis=0
+            )  # noqa: E731
             vals = _brute(grad, w[t], alpha[t], sizes, n, kind, delta=delta[t])
             ft = mo.Logistic(X[t], y[t])
             target = np.asarray(mo.meta_objective(ft, alpha[t]).grad(w[t]))
-            assert v["bias"][t] == pytest.approx(np.linalg.norm(vals.mean(axis=0) - target), rel=1e-9, abs=1e-14)
+            assert v["bias"][t] == pytest.approx(
+                np.linalg.norm(vals.mean(axis=0) - target), rel=1e-9, abs=1e-14
+            )
             assert v["second"][t] == pytest.approx(np.mean(np.sum((vals - target) ** 2, axis=-1)), rel=1e-10)
 
 
@@ -161,25 +187,40 @@ def test_logistic_rho_is_exact_for_shared_features():
     x = np.array([[0.6, -1.1]])
     X = np.repeat(x[None], 6, axis=1)
     y = np.array([[1.0, -1, 1, -1, -1, 1]])
-    v = logistic_parts(dict(X=X, y=y, w=np.zeros((1, 2)), alpha=np.ones(1), D=np.ones(1), D1=np.ones(1),
-                            D2=np.ones(1), delta=np.ones(1), cD=np.zeros((1, 2, 6), int),
-                            cD1=np.zeros((1, 2, 6), int)), "hessian_free")
+    v = logistic_parts(
+        dict(
+            X=X,
+            y=y,
+            w=np.zeros((1, 2)),
+            alpha=np.ones(1),
+            D=np.ones(1),
+            D1=np.ones(1),
+            D2=np.ones(1),
+            delta=np.ones(1),
+            cD=np.zeros((1, 2, 6), int),
+            cD1=np.zeros((1, 2, 6), int),
+        ),
+        "hessian_free",
+    )
     assert v["rho"][0] == pytest.approx(np.linalg.norm(x) ** 3 / (6 * np.sqrt(3)), rel=1e-14)
-    assert v["rho"][0] == pytest.approx(float(np.asarray(mo.Logistic(X[0], y[0]).hessian_lipschitz())), rel=1e-14)
+    assert v["rho"][0] == pytest.approx(
+        float(np.asarray(mo.Logistic(X[0], y[0]).hessian_lipschitz())), rel=1e-14
+    )
 
 
 # --- findings --------------------------------------------------------------------------------
 
+
 def _section5_instance(divisor):
     """One logistic sample x = y = 1, w = 0, α = 1/L = 4, δ = 0.1 (σ_G = 0): |estimate − ∇F(0)|."""
     sig = lambda t: 1 / (1 + np.exp(-t))  # noqa: E731
-    df = lambda t: -sig(-t)               # noqa: E731
+    df = lambda t: -sig(-t)  # noqa: E731
     alpha, delta, w = 4.0, 0.1, 0.0
     g = df(w - alpha * df(w))
     hess = sig(w) * sig(-w)
     grad_F = (1 - alpha * hess) * g
     est = g - alpha * (df(w + delta * g) - df(w - delta * g)) / (divisor * delta)
-    rho, B = 1 / (6 * np.sqrt(3)), 1.0     # Assumption 3 and 2 constants (sup |f'''|, sup |f'|)
+    rho, B = 1 / (6 * np.sqrt(3)), 1.0  # Assumption 3 and 2 constants (sup |f'''|, sup |f'|)
     return abs(est - grad_F), CLAIM["m_HF"](alpha, 0.25, 0.0, rho, delta, B, 1.0, 1.0)
 
 
@@ -188,7 +229,7 @@ def test_finding_section5_divisor_breaks_h2():
     bias_h, _ = _section5_instance(2.0)
     assert bound == pytest.approx(0.0385, abs=5e-5)
     assert bias5 == pytest.approx(0.119, abs=5e-4) and bias5 > 3 * bound
-    assert bias_h < bound / 100                                   # (121) as printed: within the bound
+    assert bias_h < bound / 100  # (121) as printed: within the bound
 
 
 def test_finding_h1_bias_attained():
@@ -198,6 +239,6 @@ def test_finding_h1_bias_attained():
     G = grad(w - alpha * grad(w))
     grad_F = (np.eye(2) - alpha * A) @ G
     assert np.allclose(G, [1.5, 0.0])
-    bias = np.linalg.norm(G - grad_F)                      # σ_G = 0: the FO estimate is G itself
+    bias = np.linalg.norm(G - grad_F)  # σ_G = 0: the FO estimate is G itself
     assert bias == pytest.approx(0.75, rel=1e-15)
     assert bias == pytest.approx(CLAIM["m_FO"](alpha, 1.0, 0.0, np.linalg.norm(G), 1.0), rel=1e-15)

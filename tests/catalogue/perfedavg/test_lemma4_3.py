@@ -1,6 +1,7 @@
 """perfedavg.lemma4_3: the statement holds, every mutant is rejected, the exact moments agree with
 brute-force enumeration of every batch and with the library's estimator by Monte Carlo, the
 local constants are the proof's, and each finding's instance is reproduced by direct computation."""
+
 from __future__ import annotations
 
 import itertools
@@ -12,12 +13,23 @@ import moreau as mo
 from moreau.analysis.perfedavg import lemma4_3 as l43
 from moreau.analysis.perfedavg.estimators.sides import ZERO_PART, logistic_parts
 from moreau.analysis.perfedavg.estimators.quadratic_moments import quadratic_constants, quadratic_moments
-from moreau.analysis.perfedavg.estimators.sample_moments import (LogisticSamples, QuadraticSamples, compositions,
-                                                                 configuration_moments)
+from moreau.analysis.perfedavg.estimators.sample_moments import (
+    LogisticSamples,
+    QuadraticSamples,
+    compositions,
+    configuration_moments,
+)
 from moreau.analysis.engine.runner import rng_for
-from _perfedavg_fixtures import (assert_every_mutant_rejected, assert_library_estimates_match,
-                                 assert_statement_holds, least_squares_samples, logistic_samples, parts_by_family,
-                                 run_fixture, symmetric_samples)
+from _perfedavg_fixtures import (
+    assert_every_mutant_rejected,
+    assert_library_estimates_match,
+    assert_statement_holds,
+    least_squares_samples,
+    logistic_samples,
+    parts_by_family,
+    run_fixture,
+    symmetric_samples,
+)
 
 SID = "perfedavg.lemma4_3"
 CLAIM = l43.CLAIM
@@ -56,6 +68,7 @@ def test_reported_ratios(with_mutants):
 
 # --- independent computations -------------------------------------------------------------
 
+
 def _brute_quadratic(A, b, w, alpha, D, D1, D2):
     """Mean minus grad F and second moment of eq. (8) over every ordered batch triple (one instance)."""
     n, d = b.shape
@@ -78,18 +91,19 @@ def _brute_quadratic(A, b, w, alpha, D, D1, D2):
 def test_quadratic_closed_form_against_enumeration(sizes):
     rng = np.random.default_rng(sum(sizes))
     T, n, d = 3, 3, 2
-    A = symmetric_samples(rng, T, n, d)                # indefinite samples
+    A = symmetric_samples(rng, T, n, d)  # indefinite samples
     b, w, alpha = rng.standard_normal((T, n, d)), rng.standard_normal((T, d)), rng.uniform(0, 0.6, T)
     D = [np.full(T, float(s)) for s in sizes]
     bias, second, _ = quadratic_moments(A, b, w, alpha, alpha, *D)
     for t in range(T):
         mb, sb = _brute_quadratic(A[t], b[t], w[t], alpha[t], *sizes)
-        np.testing.assert_allclose(bias[t], mb, atol=1e-13)   # unbiased: mb is rounding
+        np.testing.assert_allclose(bias[t], mb, atol=1e-13)  # unbiased: mb is rounding
         assert second[t] == pytest.approx(sb, rel=1e-12)
     # the batch engine (batch by batch, closed forms in D', D'') gives the same numbers
     c, p = compositions(n, sizes[0])
-    X, phi, _, _ = configuration_moments(QuadraticSamples(A, b), w, alpha, np.broadcast_to(c[:, None], (len(p), T, n)),
-                                         D[1], D[2], "hessian")
+    X, phi, _, _ = configuration_moments(
+        QuadraticSamples(A, b), w, alpha, np.broadcast_to(c[:, None], (len(p), T, n)), D[1], D[2], "hessian"
+    )
     np.testing.assert_allclose(p @ phi, second, rtol=1e-12)
     np.testing.assert_allclose(np.einsum("p,ptd->td", p, X), 0.0, atol=1e-13)
 
@@ -112,13 +126,22 @@ def test_logistic_exact_moments_against_enumeration():
     w, D, D1, D2 = rng.standard_normal((T, d)), 2, 2, 2
     f = mo.Logistic(X, y)
     alpha = 1 / np.asarray(f.curvature_bounds()[1])
-    batch = dict(X=X, y=y, w=w, alpha=alpha, D=np.full(T, D), D1=np.full(T, D1), D2=np.full(T, D2),
-                 cD=np.zeros((T, 4, n), int))
+    batch = dict(
+        X=X,
+        y=y,
+        w=w,
+        alpha=alpha,
+        D=np.full(T, D),
+        D1=np.full(T, D1),
+        D2=np.full(T, D2),
+        cD=np.zeros((T, 4, n), int),
+    )
     v = logistic_parts(batch, "hessian")
     for t in range(T):
         full = range(n)
         gF = (np.eye(d) - alpha[t] * _logistic_hess(X[t], y[t], w[t], full)) @ _logistic_grad(
-            X[t], y[t], w[t] - alpha[t] * _logistic_grad(X[t], y[t], w[t], full), full)
+            X[t], y[t], w[t] - alpha[t] * _logistic_grad(X[t], y[t], w[t], full), full
+        )
         vals = []
         for i1 in itertools.product(range(n), repeat=D):
             h_pt = w[t] - alpha[t] * _logistic_grad(X[t], y[t], w[t], i1)
@@ -131,10 +154,18 @@ def test_logistic_exact_moments_against_enumeration():
         assert v["second"][t] == pytest.approx(np.mean(np.sum((vals - gF) ** 2, axis=-1)), rel=1e-10)
         # the per-sample gradients and Hessians agree with moreau.Logistic
         one = mo.Logistic(X[t, :, None, :], y[t, :, None])
-        np.testing.assert_allclose(LogisticSamples(X[t:t + 1], y[t:t + 1]).grads(w[t:t + 1])[0], one.grad(w[t]),
-                                   rtol=1e-13, atol=1e-15)
-        np.testing.assert_allclose(LogisticSamples(X[t:t + 1], y[t:t + 1]).hessians(w[t:t + 1])[0], one.hess(w[t]),
-                                   rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(
+            LogisticSamples(X[t : t + 1], y[t : t + 1]).grads(w[t : t + 1])[0],
+            one.grad(w[t]),
+            rtol=1e-13,
+            atol=1e-15,
+        )
+        np.testing.assert_allclose(
+            LogisticSamples(X[t : t + 1], y[t : t + 1]).hessians(w[t : t + 1])[0],
+            one.hess(w[t]),
+            rtol=1e-13,
+            atol=1e-15,
+        )
 
 
 def test_closed_form_against_library_estimator_monte_carlo():
@@ -158,14 +189,17 @@ def test_local_sigma_G_is_the_max_over_every_batch():
     for t in range(T):
         var = lambda x: np.mean(np.sum(((A[t] @ x - b[t]) - (A[t] @ x - b[t]).mean(axis=0)) ** 2, axis=-1))  # noqa: E731
         grads = A[t] @ w[t] - b[t]
-        pts = [w[t]] + [w[t] - alpha[t] * grads[list(i)].mean(axis=0)
-                        for i in itertools.product(range(n), repeat=D)]
+        pts = [w[t]] + [
+            w[t] - alpha[t] * grads[list(i)].mean(axis=0) for i in itertools.product(range(n), repeat=D)
+        ]
         assert c["sG2"][t] == pytest.approx(max(var(x) for x in pts), rel=1e-12)
-        assert c["sH2"][t] == pytest.approx(np.mean([np.linalg.norm(A[t, j] - A[t].mean(axis=0), 2) ** 2
-                                                     for j in range(n)]), rel=1e-12)
+        assert c["sH2"][t] == pytest.approx(
+            np.mean([np.linalg.norm(A[t, j] - A[t].mean(axis=0), 2) ** 2 for j in range(n)]), rel=1e-12
+        )
 
 
 # --- findings --------------------------------------------------------------------------------
+
 
 def test_finding_second_moment_one_third_attained():
     """A = diag(-1, .5, .5), b_j = (±1, 0, 0), α = 1, D = D' = D'' = 1: E‖∇̃F − ∇F‖² = 8 = σ_F²/3."""
@@ -175,7 +209,9 @@ def test_finding_second_moment_one_third_attained():
     bias, second = _brute_quadratic(A, b, w, 1.0, 1, 1, 1)
     sG2, L, B = 1.0, 1.0, np.linalg.norm(np.diag([2.0, 0.5, 0.5]) @ (A[0] @ w - b.mean(axis=0)))
     sigma_F2 = CLAIM["sigma_F2"](B, sG2, 0.0, 1.0, L, 1, 1, 1)
-    assert np.allclose(bias, 0, atol=1e-13) and second == pytest.approx(8.0, rel=1e-13)  # brute-force rounding
+    assert np.allclose(bias, 0, atol=1e-13) and second == pytest.approx(
+        8.0, rel=1e-13
+    )  # brute-force rounding
     assert sigma_F2 == pytest.approx(24.0, rel=1e-14)
 
 
@@ -193,7 +229,7 @@ def test_finding_30b_fails_with_the_spectral_norm():
     rng = np.random.default_rng(2)
     A = np.array(H)[None]
     b = rng.standard_normal((1, 4, 2))
-    for alpha in (0.3, 1.0):   # L = 0 here (mean Hessian 0): every alpha is allowed
+    for alpha in (0.3, 1.0):  # L = 0 here (mean Hessian 0): every alpha is allowed
         a = np.array([alpha])
         bias, second, _ = quadratic_moments(A, b, np.zeros((1, 2)), a, a, [1.0], [1.0], [2.0])
         c = quadratic_constants(A, b, np.zeros((1, 2)), a)
@@ -205,8 +241,8 @@ def _kink_bias(s, eta, D, L=1.0, a=1.0):
     (φ''(w) = −L): E[∇̃F] − ∇F by enumerating the 2^D batches D (D', D'' only add zero-mean noise)."""
     alpha, v = 1 / L, 0.0
     huber = lambda t: np.where(np.abs(t) <= eta, t**2 / (2 * eta), np.abs(t) - eta / 2)  # noqa: E731
-    K = L * (eta / 2 - 2 * a)                       # makes w − αφ'(w) = v
-    dphi = lambda x: K + L * huber(x - v)            # noqa: E731
+    K = L * (eta / 2 - 2 * a)  # makes w − αφ'(w) = v
+    dphi = lambda x: K + L * huber(x - v)  # noqa: E731
     w = v - a
     assert abs((w - alpha * dphi(w)) - v) < 1e-12
     M = 1 - alpha * (-L)
@@ -223,7 +259,7 @@ def test_bias_constant_approached_by_a_hessian_jump():
     assert 0.97 < bias / bound <= 1.0
     # and the 1/sqrt(D) is needed there: at D = 16, sigma_G/D in place of sigma_G/sqrt(D) fails
     bias, bound = _kink_bias(1.0, 0.01, 16)
-    assert bias / bound > 0.7 and bias > bound / 4   # bound/4 = 2 alpha L sigma_G / D
+    assert bias / bound > 0.7 and bias > bound / 4  # bound/4 = 2 alpha L sigma_G / D
 
 
 def test_instances_cover_the_boundaries():
@@ -231,7 +267,7 @@ def test_instances_cover_the_boundaries():
     L = np.max(np.abs(np.linalg.eigvalsh(batch["A"].mean(axis=1))), axis=-1)
     aL = batch["alpha"] * L
     assert np.any(aL == 0) and np.any(batch["alpha"] == 1 / L) and np.any(aL > 3) and np.any(aL > 1)
-    assert np.any(np.linalg.eigvalsh(batch["A"].mean(axis=1))[:, 0] < 0)      # nonconvex
+    assert np.any(np.linalg.eigvalsh(batch["A"].mean(axis=1))[:, 0] < 0)  # nonconvex
     assert np.any(batch["D"] >= 1e6) and np.any(batch["D1"] >= 1e6) and np.any(batch["D"] == 1)
     lb = l43.instances("logistic", None, rng_for(0, SID, "logistic"))
     assert np.any(lb["alpha"] == 0) and np.any(lb["D"] == 40) and np.any(lb["cD"].sum(axis=-1) > 0)
@@ -248,8 +284,15 @@ def test_compositions_probabilities_and_bad_input():
     with pytest.raises(ValueError, match="D >= 1"):
         compositions(3, 0)
     with pytest.raises(ValueError, match="kind"):
-        configuration_moments(QuadraticSamples(np.zeros((1, 1, 1, 1)), np.zeros((1, 1, 1))), np.zeros((1, 1)),
-                              np.zeros(1), np.ones((1, 1, 1), int), np.ones(1), np.ones(1), "second_order")
+        configuration_moments(
+            QuadraticSamples(np.zeros((1, 1, 1, 1)), np.zeros((1, 1, 1))),
+            np.zeros((1, 1)),
+            np.zeros(1),
+            np.ones((1, 1, 1), int),
+            np.ones(1),
+            np.ones(1),
+            "second_order",
+        )
 
 
 def test_finding_algorithm1_batch_reuse_breaks_the_bias_bound():
@@ -257,16 +300,19 @@ def test_finding_algorithm1_batch_reuse_breaks_the_bias_bound():
     the bias is 0.0625 for every D (the D-batches enumerated by their binomial counts), above
     2αLσ_G/√D = 0.05 at D = 100; with an independent D'' (eq. (8)) it is 0."""
     from math import comb
+
     a, w, alpha = np.array([1.5, 0.5]), 1.0, 0.5
     grad_F = (1 - alpha * a.mean()) * a.mean() * (w - alpha * a.mean() * w)
+
     def bias(D, same):
         total = 0.0
-        for k in range(D + 1):                     # k copies of sample 0 in D
+        for k in range(D + 1):  # k copies of sample 0 in D
             u = w - alpha * (k * a[0] + (D - k) * a[1]) * w / D
-            for j in range(2):                      # D' = 1
-                hess = [a[j]] if same else a        # D'' = 1, independent: both samples
+            for j in range(2):  # D' = 1
+                hess = [a[j]] if same else a  # D'' = 1, independent: both samples
                 total += comb(D, k) / 2**D / 2 * np.mean([(1 - alpha * h) * a[j] * u for h in hess])
         return total - grad_F
+
     var = lambda x: np.mean((a * x - np.mean(a * x)) ** 2)  # noqa: E731
     sG = np.sqrt(max(var(w), *(var(w - alpha * a[j] * w) for j in range(2))))
     assert sG == 0.5
@@ -276,13 +322,18 @@ def test_finding_algorithm1_batch_reuse_breaks_the_bias_bound():
     assert bound == pytest.approx(0.05) and abs(bias(100, True)) > bound
     # the checker's closed form agrees
     from moreau.analysis.perfedavg.estimators.quadratic_moments import algorithm1_bias
+
     A = a[None, :, None, None]
-    np.testing.assert_allclose(algorithm1_bias(A, np.zeros((1, 2, 1)), np.array([[w]]), np.array([alpha]),
-                                               np.array([1.0])), [[-0.0625]], rtol=1e-14)
+    np.testing.assert_allclose(
+        algorithm1_bias(A, np.zeros((1, 2, 1)), np.array([[w]]), np.array([alpha]), np.array([1.0])),
+        [[-0.0625]],
+        rtol=1e-14,
+    )
 
 
 def test_algorithm1_bias_against_enumeration():
     from moreau.analysis.perfedavg.estimators.quadratic_moments import algorithm1_bias
+
     rng = np.random.default_rng(12)
     T, n, d, (D, D1) = 2, 3, 2, (2, 2)
     A = symmetric_samples(rng, T, n, d)
@@ -292,19 +343,34 @@ def test_algorithm1_bias_against_enumeration():
         grad = lambda x, idx: np.mean([A[t, j] @ x - b[t, j] for j in idx], axis=0)  # noqa: E731
         Ab = A[t].mean(axis=0)
         gF = (np.eye(d) - alpha[t] * Ab) @ grad(w[t] - alpha[t] * grad(w[t], range(n)), range(n))
-        vals = [(np.eye(d) - alpha[t] * np.mean(A[t, list(i2)], axis=0)) @ grad(w[t] - alpha[t] * grad(w[t], i1), i2)
-                for i1 in itertools.product(range(n), repeat=D) for i2 in itertools.product(range(n), repeat=D1)]
+        vals = [
+            (np.eye(d) - alpha[t] * np.mean(A[t, list(i2)], axis=0))
+            @ grad(w[t] - alpha[t] * grad(w[t], i1), i2)
+            for i1 in itertools.product(range(n), repeat=D)
+            for i2 in itertools.product(range(n), repeat=D1)
+        ]
         np.testing.assert_allclose(got[t], np.mean(vals, axis=0) - gF, atol=1e-13)
     # logistic samples: the engine's shift (exact enumeration) against the same brute force
     X, y = logistic_samples(rng, T, n, d)
     f = mo.Logistic(X, y)
     alpha = 0.8 / np.asarray(f.curvature_bounds()[1])
-    batch = dict(X=X, y=y, w=w, alpha=alpha, D=np.full(T, float(D)), D1=np.full(T, float(D1)), D2=np.ones(T),
-                 cD=np.zeros((T, 4, n), int))
+    batch = dict(
+        X=X,
+        y=y,
+        w=w,
+        alpha=alpha,
+        D=np.full(T, float(D)),
+        D1=np.full(T, float(D1)),
+        D2=np.ones(T),
+        cD=np.zeros((T, 4, n), int),
+    )
     v = logistic_parts(batch, "hessian")
     for t in range(T):
         target = np.asarray(mo.meta_objective(mo.Logistic(X[t], y[t]), alpha[t]).grad(w[t]))
-        vals = [(np.eye(d) - alpha[t] * _logistic_hess(X[t], y[t], w[t], i2))
-                @ _logistic_grad(X[t], y[t], w[t] - alpha[t] * _logistic_grad(X[t], y[t], w[t], i1), i2)
-                for i1 in itertools.product(range(n), repeat=D) for i2 in itertools.product(range(n), repeat=D1)]
+        vals = [
+            (np.eye(d) - alpha[t] * _logistic_hess(X[t], y[t], w[t], i2))
+            @ _logistic_grad(X[t], y[t], w[t] - alpha[t] * _logistic_grad(X[t], y[t], w[t], i1), i2)
+            for i1 in itertools.product(range(n), repeat=D)
+            for i2 in itertools.product(range(n), repeat=D1)
+        ]
         assert v["bias_alg1"][t] == pytest.approx(np.linalg.norm(np.mean(vals, axis=0) - target), rel=1e-9)

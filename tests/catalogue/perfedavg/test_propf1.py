@@ -1,5 +1,6 @@
 """perfedavg.propf1 (Per-FedAvg Proposition F.1 / Corollary F.2): holds, every mutant rejected, and the
 exact drift moments agree with Per-FedAvg itself and with a brute-force simulation with batches."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -69,10 +70,10 @@ def _brute_drift(a, C, alpha, beta, D, D1, t, R, rng):
 
     for _ in range(t):
         cD, cD1 = batch_mean(D), batch_mean(D1)
-        g = W @ A - cD                                  # grad of f_i on D at w
+        g = W @ A - cD  # grad of f_i on D at w
         wt = W - alpha * g
-        g1 = wt @ A - cD1                               # grad of f_i on D' at w~
-        W = W - beta * (g1 - alpha * g1 @ A)            # (I - alpha hess) grad, hess = A on any batch
+        g1 = wt @ A - cD1  # grad of f_i on D' at w~
+        W = W - beta * (g1 - alpha * g1 @ A)  # (I - alpha hess) grad, hess = A on any batch
     e = W - W.mean(axis=1, keepdims=True)
     return np.mean(np.sum(e**2, -1), 1), np.mean(np.linalg.norm(e, axis=-1), 1)
 
@@ -87,7 +88,7 @@ def test_sampled_drift_second_moment_matches_brute_force(D, D1):
     mu, cov, _ = local_moments(a[None], C[None], one(alpha), one(beta), one(inv(D)), one(inv(D1)), t)
     second, lo, hi = (x[t, 0] for x in drift_moments(mu, cov))
     sq, first = _brute_drift(a, C, alpha, beta, D, D1, t, R, rng)
-    assert abs(sq.mean() - second) < 5 * sq.std() / np.sqrt(R)      # 5 sigma: a seeded, not a flaky, bound
+    assert abs(sq.mean() - second) < 5 * sq.std() / np.sqrt(R)  # 5 sigma: a seeded, not a flaky, bound
     se = first.std() / np.sqrt(R)
     assert lo - 5 * se <= first.mean() <= hi + 5 * se
     assert lo < hi  # noise present: the bracket is a real interval
@@ -100,7 +101,7 @@ def test_constants_are_exact_sups():
     a, C = _instance(rng)
     _, _, sG2, gG2 = client_stats(C)
     for w in rng.standard_normal((3, a.size)) * 10:
-        g = a * w - C                                                   # (n, m, d) per-sample gradients
+        g = a * w - C  # (n, m, d) per-sample gradients
         gi = g.mean(axis=1)
         var = np.max(np.mean(np.sum((g - gi[:, None]) ** 2, -1), 1))
         div = np.mean(np.sum((gi - gi.mean(0)) ** 2, -1))

@@ -1,6 +1,7 @@
 """perfedavg.propf1 on logistic clients: the Monte Carlo drift moments against a hand-written simulation of
 the local updates (56), the per-run range behind Hoeffding's interval, the constants as valid sups, the
 statement on its default batches."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,7 +23,7 @@ def _sig(z):
 def _grad(X, y, w, idx):
     """(runs, n, d): gradient of each client's logistic loss on its batch ``idx (runs, n, k)`` (None: all)."""
     Z = y[None] * np.einsum("nmd,rnd->rnm", X, w)
-    G = -(y[None] * _sig(-Z))[..., None] * X[None]                     # (runs, n, m, d) per-sample
+    G = -(y[None] * _sig(-Z))[..., None] * X[None]  # (runs, n, m, d) per-sample
     if idx is None:
         return G.mean(axis=2)
     return np.take_along_axis(G, idx[..., None], axis=2).mean(axis=2)
@@ -30,8 +31,8 @@ def _grad(X, y, w, idx):
 
 def _hvp(X, y, w, v, idx):
     Z = y[None] * np.einsum("nmd,rnd->rnm", X, w)
-    s = _sig(Z) * _sig(-Z)                                              # (runs, n, m)
-    Hv = (s * np.einsum("nmd,rnd->rnm", X, v))[..., None] * X[None]    # (runs, n, m, d)
+    s = _sig(Z) * _sig(-Z)  # (runs, n, m)
+    Hv = (s * np.einsum("nmd,rnd->rnm", X, v))[..., None] * X[None]  # (runs, n, m, d)
     if idx is None:
         return Hv.mean(axis=2)
     return np.take_along_axis(Hv, idx[..., None], axis=2).mean(axis=2)
@@ -64,8 +65,17 @@ def test_full_batch_drift_equals_the_hand_loop_exactly():
     mc = lg.drift_mc(sub, runs=4)
     for j, i in enumerate(full):
         for t in range(1, lg.T_MAX + 1):
-            y1, y2 = _hand_drift(b["X"][i], b["y"][i], b["alpha"][i], b["beta"][i], (0, 0, 0), b["w0"][i], t, 1,
-                                 np.random.default_rng(0))
+            y1, y2 = _hand_drift(
+                b["X"][i],
+                b["y"][i],
+                b["alpha"][i],
+                b["beta"][i],
+                (0, 0, 0),
+                b["w0"][i],
+                t,
+                1,
+                np.random.default_rng(0),
+            )
             for key, v in (("first", y1[0]), ("second", y2[0])):
                 mean, lo, hi = mc[key][:, t - 1, j]
                 assert mean == pytest.approx(v, rel=1e-10) and lo == mean == hi  # deterministic: exact
@@ -96,13 +106,21 @@ def test_horizons_are_prefixes_of_one_trajectory():
     X, y = b["X"][0], b["y"][0]
     runs = 50
     f = mo.Logistic(np.broadcast_to(X, (runs,) + X.shape), np.broadcast_to(y, (runs,) + y.shape))
-    kw = dict(alpha=float(b["alpha"][0]), beta=float(b["beta"][0]), rounds=1, D=1, D_prime=2, D_second=1,
-              w0=np.broadcast_to(b["w0"][0], (runs, X.shape[-1])))
+    kw = dict(
+        alpha=float(b["alpha"][0]),
+        beta=float(b["beta"][0]),
+        rounds=1,
+        D=1,
+        D_prime=2,
+        D_second=1,
+        w0=np.broadcast_to(b["w0"][0], (runs, X.shape[-1])),
+    )
     full = mo.fl.per_fedavg(f, tau=lg.T_MAX, rng=np.random.default_rng(3), **kw)
     for t in range(1, lg.T_MAX):
         h = mo.fl.per_fedavg(f, tau=t, rng=np.random.default_rng(3), **kw)
-        np.testing.assert_allclose(np.asarray(h.w_local[1]).mean(axis=1), np.asarray(full.w_bar)[0, t], rtol=1e-12,
-                                   atol=1e-14)
+        np.testing.assert_allclose(
+            np.asarray(h.w_local[1]).mean(axis=1), np.asarray(full.w_bar)[0, t], rtol=1e-12, atol=1e-14
+        )
 
 
 def test_per_run_range_holds_with_large_alpha_and_small_batches():
@@ -125,7 +143,7 @@ def test_per_run_range_holds_with_large_alpha_and_small_batches():
                 e = np.linalg.norm(W - W.mean(axis=1, keepdims=True), axis=-1)
                 assert np.max(e) <= 2 * t * c * (1 + 1e-12)
                 if alpha == 40 / L:
-                    assert c > 1   # the Hessian factor's bound is active
+                    assert c > 1  # the Hessian factor's bound is active
 
 
 def test_constants_bound_the_sups_at_sampled_points():
@@ -137,7 +155,7 @@ def test_constants_bound_the_sups_at_sampled_points():
         f = mo.Logistic(X, y)
         for w in rng.standard_normal((20, X.shape[-1])) * 3:
             Z = y * (X @ w)
-            G = -(y * _sig(-Z))[..., None] * X                     # (n, m, d)
+            G = -(y * _sig(-Z))[..., None] * X  # (n, m, d)
             gi = G.mean(axis=1)
             assert np.max(np.linalg.norm(gi, axis=-1)) <= vals["B"][i] * (1 + 1e-12)
             assert np.max(np.mean(np.sum((G - gi[:, None]) ** 2, -1), 1)) <= vals["sG2"][i] * (1 + 1e-12)

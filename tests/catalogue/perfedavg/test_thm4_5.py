@@ -2,6 +2,7 @@
 with tau >= 2), the reading "r = 1 or τ = 1" holds, every mutant is rejected, the exact expectations agree
 with Per-FedAvg itself (Monte Carlo), the closed form with the recursion, and the finding is reproduced
 by a hand derivation in mpmath."""
+
 from __future__ import annotations
 
 import mpmath
@@ -34,7 +35,7 @@ def test_reading_holds_and_mutants_rejected(seed):
     assert res.holds, [(p.name, p.failures) for p in res.parts if not p.holds]
     assert all(p.applicable > 0 for p in res.parts)
     survivors = [m.name for m in ST.mutants if _run("quadratic", seed, m).holds]
-    assert survivors == [CONVEX_GAP] and len(ST.mutants) >= 2   # true on convex F: only the nonconvex family
+    assert survivors == [CONVEX_GAP] and len(ST.mutants) >= 2  # true on convex F: only the nonconvex family
     assert not _run(th.NC_FAMILY, seed, _mutant(CONVEX_GAP)).holds
 
 
@@ -56,8 +57,8 @@ def test_logistic_monte_carlo_holds():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_printed_statement_fails_only_on_the_finding_and_client_sampling_sweeps(seed):
     res = _run("quadratic", seed, reading=None)
-    assert list(res.parts[0].failures) == [4]                  # the finding's instance
-    assert list(res.parts[1].failures) == [1, 3]               # r = 1/2 sweeps: slope ~ 1/2
+    assert list(res.parts[0].failures) == [4]  # the finding's instance
+    assert list(res.parts[1].failures) == [1, 3]  # r = 1/2 sweeps: slope ~ 1/2
     slopes = res.parts[1].sides.lhs
     assert slopes[[0, 2]] == pytest.approx(1.0, abs=0.02) and np.all(np.abs(slopes[[1, 3]] - 0.5) < 0.05)
 
@@ -65,8 +66,15 @@ def test_printed_statement_fails_only_on_the_finding_and_client_sampling_sweeps(
 def _random_instance(rng):
     d, n, m = 3, 3, 4
     a = rng.uniform(0.1, 1, d)
-    return (a, rng.standard_normal((n, m, d)), rng.uniform(0.05, 1) / a.max(), rng.uniform(0.001, 0.05),
-            int(rng.integers(1, 5)), int(rng.integers(1, 30)), int(rng.integers(1, n + 1)))
+    return (
+        a,
+        rng.standard_normal((n, m, d)),
+        rng.uniform(0.05, 1) / a.max(),
+        rng.uniform(0.001, 0.05),
+        int(rng.integers(1, 5)),
+        int(rng.integers(1, 30)),
+        int(rng.integers(1, n + 1)),
+    )
 
 
 def test_closed_form_equals_recursion():
@@ -75,8 +83,10 @@ def test_closed_form_equals_recursion():
         a, C, alpha, beta, tau, K, S = _random_instance(rng)
         invD, invD1 = rng.choice([0.0, 1.0, 0.5], 2)
         w0 = rng.standard_normal(a.size) * 3
-        e, c = thm45_exact(a, C, alpha, beta, tau, K, S, invD, invD1, w0), \
-            thm45_closed(a, C, alpha, beta, tau, K, S, invD, invD1, w0)
+        e, c = (
+            thm45_exact(a, C, alpha, beta, tau, K, S, invD, invD1, w0),
+            thm45_closed(a, C, alpha, beta, tau, K, S, invD, invD1, w0),
+        )
         np.testing.assert_allclose(c, e, rtol=1e-12)
 
 
@@ -90,9 +100,11 @@ def test_exact_lhs_matches_per_fedavg_monte_carlo():
     n, d = C.shape[0], a.size
     cbar = C.mean(1)
     f = mo.Quadratic(np.broadcast_to(np.diag(a), (R, n, d, d)), np.broadcast_to(cbar, (R, n, d)))
-    h = mo.fl.per_fedavg(f, alpha=alpha, beta=beta, tau=tau, rounds=K, S=S, w0=np.broadcast_to(w0, (R, d)), rng=5)
+    h = mo.fl.per_fedavg(
+        f, alpha=alpha, beta=beta, tau=tau, rounds=K, S=S, w0=np.broadcast_to(w0, (R, d)), rng=5
+    )
     Fq = mo.meta_objective(mo.Quadratic(np.diag(a), cbar), alpha)
-    g = np.asarray(Fq.grad(np.asarray(h.w_bar)[..., None, :])).mean(axis=-2)      # grad F = mean_i grad F_i
+    g = np.asarray(Fq.grad(np.asarray(h.w_bar)[..., None, :])).mean(axis=-2)  # grad F = mean_i grad F_i
     runs = np.sum(g**2, -1).mean(axis=(0, 1))
     assert abs(runs.mean() - lhs) < 5 * runs.std() / np.sqrt(R)
     wstar = cbar.mean(0) / a
@@ -134,8 +146,8 @@ def _finding_lhs_mp(alpha, beta, tau, K, delta=1):
     q = 1 - mpmath.mpf(alpha)
     p = 1 - mpmath.mpf(beta) * q**2
     lam = p**tau
-    sum_p2t = (1 - p ** (2 * tau)) / (1 - p**2)                                  # sum_t p^(2t)
-    sum_1mpt2 = tau - 2 * (1 - p**tau) / (1 - p) + sum_p2t                      # sum_t (1 - p^t)^2
+    sum_p2t = (1 - p ** (2 * tau)) / (1 - p**2)  # sum_t p^(2t)
+    sum_1mpt2 = tau - 2 * (1 - p**tau) / (1 - p) + sum_p2t  # sum_t (1 - p^t)^2
     sum_Ew2 = delta**2 * (1 - lam) ** 2 * (K - (1 - lam ** (2 * K)) / (1 - lam**2)) / (1 - lam**2)
     return q**4 * (sum_p2t * sum_Ew2 + K * delta**2 * sum_1mpt2) / (tau * K)
 
@@ -143,11 +155,11 @@ def _finding_lhs_mp(alpha, beta, tau, K, delta=1):
 def test_finding_reproduced_by_hand():
     beta, tau, K, alpha = th.FINDING["beta"], th.FINDING["tau"], th.FINDING["K"], 0.01
     lhs = _finding_lhs_mp(alpha, beta, tau, K)
-    LF, gF2 = 4, 192                                     # 4L (rho = 0), 192 gamma_G^2 with gamma_G = 1
-    rhs = 4 * (280 * (beta * LF) ** 2 * tau * (tau - 1) * gF2 + beta * LF * gF2 * 1)   # (1-r)/(r(n-1)) = 1
+    LF, gF2 = 4, 192  # 4L (rho = 0), 192 gamma_G^2 with gamma_G = 1
+    rhs = 4 * (280 * (beta * LF) ** 2 * tau * (tau - 1) * gF2 + beta * LF * gF2 * 1)  # (1-r)/(r(n-1)) = 1
     assert beta <= 1 / (10 * tau * LF)
     assert float(lhs / rhs) == pytest.approx(2.006, abs=1e-3)
-    LF = 4 + alpha                                       # the bounded-gradient extension: B = 6, rho = 1/6
+    LF = 4 + alpha  # the bounded-gradient extension: B = 6, rho = 1/6
     rhs = 4 * (280 * (beta * LF) ** 2 * tau * (tau - 1) * gF2 + beta * LF * gF2)
     assert float(lhs / rhs) > 1.99
     C = np.array([[[1.0]], [[-1.0]]])

@@ -2,6 +2,7 @@
 differences, every constant of the bound against what dense sampling observes, F* against multi-start
 L-BFGS, the simulator against moreau.fl.per_fedavg (same seed, same batches) and against a written-out
 loop, exact runs against gradient descent on F, and the family on the default run."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +14,12 @@ import moreau as mo
 from moreau.analysis.perfedavg import thm4_5 as th
 from moreau.analysis.perfedavg.thm4_5 import cauchy_regression as nc
 from moreau.analysis.perfedavg.thm4_5.nonconvex_family import NC, nc_clients, nc_instances
-from moreau.analysis.perfedavg.thm4_5.nonconvex_runs import _batch_weights, nc_lhs, negative_curvature, simulate
+from moreau.analysis.perfedavg.thm4_5.nonconvex_runs import (
+    _batch_weights,
+    nc_lhs,
+    negative_curvature,
+    simulate,
+)
 from moreau.analysis.engine.runner import rng_for
 
 (ST,) = th.STATEMENTS
@@ -30,11 +36,13 @@ def test_derivative_constants_are_the_sympy_suprema():
     d1, d2, d3 = (sp.diff(phi, z, k) for k in (1, 2, 3))
     assert nc.PHI1 == pytest.approx(_sup_abs(d1, z), rel=1e-14)
     assert nc.PHI2 == pytest.approx(_sup_abs(d2, z), rel=1e-14)
-    assert nc.PHI2_MIN == pytest.approx(min(float(d2.subs(z, c)) for c in sp.solve(sp.diff(d2, z), z)), rel=1e-14)
+    assert nc.PHI2_MIN == pytest.approx(
+        min(float(d2.subs(z, c)) for c in sp.solve(sp.diff(d2, z), z)), rel=1e-14
+    )
     assert nc.PHI3 == pytest.approx(_sup_abs(d3, z), rel=1e-14)
-    h = sp.sqrt(1 + z**2)                              # delta = nu = 1; h''' scales as nu/delta^2
+    h = sp.sqrt(1 + z**2)  # delta = nu = 1; h''' scales as nu/delta^2
     assert nc.H3 == pytest.approx(_sup_abs(sp.diff(h, z, 3), z), rel=1e-14)
-    t = np.linspace(-50, 50, 2_000_001)                # dense sampling: attained, never exceeded
+    t = np.linspace(-50, 50, 2_000_001)  # dense sampling: attained, never exceeded
     f3 = sp.lambdify(z, d3)(t)
     assert np.max(np.abs(f3)) <= nc.PHI3 and np.max(np.abs(f3)) > nc.PHI3 * (1 - 1e-9)
 
@@ -60,7 +68,7 @@ def test_gradients_and_hessians_against_finite_differences():
     alpha, x = 0.2, rng.standard_normal((5, d)) * 2
     fdF = np.stack([(cl.F(x + h * E[k], alpha) - cl.F(x - h * E[k], alpha)) / (2 * h) for k in range(d)], -1)
     np.testing.assert_allclose(cl.F_grad(x, alpha), fdF, atol=1e-8)
-    W = np.broadcast_to(x[:, None], (5, n, d))                        # F = mean_i f_i(w - alpha grad f_i(w))
+    W = np.broadcast_to(x[:, None], (5, n, d))  # F = mean_i f_i(w - alpha grad f_i(w))
     np.testing.assert_allclose(cl.F(x, alpha), cl.value(W - alpha * cl.grad(W)).mean(-1), rtol=1e-14)
 
 
@@ -75,31 +83,42 @@ def test_every_constant_bounds_what_dense_sampling_observes():
     vals, _ = nc.nc_constants(cl.X[None], cl.y[None], [cl.kappa], [cl.nu], [cl.delta])
     L, B, rho = (float(vals[k][0]) for k in ("L", "B", "rho"))
     P = 4000
-    w = np.concatenate([rng.standard_normal((P, 1, d)) * s for s in (0.3, 1, 3, 30)])      # (4P, 1, d)
+    w = np.concatenate([rng.standard_normal((P, 1, d)) * s for s in (0.3, 1, 3, 30)])  # (4P, 1, d)
     W = np.broadcast_to(w, (w.shape[0], n, d))
     G, H = cl.grad(W), _hess(cl, W)
-    assert 0.5 * B < np.linalg.norm(G, axis=-1).max() <= B          # valid, and not vacuous (a halved
-    assert 0.5 * L < np.abs(np.linalg.eigvalsh(H)).max() <= L       # constant fails one side or the other)
+    assert 0.5 * B < np.linalg.norm(G, axis=-1).max() <= B  # valid, and not vacuous (a halved
+    assert 0.5 * L < np.abs(np.linalg.eigvalsh(H)).max() <= L  # constant fails one side or the other)
     u = W + rng.standard_normal(W.shape) * 1e-2
     dH = np.linalg.norm(_hess(cl, u) - H, ord=2, axis=(-2, -1)) / np.linalg.norm(u - W, axis=-1)
     assert 0.4 * rho < dH.max() <= rho
-    eye = np.eye(m)                                       # per-sample gradients and Hessians (weights e_j)
+    eye = np.eye(m)  # per-sample gradients and Hessians (weights e_j)
     Gj = np.stack([cl.grad(W[:4000], np.broadcast_to(eye[j], (4000, n, m))) for j in range(m)], -2)
     Hj = np.stack([_hess(cl, W[:4000], np.broadcast_to(eye[j], (4000, n, m))) for j in range(m)], -3)
     sG = np.mean(np.sum((Gj - G[:4000, :, None]) ** 2, -1), -1)
     sH = np.mean(np.linalg.norm(Hj - H[:4000, :, None], ord=2, axis=(-2, -1)) ** 2, -1)
-    assert 0.5 * vals["sG2"][0] < sG.max() <= vals["sG2"][0] and 0.4 * vals["sH2"][0] < sH.max() <= vals["sH2"][0]
+    assert (
+        0.5 * vals["sG2"][0] < sG.max() <= vals["sG2"][0]
+        and 0.4 * vals["sH2"][0] < sH.max() <= vals["sH2"][0]
+    )
     gG = np.mean(np.sum((G - G.mean(-2, keepdims=True)) ** 2, -1), -1)
     gH = np.mean(np.linalg.norm(H - H.mean(-3, keepdims=True), ord=2, axis=(-2, -1)) ** 2, -1)
-    assert 0.2 * vals["gG2"][0] < gG.max() <= vals["gG2"][0] and 0.1 * vals["gH2"][0] < gH.max() <= vals["gH2"][0]
-    alpha = 1 / L                                        # the smoothness and gradient bound of F (module doc)
+    assert (
+        0.2 * vals["gG2"][0] < gG.max() <= vals["gG2"][0]
+        and 0.1 * vals["gH2"][0] < gH.max() <= vals["gH2"][0]
+    )
+    alpha = 1 / L  # the smoothness and gradient bound of F (module doc)
     x = w[:2000, 0]
     assert np.linalg.norm(cl.F_grad(x, alpha), axis=-1).max() <= (1 + alpha * L) * B
     _, lam = negative_curvature(cl, alpha, x)
     h = 1e-5
-    HF = np.stack([(cl.F_grad(x + h * e, alpha) - cl.F_grad(x - h * e, alpha)) / (2 * h) for e in np.eye(d)], -1)
-    assert np.abs(np.linalg.eigvalsh((HF + np.swapaxes(HF, -1, -2)) / 2)).max() <= (1 + alpha * L) ** 2 * L + alpha * rho * B
-    assert lam.min() < 0                                 # F itself is nonconvex here
+    HF = np.stack(
+        [(cl.F_grad(x + h * e, alpha) - cl.F_grad(x - h * e, alpha)) / (2 * h) for e in np.eye(d)], -1
+    )
+    assert (
+        np.abs(np.linalg.eigvalsh((HF + np.swapaxes(HF, -1, -2)) / 2)).max()
+        <= (1 + alpha * L) ** 2 * L + alpha * rho * B
+    )
+    assert lam.min() < 0  # F itself is nonconvex here
 
 
 def test_f_star_brackets_multistart_lbfgs():
@@ -109,11 +128,19 @@ def test_f_star_brackets_multistart_lbfgs():
         cl, al = nc_clients(batch, i), float(batch["alpha"][i])
         lo, up, best = nc.f_star(cl, al, batch["w0"][i], vals["L"][i], vals["rho"][i], vals["B"][i])
         starts = np.random.default_rng(i).uniform(-8, 8, (40, 2))
-        found = min(so.minimize(lambda w: float(cl.F(w, al)), s, jac=lambda w: cl.F_grad(w, al),
-                                method="L-BFGS-B").fun for s in starts)
+        found = min(
+            so.minimize(
+                lambda w: float(cl.F(w, al)), s, jac=lambda w: cl.F_grad(w, al), method="L-BFGS-B"
+            ).fun
+            for s in starts
+        )
         assert lo <= found <= float(cl.F(batch["w0"][i], al))
-        assert up == pytest.approx(float(cl.F(best, al)), rel=1e-14) and up - lo <= 2e-3 * (cl.F(batch["w0"][i], al) - lo)
-        assert found - lo <= 2e-3 * (cl.F(batch["w0"][i], al) - lo) and lo > 0.1   # far above the trivial F* >= 0
+        assert up == pytest.approx(float(cl.F(best, al)), rel=1e-14) and up - lo <= 2e-3 * (
+            cl.F(batch["w0"][i], al) - lo
+        )
+        assert (
+            found - lo <= 2e-3 * (cl.F(batch["w0"][i], al) - lo) and lo > 0.1
+        )  # far above the trivial F* >= 0
 
 
 class _LogisticClients:
@@ -134,7 +161,9 @@ class _LogisticClients:
     def hvp(self, w, v, p=None):
         z, p = self._c(w, p)
         s = 1 / (1 + np.exp(-z))
-        return np.einsum("...nm,nmd->...nd", p * s * (1 - s) * np.einsum("nmd,...nd->...nm", self.X, v), self.X)
+        return np.einsum(
+            "...nm,nmd->...nd", p * s * (1 - s) * np.einsum("nmd,...nd->...nm", self.X, v), self.X
+        )
 
 
 @pytest.mark.parametrize("S,D", [(2, (2, 1, 3)), (3, (None, 2, None)), (1, (None, None, None))])
@@ -145,8 +174,19 @@ def test_simulator_reproduces_per_fedavg_run_for_run(S, D):
     w0 = rng.standard_normal(d)
     mine = simulate(_LogisticClients(X, y), m, 0.3, 0.2, tau, K, S, D, w0, R, np.random.default_rng(17))
     f = mo.Logistic(np.broadcast_to(X, (R, n, m, d)), np.broadcast_to(y, (R, n, m)))
-    h = mo.fl.per_fedavg(f, alpha=0.3, beta=0.2, tau=tau, rounds=K, S=S, D=D[0], D_prime=D[1], D_second=D[2],
-                         w0=np.broadcast_to(w0, (R, d)), rng=np.random.default_rng(17))
+    h = mo.fl.per_fedavg(
+        f,
+        alpha=0.3,
+        beta=0.2,
+        tau=tau,
+        rounds=K,
+        S=S,
+        D=D[0],
+        D_prime=D[1],
+        D_second=D[2],
+        w0=np.broadcast_to(w0, (R, d)),
+        rng=np.random.default_rng(17),
+    )
     np.testing.assert_allclose(mine, np.asarray(h.w_bar), rtol=1e-12, atol=1e-13)
 
 
@@ -158,7 +198,7 @@ def test_simulator_against_a_written_out_loop_on_cauchy_clients():
     bars = simulate(cl, m, alpha, beta, tau, K, S, D, w0, R, np.random.default_rng(8))
     rng = np.random.default_rng(8)
 
-    def grad(i, w, cnt):          # written out per sample: kappa phi'(z) x + nu w / sqrt(delta^2 + w^2)
+    def grad(i, w, cnt):  # written out per sample: kappa phi'(z) x + nu w / sqrt(delta^2 + w^2)
         g = np.zeros(d)
         for j in range(m):
             z = cl.X[i, j] @ w - cl.y[i, j]
@@ -169,7 +209,9 @@ def test_simulator_against_a_written_out_loop_on_cauchy_clients():
         H = np.diag(cl.nu * cl.delta**2 / (cl.delta**2 + w**2) ** 1.5)
         for j in range(m):
             z = cl.X[i, j] @ w - cl.y[i, j]
-            H = H + cnt[j] / cnt.sum() * cl.kappa * (1 - z * z) / (1 + z * z) ** 2 * np.outer(cl.X[i, j], cl.X[i, j])
+            H = H + cnt[j] / cnt.sum() * cl.kappa * (1 - z * z) / (1 + z * z) ** 2 * np.outer(
+                cl.X[i, j], cl.X[i, j]
+            )
         return H
 
     w = np.tile(w0, (R, 1))
@@ -192,6 +234,7 @@ def test_simulator_against_a_written_out_loop_on_cauchy_clients():
 
 def test_batch_weights_match_moreau_sample_counts():
     from moreau.fl._minibatches import sample_counts
+
     f = mo.Logistic(np.zeros((5, 3, 6, 2)), np.ones((5, 3, 6)))
     a = _batch_weights(np.random.default_rng(2), 5, 3, 6, 4)
     b = sample_counts(np.random.default_rng(2), f, (5,), 4, replace=True)
@@ -207,8 +250,9 @@ def test_exact_run_is_gradient_descent_on_F():
         g = cl.F_grad(w, alpha)
         total += g @ g
         w = w - beta * g
-    mean, lo, hi, wb = nc_lhs(cl, alpha, beta, 1, K, cl.X.shape[0], (None,) * 3, np.array([1.0, 2.0]), 99,
-                              None, 0.999, 1.0, 1.0)
+    mean, lo, hi, wb = nc_lhs(
+        cl, alpha, beta, 1, K, cl.X.shape[0], (None,) * 3, np.array([1.0, 2.0]), 99, None, 0.999, 1.0, 1.0
+    )
     assert wb.shape[2] == 1 and lo == mean == hi
     assert mean == pytest.approx(total / K, rel=1e-12)
 
@@ -216,11 +260,22 @@ def test_exact_run_is_gradient_descent_on_F():
 def test_hoeffding_range_holds_for_every_run():
     batch = nc_instances(np.random.default_rng(7), 6)
     vals, _ = nc.nc_constants(batch["X"], batch["y"], batch["kappa"], batch["nu"], batch["delta"])
-    i = NC["exact"]                                       # a Monte Carlo instance
+    i = NC["exact"]  # a Monte Carlo instance
     cl, al = nc_clients(batch, i), float(batch["alpha"][i])
     D = tuple(None if v == 0 else int(v) for v in batch["D"][i])
-    wb = simulate(cl, cl.y.shape[1], al, float(batch["beta"][i]), int(batch["tau"][i]), int(batch["K"][i]),
-                  int(batch["S"][i]), D, batch["w0"][i], 512, np.random.default_rng(0))
+    wb = simulate(
+        cl,
+        cl.y.shape[1],
+        al,
+        float(batch["beta"][i]),
+        int(batch["tau"][i]),
+        int(batch["K"][i]),
+        int(batch["S"][i]),
+        D,
+        batch["w0"][i],
+        512,
+        np.random.default_rng(0),
+    )
     runs = np.mean(np.sum(cl.F_grad(wb, al) ** 2, -1), axis=(0, 1))
     assert runs.max() <= ((1 + al * vals["L"][i]) * vals["B"][i]) ** 2
 
@@ -232,10 +287,13 @@ def test_family_holds_is_nonconvex_and_rejects_the_convex_case_gap(seed):
     prep = ST.prepared(batch)
     res = ST.run(th.NC_FAMILY, None, rng, batch=batch, prepared=prep, reading=th.REPAIR)
     assert res.holds and res.parts[0].applicable >= 5
-    assert np.mean(prep["negfrac"] > 0.5) >= 0.5          # most runs go where grad^2 F has a negative eigenvalue
-    assert np.all(prep["lin"][:2] < 0)                    # the far-side starts
-    rejected = {m.name for m in ST.mutants if not ST.run(th.NC_FAMILY, None, rng, mutant=m, batch=batch,
-                                                            prepared=prep).holds}
+    assert np.mean(prep["negfrac"] > 0.5) >= 0.5  # most runs go where grad^2 F has a negative eigenvalue
+    assert np.all(prep["lin"][:2] < 0)  # the far-side starts
+    rejected = {
+        m.name
+        for m in ST.mutants
+        if not ST.run(th.NC_FAMILY, None, rng, mutant=m, batch=batch, prepared=prep).holds
+    }
     assert {"inequality reversed", "wrong exponent: 1/(beta tau K) -> 1/(beta tau K^2)"} <= rejected
     assert any(n.startswith("convex-case gap") for n in rejected)
 

@@ -8,6 +8,7 @@ The checker lives in ``analysis/perfedavg/tv_w1.py`` with helpers in
 brute force (grids over w, finite differences, scipy's 1-D Wasserstein
 distance, exact fractions), not against the checker's own formulas.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -19,9 +20,21 @@ from scipy.stats import wasserstein_distance
 
 from moreau.analysis.perfedavg import tv_w1 as mod
 from moreau.analysis.engine.core import TIGHT_RTOL
-from moreau.analysis.perfedavg.divergences.instances import client_weights, tv_closed_form_batch, w1_closed_form_batch
-from moreau.analysis.perfedavg.divergences.finite_support import (closed_form_sups, dyadic_weights, logistic_sups,
-                                                                  reference, trig_sup, tv, w1_homogeneous_sweep, w1_lp)
+from moreau.analysis.perfedavg.divergences.instances import (
+    client_weights,
+    tv_closed_form_batch,
+    w1_closed_form_batch,
+)
+from moreau.analysis.perfedavg.divergences.finite_support import (
+    closed_form_sups,
+    dyadic_weights,
+    logistic_sups,
+    reference,
+    trig_sup,
+    tv,
+    w1_homogeneous_sweep,
+    w1_lp,
+)
 from moreau.analysis.engine.runner import rng_for
 
 STATEMENTS = {st.id: st for st in mod.STATEMENTS}
@@ -55,7 +68,10 @@ def test_expectations_and_readings():
         assert all(r.kind == "reading" and len(r.name) <= 40 for r in st.readings)
     w1 = STATEMENTS["perfedavg.w1"]
     assert [(r.name, r.expect) for r in w1.readings] == [
-        (mod.W1_REPAIR, "holds"), (mod.W1_PRINTED_F, "fails"), (mod.W1_PRINTED_RATE, "fails")]
+        (mod.W1_REPAIR, "holds"),
+        (mod.W1_PRINTED_F, "fails"),
+        (mod.W1_PRINTED_RATE, "fails"),
+    ]
     assert not any(m.changes.get("f") == "sum" for st in STATEMENTS.values() for m in st.mutants)
 
 
@@ -124,7 +140,7 @@ def test_aligned_instances_attain_equality_exactly():
         for t in aligned:
             if not s.applicable[t]:
                 continue
-            if s.rhs[t] == 0:          # linear losses: L = 0 and the Hessian difference is 0
+            if s.rhs[t] == 0:  # linear losses: L = 0 and the Hessian difference is 0
                 assert s.lhs[t] == 0, (name, t)
             else:
                 assert abs(s.lhs[t] / s.rhs[t] - 1) <= RATIO_TOL, (name, t)
@@ -136,7 +152,7 @@ def test_w1_shifted_instances_attain_equality_exactly():
     st = STATEMENTS["perfedavg.w1"]
     batch = w1_closed_form_batch(np.random.default_rng(11), 12)
     parts = st.evaluate(st.prepared(batch), _repaired("perfedavg.w1"))
-    for t in (0, 1, 10, 11):                     # the aligned instances: (t // 2) % 5 == 0
+    for t in (0, 1, 10, 11):  # the aligned instances: (t // 2) % 5 == 0
         trig = np.any(batch["h"][t] != 0)
         for name in mod.W1_PARTS[:2] if trig else mod.W1_PARTS[:1]:
             s = parts[name]
@@ -144,6 +160,7 @@ def test_w1_shifted_instances_attain_equality_exactly():
 
 
 # --- closed forms against brute force ---------------------------------------------------------------
+
 
 def _trig_direct(Delta, h, u, W):
     """Gradient / Hessian diversities of l = h1 cos(u.w) + h2 sin(u.w) at points W, by central differences."""
@@ -157,9 +174,16 @@ def _trig_direct(Delta, h, u, W):
     G, H = [], []
     for w in W:
         E = np.eye(d) * eps
-        grad = np.stack([(loss(w + e) - loss(w - e)) / (2 * eps) for e in E], axis=-1)          # (K, d)
-        hess = np.stack([[(loss(w + a + b) - loss(w + a - b) - loss(w - a + b) + loss(w - a - b)) / (4 * eps**2)
-                          for b in E] for a in E]).transpose(2, 0, 1)                             # (K, d, d)
+        grad = np.stack([(loss(w + e) - loss(w - e)) / (2 * eps) for e in E], axis=-1)  # (K, d)
+        hess = np.stack(
+            [
+                [
+                    (loss(w + a + b) - loss(w + a - b) - loss(w - a + b) + loss(w - a - b)) / (4 * eps**2)
+                    for b in E
+                ]
+                for a in E
+            ]
+        ).transpose(2, 0, 1)  # (K, d, d)
         dg, dH = Delta @ grad, np.einsum("ik,kde->ide", Delta, hess)
         G.append(np.mean(np.sum(dg**2, axis=-1)))
         H.append(np.mean(np.linalg.norm(dH, ord=2, axis=(-2, -1)) ** 2))
@@ -174,8 +198,9 @@ def test_trig_sup_matches_brute_force_over_t():
         grid = np.linspace(0, 2 * np.pi, 4001)
         t0 = grid[np.argmin([f(t) for t in grid])]
         step = grid[1] - grid[0]
-        best = -minimize_scalar(f, bounds=(t0 - step, t0 + step), method="bounded",
-                                options={"xatol": 1e-12}).fun
+        best = -minimize_scalar(
+            f, bounds=(t0 - step, t0 + step), method="bounded", options={"xatol": 1e-12}
+        ).fun
         assert trig_sup(a, b)[0] == pytest.approx(best, rel=1e-9)
 
 
@@ -202,17 +227,20 @@ def test_closed_form_sups_quadratic_against_direct_gradients():
     g = rng.standard_normal((1, K, d))
     A0 = rng.standard_normal((d, d))
     shared = np.broadcast_to((A0 + A0.T)[None, None], (1, K, d, d)).copy()
-    for A, finite in ((np.zeros((1, K, d, d)), True), (shared, True),
-                      (rng.standard_normal((1, K, d, d)), False)):
+    for A, finite in (
+        (np.zeros((1, K, d, d)), True),
+        (shared, True),
+        (rng.standard_normal((1, K, d, d)), False),
+    ):
         A = (A + np.swapaxes(A, -1, -2)) / 2
         G2, H2 = closed_form_sups(Delta, A, g, np.zeros((1, K, 2)), np.zeros((1, d)))
         W = rng.standard_normal((50, d)) * 10
-        grads = np.einsum("kde,pe->pkd", A[0], W) + g[0]           # grad l(z_k; w) = A_k w + g_k
+        grads = np.einsum("kde,pe->pkd", A[0], W) + g[0]  # grad l(z_k; w) = A_k w + g_k
         div = np.mean(np.sum(np.einsum("ik,pkd->pid", Delta[0], grads) ** 2, axis=-1), axis=-1)
         hdiv = np.mean(np.linalg.norm(np.einsum("ik,kde->ide", Delta[0], A[0]), ord=2, axis=(-2, -1)) ** 2)
         assert H2[0] == pytest.approx(hdiv, rel=1e-12, abs=1e-30)
         if finite:
-            assert np.allclose(div, G2[0], rtol=1e-10)      # constant in w
+            assert np.allclose(div, G2[0], rtol=1e-10)  # constant in w
         else:
             assert G2[0] == np.inf and div.max() > 10 * div.min()
 
@@ -228,8 +256,9 @@ def test_logistic_sups_against_finite_differences():
     f = lambda w: Delta[0] @ np.log1p(np.exp(-y[0] * (X[0] @ w)))  # noqa: E731  (n,) diversity of losses
     eps, E = 1e-5, np.eye(d) * 1e-5
     grad = np.stack([(f(w + e) - f(w - e)) / (2 * eps) for e in E], axis=-1)
-    hess = np.stack([[(f(w + a + b) - f(w + a - b) - f(w - a + b) + f(w - a - b)) / (4 * eps**2) for b in E]
-                     for a in E]).transpose(2, 0, 1)
+    hess = np.stack(
+        [[(f(w + a + b) - f(w + a - b) - f(w - a + b) + f(w - a - b)) / (4 * eps**2) for b in E] for a in E]
+    ).transpose(2, 0, 1)
     assert G2[0] == pytest.approx(np.mean(np.sum(grad**2, axis=-1)), rel=1e-7)
     assert H2[0] == pytest.approx(np.mean(np.linalg.norm(hess, ord=2, axis=(-2, -1)) ** 2), rel=1e-4)
 
@@ -293,7 +322,7 @@ def test_w1_rate_as_printed_fails_in_dimension_three():
             vals = []
             for _ in range(16):
                 a, b = rng.random((m, k)), rng.random((m, k))
-                C = np.linalg.norm(a[:, None] - b[None], axis=-1) + 1e-300   # no structural zeros
+                C = np.linalg.norm(a[:, None] - b[None], axis=-1) + 1e-300  # no structural zeros
                 r, c = min_weight_full_bipartite_matching(csr_matrix(C))
                 vals.append(C[r, c].sum() / m / 2)
             means.append(np.mean(vals))
@@ -310,8 +339,12 @@ def test_w1_lipschitz_constants_against_brute_force_over_w():
     for i in np.flatnonzero(np.any(batch["h"] != 0, axis=(1, 2))):
         h, om, D = batch["h"][i], np.linalg.norm(batch["u"][i]), batch["D"][i]
         K = D.shape[0]
-        best = max(np.max(np.abs((h[k, 0] - h[m, 0]) * np.sin(t) - (h[k, 1] - h[m, 1]) * np.cos(t))) / D[k, m]
-                   for k in range(K) for m in range(K) if k != m)
+        best = max(
+            np.max(np.abs((h[k, 0] - h[m, 0]) * np.sin(t) - (h[k, 1] - h[m, 1]) * np.cos(t))) / D[k, m]
+            for k in range(K)
+            for m in range(K)
+            if k != m
+        )
         assert LZ[i] == pytest.approx(om * best, rel=1e-7)
         assert rhoZ[i] == pytest.approx(om**2 * best, rel=1e-7)
 
@@ -324,30 +357,39 @@ def test_w1_logistic_lipschitz_bounds_are_valid():
     W = rng.standard_normal((400, 2)) * np.repeat([0.3, 1, 3, 30], 100)[:, None]
     for i in range(4):
         X, y, D = batch["X"][i], batch["y"][i], batch["D"][i]
-        s = y[None] * (W @ X.T)                                        # (P, K)
+        s = y[None] * (W @ X.T)  # (P, K)
         sig = 1 / (1 + np.exp(s))
-        grad = -(y * sig)[..., None] * X                               # (P, K, d)
+        grad = -(y * sig)[..., None] * X  # (P, K, d)
         hess = (sig * (1 - sig))[..., None, None] * np.einsum("kd,ke->kde", X, X)
         for k in range(X.shape[0]):
             for m in range(k):
-                assert np.max(np.linalg.norm(grad[:, k] - grad[:, m], axis=-1)) / D[k, m] <= LZ[i] * (1 + 1e-12)
+                assert np.max(np.linalg.norm(grad[:, k] - grad[:, m], axis=-1)) / D[k, m] <= LZ[i] * (
+                    1 + 1e-12
+                )
                 hd = np.linalg.norm(hess[:, k] - hess[:, m], ord=2, axis=(-2, -1))
                 assert np.max(hd) / D[k, m] <= rhoZ[i] * (1 + 1e-12)
 
 
 # --- the finding -------------------------------------------------------------------------------------
 
+
 def test_finding_minimal_instance_by_direct_computation():
     """n = 2 identical clients p_1 = p_2 = delta_z, l(z; w) = w: TV = W1 = 0 but with f = sum f_i the
     gradient diversity is 1 (and 0 with f = (1/n) sum f_i)."""
-    n, grad_l = 2, 1.0                      # d/dw l(z; w) = 1 for the single atom z
-    grad_fi = [grad_l, grad_l]              # f_i(w) = l(z; w)
+    n, grad_l = 2, 1.0  # d/dw l(z; w) = 1 for the single atom z
+    grad_fi = [grad_l, grad_l]  # f_i(w) = l(z; w)
     printed = np.mean([(gi - sum(grad_fi)) ** 2 for gi in grad_fi])
     average = np.mean([(gi - sum(grad_fi) / n) ** 2 for gi in grad_fi])
     assert printed == 1.0 and average == 0.0
     # (14a) and (16) give gamma_G^2 = 0 here; the printed statement fails on this instance, the repair holds
-    batch = {"P": np.ones((1, 2, 1)), "A": np.zeros((1, 1, 1, 1)), "g": np.ones((1, 1, 1)),
-             "h": np.zeros((1, 1, 2)), "u": np.zeros((1, 1)), "D": np.zeros((1, 1, 1))}
+    batch = {
+        "P": np.ones((1, 2, 1)),
+        "A": np.zeros((1, 1, 1, 1)),
+        "g": np.ones((1, 1, 1)),
+        "h": np.zeros((1, 1, 2)),
+        "u": np.zeros((1, 1)),
+        "D": np.zeros((1, 1, 1)),
+    }
     st = STATEMENTS["perfedavg.tv"]
     assert st.run("quadratic", None, None, batch=batch, reading=mod.MEAN).holds
     res = st.run("quadratic", None, None, batch=batch, reading=None)
@@ -356,6 +398,7 @@ def test_finding_minimal_instance_by_direct_computation():
 
 
 # --- bad input ---------------------------------------------------------------------------------------
+
 
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="equal mass"):
@@ -367,8 +410,19 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="layout must be"):
         client_weights(np.random.default_rng(0), "uniform")
     with pytest.raises(ValueError, match="hess_norm"):
-        closed_form_sups(np.zeros((1, 2, 3)), np.zeros((1, 3, 2, 2)), np.zeros((1, 3, 2)), np.zeros((1, 3, 2)),
-                         np.zeros((1, 2)), hess_norm="nuclear")
+        closed_form_sups(
+            np.zeros((1, 2, 3)),
+            np.zeros((1, 3, 2, 2)),
+            np.zeros((1, 3, 2)),
+            np.zeros((1, 3, 2)),
+            np.zeros((1, 2)),
+            hess_norm="nuclear",
+        )
     with pytest.raises(ValueError, match="not both"):
-        closed_form_sups(np.zeros((1, 2, 3)), np.zeros((1, 3, 2, 2)), np.ones((1, 3, 2)), np.ones((1, 3, 2)),
-                         np.ones((1, 2)))
+        closed_form_sups(
+            np.zeros((1, 2, 3)),
+            np.zeros((1, 3, 2, 2)),
+            np.ones((1, 3, 2)),
+            np.ones((1, 3, 2)),
+            np.ones((1, 2)),
+        )

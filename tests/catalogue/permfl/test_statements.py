@@ -2,6 +2,7 @@
 over teams and devices, the level Hessians against their eigenvalue formulas, the reconstructed
 bounds attained where the checkers say, the findings (the run's biased fixed point, its slower
 rate) on instances written here, and each statement's verdicts and mutants on seeds 0 and 1."""
+
 import numpy as np
 import pytest
 from moreau.analysis.engine import runner
@@ -27,7 +28,9 @@ def _devices(seed, T=2, d=2, lo=0.2, hi=2.0):
 
 def test_round_map_equals_a_plain_loop_over_teams_and_devices():
     A, b = _devices(0)
-    lam, gam, alpha, eta, beta = (np.array(v) for v in ([0.5, 2.0], [1.5, 0.3], [0.2, 0.1], [0.3, 0.4], [0.6, 1.0]))
+    lam, gam, alpha, eta, beta = (
+        np.array(v) for v in ([0.5, 2.0], [1.5, 0.3], [0.2, 0.1], [0.3, 0.4], [0.6, 1.0])
+    )
     K, L = np.array([2, 3]), np.array([3, 1])
     P, q = run_map(A, b, TEAMS, lam, gam, alpha, eta, beta, K, L)
     x = np.random.default_rng(1).standard_normal((2, 2))
@@ -40,8 +43,15 @@ def test_round_map_equals_a_plain_loop_over_teams_and_devices():
                 for _ in range(L[t]):
                     v = v - alpha[t] * (A[t, j] @ v - b[t, j] + lam[t] * (v - w[i]))
                 th.append(v)
-            w = [w[i] - eta[t] * (lam[t] * (w[i] - np.mean([th[j] for j in range(6) if TEAMS[j] == i], axis=0))
-                                  + gam[t] * (w[i] - x[t])) for i in range(3)]
+            w = [
+                w[i]
+                - eta[t]
+                * (
+                    lam[t] * (w[i] - np.mean([th[j] for j in range(6) if TEAMS[j] == i], axis=0))
+                    + gam[t] * (w[i] - x[t])
+                )
+                for i in range(3)
+            ]
         expected = x[t] - beta[t] * gam[t] * (x[t] - np.mean(w, axis=0))
         np.testing.assert_allclose(P[t] @ x[t] + q[t], expected, rtol=1e-13, atol=1e-13)
 
@@ -93,10 +103,10 @@ def test_thm2_run_leaves_the_optimum_while_exact_inner_solves_stay():
     (rec,) = runner.run(["permfl.thm2"], seed=0)
     parts = {p.name: p for p in rec.result.parts}
     assert all(p.holds for p in parts.values())
-    assert 0.5 <= parts[thm2.PARTS[3]].max_ratio < 1    # 1/(2 - beta h): the bound within a factor 2
+    assert 0.5 <= parts[thm2.PARTS[3]].max_ratio < 1  # 1/(2 - beta h): the bound within a factor 2
     (variant,) = rec.readings.values()
     bad = {p.name: p for p in variant[0].parts}[thm2.PARTS[3]]
-    assert not bad.holds and np.isinf(bad.ratio[bad.failures]).any()   # started at x*: bound 0, lhs > 0
+    assert not bad.holds and np.isinf(bad.ratio[bad.failures]).any()  # started at x*: bound 0, lhs > 0
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -2,6 +2,7 @@
 moment), S < N with delta > 0, and stochastic gradients through Lemma 1's delta.  The closed forms against
 exhaustive enumeration of error and sampling sequences written out here, a seeded simulation with a Hoeffding
 interval, scipy's minimiser, and the finding's minimal instance in exact rationals."""
+
 from fractions import Fraction
 from itertools import combinations, product
 
@@ -45,24 +46,57 @@ def test_two_point_closed_form_against_enumeration(N, R, t_max):
                     v = w.copy()
                     for r in range(R):
                         hit = seq[rnd * k + i * R + r]
-                        th = W.prox_local(v[None, None], np.zeros((1, 1, 2)), np.array([a]), np.array([L]),
-                                          np.array([lam]))[0, 0] + hit * (delta1 / p) * u
+                        th = (
+                            W.prox_local(
+                                v[None, None],
+                                np.zeros((1, 1, 2)),
+                                np.array([a]),
+                                np.array([L]),
+                                np.array([lam]),
+                            )[0, 0]
+                            + hit * (delta1 / p) * u
+                        )
                         v = v - eta * lam * (v - th)
                     locs.append(v)
                 w = (1 - beta) * w + beta * np.mean(locs, axis=0)
-            assert np.all(side * (w - c) >= 0)                               # the outward certificate
+            assert np.all(side * (w - c) >= 0)  # the outward certificate
             prob = np.prod([p if b else 1 - p for b in seq])
             E += prob * np.sum((h * (w - c)) ** 2)
         one = np.array
         kap = X.kappa(one([eta]), one([h]), one([beta]), one([R]))
 
         def avg(T, one=one, kap=kap):
-            return M.two_point_sums((w0 - c - lam * delta1 / h * u)[None], u[None], one([h]), one([lam]),
-                                    one([delta1]), one([p]), one([eta]), one([beta]), one([R]), N, kap, T=T)[0][:, 0]
+            return M.two_point_sums(
+                (w0 - c - lam * delta1 / h * u)[None],
+                u[None],
+                one([h]),
+                one([lam]),
+                one([delta1]),
+                one([p]),
+                one([eta]),
+                one([beta]),
+                one([R]),
+                N,
+                kap,
+                T=T,
+            )[0][:, 0]
+
         assert _per_round(avg, t) == pytest.approx(E, rel=1e-11, abs=1e-15)
     # the closed form with the first moment squared as the variance's scale (the text's delta) misses
-    wrong = M.two_point_sums((w0 - c - lam * delta1 / h * u)[None], u[None], one([h]), one([lam]), one([delta1]),
-                             one([1 / 2]), one([eta]), one([beta]), one([R]), N, kap, T=np.array([t_max, t_max + 1.0]))[0]
+    wrong = M.two_point_sums(
+        (w0 - c - lam * delta1 / h * u)[None],
+        u[None],
+        one([h]),
+        one([lam]),
+        one([delta1]),
+        one([1 / 2]),
+        one([eta]),
+        one([beta]),
+        one([R]),
+        N,
+        kap,
+        T=np.array([t_max, t_max + 1.0]),
+    )[0]
     assert abs((t_max + 1) * wrong[1, 0] - t_max * wrong[0, 0] - E) > 1e-3 * E
 
 
@@ -82,16 +116,27 @@ def test_finding_text_delta_minimal_instance_in_rationals():
     for _ in range(6):
         m, var = A * m + eta * lam * delta, A**2 * var + (eta * lam) ** 2 * delta**2 * (1 / p - 1)
         g2.append(h**2 * (m**2 + var))
-    assert g2[0] == h**2 * (eta * lam) ** 2 * delta**2 / p                  # one step: E e^2 = delta^2/p
+    assert g2[0] == h**2 * (eta * lam) ** 2 * delta**2 / p  # one step: E e^2 = delta^2/p
     lim = lam**2 * delta**2 * (1 + (1 / p - 1) * r)
-    assert lim == F(9, 10000) * F(16198, 5399)                              # 3.0002 lam^2 delta^2
-    assert lim > 3 * lam**2 * delta**2 and lim <= lam**2 * delta**2 / p     # text's delta fails, Lemma 1's holds
+    assert lim == F(9, 10000) * F(16198, 5399)  # 3.0002 lam^2 delta^2
+    assert lim > 3 * lam**2 * delta**2 and lim <= lam**2 * delta**2 / p  # text's delta fails, Lemma 1's holds
     # the float closed form agrees, and the Cesaro average passes 3 lam^2 delta^2
     one = np.array
     kap = X.kappa(one([1 / 2025]), one([0.75]), one([1.0]), one([1]))
-    avg, limit = M.two_point_sums(one([[-0.04]]), one([[1.0]]), one([0.75]), one([3.0]), one([0.01]),
-                                  one([1 / 10800]), one([1 / 2025]), one([1.0]), one([1]), 1, kap,
-                                  T=np.array([1.0, 2.0, 2.0**40]))
+    avg, limit = M.two_point_sums(
+        one([[-0.04]]),
+        one([[1.0]]),
+        one([0.75]),
+        one([3.0]),
+        one([0.01]),
+        one([1 / 10800]),
+        one([1 / 2025]),
+        one([1.0]),
+        one([1]),
+        1,
+        kap,
+        T=np.array([1.0, 2.0, 2.0**40]),
+    )
     assert limit[0] == pytest.approx(float(lim), rel=1e-12)
     assert avg[1, 0] == pytest.approx(float(g2[0]) / 2, rel=1e-9) and avg[2, 0] > 3 * 9e-4
     # (b) at the iterates: theta~ - w = -grad F(w)/lam + e, e independent of w_t with E e = delta:
@@ -101,9 +146,11 @@ def test_finding_text_delta_minimal_instance_in_rationals():
     assert b_t > 0
     b_lim = lim / lam**2 - 2 / lam * delta * lam * delta + delta**2 / p
     assert b_lim == delta**2 * (1 / p - 1) * F(5400, 5399) and b_lim > 1000 * (lam**2 + 1) * delta**2
-    assert b_lim <= 2 * lim / (lam**2 - 8 * L**2) + 2 * delta**2 / p        # Lemma 1's delta: the (b) reading holds
+    assert b_lim <= 2 * lim / (lam**2 - 8 * L**2) + 2 * delta**2 / p  # Lemma 1's delta: the (b) reading holds
     # (b) at w = 1 (theta^ = w): E|theta~ - w|^2 = delta^2/p (p = 1/100: 100 delta^2) against O(delta^2)
-    assert M.b_two_point(np.zeros((1, 1)), np.array([0.01]), np.array([0.01]))[0] == pytest.approx(1e-2, rel=1e-12)
+    assert M.b_two_point(np.zeros((1, 1)), np.array([0.01]), np.array([0.01]))[0] == pytest.approx(
+        1e-2, rel=1e-12
+    )
 
 
 def test_b_two_point_against_the_distribution():
@@ -154,7 +201,7 @@ def test_sampling_with_errors_against_a_written_out_enumeration(common):
                     for i in range(3):
                         v = w.copy()
                         for _ in range(2):
-                            th = W.prox_local(v[None, None], s[:, i:i + 1], a, L, lam)[0, 0] + err[0, i]
+                            th = W.prox_local(v[None, None], s[:, i : i + 1], a, L, lam)[0, 0] + err[0, i]
                             v = v - eta[0] * lam[0] * (v - th)
                         locs.append(v)
                     w = (1 - beta[0]) * w + beta[0] * np.mean([locs[i] for i in sub], axis=0)
@@ -177,10 +224,17 @@ def test_stochastic_inner_solution_against_scipy_and_lemma1():
     L, a, lam = 1.0, 1.0, 3.0
     zs = np.zeros((1, 1, 1))
     for w, zeta in ((1.4, 0.05), (1.4, -0.05), (0.05, 0.1), (-0.02, -0.1), (-1.7, 0.3)):
+
         def obj(th, w=w, zeta=zeta):
             return (W.g(np.array(th), a, L) + zeta * th + lam / 2 * (th - w) ** 2).item()
-        best = min((so.minimize_scalar(obj, bounds=b, method="bounded", options={"xatol": 1e-12})
-                    for b in ((-6, -0.5), (-0.5, 0.5), (0.5, 6))), key=lambda r: r.fun).x
+
+        best = min(
+            (
+                so.minimize_scalar(obj, bounds=b, method="bounded", options={"xatol": 1e-12})
+                for b in ((-6, -0.5), (-0.5, 0.5), (0.5, 6))
+            ),
+            key=lambda r: r.fun,
+        ).x
         th = W.prox(np.array([[w - zeta / lam]]), zs, np.array([a]), np.array([L]), np.array([lam]))[0, 0, 0]
         assert th == pytest.approx(best, abs=1e-8)
         th0 = W.prox(np.array([[w]]), zs, np.array([a]), np.array([L]), np.array([lam]))[0, 0, 0]
@@ -216,14 +270,25 @@ def test_stochastic_gradients_simulation_against_noise_sums():
             th = W.prox_local(v - zeta / lam, np.zeros((Mc, N, d)), ar, np.full(Mc, L), np.full(Mc, lam))
             v = v - eta * lam * (v - th)
         w = v.mean(axis=1)
-    assert np.all(side * (w - c) > -0.5 + 1e-9)                              # stayed on the outer pieces
+    assert np.all(side * (w - c) > -0.5 + 1e-9)  # stayed on the outer pieces
     sample = np.sum((h * (w - c)) ** 2, axis=-1)
     one = np.array
     kap = X.kappa(one([eta]), one([h]), one([beta]), one([R]))
 
     def avg(T, scale=1.0):
-        return X.noise_sums(one([d * 0.01]), one([h]), one([lam]), one([scale * gD / (lam + L)]), one([eta]),
-                            one([beta]), one([R]), N, kap, T=T)[0][:, 0]
+        return X.noise_sums(
+            one([d * 0.01]),
+            one([h]),
+            one([lam]),
+            one([scale * gD / (lam + L)]),
+            one([eta]),
+            one([beta]),
+            one([R]),
+            N,
+            kap,
+            T=T,
+        )[0][:, 0]
+
     exact = _per_round(avg, t)
     top = (h * (0.1 * np.sqrt(d) + t * R * eta * lam * gD / (lam + L))) ** 2
     assert sample.max() <= top
@@ -241,7 +306,7 @@ def test_moment_parts_hold_and_their_mutants_are_rejected_by_them():
     assert set(found) == set(M.PARTS_M)
     assert all(p.applicable >= 10 and p.holds for p in found.values())
     printed = {p.name: p for p in st.run("quadratic", None, rng, batch=batch, reading=None).parts}
-    assert all(not printed[name].holds for name in M.PARTS_M[:2])               # the text's delta, as printed
+    assert all(not printed[name].holds for name in M.PARTS_M[:2])  # the text's delta, as printed
     expect = {"the larger of the two terms": M.PARTS_M[3:4], "stochastic gradients ignored": M.PARTS_M[5:6]}
     for key, parts in expect.items():
         (m,) = [m for m in st.mutants if key in m.name]

@@ -1,6 +1,7 @@
 """pfedme.lemma1 and pfedme.lemma2: the statements hold, every mutant is rejected, the
 exact expectation of Lemma 1 agrees with a closed form and with Monte Carlo, and
 instances outside the assumptions are not applicable (never failures)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,7 +28,9 @@ def _batch(module, sid, family, seed=0):
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("sid", IDS)
 def test_statement_holds(sid, seed, with_mutants):
-    records = [r for r in with_mutants if r.statement.id == sid] if seed == 0 else run([sid], "all", None, seed)
+    records = (
+        [r for r in with_mutants if r.statement.id == sid] if seed == 0 else run([sid], "all", None, seed)
+    )
     assert {r.result.family for r in records} == {"quadratic", "logistic"}
     for rec in records:
         bad = [(p.name, p.failures) for p in rec.result.parts if not p.holds]
@@ -56,8 +59,9 @@ def _closed_form(batch):
     gamma2 = np.trace(cov, axis1=1, axis2=2)
     v1 = np.linalg.eigh(A)[1][..., 0]
     r = np.sqrt(batch["nu_scale"] * gamma2 / m)[:, None] * v1 * (batch["mode"] == l1.FIXED)[:, None]
-    return (np.trace(Minv @ Minv @ cov, axis1=1, axis2=2) / m
-            + np.sum(np.einsum("tij,tj->ti", Minv, r) ** 2, axis=-1))
+    return np.trace(Minv @ Minv @ cov, axis1=1, axis2=2) / m + np.sum(
+        np.einsum("tij,tj->ti", Minv, r) ** 2, axis=-1
+    )
 
 
 def test_lemma1_exact_expectation_matches_closed_form():
@@ -128,8 +132,8 @@ def test_lemma2_applicability_and_known_ratios():
     a, b = sides[l2.PARTS[0]], sides[l2.PARTS[1]]
     L = np.abs(batch["eig"]).max(axis=(1, 2))
     shared = np.all(batch["A"] == batch["A"][:, :1], axis=(1, 2, 3))
-    assert not (a.applicable & b.applicable).any()        # strongly convex vs shared nonconvex
-    assert not b.applicable[~shared].any()                 # different A_i: sigma_f^2 infinite
+    assert not (a.applicable & b.applicable).any()  # strongly convex vs shared nonconvex
+    assert not b.applicable[~shared].any()  # different A_i: sigma_f^2 infinite
     low = shared & (batch["lam"] <= 2 * np.sqrt(2) * L)
     assert low.sum() >= 3 and not b.applicable[low].any()  # λ <= 2√2 L: not applicable
     # (b) at λ = 8L, a_1 = -L, b_i - b̄ along v_1: ratio (λ²−8L²)/(2(λ−L)²) = 4/7 exactly

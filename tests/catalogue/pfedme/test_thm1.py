@@ -2,6 +2,7 @@
 moreau.fl.pfedme, its limit point and exponents, the finding's minimal instance, the statements
 on their family and every mutant rejected; the printed exponent fails where beta R > 2, the reading
 'exponent ημ_F/2, second-moment δ' holds."""
+
 import numpy as np
 
 import moreau as mo
@@ -9,7 +10,14 @@ from moreau.fl import fedprox_optimum, pfedme
 
 from moreau.analysis.pfedme import thm1
 from moreau.analysis.engine.instances import orthogonal
-from moreau.analysis.pfedme.round_map import average_error, average_exponent, constants, drift, limit_point, round_map
+from moreau.analysis.pfedme.round_map import (
+    average_error,
+    average_exponent,
+    constants,
+    drift,
+    limit_point,
+    round_map,
+)
 
 
 def _clients(rng, T=3, N=3, d=2):
@@ -67,8 +75,11 @@ def test_drift_equals_limit_point_minus_w_star_and_stays_accurate_for_tiny_eta()
     lam = np.array([0.5, 2.0, 7.0])
     w_star, _ = fedprox_optimum(mo.Quadratic(A, b), lam)
     for R in (1, 2, 4):
-        np.testing.assert_allclose(drift(A, b, lam, 0.05, 2.0, R, w_star),
-                                   limit_point(*round_map(A, b, lam, 0.05, 2.0, R)) - w_star, atol=1e-14)
+        np.testing.assert_allclose(
+            drift(A, b, lam, 0.05, 2.0, R, w_star),
+            limit_point(*round_map(A, b, lam, 0.05, 2.0, R)) - w_star,
+            atol=1e-14,
+        )
     # w_inf - w* = eta v + O(eta^2): halving a tiny eta halves it, to ~1e-6 (the O(eta) term), far from rounding
     e1, e2 = drift(A, b, lam, 2e-7, 2.0, 3, w_star), drift(A, b, lam, 1e-7, 2.0, 3, w_star)
     np.testing.assert_allclose(e1, 2 * e2, rtol=1e-5)
@@ -85,7 +96,7 @@ def test_average_exponent_matches_finite_horizon_decay():
         eta = 0.05 / (lam * beta * R)
         Q, _ = round_map(A, b, lam, eta, beta, R)
         p = 1 - eta * mu_F / 2
-        T1 = int(np.max(40 / (eta * mu_F)))          # p^T1 <= e^-20: the average is in its asymptotic regime
+        T1 = int(np.max(40 / (eta * mu_F)))  # p^T1 <= e^-20: the average is in its asymptotic regime
         e1, e2 = (average_error(Q, np.ones((2, 2)), p, T) for T in (T1, T1 + 200))
         gap = [0.5 * np.einsum("ti,tij,tj->t", e, H, e) for e in (e1, e2)]
         np.testing.assert_allclose(np.log(gap[0] / gap[1]) / 200, average_exponent(Q, p), rtol=1e-3)
@@ -108,18 +119,23 @@ def test_finding_minimal_instance_ratio_to_the_printed_bound_grows():
     # the simulation, the loop and the closed form agree
     h = pfedme(mo.Quadratic(A[0], b[0]), lam=1.0, eta=float(eta[0]), beta=1.0, R=R, rounds=300, w0=np.ones(1))
     np.testing.assert_allclose(h.w_bar, average_error(Q, np.ones((1, 1)), p, 300)[0], rtol=1e-12)
-    np.testing.assert_allclose(average_error(Q, np.ones((1, 1)), p, 20000)[0, 0],
-                               _closed_form_average(p, Q[0, 0, 0], 20000), rtol=1e-9)
+    np.testing.assert_allclose(
+        average_error(Q, np.ones((1, 1)), p, 20000)[0, 0],
+        _closed_form_average(p, Q[0, 0, 0], 20000),
+        rtol=1e-9,
+    )
     assert int(np.ceil(2 / (eta_hat[0] * mu_F[0]))) == 6216
-    ratio = [0.25 * _closed_form_average(p, Q[0, 0, 0], T) ** 2 / (mu_F[0] * np.exp(-eta_hat[0] * mu_F[0] * T / 2))
-             for T in (6216, 1e5, 3e5)]
-    np.testing.assert_allclose(ratio, [0.23, 4.3, 1.9e5], rtol=0.03)   # the numbers of the finding
+    ratio = [
+        0.25 * _closed_form_average(p, Q[0, 0, 0], T) ** 2 / (mu_F[0] * np.exp(-eta_hat[0] * mu_F[0] * T / 2))
+        for T in (6216, 1e5, 3e5)
+    ]
+    np.testing.assert_allclose(ratio, [0.23, 4.3, 1.9e5], rtol=0.03)  # the numbers of the finding
 
 
 def test_printed_exponent_fails_exactly_where_beta_R_exceeds_2():
     # holds / mutants rejected: tests/catalogue/engine/test_registry.py; here where the finding bites
     batch = thm1.instances("quadratic", None, np.random.default_rng(7))
-    part = thm1.evaluate(batch, thm1.CLAIM)[thm1.PARTS[1]]          # the claim: the printed exponent
+    part = thm1.evaluate(batch, thm1.CLAIM)[thm1.PARTS[1]]  # the claim: the printed exponent
     fails = part.applicable & (part.lhs > part.rhs)
     np.testing.assert_array_equal(fails, batch["ident"] & (batch["beta"] * batch["R"] > 2))
     st = thm1.STATEMENTS[0]

@@ -2,6 +2,7 @@
 against all C(N, S)^T sampling sequences through a plain loop, the stationary sampling part against
 the moments at large T, its closed form where the curvatures agree, sigma_F1 against moreau.prox,
 and bad S."""
+
 from itertools import combinations, product
 
 import numpy as np
@@ -44,13 +45,15 @@ def test_moments_equal_every_sampling_sequence_through_a_plain_loop(S, R):
         EY = np.zeros((5, 5))
         for seq in product(subsets, repeat=Tr):
             w, ws = w0[k], []
-            for sub in seq:          # Algorithm 1 written out: prox by a linear solve, S sampled clients
+            for sub in seq:  # Algorithm 1 written out: prox by a linear solve, S sampled clients
                 ws.append(w)
                 locs = []
                 for i in sub:
                     v = w.copy()
                     for _ in range(R):
-                        v = v - eta[k] * lam[k] * (v - np.linalg.solve(A[k, i] + lam[k] * np.eye(2), b[k, i] + lam[k] * v))
+                        v = v - eta[k] * lam[k] * (
+                            v - np.linalg.solve(A[k, i] + lam[k] * np.eye(2), b[k, i] + lam[k] * v)
+                        )
                     locs.append(v)
                 w = (1 - beta[k]) * w + beta[k] * np.mean(locs, axis=0)
             wts = rho ** -(np.arange(Tr) + 1.0)
@@ -66,11 +69,11 @@ def _gap(K, A, b, lam):
     q = mo.Quadratic(A, b)
     env = mo.envelope(q, lam[:, None])
     w_star = fedprox_optimum(q, lam)[0]
-    grad = lambda w: np.mean(env.grad(np.broadcast_to(w[:, None], b.shape)), axis=1)          # noqa: E731
-    H = np.stack([grad(w_star + e) - grad(w_star) for e in np.eye(d)], axis=-1)              # exact: F quadratic
-    m = K[:, d:2 * d, -1]
-    cov = K[:, d:2 * d, d:2 * d] - np.einsum("ti,tj->tij", m, m)
-    F = lambda w: np.mean(env.value(np.broadcast_to(w[:, None], b.shape)), axis=1)             # noqa: E731
+    grad = lambda w: np.mean(env.grad(np.broadcast_to(w[:, None], b.shape)), axis=1)  # noqa: E731
+    H = np.stack([grad(w_star + e) - grad(w_star) for e in np.eye(d)], axis=-1)  # exact: F quadratic
+    m = K[:, d : 2 * d, -1]
+    cov = K[:, d : 2 * d, d : 2 * d] - np.einsum("ti,tj->tij", m, m)
+    F = lambda w: np.mean(env.value(np.broadcast_to(w[:, None], b.shape)), axis=1)  # noqa: E731
     return F(m) - F(w_star) + 0.5 * np.einsum("tij,tji->t", H, cov)
 
 
@@ -96,7 +99,7 @@ def test_same_curvature_R_1_closed_form_proportional_to_c_S():
     A, b = _clients(rng, 3, N, 1, same_curvature=True)
     lam, eta, beta = np.array([0.7, 2.5, 1.0]), np.array([0.3, 0.1, 0.02]), np.array([1.0, 1.7, 3.0])
     mu_F = _mu_F(A, lam)
-    h = mu_F                                           # d = 1, one curvature: h = mu_F
+    h = mu_F  # d = 1, one curvature: h = mu_F
     w_star = fedprox_optimum(mo.Quadratic(A, b), lam)[0]
     s2 = sigma_F1(A, b, lam, w_star)
     kap = beta * eta * h
@@ -114,7 +117,9 @@ def test_sigma_F1_equals_lam_times_w_minus_prox():
     w_star = fedprox_optimum(mo.Quadratic(A, b), lam)[0]
     w = np.broadcast_to(w_star[:, None], b.shape)
     g = lam[:, None, None] * (w - mo.prox(mo.Quadratic(A, b), w, lam[:, None]))
-    np.testing.assert_allclose(sigma_F1(A, b, lam, w_star), np.mean(np.sum(g**2, axis=-1), axis=-1), rtol=1e-10)
+    np.testing.assert_allclose(
+        sigma_F1(A, b, lam, w_star), np.mean(np.sum(g**2, axis=-1), axis=-1), rtol=1e-10
+    )
     assert np.all(sigma_F1(A, b, lam, w_star) > 0)
 
 

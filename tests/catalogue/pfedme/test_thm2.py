@@ -4,6 +4,7 @@ exact rationals), the findings' minimal instances by direct computation, the sta
 run (the printed claim fails, the repair holds, each printed element alone fails) and every mutant
 rejected; the sampling (S < N) and inexact-solve (delta > 0) closed forms against
 exhaustive enumeration, a written-out loop and seeded Monte Carlo of moreau.fl.pfedme."""
+
 from fractions import Fraction
 from itertools import combinations, product
 
@@ -20,7 +21,7 @@ from moreau.analysis.pfedme import double_wells as W
 from moreau.fl import pfedme
 
 
-def _g(u, a, L):            # the double well, written out again (scalars)
+def _g(u, a, L):  # the double well, written out again (scalars)
     return L * a * a / 4 - L * u * u / 2 if abs(u) <= a / 2 else L / 2 * (abs(u) - a) ** 2
 
 
@@ -34,8 +35,11 @@ def _prox_scipy(w, s, a, L, lam):
     out = []
     for wk, sk in zip(w, s):
         h = lambda t: _g(t - sk, a, L) + lam / 2 * (t - wk) ** 2  # noqa: E731
-        out.append(so.minimize_scalar(h, bounds=(wk - 10 * a - 10, wk + 10 * a + 10), method="bounded",
-                                      options={"xatol": 1e-13}).x)
+        out.append(
+            so.minimize_scalar(
+                h, bounds=(wk - 10 * a - 10, wk + 10 * a + 10), method="bounded", options={"xatol": 1e-13}
+            ).x
+        )
     return np.array(out)
 
 
@@ -56,9 +60,11 @@ def test_prox_against_scipy_and_optimality():
         for t in range(4):
             for i in range(3):
                 ref = _prox_scipy(w[p, t], s[t, i], a[t], L[t], lam[t])
-                np.testing.assert_allclose(th[p, t, i], ref, atol=1e-8)   # Brent's xatol 1e-13 on a flat-ish h
+                np.testing.assert_allclose(th[p, t, i], ref, atol=1e-8)  # Brent's xatol 1e-13 on a flat-ish h
     # optimality: g'(theta - s) + lam (theta - w) = 0
-    resid = W.g_prime(th - s, a[:, None, None], L[:, None, None]) + lam[:, None, None] * (th - w[..., None, :])
+    resid = W.g_prime(th - s, a[:, None, None], L[:, None, None]) + lam[:, None, None] * (
+        th - w[..., None, :]
+    )
     assert np.max(np.abs(resid)) < 1e-13
 
 
@@ -72,7 +78,9 @@ def test_envelope_gradient_by_finite_differences():
         e = np.zeros(2)
         e[k] = h
         fd = (W.envelope(w + e, s, a, L, lam)[0] - W.envelope(w - e, s, a, L, lam)[0]) / (2 * h)
-        np.testing.assert_allclose(grad[..., k], fd, atol=1e-7)   # central difference of a C^1 piecewise quadratic
+        np.testing.assert_allclose(
+            grad[..., k], fd, atol=1e-7
+        )  # central difference of a C^1 piecewise quadratic
     # eq. (6): grad F_i = lam (w - theta_i)
     np.testing.assert_allclose(grad, lam[:, None, None] * (w[:, None] - W.prox(w, s, a, L, lam)), atol=1e-13)
 
@@ -99,9 +107,12 @@ def test_F_star_and_sigma_f2_against_dense_grids():
             gp = np.array(gp)
             sup += np.max(np.mean((gp - gp.mean(axis=0)) ** 2, axis=0))
         assert Fs[t] <= grid_min + 1e-12 and grid_min - Fs[t] < 1e-6
-        np.testing.assert_allclose(W.envelope(arg[t:t + 1], s[t:t + 1], a[t:t + 1], L[t:t + 1],
-                                              lam[t:t + 1])[0].mean(), Fs[t], atol=1e-12)
-        exact = W.sigma_f2(s[t:t + 1], a[t:t + 1], L[t:t + 1])[0]
+        np.testing.assert_allclose(
+            W.envelope(arg[t : t + 1], s[t : t + 1], a[t : t + 1], L[t : t + 1], lam[t : t + 1])[0].mean(),
+            Fs[t],
+            atol=1e-12,
+        )
+        exact = W.sigma_f2(s[t : t + 1], a[t : t + 1], L[t : t + 1])[0]
         assert sup <= exact + 1e-12 and exact - sup < 1e-6
 
 
@@ -133,7 +144,8 @@ def test_drift_constant_k():
 
 # --- the findings, by direct computation --------------------------------------------------
 
-def _E1(z, a, L, lam):      # the 1-d envelope, min over the three pieces of the prox problem
+
+def _E1(z, a, L, lam):  # the 1-d envelope, min over the three pieces of the prox problem
     cand = [lam * z / (lam - L), (lam * z + L * a) / (lam + L), (lam * z - L * a) / (lam + L)]
     return min(_g(u, a, L) + lam / 2 * (u - z) ** 2 for u in cand)
 
@@ -142,7 +154,7 @@ def test_finding_eta_minimal_instance():
     L, a, lam = 1.0, 1.0, 3.0
     eta_hat = 1 / (75 * lam**3)
     w0 = 0.25
-    Delta = _E1(w0, a, L, lam) - 0.0           # inf F = inf g = 0 (the envelope keeps the infimum)
+    Delta = _E1(w0, a, L, lam) - 0.0  # inf F = inf g = 0 (the envelope keeps the infimum)
     assert Delta == pytest.approx(13 / 64)
 
     def avg_grad2(eta, T):
@@ -155,10 +167,10 @@ def test_finding_eta_minimal_instance():
 
     T = 10_000
     small, largest = avg_grad2(eta_hat / 1000, T), avg_grad2(eta_hat, T)
-    printed = Delta / (eta_hat * T)                  # the first term with constant 1
-    assert small / printed > 3.4                     # 0.1417 against 0.0411
+    printed = Delta / (eta_hat * T)  # the first term with constant 1
+    assert small / printed > 3.4  # 0.1417 against 0.0411
     assert largest / printed == pytest.approx(0.9994, abs=1e-3)
-    assert largest <= 2 * Delta / (eta_hat * T)      # the reading that holds (beta R eta = eta_hat here)
+    assert largest <= 2 * Delta / (eta_hat * T)  # the reading that holds (beta R eta = eta_hat here)
     assert small <= 2 * Delta / (eta_hat / 1000 * T)
 
 
@@ -197,29 +209,36 @@ def test_finding_drift_minimal_instance_in_rationals():
     s = [F(9, 10), F(1, 10), F(-8, 10)]
     eta = 1 / (75 * lam**3) / 2
     assert eta == F(1, 9600)
-    x = F(-1, 5)                                   # argmin F: stationary, and below a dense grid of F
+    x = F(-1, 5)  # argmin F: stationary, and below a dense grid of F
     assert _gradF_fraction(x, s, lam, L, a) == 0
     xs = np.linspace(-4, 4, 80001)
     Fgrid = np.mean([[_E1(z, 1.0, 1.0, 4.0) for z in xs - float(si)] for si in s], axis=0)
     Fx = np.mean([_E1(float(x - si), 1.0, 1.0, 4.0) for si in s])
     assert Fx <= Fgrid.min() + 1e-12 and Fx == pytest.approx(0.086)
-    assert abs(x - s[1]) < a * (lam - L) / (2 * lam)      # client 2 on its concave piece
+    assert abs(x - s[1]) < a * (lam - L) / (2 * lam)  # client 2 on its concave piece
     w1 = _round_fraction(x, s, lam, L, a, eta, beta, R)
     g1 = _gradF_fraction(w1, s, lam, L, a)
     assert g1 != 0 and float(g1**2) == pytest.approx(7.5267e-20, rel=1e-4)
     # the fixed point: the round is affine on this piece, Phi(w) = p w + q, solved exactly
-    h = F(1, 10**6)                                # small enough to stay on every client's piece
+    h = F(1, 10**6)  # small enough to stay on every client's piece
     p = (_round_fraction(x + h, s, lam, L, a, eta, beta, R) - w1) / h
     q = w1 - p * x
     w_inf = q / (1 - p)
-    assert _round_fraction(w_inf, s, lam, L, a, eta, beta, R) == w_inf          # same piece: an exact fixed point
+    assert _round_fraction(w_inf, s, lam, L, a, eta, beta, R) == w_inf  # same piece: an exact fixed point
     g_inf = _gradF_fraction(w_inf, s, lam, L, a)
     assert float(w_inf) == pytest.approx(-0.200167, abs=1e-6)
     assert float(g_inf**2) == pytest.approx(2.1974e-10, rel=1e-4)
     # the module's float fixed point agrees
-    w_mod, _, resid, _ = W.fixed_point(np.array([[-0.2]]), np.array(s, float).reshape(1, 3, 1), np.array([1.0]),
-                                       np.array([1.0]), np.array([4.0]), np.array([float(eta)]), np.array([1.0]),
-                                       np.array([2]))
+    w_mod, _, resid, _ = W.fixed_point(
+        np.array([[-0.2]]),
+        np.array(s, float).reshape(1, 3, 1),
+        np.array([1.0]),
+        np.array([1.0]),
+        np.array([4.0]),
+        np.array([float(eta)]),
+        np.array([1.0]),
+        np.array([2]),
+    )
     assert w_mod[0, 0] == pytest.approx(float(w_inf), abs=1e-12)
     # and the derived bound holds: |grad F(w_inf)|^2 <= 2 k^2 sigma_F2^2/(1 - k^2 lam^2/(lam^2 - 8L^2))
     k = thm2._k(np.array([float(eta)]), np.array([4.0]), np.array([2]))[0]
@@ -241,9 +260,13 @@ def test_printed_fails_repair_holds_and_every_mutant_rejected():
     assert all(p.applicable for p in res.parts)
     assert st.expect == "fails" and not st.run("quadratic", None, rng, batch=batch, reading=None).holds
     # each printed element alone fails, on the part it concerns
-    where = {"printed first term Δ_F/(η̂₂T) only": thm2.PARTS[1], "printed no-drift limit only": thm2.PARTS[3],
-             "printed S < N term at fixed η only": P.PARTS_S[1], "printed (N/S − 1)^(1/2) only": P.PARTS_S[2],
-             "text's first-moment δ only": M.PARTS_M[0]}
+    where = {
+        "printed first term Δ_F/(η̂₂T) only": thm2.PARTS[1],
+        "printed no-drift limit only": thm2.PARTS[3],
+        "printed S < N term at fixed η only": P.PARTS_S[1],
+        "printed (N/S − 1)^(1/2) only": P.PARTS_S[2],
+        "text's first-moment δ only": M.PARTS_M[0],
+    }
     assert set(where) == {r.name for r in st.readings if r.expect == "fails"}
     for name, part in where.items():
         out = {p.name: p for p in st.run("quadratic", None, rng, batch=batch, reading=name).parts}
@@ -258,11 +281,15 @@ def test_instances_cover_the_boundaries():
     (st,) = thm2.STATEMENTS
     b = st.instances("quadratic", None, np.random.default_rng(11))
     thr = np.sqrt(8 * b["L"] ** 2 + 1)
-    assert np.any(np.isclose(b["lam"], thr))                                   # lam at the theorem's threshold
-    assert np.any(b["lam"] < 2 * np.sqrt(2) * b["L"]) and np.any((b["lam"] > 2 * np.sqrt(2) * b["L"]) & (b["lam"] < thr))
+    assert np.any(np.isclose(b["lam"], thr))  # lam at the theorem's threshold
+    assert np.any(b["lam"] < 2 * np.sqrt(2) * b["L"]) and np.any(
+        (b["lam"] > 2 * np.sqrt(2) * b["L"]) & (b["lam"] < thr)
+    )
     eh = 1 / (75 * b["lam"] ** 3)
     ratio = b["eta"] * b["beta"] * b["R"] / eh
-    assert np.any(np.isclose(ratio, 1.0)) and np.any(ratio <= 2.0**-8 * (1 + 1e-12))   # the largest step and small ones
+    assert np.any(np.isclose(ratio, 1.0)) and np.any(
+        ratio <= 2.0**-8 * (1 + 1e-12)
+    )  # the largest step and small ones
     assert np.any(b["ident"]) and np.any(~b["ident"])
 
 
@@ -275,7 +302,9 @@ def test_c_S_is_the_variance_of_a_subset_mean(N):
     x = rng.standard_normal(N)
     V = np.mean((x - x.mean()) ** 2)
     for S in range(1, N + 1):
-        means = np.array([x[list(c)].mean() for c in combinations(range(N), S)])   # all subsets, equally likely
+        means = np.array(
+            [x[list(c)].mean() for c in combinations(range(N), S)]
+        )  # all subsets, equally likely
         np.testing.assert_allclose(np.mean((means - x.mean()) ** 2), X.c_S(N, S) * V, atol=1e-14)
     with pytest.raises(ValueError, match="1 <= S <= N"):
         X.c_S(3, 4)
@@ -304,10 +333,14 @@ def test_enumeration_equals_a_written_out_loop_over_sequences():
             for seq in product(subsets, repeat=t):
                 w = 0.1
                 for sub in seq:
-                    loc = [w - eta[0] * lam[0] * (w - (s[0, i, 0] + _prox_1d(w - s[0, i, 0], 1.0, 1.0, 3.0)))
-                           for i in range(3)]
+                    loc = [
+                        w - eta[0] * lam[0] * (w - (s[0, i, 0] + _prox_1d(w - s[0, i, 0], 1.0, 1.0, 3.0)))
+                        for i in range(3)
+                    ]
                     w = np.mean([loc[i] for i in sub])
-                g = np.mean([3.0 * ((w - s[0, i, 0]) - _prox_1d(w - s[0, i, 0], 1.0, 1.0, 3.0)) for i in range(3)])
+                g = np.mean(
+                    [3.0 * ((w - s[0, i, 0]) - _prox_1d(w - s[0, i, 0], 1.0, 1.0, 3.0)) for i in range(3)]
+                )
                 tot += g * g
             np.testing.assert_allclose(E[t, 0], tot / len(subsets) ** t, rtol=1e-12, atol=1e-18)
 
@@ -342,8 +375,18 @@ def test_sampling_expectation_against_moreau_pfedme_monte_carlo(S):
     s, c, _, a, L, lam, eta, beta, R, w0, h = _sampling_instance(0.4, 0.0)
     M, t, alpha = 40000, 3, 1e-6
     rep = lambda x: np.repeat(x, M, axis=0)  # noqa: E731
-    hist = pfedme(W.DoubleWell(rep(s), rep(a), rep(L)), lam=3.0, eta=float(eta[0]), beta=1.0, R=1, rounds=t, S=S,
-                  w0=rep(w0), rng=np.random.default_rng(100 + S), personal="none")
+    hist = pfedme(
+        W.DoubleWell(rep(s), rep(a), rep(L)),
+        lam=3.0,
+        eta=float(eta[0]),
+        beta=1.0,
+        R=1,
+        rounds=t,
+        S=S,
+        w0=rep(w0),
+        rng=np.random.default_rng(100 + S),
+        personal="none",
+    )
     g = W.envelope(hist.w_global[t], rep(s), rep(a), rep(L), rep(lam))[1].mean(axis=-2)
     sample = np.sum(g**2, axis=-1)
     kap = X.kappa(eta, h, beta, R)[0]
@@ -406,23 +449,29 @@ def test_random_errors_closed_form_against_monte_carlo():
         for _ in range(2):
             u = rng.standard_normal((M, N, d))
             u /= np.linalg.norm(u, axis=-1, keepdims=True)
-            th = W.prox_local(v, np.zeros((M, N, d)), np.full(M, 1.0), np.full(M, 1.0), np.full(M, 3.0)) + delta * u
+            th = (
+                W.prox_local(v, np.zeros((M, N, d)), np.full(M, 1.0), np.full(M, 1.0), np.full(M, 3.0))
+                + delta * u
+            )
             v = v - eta[0] * 3.0 * (v - th)
         w = v.mean(axis=1)
     sample = np.sum((h * (w - c)) ** 2, axis=-1)
     kap = X.kappa(eta, np.array([h]), beta, R)
     q = 1 - kap[0]
-    top = (h * (q**t * np.sqrt(d) * 0.1 + 3.0 * delta / h)) ** 2            # |w_t - c| <= q^t |e_0| + lam delta/h
+    top = (h * (q**t * np.sqrt(d) * 0.1 + 3.0 * delta / h)) ** 2  # |w_t - c| <= q^t |e_0| + lam delta/h
     assert sample.max() <= top
     e0 = np.array([d * 0.1**2])
     # noise_sums gives Cesaro averages; the value at round t is T (avg_T) - (T - 1) avg_{T-1}
-    avg = X.noise_sums(e0, np.array([h]), lam, np.array([delta]), eta, beta, R, N, kap, T=np.array([t, t + 1.0]))[0][:, 0]
+    avg = X.noise_sums(
+        e0, np.array([h]), lam, np.array([delta]), eta, beta, R, N, kap, T=np.array([t, t + 1.0])
+    )[0][:, 0]
     exact = (t + 1) * avg[1] - t * avg[0]
     half = top * np.sqrt(np.log(2 / alpha) / (2 * M))
     assert abs(sample.mean() - exact) <= half
     # one error shared by the N clients (variance N times larger) lies outside: the check can fail
-    avg_w = X.noise_sums(e0, np.array([h]), lam, np.array([delta * np.sqrt(N)]), eta, beta, R, N, kap,
-                         T=np.array([t, t + 1.0]))[0][:, 0]
+    avg_w = X.noise_sums(
+        e0, np.array([h]), lam, np.array([delta * np.sqrt(N)]), eta, beta, R, N, kap, T=np.array([t, t + 1.0])
+    )[0][:, 0]
     assert abs((t + 1) * avg_w[1] - t * avg_w[0] - exact) > 2 * half
 
 
@@ -434,14 +483,24 @@ def test_pfedme_inner_gradient_steps_are_delta_accurate():
     s = rng.uniform(-1.5, 1.5, (2, 3, 2))
     a, L, lam = np.array([1.0, 0.7]), np.array([1.0, 0.5]), np.array([3.0, 2.0])
     nu = 1e-6
-    hist = pfedme(W.DoubleWell(s, a, L), lam=lam, eta=0.05, beta=1.0, R=1, rounds=4, inner=50, nu=nu,
-                  w0=rng.standard_normal((2, 2)), personal="inner")
+    hist = pfedme(
+        W.DoubleWell(s, a, L),
+        lam=lam,
+        eta=0.05,
+        beta=1.0,
+        R=1,
+        rounds=4,
+        inner=50,
+        nu=nu,
+        w0=rng.standard_normal((2, 2)),
+        personal="inner",
+    )
     for t in range(4):
         w = hist.w_global[t]
         exact = W.prox(w, s, a, L, lam)
         err = np.linalg.norm(hist.theta[t + 1] - exact, axis=-1)
         assert np.all(err <= np.sqrt(nu) / (lam - L)[:, None] * (1 + 1e-9))
-        assert np.all(err <= np.sqrt(2 * nu) / (lam - L)[:, None])                 # Lemma 1's delta
+        assert np.all(err <= np.sqrt(2 * nu) / (lam - L)[:, None])  # Lemma 1's delta
         step = w - 0.05 * lam[:, None] * (w - hist.theta[t + 1].mean(axis=1))
         np.testing.assert_allclose(hist.w_global[t + 1], step, atol=1e-13)
 
@@ -468,13 +527,16 @@ def test_finding_sampling_minimal_instance_in_rationals():
     eta = 1 / (75 * lam**3)
     assert eta == F(1, 2025)
     x = F(1, 10)
-    assert _gradF_fraction(x, s, lam, L, a) == 0                      # argmin F (F* = 3/800 there, Delta_F = 0)
+    assert _gradF_fraction(x, s, lam, L, a) == 0  # argmin F (F* = 3/800 there, Delta_F = 0)
     xs = np.linspace(-4, 4, 80001)
     Fgrid = np.mean([[_E1(z, 1.0, 1.0, 3.0) for z in xs - float(si)] for si in s], axis=0)
     assert np.mean([_E1(float(x - si), 1.0, 1.0, 3.0) for si in s]) <= Fgrid.min() + 1e-12
     # S = 1 of N = 2, R = 1: round 1 is x - eta grad F_i(x) for the sampled client
-    E1 = sum(_gradF_fraction(_round_fraction(x, [si], lam, L, a, eta, beta, 1), s, lam, L, a) ** 2 for si in s) / 2
-    assert E1 == F(1, 1296000000)                                   # > 0 = the printed bound at Delta_F = 0
+    E1 = (
+        sum(_gradF_fraction(_round_fraction(x, [si], lam, L, a, eta, beta, 1), s, lam, L, a) ** 2 for si in s)
+        / 2
+    )
+    assert E1 == F(1, 1296000000)  # > 0 = the printed bound at Delta_F = 0
     # the floor: h^2 kappa c_S V/(2 - kappa), h = 3/4, kappa = eta h, c_S = 1, V = 1/100
     h = lam * L / (lam + L)
     kap = eta * h
@@ -482,12 +544,21 @@ def test_finding_sampling_minimal_instance_in_rationals():
     assert floor == F(9, 8638400)
     sA = np.array([[[-1.0], [-0.8]]])
     one = np.array([1.0])
-    avg, fl = X.sampling_sums(np.array([0.0]), np.array([0.01]), np.array([0.75]), np.array([float(kap)]),
-                              X.c_S(2, 1), T=np.array([2.0, 2.0**40]))
-    assert fl[0] == pytest.approx(float(floor), rel=1e-12) and avg[1, 0] == pytest.approx(float(floor), rel=1e-9)
-    assert avg[0, 0] == pytest.approx(float(E1) / 2, rel=1e-9)      # (0 + E|grad F(w_1)|^2)/2
-    assert X.outer_certified(np.array([[0.0]]), np.array([[0.2]]), sA, one, one, np.array([3.0]),
-                             np.ones((1, 2, 1)))[0]
+    avg, fl = X.sampling_sums(
+        np.array([0.0]),
+        np.array([0.01]),
+        np.array([0.75]),
+        np.array([float(kap)]),
+        X.c_S(2, 1),
+        T=np.array([2.0, 2.0**40]),
+    )
+    assert fl[0] == pytest.approx(float(floor), rel=1e-12) and avg[1, 0] == pytest.approx(
+        float(floor), rel=1e-9
+    )
+    assert avg[0, 0] == pytest.approx(float(E1) / 2, rel=1e-9)  # (0 + E|grad F(w_1)|^2)/2
+    assert X.outer_certified(
+        np.array([[0.0]]), np.array([[0.2]]), sA, one, one, np.array([3.0]), np.ones((1, 2, 1))
+    )[0]
     # the fixed-eta reading holds: 2 lam eta c_S sigma_F2^2 = 2 * 3 / 2025 * 9 * 0.01
     assert float(floor) <= 2 * 3 / 2025 * 9 * W.sigma_f2(sA, one, one)[0]
 

@@ -5,6 +5,7 @@ Built as the runner builds it, run on the printed claim (``reading=None``): the 
 exponent's whole interval above -1 + 0.05) with the step condition held along every run; the certified fields
 (σ, P, R, L_i, L, a_d) are those of the data, checked against ``moreau.fl.low_rank_optimum`` and an SVD.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,12 +25,12 @@ def test_the_printed_claim_fails_on_the_recorded_instance():
     st, one = _one()
     res = st.run("quadratic", None, None, batch=one, reading=None)
     (part,) = res.parts
-    assert part.applicable == 1 and part.failures.tolist() == [0]   # the step condition holds along every run
+    assert part.applicable == 1 and part.failures.tolist() == [0]  # the step condition holds along every run
     s = part.sides
-    assert np.isfinite(s.lhs[0]) and s.lhs[0] > s.rhs[0] == -1.0      # a rate part: the claimed exponent is -1
+    assert np.isfinite(s.lhs[0]) and s.lhs[0] > s.rhs[0] == -1.0  # a rate part: the claimed exponent is -1
     assert s.lhs_ci[0][0] > s.rhs[0] + ATOL
     assert -0.8 < s.lhs_ci[0][0] < s.lhs[0] < s.lhs_ci[1][0] < -0.6
-    for r in st.readings:                                             # p = 1 only: not applicable here, holds
+    for r in st.readings:  # p = 1 only: not applicable here, holds
         if r.expect == "holds":
             assert st.run("quadratic", None, None, batch=one, reading=r).holds
 
@@ -54,6 +55,8 @@ def test_the_recorded_instance_is_as_small_as_its_comment_says():
     opt = low_rank_optimum(clients.objective(one), 1)
     assert np.allclose(np.asarray(opt.sigma)[0], one["sigma"][0], rtol=1e-15)
     X0 = one["V0"][0, 0] @ one["U0"][0, 0].T
-    assert np.allclose(X0, np.asarray(opt.X)[0], rtol=0, atol=1e-14) and np.array_equal(X0, [[3.0, 0.0], [3.0, 0.0]])
+    assert np.allclose(X0, np.asarray(opt.X)[0], rtol=0, atol=1e-14) and np.array_equal(
+        X0, [[3.0, 0.0], [3.0, 0.0]]
+    )
     assert np.all(np.abs(X0 - one["C"][0]).sum(axis=1) > 0)
-    assert np.all(one["U0"] == one["U0"][:, :1]) and np.all(one["V0"] == one["V0"][:, :1])   # every run
+    assert np.all(one["U0"] == one["U0"][:, :1]) and np.all(one["V0"] == one["V0"][:, :1])  # every run

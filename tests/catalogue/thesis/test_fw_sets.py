@@ -1,6 +1,7 @@
 """Frank-Wolfe checkers (fw.convex, fw.nonconvex) on Euclidean balls, simplices and l1 balls: the exact
 LMOs and diameters against brute force, the certified F* brackets against scipy and dense samples, the
 mutants rejected on each set, the x^0-outside-B findings on each set."""
+
 from __future__ import annotations
 
 import itertools
@@ -13,7 +14,11 @@ from moreau.analysis.thesis.fw import sets as S
 from moreau.analysis.engine import runner
 from moreau.analysis.engine.registry import get
 
-KINDS = (1, 2, 3)  # ball, simplex, l1 ball (0, the box, is covered by tests/catalogue/test_lemmas4_2_4_4_and_thesis_rates.py)
+KINDS = (
+    1,
+    2,
+    3,
+)  # ball, simplex, l1 ball (0, the box, is covered by tests/catalogue/test_lemmas4_2_4_4_and_thesis_rates.py)
 
 
 def _vertices(r, kind, d):
@@ -37,18 +42,18 @@ def test_lmo_attains_the_minimum_over_brute_force_extreme_points(kind):
     r = rng.uniform(0.5, 2.0, T)
     h = np.repeat(r[:, None], d, axis=1)
     g = rng.standard_normal((T, d)) * rng.uniform(0.1, 10, (T, 1))
-    g[:5] = 0.0                                   # g = 0: any point of B is a minimiser
-    g[5:10, 1:] = 0.0                             # ties between vertices
+    g[:5] = 0.0  # g = 0: any point of B is a minimiser
+    g[5:10, 1:] = 0.0  # ties between vertices
     s = S.lmo(g, h, np.full(T, kind))
     assert np.all(S.contains(s, h, np.full(T, kind)))
     for i in range(T):
         P = _sphere(rng, 20000, d, r[i]) if kind == 1 else _vertices(r[i], kind, d)
         best = np.min(P @ g[i])
         scale = np.linalg.norm(g[i]) * r[i] + 1e-300
-        assert g[i] @ s[i] <= best + 1e-12 * scale        # nothing in B does better ...
+        assert g[i] @ s[i] <= best + 1e-12 * scale  # nothing in B does better ...
         if kind == 1:
             assert g[i] @ s[i] == pytest.approx(-r[i] * np.linalg.norm(g[i]), rel=1e-13, abs=1e-300)
-            assert best - g[i] @ s[i] <= 2e-2 * scale         # ... and the samples come close
+            assert best - g[i] @ s[i] <= 2e-2 * scale  # ... and the samples come close
         else:
             assert g[i] @ s[i] == pytest.approx(best, rel=1e-13, abs=1e-300)
 
@@ -75,7 +80,7 @@ def _random_quadratics(rng, T, d, convex):
     Q, _ = np.linalg.qr(rng.standard_normal((T, d, d)))
     a = rng.uniform(0.0 if convex else -1.0, 1.0, (T, d)) * rng.uniform(0.1, 10, (T, 1))
     if convex:
-        a[::3, 0] = 0.0                            # singular (the convex kind of the checker)
+        a[::3, 0] = 0.0  # singular (the convex kind of the checker)
     A = (Q * a[:, None, :]) @ np.swapaxes(Q, 1, 2)
     A = (A + np.swapaxes(A, 1, 2)) / 2
     b = rng.standard_normal((T, d)) * rng.uniform(0.1, 30, (T, 1))
@@ -91,7 +96,10 @@ def _scipy_min(A, b, kind, r, starts):
         f = lambda y: 0.5 * y @ M @ y - np.concatenate([b, -b]) @ y  # noqa: E731
         jac = lambda y: M @ y - np.concatenate([b, -b])  # noqa: E731
         cons = [{"type": "ineq", "fun": lambda y: r - np.sum(y), "jac": lambda y: -np.ones_like(y)}]
-        bounds, starts = [(0, None)] * (2 * d), [np.concatenate([np.maximum(x, 0), np.maximum(-x, 0)]) for x in starts]
+        bounds, starts = (
+            [(0, None)] * (2 * d),
+            [np.concatenate([np.maximum(x, 0), np.maximum(-x, 0)]) for x in starts],
+        )
     else:
         f = lambda x: 0.5 * x @ A @ x - b @ x  # noqa: E731
         jac = lambda x: A @ x - b  # noqa: E731
@@ -102,8 +110,15 @@ def _scipy_min(A, b, kind, r, starts):
             bounds = [(0, None)] * d
     best = np.inf
     for y0 in starts:
-        res = minimize(f, y0, jac=jac, constraints=cons, bounds=bounds, method="SLSQP",
-                       options={"ftol": 1e-15, "maxiter": 1000})
+        res = minimize(
+            f,
+            y0,
+            jac=jac,
+            constraints=cons,
+            bounds=bounds,
+            method="SLSQP",
+            options={"ftol": 1e-15, "maxiter": 1000},
+        )
         y = res.x
         x = y[:d] - y[d:] if kind == 3 else y
         feasible = S.contains(x[None], np.full((1, d), r * (1 + 1e-10)), np.array([kind]))[0]
@@ -128,23 +143,31 @@ def test_F_star_bracket_against_scipy_and_dense_samples(kind, convex):
     pts = S.sample_in(rng, np.repeat(h, 4000, axis=0), np.repeat(kk, 4000)).reshape(T, 4000, d)
     ext = S.extreme_points(h, kk, rng, n_sphere=4000)
     for i in range(T):
-        scale = abs(hi[i]) + np.max(np.abs(np.linalg.eigvalsh(A[i]))) * h[i, 0] ** 2 + np.linalg.norm(b[i]) * h[i, 0]
-        assert hi[i] - lo[i] <= 1e-13 * scale and F(x[i], i) == pytest.approx(hi[i], rel=1e-12, abs=1e-12 * scale)
+        scale = (
+            abs(hi[i])
+            + np.max(np.abs(np.linalg.eigvalsh(A[i]))) * h[i, 0] ** 2
+            + np.linalg.norm(b[i]) * h[i, 0]
+        )
+        assert hi[i] - lo[i] <= 1e-13 * scale and F(x[i], i) == pytest.approx(
+            hi[i], rel=1e-12, abs=1e-12 * scale
+        )
         sampled = min(np.min(F(pts[i], i)), np.min(F(ext[i], i)))
-        assert lo[i] <= sampled + 1e-12 * scale                # no sampled point is below the bracket
-        starts = list(S.sample_in(rng, np.repeat(h[i:i + 1], 8, axis=0), np.full(8, kind))) + list(ext[i][:6])
+        assert lo[i] <= sampled + 1e-12 * scale  # no sampled point is below the bracket
+        starts = list(S.sample_in(rng, np.repeat(h[i : i + 1], 8, axis=0), np.full(8, kind))) + list(
+            ext[i][:6]
+        )
         best = _scipy_min(A[i], b[i], kind, h[i, 0], starts)
         assert np.isfinite(best)
-        assert lo[i] <= best + 1e-9 * scale                  # scipy's feasible points (to its tolerance)
-        assert hi[i] <= best + 1e-9 * scale                  # and it finds nothing better than F*
-        if convex:                                            # a local solver finds the same minimum
+        assert lo[i] <= best + 1e-9 * scale  # scipy's feasible points (to its tolerance)
+        assert hi[i] <= best + 1e-9 * scale  # and it finds nothing better than F*
+        if convex:  # a local solver finds the same minimum
             assert best - hi[i] <= 1e-7 * scale
 
 
 def test_trust_region_hard_case():
     """c_1 = 0 on the bottom eigenvector, ||x(-a_1)|| < r: the minimiser is x(-a_1) + tau v_1 on the sphere."""
     A = np.diag([-2.0, 1.0, 3.0])[None]
-    b = np.array([[0.0, 0.5, 1.5]])             # x(lam = 2) = (0, 1/6, 3/10), norm < r = 1
+    b = np.array([[0.0, 0.5, 1.5]])  # x(lam = 2) = (0, 1/6, 3/10), norm < r = 1
     lo, hi, x = S.set_min(A, b, np.ones((1, 3)), np.array([1]), convex=False)
     y = np.array([0.0, 0.5 / 3, 1.5 / 5])
     tau = np.sqrt(1 - y @ y)
@@ -213,8 +236,14 @@ def test_fw_nonconvex_bound_attained_at_T1_on_a_diametral_segment():
     st = get("fw.nonconvex")
     L = 3.0
     A = np.diag([L, 0.0, 0.0])[None]
-    batch = {"A": A, "b": np.array([[-L, 0.0, 0.0]]), "L": np.array([L]), "h": np.ones((1, 3)),
-             "x0": np.array([[1.0, 0.0, 0.0]]), "set": np.array([1.0])}
+    batch = {
+        "A": A,
+        "b": np.array([[-L, 0.0, 0.0]]),
+        "L": np.array([L]),
+        "h": np.ones((1, 3)),
+        "x0": np.array([[1.0, 0.0, 0.0]]),
+        "set": np.array([1.0]),
+    }
     res = st.run("quadratic", None, None, batch=batch, reading="x⁰ ∈ B")
     assert res.holds and all(p.max_ratio == pytest.approx(1.0, rel=1e-14) for p in res.parts)
     (m,) = [m for m in st.mutants if "halved" in m.name]
@@ -250,8 +279,14 @@ def test_fw_convex_finding_outside_start_on_each_set(kind, ratio):
     F(x^1) - F* = 60.5 - 40.5 = 20 > 2 L R^2/3 = 8/3.  Simplex (R = sqrt 2): x^1 = e_2, 50.5 - 40.5 = 10 >
     4/3.  l1 ball (R = 2): x^1 = -e_1, 20 > 8/3.  Ratio 7.5 each; x^0 in B: not applicable."""
     st = get("fw.convex")
-    batch = {"A": np.eye(3)[None], "b": np.array([[10.0, 0, 0]]), "L": np.ones(1), "h": np.ones((1, 3)),
-             "x0": np.array([[20.0, 0, 0]]), "set": np.array([float(kind)])}
+    batch = {
+        "A": np.eye(3)[None],
+        "b": np.array([[10.0, 0, 0]]),
+        "L": np.ones(1),
+        "h": np.ones((1, 3)),
+        "x0": np.array([[20.0, 0, 0]]),
+        "set": np.array([float(kind)]),
+    }
     res = st.run("quadratic", None, None, batch=batch, reading="x⁰ ∈ B, t ≥ 1")
     assert res.holds and res.parts[0].applicable == 0
     res = st.run("quadratic", None, None, batch=batch, reading=None)  # as printed: x^0 in R^d

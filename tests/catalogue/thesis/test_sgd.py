@@ -5,6 +5,7 @@ checked two independent ways: exact enumeration of every noise path (Rademacher 
 short horizons) and Monte Carlo with confidence intervals (long horizons).  The findings'
 minimal instances are recomputed here with exact rationals and explicit paths.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -129,7 +130,9 @@ def test_documented_equivalent_mutant_holds():
     (name,) = st.equivalent_mutants
     m = Mutant(name, {"nu": lambda h0, L, s2, mu, delta: np.maximum(delta * h0, 2 * L * s2 / mu**2)})
     for seed in (0, 1):
-        assert st.run("quadratic", None, None, mutant=m, batch=_record("sgd.strongly_convex", seed).batch).holds
+        assert st.run(
+            "quadratic", None, None, mutant=m, batch=_record("sgd.strongly_convex", seed).batch
+        ).holds
 
 
 def _mean_avg_grad2_1d(x0, s2, eta0, T):
@@ -151,9 +154,20 @@ def test_finding_first_branch_of_the_min():
     lhs = _mean_avg_grad2_1d(1, s2, 1, 256)
     assert abs(float(lhs) - 0.03257) < 5e-6 and float(lhs) / np.sqrt(float(8 * h0 * s2) / 256) > 2.6
     st = get("sgd.nonconvex")
-    batch = {"A": np.ones((1, 1, 1)), "C": np.zeros((1, 1, 1)), "q": np.zeros((1, 1)), "S": np.full((1, 1, 1), 0.01),
-             "e0": np.ones((1, 1)), "L": np.ones(1), "M": np.zeros(1), "s2": np.full(1, 0.01), "eta0": np.ones(1)}
-    assert st.run("quadratic", None, None, batch=batch, reading=st.reference).holds  # not applicable there ...
+    batch = {
+        "A": np.ones((1, 1, 1)),
+        "C": np.zeros((1, 1, 1)),
+        "q": np.zeros((1, 1)),
+        "S": np.full((1, 1, 1), 0.01),
+        "e0": np.ones((1, 1)),
+        "L": np.ones(1),
+        "M": np.zeros(1),
+        "s2": np.full(1, 0.01),
+        "eta0": np.ones(1),
+    }
+    assert st.run(
+        "quadratic", None, None, batch=batch, reading=st.reference
+    ).holds  # not applicable there ...
     res = st.run("quadratic", None, None, batch=batch, reading=None)  # ... the printed step rule fails
     assert not res.holds and abs(res.parts[0].max_ratio - 5.0) < 1e-9
     assert len(st.findings) == 3
