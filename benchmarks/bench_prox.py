@@ -30,7 +30,6 @@ import sys
 import time
 from pathlib import Path
 
-
 _BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -641,7 +640,7 @@ def _bench_quadratic_L(A, b, w, L, nloop, k, ks, backends):
         f"{acc['moreau_vs_loop']:.2e}" + (f" (first {nloop} clients)" if nloop < m else "")
     )
     print(
-        f"    routes vs eigh: "
+        "    routes vs eigh: "
         + ", ".join(f"{r} {v:.2e}" for r, v in acc["routes_vs_eigh"].items())
         + f";  relative residuals: moreau {acc['rel_residual_moreau']:.2e}, batched {acc['rel_residual_batched']:.2e}"
     )

@@ -56,12 +56,12 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import moreau  # noqa: E402
+from moreau.analysis.fedprox.thm1 import lam_rule  # noqa: E402
 from moreau.analysis.fedprox.thm1.least_squares_moments import (
     error_maps,
     exact_errors,
     monte_carlo_errors,
 )  # noqa: E402
-from moreau.analysis.fedprox.thm1 import lam_rule  # noqa: E402
 from moreau.data import least_squares  # noqa: E402
 from moreau.fl import fedprox_optimum  # noqa: E402
 

@@ -6,8 +6,8 @@ import it without importing each other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 __all__ = ["Experiment"]
 

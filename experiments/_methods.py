@@ -93,7 +93,7 @@ def _module_file(spec):
     return target, func
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _import(target):
     """The module ``target``: a ``.py`` path, or a dotted name importable from here or the working directory."""
     if target.endswith(".py"):

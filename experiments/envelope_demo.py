@@ -24,13 +24,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from moreau.experiments._plot import close_unless_shown  # Agg unless in a Jupyter kernel
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.optimize import brentq  # noqa: E402
 
 import moreau as mo  # noqa: E402
 from moreau.experiments._artifact import write_json  # noqa: E402
+from moreau.experiments._plot import close_unless_shown  # Agg unless in a Jupyter kernel
 
 MU, A, B, N_SAMPLES, N_GRID = 0.1, -1.0, 1.0, 20, 401
 

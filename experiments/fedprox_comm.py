@@ -26,8 +26,8 @@ import numpy as np
 
 from moreau import data, fl
 
-from ._plot import figure, save, theory
 from ._experiment import Experiment
+from ._plot import figure, save, theory
 from ._sweep import catalogue_verdict
 from ._verdicts import exact
 

@@ -41,8 +41,8 @@ import numpy as np
 
 from moreau import data, fl
 
-from ._plot import figure, save
 from ._experiment import Experiment
+from ._plot import figure, save
 from ._verdicts import by_seed, paired, welch
 
 __all__ = ["EXPERIMENT", "adaptive_lambda", "methods"]

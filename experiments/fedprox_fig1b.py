@@ -36,8 +36,8 @@ import numpy as np
 
 from moreau import Multinomial, fl
 
-from ._plot import figure, save
 from ._experiment import Experiment
+from ._plot import figure, save
 from ._verdicts import by_seed, paired
 from .fedprox_fig1a import adaptive_lambda, methods
 

@@ -22,8 +22,8 @@ import numpy as np
 
 from moreau import data
 
-from ._plot import figure, save
 from ._experiment import Experiment
+from ._plot import figure, save
 from ._verdicts import exact
 
 __all__ = ["EXPERIMENT"]
@@ -104,9 +104,9 @@ def compute(params, point, rng):
 
 
 def finish(rows, params, out, seed=0, quick=False):
-    from moreau.analysis.engine.rates import fit_exponent
-
     from matplotlib.ticker import NullFormatter
+
+    from moreau.analysis.engine.rates import fit_exponent
 
     fig, ax = figure(3, width=7.0, aspect=1.45)
     panels = [("n, R large", "n, R = n^-1/2/2"), ("m, R -> 0",), ("R, n fixed",)]

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._pfedme_compare import check, compare, finish_compare
 from ._experiment import Experiment
+from ._pfedme_compare import check, compare, finish_compare
 
 __all__ = ["EXPERIMENT", "PAPER", "split", "digits"]
 

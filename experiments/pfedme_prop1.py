@@ -25,8 +25,8 @@ import numpy as np
 
 import moreau as mo
 
-from ._plot import figure, save, theory
 from ._experiment import Experiment
+from ._plot import figure, save, theory
 from ._sweep import catalogue_verdict
 from ._verdicts import exact
 

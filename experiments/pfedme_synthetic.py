@@ -30,8 +30,8 @@ import numpy as np
 
 from moreau import data
 
-from ._pfedme_compare import check, compare, finish_compare
 from ._experiment import Experiment
+from ._pfedme_compare import check, compare, finish_compare
 
 __all__ = ["EXPERIMENT", "PAPER"]
 

@@ -8,18 +8,18 @@ to the largest).  The federated algorithms and their exact targets are in
 :mod:`moreau.fl`, the seeded data generators in :mod:`moreau.data`.
 """
 
+from . import data, fl  # noqa: E402  (subpackages built on the objectives above)
 from ._backend import BackendError, get_backend, set_backend
 from ._envelope import Envelope, MetaObjective, envelope, meta_objective, prox
 from ._errors import ProxConvergenceError
 from ._least_squares import LeastSquares
 from ._logistic import Logistic
 from ._multinomial import Multinomial
+from ._nonsmooth import AbsoluteValue, ExactProx, Hinge
 from ._objective import Objective, ProxInfo
+from ._piecewise_quadratic import DoubleWell, Huber
 from ._quadratic import Quadratic
 from ._ragged import RaggedLeastSquares, RaggedLogistic, RaggedMultinomial, ragged
-from ._nonsmooth import AbsoluteValue, ExactProx, Hinge
-from ._piecewise_quadratic import DoubleWell, Huber
-from . import data, fl  # noqa: E402  (subpackages built on the objectives above)
 
 __version__ = "0.1.0"
 

@@ -14,7 +14,6 @@ lives; there is never a silent copy between host and device.
 from __future__ import annotations
 
 import math
-
 import os
 import warnings
 from functools import lru_cache

@@ -47,7 +47,9 @@ import math
 
 import numpy as np
 
-from ._backend import host_numpy as _host, is_numpy, numpy_dtype as _np_dtype
+from ._backend import host_numpy as _host
+from ._backend import is_numpy
+from ._backend import numpy_dtype as _np_dtype
 
 __all__ = ["chol_solve", "chol_lower_bound", "chol_proves_exists"]
 

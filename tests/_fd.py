@@ -17,7 +17,6 @@ derivative is off by O(1) relative, far above both.
 from __future__ import annotations
 
 import numpy as np
-
 from _tol import eps, host
 
 __all__ = ["jacobian_fd", "assert_derivative", "rounding"]

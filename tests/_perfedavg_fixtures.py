@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import moreau as mo
-from moreau.analysis.perfedavg.estimators.quadratic_moments import quadratic_moments
 from moreau.analysis.engine.runner import run
+from moreau.analysis.perfedavg.estimators.quadratic_moments import quadratic_moments
 from moreau.fl import per_fedavg
 
 __all__ = [

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.optimize
-
 from _tol import host
 
 __all__ = ["LongLogistic", "scipy_prox", "refine"]

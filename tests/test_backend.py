@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _tol import assert_close, host
 from array_api_compat import array_namespace
 
 import moreau as mo
-from _tol import assert_close, host
 
 rng = np.random.default_rng(20)
 M, N, D = 3, 8, 3

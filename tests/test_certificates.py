@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import moreau as mo
 from _mpref import error, logistic_prox, multinomial_prox, quadratic_prox
 from _tol import host
+
+import moreau as mo
 
 
 def _check_logistic(f, w, lam, **kw):

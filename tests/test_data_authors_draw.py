@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _tol import host
 
 import moreau.data as md
 from moreau.data._authors_synthetic import authors_arrays
-from _tol import host
 
 M, D, C, SCALE = 100, 60, 10, 5  # the script's NUM_USER, dimension, NUM_CLASS and size factor
 

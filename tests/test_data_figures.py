@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _tol import assert_close, host
 from scipy import stats
 
 import moreau as mo
 import moreau.data as md
-from _tol import assert_close, host
 
 
 def test_fedprox_synthetic_recipe():

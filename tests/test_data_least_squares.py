@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _tol import assert_close, host
 from scipy import stats
 
 import moreau as mo
 import moreau.data as md
-from _tol import assert_close, host
 
 ALPHA = 1e-6  # false-alarm probability of each statistical test function below
 

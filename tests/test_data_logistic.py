@@ -10,10 +10,10 @@ from __future__ import annotations
 import mpmath as mp
 import numpy as np
 import pytest
+from _tol import assert_close, host
 
 import moreau.data as md
 from moreau.data import _quadrature as quad
-from _tol import assert_close, host
 
 
 def _sig(z):

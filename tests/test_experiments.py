@@ -10,7 +10,6 @@ import json
 
 import numpy as np
 import pytest
-
 from _tol import assert_close
 
 pytest.importorskip("matplotlib", reason="the envelope demo draws with matplotlib (extra 'plots')")

@@ -2,11 +2,10 @@
 
 import numpy as np
 import pytest
+from _fl_helpers import least_squares
 
 import moreau as mo
 from moreau import fl
-
-from _fl_helpers import least_squares
 
 _, F = least_squares(0)  # batch (2, 4), d = 3
 Q = mo.Quadratic(F.A, F.b)  # no samples: no mini-batches

@@ -16,14 +16,13 @@ import math
 
 import numpy as np
 import pytest
+from _tol import assert_close, host
 from array_api_compat import array_namespace
 from scipy.optimize import Bounds, minimize
 
 import moreau as mo
 from moreau.fl._fedfw import fedfw, fedfw_optimum, schedules
 from moreau.fl._lmo import Box, L1Ball, L2Ball, Simplex
-
-from _tol import assert_close, host
 
 SETS = {
     "box": lambda T, d, rng: Box(-rng.uniform(0.5, 2, (T, d)), rng.uniform(0.5, 2, (T, d))),

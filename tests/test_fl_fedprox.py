@@ -13,13 +13,12 @@ both up to ~1e2 on these instances); larger factors are commented where used.
 
 import numpy as np
 import pytest
+from _fl_helpers import Draws, Recorder, grad, least_squares, sample_clients, sample_without
+from _tol import assert_close, host
 from array_api_compat import array_namespace
 
 import moreau as mo
 from moreau import fl
-
-from _fl_helpers import Draws, Recorder, grad, least_squares, sample_clients, sample_without
-from _tol import assert_close, host
 
 
 def _constants(f):

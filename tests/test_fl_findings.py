@@ -7,11 +7,10 @@ worked out by hand in the comments; the runs must land on them.
 
 import numpy as np
 import pytest
+from _tol import assert_close
 
 import moreau as mo
 from moreau import fl
-
-from _tol import assert_close
 
 Q = mo.Quadratic(np.array([[[1.0]], [[3.0]]]), np.array([[1.0], [-3.0]]))
 

@@ -14,13 +14,12 @@ both up to ~1e2 on these instances); larger factors are commented where used.
 
 import numpy as np
 import pytest
+from _tol import assert_close, host
 from scipy.optimize import minimize as sp_minimize
 
 import moreau as mo
 from moreau.fl import fedprox_optimum, global_train, local_train
 from moreau.fl._newton import envelope_newton
-
-from _tol import assert_close, host
 
 T, M, D, N = 3, 4, 3, 12
 

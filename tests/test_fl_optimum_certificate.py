@@ -26,12 +26,11 @@ from __future__ import annotations
 import mpmath as mp
 import numpy as np
 import pytest
+from _mpref import _mat, _newton, _vec
 
 import moreau as mo
 from moreau.fl import fedprox_optimum
 from moreau.fl._newton import envelope_newton
-
-from _mpref import _mat, _newton, _vec
 
 mp.mp.dps = 50
 

@@ -11,12 +11,11 @@ contraction, not rounding, sets the error).
 
 import numpy as np
 import pytest
+from _fl_helpers import Recorder, Replay, grad, least_squares, sample_without
+from _tol import assert_close, host
 
 import moreau as mo
 from moreau.fl._pflmf import low_rank_optimum, pflmf
-
-from _fl_helpers import Recorder, Replay, grad, least_squares, sample_without
-from _tol import assert_close, host
 
 
 def _spherical(seed, T=2, m=5, d=4):

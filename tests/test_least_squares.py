@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _fd import assert_derivative, rounding
+from _tol import assert_close, host
 from scipy.optimize import minimize
 
 import moreau as mo
-from _fd import assert_derivative, rounding
-from _tol import assert_close, host
 
 
 def data(seed=0, m=3, n=7, d=3):

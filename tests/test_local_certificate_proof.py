@@ -12,11 +12,11 @@ import array_api_compat.numpy as anp
 import mpmath as mp
 import numpy as np
 import pytest
+from _mpref import _mat, error, logistic_prox
+from _tol import host
 
 import moreau as mo
 from moreau._newton_cert import _proven_min_eig
-from _mpref import _mat, error, logistic_prox
-from _tol import host
 
 
 def _min_eig(H):

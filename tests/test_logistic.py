@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 import pytest
-
-import moreau as mo
 from _fd import assert_derivative, rounding
 from _tol import assert_close, tol
+
+import moreau as mo
 
 RHO_SCALAR = 1 / (6 * math.sqrt(3))  # sup |l'''| of l(z) = log(1 + e^{-z}), at z = +-log(2 + sqrt 3)
 

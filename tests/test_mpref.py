@@ -7,7 +7,6 @@ from __future__ import annotations
 import mpmath as mp
 import numpy as np
 import pytest
-
 from _mpref import multinomial_prox
 
 

@@ -29,12 +29,11 @@ import mpmath as mp
 import numpy as np
 import pytest
 import sympy as sp
-
-import moreau as mo
-import moreau._multinomial as mm
-import moreau._multinomial_cert as mc
 from _mpref import error, multinomial_prox
 from _tol import host
+
+import moreau as mo
+import moreau._multinomial_cert as mc
 
 SHARP = 2 * math.sqrt(2) / (6 * math.sqrt(3))  # sup of the ratio (two classes, numerically)
 
@@ -262,8 +261,8 @@ def _cert_at(f, w, lam, theta, *, ext=True, shift=0):
     ``(local bound, global bound)``; ``ext=False`` / ``shift=1`` are mutants (the error on the
     shift subspace dropped; the eigenvalue one past the right one)."""
     from moreau._newton import _certificate, _null_error, _pieces
-    from moreau._newton_cert import _local_min_eig
     from moreau._newton_batch import _h_and_grad, _View
+    from moreau._newton_cert import _local_min_eig
 
     dt, d = f.dtype, f.dim
     eps = float(np.finfo(dt).eps)

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _mpref import error, logistic_prox
+from _tol import host
 
 import moreau as mo
 import moreau._newton as newton
-from _mpref import error, logistic_prox
-from _tol import host
 from moreau._logistic import Logistic
 
 EPS = np.finfo(np.float64).eps

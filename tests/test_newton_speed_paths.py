@@ -16,12 +16,12 @@ from __future__ import annotations
 import mpmath as mp
 import numpy as np
 import pytest
-
-import moreau as mo
-import moreau._newton as newton
 from _mpref import error, logistic_prox
 from _tol import host
 from array_api_compat import array_namespace
+
+import moreau as mo
+import moreau._newton as newton
 from moreau._backend import flushes_subnormals, safe_norm
 from moreau._logistic import Logistic
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import importlib
-import tomllib
 from importlib import metadata
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _fd import assert_derivative, rounding
+from _reference import LongLogistic, refine, scipy_prox
+from _tol import assert_close, eps, host, tol, vnorm
 from hypothesis import given
 from hypothesis import strategies as st
 
 import moreau as mo
 from moreau import strategies as ms
-from _fd import assert_derivative, rounding
-from _reference import LongLogistic, refine, scipy_prox
-from _tol import assert_close, eps, host, tol, vnorm
 
 norm = vnorm
 KINDS = sorted(ms.KINDS)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _tol import assert_close, tol
 
 import moreau as mo
 from moreau._newton import newton_displacement
-from _tol import assert_close, tol
 
 M, D = 5, 4  # clients, dimension
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import mpmath as mp
 import numpy as np
 import pytest
+from _mpref import _mat, error, quadratic_prox
 
 import moreau as mo
 from moreau._chol import chol_lower_bound
-from _mpref import _mat, error, quadratic_prox
 
 
 def _with_spectrum(a, seed=0, dtype=np.float64):

@@ -14,12 +14,12 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from _mpref import error, quadratic_prox
+from _tol import assert_close, eps, host
 
 import moreau as mo
 from moreau._chol import _mu, chol_proves_exists, chol_solve
 from moreau._tridiag import tri_min_eig, tri_solve, tridiagonalize
-from _mpref import error, quadratic_prox
-from _tol import assert_close, eps, host
 
 ROUTES = ("chol", "tri", "eigh")
 

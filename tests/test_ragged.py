@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 import pytest
+from _tol import host
 
 import moreau as mo
 from moreau._ragged_layout import Layout
-from _tol import host
 
 RTOL = 1e-12  # the level: ragged and padded differ only in the order of the sums over samples
 MODELS = {"logistic": mo.Logistic, "multinomial": mo.Multinomial, "least_squares": mo.LeastSquares}

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _tol import host
+from test_ragged import MODELS, both, close
 
 import moreau as mo
 from moreau import fl
-from _tol import host
-from test_ragged import MODELS, both, close
 
 
 def _runs(f, L):

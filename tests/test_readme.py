@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 import numpy as np
+from _tol import tol
 
 import moreau._cli as cli
-from _tol import tol
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

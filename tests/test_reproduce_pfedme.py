@@ -10,11 +10,11 @@ from scipy import stats
 
 pytest.importorskip("matplotlib", reason="moreau reproduce draws with matplotlib (extra 'plots')")
 
+import moreau as mo  # noqa: E402
+from moreau import data, fl  # noqa: E402
 from moreau.experiments import _sweep  # noqa: E402
 from moreau.experiments.perfedavg_vs_pfedme import _maml_quadratic  # noqa: E402
 from moreau.experiments.registry import get  # noqa: E402
-import moreau as mo  # noqa: E402
-from moreau import data, fl  # noqa: E402
 
 pytestmark = pytest.mark.reproduce
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sympy as sp
+from _tol import assert_close
 
 import moreau as mo
 from moreau import symbolic
-from _tol import assert_close
 
 FORMULAS = symbolic.quadratic_formulas()
 S = symbolic.symbols()

@@ -24,7 +24,6 @@ import sys
 import time
 import warnings
 
-
 from moreau._argtypes import nonnegative_int, positive_int, trials_int
 
 __all__ = ["add_check_parser", "cmd_check"]
@@ -247,12 +246,10 @@ def _usage_problem(args):
 
 
 def cmd_check(args) -> int:
-    from moreau.analysis.engine import runner
-    from moreau.analysis.engine import report
+    from moreau.analysis.engine import report, runner
     from moreau.analysis.engine.records import SLACK_THRESHOLD, record_json, run_info
-    from moreau.analysis.engine.verdict import expectation_line, summary_line
-
     from moreau.analysis.engine.registry import StatementError, full_catalogue, load_module
+    from moreau.analysis.engine.verdict import expectation_line, summary_line
 
     problem = _usage_problem(args)
     if problem:

@@ -42,9 +42,9 @@ def connect(address):
 def _chunk_task(sid, modules, fam, size, seed, k, mutants, total):
     """On a worker: chunk ``k`` of ``sid`` on ``fam`` (its own stream), every claim and mutant; Monte
     Carlo levels held over the run's ``total`` instances, as in the serial run."""
-    from moreau.analysis.engine.registry import full_catalogue
     from moreau.analysis.engine.batches import _draw, evaluate_chunk, rng_for
     from moreau.analysis.engine.judge import judged_over
+    from moreau.analysis.engine.registry import full_catalogue
 
     st = full_catalogue(modules)[sid]
     rng = rng_for(seed, sid, fam) if k == 0 else rng_for(seed, sid, fam, f"chunk {k}")

@@ -142,11 +142,9 @@ SLACK_THRESHOLD = 0.1
 
 def run_info(args) -> dict:
     """The ``"run"`` record of a CLI invocation: arguments, tolerances and provenance."""
-    from moreau._provenance import provenance
-
-    from moreau.analysis.engine.core import RTOL, TIGHT_RTOL
-
     from moreau._backend import get_backend
+    from moreau._provenance import provenance
+    from moreau.analysis.engine.core import RTOL, TIGHT_RTOL
 
     prov = provenance({}, args.seed)
     return {

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from functools import lru_cache
+from functools import cache, lru_cache
 
 __all__ = [
     "REQUIRED_IDS",
@@ -94,7 +94,7 @@ def _module_names() -> tuple:
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _modules(role) -> tuple:
     """The modules of one role (None: the checker modules, every module without a fixed role)."""
     names = [

@@ -14,17 +14,15 @@ import numpy as np
 
 from moreau.analysis.engine.batches import _batch_len, _concat, _draw, evaluate_chunk, rng_for
 from moreau.analysis.engine.chunks import ChunkReducer
-from moreau.analysis.engine.judge import judged_over
 from moreau.analysis.engine.core import Result, take
+from moreau.analysis.engine.judge import judged_over
 from moreau.analysis.engine.records import (
     SLACK_THRESHOLD,
     is_loose,
     load_counterexample,
     record_json,
-    run_info,
     save_counterexample,
     save_instance,
-    worst_ci_instance,
 )
 from moreau.analysis.engine.registry import StatementError, catalogue
 from moreau.analysis.engine.search import MAX_TRIALS, search, search_statement

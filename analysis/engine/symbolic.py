@@ -29,8 +29,8 @@ derivations (:func:`envelope_objective`, :func:`curvature`, :func:`extreme`) and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import sympy as sp
 

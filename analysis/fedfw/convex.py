@@ -46,8 +46,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from moreau.fl._fedfw import fedfw_optimum
-from moreau.fl._lmo import Box
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, rate_sides, worst_point
 from moreau.analysis.engine.instances import split_counts
 from moreau.analysis.fedfw.instances import (
@@ -59,6 +57,8 @@ from moreau.analysis.fedfw.instances import (
     objective,
     run,
 )
+from moreau.fl._fedfw import fedfw_optimum
+from moreau.fl._lmo import Box
 
 __all__ = ["STATEMENTS"]
 

@@ -25,10 +25,10 @@ import itertools
 import numpy as np
 
 import moreau as mo
-from moreau.fl._fedfw import fedfw
-from moreau.fl._lmo import Box, L1Ball, L2Ball, Simplex
 from moreau.analysis.engine.core import scale_fields
 from moreau.analysis.engine.instances import log_uniform, orthogonal
+from moreau.fl._fedfw import fedfw
+from moreau.fl._lmo import Box, L1Ball, L2Ball, Simplex
 
 __all__ = [
     "SCALING",

@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from moreau.fl._fedfw import fedfw_optimum
-from moreau.fl._lmo import Box
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, worst_point
 from moreau.analysis.engine.instances import split_counts
 from moreau.analysis.fedfw.instances import SCALING, client_batch, diameter, objective, run
+from moreau.fl._fedfw import fedfw_optimum
+from moreau.fl._lmo import Box
 
 __all__ = ["STATEMENTS"]
 

@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from moreau.fl._fedfw import fedfw_optimum
-from moreau.fl._lmo import Box
 from moreau.analysis.engine.core import Mutant, Statement, rate_sides
 from moreau.analysis.engine.instances import log_uniform, split_counts
 from moreau.analysis.engine.rates import fit_exponent
 from moreau.analysis.fedfw.instances import SCALING, F_value, client_batch, objective, run
+from moreau.fl._fedfw import fedfw_optimum
+from moreau.fl._lmo import Box
 
 __all__ = ["STATEMENTS"]
 

@@ -51,11 +51,10 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-from moreau.fl import fedprox, fedprox_optimum
-
 from moreau.analysis.engine.core import Mutant, Sides, Statement, fit_exponent, rate_sides, worst_point
-from moreau.analysis.fedprox.round_matrix import k_min, round_matrix, spectral_radius
 from moreau.analysis.engine.instances import log_uniform, orthogonal
+from moreau.analysis.fedprox.round_matrix import k_min, round_matrix, spectral_radius
+from moreau.fl import fedprox, fedprox_optimum
 
 __all__ = ["STATEMENTS", "instances", "evaluate", "rounds_to_eps"]
 

@@ -77,7 +77,6 @@ import numpy as np
 
 import moreau as mo
 import moreau.fl  # noqa: F401  (mo.fl)
-
 from moreau.analysis.engine.core import LOGISTIC_SCALING, Mutant, Sides, Statement, scale_fields
 from moreau.analysis.engine.instances import log_uniform
 from moreau.analysis.engine.solvers import envelope_newton  # noqa: F401  (re-exported for the tests)

@@ -45,13 +45,11 @@ which the quadratic family rejects ("tight" there).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 import moreau as mo
-
-from functools import partial
-
-from moreau.analysis.fedprox import sharp_constants as _sharp
 from moreau.analysis.engine.core import (
     LOGISTIC_SCALING,
     QUADRATIC_SCALING,
@@ -61,6 +59,7 @@ from moreau.analysis.engine.core import (
     scale_fields,
 )
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, quadratic_batch
+from moreau.analysis.fedprox import sharp_constants as _sharp
 
 __all__ = ["STATEMENTS"]
 

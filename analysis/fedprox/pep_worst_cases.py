@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from moreau.analysis.fedprox import lemma2 as _lemma2
 from moreau.analysis.pep import classes as C
 from moreau.analysis.pep.rows import row as _row
 from moreau.analysis.pep.rows import run_parts as _parts
 from moreau.analysis.pep.rows import worst as _worst
-from moreau.analysis.fedprox import lemma2 as _lemma2
 
 __all__ = ["PEP", "PEP_NOT_APPLICABLE"]
 

@@ -14,18 +14,18 @@ from functools import partial
 import sympy as sp
 
 from moreau.analysis.engine.symbolic import (
+    L,
     Proof,
     Steps,
+    a,
     envelope_objective,
     extreme,
-    a,
-    w,
-    x,
     lam,
     mu,
-    L,
-    s,
     p,
+    s,
+    w,
+    x,
 )
 
 __all__ = ["PROOFS", "MUTANT_PROOFS"]

@@ -7,14 +7,14 @@ r"""Sharp constants of the FedProx analysis's one-eigenvalue statements, derived
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from moreau.analysis.engine.sharp import Case, all_true, derive, sym_context
 
 __all__ = ["fedprox_lemma2"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def fedprox_lemma2(part):
     """FedProx Lemma 2 on strongly convex quadratics (a ∈ [μ, L]): ``mu_g``, ``L_g``, ``mu_l``,
     ``L_l``, ``L_w``: each true quantity is a function of one eigenvalue, so sharp by construction

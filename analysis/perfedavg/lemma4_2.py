@@ -39,13 +39,11 @@ part "upper".  On logistic data (convex) the sampled ratio is far below 1
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 import moreau as mo
-
-from functools import partial
-
-from moreau.analysis.perfedavg import sharp_constants as _sharp
 from moreau.analysis.engine.core import (
     LOGISTIC_SCALING,
     QUADRATIC_SCALING,
@@ -55,6 +53,7 @@ from moreau.analysis.engine.core import (
     scale_fields,
 )
 from moreau.analysis.engine.instances import logistic_batch, quadratic_batch
+from moreau.analysis.perfedavg import sharp_constants as _sharp
 
 __all__ = ["STATEMENTS", "quadratic_kinds"]
 

@@ -49,8 +49,6 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-
-from moreau.analysis.perfedavg import sharp_constants as _sharp
 from moreau.analysis.engine.core import (
     LOGISTIC_SCALING,
     QUADRATIC_SCALING,
@@ -60,6 +58,7 @@ from moreau.analysis.engine.core import (
     scale_fields,
 )
 from moreau.analysis.engine.instances import logistic_batch
+from moreau.analysis.perfedavg import sharp_constants as _sharp
 from moreau.analysis.perfedavg.lemma4_2 import quadratic_kinds
 
 __all__ = ["STATEMENTS"]

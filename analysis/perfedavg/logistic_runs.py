@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-
 from moreau.analysis.perfedavg.lemma4_4 import _diversity_bounds
 
 __all__ = ["logistic_lhs", "logistic_constants"]

@@ -13,7 +13,7 @@ from functools import partial
 
 import sympy as sp
 
-from moreau.analysis.engine.symbolic import Proof, Steps, a, w, x, alpha, L, t
+from moreau.analysis.engine.symbolic import L, Proof, Steps, a, alpha, t, w, x
 from moreau.symbolic import quadratic_formulas
 
 __all__ = ["PROOFS", "MUTANT_PROOFS"]

@@ -7,14 +7,14 @@ r"""Sharp constants of Per-FedAvg's one-eigenvalue statements, derived with symp
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from moreau.analysis.engine.sharp import Case, derive, sym_context
 
 __all__ = ["perfedavg_lemma4_2", "perfedavg_lemma4_4"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def perfedavg_lemma4_2(part):
     """Per-FedAvg Lemma 4.2 on quadratics (ρ = 0): ``|a(1 − αa)²|/(4L)``, α ∈ [0, 1/L], over
     a ∈ [0, L] (``convex``) or [−L, L] (``nonconvex``); two cases by whether the critical point
@@ -41,7 +41,7 @@ def perfedavg_lemma4_2(part):
     return derive(q.meta_curvature / (4 * L), a, cases, p, absolute=True)
 
 
-@lru_cache(maxsize=None)
+@cache
 def perfedavg_lemma4_4():
     """Per-FedAvg Lemma 4.4 on shared-A quadratics (γ_H = 0): the i-th gradient of F_i depends on
     b_i through −(1 − αa)² per eigenvector, so LHS/RHS ≤ sup (1 − αa)⁴/192, α ∈ [0, 1/L], over

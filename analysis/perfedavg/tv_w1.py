@@ -82,11 +82,6 @@ from moreau.analysis.engine.core import (
     rate_sides,
     scale_fields,
 )
-from moreau.analysis.perfedavg.divergences.instances import (
-    logistic_atoms_batch,
-    tv_closed_form_batch,
-    w1_closed_form_batch,
-)
 from moreau.analysis.perfedavg.divergences.finite_support import (
     closed_form_sups,
     logistic_sups,
@@ -94,6 +89,11 @@ from moreau.analysis.perfedavg.divergences.finite_support import (
     tv,
     w1_batch,
     w1_homogeneous_sweep,
+)
+from moreau.analysis.perfedavg.divergences.instances import (
+    logistic_atoms_batch,
+    tv_closed_form_batch,
+    w1_closed_form_batch,
 )
 from moreau.analysis.perfedavg.minimal_counterexamples import TV_MINIMAL, W1_MINIMAL
 

@@ -42,6 +42,8 @@ gap (slope ≈ 0).
 from __future__ import annotations
 
 import numpy as np
+
+import moreau as mo
 from moreau.analysis.engine.core import (
     Mutant,
     Sides,
@@ -52,8 +54,6 @@ from moreau.analysis.engine.core import (
 )
 from moreau.analysis.permfl.round_map import membership
 from moreau.analysis.permfl.team_quadratics import TEAMS, log_uniform, team_quadratics
-
-import moreau as mo
 from moreau.fl import fedprox_optimum, global_train
 from moreau.fl._permfl import permfl_optimum
 

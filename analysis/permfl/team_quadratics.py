@@ -14,6 +14,7 @@ References: Dadras thesis eq. (4.3); ``moreau.analysis.engine.instances`` (the s
 from __future__ import annotations
 
 import numpy as np
+
 from moreau.analysis.engine.instances import log_uniform, orthogonal
 
 __all__ = ["TEAMS", "log_uniform", "team_quadratics"]

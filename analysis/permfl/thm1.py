@@ -38,6 +38,8 @@ shrink the global step: the run is slower).
 from __future__ import annotations
 
 import numpy as np
+
+import moreau as mo
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, scale_fields
 from moreau.analysis.permfl.round_map import (
     fixed_point,
@@ -46,8 +48,6 @@ from moreau.analysis.permfl.round_map import (
     spectral_radius,
 )
 from moreau.analysis.permfl.team_quadratics import TEAMS, log_uniform, team_quadratics
-
-import moreau as mo
 from moreau.fl._permfl import permfl, permfl_optimum
 
 __all__ = ["CLAIM", "STATEMENTS", "finish", "instances", "prepare", "sim_error"]

@@ -37,6 +37,7 @@ x* it leaves it (its fixed point is not x*) while the bound is 0.
 from __future__ import annotations
 
 import numpy as np
+
 from moreau.analysis.engine.core import (
     Mutant,
     Reading,

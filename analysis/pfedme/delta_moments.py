@@ -42,6 +42,15 @@ from __future__ import annotations
 import numpy as np
 
 from moreau.analysis.engine.core import Sides
+from moreau.analysis.pfedme.double_wells import (
+    F_star,
+    envelope,
+    prox,
+    ratio_range,
+    short_range,
+    sigma_f2,
+    worst_pair,
+)
 from moreau.analysis.pfedme.outer_pieces import (
     T_GRID,
     _avg,
@@ -52,15 +61,6 @@ from moreau.analysis.pfedme.outer_pieces import (
     kappa,
     noise_sums,
     outer_certified,
-)
-from moreau.analysis.pfedme.double_wells import (
-    F_star,
-    envelope,
-    prox,
-    ratio_range,
-    short_range,
-    sigma_f2,
-    worst_pair,
 )
 
 __all__ = [

@@ -62,7 +62,6 @@ import itertools
 import numpy as np
 
 import moreau as mo
-
 from moreau.analysis.engine.core import (
     LOGISTIC_SCALING,
     QUADRATIC_SCALING,

@@ -63,7 +63,6 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-
 from moreau.analysis.engine.core import (
     LOGISTIC_SCALING,
     QUADRATIC_SCALING,

@@ -14,18 +14,18 @@ from functools import partial
 import sympy as sp
 
 from moreau.analysis.engine.symbolic import (
+    L,
     Proof,
     Steps,
+    a,
     curvature,
     envelope_objective,
-    a,
-    w,
-    x,
     lam,
     mu,
-    L,
     s,
     u,
+    w,
+    x,
 )
 
 __all__ = ["PROOFS", "MUTANT_PROOFS"]

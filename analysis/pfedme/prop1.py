@@ -31,13 +31,11 @@ constant λL/(λ+L)); for nonconvex f with a_1 = −L the true constant is
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 import moreau as mo
-
-from functools import partial
-
-from moreau.analysis.pfedme import sharp_constants as _sharp
 from moreau.analysis.engine.core import (
     LOGISTIC_SCALING,
     QUADRATIC_SCALING,
@@ -47,6 +45,7 @@ from moreau.analysis.engine.core import (
     scale_fields,
 )
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, quadratic_batch, split_counts
+from moreau.analysis.pfedme import sharp_constants as _sharp
 
 __all__ = ["STATEMENTS"]
 

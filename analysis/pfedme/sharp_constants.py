@@ -7,14 +7,14 @@ r"""Sharp constants of pFedMe's one-eigenvalue statements, derived with sympy.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from moreau.analysis.engine.sharp import Case, all_true, derive, sym_context
 
 __all__ = ["pfedme_prop1"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def pfedme_prop1(part):
     """pFedMe Proposition 1 on quadratics: ``convex`` (L_F = λ, a ∈ [0, L]), ``nonconvex``
     (L_F = λ, λ > 2L, a ∈ [−L, L]) or ``mu_F`` (claimed μ_F over the curvature, a ∈ [μ, L])."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-
 from moreau.analysis.engine.instances import orthogonal
 
 __all__ = ["certified", "objective", "starts", "grad_norm2", "step_condition"]

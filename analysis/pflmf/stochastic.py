@@ -42,11 +42,10 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-
-from moreau.fl._pflmf import pflmf
 from moreau.analysis.engine.core import Mutant, Statement, fit_exponent, rate_sides
 from moreau.analysis.engine.instances import per_group, trials_in_groups
 from moreau.analysis.pflmf import clients
+from moreau.fl._pflmf import pflmf
 
 __all__ = ["STATEMENTS"]
 

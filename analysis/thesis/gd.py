@@ -40,10 +40,9 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-
-from moreau.analysis.thesis import sharp_constants as _sharp
 from moreau.analysis.engine.core import Mutant, Sides, Statement, scale_fields, worst_point
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, spectral_quadratics
+from moreau.analysis.thesis import sharp_constants as _sharp
 
 __all__ = ["STATEMENTS"]
 

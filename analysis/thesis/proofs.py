@@ -13,7 +13,7 @@ from functools import partial
 
 import sympy as sp
 
-from moreau.analysis.engine.symbolic import Proof, Steps, a, w, lam, gam, s
+from moreau.analysis.engine.symbolic import Proof, Steps, a, gam, lam, s, w
 from moreau.symbolic import quadratic_formulas
 
 __all__ = ["PROOFS", "MUTANT_PROOFS"]

@@ -7,14 +7,14 @@ r"""Sharp constants of the thesis, chapter 2's one-eigenvalue statements, derive
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from moreau.analysis.engine.sharp import Case, all_true, derive, sym_context
 
 __all__ = ["gd_strongly_convex"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def gd_strongly_convex():
     """Thesis Theorem 1 on quadratics: per eigenvalue one GD step multiplies f − f* by (1 − ηa)²
     (derived), so LHS/RHS after t steps is ((1 − ηa)²/(1 − μη))^t, a ∈ [μ, L], η ≤ 1/L."""

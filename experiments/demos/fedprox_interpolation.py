@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from moreau import data, fl
 from moreau.experiments._plot import figure, save
 from moreau.experiments.demos import plotted
-from moreau import data, fl
 
 OUT = Path(globals().get("OUT") or os.environ.get("MOREAU_DEMO_OUT", "out/demos"))
 OUT.mkdir(parents=True, exist_ok=True)

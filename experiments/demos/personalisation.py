@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 import moreau as mo
+from moreau import fl
 from moreau.experiments._plot import figure, save, theory
 from moreau.experiments.demos import plotted
-from moreau import fl
 
 OUT = Path(globals().get("OUT") or os.environ.get("MOREAU_DEMO_OUT", "out/demos"))
 OUT.mkdir(parents=True, exist_ok=True)

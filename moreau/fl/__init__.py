@@ -20,12 +20,12 @@ clients or trials, and takes a ``numpy.random.Generator`` or an int seed for its
 
 from ._common import History
 from ._fedfw import FedFWHistory, FedFWTarget, fedfw, fedfw_optimum
-from ._lmo import Box, ConvexSet, L1Ball, L2Ball, Simplex
 from ._fedprox import fedavg, fedprox, gd
+from ._lmo import Box, ConvexSet, L1Ball, L2Ball, Simplex
 from ._optimum import FedProxInfo, fedprox_optimum, global_train, local_train
 from ._perfedavg import per_fedavg
-from ._pfedme import pfedme
 from ._permfl import PerMFLHistory, permfl, permfl_optimum
+from ._pfedme import pfedme
 from ._pflmf import LowRankOptimum, low_rank_optimum, pflmf
 
 __all__ = [

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._backend import to_numpy
-from ._minibatches import sample_counts
 from ._common import (
     History,
     batched_objective,
@@ -45,6 +44,7 @@ from ._common import (
     positive,
 )
 from ._lmo import check_set
+from ._minibatches import sample_counts
 
 __all__ = ["fedfw", "fedfw_optimum", "FedFWHistory", "FedFWTarget", "SCHEDULES", "schedules"]
 

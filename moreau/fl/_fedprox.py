@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from ._blocks import client_blocks, run_blocks
-from ._minibatches import MiniBatches
 from ._common import (
     History,
     added,
@@ -24,6 +23,7 @@ from ._common import (
     sample_size,
     scaled,
 )
+from ._minibatches import MiniBatches
 
 __all__ = ["gd", "fedprox", "fedavg"]
 

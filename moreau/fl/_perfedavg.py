@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._minibatches import MiniBatches
 from ._common import (
     History,
     check_diverged,
@@ -21,6 +20,7 @@ from ._common import (
     sample_size,
     scaled,
 )
+from ._minibatches import MiniBatches
 
 __all__ = ["per_fedavg"]
 

@@ -10,7 +10,6 @@ from .._logistic import Logistic
 from .._multinomial import Multinomial
 from .._quadratic import Quadratic
 from .._ragged_samples import RaggedSamples
-from ._minibatches import sample_counts, valid_rows
 from ._common import (
     History,
     added,
@@ -30,6 +29,7 @@ from ._common import (
     sample_size,
     scaled,
 )
+from ._minibatches import sample_counts, valid_rows
 
 PERSONAL = ("certified", "inner", "none")
 

@@ -24,7 +24,6 @@ import numpy as np
 
 from .._backend import to_numpy
 from .._quadratic import Quadratic
-from ._minibatches import sample_counts
 from ._common import (
     History,
     batched_objective,
@@ -38,6 +37,7 @@ from ._common import (
     minibatch_size,
     positive,
 )
+from ._minibatches import sample_counts
 
 __all__ = ["pflmf", "low_rank_optimum", "LowRankOptimum"]
 

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import moreau as mo
-from moreau.analysis.thesis.fw import nonconvex as _thesis_fw
 from moreau.analysis.engine import runner
-from moreau.analysis.thesis import gd as thesis_gd
-from moreau.analysis.engine.core import Mutant, TIGHT_RTOL
-from moreau.analysis.engine.report import mutant_verdicts
+from moreau.analysis.engine.core import TIGHT_RTOL, Mutant
 from moreau.analysis.engine.registry import get
+from moreau.analysis.engine.report import mutant_verdicts
+from moreau.analysis.thesis import gd as thesis_gd
+from moreau.analysis.thesis.fw import nonconvex as _thesis_fw
 
 IDS = (
     "perfedavg.lemma4_2",

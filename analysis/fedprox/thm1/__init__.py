@@ -32,15 +32,14 @@ from scipy import stats
 
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, fit_exponent, rate_sides
 from moreau.analysis.engine.instances import trials_at_least
-from moreau.data import least_squares
-
-from moreau.analysis.fedprox.thm1.logistic_monte_carlo import logistic_batch, logistic_parts
 from moreau.analysis.fedprox.thm1.least_squares_moments import (
     baseline_errors,
     error_maps,
     exact_errors,
     monte_carlo_memo,
 )
+from moreau.analysis.fedprox.thm1.logistic_monte_carlo import logistic_batch, logistic_parts
+from moreau.data import least_squares
 
 #: Monte Carlo draws per grid point by default, and the intervals' two-sided level
 MC_TRIALS, LEVEL = 1000, 0.9999

@@ -62,8 +62,6 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-from moreau.fl import fedprox, fedprox_optimum
-
 from moreau.analysis.engine.core import (
     LOGISTIC_SCALING,
     QUADRATIC_SCALING,
@@ -72,9 +70,10 @@ from moreau.analysis.engine.core import (
     Statement,
     scale_fields,
 )
+from moreau.analysis.engine.instances import log_uniform, orthogonal
 from moreau.analysis.fedprox.round_matrix import condition_12, lemma2, round_matrix, spectral_radius
 from moreau.analysis.fedprox.thm2.logistic import evaluate_logistic, instances_logistic
-from moreau.analysis.engine.instances import log_uniform, orthogonal
+from moreau.fl import fedprox, fedprox_optimum
 
 __all__ = ["STATEMENTS", "instances", "evaluate"]
 

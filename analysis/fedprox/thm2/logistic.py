@@ -20,11 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-from moreau.fl import fedprox, fedprox_optimum
-
 from moreau.analysis.engine.core import Sides
-from moreau.analysis.fedprox.round_matrix import k_min, lemma2, round_matrix, spectral_radius
 from moreau.analysis.engine.instances import log_uniform
+from moreau.analysis.fedprox.round_matrix import k_min, lemma2, round_matrix, spectral_radius
+from moreau.fl import fedprox, fedprox_optimum
 
 __all__ = ["instances_logistic", "evaluate_logistic", "SIM_PART"]
 

@@ -25,12 +25,12 @@ from moreau.analysis.perfedavg.estimators.quadratic_moments import (
 )
 from moreau.analysis.perfedavg.estimators.sample_moments import (
     LogisticSamples,
+    algorithm1_shift,
     compositions,
     configuration_moments,
     local_constants,
     pieces_at,
     variance,
-    algorithm1_shift,
 )
 
 __all__ = ["quadratic_parts", "logistic_parts", "bound_sides", "LEVEL", "OUTER", "ZERO_PART"]

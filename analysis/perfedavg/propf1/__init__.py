@@ -72,10 +72,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from moreau.analysis.perfedavg.propf1 import logistic as lg
 from moreau.analysis.engine.core import Mutant, Sides, Statement, scale_fields
 from moreau.analysis.engine.instances import log_uniform, quadratic_batch, split_counts, trials_at_least
 from moreau.analysis.perfedavg.algorithm_moments import client_stats, drift_moments, local_moments
+from moreau.analysis.perfedavg.propf1 import logistic as lg
 from moreau.analysis.perfedavg.propf1.worst_round import worst_t
 
 __all__ = ["STATEMENTS", "CLAIM", "constants"]

@@ -27,7 +27,6 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-
 from moreau.analysis.engine.core import Sides
 from moreau.analysis.engine.instances import log_uniform, logistic_batch
 from moreau.analysis.perfedavg.logistic_runs import logistic_constants

@@ -91,7 +91,6 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-
 from moreau.analysis.engine.core import (
     Mutant,
     Reading,
@@ -102,9 +101,9 @@ from moreau.analysis.engine.core import (
     scale_fields,
 )
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, trials_at_least
+from moreau.analysis.perfedavg.algorithm_moments import client_stats, thm45_closed, thm45_exact
 from moreau.analysis.perfedavg.logistic_runs import logistic_constants, logistic_lhs
 from moreau.analysis.perfedavg.thm4_5.nonconvex_family import NC, nc_instances, nc_prepare
-from moreau.analysis.perfedavg.algorithm_moments import client_stats, thm45_closed, thm45_exact
 
 __all__ = ["STATEMENTS", "CLAIM", "READINGS", "REPAIR"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from moreau.analysis.perfedavg.thm4_5.cauchy_regression import Clients, f_star, nc_constants
-from moreau.analysis.perfedavg.thm4_5.nonconvex_runs import negative_curvature, nc_lhs
+from moreau.analysis.perfedavg.thm4_5.nonconvex_runs import nc_lhs, negative_curvature
 
 __all__ = ["NC", "nc_instances", "nc_prepare", "nc_clients"]
 

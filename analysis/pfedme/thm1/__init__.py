@@ -80,8 +80,6 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-from moreau.fl import fedprox_optimum, pfedme
-
 from moreau.analysis.engine.core import (
     Mutant,
     Sides,
@@ -92,7 +90,9 @@ from moreau.analysis.engine.core import (
     worst_point,
 )
 from moreau.analysis.engine.instances import log_uniform, orthogonal
+from moreau.analysis.pfedme.minimal_counterexamples import MINIMAL_THM1, MINIMAL_THM1B  # derived there
 from moreau.analysis.pfedme.round_map import average_exponent, constants, limit_point, round_map
+from moreau.analysis.pfedme.thm1.client_sampling import sampling_grid, sampling_sides, sigma_F1
 from moreau.analysis.pfedme.thm1.drift import (
     DIM,
     ETA_STEPS,
@@ -105,7 +105,6 @@ from moreau.analysis.pfedme.thm1.drift import (
     logistic_rate,
     minibatch,
 )
-from moreau.analysis.pfedme.thm1.text_delta import PART_A, PART_B, delta_fields, delta_sides
 from moreau.analysis.pfedme.thm1.findings import (
     CONSISTENCY,
     CONSISTENCY_B,
@@ -118,8 +117,8 @@ from moreau.analysis.pfedme.thm1.findings import (
     delta_text,
     exponent_printed,
 )
-from moreau.analysis.pfedme.thm1.client_sampling import sampling_grid, sampling_sides, sigma_F1
-from moreau.analysis.pfedme.minimal_counterexamples import MINIMAL_THM1, MINIMAL_THM1B  # derived there
+from moreau.analysis.pfedme.thm1.text_delta import PART_A, PART_B, delta_fields, delta_sides
+from moreau.fl import fedprox_optimum, pfedme
 
 __all__ = ["STATEMENTS", "instances"]
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-from moreau.fl import fedprox_optimum, pfedme
-
 from moreau.analysis.engine.core import fit_exponent
 from moreau.analysis.engine.instances import log_uniform
 from moreau.analysis.pfedme.round_map import constants, drift, round_map
+from moreau.fl import fedprox_optimum, pfedme
 
 __all__ = ["drift_gaps", "biased_neighbourhood", "minibatch", "logistic_instances", "logistic_rate"]
 

@@ -42,9 +42,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from moreau.analysis.pfedme.round_map import constants, round_map
-from moreau.analysis.pfedme.outer_pieces import kappa
 from moreau.analysis.pfedme.delta_moments import ratio_r
+from moreau.analysis.pfedme.outer_pieces import kappa
+from moreau.analysis.pfedme.round_map import constants, round_map
 
 __all__ = [
     "PART_A",

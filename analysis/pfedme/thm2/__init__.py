@@ -144,16 +144,17 @@ from __future__ import annotations
 import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Sides, Statement, fit_exponent, rate_sides, scale_fields
-from moreau.analysis.pfedme.thm2.instances import (
-    ETA_STEPS,
-    K_STEP,
-    ROUNDS_B,
-    T_MAX,
-    _k,
-    _trajectory,
-    eta_hat_2,
-    instances,
+from moreau.analysis.pfedme.delta_moments import moment_parts
+from moreau.analysis.pfedme.double_wells import (
+    F_star,
+    envelope,
+    prox,
+    ratio_range,
+    sigma_f2,
+    value_range,
+    worst_pair,
 )
+from moreau.analysis.pfedme.minimal_counterexamples import MINIMAL_THM2
 from moreau.analysis.pfedme.thm2.findings import (
     _FINDING_DRIFT,
     _FINDING_ETA,
@@ -166,18 +167,17 @@ from moreau.analysis.pfedme.thm2.findings import (
     first_printed,
     sampling_printed,
 )
-from moreau.analysis.pfedme.delta_moments import moment_parts
-from moreau.analysis.pfedme.minimal_counterexamples import MINIMAL_THM2
-from moreau.analysis.pfedme.thm2.sampling_parts import PARTS_D, ext_parts
-from moreau.analysis.pfedme.double_wells import (
-    F_star,
-    envelope,
-    prox,
-    ratio_range,
-    sigma_f2,
-    value_range,
-    worst_pair,
+from moreau.analysis.pfedme.thm2.instances import (
+    ETA_STEPS,
+    K_STEP,
+    ROUNDS_B,
+    T_MAX,
+    _k,
+    _trajectory,
+    eta_hat_2,
+    instances,
 )
+from moreau.analysis.pfedme.thm2.sampling_parts import PARTS_D, ext_parts
 
 __all__ = ["STATEMENTS", "instances", "evaluate"]
 

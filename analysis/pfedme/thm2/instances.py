@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from moreau.fl import pfedme
-
 from moreau.analysis.engine.instances import log_uniform
 from moreau.analysis.pfedme.delta_moments import moment_instances, prepare_moments
-from moreau.analysis.pfedme.thm2.sampling_parts import ext_instances, prepare_ext
 from moreau.analysis.pfedme.double_wells import DoubleWell, F_star, envelope, fixed_point, run
+from moreau.analysis.pfedme.thm2.sampling_parts import ext_instances, prepare_ext
+from moreau.fl import pfedme
 
 N_CL, DIM, T_MAX = 3, 2, 1500
 BETA_R = ((1, 1), (1, 3), (4, 2), (32, 5), (1, 2), (2, 3))

@@ -13,6 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from moreau.analysis.engine.core import Sides, fit_exponent, rate_sides
+from moreau.analysis.pfedme.double_wells import (
+    F_star,
+    envelope,
+    ratio_range,
+    short_range,
+    sigma_f2,
+    worst_pair,
+)
 from moreau.analysis.pfedme.outer_pieces import (
     T_GRID,
     bias_sums,
@@ -24,14 +32,6 @@ from moreau.analysis.pfedme.outer_pieces import (
     noise_sums,
     outer_certified,
     sampling_sums,
-)
-from moreau.analysis.pfedme.double_wells import (
-    F_star,
-    envelope,
-    ratio_range,
-    short_range,
-    sigma_f2,
-    worst_pair,
 )
 
 __all__ = ["PARTS_S", "PARTS_D", "ext_instances", "prepare_ext", "ext_parts", "T_ENUM", "ROUNDS_D"]

@@ -51,6 +51,8 @@ import itertools
 import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, scale_fields, worst_point
+from moreau.analysis.engine.instances import quadratic_batch
+from moreau.analysis.thesis.fw.nonconvex import STATEMENT as FW_NONCONVEX
 from moreau.analysis.thesis.fw.sets import (
     boxes_then_sets,
     contains,
@@ -62,8 +64,6 @@ from moreau.analysis.thesis.fw.sets import (
     sample_in,
     set_min,
 )
-from moreau.analysis.engine.instances import quadratic_batch
-from moreau.analysis.thesis.fw.nonconvex import STATEMENT as FW_NONCONVEX
 
 __all__ = ["STATEMENTS"]
 

@@ -65,6 +65,7 @@ import itertools
 import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, scale_fields, worst_point
+from moreau.analysis.engine.instances import log_uniform, orthogonal
 from moreau.analysis.thesis.fw.sets import (
     boxes_then_sets,
     contains,
@@ -76,7 +77,6 @@ from moreau.analysis.thesis.fw.sets import (
     sample_in,
     set_min,
 )
-from moreau.analysis.engine.instances import log_uniform, orthogonal
 
 __all__ = ["STATEMENT", "box_min", "fw_gaps"]
 

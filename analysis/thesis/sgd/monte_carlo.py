@@ -22,7 +22,6 @@ import numpy as np
 from scipy import stats
 
 import moreau as mo
-
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, orthogonal
 
 __all__ = ["LEVEL", "instances", "meta_grad", "path_averages"]

@@ -42,12 +42,11 @@ from __future__ import annotations
 import numpy as np
 
 import moreau as mo
-
-from moreau.analysis.thesis.sgd import monte_carlo as mc
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, scale_fields, worst_point
 from moreau.analysis.engine.instances import log_uniform
-from moreau.analysis.thesis.sgd.exact_moments import D, groups, noise, quadratic, second_moments
 from moreau.analysis.thesis.gd import _newton_min
+from moreau.analysis.thesis.sgd import monte_carlo as mc
+from moreau.analysis.thesis.sgd.exact_moments import D, groups, noise, quadratic, second_moments
 
 __all__ = ["STATEMENT", "averages_nc"]
 

@@ -10,8 +10,8 @@ import pytest
 
 from moreau._cli import main
 from moreau.analysis.engine import registry, runner
-from moreau.analysis.engine.core import Sides, Statement, scale_fields
 from moreau.analysis.engine.analyse import SCALES, analyse
+from moreau.analysis.engine.core import Sides, Statement, scale_fields
 
 
 def _instances(family, trials, rng):

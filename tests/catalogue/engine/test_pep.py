@@ -19,11 +19,11 @@ import json
 import numpy as np
 import pytest
 
-from moreau.analysis.pep import report as pep
 from moreau.analysis.engine.core import Mutant
-from moreau.analysis.thesis.fw.pep_boxes import search_boxes
-from moreau.analysis.pep.instances import fw_replay, quadratic_through, snap
 from moreau.analysis.engine.registry import get
+from moreau.analysis.pep import report as pep
+from moreau.analysis.pep.instances import fw_replay, quadratic_through, snap
+from moreau.analysis.thesis.fw.pep_boxes import search_boxes
 
 # the solves stop at a relative duality gap of ~1e-8 (Clarabel defaults); 1e-6 leaves room
 RTOL = 1e-6
@@ -33,7 +33,8 @@ def _pep_modules():
     pytest.importorskip("PEPit", reason="needs the pep extra (pip install -e '.[pep]')")
     pytest.importorskip("cvxpy", reason="needs the pep extra (pip install -e '.[pep]')")
     pytest.importorskip("clarabel", reason="needs the pep extra (pip install -e '.[pep]')")
-    from moreau.analysis.pep import classes as _pep_classes, solve as _pep_solve
+    from moreau.analysis.pep import classes as _pep_classes
+    from moreau.analysis.pep import solve as _pep_solve
 
     return _pep_classes, _pep_solve
 

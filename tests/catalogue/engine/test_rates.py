@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from moreau._cli import main
 from moreau.analysis.engine import registry, runner
 from moreau.analysis.engine.core import Mutant, Sides, Statement, fit_exponent, judge, rate_sides
 from moreau.analysis.engine.report import mutant_verdicts
-from moreau._cli import main
 
 GRID = np.array([50.0, 100.0, 200.0, 500.0, 1000.0, 5000.0])
 

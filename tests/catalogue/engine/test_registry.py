@@ -7,17 +7,17 @@ the list (STYLE.md, "cross-cutting tests come from registries").
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from moreau._cli import main
 from moreau.analysis.engine import registry, runner
 from moreau.analysis.engine.core import RTOL, TIGHT_RTOL, Mutant, Sides, Statement, judge
 from moreau.analysis.engine.report import mutant_verdicts
 from moreau.analysis.engine.symbolic import certify_nonneg, mutant_proofs, proofs, run_proofs
-from moreau._cli import main
 
 REPO = Path(__file__).resolve().parents[3]
 PAPER_DIRS = [
@@ -538,7 +538,7 @@ def test_replay_assumption_not_met(tmp_path, capsys):
 PROOFS, MUTANT_PROOFS = proofs(), mutant_proofs()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _proof_results(mutants):
     return run_proofs(MUTANT_PROOFS if mutants else PROOFS)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -28,7 +28,7 @@ CAT = catalogue()
 IDS = list(CAT)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _records(sid):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

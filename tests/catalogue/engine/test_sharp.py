@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 from moreau._cli import main
-from moreau.analysis.engine import sharp as _sharp, registry, runner
-from moreau.analysis.engine.core import RTOL, Statement
+from moreau.analysis.engine import registry, runner
+from moreau.analysis.engine import sharp as _sharp
 from moreau.analysis.engine.analyse import analyse
+from moreau.analysis.engine.core import RTOL, Statement
 from moreau.analysis.fedprox.sharp_constants import fedprox_lemma2
 from moreau.analysis.perfedavg.sharp_constants import perfedavg_lemma4_2, perfedavg_lemma4_4
 from moreau.analysis.pfedme.sharp_constants import pfedme_prop1

@@ -4,10 +4,9 @@ moreau.fl.fedprox run to the same eps; the statement on its family; every mutant
 import numpy as np
 
 import moreau as mo
-from moreau.fl import fedprox, fedprox_optimum
-
 from moreau.analysis.fedprox import cor1
 from moreau.analysis.fedprox.round_matrix import round_matrix
+from moreau.fl import fedprox, fedprox_optimum
 
 
 def test_rounds_to_eps_matches_fedprox_run_to_eps():

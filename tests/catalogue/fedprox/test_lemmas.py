@@ -5,12 +5,11 @@ import numpy as np
 import pytest
 
 import moreau as mo
-from moreau.fl import fedprox_optimum
-
-from moreau.analysis.fedprox import lemma1
 from moreau.analysis.engine import runner
 from moreau.analysis.engine.core import TIGHT_RTOL
 from moreau.analysis.engine.registry import get
+from moreau.analysis.fedprox import lemma1
+from moreau.fl import fedprox_optimum
 
 IDS = ("fedprox.lemma1", "fedprox.lemma2", "fedprox.lemma3")
 SEEDS = (0, 1)

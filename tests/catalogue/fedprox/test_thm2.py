@@ -5,11 +5,10 @@ statement on its family and its mutants."""
 import numpy as np
 
 import moreau as mo
-from moreau.fl import fedprox, fedprox_optimum
-
 from moreau.analysis.engine import runner
-from moreau.analysis.fedprox.round_matrix import condition_12, k_min, lemma2, round_matrix, spectral_radius
 from moreau.analysis.engine.instances import orthogonal
+from moreau.analysis.fedprox.round_matrix import condition_12, k_min, lemma2, round_matrix, spectral_radius
+from moreau.fl import fedprox, fedprox_optimum
 
 
 def _clients(rng, T=6, m=3, d=3):

@@ -8,11 +8,6 @@ import itertools
 
 import numpy as np
 import pytest
-
-import moreau as mo
-from moreau.analysis.perfedavg import appendix_h as ah
-from moreau.analysis.perfedavg.estimators.sides import logistic_parts
-from moreau.analysis.perfedavg.estimators.quadratic_moments import quadratic_constants, quadratic_moments
 from _perfedavg_fixtures import (
     assert_every_mutant_rejected,
     assert_library_estimates_match,
@@ -23,6 +18,11 @@ from _perfedavg_fixtures import (
     run_fixture,
     symmetric_samples,
 )
+
+import moreau as mo
+from moreau.analysis.perfedavg import appendix_h as ah
+from moreau.analysis.perfedavg.estimators.quadratic_moments import quadratic_constants, quadratic_moments
+from moreau.analysis.perfedavg.estimators.sides import logistic_parts
 
 SID = "perfedavg.appendix_h"
 CLAIM = ah.CLAIM

@@ -8,18 +8,6 @@ import itertools
 
 import numpy as np
 import pytest
-
-import moreau as mo
-from moreau.analysis.perfedavg import lemma4_3 as l43
-from moreau.analysis.perfedavg.estimators.sides import ZERO_PART, logistic_parts
-from moreau.analysis.perfedavg.estimators.quadratic_moments import quadratic_constants, quadratic_moments
-from moreau.analysis.perfedavg.estimators.sample_moments import (
-    LogisticSamples,
-    QuadraticSamples,
-    compositions,
-    configuration_moments,
-)
-from moreau.analysis.engine.runner import rng_for
 from _perfedavg_fixtures import (
     assert_every_mutant_rejected,
     assert_library_estimates_match,
@@ -30,6 +18,18 @@ from _perfedavg_fixtures import (
     run_fixture,
     symmetric_samples,
 )
+
+import moreau as mo
+from moreau.analysis.engine.runner import rng_for
+from moreau.analysis.perfedavg import lemma4_3 as l43
+from moreau.analysis.perfedavg.estimators.quadratic_moments import quadratic_constants, quadratic_moments
+from moreau.analysis.perfedavg.estimators.sample_moments import (
+    LogisticSamples,
+    QuadraticSamples,
+    compositions,
+    configuration_moments,
+)
+from moreau.analysis.perfedavg.estimators.sides import ZERO_PART, logistic_parts
 
 SID = "perfedavg.lemma4_3"
 CLAIM = l43.CLAIM

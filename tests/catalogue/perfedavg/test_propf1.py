@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import moreau as mo
+from moreau.analysis.engine.runner import rng_for
 from moreau.analysis.perfedavg import propf1 as pf
 from moreau.analysis.perfedavg.algorithm_moments import client_stats, drift_moments, local_moments
-from moreau.analysis.engine.runner import rng_for
 
 (ST,) = pf.STATEMENTS
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import moreau as mo
-from moreau.analysis.perfedavg.propf1 import logistic as lg
-from moreau.analysis.perfedavg import propf1 as pf
 from moreau.analysis.engine import runner
 from moreau.analysis.engine.core import take
+from moreau.analysis.perfedavg import propf1 as pf
+from moreau.analysis.perfedavg.propf1 import logistic as lg
 
 (ST,) = pf.STATEMENTS
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import moreau as mo
+from moreau.analysis.engine.runner import rng_for
 from moreau.analysis.perfedavg import thm4_5 as th
 from moreau.analysis.perfedavg.algorithm_moments import thm45_closed, thm45_exact
-from moreau.analysis.engine.runner import rng_for
 
 (ST,) = th.STATEMENTS
 

@@ -11,6 +11,7 @@ import scipy.optimize as so
 import sympy as sp
 
 import moreau as mo
+from moreau.analysis.engine.runner import rng_for
 from moreau.analysis.perfedavg import thm4_5 as th
 from moreau.analysis.perfedavg.thm4_5 import cauchy_regression as nc
 from moreau.analysis.perfedavg.thm4_5.nonconvex_family import NC, nc_clients, nc_instances
@@ -20,7 +21,6 @@ from moreau.analysis.perfedavg.thm4_5.nonconvex_runs import (
     negative_curvature,
     simulate,
 )
-from moreau.analysis.engine.runner import rng_for
 
 (ST,) = th.STATEMENTS
 

@@ -18,13 +18,9 @@ import pytest
 from scipy.optimize import minimize_scalar
 from scipy.stats import wasserstein_distance
 
-from moreau.analysis.perfedavg import tv_w1 as mod
 from moreau.analysis.engine.core import TIGHT_RTOL
-from moreau.analysis.perfedavg.divergences.instances import (
-    client_weights,
-    tv_closed_form_batch,
-    w1_closed_form_batch,
-)
+from moreau.analysis.engine.runner import rng_for
+from moreau.analysis.perfedavg import tv_w1 as mod
 from moreau.analysis.perfedavg.divergences.finite_support import (
     closed_form_sups,
     dyadic_weights,
@@ -35,7 +31,11 @@ from moreau.analysis.perfedavg.divergences.finite_support import (
     w1_homogeneous_sweep,
     w1_lp,
 )
-from moreau.analysis.engine.runner import rng_for
+from moreau.analysis.perfedavg.divergences.instances import (
+    client_weights,
+    tv_closed_form_batch,
+    w1_closed_form_batch,
+)
 
 STATEMENTS = {st.id: st for st in mod.STATEMENTS}
 #: both sides are sums of a few dozen products of doubles: ~1e-15 relative; 1e-12 separates rounding

@@ -5,6 +5,7 @@ rate) on instances written here, and each statement's verdicts and mutants on se
 
 import numpy as np
 import pytest
+
 from moreau.analysis.engine import runner
 from moreau.analysis.engine.report import mutant_verdicts, verdict_of
 from moreau.analysis.permfl import thm1, thm2

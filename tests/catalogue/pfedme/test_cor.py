@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from moreau.analysis.pfedme import cor
 from moreau.analysis.engine import runner
+from moreau.analysis.pfedme import cor
 
 SUBST = "the exponents the substitution gives"
 T, R, N = sp.symbols("T R N", positive=True)
@@ -65,7 +65,7 @@ def test_corollary_2_exponents_by_hand():
     assert _powers(first)[1:] == (-2, -2) and _powers(dlt)[1:] == (-2, -2)
     assert _powers(sig)[1:] == (sp.Rational(-5, 3), -2)
     # printed (TRN)^(-2/3) with T = (NR)^2 is (NR)^-2; beta = (NR)^(1/2) would give it for the sigma part
-    assert _powers(((TT * R * N) ** sp.Rational(-2, 3)))[1:] == (-2, -2)
+    assert _powers((TT * R * N) ** sp.Rational(-2, 3))[1:] == (-2, -2)
     assert _powers(_thm2(sp.sqrt(N * R), TT)[1])[1:] == (-2, -2)
     assert tuple(cor.STATEMENTS[1].reading(SUBST).changes["sigma"]) == (-5 / 3, -2.0)
     assert tuple(cor.CLAIM2["sigma"]) == (-2.0, -2.0)  # as printed

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import scipy.optimize as so
 
-from moreau.analysis.pfedme import outer_pieces as X
+from moreau.analysis.engine import runner
 from moreau.analysis.pfedme import delta_moments as M
 from moreau.analysis.pfedme import double_wells as W
+from moreau.analysis.pfedme import outer_pieces as X
 from moreau.analysis.pfedme import thm2
-from moreau.analysis.engine import runner
 
 
 def _per_round(avg_fn, t):

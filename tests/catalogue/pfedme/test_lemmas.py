@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import moreau as mo
+from moreau.analysis.engine.runner import rng_for, run
 from moreau.analysis.pfedme import lemma1 as l1
 from moreau.analysis.pfedme import lemma2 as l2
-from moreau.analysis.engine.runner import rng_for, run
 
 IDS = ("pfedme.lemma1", "pfedme.lemma2")
 

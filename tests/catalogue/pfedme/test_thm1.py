@@ -6,10 +6,8 @@ on their family and every mutant rejected; the printed exponent fails where beta
 import numpy as np
 
 import moreau as mo
-from moreau.fl import fedprox_optimum, pfedme
-
-from moreau.analysis.pfedme import thm1
 from moreau.analysis.engine.instances import orthogonal
+from moreau.analysis.pfedme import thm1
 from moreau.analysis.pfedme.round_map import (
     average_error,
     average_exponent,
@@ -18,6 +16,7 @@ from moreau.analysis.pfedme.round_map import (
     limit_point,
     round_map,
 )
+from moreau.fl import fedprox_optimum, pfedme
 
 
 def _clients(rng, T=3, N=3, d=2):

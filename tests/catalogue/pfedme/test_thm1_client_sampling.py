@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 
 import moreau as mo
-from moreau.fl import fedprox_optimum
-
 from moreau.analysis.engine.instances import orthogonal
-from moreau.analysis.pfedme.thm1.text_delta import average_factor
 from moreau.analysis.pfedme.thm1.client_sampling import moments, sampling_part, sigma_F1
+from moreau.analysis.pfedme.thm1.text_delta import average_factor
+from moreau.fl import fedprox_optimum
 
 
 def _clients(rng, T, N, d, same_curvature=False):

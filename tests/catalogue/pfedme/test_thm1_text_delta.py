@@ -12,10 +12,8 @@ import pytest
 import sympy as sp
 
 import moreau as mo
-from moreau.fl import fedprox_optimum
-
-from moreau.analysis.pfedme import thm1
 from moreau.analysis.engine.instances import orthogonal
+from moreau.analysis.pfedme import thm1
 from moreau.analysis.pfedme.thm1.text_delta import (
     PART_A,
     PART_B,
@@ -24,6 +22,7 @@ from moreau.analysis.pfedme.thm1.text_delta import (
     recursion,
     two_point_limits,
 )
+from moreau.fl import fedprox_optimum
 
 
 def _clients(rng, N, d, ident):

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import scipy.optimize as so
 
-from moreau.analysis.pfedme import thm2
 from moreau.analysis.engine import runner
-from moreau.analysis.pfedme import outer_pieces as X
-from moreau.analysis.pfedme.thm2 import sampling_parts as P
 from moreau.analysis.pfedme import delta_moments as M
 from moreau.analysis.pfedme import double_wells as W
+from moreau.analysis.pfedme import outer_pieces as X
+from moreau.analysis.pfedme import thm2
+from moreau.analysis.pfedme.thm2 import sampling_parts as P
 from moreau.fl import pfedme
 
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from moreau.analysis.thesis.fw import sets as S
 from moreau.analysis.engine import runner
 from moreau.analysis.engine.registry import get
+from moreau.analysis.thesis.fw import sets as S
 
 KINDS = (
     1,

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from moreau.analysis.engine import runner
-from moreau.analysis.thesis import sgd as thesis_sgd
 from moreau.analysis.engine.core import Mutant, take
-from moreau.analysis.engine.report import mutant_verdicts
 from moreau.analysis.engine.registry import get
+from moreau.analysis.engine.report import mutant_verdicts
+from moreau.analysis.thesis import sgd as thesis_sgd
 
 IDS = ("sgd.strongly_convex", "sgd.nonconvex")
 Z = 4.5  # Monte Carlo: |mean - exact| <= Z standard errors (two-sided ~7e-6 per comparison)
