@@ -701,7 +701,7 @@ LBFGS_CONFIGS = {
 def _paired_ratio(timings, fast, slow):
     """Median over rounds of time(slow) / time(fast) within one round (the same load for both:
     measure_interleaved runs every method once per round)."""
-    r = [s / f for f, s in zip(timings[fast]["times"], timings[slow]["times"])]
+    r = [s / f for f, s in zip(timings[fast]["times"], timings[slow]["times"], strict=True)]
     return statistics.median(r)
 
 

@@ -155,7 +155,7 @@ def selection_bars(ax, table, methods, kind, *, paper=None, paper_label="paper")
     ax.set_xticks(x, methods, rotation=15)
     handles = [
         Patch(facecolor="0.55", alpha=a, hatch=h, edgecolor="k", linewidth=0.3, label=w)
-        for w, a, h in zip(whats, (0.9, 0.6, 0.35), (None, None, "////"))
+        for w, a, h in zip(whats, (0.9, 0.6, 0.35), (None, None, "////"), strict=True)
     ]
     if paper:
         handles.append(Line2D([], [], marker="*", color="k", linestyle="none", label=paper_label))

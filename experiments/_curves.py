@@ -91,7 +91,7 @@ def long_rows(metrics: dict, *, method: str, seed: int, rounds=None, **grid) -> 
                 "metric": metric,
                 "value": float(v),
             }
-            for t, v in zip(ts, values)
+            for t, v in zip(ts, values, strict=True)
             if not math.isnan(v)
         ]
     return out

@@ -59,7 +59,7 @@ class Split:
             return self.X @ theta.reshape(D, -1)
         W = theta.reshape(self.m, D, -1)
         Z = np.empty((self.X.shape[0], W.shape[-1]))
-        for i, (a, b) in enumerate(zip(self.bounds[:-1], self.bounds[1:])):
+        for i, (a, b) in enumerate(zip(self.bounds[:-1], self.bounds[1:], strict=True)):
             Z[a:b] = self.X[a:b] @ W[i]
         return Z
 

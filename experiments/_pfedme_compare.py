@@ -176,7 +176,7 @@ def finish_compare(rows, params, out, stem, paper, data_label, paper_label, quic
     kind = params["band"]
     table = [r for st in SETTINGS for r in selections(rows, METHODS, setting=st)]
     fig, ax = figure(2, width=6.8, aspect=0.95)
-    for a, setting, tag in zip(ax[0], SETTINGS, "ab"):
+    for a, setting, tag in zip(ax[0], SETTINGS, "ab", strict=True):
         handles = selection_bars(
             a,
             [r for r in table if r["setting"] == setting],
@@ -208,7 +208,7 @@ def finish_compare(rows, params, out, stem, paper, data_label, paper_label, quic
             "Table 1 ordering (tuned, last round): "
             + " > ".join(paper_order)
             + " (value: measured means, %)",
-            *ahead("tuned", list(zip(paper_order, paper_order[1:]))),
+            *ahead("tuned", list(zip(paper_order, paper_order[1:], strict=True))),
             value=means,
             units=" points",
         ),
@@ -251,7 +251,8 @@ def _curves_figure(rows, table, params, out, stem, data_label, quick):
     """Rows: the two settings; columns: test accuracy (last and best rounds marked), training
     objective, distance to the exact optimum (when computed)."""
     panels = [
-        ({"setting": st}, _panel_title(f"{tag}", st, data_label, params)) for st, tag in zip(SETTINGS, "ab")
+        ({"setting": st}, _panel_title(f"{tag}", st, data_label, params))
+        for st, tag in zip(SETTINGS, "ab", strict=True)
     ]
     metrics = [
         ("test_accuracy", "test accuracy (%)", False),

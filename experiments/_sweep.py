@@ -368,7 +368,7 @@ def run(
             for i, p in enumerate(points)
         ]
         rows = {}
-        for i, (f, p) in enumerate(zip(files, points)):
+        for i, (f, p) in enumerate(zip(files, points, strict=True)):
             saved, why = read_checkpoint(f, p, fingerprint)
             if why:
                 _say(f"warning: damaged checkpoint {f}: {why}; recomputing its point")

@@ -61,7 +61,7 @@ def load(path):
         raise ValueError(
             f"--data {path}: the labels take {classes.size} value(s); a classification needs at least 2"
         )
-    return [(X, np.searchsorted(classes, y)) for (X, _), y in zip(raw, labels)], classes.tolist()
+    return [(X, np.searchsorted(classes, y)) for (X, _), y in zip(raw, labels, strict=True)], classes.tolist()
 
 
 def _npz(path):
@@ -190,6 +190,8 @@ def split(rng, clients, test_fraction, validation_fraction):
             )
         perm = rng.permutation(n)
         n_test, n_val = counts(n, test_fraction, validation_fraction)
-        for part, idx in zip(parts, (perm[n_test + n_val :], perm[n_test : n_test + n_val], perm[:n_test])):
+        for part, idx in zip(
+            parts, (perm[n_test + n_val :], perm[n_test : n_test + n_val], perm[:n_test]), strict=True
+        ):
             part.append((X[idx], y[idx]))
     return parts

@@ -135,7 +135,7 @@ def _clients(params, rng):
     for obj in (P.objective, P.test):
         X, y, w = (np.asarray(a) for a in (obj.X, obj.y, obj.weights))
         out.append([(X[i][w[i] > 0][:, :-1], y[i][w[i] > 0].astype(np.int64)) for i in range(X.shape[0])])
-    return [(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])) for a, b in zip(*out)]
+    return [(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])) for a, b in zip(*out, strict=True)]
 
 
 def compute(params, point, rng):

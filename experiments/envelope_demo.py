@@ -82,11 +82,11 @@ def plot(data, lams, quad_lams, path):
     """Three panels side by side, saved as a PNG."""
     lg, qd = data["logistic"], data["quadratic"]
     values = sorted(set(lams) | set(quad_lams))
-    colors = dict(zip(values, plt.cm.viridis_r(np.linspace(0.15, 0.9, len(values)))))
+    colors = dict(zip(values, plt.cm.viridis_r(np.linspace(0.15, 0.9, len(values))), strict=True))
     fig, ax = plt.subplots(1, 3, figsize=(12, 3.8), dpi=150, constrained_layout=True)
     t = lg["theta"]
     ax[0].plot(t, lg["f"], "k", lw=2.2, label="f (logistic)")
-    for lam, F in zip(lams, lg["envelope"]):
+    for lam, F in zip(lams, lg["envelope"], strict=True):
         ax[0].plot(t, F, color=colors[lam], label=f"$F_\\lambda$, λ = {lam:g}")
     ax[0].axvline(lg["minimiser"], color="0.5", ls=":", lw=1, label=f"minimiser θ* = {lg['minimiser']:.2f}")
     ax[0].set(
@@ -97,7 +97,7 @@ def plot(data, lams, quad_lams, path):
     ax[0].legend(fontsize=8, loc="upper center")
     t = qd["theta"]
     ax[1].plot(t, qd["f"], "k", lw=2.2, label=f"f = aθ²/2 − bθ  (a = {A:g}, b = {B:g})")
-    for lam, F in zip(quad_lams, qd["envelope"]):
+    for lam, F in zip(quad_lams, qd["envelope"], strict=True):
         curv = lam * A / (lam + A)
         ax[1].plot(t, F, color=colors[lam], label=f"λ = {lam:g}: curvature {curv:.2f}")
     ax[1].axvline(qd["stationary"], color="0.5", ls=":", lw=1)
@@ -125,7 +125,7 @@ def plot(data, lams, quad_lams, path):
     )
     t = lg["theta"]
     ax[2].plot(t, t, "k--", lw=1, label="identity (λ → ∞)")
-    for lam, p in zip(lams, lg["prox"]):
+    for lam, p in zip(lams, lg["prox"], strict=True):
         ax[2].plot(t, p, color=colors[lam], label=f"λ = {lam:g}")
     ax[2].axhline(lg["minimiser"], color="0.5", ls=":", lw=1, label="θ*: the fixed point")
     ax[2].set(

@@ -173,7 +173,7 @@ def compute(params, point, rng):
 def finish(rows, params, out, seed=0, quick=False):
     R = params["rounds"]
     fig, ax = figure(2, width=6.8, aspect=0.72)
-    for a, kind, tag in zip(ax[0], SETS, "ab"):
+    for a, kind, tag in zip(ax[0], SETS, "ab", strict=True):
         for k, name in enumerate(METHODS):
             curve = np.array(
                 [

@@ -135,7 +135,7 @@ def compute(params, point, rng):
     models += [(np.asarray(g_fp[k]), np.asarray(l_fp[k])) for k in range(len(lams))]
     lam_of = [None, None] + lams.tolist()
     rows = []
-    for name, (g, loc_k), lam in zip(methods(params["fixed_lambdas"]), models, lam_of):
+    for name, (g, loc_k), lam in zip(methods(params["fixed_lambdas"]), models, lam_of, strict=True):
         rows.append(
             {
                 "data": point["data"],

@@ -136,7 +136,7 @@ def compute(params, point, rng):
             "global_accuracy": float(ga),
             "local_accuracy": float(la),
         }
-        for meth, lam, ga, la in zip(methods(params["fixed_lambdas"]), lam_of, g_acc, l_acc)
+        for meth, lam, ga, la in zip(methods(params["fixed_lambdas"]), lam_of, g_acc, l_acc, strict=True)
     ]
 
 
@@ -224,7 +224,11 @@ def _claims(rows, params, names):
         ]
     )
     up = comparisons(
-        [(f"s={s}: {b} − {a} + {delta:g}", G(b, s), G(a, s)) for s in ss for a, b in zip(fixed, fixed[1:])]
+        [
+            (f"s={s}: {b} − {a} + {delta:g}", G(b, s), G(a, s))
+            for s in ss
+            for a, b in zip(fixed, fixed[1:], strict=True)
+        ]
     )
     between = comparisons(
         [(f"s={s}: {m} − LocalTrain + {delta:g}", G(m, s), G("LocalTrain", s)) for s in ss for m in fixed]

@@ -146,8 +146,8 @@ def finish(rows, params, out, seed=0, quick=False):
                 f"R_param = {R:g}: larger lambda converges more slowly (||w_T - w~||^2/||w_0 - w~||^2 after the last "
                 "round increases with lambda; compared in log, value: geometric means over seeds)",
                 np.diff(logs, axis=0),
-                [f"log left(λ={b:g}) − log left(λ={a:g})" for a, b in zip(lams, lams[1:])],
-                value={str(lam): float(np.exp(v)) for lam, v in zip(lams, logs.mean(axis=1))},
+                [f"log left(λ={b:g}) − log left(λ={a:g})" for a, b in zip(lams, lams[1:], strict=True)],
+                value={str(lam): float(np.exp(v)) for lam, v in zip(lams, logs.mean(axis=1), strict=True)},
             )
         )
     theorems = {

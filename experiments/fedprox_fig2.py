@@ -83,7 +83,7 @@ def finish(rows, params, out, seed=0, quick=False):
     kind = params["band"]
     fig, ax = figure(2, width=6.8, aspect=0.72)
     gain, S = {}, 0
-    for a, lam, tag in zip(ax[0], params["lambdas"], "ab"):
+    for a, lam, tag in zip(ax[0], params["lambdas"], "ab", strict=True):
         left = {}
         for k, K in enumerate(params["Ks"]):
             t, v, seeds = curve(rows, "distance_to_optimum", _method(lam, K))

@@ -112,7 +112,7 @@ def finish(rows, params, out, seed=0, quick=False):
     panels = [("n, R large", "n, R = n^-1/2/2"), ("m, R -> 0",), ("R, n fixed",)]
     xlabels = ("samples per client n", "clients m", "heterogeneity R")
     slopes = {}
-    for a, sweeps, xl, tag in zip(ax[0], panels, xlabels, "abc"):
+    for a, sweeps, xl, tag in zip(ax[0], panels, xlabels, "abc", strict=True):
         for k, sw in enumerate(sweeps):
             sel = [r for r in rows if r["sweep"] == sw]
             x = np.array([r["x"] for r in sel], float)

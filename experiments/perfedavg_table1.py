@@ -298,7 +298,7 @@ def finish(rows, params, out, seed=0, quick=False):
     grid = _rows(params)
     fig, ax = figure(len(grid), width=min(6.8, 3.4 * len(grid)) if len(grid) > 1 else 3.4, aspect=0.95)
     handles = []
-    for k, (a, (tau, alpha)) in enumerate(zip(ax[0], grid)):
+    for k, (a, (tau, alpha)) in enumerate(zip(ax[0], grid, strict=True)):
         paper = _paper_row(tau, alpha)
         handles = (
             selection_bars(

@@ -227,6 +227,7 @@ def finish(rows, params, out, seed=0, quick=False):
             r"$\frac{1}{m}\sum_i\|\mathrm{model}_i-w_\star^{(i)}\|^2$",
         ),
         "ab",
+        strict=True,
     ):
         for k, meth in enumerate(names):
             if key == "gap_to_client_optimum" and meth == "LocalTrain":

@@ -154,8 +154,8 @@ def finish(rows, params, out, seed=0, quick=False):
     )
     ax[0][0].set_xticks(x, [m.replace(" (", "\n(") for m in METHODS], fontsize=5)
     sd = [np.std(acc[m], ddof=1) if acc[m].size > 1 else 0.0 for m in METHODS]
-    lo = min(mean[m] - s for m, s in zip(METHODS, sd))
-    hi = max(mean[m] + s for m, s in zip(METHODS, sd))
+    lo = min(mean[m] - s for m, s in zip(METHODS, sd, strict=True))
+    hi = max(mean[m] + s for m, s in zip(METHODS, sd, strict=True))
     pad = max(0.5, 0.15 * (hi - lo))  # the data's range, not 0-105 %: spreads of a few points stay visible
     ax[0][0].set(
         ylabel="test accuracy (%)",

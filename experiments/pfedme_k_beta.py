@@ -178,7 +178,7 @@ def _summary(rows, params):
                     "test_accuracy": float(a),
                     "train_loss": float(lo),
                 }
-                for s, a, lo in zip(seeds, acc, loss)
+                for s, a, lo in zip(seeds, acc, loss, strict=True)
             ]
     return out
 

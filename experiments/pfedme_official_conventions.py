@@ -360,7 +360,7 @@ def _bars_figure(rows, table, params, out, quick):
         (f"(a) last round (T = {params['rounds']}); dotted: pFedMe Table 1", "test accuracy (%)"),
         ("(b) change from 'paper' (paired; 95 % t interval)", "accuracy change (points)"),
     )
-    for a, (title, ylabel) in zip(ax[0], titles):
+    for a, (title, ylabel) in zip(ax[0], titles, strict=True):
         a.set_xticks(x, convs, rotation=30, ha="right")
         a.set(title=title, ylabel=ylabel)
     legend(
@@ -377,7 +377,7 @@ def _curves_figure(rows, params, out, quick):
     """Test accuracy over rounds, one panel per method, one line (mean, band) per convention run."""
     fig, ax = figure(3, width=6.8, aspect=1.1)
     S = 0
-    for a, m in zip(ax[0], METHODS):
+    for a, m in zip(ax[0], METHODS, strict=True):
         for k, c in enumerate(params["conventions"]):
             ts, v, seeds = curve(rows, "test_accuracy", m, convention=c)
             if not seeds:
@@ -390,7 +390,7 @@ def _curves_figure(rows, params, out, quick):
         a.set(xlabel="communication round t", ylabel="test accuracy (%)", title=f"{m} (dotted: Table 1)")
     handles, labels = [], []
     for a in ax[0]:
-        for h, lab in zip(*a.get_legend_handles_labels()):
+        for h, lab in zip(*a.get_legend_handles_labels(), strict=True):
             if lab not in labels:
                 handles.append(h)
                 labels.append(lab)

@@ -176,7 +176,7 @@ def finish(rows, params, out, seed=0, quick=False):
             "one shared direction (r = 1) in estimation error",
             [err[ranks[-1]] - err[K], err[1] - err[K]],
             [f"error(r={ranks[-1]}) - error(r={K})", f"error(r=1) - error(r={K})"],
-            value={str(r): v for r, v in zip(ranks, mean)},
+            value={str(r): v for r, v in zip(ranks, mean, strict=True)},
         ),
     ]
     theorems = {

@@ -317,7 +317,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
                     local = pt[1].local(pt[2], pt[3])
                     if local is not None:
                         full = tuple(xp.zeros_like(lam) for _ in local)
-                        for dst, src in zip(full, local):
+                        for dst, src in zip(full, local, strict=True):
                             dst[cand] = src
                         local = full
                 if local is not None:

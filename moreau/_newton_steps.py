@@ -42,7 +42,9 @@ def _wolfe(xp, h_and_grad, point, gnorm, p, slope, flat, active, force):
             return old
         if bool(xp.all(mask)):  # the common case (every entry takes its full step): no copies
             return new
-        return tuple(o if o is None else xp.where(_expand(mask, o), nv, o) for nv, o in zip(new, old))
+        return tuple(
+            o if o is None else xp.where(_expand(mask, o), nv, o) for nv, o in zip(new, old, strict=True)
+        )
 
     one = xp.ones_like(h)
     t, lo, hi = one, 0 * one, xp.full_like(h, math.inf)

@@ -250,7 +250,7 @@ def _scalar(v, xp, dtype, name):
 
 
 def _broadcast(batch, shape, name):
-    for a, b in zip(reversed(batch), reversed(shape)):
+    for a, b in zip(reversed(batch), reversed(shape), strict=True):
         if a != b and 1 not in (a, b):
             raise ValueError(
                 f"{name} batch shape {shape} does not broadcast with the objective's batch shape {batch}"

@@ -166,7 +166,7 @@ class _PerBucket:
 
     def _each(self, name, args=(), tails=(), out=0, **kw):
         lay = self.layout
-        split = [lay.split(a, t, self._outer) for a, t in zip(args, tails)]
+        split = [lay.split(a, t, self._outer) for a, t in zip(args, tails, strict=True)]
         got = [getattr(p, name)(*(s[b] for s in split), **kw) for b, p in enumerate(self.parts)]
         if isinstance(out, tuple):
             return tuple(
@@ -237,7 +237,7 @@ class _PerBucket:
             lay.split(tol, 0, self._outer),
         )
         got, errors = [], []
-        for p, wb, lb, tb in zip(self.parts, ws, lams, tols):
+        for p, wb, lb, tb in zip(self.parts, ws, lams, tols, strict=True):
             try:
                 theta, u, inf = p._solve(wb, lb, tol=tb, max_iter=max_iter, info=info, want_u=want_u)
                 errors.append(None)
@@ -262,7 +262,9 @@ class _PerBucket:
             vals = [getattr(i, name) for i in infos]
             if any(v is None for v in vals):
                 return None
-            return lay.merge([np.broadcast_to(np.asarray(v), s) for v, s in zip(vals, shapes)], 0)
+            return lay.merge(
+                [np.broadcast_to(np.asarray(v), s) for v, s in zip(vals, shapes, strict=True)], 0
+            )
 
         return ProxInfo(iterations=field("iterations"), error_bound=field("error_bound"), tol=field("tol"))
 
@@ -270,7 +272,7 @@ class _PerBucket:
         lay = self.layout
         shapes = [np.shape(g[2].error_bound) for g in got]
         failed = lay.merge(
-            [np.zeros(s, dtype=bool) if e is None else e[0] for e, s in zip(errors, shapes)], 0
+            [np.zeros(s, dtype=bool) if e is None else e[0] for e, s in zip(errors, shapes, strict=True)], 0
         )
         info = self._merge_info([g[2] for g in got], shapes)
         thetas = [g[0] for g in got]

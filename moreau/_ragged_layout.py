@@ -129,7 +129,7 @@ class Layout:
         ``outer + shape + (n_max,) + tail``, the samples past ``width_b`` filled with ``fill``."""
         xp = array_namespace(*parts)
         out = []
-        for p, (_, w) in zip(parts, self.buckets):
+        for p, (_, w) in zip(parts, self.buckets, strict=True):
             if w < self.n_max:
                 pad = list(p.shape)
                 pad[p.ndim - tail - 1] = self.n_max - w

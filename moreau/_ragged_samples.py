@@ -58,7 +58,7 @@ class RaggedSamples:
         xp = self.xp
         ws = [
             xp.broadcast_to(p.weights, self._outer + (idx.size, width))
-            for p, (idx, width) in zip(self.parts, self.layout.buckets)
+            for p, (idx, width) in zip(self.parts, self.layout.buckets, strict=True)
         ]
         return self.layout.merge_padded(ws)
 
@@ -121,7 +121,7 @@ class RaggedSamples:
         outer = full[: len(full) - k]
         parts = [
             p.with_weights(wb[..., :width])
-            for p, wb, (_, width) in zip(self.parts, lay.split(w, 1, ()), lay.buckets)
+            for p, wb, (_, width) in zip(self.parts, lay.split(w, 1, ()), lay.buckets, strict=True)
         ]
         return self._rebuilt(parts, outer)
 
@@ -136,7 +136,7 @@ class RaggedSamples:
         full = tuple(np.broadcast_shapes(u.shape[:-1], self.batch_shape))
         u = np.broadcast_to(u, full + u.shape[-1:])
         Xs, ys = [], []
-        for p, ub, (idx, width) in zip(self.parts, lay.split(u, 1, self._outer), lay.buckets):
+        for p, ub, (idx, width) in zip(self.parts, lay.split(u, 1, self._outer), lay.buckets, strict=True):
             valid = np.broadcast_to(np.asarray(to_numpy(p.weights)) > 0, self._outer + (idx.size, width))
             nvalid = valid.sum(axis=-1)
             k = np.minimum((ub * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)

@@ -51,7 +51,7 @@ def _replay(clients=2):
 def _client(obj, k):
     """Client ``k``'s rows ``(X, y)`` of a ragged objective, without forming the padded view."""
     n = int(obj.sizes[k])
-    for (idx, _), part in zip(obj.layout.buckets, obj.parts):
+    for (idx, _), part in zip(obj.layout.buckets, obj.parts, strict=True):
         pos = int(np.searchsorted(idx, k))
         if pos < idx.size and idx[pos] == k:
             return host(part.X)[pos, :n], host(part.y)[pos, :n]

@@ -59,7 +59,7 @@ def test_quadratic_envelope_is_the_closed_form(run):
     w = np.array(q["theta"])
     assert_close(q["f"], a * w**2 / 2 - b * w)
     fine = np.arange(-20, 20 + H, H)
-    for lam, F in zip(p["quad_lams"], q["envelope"]):
+    for lam, F in zip(p["quad_lams"], q["envelope"], strict=True):
         assert lam > abs(a)
         closed = lam * a / (lam + a) * w**2 / 2 - lam / (lam + a) * b * w - b**2 / (2 * (lam + a))
         assert_close(F, closed, err_msg=f"lam={lam}")
@@ -90,7 +90,7 @@ def test_logistic_envelope_and_prox_by_brute_force(run):
     assert np.all(np.diff(F, axis=0) >= -1e-12), "F_lam increases with lam (lams ascending)"
     fine = np.arange(t[0] - 2, t[-1] + 2 + H, H)
     f_fine = f(fine)
-    for lam, F_lam, p_lam in zip(p["lams"], F, prox):
+    for lam, F_lam, p_lam in zip(p["lams"], F, prox, strict=True):
         w = t[::10]
         brute, argmin = brute_envelope(fine, f_fine, w, lam)
         # a grid min is >= the true min and misses it by <= (L + lam) H^2 / 8 (< 2e-8 here),

@@ -100,7 +100,10 @@ def _client_hess(model, C, Xi, yi, pi, mui, th):
         Z = Xi @ th.reshape(d, C)
         P = np.exp(Z - Z.max(-1, keepdims=True))
         P /= P.sum(-1, keepdims=True)
-        H = sum(pj * np.kron(np.outer(x, x), np.diag(q) - np.outer(q, q)) for x, q, pj in zip(Xi, P, pi))
+        H = sum(
+            pj * np.kron(np.outer(x, x), np.diag(q) - np.outer(q, q))
+            for x, q, pj in zip(Xi, P, pi, strict=True)
+        )
         return H + mui * np.eye(d * C)
     c = pi * _sigmoid(Xi @ th) * _sigmoid(-(Xi @ th)) if model == "logistic" else pi
     return Xi.T @ (c[:, None] * Xi) + mui * np.eye(d)
@@ -113,7 +116,9 @@ def _old_grad(f, th):
     if isinstance(f, mo.Logistic) and not hasattr(f, "layout"):
         return f._value_grad(th)[1]
     if hasattr(f, "layout"):
-        return f.layout.merge([_old_grad(p, s) for p, s in zip(f.parts, f.layout.split(th, 1, f._outer))], 1)
+        return f.layout.merge(
+            [_old_grad(p, s) for p, s in zip(f.parts, f.layout.split(th, 1, f._outer), strict=True)], 1
+        )
     return f.grad(th)
 
 
@@ -150,7 +155,7 @@ def test_the_gradient_is_newtons_evaluation_bit_for_bit(model, case):
     f, _ = _data(model, 3, **case)
     th = np.random.default_rng(4).standard_normal(tuple(f.batch_shape) + (f.dim,)).astype(f.dtype)
     parts = f.parts if hasattr(f, "layout") else [f]
-    for p, t in zip(parts, f.layout.split(th, 1, ()) if hasattr(f, "layout") else [th]):
+    for p, t in zip(parts, f.layout.split(th, 1, ()) if hasattr(f, "layout") else [th], strict=True):
         assert np.array_equal(host(p.grad(t)), host(p._eval(t)[1]))
     if model == "logistic" and not hasattr(f, "layout"):  # the old gradient's operations, too
         assert np.array_equal(host(f.grad(th)), host(f._value_grad(th)[1]))

@@ -236,7 +236,7 @@ def test_constrained_optimum_matches_scipy_and_the_face_enumeration():
             np.zeros(3),
             jac=lambda x: H @ x - c,
             method="L-BFGS-B",
-            bounds=list(zip(-h[t], h[t])),
+            bounds=list(zip(-h[t], h[t], strict=True)),
             options={"ftol": 1e-15, "gtol": 1e-13},
         )
         np.testing.assert_allclose(host(tg.x)[t], res.x, atol=1e-6)  # L-BFGS-B stops near 1e-7
@@ -261,9 +261,9 @@ def test_penalised_optimum_matches_trust_constr():
 
         def phi(z):
             X = z.reshape(3, 2)
-            return np.mean([0.5 * x @ Ai @ x - bi @ x for x, Ai, bi in zip(X, A[t], b[t])]) + lam[
-                t
-            ] / 2 * np.sum((X - X.mean(0)) ** 2)
+            return np.mean(
+                [0.5 * x @ Ai @ x - bi @ x for x, Ai, bi in zip(X, A[t], b[t], strict=True)]
+            ) + lam[t] / 2 * np.sum((X - X.mean(0)) ** 2)
 
         lo, hi = np.tile(-h[t], 3), np.tile(h[t], 3)
         res = minimize(

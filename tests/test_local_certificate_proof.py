@@ -39,7 +39,7 @@ def test_proven_min_eig_below_the_true_eigenvalue(dtype, offset):
     eig = np.full(H.shape[0], 4 * 4 * np.finfo(dtype).eps, dtype=dtype) * np.trace(H, axis1=1, axis2=2)
     p = _proven_min_eig(anp, H, ev, eig)
     assert p.dtype == dtype
-    for Hk, pk in zip(H, p):
+    for Hk, pk in zip(H, p, strict=True):
         assert mp.mpf(float(pk)) <= _min_eig(Hk)
     if offset == 0.0:  # an honest estimate: the proof costs little
         true = np.array([float(_min_eig(Hk)) for Hk in H])
@@ -74,7 +74,7 @@ def test_null_lift_bounds_the_eigenvalue_past_the_shift_directions():
     H = np.stack([f.hess(rng.normal(size=f.dim)) for _ in range(3)])
     ev = np.linalg.eigvalsh(H)[:, f._null_dim]
     Hl, extra = f._null_lift(H, ev)
-    for Hk, Hlk, xk in zip(H, Hl, extra):
+    for Hk, Hlk, xk in zip(H, Hl, extra, strict=True):
         ref = mp.eigsy(_mat(Hk), eigvals_only=True)
         target = sorted(ref[i] for i in range(len(ref)))[f._null_dim]
         low = _min_eig(Hlk) - mp.mpf(float(xk))

@@ -55,11 +55,13 @@ def test_third_derivative_of_lse_is_the_third_cumulant():
     d3 = sp.diff(lse, t, s, s).subs({t: 0, s: 0})
     e = [sp.exp(v) for v in z]
     pi = [v / sum(e) for v in e]
-    Ea, Eb = sum(p * v for p, v in zip(pi, a)), sum(p * v for p, v in zip(pi, b))
-    cum = sum(p * (bv - Eb) * (av - Ea) ** 2 for p, av, bv in zip(pi, a, b))
+    Ea, Eb = sum(p * v for p, v in zip(pi, a, strict=True)), sum(p * v for p, v in zip(pi, b, strict=True))
+    cum = sum(p * (bv - Eb) * (av - Ea) ** 2 for p, av, bv in zip(pi, a, b, strict=True))
     rng = np.random.default_rng(0)
     for _ in range(5):
-        vals = {v: sp.Rational(int(k), 7) for v, k in zip(z + a + b, rng.integers(-20, 20, 3 * C))}
+        vals = {
+            v: sp.Rational(int(k), 7) for v, k in zip(z + a + b, rng.integers(-20, 20, 3 * C), strict=True)
+        }
         assert abs(sp.N((d3 - cum).subs(vals), 50)) < 1e-45
         assert abs(sp.N(d3.subs(vals), 50)) > 1e-6  # not a vacuous comparison
 
@@ -156,7 +158,7 @@ def _eig_gap(f, theta):
     s = mp.mpf(2) ** -mp.floor(mp.log(max(mp.mnorm(Hm, 1), mp.mpf(10) ** -300), 2))
     ex = sorted(e / s for e in mp.eigsy(Hm * s, eigvals_only=True))
     got = np.linalg.eigvalsh(host(f.hess(theta)))
-    return max(float(abs(mp.mpf(float(g)) - e)) for g, e in zip(got, ex)), ex
+    return max(float(abs(mp.mpf(float(g)) - e)) for g, e in zip(got, ex, strict=True)), ex
 
 
 CASES = {  # name: (X, y, C, theta scale)
@@ -378,7 +380,9 @@ def test_projected_gradient_within_its_rounding_bound(dtype):
                 r = (mp.fsum(e[:c] + e[c + 1 :]) * -1 if c == int(f.y[j]) else e[c]) / mp.fsum(e)
                 for k in range(2):
                     g[k * 3 + c] += p[j] * mp.mpf(float(X[j, k])) * r
-        dist = float(mp.sqrt(mp.fsum((mp.mpf(float(a)) - b) ** 2 for a, b in zip(f.grad(theta), g))))
+        dist = float(
+            mp.sqrt(mp.fsum((mp.mpf(float(a)) - b) ** 2 for a, b in zip(f.grad(theta), g, strict=True)))
+        )
         assert dist <= float(f._grad_rounding(theta))
 
 

@@ -133,14 +133,14 @@ def test_eval_is_the_plain_evaluation_and_its_bounds_hold(regime):
     for i in range(f.batch_shape[0]):
         X, y, p, mu = _client(f, i)
         ge, He = _mp_hess(X, y, p, f.n_classes, mu, theta[i])
-        err = float(mp.sqrt(mp.fsum((mp.mpf(float(a)) - b) ** 2 for a, b in zip(g[i], ge))))
+        err = float(mp.sqrt(mp.fsum((mp.mpf(float(a)) - b) ** 2 for a, b in zip(g[i], ge, strict=True))))
         assert err <= E[i], (i, err, E[i])  # the certified rounding bound of the fast gradient
         assert err > 0 or regime == "float32"  # the gradient is rounded: not a vacuous comparison
         # the Hessian from the state: each eigenvalue within _hess_error(state) of the exact one
         H, herr = Hs[i], float(herrs[i])
         ex = sorted(mp.eigsy(He, eigvals_only=True))
         got = np.linalg.eigvalsh(H.astype(np.float64) if f.dtype == np.float64 else H)
-        gap = max(abs(float(a) - float(b)) for a, b in zip(got, ex))
+        gap = max(abs(float(a) - float(b)) for a, b in zip(got, ex, strict=True))
         assert gap <= herr, (i, gap, herr)
         assert np.max(np.abs(H - H0[i])) <= 2 * herr  # both within their bound
 
@@ -163,7 +163,7 @@ def _gap(f, theta):
     _, He = _mp_hess(X, y, p, f.n_classes, mu, theta[0])
     ex = sorted(mp.eigsy(He, eigvals_only=True))
     got = np.linalg.eigvalsh(host(f._hess_at(theta, st))[0])
-    return max(abs(float(a) - float(b)) for a, b in zip(got, ex)), float(
+    return max(abs(float(a) - float(b)) for a, b in zip(got, ex, strict=True)), float(
         host(f._hess_error(theta, state=st))[0]
     )
 
@@ -382,7 +382,7 @@ def test_eval_blocks_change_nothing(monkeypatch, layout):
     one = [host(a) for a in f._eval(theta)]
     monkeypatch.setattr(mf, "_EVAL_BYTES", 2 * C * n * 8)  # blocks of two clients
     many = [host(a) for a in f._eval(theta)]
-    for a, b in zip(one, many):
+    for a, b in zip(one, many, strict=True):
         np.testing.assert_array_equal(a, b)
     v, g, E, st = many
     assert st.shape == f.batch_shape + (2 * C + 1, n)

@@ -126,7 +126,7 @@ def test_reuse_is_bit_identical(name, compact, monkeypatch):
     new, calls_new = _run(name, True, monkeypatch, compact)
     old, calls_old = _run(name, False, monkeypatch, compact)
     assert new[-1] == old[-1]  # every matrix Newton solved with, bit for bit
-    for a, b in zip(new[:-1], old[:-1]):
+    for a, b in zip(new[:-1], old[:-1], strict=True):
         a, b = np.asarray(a), np.asarray(b)
         assert a.dtype == b.dtype and a.shape == b.shape
         assert a.tobytes() == b.tobytes()  # bit for bit (signs of zeros and NaNs included)
@@ -183,7 +183,7 @@ def test_no_aliasing_between_calls(tol):
     for a in (t1, i1.error_bound, i1.tol, i1.iterations):
         a[...] = -7  # a caller reusing the returned arrays
     t2, i2 = mo.prox(f, w, 1.0, tol=tol, return_info=True)
-    for a, b in zip((t2, i2.error_bound, i2.tol, i2.iterations), ref):
+    for a, b in zip((t2, i2.error_bound, i2.tol, i2.iterations), ref, strict=True):
         assert a.tobytes() == b.tobytes()
     for a in (t2, i2.error_bound, i2.tol, i2.iterations):
         assert not any(np.shares_memory(a, b) for b in (t1, i1.error_bound, i1.tol, i1.iterations, w))

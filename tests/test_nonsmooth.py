@@ -67,9 +67,11 @@ def exact_prox(f, w, lam, i):
         tau = (
             Fr(0)
             if nb == 0
-            else min(max((1 - sum(x * y for x, y in zip(b, w2))) / nb, Fr(0)), _p(f, "c", i) / lam2)
+            else min(
+                max((1 - sum(x * y for x, y in zip(b, w2, strict=True))) / nb, Fr(0)), _p(f, "c", i) / lam2
+            )
         )
-        return [x + tau * y for x, y in zip(w2, b)]
+        return [x + tau * y for x, y in zip(w2, b, strict=True)]
     out = []
     for k in range(f.dim):
         s = _p(f, "s", i, k)
@@ -128,7 +130,7 @@ def test_error_bound_holds_against_exact_arithmetic(kind, mu, dtype):
             th = host(theta)
             for i in range(5):
                 ref = exact_prox(f, w, lam, i)
-                err2 = sum((Fr(float(a)) - b) ** 2 for a, b in zip(th[i], ref))
+                err2 = sum((Fr(float(a)) - b) ** 2 for a, b in zip(th[i], ref, strict=True))
                 assert err2 <= Fr(float(info.error_bound[i])) ** 2, (kind, lam, i)
                 # and the bound is rounding-sized: tens of eps of the magnitudes involved (the double
                 # well's carries its Lipschitz constant lam/(lam - L), at most 11 here)
@@ -143,7 +145,7 @@ def test_double_well_bound_near_its_threshold():
     w = np.array([[0.1 + 2e-7, -0.3]])
     theta, info = mo.prox(f, w, lam, return_info=True)
     ref = exact_prox(f, w, lam, 0)
-    err2 = sum((Fr(float(a)) - b) ** 2 for a, b in zip(host(theta)[0], ref))
+    err2 = sum((Fr(float(a)) - b) ** 2 for a, b in zip(host(theta)[0], ref, strict=True))
     assert err2 <= Fr(float(info.error_bound[0])) ** 2
 
 
@@ -571,7 +573,7 @@ def test_degenerate_and_extreme_parameters():
         theta, info = mo.prox(hu, w, lam, return_info=True)
         for i in range(2):
             ref = exact_prox(hu, w, lam, i)
-            err2 = sum((Fr(float(a)) - b) ** 2 for a, b in zip(host(theta)[i], ref))
+            err2 = sum((Fr(float(a)) - b) ** 2 for a, b in zip(host(theta)[i], ref, strict=True))
             assert err2 <= Fr(float(info.error_bound[i])) ** 2 and info.error_bound[i] < 1e-14
 
 
@@ -599,7 +601,7 @@ def test_nonsmooth_batch_flags_match_the_objectives(kind):
         "huber": (True, True, False),
         "weakly_convex": (True, False, False),
     }[kind]
-    for a, e in zip(ni.ASSUMPTIONS, expect):
+    for a, e in zip(ni.ASSUMPTIONS, expect, strict=True):
         if e is not None:
             assert np.all(batch[a] == e), a
     if kind in ("abs", "hinge"):  # half strongly convex: smoothness is the only assumption dropped

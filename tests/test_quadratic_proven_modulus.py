@@ -87,7 +87,7 @@ def test_batch_of_matrices_each_its_own_bound():
     t = np.linalg.eigvalsh(As)[:, 0] - 1e-12
     p = chol_lower_bound(As, t, np)
     assert p.shape == (3,)
-    for A, pk in zip(As, p):
+    for A, pk in zip(As, p, strict=True):
         a1 = _mp_min_eig(A)
         assert mp.mpf(float(pk)) <= a1 and float(a1) - pk < 1e-10
 
@@ -161,4 +161,4 @@ def test_array_api_path_proves_the_same_bound():
         p_np = chol_lower_bound(As, t, np)
         p_x = chol_lower_bound(xps.asarray(As), t, xps)
         np.testing.assert_array_equal(p_np, p_x)
-        assert all(mp.mpf(float(p)) <= _mp_min_eig(A) for p, A in zip(p_x, As))
+        assert all(mp.mpf(float(p)) <= _mp_min_eig(A) for p, A in zip(p_x, As, strict=True))

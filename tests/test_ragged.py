@@ -79,7 +79,7 @@ def test_protocol_equals_padded(name, weighted):
     for fn in ("value", "grad", "hess"):
         close(getattr(f, fn)(th), getattr(g, fn)(th))
     close(f.hvp(th, v), g.hvp(th, v))
-    for a, b in zip(f.curvature_bounds(), g.curvature_bounds()):
+    for a, b in zip(f.curvature_bounds(), g.curvature_bounds(), strict=True):
         close(a, b)
     for fn in ("smoothness", "strong_convexity", "_smoothness_bound"):
         close(

@@ -187,7 +187,7 @@ def test_recording_every_round_leaves_the_runs_unchanged():
         ),
     )
     np.testing.assert_array_equal(plain[0], hooked[0])
-    for a, b in zip(plain[1:], hooked[1:]):
+    for a, b in zip(plain[1:], hooked[1:], strict=True):
         np.testing.assert_array_equal(a[0], b[0])
         np.testing.assert_array_equal(a[1], b[1])
     for name, final in (("fa", (hooked[0], None)), ("pa", hooked[1]), ("pf", hooked[2])):

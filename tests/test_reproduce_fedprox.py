@@ -61,7 +61,7 @@ def test_fig1a_paper_data_reports_what_does_not_reproduce(fig1a):
     model, not a minimiser): the manifest must say so rather than hide it."""
     manifest, rows = fig1a
     lt = _local(rows, "paper synthetic", "LocalTrain")
-    mean = dict(zip(sorted({float(r["R"]) for r in rows if r["data"] == "paper synthetic"}), lt))
+    mean = dict(zip(sorted({float(r["R"]) for r in rows if r["data"] == "paper synthetic"}), lt, strict=True))
     v = next(
         v
         for v in manifest["claims"]

@@ -175,7 +175,7 @@ def test_perfedavg_table1_claims(table1):
     for r in sorted(table, key=lambda r: int(r["seed"])):
         if r["selection"] == "last round":
             acc.setdefault((int(r["tau"]), r["method"]), []).append(float(r["test_accuracy"]))
-    for v, tau in zip(orderings, (10, 4)):
+    for v, tau in zip(orderings, (10, 4), strict=True):
         check_verdict_shape(v, 2, 2)
         assert [c["comparison"] for c in v["comparisons"]] == [
             "Per-FedAvg (HF) − Per-FedAvg (FO)",
@@ -312,7 +312,7 @@ def test_pfedme_k_beta_claims(kbeta):
     out, m = kbeta
     claims = m["claims"]
     assert len(claims) == 6
-    for v, k in zip(claims, (4, 4, 2, 4, 4, 2)):
+    for v, k in zip(claims, (4, 4, 2, 4, 4, 2), strict=True):
         check_verdict_shape(v, 2, k)
         assert "at round 30" in v["claim"]
     summary = read_csv(out / "pfedme-k-beta-summary.csv")

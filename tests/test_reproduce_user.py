@@ -166,7 +166,7 @@ def test_csv_with_string_labels_and_a_module_name(tmp_path, monkeypatch):
         w = csv.writer(fh)
         w.writerow(["x0", "client", "x1", "label"])
         for k, (X, y) in enumerate(opposite_clients(1)):
-            for x, lab in zip(X, y):
+            for x, lab in zip(X, y, strict=True):
                 w.writerow([x[0], f"site-{k}", x[1], "dog" if lab else "cat"])
     rows, table, _ = run_compare(tmp_path / "o", path, "--set", 'methods=["methods_csv_case:local_only"]')
     assert {r["method"] for r in rows} == {"local_only"} and np.all(last(table, "local_only") > 85)

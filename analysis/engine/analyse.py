@@ -122,7 +122,10 @@ def _conditions(st, fam, batch, prepared, base):
                 }
             )
             continue
-        newly = sum(int(np.sum(p.sides.applicable & ~b.sides.applicable)) for p, b in zip(parts, base.parts))
+        newly = sum(
+            int(np.sum(p.sides.applicable & ~b.sides.applicable))
+            for p, b in zip(parts, base.parts, strict=True)
+        )
         bad = [(p.name, _worst(p), p) for p in parts if not p.holds and _worst(p) is not None]
         real = [(n, w) for n, w, p in bad if _meaningful(p, w[0])]
         if real:
@@ -221,7 +224,7 @@ def _scale(st, fam, batch, base):
                 }
             )
             continue
-        for p, b in zip(res.parts, base.parts):
+        for p, b in zip(res.parts, base.parts, strict=True):
             if p.claimed == "exact":
                 continue  # error/allowed of an identity: rounding, not a statement about the problem
             app = b.sides.applicable

@@ -39,7 +39,7 @@ def print_analyses(records, analyses):
         return "-" if x is None else f"{x:.4g}"
 
     print("analyses (--analyse): conditions dropped in turn, rescaling θ → sθ, f → cf, sharpest constants")
-    for rec, a in zip(records, analyses):
+    for rec, a in zip(records, analyses, strict=True):
         head = f"{rec.statement.id} [{rec.result.family}]"
         print(head + ("" if a.get("claim", "printed") == "printed" else f" (analysing the {a['claim']})"))
         for c in a["conditions"]:
@@ -99,7 +99,7 @@ def _family_disagreements(records, analyses):
     shown by a counterexample among a family's instances, so a family whose instances never reach the
     case where the condition binds cannot show it (it is not evidence that the condition is idle)."""
     seen = {}
-    for rec, a in zip(records, analyses):
+    for rec, a in zip(records, analyses, strict=True):
         for c in a["conditions"]:
             seen.setdefault((rec.statement.id, c["condition"]), {})[rec.result.family] = c["verdict"]
     out = []

@@ -62,7 +62,7 @@ class ChunkReducer:
                 "depend on the batch"
             )
         rows = set()
-        for q, p in zip(self.parts, result.parts):
+        for q, p in zip(self.parts, result.parts, strict=True):
             q["applicable"] += p.applicable
             q["failures"].append(p.failures.astype(np.int64) + off)
             if np.isfinite(p.max_ratio):
@@ -93,9 +93,9 @@ class ChunkReducer:
             self.index = np.concatenate([self.index, new["index"]])
             kept = [
                 {k: np.concatenate([a[k], b[k]]) if a[k] is not None else None for k in a}
-                for a, b in zip((q["kept"] for q in self.parts), new["parts"])
+                for a, b in zip((q["kept"] for q in self.parts), new["parts"], strict=True)
             ]
-        for q, k in zip(self.parts, kept):
+        for q, k in zip(self.parts, kept, strict=True):
             q["kept"] = k
         # re-select over the concatenation, so the kept set stays bounded whatever the number of chunks
         keep = set()

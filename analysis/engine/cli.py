@@ -371,7 +371,7 @@ def cmd_check(args) -> int:
             for r in records
         ]
         if analyses is not None:
-            for j, a in zip(payload, analyses):
+            for j, a in zip(payload, analyses, strict=True):
                 j["analyse"] = a
         if pep_records is not None:  # --pep: each record gets its statement's class worst cases (a new key)
             for j in payload:

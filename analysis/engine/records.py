@@ -191,7 +191,7 @@ def record_json(
         "mutants": [
             _mutant_json(m, rej, res, *where)
             for (m, rej, res), where in zip(
-                rec.mutants, rec.mutant_batches or [(None, None, None)] * len(rec.mutants)
+                rec.mutants, rec.mutant_batches or [(None, None, None)] * len(rec.mutants), strict=True
             )
         ],
         "findings": list(st.findings),
@@ -323,7 +323,7 @@ def _part_json(p, slack_threshold=None) -> dict:
         lo, hi = s.lhs_ci
         out.update(
             slope=[_num(v) for v in s.lhs],
-            slope_ci=[[_num(a), _num(b)] for a, b in zip(lo, hi)],
+            slope_ci=[[_num(a), _num(b)] for a, b in zip(lo, hi, strict=True)],
             exponent=[_num(v) for v in s.rhs],
             kind=s.kind,
             atol=float(s.atol),

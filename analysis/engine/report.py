@@ -430,7 +430,7 @@ def save(records, directory, verbose=False):
             n += 1
             if verbose or n <= 3:
                 print(f"saved {path}; reproduce: {cmd}")
-        for (m, rejected, _), (where, one, i) in zip(rec.mutants, rec.mutant_batches):
+        for (m, rejected, _), (where, one, i) in zip(rec.mutants, rec.mutant_batches, strict=True):
             if one is None:
                 continue
             path, cmd = save_instance(

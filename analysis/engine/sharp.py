@@ -87,7 +87,7 @@ class Derivation:
         n = np.shape(next(iter(p.values())))[0]
         out = np.full(n, np.nan)
         done = np.zeros(n, bool)
-        for fn, where in zip(self.funcs, self.wheres):
+        for fn, where in zip(self.funcs, self.wheres, strict=True):
             m = np.asarray(where(p), bool) & ~done
             with np.errstate(divide="ignore", invalid="ignore"):
                 v = np.broadcast_to(np.asarray(fn(**p), dtype=float), (n,))

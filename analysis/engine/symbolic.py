@@ -88,7 +88,7 @@ def certify_nonneg(expr, strict=False):
     def positive_term(P):
         return any(
             c > 0 and all(syms[i].is_positive for i, k in enumerate(m) if k)
-            for m, c in zip(P.monoms(), P.coeffs())
+            for m, c in zip(P.monoms(), P.coeffs(), strict=True)
         )
 
     ok = (

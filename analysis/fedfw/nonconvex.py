@@ -99,7 +99,9 @@ def instances(family, trials, rng):
     sizes = [len(a) for a in np.array_split(np.arange(T), 4)]
     specs = (("convex_mean", 0.1), ("convex_mean", 1.5), ("indefinite", 1.5), ("concave", 1.5))
     parts = [
-        client_batch(rng, k, M, D, kind, (0, 1, 2, 3), spread=s) for k, (kind, s) in zip(sizes, specs) if k
+        client_batch(rng, k, M, D, kind, (0, 1, 2, 3), spread=s)
+        for k, (kind, s) in zip(sizes, specs, strict=True)
+        if k
     ]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 

@@ -229,7 +229,7 @@ STATEMENTS = (
         sharp={
             "quadratic": {
                 part: partial(_sharp.fedprox_lemma2, key)
-                for part, key in zip(PARTS, ("mu_g", "L_g", "mu_l", "L_l", "L_w"))
+                for part, key in zip(PARTS, ("mu_g", "L_g", "mu_l", "L_l", "L_w"), strict=True)
             }
         },
         families={"quadratic": ("strongly_convex",), "logistic": ("ridge mu in [0.01, 1]",)},

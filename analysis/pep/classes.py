@@ -262,15 +262,15 @@ def fedprox_rounds(lam, mu, L, gamma, eta, K, N, m=1, accept=("optimal",)):
     wt = problem.set_initial_point()
     opt = [problem.set_initial_point() for _ in range(int(m) - 1)]
     opt.append(m * wt - sum(opt[1:], opt[0]) if m > 1 else wt)
-    for f, o in zip(fs, opt):
+    for f, o in zip(fs, opt, strict=True):
         f.add_point((o, lam * (wt - o), Expression()))
     w = problem.set_initial_point()
     th = [problem.set_initial_point() for _ in fs]
-    err = lambda w, th: sum(((t - o) ** 2 for t, o in zip(th, opt)), (w - wt) ** 2)  # noqa: E731
+    err = lambda w, th: sum(((t - o) ** 2 for t, o in zip(th, opt, strict=True)), (w - wt) ** 2)  # noqa: E731
     problem.set_initial_condition(err(w, th) <= 1)
     for _ in range(int(N)):
         for _ in range(int(K)):
-            th = [t - eta * (f.gradient(t) + lam * (t - w)) for f, t in zip(fs, th)]
+            th = [t - eta * (f.gradient(t) + lam * (t - w)) for f, t in zip(fs, th, strict=True)]
         w = w - (gamma * lam / m) * sum((w - t for t in th[1:]), w - th[0])
     problem.set_performance_metric(err(w, th))
     s = solve(problem, accept)

@@ -106,7 +106,7 @@ def quadratic_kinds(rng, T, d):
     n = [len(a) for a in np.array_split(np.arange(T), 3)]
     parts = [
         quadratic_batch(rng, k, d, kind, adversarial=False)
-        for k, kind in zip(n, ("weakly_convex", "convex", "strongly_convex"))
+        for k, kind in zip(n, ("weakly_convex", "convex", "strongly_convex"), strict=True)
         if k
     ]
     batch = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

@@ -366,7 +366,8 @@ def evaluate_w1(batch, claim):
         app = k > 0
         fill = lambda x: np.where(app, x, 0.0)  # noqa: E731  (no sweep on the other instances)
         claimed = ", ".join(
-            f"{c:.3g} at k = {d}" for d, c in zip((1, 3, 4), claim["rate_exponent"](np.array([1, 3, 4])))
+            f"{c:.3g} at k = {d}"
+            for d, c in zip((1, 3, 4), claim["rate_exponent"](np.array([1, 3, 4])), strict=True)
         )
         out[W1_PARTS[2]] = rate_sides(
             fill(slope),

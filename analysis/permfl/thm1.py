@@ -125,7 +125,7 @@ def sim_error(batch, P, q, x0):
     """max over 3 rounds of |permfl - affine map| / (1 + max |x|), one call per (K, L)."""
     A, b = batch["A"], batch["b"]
     err = np.zeros(len(x0))
-    for k, l in {(int(k), int(l)) for k, l in zip(batch["K"], batch["Ls"])}:
+    for k, l in {(int(k), int(l)) for k, l in zip(batch["K"], batch["Ls"], strict=True)}:
         s = np.flatnonzero((batch["K"] == k) & (batch["Ls"] == l))
         h = permfl(
             mo.Quadratic(A[s], b[s]),

@@ -70,7 +70,7 @@ def instances(family, trials, rng):
         T = trials or 48
         parts = [
             quadratic_batch(rng, n, 4, k)
-            for n, k in zip(split_counts(T, 3), ("convex", "strongly_convex", "weakly_convex"))
+            for n, k in zip(split_counts(T, 3), ("convex", "strongly_convex", "weakly_convex"), strict=True)
         ]
         batch = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         L = batch["L"]
@@ -88,7 +88,9 @@ def instances(family, trials, rng):
         return batch
     T = trials or 24
     halves = split_counts(T, 2)
-    parts = [logistic_batch(rng, n, 30, 3, mu=mu, scale=2.0) for n, mu in zip(halves, (0.0, 0.5))]
+    parts = [
+        logistic_batch(rng, n, 30, 3, mu=mu, scale=2.0) for n, mu in zip(halves, (0.0, 0.5), strict=True)
+    ]
     batch = {k: np.concatenate([p[k] for p in parts]) for k in ("X", "y", "mu")}
     if family == "multinomial":  # 3 classes, labels drawn from the softmax model of a random W
         W = rng.standard_normal((T, 3, 3))

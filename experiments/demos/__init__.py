@@ -30,7 +30,8 @@ def plotted(panel: str, series: str, x, y) -> list:
     """Rows ``{panel, series, x, y}`` of one plotted curve (a demo's ``ROWS`` collect them: the CSV)."""
     x, y = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
     return [
-        {"panel": panel, "series": series, "x": float(a), "y": float(b)} for a, b in zip(x.ravel(), y.ravel())
+        {"panel": panel, "series": series, "x": float(a), "y": float(b)}
+        for a, b in zip(x.ravel(), y.ravel(), strict=True)
     ]
 
 

@@ -26,16 +26,18 @@ lams, quad_lams = saved["provenance"]["params"]["lams"], saved["provenance"]["pa
 ROWS = plotted("logistic", "f", data["theta"], data["f"])
 ROWS += [
     r
-    for lam, F in zip(lams, data["envelope"])
+    for lam, F in zip(lams, data["envelope"], strict=True)
     for r in plotted("logistic", f"F, lam = {lam:g}", data["theta"], F)
 ]
 ROWS += [
-    r for lam, P in zip(lams, data["prox"]) for r in plotted("prox", f"prox, lam = {lam:g}", data["theta"], P)
+    r
+    for lam, P in zip(lams, data["prox"], strict=True)
+    for r in plotted("prox", f"prox, lam = {lam:g}", data["theta"], P)
 ]
 ROWS += plotted("quadratic", "f", saved["quadratic"]["theta"], saved["quadratic"]["f"])
 ROWS += [
     r
-    for lam, F in zip(quad_lams, saved["quadratic"]["envelope"])
+    for lam, F in zip(quad_lams, saved["quadratic"]["envelope"], strict=True)
     for r in plotted("quadratic", f"F, lam = {lam:g}", saved["quadratic"]["theta"], F)
 ]
 

@@ -290,7 +290,7 @@ def _authors_objectives(A, sizes, n_tr, C, mu):
     rows (all of them unless ``max_size`` cut them) with the intercept column, the first
     ``n_tr[k]`` for training, the rest for testing."""
     parts = ([], [], [], [])  # train x, train y, test x, test y
-    for k, (x, y) in enumerate(zip(A["x"], A["y"])):
+    for k, (x, y) in enumerate(zip(A["x"], A["y"], strict=True)):
         n, t = int(sizes[k]), int(n_tr[k])
         x1 = np.concatenate([x[:n], np.ones((n, 1))], axis=-1)
         for out, sl in ((parts[:2], slice(0, t)), (parts[2:], slice(t, n))):

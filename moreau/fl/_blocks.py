@@ -52,7 +52,7 @@ def client_blocks(f):
     if reads is None or not isinstance(getattr(f, "X", None), np.ndarray):
         return whole
     arrays = {k: getattr(f, k) for k in reads}  # cached ones (``_py``) computed once, on the whole batch
-    per_client = sum(_per_client_bytes(v, t) for v, t in zip(arrays.values(), reads.values()))
+    per_client = sum(_per_client_bytes(v, t) for v, t in zip(arrays.values(), reads.values(), strict=True))
     m = f.batch_shape[-1]
     size = max(MIN_CLIENTS, CACHE_BYTES // max(per_client, 1))
     if size >= m:

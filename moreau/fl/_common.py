@@ -274,7 +274,9 @@ def gathered(f, idx, weights=None):
     idx = np.broadcast_to(idx, full + idx.shape[-1:])
     if isinstance(f, RaggedSamples):  # from each size bucket, back in entry order
         lay, proto = f.layout, f.parts[0]
-        got = [_take_rows(xp, p.X, p.y, ib) for p, ib in zip(f.parts, lay.split(idx, 1, f._outer))]
+        got = [
+            _take_rows(xp, p.X, p.y, ib) for p, ib in zip(f.parts, lay.split(idx, 1, f._outer), strict=True)
+        ]
         X, y = lay.merge([g[0] for g in got], 2), lay.merge([g[1] for g in got], 1)
     else:
         (X, y), proto = _take_rows(xp, f.X, f.y, idx), f
@@ -341,7 +343,9 @@ def gradient(f):
     if type(f).grad is RaggedLogistic.grad:  # the ragged models' per-bucket gradient
         lay = f.layout
         return (
-            lambda W: lay.merge([p._grad(w) for p, w in zip(f.parts, lay.split(W, 1, f._outer))], 1)
+            lambda W: lay.merge(
+                [p._grad(w) for p, w in zip(f.parts, lay.split(W, 1, f._outer), strict=True)], 1
+            )
         ), True
     return f.grad, type(f).grad is Quadratic.grad
 

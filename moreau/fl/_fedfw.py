@@ -392,4 +392,4 @@ def _solve(M, r):
     try:
         return np.linalg.solve(M, r[..., None])[..., 0]
     except np.linalg.LinAlgError:
-        return np.stack([np.linalg.lstsq(Mi, ri, rcond=None)[0] for Mi, ri in zip(M, r)])
+        return np.stack([np.linalg.lstsq(Mi, ri, rcond=None)[0] for Mi, ri in zip(M, r, strict=True)])

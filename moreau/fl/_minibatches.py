@@ -112,7 +112,7 @@ def _ragged_counts(f):
     ragged objective, from its size buckets (its padded weights are never formed)."""
     lay = f.layout
     nvalid, prefix = np.zeros(lay.N, dtype=np.int64), True
-    for p, (idx, width) in zip(f.parts, lay.buckets):
+    for p, (idx, width) in zip(f.parts, lay.buckets, strict=True):
         valid, nvalid[idx], _ = valid_rows(p.weights, (idx.size, width))
         prefix = prefix and valid is None
     return nvalid.reshape(lay.shape), prefix

@@ -260,7 +260,7 @@ def _minibatch(f, rng, lead, size, rows):
     lay = f.layout if isinstance(f, RaggedSamples) else None
     parts, rows = ([u], [rows]) if lay is None else (lay.split(u, 1, f._outer), rows)
     idx = []
-    for ub, (nvalid, order) in zip(parts, rows):
+    for ub, (nvalid, order) in zip(parts, rows, strict=True):
         k = np.minimum((ub * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)  # k-th valid sample
         idx.append(
             k

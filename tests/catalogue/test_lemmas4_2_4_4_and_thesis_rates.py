@@ -247,7 +247,7 @@ def test_fw_nonconvex_box_min_against_multistart_lbfgsb():
                 g * h,
                 jac=lambda x: A @ x - bb,
                 method="L-BFGS-B",
-                bounds=list(zip(-h, h)),
+                bounds=list(zip(-h, h, strict=True)),
                 options={"ftol": 1e-15, "gtol": 1e-12},
             ).fun
             for g in grid
@@ -302,6 +302,6 @@ def test_fw_nonconvex_instances_are_nonconvex_and_start_outside():
     assert np.sum(lo < -1e-9) >= len(lo) // 2 and np.any(np.isclose(lo, -b["L"]))
     outside = np.any(np.abs(b["x0"]) > b["h"], axis=-1)
     assert outside.sum() >= 4
-    for p, q in zip(rec.readings["x⁰ ∈ B"][0].parts, rec.result.parts):  # reading, printed
+    for p, q in zip(rec.readings["x⁰ ∈ B"][0].parts, rec.result.parts, strict=True):  # reading, printed
         assert not p.sides.applicable[outside].any() and q.sides.applicable[outside].all()
         assert np.any(q.ratio[outside] > 1) and q.failures.size

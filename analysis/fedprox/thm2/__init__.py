@@ -145,7 +145,7 @@ def instances(family, trials, rng):
     T = trials or 48
     per = np.array_split(np.arange(T), len(K_GROUPS))
     out = []
-    for K, sel in zip(K_GROUPS, per):
+    for K, sel in zip(K_GROUPS, per, strict=True):
         kinds = np.where(np.arange(sel.size) < sel.size - 4, APPLICABLE, np.arange(sel.size) % 3 + 1)
         for kind in np.unique(kinds):
             n = int(np.sum(kinds == kind))

@@ -220,7 +220,7 @@ def quadratic_instances(rng, T):
         lambda k: _random(rng, k, "least_squares"),
         lambda k: _random(rng, k, "general"),
     ]
-    parts = [f(k) for f, k in zip(make, g) if k]
+    parts = [f(k) for f, k in zip(make, g, strict=True) if k]
     batch = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     batch["alpha"] = batch.pop("u") / quadratic_smoothness(batch["A"])  # the checker's L: α = 1/L exactly
     return batch
@@ -284,5 +284,7 @@ def logistic_instances(rng, T):
     """The logistic batch (see the module docstring); ``cD``, ``cD1 (T, K, n)`` are the Monte Carlo
     draws of D and D' (zero where both sizes are at most ``EXACT_MAX``: enumerated exactly)."""
     kinds = ("same_features", "identical", "hetero", "monte_carlo", "beyond")
-    parts = [_logistic_group(rng, k, kind) for kind, k in zip(kinds, split_counts(T, len(kinds))) if k]
+    parts = [
+        _logistic_group(rng, k, kind) for kind, k in zip(kinds, split_counts(T, len(kinds)), strict=True) if k
+    ]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

@@ -167,7 +167,7 @@ def sampling_sides(V, sigma2, eta, mu_F, ident, eta_steps, claim, consts):
     for x, y in ((eta_steps, V[ok, N // 2 - 1]), (N / S[::-1] - 1, V[ok, ::-1, 0])):
         s, (lo, hi) = fit(x, y)
         full = [np.zeros(T) for _ in range(3)]
-        for f, v in zip(full, (s, lo, hi)):
+        for f, v in zip(full, (s, lo, hi), strict=True):
             f[ok] = v
         out.append(full)
         sl.append(s)

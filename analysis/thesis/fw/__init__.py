@@ -114,7 +114,9 @@ def instances_fw(family, trials, rng):
 def _box_instances(T, rng):
     d = 3
     k = [len(a) for a in np.array_split(np.arange(T), 2)]
-    parts = [quadratic_batch(rng, m, d, kind) for m, kind in zip(k, ("convex", "strongly_convex"))]
+    parts = [
+        quadratic_batch(rng, m, d, kind) for m, kind in zip(k, ("convex", "strongly_convex"), strict=True)
+    ]
     A, L = np.concatenate([p["A"] for p in parts]), np.concatenate([p["L"] for p in parts])
     h = rng.uniform(0.5, 2.0, (T, d))
     grp = np.array_split(rng.permutation(T), 4)  # minimiser inside / just outside / far outside / adversarial
@@ -153,7 +155,7 @@ def _set_instances(T, rng):
     d = 3
     kind = 1 + np.arange(T) % 3
     k = [len(a) for a in np.array_split(np.arange(T), 2)]
-    parts = [quadratic_batch(rng, m, d, c) for m, c in zip(k, ("convex", "strongly_convex"))]
+    parts = [quadratic_batch(rng, m, d, c) for m, c in zip(k, ("convex", "strongly_convex"), strict=True)]
     A, L = np.concatenate([p["A"] for p in parts]), np.concatenate([p["L"] for p in parts])
     h = np.repeat(rng.uniform(0.5, 2.0, (T, 1)), d, axis=1)
     # the four groups on each set (stratified: every set gets each group when T >= 12)

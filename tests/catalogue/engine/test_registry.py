@@ -240,7 +240,7 @@ def test_prepared_mutants_equal_a_fresh_evaluation(case):
         a = st.run(fam, None, None, mutant=m, batch=batch, prepared=shared)
         b = st.run(fam, None, None, mutant=m, batch=batch)  # prepares afresh
         assert a.holds == b.holds
-        for pa, pb in zip(a.parts, b.parts):
+        for pa, pb in zip(a.parts, b.parts, strict=True):
             assert pa.name == pb.name
             np.testing.assert_array_equal(pa.sides.lhs, pb.sides.lhs)
             np.testing.assert_array_equal(pa.sides.rhs, pb.sides.rhs)

@@ -41,7 +41,7 @@ def _gd_mp(batch, claim):
     """The same in 60-digit arithmetic (mpmath): the iterates' distances are no longer stuck at 1e-16."""
     mp.mp.dps = 60
     lhs, rhs = [], []
-    for a, eta, w0, ws in zip(batch["a"], batch["eta"], batch["w0"], batch["wstar"]):
+    for a, eta, w0, ws in zip(batch["a"], batch["eta"], batch["w0"], batch["wstar"], strict=True):
         a, eta, w, ws, c = (mp.mpf(float(x)) for x in (a, eta, w0, ws, claim["c"]))
         d0, q, worst = abs(w - ws), abs(1 - eta * a), None
         for t in range(T + 1):

@@ -55,7 +55,9 @@ def test_box_min_is_the_global_minimum_of_an_indefinite_quadratic():
             rng.uniform(-h, h, (20, 3))
         )
         best = min(
-            minimize(F, s, jac=lambda x: A @ x - c, bounds=list(zip(-h, h)), method="L-BFGS-B").fun
+            minimize(
+                F, s, jac=lambda x: A @ x - c, bounds=list(zip(-h, h, strict=True)), method="L-BFGS-B"
+            ).fun
             for s in starts
         )
         assert lo[t] <= best + 1e-12 and lo[t] == pytest.approx(

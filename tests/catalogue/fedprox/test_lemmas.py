@@ -121,7 +121,7 @@ def test_least_squares_slack_identity():
     curv = np.einsum("tmd,tmde,tme->tm", D, A - mu[:, None, None, None] * np.eye(A.shape[-1]), D)
     common = lam / 2 * np.sum(p * np.sum((u - v) ** 2, -1), -1) + np.sum(p * curv, -1)
     het2 = np.sum(v**2, -1)
-    for part, R2 in zip(lemma1.PARTS, (het2.max(-1), np.sum(p * het2, -1))):
+    for part, R2 in zip(lemma1.PARTS, (het2.max(-1), np.sum(p * het2, -1)), strict=True):
         s = sides[part]
         expected = common + lam / 2 * (R2 - np.sum(p * het2, -1))
         assert np.allclose(s.rhs - s.lhs, expected, rtol=1e-9, atol=1e-11 * np.abs(s.rhs).max())

@@ -280,7 +280,7 @@ def test_compositions_probabilities_and_bad_input():
     for idx in itertools.product(range(3), repeat=4):
         key = tuple(np.bincount(idx, minlength=3))
         brute[key] = brute.get(key, 0) + 1 / 81
-    assert all(brute[tuple(row)] == pytest.approx(q) for row, q in zip(c, p))
+    assert all(brute[tuple(row)] == pytest.approx(q) for row, q in zip(c, p, strict=True))
     with pytest.raises(ValueError, match="D >= 1"):
         compositions(3, 0)
     with pytest.raises(ValueError, match="kind"):

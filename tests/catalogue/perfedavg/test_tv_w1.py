@@ -269,9 +269,9 @@ def test_tv_exact_against_fractions():
     got = tv(P, P.mean(axis=1))
     for t in range(P.shape[0]):
         counts = [[Fraction(int(round(x * 1024)), 1024) for x in row] for row in P[t]]
-        p = [sum(col) / len(counts) for col in zip(*counts)]
+        p = [sum(col) / len(counts) for col in zip(*counts, strict=True)]
         for i, row in enumerate(counts):
-            assert got[t, i] == float(sum(abs(a - b) for a, b in zip(row, p)) / 2)
+            assert got[t, i] == float(sum(abs(a - b) for a, b in zip(row, p, strict=True)) / 2)
 
 
 def test_w1_lp_matches_scipy_in_one_dimension():

@@ -77,7 +77,7 @@ def test_module_exponents_agree_with_exact_rationals():
     # sigma part with beta = N sqrt(R): R s2 kappa/(R (T beta mu_F)^2) = 1/(T^2 N^2 R) (constants 1)
     term = lambda t, r, n: Fraction(1, t**2 * n**2 * r)  # noqa: E731
     base = term(2, 4, 3)
-    for k, (t, r, n) in zip("TRN", ((4, 4, 3), (2, 8, 3), (2, 4, 6))):  # one variable doubled
+    for k, (t, r, n) in zip("TRN", ((4, 4, 3), (2, 8, 3), (2, 4, 6)), strict=True):  # one variable doubled
         ratio = term(t, r, n) / base
         assert ratio == Fraction(2) ** int(round(ex[k]))
     # the module's numpy term at (T, R, N) = (2, 4, 3), beta from the claim: 1/(2^2 3^2 4)

@@ -33,7 +33,7 @@ def _g_vec(u, a, L):
 def _prox_scipy(w, s, a, L, lam):
     """argmin_theta sum_k g(theta_k - s_k) + lam/2 |theta - w|^2 coordinate by coordinate (bounded Brent)."""
     out = []
-    for wk, sk in zip(w, s):
+    for wk, sk in zip(w, s, strict=True):
         h = lambda t: _g(t - sk, a, L) + lam / 2 * (t - wk) ** 2  # noqa: E731
         out.append(
             so.minimize_scalar(
@@ -137,7 +137,9 @@ def test_run_equals_algorithm_1_written_out():
 
 def test_drift_constant_k():
     eta, lam, R = np.array([1e-3, 0.1, 0.5]), np.array([2.0, 3.0, 1.5]), np.array([1, 3, 5])
-    direct = np.array([sum((1 + e * l) ** r - 1 for r in range(n)) / n for e, l, n in zip(eta, lam, R)])
+    direct = np.array(
+        [sum((1 + e * l) ** r - 1 for r in range(n)) / n for e, l, n in zip(eta, lam, R, strict=True)]
+    )
     np.testing.assert_allclose(thm2._k(eta, lam, R), direct, rtol=1e-12)
     assert thm2._k(eta, lam, R)[0] == 0.0
 
