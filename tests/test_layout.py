@@ -8,13 +8,18 @@ Imports are read with ``ast`` from the files, counting imports inside functions 
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"moreau": "moreau", "analysis": "moreau.analysis", "experiments": "moreau.experiments"}
-MAX_LINES = 400
+# A module past WARN_LINES is reported (a pytest warning naming it), never failed for that alone: a
+# file is one idea, and cutting an idea in the middle to meet a count makes it harder to read
+# (issue 26). Past MAX_LINES a module holds several ideas whatever they are: that fails.
+WARN_LINES = 400
+MAX_LINES = 800
 
 
 def _modules():
@@ -112,6 +117,8 @@ def test_no_import_circle():
 def test_module_is_under_the_line_limit(name):
     n = len(MODULES[name].read_text(encoding="utf-8").splitlines())
     assert n < MAX_LINES, f"{MODULES[name]}: {n} lines (limit {MAX_LINES}): split it by what it computes"
+    if n >= WARN_LINES:
+        warnings.warn(f"{MODULES[name]}: {n} lines (over {WARN_LINES}): is it still one idea?", stacklevel=1)
 
 
 def _paper_packages():
