@@ -250,7 +250,8 @@ def _scalar(v, xp, dtype, name):
 
 
 def _broadcast(batch, shape, name):
-    for a, b in zip(reversed(batch), reversed(shape), strict=True):
+    # broadcasting aligns the trailing axes; the longer shape's extra leading axes broadcast freely
+    for a, b in zip(reversed(batch), reversed(shape), strict=False):
         if a != b and 1 not in (a, b):
             raise ValueError(
                 f"{name} batch shape {shape} does not broadcast with the objective's batch shape {batch}"
