@@ -38,7 +38,7 @@ def test_check_module_runs_a_users_file(capsys):
         and "FAILS AS PRINTED" in out
         and "holds under reading 'λ + μ'" in out
     )
-    assert "2 statements: 1 hold as printed, 1 fail as printed" in out
+    assert "2 printed statements: 1 hold, 1 fail" in out
     assert "not checked (yet)" not in out  # the papers' coverage belongs to catalogue runs
 
 

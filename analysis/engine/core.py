@@ -73,6 +73,8 @@ __all__ = [
     "RATE_KINDS",
     "READING_KINDS",
     "EXPECTATIONS",
+    "REPAIR_CLASSES",
+    "ORIGINS",
 ]
 
 #: what a reading is: a repair of the printed statement, another reading of ambiguous printed
@@ -80,6 +82,18 @@ __all__ = [
 READING_KINDS = ("reading", "variant", "inconsistency")
 #: what the catalogue may expect of a printed statement or a reading
 EXPECTATIONS = ("holds", "fails", "undecided")
+#: what a reading repairs, when it is the nearest reading that holds of a statement that fails as
+#: printed (the statement's failure class, computed by the run: moreau.analysis.engine.verdict):
+#: "misprint" (the reading restores what the paper's own text says elsewhere: ``Reading.cite``
+#: says where), "missing hypothesis" (an assumption added or a range narrowed), "constant" (a
+#: constant changed), "rate" (an exponent, a rate or a term's form changed)
+REPAIR_CLASSES = ("misprint", "missing hypothesis", "constant", "rate")
+#: where a statement comes from: "printed" (a theorem, lemma, proposition or corollary as the paper
+#: prints it), "remark" (a sentence of the paper's discussion turned into a claim: judged on its own
+#: id, never as the verdict of the theorem it follows), "reconstruction" (no statement is printed;
+#: the catalogue reconstructs one from the text, e.g. the thesis's chapter 4): the summary counts
+#: each apart
+ORIGINS = ("printed", "remark", "reconstruction")
 
 
 @dataclass(frozen=True)
@@ -107,7 +121,11 @@ class Reading:
     of ambiguous printed text) or "inconsistency" (the paper's own text elsewhere, e.g. an
     algorithm's step, read into the statement: its failure is a finding about that text, not a
     failure of the statement).  ``expect``: what the catalogue expects of it.  ``why``: prose for
-    ``--describe`` and docs/catalogue.md (never printed as a result).
+    ``--describe`` and docs/catalogue.md (never printed as a result).  ``repairs``: what the reading
+    changes, one of :data:`REPAIR_CLASSES` ("" for a reading not meant as a repair); when it is the
+    nearest reading that holds (the first in ``Statement.readings`` order that holds in the run),
+    it is the statement's failure class.  ``cite``: for a "misprint", where the paper's own text
+    says what the reading restores.
     """
 
     name: str
@@ -115,12 +133,20 @@ class Reading:
     kind: str = "reading"
     expect: str = "holds"
     why: str = ""
+    repairs: str = ""
+    cite: str = ""
 
     def __post_init__(self):
         if self.kind not in READING_KINDS:
             raise ValueError(f"Reading.kind must be one of {READING_KINDS} (got {self.kind!r})")
         if self.expect not in EXPECTATIONS:
             raise ValueError(f"Reading.expect must be one of {EXPECTATIONS} (got {self.expect!r})")
+        if self.repairs not in ("", *REPAIR_CLASSES):
+            raise ValueError(f"Reading.repairs must be one of {REPAIR_CLASSES} or '' (got {self.repairs!r})")
+        if self.repairs == "misprint" and not self.cite.strip():
+            raise ValueError(
+                f"reading {self.name!r}: a misprint repair needs cite= (where the paper's own text says it)"
+            )
 
             # a chunked run keeps only some rows, see moreau.analysis.engine.chunks)
 
@@ -189,6 +215,7 @@ class Statement:
     consistency_checks: dict = field(default_factory=dict)  # part name -> why it is a definitional
     # consistency check no mutant can reject
     expect: str = "holds"  # what the catalogue expects of the printed statement
+    origin: str = "printed"  # ORIGINS: printed, a remark of the discussion, or a reconstruction
     simplify: dict = field(
         default_factory=dict
     )  # family -> shrink.Simplify: what the fields of an instance are,
@@ -208,6 +235,8 @@ class Statement:
     def __post_init__(self):
         if self.expect not in EXPECTATIONS:
             raise ValueError(f"{self.id}: expect must be one of {EXPECTATIONS} (got {self.expect!r})")
+        if self.origin not in ORIGINS:
+            raise ValueError(f"{self.id}: origin must be one of {ORIGINS} (got {self.origin!r})")
         names = [r.name for r in self.readings]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.id}: reading names must be distinct (got {names})")

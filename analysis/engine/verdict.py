@@ -32,10 +32,15 @@ __all__ = [
     "summary_line",
     "expectation_line",
     "worst_failure",
+    "failure_class",
+    "NO_REPAIR",
 ]
 
-#: version of the JSON records' verdict fields (``moreau check --json``, reproduce manifests)
-SCHEMA_VERSION = 2
+#: version of the JSON records' verdict fields (``moreau check --json``, reproduce manifests);
+#: 3: the printed verdict carries ``origin``, ``failure_class`` and ``repaired_by``
+SCHEMA_VERSION = 3
+#: the failure class of a statement that fails as printed and no reading of which holds
+NO_REPAIR = "no repair found"
 HOLDS, FAILS, UNDECIDED = "holds", "fails", "undecided"
 
 
@@ -159,6 +164,7 @@ def statement_verdict(st, printed_results, reading_results) -> dict:
     ev = getattr(st, "evidence_only", {}) or {}
     printed = {"id": st.id, "claim": "printed", **claim_verdict(printed_results, ev), "expected": st.expect}
     printed["as_expected"] = printed["verdict"] == st.expect
+    printed["origin"] = getattr(st, "origin", "printed")
     readings = []
     for r in st.readings:
         v = {
@@ -168,12 +174,31 @@ def statement_verdict(st, printed_results, reading_results) -> dict:
             "expected": r.expect,
         }
         v["as_expected"] = v["verdict"] == r.expect
+        # one shape for every claim: a reading is classed by what it repairs, not by a failure class
+        v.update(origin=printed["origin"], failure_class=None, repaired_by=None, repairs=r.repairs)
         readings.append(v)
+    printed["failure_class"], printed["repaired_by"] = failure_class(st, printed, readings)
     return {
         "printed": printed,
         "readings": readings,
         "as_expected": printed["as_expected"] and all(v["as_expected"] for v in readings),
     }
+
+
+def failure_class(st, printed, readings):
+    """``(class, reading name)`` of a claim that fails as printed, computed from this run: the
+    ``repairs`` class of the nearest reading that holds (the first, in the statement's order, that is
+    not an inconsistency), ``("no repair found", None)`` when none holds, ``(None, None)`` when the
+    printed claim does not fail.  A remark's class is "remark" whatever repairs it."""
+    if printed["verdict"] != FAILS:
+        return None, None
+    by_name = {r.name: r for r in getattr(st, "readings", ())}
+    for v in readings:
+        if v["kind"] != "inconsistency" and v["verdict"] == HOLDS:
+            r = by_name[v["claim"]]
+            cls = "remark" if printed.get("origin") == "remark" else (r.repairs or "repair (unclassified)")
+            return cls, r.name
+    return ("remark" if printed.get("origin") == "remark" else NO_REPAIR), None
 
 
 def _above_one(x):
@@ -217,9 +242,16 @@ def headline(sv) -> list:
         if good:
             v = good[0]
             extra = _ratio_text(v) if not v["shape_only"] else "shape"
-            lines.append(f"holds under reading '{v['claim']}'" + (f" ({extra})" if extra else ""))
+            cls = p.get("failure_class")
+            lines.append(
+                f"holds under reading '{v['claim']}'"
+                + (f" ({extra})" if extra else "")
+                + (f"; class: {cls}" if cls else "")
+            )
         elif any(v["kind"] != "inconsistency" for v in sv["readings"]):
-            lines.append("no stated reading holds")
+            lines.append(f"no stated reading holds; class: {p.get('failure_class') or NO_REPAIR}")
+        else:
+            lines.append(f"class: {p.get('failure_class') or NO_REPAIR}")
     else:
         lines.append(f"UNDECIDED ({p['reason']})")
     incons = [v for v in sv["readings"] if v["kind"] == "inconsistency" and v["verdict"] == FAILS]
@@ -238,22 +270,46 @@ def headline(sv) -> list:
 
 
 def summary_line(verdicts) -> str:
-    """E.g. "28 statements: 14 hold as printed, 12 fail as printed (11 hold under a stated reading),
-    2 undecided"."""
-    n = len(verdicts)
-    hold = sum(v["printed"]["verdict"] == HOLDS for v in verdicts)
-    fail = [v for v in verdicts if v["printed"]["verdict"] == FAILS]
-    rescued = sum(
-        any(r["kind"] != "inconsistency" and r["verdict"] == HOLDS for r in v["readings"]) for v in fail
+    """The run's counts, printed statements, remarks and reconstructions apart; e.g. "27 printed
+    statements: 15 hold, 12 fail (5 no repair found, 3 missing hypothesis, 2 misprint, 2 rate) ·
+    1 remark: 1 fails · 11 reconstructions: 9 hold, 2 fail (2 missing hypothesis)"."""
+    groups = []
+    for origin, noun in (
+        ("printed", "printed statement"),
+        ("remark", "remark"),
+        ("reconstruction", "reconstruction"),
+    ):
+        vs = [v for v in verdicts if v["printed"].get("origin", "printed") == origin]
+        if vs or origin == "printed":
+            groups.append(_group_counts(vs, noun))
+    return " · ".join(groups)
+
+
+def _group_counts(vs, noun):
+    n = len(vs)
+    hold = sum(v["printed"]["verdict"] == HOLDS for v in vs)
+    shape = sum(v["printed"]["verdict"] == HOLDS and v["printed"]["shape_only"] for v in vs)
+    fail = [v["printed"] for v in vs if v["printed"]["verdict"] == FAILS]
+    und = sum(v["printed"]["verdict"] == UNDECIDED for v in vs)
+    classes = {}
+    for p in fail:
+        c = p.get("failure_class") or NO_REPAIR
+        if c != "remark":
+            classes[c] = classes.get(c, 0) + 1
+    order = (NO_REPAIR, "missing hypothesis", "misprint", "constant", "rate")
+    cls = ", ".join(
+        f"{classes[c]} {c}" for c in sorted(classes, key=lambda c: (order.index(c) if c in order else 9, c))
     )
-    und = sum(v["printed"]["verdict"] == UNDECIDED for v in verdicts)
-    shape = sum(v["printed"]["verdict"] == HOLDS and v["printed"]["shape_only"] for v in verdicts)
-    out = (
-        f"{n} statement{'s' * (n != 1)}: {hold} hold as printed"
-        + (f" ({shape} by shape only)" if shape else "")
-        + f", {len(fail)} fail as printed ({rescued} hold under a stated reading), {und} undecided"
-    )
-    return out
+    items = []
+    if hold or not fail:
+        items.append(
+            f"{hold} hold{'s' * (hold == 1 and n == 1)}" + (f" ({shape} by shape only)" if shape else "")
+        )
+    if fail:
+        items.append(f"{len(fail)} fail{'s' * (len(fail) == 1 and n == 1)}" + (f" ({cls})" if cls else ""))
+    if und:
+        items.append(f"{und} undecided")
+    return f"{n} {noun}{'s' * (n != 1)}: " + ", ".join(items)
 
 
 def expectation_line(verdicts) -> str:

@@ -175,5 +175,6 @@ STATEMENTS = (
             "disagree, the penalised models leave the optimal face by O(1/λ_t) and F(x̄^t) - F* ≈ c/λ_t ∝ t^{-1/2}; "
             "without such disagreement the penalty's bias is quadratic in 1/λ_t and the decay is faster.",
         ),
+        origin="reconstruction",
     ),
 )

@@ -213,5 +213,6 @@ STATEMENTS = (
             "argument (the growing penalty adds energy ∝ sqrt(t) against Σ η_t ∝ log t); the rate holds on the "
             "instances all the same (variant 'the printed schedule (4.5)-(4.6)').",
         ),
+        origin="reconstruction",
     ),
 )

@@ -177,5 +177,6 @@ STATEMENTS = (
             Mutant("a larger λ moves the models apart", {"flip": (MONO,)}),
             Mutant("rate 1/(k+2)²", {"fw": lambda L, n, lam, D, k: 2 * (L + n * lam) * D**2 / (k + 2) ** 2}),
         ),
+        origin="reconstruction",
     ),
 )

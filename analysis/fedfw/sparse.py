@@ -40,6 +40,7 @@ READINGS = (
         "ℓ1 balls and simplices",
         {"sets": ("l1", "simplex")},
         why="the sets whose extreme points have one non-zero; the LMO output is an extreme point",
+        repairs="missing hypothesis",
     ),
 )
 NAMES = {"l1": "ℓ1 ball", "simplex": "simplex", "l2": "Euclidean ball", "box": "box"}
@@ -116,5 +117,6 @@ STATEMENTS = (
             "on a box the direction is a vertex (d non-zeros), on a Euclidean ball -r g/||g|| (dense), as many numbers "
             "as a gradient; on l1 balls and simplices exactly one non-zero per client and round.",
         ),
+        origin="remark",
     ),
 )

@@ -149,5 +149,6 @@ STATEMENTS = (
             "The momentum average is what makes the stochastic variant converge: with ρ_t = 1 (the stochastic "
             "gradient itself in (4.5)) the LMO's output stays random and F(x̄^t) - F* stalls at the noise's level.",
         ),
+        origin="reconstruction",
     ),
 )

@@ -142,20 +142,36 @@ _WHY_RATE = (
     "W1 of an empirical measure of m samples decays like m^(-1/k) in dimension k >= 3 (Dudley 1969), "
     "like m^(-1/2) for k = 1 (k = 2 has a log factor, not swept)"
 )
-READINGS_TV = (Reading(MEAN, {"f": "mean"}, why=_WHY_MEAN),)
+READINGS_TV = (
+    Reading(
+        MEAN,
+        {"f": "mean"},
+        why=_WHY_MEAN,
+        repairs="misprint",
+        cite="eq. (1) defines f as the average (1/n) Σᵢ fᵢ, and Assumption 5 itself calls f the average function",
+    ),
+)
 READINGS_W1 = (
-    Reading(W1_REPAIR, {"f": "mean", "rate_exponent": _dudley_rate}, why=_WHY_MEAN + "; " + _WHY_RATE),
+    Reading(
+        W1_REPAIR,
+        {"f": "mean", "rate_exponent": _dudley_rate},
+        why=_WHY_MEAN + "; " + _WHY_RATE,
+        repairs="rate",
+    ),
     Reading(
         W1_PRINTED_F,
         {"rate_exponent": _dudley_rate},
         expect="fails",
         why="the printed f = sum_i f_i alone (the rate repaired): fails whenever the mean gradient is not 0",
+        repairs="rate",
     ),
     Reading(
         W1_PRINTED_RATE,
         {"f": "mean"},
         expect="fails",
         why="the printed O(1/sqrt m) in every dimension alone (f repaired): fails at k = 3 and 4",
+        repairs="misprint",
+        cite="eq. (1) defines f as the average (1/n) Σᵢ fᵢ, and Assumption 5 itself calls f the average function",
     ),
 )
 #: the m grid and draws of the O(1/sqrt m) sweeps (n = 2, p_u uniform on [0, 1]^k)

@@ -214,5 +214,6 @@ STATEMENTS = (
             Mutant("exponent -2", {"exponent": -2.0}),
             Mutant("lam + gamma for lam gamma/(lam + gamma)", {"one_device": lambda lam, gamma: lam + gamma}),
         ),
+        origin="reconstruction",
     ),
 )

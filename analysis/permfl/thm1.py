@@ -303,5 +303,6 @@ STATEMENTS = (
             "not to x*: its fixed point is biased (thm1's note gives |x_bar - x*|), and it is slower than the "
             "idealised global factor 1 - beta mu_G (the variant reading fails).",
         ),
+        origin="reconstruction",
     ),
 )

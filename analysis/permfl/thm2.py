@@ -267,5 +267,6 @@ STATEMENTS = (
             "PerMFL as run (finite K team rounds, L local steps) does not reach a stationary point of G: started "
             "at x* it moves away, so the nonconvex bound holds only for exact inner solves (variant reading).",
         ),
+        origin="reconstruction",
     ),
 )

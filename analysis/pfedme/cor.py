@@ -109,27 +109,42 @@ def _only1(key):
 
 
 READINGS1 = (
-    Reading("the exponents the substitution gives", dict(SUBSTITUTED1), why=_WHY.format("")),
+    Reading(
+        "the exponents the substitution gives",
+        dict(SUBSTITUTED1),
+        why=_WHY.format(""),
+        repairs="rate",
+    ),
     Reading(
         "(i) printed O(1/(TRN)), σ part only",
         _only1("i_sigma"),
         expect="fails",
         why="the printed linear speedup for the sigma_F1 part alone: it is O(1/N), constant in T and R",
+        repairs="rate",
     ),
     Reading(
         "(i) printed O(1/(TRN)), δ part only",
         _only1("i_delta"),
         expect="fails",
         why="the printed linear speedup for the delta part alone: it is O(1/(RN)), constant in T",
+        repairs="rate",
     ),
     Reading(
         "(ii) printed O(1/(TRN)²), σ part only",
         _only1("ii_sigma"),
         expect="fails",
         why="the printed quadratic speedup for the sigma_F1 part alone: it is O(1/(T^2 R N^2)), a factor R short",
+        repairs="rate",
     ),
 )
-READINGS2 = (Reading("the exponents the substitution gives", dict(SUBSTITUTED2), why=_WHY.format(" and T")),)
+READINGS2 = (
+    Reading(
+        "the exponents the substitution gives",
+        dict(SUBSTITUTED2),
+        why=_WHY.format(" and T"),
+        repairs="rate",
+    ),
+)
 
 
 # --- the printed terms ---------------------------------------------------------------------

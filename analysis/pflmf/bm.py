@@ -17,8 +17,9 @@ steps η_v = 0.6/(L σ_1), η_u = 0.6/(a_d σ_1), 1000 rounds, full participatio
 
 Instances (d = 4, m = 6, ``moreau.analysis.pflmf.clients``): 6 problems per rank r ∈ {1, 2, 3, 4}
 (r = 4 = min(d, m): no constraint, LocalTrain), each from 4 random starts at the solution's scale;
-τ = 1 local v-step for r = 1, τ = 5 otherwise.  Per problem the start with the largest error.  (Fewer rounds leave a few slow
-runs unconverged — a smallest kept σ_r ≈ 0.15 σ_1 with a badly scaled start — not at a spurious point.)
+τ = 1 local v-step for r = 1, τ = 5 otherwise.  Per problem the start with the largest error.
+(Fewer rounds leave a few slow runs unconverged — a smallest kept σ_r ≈ 0.15 σ_1 with a badly scaled
+start — not at a spurious point.)
 
 Sides: (i) the value, |F(U_T, V_T) − ½Σ_{k>r}σ_k²| against 1e-9 σ_1² (an identity at
 convergence: the rounding of F is ~1e-16 σ_1²); (ii) the models, ‖X_T − X*‖_F/‖C‖_F against 1e-5,
@@ -144,7 +145,11 @@ STATEMENTS = (
             "full participation, exact gradients, steps 0.6/(L sigma_1)",
         ),
         scaling={
-            "quadratic": "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per instance (U V^T scales as theta: the factors split the scale freely), so a batch is not rescaled here"
+            "quadratic": (
+                "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per "
+                "instance (U V^T scales as theta: the factors split the scale freely), so a batch is not "
+                "rescaled here"
+            )
         },
         families={"quadratic": ("proportional Hessians: certified rank-r optimum",)},
         claimed="upper",
@@ -177,5 +182,6 @@ STATEMENTS = (
             Mutant("X* keeps the r smallest directions", {"kept": lambda k, r: k >= k.shape[-1] - r}),
             Mutant("X* keeps r - 1 directions", {"kept": lambda k, r: k < r - 1}),
         ),
+        origin="reconstruction",
     ),
 )

@@ -194,7 +194,11 @@ STATEMENTS = (
             "participation probability p (as printed, any)",
         ),
         scaling={
-            "quadratic": "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per instance (U V^T scales as theta: the factors split the scale freely), so a batch is not rescaled here"
+            "quadratic": (
+                "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per "
+                "instance (U V^T scales as theta: the factors split the scale freely), so a batch is not "
+                "rescaled here"
+            )
         },
         families={"quadratic": ("certified rank-r quadratics, p in {1, 1/2}",)},
         claimed="rate",
@@ -214,6 +218,7 @@ STATEMENTS = (
                 kind="variant",
                 why="'deterministic gradient setting' read as exact gradients and every client every "
                 "round: the only randomness left then is none",
+                repairs="missing hypothesis",
             ),
         ),
         mutants=(Mutant("rate O(1/T^2)", {"exponent": -2.0}), Mutant("rate O(1/T^1.5)", {"exponent": -1.5})),
@@ -221,5 +226,6 @@ STATEMENTS = (
             "rate O(1/sqrt(T))": "true: weaker than O(1/T) (the stochastic statement's rate)"
         },
         findings=(FINDING,),
+        origin="reconstruction",
     ),
 )

@@ -182,7 +182,11 @@ STATEMENTS = (
             "steps eta_0/sqrt(T) below the blocks' smoothness along the run (reconstructed)",
         ),
         scaling={
-            "quadratic": "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per instance (U V^T scales as theta: the factors split the scale freely), so a batch is not rescaled here"
+            "quadratic": (
+                "the step sizes (eta_u, eta_v) and the rank-r factorisation are drawn inside the checker per "
+                "instance (U V^T scales as theta: the factors split the scale freely), so a batch is not "
+                "rescaled here"
+            )
         },
         families={"quadratic": ("least-squares clients, mini-batch gradients, p in {1, 1/2}",)},
         claimed="rate",
@@ -196,5 +200,6 @@ STATEMENTS = (
             Mutant("rate O(1/T^0.75)", {"exponent": -0.75}),
         ),
         equivalent_mutants={"rate O(1/T^0.4)": "true: weaker than the claim"},
+        origin="reconstruction",
     ),
 )

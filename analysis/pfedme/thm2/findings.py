@@ -76,12 +76,14 @@ READINGS = (
         "drift's limit 2 k^2 sigma_F2^2/(1 - k^2 lam^2/(lam^2 - 8L^2)) at a fixed eta, the S < N term of a "
         "fixed eta (2 lam beta R eta c_S sigma_F2^2, exponent 1 in N/S - 1), and Lemma 1's delta "
         "(E|theta~ - theta^|^2 <= delta^2); the printed terms are those of an eta tuned to T",
+        repairs="rate",
     ),
     Reading(
         "printed first term Δ_F/(η̂₂T) only",
         _only("first"),
         expect="fails",
         why="the printed first term alone: fails at small eta (k = 8), finding 1",
+        repairs="rate",
     ),
     Reading(
         "printed no-drift limit only",
@@ -89,6 +91,7 @@ READINGS = (
         expect="fails",
         why="the printed bound's limit at a fixed eta (lam^2 delta^2 = 0) alone: fails where client drift leaves "
         "w_inf non-stationary, finding 2",
+        repairs="rate",
     ),
     Reading(
         "printed S < N term at fixed η only",
@@ -96,6 +99,7 @@ READINGS = (
         expect="fails",
         why="the printed sampling term at a fixed eta alone: 0 at Delta_F = 0 where sampling keeps a floor, "
         "finding 3",
+        repairs="rate",
     ),
     Reading(
         "printed (N/S − 1)^(1/2) only",
@@ -103,6 +107,7 @@ READINGS = (
         expect="fails",
         why="the printed exponent 1/2 of N/S - 1 alone: the sampling variance at a fixed eta is exactly "
         "proportional to (N/S - 1)^1, finding 3",
+        repairs="rate",
     ),
     Reading(
         "text's first-moment δ only",
@@ -111,6 +116,7 @@ READINGS = (
         expect="fails",
         why="the printed text's delta alone: Section 3.2's first moment against Lemma 1's second, an ambiguity "
         "of the printed text; fails on the two-point-error parts, finding 4",
+        repairs="rate",
     ),
 )
 
@@ -125,9 +131,9 @@ _FINDING_ETA = (
     "= 0.0411 (ratio 3.44 with constant 1; ratio growing like T). What holds (checked): the term with beta R eta "
     "in place of eta_hat_2, (1/T) sum |grad F(w_t)|^2 <= 2 Delta_F/(beta R eta T) (ratio up to 0.495; equal to "
     "the printed term at the largest step: at eta = eta_hat_2 the same instance gives 0.0411, ratio 0.9994 with "
-    "constant 1; reading 'fixed-η terms, drift, second-moment δ'). The printed 'if eta <=' has to be 'for some eta <=' (a step "
-    "tuned to T), as in Theorem 1. Command: moreau check pfedme.thm2 -v (the printed claim and reading 'printed "
-    "first term Δ_F/(η̂₂T) only' fail on the identical-client part)."
+    "constant 1; reading 'fixed-η terms, drift, second-moment δ'). The printed 'if eta <=' has to be 'for "
+    "some eta <=' (a step tuned to T), as in Theorem 1. Command: moreau check pfedme.thm2 -v (the printed "
+    "claim and reading 'printed first term Δ_F/(η̂₂T) only' fail on the identical-client part)."
 )
 _FINDING_SAMPLING = (
     "pFedMe Theorem 2(a) with client sampling (S < N) at a fixed eta: the second term (Delta_F L_F sigma_F2^2 "
@@ -168,10 +174,11 @@ _FINDING_DRIFT = (
     "other finding (L = a = 1) shifted by s = (0.9, 0.1, -0.8), lam = 4, beta = 1, R = 2, eta = eta_hat_2/2 = "
     "1/9600, exact prox, w_0 = argmin F = -0.2 (F* = 0.086, Delta_F = 0; client 2 on its concave piece there): "
     "|grad F(w_1)|^2 = 7.5e-20, |grad F(w_t)|^2 grows to |grad F(w_inf)|^2 = 2.197e-10 (w_inf = -0.200167; exact in "
-    "rationals), against the printed bound 0 for every T (with Delta_F = 0 no tuning of eta > 0 rescues it: the bound forces w_t to stay stationary). What holds (checked): |grad F(w_inf)|^2 ∝ eta^2 (slope "
-    "2.000) and |grad F(w_inf)|^2 <= 2 k^2 sigma_F2^2/(1 - k^2 lam^2/(lam^2 - 8L^2)), k = (1/R) sum_{r<R} "
-    "((1 + eta lam)^r - 1): the T^(-2/3) term is only reached with eta shrinking like T^(-1/3), i.e. again for a "
-    "tuned eta, not for every eta <= eta_hat_2/(beta R). Command: moreau check pfedme.thm2 -v (reading 'printed "
+    "rationals), against the printed bound 0 for every T (with Delta_F = 0 no tuning of eta > 0 rescues it: "
+    "the bound forces w_t to stay stationary). What holds (checked): |grad F(w_inf)|^2 ∝ eta^2 (slope 2.000) "
+    "and |grad F(w_inf)|^2 <= 2 k^2 sigma_F2^2/(1 - k^2 lam^2/(lam^2 - 8L^2)), k = (1/R) sum_{r<R} ((1 + eta "
+    "lam)^r - 1): the T^(-2/3) term is only reached with eta shrinking like T^(-1/3), i.e. again for a tuned "
+    "eta, not for every eta <= eta_hat_2/(beta R). Command: moreau check pfedme.thm2 -v (reading 'printed "
     "no-drift limit only' fails)."
 )
 _FINDING_MOMENT = (

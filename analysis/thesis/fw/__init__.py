@@ -90,18 +90,21 @@ READINGS_FW = (
         {"t_min": 1, "start": _in_b},
         why="the hypotheses of the standard theorem (Jaggi 2013, Theorem 1): the proof's first step needs "
         "||s^0 - x^0|| <= R, i.e. x^0 in B, and the bound at t = 0 is not implied",
+        repairs="missing hypothesis",
     ),
     Reading(
         "t ≥ 1, x⁰ anywhere",
         {"t_min": 1},
         expect="fails",
         why="the printed x^0 in R^d alone: fails at t >= 1 for x^0 outside B",
+        repairs="missing hypothesis",
     ),
     Reading(
         "x⁰ ∈ B, t ≥ 0",
         {"start": _in_b},
         expect="fails",
         why="the printed range of t alone: fails at t = 0 even for x^0 in B",
+        repairs="missing hypothesis",
     ),
 )
 

@@ -102,6 +102,7 @@ READINGS = (
         {"start": _in_b},
         why="the hypothesis of the theorem the bound is (Lacoste-Julien 2016, Theorem 1): its curvature constant "
         "C <= L R^2 is a sup over x, s in B",
+        repairs="missing hypothesis",
     ),
 )
 

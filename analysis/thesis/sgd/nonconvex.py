@@ -271,6 +271,7 @@ STATEMENT = Statement(
             {"eta0_printed": _sqrt_branch_is_the_min},
             why="the only step at which the proof's bound 2(F(x^0) - F*)/(eta_0 sqrt T) + L eta_0 sigma^2/"
             "sqrt T equals the printed one",
+            repairs="missing hypothesis",
         ),
     ),
     scaling={

@@ -459,7 +459,7 @@ def test_cli_json_schema(tmp_path, capsys):
             )
         assert ("search" in d) == (CAT[sid].expect == "holds") and d["run"]["search_seconds"] == 0.03
         assert (
-            d["verdict"]["printed"]["verdict"] in ("holds", "fails", "undecided") and d["schema_version"] == 2
+            d["verdict"]["printed"]["verdict"] in ("holds", "fails", "undecided") and d["schema_version"] == 3
         )
         assert all(PART_KEYS <= set(p) <= PART_KEYS | OPTIONAL_PART_KEYS for p in d["parts"])
         run = d["run"]  # provenance of the CLI run

@@ -3,6 +3,7 @@ codes as test runners use them, findings computed by the run, and the regression
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 from moreau._cli import main
 from moreau.analysis.engine import runner
-from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, judge
+from moreau.analysis.engine.core import Mutant, Reading, Result, Sides, Statement, judge
 from moreau.analysis.engine.registry import catalogue
 from moreau.analysis.engine.report import counterexample_text, group, verdict_of
 from moreau.analysis.engine.verdict import claim_verdict, statement_verdict, summary_line
@@ -66,7 +67,7 @@ def test_printed_failure_with_a_reading_is_expected_exit_0(toy_cat, capsys):
     assert main(["check", "toy.v"]) == 0
     out = capsys.readouterr().out
     assert "FAILS AS PRINTED" in out and "holds under reading 'c = 2'" in out
-    assert "0 hold as printed, 1 fail as printed (1 hold under a stated reading)" in out
+    assert "1 printed statement: 1 fails (1 repair (unclassified))" in out
     assert "every verdict as the catalogue expects" in out
 
 
@@ -90,11 +91,17 @@ def test_a_statement_without_an_expectation_that_fails_exits_1(toy_cat, capsys):
 def test_the_reading_never_replaces_the_printed_claim_in_the_json(toy_cat, tmp_path):
     import json
 
-    toy_cat(_toy(1.5, readings=(Reading("c = 2", {"c": 2.0}),), expect="fails"))
+    toy_cat(_toy(1.5, readings=(Reading("c = 2", {"c": 2.0}, repairs="constant"),), expect="fails"))
     path = tmp_path / "r.json"
     assert main(["check", "toy.v", "--json", str(path)]) == 0
     (rec,) = json.loads(path.read_text())
-    assert rec["holds"] is False and rec["expected"] == "fails" and rec["schema_version"] == 2
+    assert rec["holds"] is False and rec["expected"] == "fails" and rec["schema_version"] == 3
+    printed = rec["verdict"]["printed"]
+    assert (printed["origin"], printed["failure_class"], printed["repaired_by"]) == (
+        "printed",
+        "constant",
+        "c = 2",
+    )
     assert rec["verdict"]["printed"]["verdict"] == "fails" and rec["verdict"]["as_expected"] is True
     (r,) = rec["readings"]
     assert r["name"] == "c = 2" and r["holds"] is True and rec["mutants_against"] == "reading: c = 2"
@@ -135,7 +142,83 @@ def test_the_catalogue_summary_counts_printed_failures():
     recs = runner.run(["fw.convex", "pfedme.prop1"], "all", None, 0)
     verdicts = [verdict_of(st, rs) for st, rs in group(recs)]
     line = summary_line(verdicts)
-    assert line.startswith("2 statements: 1 hold as printed") and "1 fail as printed (1 hold under" in line
+    assert line == "2 printed statements: 1 hold, 1 fail (1 missing hypothesis)"
+
+
+def _verdicts(*specs):
+    """Statement verdicts of toy claims: ``(origin, printed verdict, [(reading verdict, repairs)])``."""
+    out = []
+    for k, (origin, verdict, readings) in enumerate(specs):
+        st = _toy(
+            1.5,
+            readings=tuple(Reading(f"r{j}", {"c": 2.0}, repairs=c) for j, (_, c) in enumerate(readings)),
+            expect="fails",
+        )
+        st = dataclasses.replace(st, id=f"toy.{k}", origin=origin)
+        res = [
+            Result(st.id, "quadratic", 1, [judge("p", Sides([1.0], [2.0 if verdict == "holds" else 0.5]))], 0)
+        ]
+        rres = {
+            f"r{j}": [
+                Result(st.id, "quadratic", 1, [judge("p", Sides([1.0], [2.0 if v == "holds" else 0.5]))], 0)
+            ]
+            for j, (v, _) in enumerate(readings)
+        }
+        out.append(statement_verdict(st, res, rres))
+    return out
+
+
+def test_failure_class_is_the_nearest_reading_that_holds():
+    """The class comes from the first reading (in the statement's order) that holds in the run, not
+    from the first declared: the same statement gets another class when another reading holds."""
+    a, b, c, d = _verdicts(
+        ("printed", "fails", [("fails", "rate"), ("holds", "missing hypothesis"), ("holds", "constant")]),
+        ("printed", "fails", [("holds", "rate"), ("holds", "missing hypothesis")]),
+        ("printed", "fails", [("fails", "rate")]),
+        ("printed", "holds", [("holds", "rate")]),
+    )
+    assert (a["printed"]["failure_class"], a["printed"]["repaired_by"]) == ("missing hypothesis", "r1")
+    assert b["printed"]["failure_class"] == "rate"
+    assert (c["printed"]["failure_class"], c["printed"]["repaired_by"]) == ("no repair found", None)
+    assert d["printed"]["failure_class"] is None
+    assert summary_line([a, b, c, d]) == (
+        "4 printed statements: 1 hold, 3 fail (1 no repair found, 1 missing hypothesis, 1 rate)"
+    )
+
+
+def test_remarks_and_reconstructions_are_counted_apart():
+    vs = _verdicts(
+        ("printed", "holds", []),
+        ("remark", "fails", [("holds", "constant")]),
+        ("reconstruction", "holds", []),
+        ("reconstruction", "fails", [("fails", "rate")]),
+    )
+    assert vs[1]["printed"]["failure_class"] == "remark"
+    assert summary_line(vs) == (
+        "1 printed statement: 1 holds · 1 remark: 1 fails · 2 reconstructions: 1 hold, 1 fail (1 no repair found)"
+    )
+
+
+def test_reading_and_statement_fields_are_validated():
+    with pytest.raises(ValueError, match="repairs must be one of"):
+        Reading("r", {"c": 2.0}, repairs="typo")
+    with pytest.raises(ValueError, match="needs cite="):
+        Reading("r", {"c": 2.0}, repairs="misprint")
+    with pytest.raises(ValueError, match="origin must be one of"):
+        dataclasses.replace(_toy(1.5), origin="folklore")
+
+
+def test_every_failing_catalogue_statement_has_classed_readings():
+    """Each reading a failing statement may be repaired by says what it repairs (so the class of
+    every failure is computed, never "unclassified"); misprints cite the paper's own text."""
+    from moreau.analysis.engine.registry import catalogue
+
+    for st in catalogue().values():
+        if st.expect != "fails":
+            continue
+        for r in st.readings:
+            if r.kind != "inconsistency":
+                assert r.repairs, f"{st.id}: reading {r.name!r} has no repairs class"
 
 
 @pytest.mark.parametrize("seed", [0, 7])
@@ -143,7 +226,7 @@ def test_every_counterexample_line_is_rendered_from_the_run(seed):
     """The numbers of a finding line are the record's: both sides and the ratio at the reported
     instance, and the parameters of that instance in the record's batch."""
     recs = runner.run(["fw.convex", "sgd.nonconvex", "perfedavg.thm4_5"], "all", None, seed)
-    for st, rs in group(recs):
+    for _st, rs in group(recs):
         text = counterexample_text(rs, [r.result for r in rs])
         m = re.search(r"\[(\w+) #(\d+)\]: lhs (\S+) > rhs (\S+)", text)
         fam, i = m.group(1), int(m.group(2))
@@ -214,7 +297,7 @@ def test_statement_verdict_object_has_one_shape_for_printed_and_readings():
     recs = [runner._run_one(st, "quadratic", None, 0, False, 0, 2048, False)]
     sv = statement_verdict(st, [r.result for r in recs], {"c = 2": [recs[0].readings["c = 2"][0]]})
     keys = set(sv["printed"]) - {"id"}
-    assert all(set(v) - {"kind"} == keys for v in sv["readings"])
+    assert all(set(v) - {"kind", "repairs"} == keys for v in sv["readings"])
 
 
 def test_a_negative_right_side_shows_the_failure_not_a_small_ratio():
