@@ -19,7 +19,8 @@ C = 10, D = 610; client sizes 250 ... 15,225, 133,539 training rows in all).  Pr
 ``--many N``: instead, N ragged clients (logistic, d = 20, sizes ``floor(lognormal(log 20, 1))``
 clipped to [2, 2000]) in a fresh process: the traced peak and the resident set after building the
 objective, after one FedAvg round (tau = 5 full-batch steps, then mini-batches of 2 without
-replacement) and after one pFedMe round (S = N / 10, K = 5 inner steps on mini-batches of 20), against the bytes of the data and of the padded layout.
+replacement) and after one pFedMe round (S = N / 10, K = 5 inner steps on mini-batches of 20), against the
+bytes of the data and of the padded layout.
 """
 
 from __future__ import annotations
@@ -75,7 +76,9 @@ rng = np.random.default_rng(0)
 sizes = np.clip(np.floor(rng.lognormal(np.log(20), 1.0, N)).astype(int), 2, 2000)
 X = rng.standard_normal((int(sizes.sum()), d)) / np.sqrt(d)
 owner = np.repeat(np.arange(N), sizes)
-y = np.where(rng.random(len(X)) < 1 / (1 + np.exp(-np.einsum("jd,jd->j", X, rng.standard_normal((N, d))[owner]))), 1.0, -1.0)
+y = np.where(
+    rng.random(len(X)) < 1 / (1 + np.exp(-np.einsum("jd,jd->j", X, rng.standard_normal((N, d))[owner]))), 1.0, -1.0
+)
 del owner
 out = {{"clients": N, "rows": int(sizes.sum()), "n_max": int(sizes.max()), "data_mb": (X.nbytes + y.nbytes) / 2**20,
         "padded_mb": N * int(sizes.max()) * (d + 1) * 8 / 2**20, "rss_after_data_mb": rss()}}

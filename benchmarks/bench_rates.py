@@ -11,8 +11,9 @@ R = 0.1, mu = 1, L = 4, sigma = 1, the adaptive lambda of Theorem 1) and its Fed
    and call ``moreau.fl.fedprox_optimum``;
 2. vectorised samples: chunks of trials, the full noise (trials, m, n) drawn, ``b = Xᵀy/n`` formed
    by one einsum, the FedProx solution by its precomputed affine map (numpy, no sufficient statistic);
-3. sufficient statistic (``moreau.analysis.fedprox.thm1.least_squares_moments.monte_carlo_errors``): ``b_i`` drawn directly
-   as ``A_i w⋆ + σ/√n A_i^{1/2} ξ_i`` and the errors as ``bias + K ξ`` (cost independent of n).
+3. sufficient statistic (``moreau.analysis.fedprox.thm1.least_squares_moments.monte_carlo_errors``): ``b_i``
+   drawn directly as ``A_i w⋆ + σ/√n A_i^{1/2} ξ_i`` and the errors as ``bias + K ξ`` (cost independent of
+   n).
 
 With ``--backend cupy`` the sufficient-statistic path also runs on the GPU (the same function on
 cupy arrays with a ``cupy.random.Generator``: another stream, so its estimate differs within its

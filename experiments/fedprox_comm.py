@@ -6,9 +6,10 @@ the same directions for every client, so the aggregate problem really has condit
 κ_g (the corollary's worst case; the checks are on this family) — and **generic** least
 squares (``moreau.data.least_squares``: fixed designs with independent random eigenvectors per
 client, spectrum in [μ, L]), whose averaged envelope Hessian is far better conditioned than
-κ_g, so it needs far fewer rounds than the bound.  Parameters: :math:`\eta = 1/(\lambda + L)`, :math:`\gamma = (\lambda + L)/(2\lambda L)`
-and K the smallest integer satisfying condition (12) (``moreau.analysis.fedprox.round_matrix.k_min``,
-which is :math:`\tilde O((\lambda+L)/(\lambda+\mu))`).  From :math:`w_0 = 0`, the rounds T to
+κ_g, so it needs far fewer rounds than the bound.  Parameters: :math:`\eta = 1/(\lambda + L)`,
+:math:`\gamma = (\lambda + L)/(2\lambda L)` and K the smallest integer satisfying condition (12)
+(``moreau.analysis.fedprox.round_matrix.k_min``, which is :math:`\tilde O((\lambda+L)/(\lambda+\mu))`).
+From :math:`w_0 = 0`, the rounds T to
 an ε-solution (:math:`\|w_T^{(g)} - \tilde w^{(g)}\|^2 \le \varepsilon` and every
 :math:`\|w_T^{(i)} - \tilde w^{(i)}\|^2 \le \varepsilon`, the exact optimum by
 ``moreau.fl.fedprox_optimum``) are measured over λ spanning five decades, beside the

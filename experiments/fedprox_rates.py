@@ -3,8 +3,9 @@ r"""``fedprox-rates``: FedProx's statistical error against n, m and R, log–log
 Least-squares clients with fixed designs (``moreau.data.least_squares``: :math:`X_i^\top X_i/n = A_i`
 with spectrum in [μ, L], noise σ, exact heterogeneity R and ρ² = σ² tr A_i), FedProx with
 Theorem 1's adaptive λ.  The errors are *exact* expectations over the noise: the FedProx
-solution is affine in it (``moreau.analysis.fedprox.thm1.least_squares_moments.error_maps``: E‖error‖² = ‖bias‖² + ‖K‖_F²,
-the same computation the ``fedprox.thm1`` check compares with Monte Carlo).  Panels:
+solution is affine in it (``moreau.analysis.fedprox.thm1.least_squares_moments.error_maps``:
+E‖error‖² = ‖bias‖² + ‖K‖_F², the same computation the ``fedprox.thm1`` check compares with Monte
+Carlo).  Panels:
 
 * (a) error against n with R ≫ n^{-1/2} (LocalTrain-like: slope −1) and along R = n^{-1/2}/2
   (the middle regime: C2 R/√n = O(1/n));

@@ -259,8 +259,8 @@ def finish(rows, params, out, seed=0, quick=False):
         out,
         "perfedavg-vs-pfedme-curves",
         quick,
-        suptitle=f"over rounds (pFedMe with R = {params['curves']['pfedme_R']} local rounds stops short of its optimum: "
-        "a fixed eta with R > 1, see Findings)",
+        suptitle=f"over rounds (pFedMe with R = {params['curves']['pfedme_R']} local rounds "
+        "stops short of its optimum: a fixed eta with R > 1, see Findings)",
     )
     alpha_ok = 0 <= params["alpha_times_L"] <= 1
     grid = {"R": "heterogeneity R = ||w*^(i) - w*^(g)||"}

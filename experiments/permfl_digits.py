@@ -11,12 +11,12 @@ PerMFL's settings are the paper's EMNIST-10 cell as a third-party report on the 
 quotes them (the paper's text was not available here): λ = 0.5, γ = 1.5, β = 0.6, α = 0.01,
 K = 10 team rounds, L = 20 local steps, T = 400 global rounds, full participation; η = 0.03 is the
 code's default (reconstructed).  The code's device batch of 124 exceeds every device's training
-set here (~67 rows), and its DataLoader then yields the whole set: full gradients (``batch``: None).  Two PerMFL runs per seed:
-eq. (4.3)'s device weight λ_d = λ, and the code's λ_d = L = 20 (its positional-argument shift,
-``moreau.fl.permfl(lam_device=L)``).  Baselines with pFedMe's Table 1 MNIST settings
-(``pfedme-digits``): FedAvg (η = 0.02, 20 local steps, |D| = 20) and pFedMe (λ = 15, η = 0.01, β = 2,
-R = 20, K = 5, |D| = 20, inner step 1/(L_i + λ)), every device in every round.  Accuracy: correct
-test predictions of all devices over their test samples, after the last round: PerMFL's
+set here (~67 rows), and its DataLoader then yields the whole set: full gradients (``batch``: None).
+Two PerMFL runs per seed: eq. (4.3)'s device weight λ_d = λ, and the code's λ_d = L = 20 (its
+positional-argument shift, ``moreau.fl.permfl(lam_device=L)``).  Baselines with pFedMe's Table 1 MNIST
+settings (``pfedme-digits``): FedAvg (η = 0.02, 20 local steps, |D| = 20) and pFedMe (λ = 15, η = 0.01,
+β = 2, R = 20, K = 5, |D| = 20, inner step 1/(L_i + λ)), every device in every round.  Accuracy:
+correct test predictions of all devices over their test samples, after the last round: PerMFL's
 personalised device models (PM), team models on their devices (TM), global model (GM).
 --quick: T = 10, 2 seeds.
 

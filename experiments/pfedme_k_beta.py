@@ -353,8 +353,8 @@ def _claims(rows, params):
         ]
         claims.append(
             paired(
-                f"Fig. 2: a larger beta helps 'especially the global model' (its test accuracy gain over beta = 1 exceeds "
-                f"the personalised model's, at every beta > 1; K = {Kb}; {where})",
+                "Fig. 2: a larger beta helps 'especially the global model' (its test accuracy gain over beta = 1 "
+                f"exceeds the personalised model's, at every beta > 1; K = {Kb}; {where})",
                 [d for _, d in comps],
                 [n for n, _ in comps],
                 value=[float(d.mean()) for _, d in comps],

@@ -14,10 +14,10 @@ Mutants are hand-written; these three analyses run on every statement without an
    Verdicts: **necessary** (the relaxed statement fails on an instance with finite sides and a
    positive right side: the counterexample's instance and ratio are reported), **vacuous without
    it** (without the condition the bound only turns negative or infinite: it says nothing there,
-   which is not a failure beside real ones), **appears unnecessary** (it holds on the instances the relaxation admits: how
-   many), **not exercised** (no instance of the batch violates the condition: nothing is
-   learnt; raise ``--trials``), or **undefined** (a side is NaN outside the condition: the
-   statement does not say anything there).
+   which is not a failure beside real ones), **appears unnecessary** (it holds on the instances the
+   relaxation admits: how many), **not exercised** (no instance of the batch violates the
+   condition: nothing is learnt; raise ``--trials``), or **undefined** (a side is NaN outside the
+   condition: the statement does not say anything there).
 
 2. **Scale consistency.**  A statement about a problem must not depend on the units of θ and f.
    A checker that declares how its batch transforms (``Statement.scaling``: ``family ->

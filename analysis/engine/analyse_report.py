@@ -82,7 +82,8 @@ def print_analyses(records, analyses):
                 )
             print(
                 f"  sharpest constant of {sh['part']} (a sample maximum): the right side times "
-                f"{sh['sharpest_factor']:.4g} still holds on every instance tried; worst at {worst or 'instance #' + str(sh['instance'])}"
+                f"{sh['sharpest_factor']:.4g} still holds on every instance tried; "
+                f"worst at {worst or 'instance #' + str(sh['instance'])}"
                 + (f"; max ratio by parameter: {dep}" if dep else "")
             )
             if (

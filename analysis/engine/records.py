@@ -69,16 +69,16 @@ where a checker used another number: raised to its minimum or rounded to its gro
 {} when none), ``family`` (as requested), ``mutants``,
 ``backend`` (the array backend, ``MOREAU_BACKEND``: "numpy" or "cupy"), ``modules`` (the ``--module``
 files and modules given),
-``search``, ``tolerances`` (``rtol`` of ``lhs <= rhs``, ``tight_rtol`` of attainment; exact parts
-carry their own allowed error as rhs), ``slack_threshold`` (below which a bound is "loose"), ``versions`` (moreau, numpy, scipy, ...), ``python``,
-``machine`` and ``git_commit`` (or ``"not a git checkout"``).
+``search``, ``tolerances`` (``rtol`` of ``lhs <= rhs``, ``tight_rtol`` of attainment; exact parts carry their
+own allowed error as rhs), ``slack_threshold`` (below which a bound is "loose"), ``versions`` (moreau, numpy,
+scipy, ...), ``python``, ``machine`` and ``git_commit`` (or ``"not a git checkout"``).
 
 With ``--analyse``, every record also carries ``"analyse"``: ``conditions`` (per condition
 dropped: ``condition``, ``kind`` "claim" | "part", ``verdict`` "necessary" | "appears
 unnecessary" | "not exercised" | "undefined", and the counterexample's ``part``, ``instance``,
-``ratio`` or the number ``admitted``), ``scale_declared``, ``scale_not_declared_because`` (null, or why not), ``scales_tried`` (the (s, c) pairs
-the family can express), ``scale`` (the inconsistencies found:
-``s``, ``c``, ``part``, ``instance``, ``what``, ``before``, ``after``; [] when consistent, null
+``ratio`` or the number ``admitted``), ``scale_declared``, ``scale_not_declared_because`` (null, or why not),
+``scales_tried`` (the (s, c) pairs the family can express), ``scale`` (the inconsistencies found: ``s``,
+``c``, ``part``, ``instance``, ``what``, ``before``, ``after``; [] when consistent, null
 when not declared) and ``sharpest`` (per theorem inequality part: ``sharpest_factor`` (a sample maximum),
 ``instance``, ``worst_parameters``, ``dependence``, ``unbounded`` (the parameters along which the
 worst ratio keeps growing: ``parameter``, ``towards``, ``bin_maxima``; then no finite sharpest

@@ -203,7 +203,10 @@ def print_table(records, slack_threshold=None) -> bool:
 
     threshold = SLACK_THRESHOLD if slack_threshold is None else slack_threshold
 
-    head = f"{'id':20s} {'source':38s} {'family':9s} {'inst':>5s} {'holds':>5s} {'max L/R':>9s} {'tight':>5s} {'time':>6s}"
+    head = (
+        f"{'id':20s} {'source':38s} {'family':9s} {'inst':>5s} "
+        f"{'holds':>5s} {'max L/R':>9s} {'tight':>5s} {'time':>6s}"
+    )
     print(head)
     print("-" * len(head))
     ok = True

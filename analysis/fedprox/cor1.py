@@ -258,7 +258,8 @@ STATEMENTS = (
         id="fedprox.cor1",
         source="FedProx analysis, Corollary 1, eqs. (13)-(14)",
         paper="fedprox-personalization-analysis.md",
-        latex=r"\eta = \tfrac{1}{\lambda+L},\ \gamma = \tfrac{\lambda+L}{2\lambda L},\ K = \tilde O\big(\tfrac{\lambda+L}"
+        latex=r"\eta = \tfrac{1}{\lambda+L},\ \gamma = \tfrac{\lambda+L}{2\lambda L},\ K = \tilde O\big("
+        r"\tfrac{\lambda+L}"
         r"{\lambda+\mu}\big):\ T = O(\kappa_g\log\tfrac1\varepsilon),\ TK = \tilde O(\kappa\log\tfrac1\varepsilon)",
         text="with eta = 1/(lam+L), gamma = 1/(2 L_g) and K from (12), the rounds to an eps-solution scale like "
         "kappa_g log(1/eps) = kappa (lam+mu)/(lam+L) log(1/eps) and the gradient evaluations like "
@@ -313,10 +314,14 @@ STATEMENTS = (
             ),
         ),
         equivalent_mutants={
-            "(14) with the logarithm of K made explicit: kappa log(1/eps) l(lam)": "not separable from the printed kappa log(1/eps) by a log-log slope: l(lam) grows like "
-            "2 log(lam/mu), a least-squares slope of ~0.1 on this grid, inside atol",
-            "K not from (12): K = ceil((lam+L)/(lam+mu)) (no logarithm)": "not rejected: (12) is conservative (fedprox.thm2's note: the smallest K with the rate is well "
-            "below K_min), so rounds keep the kappa_g shape with the smaller K",
+            "(14) with the logarithm of K made explicit: kappa log(1/eps) l(lam)": (
+                "not separable from the printed kappa log(1/eps) by a log-log slope: l(lam) grows like 2 "
+                "log(lam/mu), a least-squares slope of ~0.1 on this grid, inside atol"
+            ),
+            "K not from (12): K = ceil((lam+L)/(lam+mu)) (no logarithm)": (
+                "not rejected: (12) is conservative (fedprox.thm2's note: the smallest K with the rate is "
+                "well below K_min), so rounds keep the kappa_g shape with the smaller K"
+            ),
         },
     ),
 )

@@ -219,15 +219,15 @@ _FINDINGS = (
     "Appendix H vs Section 5: §5 defines the Hessian-free estimate with (grad phi(u + delta v) - grad phi(u - delta v))"
     "/delta, Appendix H (121) and the proof of Lemma H.2 with /(2 delta). With §5's divisor the Hessian term is "
     "doubled and Lemma H.2's bias bound fails whenever sigma_G is small: one logistic sample, x = 1, y = 1 (f(w) = "
-    "log(1 + e^-w), L = 1/4, rho = 1/(6 sqrt 3), B = 1), w = 0, alpha = 1/L = 4, delta = 0.1, sigma_G = 0: grad F(0) = 0 "
-    "but §5's estimate is 0.119 while m_F^HF = alpha rho delta B^2 = 0.0385 (moreau check perfedavg.appendix_h: the "
-    "reading '§5: difference quotient over δ', an inconsistency of the paper's text, fails; Lemma H.2 holds as "
-    "printed). moreau.fl.per_fedavg follows (121).",
+    "log(1 + e^-w), L = 1/4, rho = 1/(6 sqrt 3), B = 1), w = 0, alpha = 1/L = 4, delta = 0.1, sigma_G = 0: "
+    "grad F(0) = 0 but §5's estimate is 0.119 while m_F^HF = alpha rho delta B^2 = 0.0385 (moreau check "
+    "perfedavg.appendix_h: the reading '§5: difference quotient over δ', an inconsistency of the paper's "
+    "text, fails; Lemma H.2 holds as printed). moreau.fl.per_fedavg follows (121).",
     "Lemma H.1's bias bound is attained: identical samples (sigma_G = 0), 1/2 x^T A x - b^T x with A = diag(-1, 0.5), "
     "b = (-1, 0), w = 0 (grad f(0) = (1, 0)), alpha = 0.5: grad f(w - alpha grad f(w)) = (1.5, 0), the FO bias is "
     "alpha ||A (1.5, 0)|| = 0.75 = alpha L B. Its second-moment bound is loose by 2 on quadratics (ratio 1/2).",
-    "Lemma H.1 holds for every alpha >= 0, not only alpha <= 1/L: (33), (35) and (116) do not use the range (checked on "
-    "alpha L in (1, 4] as an auxiliary part).",
+    "Lemma H.1 holds for every alpha >= 0, not only alpha <= 1/L: (33), (35) and (116) do not use the range "
+    "(checked on alpha L in (1, 4] as an auxiliary part).",
 )
 
 STATEMENTS = (
@@ -337,9 +337,11 @@ STATEMENTS = (
         equivalent_mutants={
             "H.1 condition relaxed (alpha <= 4/L, or any alpha >= 0)": "true: H.1's proof does not use alpha <= 1/L "
             "((33), (35), (116) hold for every alpha); the auxiliary part checks alpha L in (1, 4]",
-            "H.1 second moment: 2 -> 1": "true on quadratics (the FO estimate's mean is G = grad f(w - alpha grad f(w)) "
-            "there, so the cross term of (117) vanishes; the ratio 1/2 is attained) and far from refuted on "
-            "logistic data",
+            "H.1 second moment: 2 -> 1": (
+                "true on quadratics (the FO estimate's mean is G = grad f(w - alpha grad f(w)) there, so "
+                "the cross term of (117) vanishes; the ratio 1/2 is attained) and far from refuted on "
+                "logistic data"
+            ),
             "H.2 bias: any change of the sigma_G terms": "the HF estimate is unbiased on quadratics; on logistic data "
             "the sigma_G terms are never approached (bias ratio below 0.2)",
         },

@@ -9,7 +9,9 @@ PEP = {}
 #: statements without a class worst case here, and why
 PEP_NOT_APPLICABLE = {
     "perfedavg.lemma4_2": "needs a Hessian-Lipschitz class (the MAML step uses the Hessian), not in PEPit",
-    "perfedavg.lemma4_3": "moments of a stochastic estimate over sampled batches, not a first-order method's worst case",
+    "perfedavg.lemma4_3": (
+        "moments of a stochastic estimate over sampled batches, not a first-order method's worst case"
+    ),
     "perfedavg.lemma4_4": "a variance bound over sampled data, not a first-order statement",
     "perfedavg.tv": "a bound through total-variation distances between data distributions: no function class to "
     "maximise over",

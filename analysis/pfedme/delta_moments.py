@@ -296,6 +296,9 @@ def moment_parts(batch, ext, mom, b_sides, claim, cond, consts):
             rhs.append(np.asarray(claim["delta_combine"](samp, dl), float) * np.ones_like(mom[f"sd_avg{S}"]))
         lhs.append(mom[f"sd_avg{S}"])
     l3, r3 = worst_pair(np.concatenate(lhs), np.concatenate(rhs))
+    # for the note of the S < N part: lam^2 delta^2 over the S = 2 sampling term
+    s2_term = np.maximum(2 * lam * beta * R * eta * c_S(N, min(2, N)) * sF2, 1e-300)
+    delta_over_s2 = (lam * batch["sd_delta"])[sd_ok] ** 2 / s2_term[sd_ok]
     err = np.maximum(mom["sd_err1"], mom["sd_err2"])
     # stochastic gradients
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -344,7 +347,7 @@ def moment_parts(batch, ext, mom, b_sides, claim, cond, consts):
             applicable=sd_ok,
             constants=consts,
             note=f"worst (T, S) per instance; ratio {ratio_range(l3, r3, sd_ok)}; lam^2 delta^2 over "
-            f"the S = 2 sampling term {short_range((lam * batch['sd_delta'])[sd_ok] ** 2 / np.maximum(2 * lam * beta * R * eta * c_S(N, min(2, N)) * sF2, 1e-300)[sd_ok])}; "
+            f"the S = 2 sampling term {short_range(delta_over_s2)}; "
             f"one u for all clients on even instances",
         ),
         PARTS_M[4]: Sides(

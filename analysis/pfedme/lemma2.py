@@ -408,10 +408,12 @@ STATEMENTS = (
             Mutant("(a) inequality reversed", {"flip": (_A,)}),
         ),
         equivalent_mutants={
-            "(b) without the 8L²/(λ²−8L²) |∇F|² term": "cannot be rejected on the families where (b) is not vacuous: on shared-A quadratics the "
-            "lhs does not depend on w and the rhs is smallest at the stationary points of F, where "
-            "this term is 0 (max ratio 0.571 there); different A_i make sigma_f^2 infinite and "
-            "logistic losses are convex",
+            "(b) without the 8L²/(λ²−8L²) |∇F|² term": (
+                "cannot be rejected on the families where (b) is not vacuous: on shared-A quadratics the "
+                "lhs does not depend on w and the rhs is smallest at the stationary points of F, where "
+                "this term is 0 (max ratio 0.571 there); different A_i make sigma_f^2 infinite and "
+                "logistic losses are convex"
+            ),
         },
     ),
 )

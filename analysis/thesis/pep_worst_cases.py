@@ -154,7 +154,8 @@ def fw_convex(st, batch, seed=0):
                 2 / (t0 + 2),
                 "upper",
                 r,
-                note="ratio scale-free (F - F* scales as L R^2): L = R = 1; instances: boxes, balls, simplices, l1 balls",
+                note="ratio scale-free (F - F* scales as L R^2): L = R = 1; "
+                "instances: boxes, balls, simplices, l1 balls",
                 sharp="(F(x^t) - F*)/(L R^2)",
                 feedback=_fw_feedback(tr, t0, quadratic=False),
             )
@@ -244,6 +245,7 @@ PEP_NOT_APPLICABLE = {
         "stochastic gradients with (M, sigma^2)-bounded noise: not a deterministic PEPit class"
     ),
     "fw.nonconvex": (
-        "the Frank-Wolfe gap of a nonconvex smooth function over a set: the class worst case needs a nonconvex interpolation PEPit does not offer with a linear-optimisation step"
+        "the Frank-Wolfe gap of a nonconvex smooth function over a set: the class worst case needs a "
+        "nonconvex interpolation PEPit does not offer with a linear-optimisation step"
     ),
 }

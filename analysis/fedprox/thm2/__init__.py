@@ -328,7 +328,8 @@ STATEMENTS = (
         id="fedprox.thm2",
         source="FedProx analysis, Theorem 2, eq. (12)",
         paper="fedprox-personalization-analysis.md",
-        latex=r"\gamma < 1/L_g,\ \eta \le 1/L_\ell,\ (2 + 64L_w^2\lambda^2/\mu_g^2)(1-\eta\mu_\ell)^K \le (1-\gamma L_g)^4"
+        latex=r"\gamma < 1/L_g,\ \eta \le 1/L_\ell,\ (2 + 64L_w^2\lambda^2/\mu_g^2)(1-\eta\mu_\ell)^K "
+        r"\le (1-\gamma L_g)^4"
         r"\ \Rightarrow\ \text{rate } 1 - \gamma\mu_g/2 - (\gamma\mu_g)^2/2",
         text="Algorithm 1 with gamma < 1/L_g, eta <= 1/L_l and K as in (12) converges linearly to the FedProx "
         "optimum (global and local models) at rate 1 - gamma mu_g/2 - (gamma mu_g)^2/2",
@@ -383,8 +384,10 @@ STATEMENTS = (
             Mutant("inequality reversed (distance reading)", {"flip": (_D,)}),
         ),
         equivalent_mutants={
-            "64 -> 0 in (12) (K from (2)(1 - eta mu_l)^K <= (1 - gamma L_g)^4)": "not rejected on these families: (12) is conservative (see the note: the smallest K with "
-            "sr <= rho is well below K_min)",
+            "64 -> 0 in (12) (K from (2)(1 - eta mu_l)^K <= (1 - gamma L_g)^4)": (
+                "not rejected on these families: (12) is conservative (see the note: the smallest K with "
+                "sr <= rho is well below K_min)"
+            ),
         },
     ),
 )

@@ -106,9 +106,9 @@ def tv_closed_form_batch(rng, T, d=3):
 
 def w1_closed_form_batch(rng, T, d=3):
     """perfedavg.w1, closed forms: shared-A quadratics (g_k = G z_k + c‖z_k − a‖) and trigonometric losses
-    (h_k = M z_k + c‖z_k − a‖), atoms z_k ∈ ℝ², layouts cycled (T >= 12: both regimes).  Two-groups instances put q1's atoms on a
-    line and q2 = q1 shifted along it by s ∈ (0.2, 3), with c = 0 (then p_1 dominates p stochastically,
-    W₁(p_i, p) = s/2 = |E_{p_i} z − E_p z| along the line, and (16) holds with equality)."""
+    (h_k = M z_k + c‖z_k − a‖), atoms z_k ∈ ℝ², layouts cycled (T >= 12: both regimes).  Two-groups instances
+    put q1's atoms on a line and q2 = q1 shifted along it by s ∈ (0.2, 3), with c = 0 (then p_1 dominates p
+    stochastically, W₁(p_i, p) = s/2 = |E_{p_i} z − E_p z| along the line, and (16) holds with equality)."""
     P = np.zeros((T, N, K))
     A, g = np.zeros((T, K, d, d)), np.zeros((T, K, d))
     h, u, Z = np.zeros((T, K, 2)), np.zeros((T, d)), np.zeros((T, K, 2))

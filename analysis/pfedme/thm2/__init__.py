@@ -96,9 +96,10 @@ Parts (numbers in the notes of the default run):
   [0.01, 3.2].
 * The moments of δ, S < N with δ > 0, stochastic gradients (``moreau.analysis.pfedme.delta_moments``).  The
   text (Section 3.2) defines a δ-approximation by E‖θ̃ − θ̂‖ ≤ δ, Lemma 1 bounds E‖θ̃ − θ̂‖² ≤ δ²; the parts
-  read δ through ``delta_of(first moment, root mean square)``: the text's as printed, Lemma 1's in the repair.  (a): fresh two-point
-  errors e = (δ₁/p)u w.p. p, 0 otherwise (E‖e‖ = δ₁, E‖e‖² = δ₁²/p), identical clients with w_0 and u
-  outward of the minimiser (every realisation stays on the outer piece, however large δ₁/p): exact
+  read δ through ``delta_of(first moment, root mean square)``: the text's as printed, Lemma 1's in the
+  repair.  (a): fresh two-point errors e = (δ₁/p)u w.p. p, 0 otherwise (E‖e‖ = δ₁, E‖e‖² = δ₁²/p),
+  identical clients with w_0 and u outward of the minimiser (every realisation stays on the outer piece,
+  however large δ₁/p): exact
   E‖∇F(w_t)‖² = the biased closed form (mean δ₁u) + the fresh-error variance with E‖e − Ee‖² = δ₁²(1/p − 1),
   limit λ²δ₁²(1 + (1/p − 1)r), r = h²β²η²Σ_{r<R}A^{2r}/(Nκ(2 − κ)) ≈ hβη/(2N); p from 10^{-2}r to 10r, p = 1
   on one in eight.  (b): the (b) points with θ̃ = θ̂ + (δ₁/p)(θ̂ − w)/‖θ̂ − w‖ w.p. p (p in [1e-3, 0.5]):
@@ -116,9 +117,9 @@ Parts (numbers in the notes of the default run):
 Claimed by the paper: rates (O(·)).  What the check shows (default run, seed 0): the first term
 holds in the βRη reading with ratio up to 0.495 (the descent constant is ~1: on finding 1's instance at the
 largest step the printed term with constant 1 is met with ratio 0.9994); read as printed (η̂₂ whatever η ≤
-η̂₂/(βR)) it fails at k = 8 (finding 1).  Where a client sits on its concave piece at w_∞ (7
-heterogeneous instances with R > 1; 4 of them with λ in range and the same pieces over the η grid) ‖∇F(w_∞)‖² is 3e-15..8e-11 and
-∝ η² (slopes 2.000..2.001), within the derived bound (ratio ≤ 4e-4: Cauchy–Schwarz over the
+η̂₂/(βR)) it fails at k = 8 (finding 1).  Where a client sits on its concave piece at w_∞ (7 heterogeneous
+instances with R > 1; 4 of them with λ in range and the same pieces over the η grid) ‖∇F(w_∞)‖² is
+3e-15..8e-11 and ∝ η² (slopes 2.000..2.001), within the derived bound (ratio ≤ 4e-4: Cauchy–Schwarz over the
 clients and Lemma 2(b)'s sup σ_f² are loose); elsewhere w_∞ is stationary to rounding (the
 clients' maps share their slope).  The (b) identity holds to 2e-15 and the Lemma 2(b) form of (b)
 with ratio 0.49..0.98 (exactly 1 − 8L²/λ² on identical clients away from stationary points).  S < N: the enumeration
@@ -186,7 +187,9 @@ _MACHINE = (
 )
 #: parts no mutant can reject, and why
 CONSISTENCY = {
-    "(b) identity, delta = 0: (1/N) sum |theta_i(w) - w|^2 = (|grad F|^2 + (1/N) sum |grad F_i - grad F|^2)/lam^2": "definitional: an identity of the envelope's gradient (Proposition 1), the step of (b)'s proof",
+    "(b) identity, delta = 0: (1/N) sum |theta_i(w) - w|^2 = (|grad F|^2 + (1/N) sum |grad F_i - grad F|^2)/lam^2": (
+        "definitional: an identity of the envelope's gradient (Proposition 1), the step of (b)'s proof"
+    ),
     "Algorithm 1 (exact inner) on double wells: closed-form loop = moreau.fl.pfedme (3 rounds)": _MACHINE,
     "S < N and delta > 0: E|grad F(w_t)|^2 over all C(N,S)^t sequences (closed-form prox loop, theta~ = theta^ + "
     "delta u_i) = closed form, t <= 6, S = 1, 2 of N = 3": _MACHINE,
@@ -520,16 +523,23 @@ STATEMENTS = (
         ),
         findings=(_FINDING_ETA, _FINDING_DRIFT, _FINDING_SAMPLING, _FINDING_MOMENT, _FINDING_SCALE),
         equivalent_mutants={
-            "eta_hat_2 larger (e.g. 1/(75 L_F) for 1/(75 L_F lam^2))": "eta_hat_2 only sets the instances' steps; the checked readings hold for any step with "
-            "beta R eta lam small (the descent factor 1 - O(beta R eta lam)), so a larger eta_hat_2 is not "
-            "rejected on these instances (not expressible as a claim entry either)",
-            "(a) S < N: the sampling term's constant 2 -> 1/2 (or c_S's N - 1 -> N)": "the fixed-eta reading's sampling term is loose on double wells (limit over the term <= 0.02: it "
-            "charges L_F = lam where F's curvature is lam L/(lam + L) <= 0.26 lam, and Lemma 2(b)'s sup "
-            "sigma_f^2 where the floor sees (1/N) sum |grad F_i(w*)|^2), so a smaller constant is not rejected; "
-            "the exponent of (N/S - 1) and the floor's exponent of eta are checked exactly instead",
-            "(a) stochastic gradients: Lemma 1's delta^2 with (lam + L) for (lam - L), or without its factor 2": "on the certified outer pieces the error is exactly zeta/(lam + L), so the smaller delta still "
-            "bounds it and the fresh errors' floor is ~ h beta eta/(2N) of lam^2 delta^2; Lemma 1's constants are "
-            "checked (attained) in pfedme.lemma1",
+            "eta_hat_2 larger (e.g. 1/(75 L_F) for 1/(75 L_F lam^2))": (
+                "eta_hat_2 only sets the instances' steps; the checked readings hold for any step with beta "
+                "R eta lam small (the descent factor 1 - O(beta R eta lam)), so a larger eta_hat_2 is not "
+                "rejected on these instances (not expressible as a claim entry either)"
+            ),
+            "(a) S < N: the sampling term's constant 2 -> 1/2 (or c_S's N - 1 -> N)": (
+                "the fixed-eta reading's sampling term is loose on double wells (limit over the term <= "
+                "0.02: it charges L_F = lam where F's curvature is lam L/(lam + L) <= 0.26 lam, and Lemma "
+                "2(b)'s sup sigma_f^2 where the floor sees (1/N) sum |grad F_i(w*)|^2), so a smaller "
+                "constant is not rejected; the exponent of (N/S - 1) and the floor's exponent of eta are "
+                "checked exactly instead"
+            ),
+            "(a) stochastic gradients: Lemma 1's delta^2 with (lam + L) for (lam - L), or without its factor 2": (
+                "on the certified outer pieces the error is exactly zeta/(lam + L), so the smaller delta "
+                "still bounds it and the fresh errors' floor is ~ h beta eta/(2N) of lam^2 delta^2; Lemma "
+                "1's constants are checked (attained) in pfedme.lemma1"
+            ),
         },
     ),
 )

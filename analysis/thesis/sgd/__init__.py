@@ -14,8 +14,8 @@ Instances (quadratic, d = 3; ``moreau.analysis.thesis.sgd.exact_moments``): F(x)
 spectrum μ = a_1 ≤ a_2 ≤ a_3 = L, κ = L/μ from 1.0 to 100, noise ξ = ζ C∇F(x) + ζ'‖∇F(x)‖q
 + S^{1/2}w with the multiplicative part C = √M U (U the identity: along the gradient, or
 Haar-random) or ‖q‖² = M (a fixed direction: the eigenvector of L, the descent lemma's worst
-case, or random), and tr S = σ²: Assumption 1 with equality.  S is rank one along the eigenvector of μ or of L, or random;
-σ² = 0 and M = 0 (gradient descent) are drawn.  x^0 − z zero (the noise floor alone),
+case, or random), and tr S = σ²: Assumption 1 with equality.  S is rank one along the eigenvector of μ
+or of L, or random; σ² = 0 and M = 0 (gradient descent) are drawn.  x^0 − z zero (the noise floor alone),
 along the eigenvectors of μ or L, or random, at scales 0.01..100.  Step sizes η = u/(L(M+1))
 with u in [0.05, 1), δ = v·2L(M+1)/μ with v = 1 (the boundary) on a third and up to
 20; an eighth outside both conditions (u in [1.8, 1.99], v in [0.5, 0.55]: not applicable,
@@ -305,9 +305,11 @@ STATEMENTS = (
             Mutant("inequalities reversed", {"flip": (SC_I, SC_II)}),
         ),
         equivalent_mutants={
-            "(i) nu with delta (F(x^0) - F*) for (delta + 1)(F(x^0) - F*)": "true: with the thesis's indexing (eta_0 = 2/(mu delta)) the induction h_{t+1} <= (1 - mu eta_t) h_t "
-            "+ eta_t^2 L sigma^2/2 closes with nu >= delta h_0 at t = 0; the + 1 comes from Bottou, Curtis & "
-            "Nocedal's (2018, Thm. 4.7) indexing from k = 1",
+            "(i) nu with delta (F(x^0) - F*) for (delta + 1)(F(x^0) - F*)": (
+                "true: with the thesis's indexing (eta_0 = 2/(mu delta)) the induction h_{t+1} <= (1 - "
+                "mu eta_t) h_t + eta_t^2 L sigma^2/2 closes with nu >= delta h_0 at t = 0; the + 1 "
+                "comes from Bottou, Curtis & Nocedal's (2018, Thm. 4.7) indexing from k = 1"
+            ),
         },
     ),
     SGD_NONCONVEX,  # Theorem 4: analysis/thesis/sgd/nonconvex.py

@@ -10,7 +10,8 @@ from moreau.analysis.engine.registry import catalogue
 def test_committed_catalogue_doc_matches_the_registry():
     assert DOC_PATH.exists(), f"{DOC_PATH} is missing: run `python -m moreau.analysis.engine.describe`"
     assert DOC_PATH.read_text(encoding="utf-8") == catalogue_markdown(), (
-        "docs/catalogue.md is out of date with the registry: regenerate it with `python -m moreau.analysis.engine.describe`"
+        "docs/catalogue.md is out of date with the registry: regenerate it with "
+        "`python -m moreau.analysis.engine.describe`"
     )
 
 
