@@ -71,11 +71,24 @@ def describe(statement) -> str:
     out.append(
         f"*The catalogue expects the printed statement to:* {'hold' if s.expect == 'holds' else s.expect[:-1]}."
     )
+    origin = getattr(s, "origin", "printed")
+    if origin != "printed":
+        out.append(
+            "*Origin:* "
+            + (
+                "a remark of the paper's discussion, judged on its own (never as the theorem's verdict)."
+                if origin == "remark"
+                else "a reconstruction (no statement is printed; the catalogue reconstructs one from the text)."
+            )
+        )
     out.append("")
     if s.readings:
         out.append("**Readings (named claims beside the printed one, each with its own verdict).**")
         out += [
-            f"- '{r.name}' ({r.kind}; expected to {'hold' if r.expect == 'holds' else r.expect[:-1]}): {r.why}"
+            f"- '{r.name}' ({r.kind}; expected to {'hold' if r.expect == 'holds' else r.expect[:-1]}"
+            + (f"; repairs: {r.repairs}" if getattr(r, "repairs", "") else "")
+            + f"): {r.why}"
+            + (f" (the paper's own text: {r.cite})" if getattr(r, "cite", "") else "")
             for r in s.readings
         ]
         out.append("")
