@@ -24,6 +24,9 @@ from array_api_compat import array_namespace, is_array_api_obj
 
 __all__ = ["Layout", "check_sizes", "check_ratio"]
 
+#: the most samples a ragged batch may hold in all (integers stay exact in float64 below it)
+MAX_ROWS = 2**53
+
 
 def check_ratio(ratio):
     """The bucket ratio: a finite real number > 1."""
@@ -40,7 +43,12 @@ def check_ratio(ratio):
 def check_sizes(sizes):
     """``sizes`` as a host int64 array (at least one axis), every entry >= 1."""
     s = np.asarray(sizes)
-    if s.dtype == bool or s.dtype.kind not in "iuf" or (s.dtype.kind == "f" and not np.all(s == np.round(s))):
+    if s.dtype == bool or s.dtype.kind not in "iuf":
+        raise ValueError(f"sizes must be an array of integer sample counts (got dtype {s.dtype})")
+    if s.dtype.kind == "f" and not np.all(np.isfinite(s)):  # inf cast to int64 is garbage (an endless loop)
+        i = tuple(int(k) for k in np.argwhere(~np.isfinite(s))[0])
+        raise ValueError(f"sizes must be finite integer sample counts (got {float(s[i])} at index {i})")
+    if s.dtype.kind == "f" and not np.all(s == np.round(s)):
         raise ValueError(f"sizes must be an array of integer sample counts (got dtype {s.dtype})")
     if s.ndim == 0 or s.size == 0:
         raise ValueError(
@@ -49,6 +57,11 @@ def check_sizes(sizes):
     if np.any(s < 1):
         i = tuple(int(k) for k in np.argwhere(s < 1)[0])
         raise ValueError(f"sizes must be >= 1 for every entry (got {s[i]!r} at index {i})")
+    total = float(np.sum(s, dtype=np.float64))  # a float sum: an int64 one may wrap around
+    if total > MAX_ROWS:
+        raise ValueError(
+            f"sizes must sum to the number of rows of X, at most 2^53 (got sizes.sum() = {total:.4g})"
+        )
     return s.astype(np.int64)
 
 

@@ -25,11 +25,15 @@ schedule of the stochastic homotopy CGM (Locatello et al. 2019) that FedFW's smo
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .._backend import to_numpy
+from .._objective import Objective
+from .._typing import Array
 from ._common import (
     History,
     batched_objective,
@@ -43,7 +47,7 @@ from ._common import (
     point,
     positive,
 )
-from ._lmo import check_set
+from ._lmo import ConvexSet, check_set
 from ._minibatches import sample_counts
 
 __all__ = ["fedfw", "fedfw_optimum", "FedFWHistory", "FedFWTarget", "SCHEDULES", "schedules"]
@@ -62,11 +66,11 @@ class FedFWHistory(History):
     numbers for a gradient).  ``w_global`` is :math:`\bar x^t`, ``w_local`` the :math:`x_i^t`.
     """
 
-    directions: object = None
-    nnz: object = None
+    directions: Array | None = None
+    nnz: np.ndarray | None = None
 
 
-def _sequence(v, rounds, name, *, upper=None):
+def _sequence(v: Any, rounds: int, name: str, *, upper: float | None = None) -> np.ndarray:
     a = np.asarray(v, dtype=float)
     if a.shape != (rounds,):
         raise ValueError(
@@ -80,7 +84,14 @@ def _sequence(v, rounds, name, *, upper=None):
     return a
 
 
-def schedules(rounds, *, stochastic=False, lam_schedule="sqrt", eta=None, rho=None):
+def schedules(
+    rounds: int,
+    *,
+    stochastic: bool = False,
+    lam_schedule: str | Sequence[float] | np.ndarray = "sqrt",
+    eta: Sequence[float] | np.ndarray | None = None,
+    rho: Sequence[float] | np.ndarray | None = None,
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
     r"""Host arrays ``(rounds,)`` for t = 1..T: the factor :math:`c_t` of :math:`\lambda_t = \lambda_0 c_t`
     (None for ``"constant"``), η_t and ρ_t.
 
@@ -92,6 +103,7 @@ def schedules(rounds, *, stochastic=False, lam_schedule="sqrt", eta=None, rho=No
     * a sequence of T positive factors :math:`c_t` (λ_t = λ0 c_t), η_t as for ``"sqrt"``.
     """
     t = np.arange(1, rounds + 1, dtype=float)
+    c: np.ndarray | None
     if isinstance(lam_schedule, str):
         if lam_schedule not in SCHEDULES:
             raise ValueError(
@@ -118,21 +130,21 @@ def schedules(rounds, *, stochastic=False, lam_schedule="sqrt", eta=None, rho=No
 
 
 def fedfw(
-    objective,
-    constraint,
+    objective: Objective,
+    constraint: ConvexSet,
     *,
-    rounds,
-    lam_schedule="sqrt",
-    lam0=None,
-    lam=None,
-    eta=None,
-    stochastic=False,
-    rho=None,
-    sigma=None,
-    batch_size=None,
-    x0=None,
-    rng=None,
-):
+    rounds: int,
+    lam_schedule: str | Sequence[float] | np.ndarray = "sqrt",
+    lam0: float | Array | None = None,
+    lam: float | Array | None = None,
+    eta: Sequence[float] | np.ndarray | None = None,
+    stochastic: bool = False,
+    rho: Sequence[float] | np.ndarray | None = None,
+    sigma: float | Array | None = None,
+    batch_size: int | None = None,
+    x0: Array | None = None,
+    rng: np.random.Generator | int | None = None,
+) -> FedFWHistory:
     r"""FedFW (thesis §4.3, eqs. (4.5)–(4.6)) on the clients of ``objective`` over ``constraint``.
 
     Round t = 1..T (``rounds``), every client i in parallel, then the server:
@@ -198,13 +210,14 @@ def fedfw(
     momentum = None
     gs, ls, ds, nnz = [xbar], [X], [], []
     for k in range(rounds):
-        lam_t = lam2 if constant else lam2 * float(c[k])
+        lam_t = lam2 if c is None else lam2 * float(c[k])  # c is None: lam_schedule='constant'
         fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=False))
         G = fk.grad(X)
         if sig is not None:
+            assert rng is not None  # required with sigma (generator above)
             noise = xp.asarray(rng.standard_normal(lead + (m, f.dim)), dtype=f.dtype)
             G = G + expand(sig, 2) * noise / math.sqrt(f.dim)
-        if stochastic:
+        if r is not None:  # stochastic
             momentum = G if momentum is None else (1 - float(r[k])) * momentum + float(r[k]) * G
             G = momentum
         V = G / m + lam_t * (X - xbar[..., None, :])
@@ -220,7 +233,7 @@ def fedfw(
     lam_host = np.broadcast_to(np.asarray(to_numpy(base), dtype=float), lead)
     lams = (
         np.broadcast_to(lam_host, (rounds,) + lead)
-        if constant
+        if c is None
         else c.reshape((-1,) + (1,) * len(lead)) * lam_host
     )
     params = {
@@ -244,7 +257,7 @@ def fedfw(
     )
 
 
-def _start(x0, C, f, lead):
+def _start(x0: Array | None, C: ConvexSet, f: Objective, lead: tuple[int, ...]) -> Array:
     r""":math:`\bar x^1` ``(*lead, d)``: ``x0`` or the set's centre."""
     return f.xp.asarray(point(C.center(f.dim) if x0 is None else x0, f, lead, "x0"), dtype=f.dtype)
 
@@ -264,15 +277,17 @@ class FedFWTarget:
     projected-gradient residual (0 exactly at a KKT point); ``iterations``: active-set iterations.
     """
 
-    x: object
-    X: object
-    value: object
-    gap: object
-    kkt: object
+    x: Array
+    X: Array
+    value: np.ndarray
+    gap: np.ndarray
+    kkt: np.ndarray
     iterations: int
 
 
-def fedfw_optimum(objective, constraint, *, lam=None, max_iter=100):
+def fedfw_optimum(
+    objective: Objective, constraint: ConvexSet, *, lam: float | Array | None = None, max_iter: int = 100
+) -> FedFWTarget:
     r"""The exact point FedFW targets, on convex quadratic clients over a :class:`Box`.
 
     ``lam`` None: the constrained optimum of (4.4), :math:`\min_{lo\le x\le hi}\frac1n\sum_i f_i(x)`,
@@ -301,6 +316,7 @@ def fedfw_optimum(objective, constraint, *, lam=None, max_iter=100):
     from .._quadratic import Quadratic
     from ._lmo import Box
 
+    max_iter = count(max_iter, "max_iter")  # 0 or fewer passes: no point returned is optimal
     f, m = check_objective(objective)
     if not isinstance(f, Quadratic):
         raise TypeError(
@@ -348,7 +364,9 @@ def fedfw_optimum(objective, constraint, *, lam=None, max_iter=100):
     )
 
 
-def _box_qp(H, c, lo, hi, max_iter):
+def _box_qp(
+    H: np.ndarray, c: np.ndarray, lo: np.ndarray, hi: np.ndarray, max_iter: int
+) -> tuple[np.ndarray, int]:
     """min ½zᵀHz − cᵀz on [lo, hi] (H PSD, batched): ``(z, iterations)``.  Primal-dual active sets from
     the clipped unconstrained solution; where the sets still change after ``max_iter`` passes, projected
     gradient (step 1/||H||) from the last point, then the active sets again."""
@@ -364,7 +382,9 @@ def _box_qp(H, c, lo, hi, max_iter):
     return z.reshape(shape + (n,)), its
 
 
-def _active_sets(H, c, lo, hi, z, max_iter):
+def _active_sets(
+    H: np.ndarray, c: np.ndarray, lo: np.ndarray, hi: np.ndarray, z: np.ndarray, max_iter: int
+) -> tuple[np.ndarray, int, bool]:
     """Semismooth Newton passes on z = P(z − D⁻¹∇): ``(z, passes, whether the sets settled)``."""
     n = c.shape[-1]
     scale = 1.0 / np.maximum(
@@ -387,7 +407,7 @@ def _active_sets(H, c, lo, hi, z, max_iter):
     return z, max_iter, False
 
 
-def _solve(M, r):
+def _solve(M: np.ndarray, r: np.ndarray) -> np.ndarray:
     """``M z = r`` per instance; least squares where M is singular."""
     try:
         return np.linalg.solve(M, r[..., None])[..., 0]
