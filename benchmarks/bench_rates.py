@@ -53,18 +53,19 @@ def _early_blas_threads(argv):
 
 _early_blas_threads(sys.argv[1:])
 
-import numpy as np  # noqa: E402
+import numpy as np  # noqa: E402 - numpy must load after the BLAS thread variables are set
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import moreau  # noqa: E402
-from moreau.analysis.fedprox.thm1 import lam_rule  # noqa: E402
-from moreau.analysis.fedprox.thm1.least_squares_moments import (
+# the moreau imports follow the sys.path line: the checkout's moreau, not an installed one
+import moreau  # noqa: E402 - after sys.path (above)
+from moreau.analysis.fedprox.thm1 import lam_rule  # noqa: E402 - after sys.path (above)
+from moreau.analysis.fedprox.thm1.least_squares_moments import (  # noqa: E402 - after sys.path (above)
     error_maps,
     exact_errors,
     monte_carlo_errors,
-)  # noqa: E402
-from moreau.data import least_squares  # noqa: E402
-from moreau.fl import fedprox_optimum  # noqa: E402
+)
+from moreau.data import least_squares  # noqa: E402 - after sys.path (above)
+from moreau.fl import fedprox_optimum  # noqa: E402 - after sys.path (above)
 
 M, D, R, MU, L, SIGMA = 10, 20, 0.1, 1.0, 4.0, 1.0
 

@@ -127,7 +127,7 @@ def compute(params, point, rng):
 
 
 def finish(rows, params, out, seed=0, quick=False):
-    m, d, K = params["m"], params["d"], params["K"]
+    K = params["K"]
     ranks = params["ranks"]
     last = max(r["round"] for r in rows)
     err = {r: by_seed(rows, "error_optimum", r=r, round=last) for r in ranks}

@@ -329,7 +329,8 @@ def test_quadratic_modulus_survives_a_wrong_eigensolver(monkeypatch, factor):
     A = _spectral(rng, 3, 3, -1, 1)
     b, wts, lam = rng.standard_normal((3, 3)), np.array([0.2, 0.3, 0.5]), 0.7
     f = mo.Quadratic(A, b)
-    f.eigenvalues  # the clients' own decomposition computed honestly (checked a posteriori anyway)
+    # the property computes and caches the clients' own decomposition, honestly (checked a posteriori anyway)
+    _ = f.eigenvalues
     true_eigvalsh = anp.linalg.eigvalsh
     monkeypatch.setattr(anp.linalg, "eigvalsh", lambda H: true_eigvalsh(H) * factor)
     wg, wl, info = fedprox_optimum(f, lam, wts, return_info=True)

@@ -132,7 +132,7 @@ def test_certificate_on_every_route_and_scale():
         for cached in (False, True):
             q = mo.Quadratic(A, b)
             if cached:
-                q.eigenvalues
+                _ = q.eigenvalues  # the property computes and caches the eigendecomposition
             theta, info = mo.prox(q, w, lam, return_info=True)
             for k in range(3):
                 assert error(theta[k], quadratic_prox(A[k], b[k], w[k], lam)) <= info.error_bound[k]

@@ -306,7 +306,7 @@ def test_route_choice_numpy():
     mo.prox(q, w, np.logspace(-1, 1, 50)[:, None])
     assert "_tri" in q.__dict__ and "_eigh" not in q.__dict__
     assert q._route(one, w) == "tri"  # the reduction is cached: reuse it
-    q.eigenvalues
+    _ = q.eigenvalues  # the property computes and caches the eigendecomposition
     assert q._route(many, w) == "eigh"
 
 

@@ -123,8 +123,9 @@ def test_a_family_of_the_users_own_runs(tmp_path, capsys):
     """Families are extensible: a statement's generator may know "gaussian location"."""
     path = tmp_path / "fam.py"
     path.write_text(
-        "import sys\nsys.path.insert(0, %r)\nfrom test_tutorial import _user_statement\n"
-        "STATEMENTS = (_user_statement(('gaussian location',)),)\n" % str(Path(__file__).parent)
+        f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from test_tutorial import _user_statement\n"
+        "STATEMENTS = (_user_statement(('gaussian location',)),)\n"
     )
     assert main(["check", "--module", str(path)]) == 0
     assert "mine.family" in capsys.readouterr().out
@@ -133,8 +134,9 @@ def test_a_family_of_the_users_own_runs(tmp_path, capsys):
 def test_a_statement_that_runs_on_no_instance_is_an_error(tmp_path, capsys):
     path = tmp_path / "empty.py"
     path.write_text(
-        "import sys\nsys.path.insert(0, %r)\nfrom test_tutorial import _user_statement\n"
-        "STATEMENTS = (_user_statement(('quadratic',), n=0),)\n" % str(Path(__file__).parent)
+        f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from test_tutorial import _user_statement\n"
+        "STATEMENTS = (_user_statement(('quadratic',), n=0),)\n"
     )
     assert main(["check", "--module", str(path)]) == 2
     assert "drew no instance" in capsys.readouterr().err

@@ -255,7 +255,7 @@ def _run_one(
     t_mut, offset, searches, closest = 0.0, 0, [], {}
     if outputs is None:
         outputs = _local_outputs(st, fam, trials, seed, chunk, search_examples, searches, search_seconds)
-    for k, (size, batch, n_chunks, res, rres, mutant_result) in enumerate(outputs):
+    for k, (_size, batch, n_chunks, res, rres, mutant_result) in enumerate(outputs):
         if k == 0 and progress and n_chunks > 1:
             bar = _bar(n_chunks, f"{st.id} [{fam}]") or _Lines(n_chunks, f"{st.id} [{fam}]")
         if n_chunks == 1:

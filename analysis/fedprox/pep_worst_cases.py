@@ -30,7 +30,7 @@ def fedprox_lemma2(st, batch, seed=0):
         (C.prox_lipschitz, "upper", lambda lam, mu, L: lam / (lam + mu), ""),
     )
     rows = []
-    for name, (fn, orient, paper, sharp) in zip(names, fns, strict=True):
+    for name, (fn, orient, paper, _sharp) in zip(names, fns, strict=True):
         i, r = _worst(parts[name])
         lam, mu, L = batch["lam"][i], batch["eig"][i, 0], batch["eig"][i, -1]
         args = {

@@ -148,7 +148,7 @@ def _quadratic_instances(rng, T):
                 nu_scale=np.where(mode == EXACT, 0.0, rng.uniform(0.1, 3.0, n)),
             )
         )
-    for j, (n, kind) in enumerate(((g[1], "sc"), (g[3], "nc"), (g[4], "nc_fails"))):
+    for n, kind in ((g[1], "sc"), (g[3], "nc"), (g[4], "nc_fails")):
         L = log_uniform(rng, 0.1, 10.0, n)
         a1 = {"sc": L * rng.uniform(0.05, 0.9, n), "nc": -L, "nc_fails": -0.45 * L}[kind]
         A, eig, v1 = _spectrum_A(rng, n, a1, L)

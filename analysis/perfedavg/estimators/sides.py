@@ -139,7 +139,7 @@ def _as_bounds(model, Xf, w, alpha, D1, D2, delta, kind, divisor):
 def logistic_parts(batch, kind, divisor=2.0, level=LEVEL):
     """Like :func:`quadratic_parts` on the logistic batch, plus ``bias_ci``, ``second_ci`` (equal to
     the value where the expectation is enumerated exactly)."""
-    X, y, w, alpha = batch["X"], batch["y"], batch["w"], batch["alpha"]
+    X, w, alpha = batch["X"], batch["w"], batch["alpha"]
     T, n, d = X.shape
     hf = kind == "hessian_free"
     delta = batch["delta"] if hf else None

@@ -69,7 +69,9 @@ def instances(rng, T, newton_min):
     eta0[r == 0] = sq[r == 0]
     eta0[r == 2] *= rng.uniform(0.01, 1.0, np.sum(r == 2))
     eta0[r == 3] = first[r == 3] * rng.uniform(1.1, 1.99, np.sum(r == 3))
-    U = orthogonal(rng, T, 3)
+    # a Haar draw no longer used (_multiplicative draws its own U), kept so that every later draw
+    # from rng, and so the instances of the recorded runs, stay what they were
+    orthogonal(rng, T, 3)
     W = rng.standard_normal((T, 3, 3))
     S = W @ np.swapaxes(W, 1, 2)
     S = S * (s2 / np.trace(S, axis1=1, axis2=2))[:, None, None]
@@ -142,7 +144,9 @@ def instances_sc(rng, T, newton_min):
     x0[::4] = xs[::4]  # start at the minimiser: the noise floor alone
     M = np.where(np.arange(T) % 3 == 0, 0.0, rng.uniform(0.0, 2.0, T))
     s2 = log_uniform(rng, 1e-2, 10.0, T)
-    U = orthogonal(rng, T, 3)
+    # a Haar draw no longer used (_multiplicative draws its own U), kept so that every later draw
+    # from rng, and so the instances of the recorded runs, stay what they were
+    orthogonal(rng, T, 3)
     W = rng.standard_normal((T, 3, 3))
     S = W @ np.swapaxes(W, 1, 2)
     S = S * (s2 / np.trace(S, axis1=1, axis2=2))[:, None, None]

@@ -83,7 +83,7 @@ def test_no_part_merely_tracks_the_claim(sid):
     for rec in _records(sid):
         base = {p.name: p for p in _reference_parts(rec)}
         moved, changed = set(), set()
-        for m, _, res in rec.mutants:
+        for _mutant, _, res in rec.mutants:
             for p in res.parts:
                 q = base.get(p.name)
                 if q is None or p.claimed == "rate" or q.sides.rhs.shape != p.sides.rhs.shape:

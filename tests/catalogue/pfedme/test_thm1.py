@@ -33,7 +33,7 @@ def test_round_map_equals_a_plain_loop_over_clients():
     bias = rng.standard_normal(b.shape) * 0.1
     Q, q = round_map(A, b, lam, eta, beta, R, bias=bias)
     w = rng.standard_normal((3, 2))
-    for t in range(3):
+    for _t in range(3):
         for k in range(len(lam)):  # Algorithm 1 written out: prox by a linear solve, theta~ = prox + bias
             locals_ = []
             for i in range(A.shape[1]):

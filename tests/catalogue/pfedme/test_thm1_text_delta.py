@@ -51,7 +51,7 @@ def _enumerate(A, b, lam, eta, beta, R, u, delta1, p, w0, T):
         prob = np.prod([p if s else 1 - p for s in seq])
         jumps = iter(seq)
         w, ws = np.asarray(w0, float), []
-        for t in range(T):
+        for _t in range(T):
             ws.append(w)
             locs = []
             for i in range(N):
