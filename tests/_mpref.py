@@ -76,8 +76,8 @@ def logistic_prox(X, y, weights, mu, w, lam, start):
             c = p[j] * sn * (1 - sn)
             for k in range(d):
                 g[k] -= p[j] * sn * Z[j][k]
-                for l in range(d):
-                    H[k, l] += c * Z[j][k] * Z[j][l]
+                for m in range(d):
+                    H[k, m] += c * Z[j][k] * Z[j][m]
         return g, H
 
     return _newton(gh, start)

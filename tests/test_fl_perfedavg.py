@@ -111,7 +111,7 @@ def test_first_order_and_local_steps_stop_elsewhere():
     (X, y, wts, mu), f = least_squares(3, pad=False)
     A, b = host(f.A), host(f.b)
     alpha = 0.5 / float(host(f.smoothness()).max())
-    I = np.eye(3)
+    eye = np.eye(3)
     c = np.linalg.solve(A, b[..., None])[..., 0]
     target = _meta_optimum(A, b, alpha)
 
@@ -119,13 +119,13 @@ def test_first_order_and_local_steps_stop_elsewhere():
         return np.linalg.solve(Mk.sum(1), np.einsum("tmij,tmj->ti", Mk, c)[..., None])[..., 0]
 
     fo = fl.per_fedavg(f, alpha=alpha, beta=0.5, tau=1, rounds=3000, variant="first_order")
-    assert_close(fo.w_global[-1], zero(A @ (I - alpha * A)), factor=100)
+    assert_close(fo.w_global[-1], zero(A @ (eye - alpha * A)), factor=100)
     beta, tau = 0.5, 4
-    G = (I - alpha * A) @ (I - alpha * A) @ A
+    G = (eye - alpha * A) @ (eye - alpha * A) @ A
     drift = fl.per_fedavg(f, alpha=alpha, beta=beta, tau=tau, rounds=2000)
-    pinned = zero(I - np.linalg.matrix_power(I - beta * G, tau))
+    pinned = zero(eye - np.linalg.matrix_power(eye - beta * G, tau))
     assert_close(drift.w_global[-1], pinned, factor=100)
-    for point in (zero(A @ (I - alpha * A)), pinned):
+    for point in (zero(A @ (eye - alpha * A)), pinned):
         assert np.linalg.norm(point - target, axis=-1).min() > 1e-4
 
 

@@ -79,25 +79,25 @@ def test_optimum_equals_a_loop_over_trials_teams_and_devices():
     A, b = _quadratics(1)
     lam, gamma = 1.3, 0.4
     x, w, th = (host(v) for v in permfl_optimum(mo.Quadratic(A, b), TEAMS, lam, gamma))
-    d, I = A.shape[-1], np.eye(A.shape[-1])
+    d, eye = A.shape[-1], np.eye(A.shape[-1])
     for t in range(A.shape[0]):
         HG, r = np.zeros((d, d)), np.zeros(d)
         Bs, cs = [], []
         for i in range(3):
             devs = [j for j in range(len(TEAMS)) if TEAMS[j] == i]
-            B = sum(lam * np.linalg.solve(A[t, j] + lam * I, A[t, j]) for j in devs) / len(devs)
-            c = sum(lam * np.linalg.solve(A[t, j] + lam * I, b[t, j]) for j in devs) / len(devs)
-            R = np.linalg.inv(B + gamma * I)
-            HG += gamma * (I - gamma * R) / 3
+            B = sum(lam * np.linalg.solve(A[t, j] + lam * eye, A[t, j]) for j in devs) / len(devs)
+            c = sum(lam * np.linalg.solve(A[t, j] + lam * eye, b[t, j]) for j in devs) / len(devs)
+            R = np.linalg.inv(B + gamma * eye)
+            HG += gamma * (eye - gamma * R) / 3
             r += gamma * R @ c / 3
             Bs.append(B)
             cs.append(c)
         xt = np.linalg.solve(HG, r)
         assert_close(x[t], xt, factor=100)
         for j, i in enumerate(TEAMS):
-            wi = np.linalg.solve(Bs[i] + gamma * I, gamma * xt + cs[i])
+            wi = np.linalg.solve(Bs[i] + gamma * eye, gamma * xt + cs[i])
             assert_close(w[t, i], wi, factor=100)
-            assert_close(th[t, j], np.linalg.solve(A[t, j] + lam * I, b[t, j] + lam * wi), factor=100)
+            assert_close(th[t, j], np.linalg.solve(A[t, j] + lam * eye, b[t, j] + lam * wi), factor=100)
 
 
 @pytest.mark.parametrize("which", ["lam", "gamma"])

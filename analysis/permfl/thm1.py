@@ -125,8 +125,8 @@ def sim_error(batch, P, q, x0):
     """max over 3 rounds of |permfl - affine map| / (1 + max |x|), one call per (K, L)."""
     A, b = batch["A"], batch["b"]
     err = np.zeros(len(x0))
-    for k, l in {(int(k), int(l)) for k, l in zip(batch["K"], batch["Ls"], strict=True)}:
-        s = np.flatnonzero((batch["K"] == k) & (batch["Ls"] == l))
+    for k, n_local in {(int(k), int(n_local)) for k, n_local in zip(batch["K"], batch["Ls"], strict=True)}:
+        s = np.flatnonzero((batch["K"] == k) & (batch["Ls"] == n_local))
         h = permfl(
             mo.Quadratic(A[s], b[s]),
             TEAMS,
@@ -136,7 +136,7 @@ def sim_error(batch, P, q, x0):
             eta=batch["eta"][s],
             beta=batch["beta"][s],
             K=k,
-            L=l,
+            L=n_local,
             rounds=3,
             x0=x0[s],
         )

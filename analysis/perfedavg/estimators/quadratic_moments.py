@@ -52,14 +52,14 @@ def quadratic_moments(A, b, w, alpha, outer, D, D1, D2):
     ``A (T, n, d, d)`` symmetric, ``b (T, n, d)``, ``w (T, d)``, ``alpha``, ``outer``,
     ``D``, ``D1``, ``D2`` ``(T,)`` (batch sizes > 0; ``inf`` is an exact gradient)."""
     d = A.shape[-1]
-    I = np.eye(d)
+    eye = np.eye(d)
     Ab = A.mean(axis=1)
     At = A - Ab[:, None]
     r = np.einsum("tnij,tj->tni", A, w) - b
     rb = r.mean(axis=1)
     rt = r - rb[:, None]
     a, ao = alpha[:, None, None], outer[:, None, None]
-    M, Mo = I - a * Ab, I - ao * Ab
+    M, Mo = eye - a * Ab, eye - ao * Ab
     m = np.einsum("tij,tj->ti", M, rb)
     grad_F = np.einsum("tij,tj->ti", M, m)
     Sr = np.einsum("tni,tnj->tij", rt, rt) / r.shape[1]

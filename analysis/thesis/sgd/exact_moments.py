@@ -37,7 +37,7 @@ def second_moments(A, C, S, e0, steps, q=None):
     """
     Q = np.zeros_like(A) if q is None else q[:, :, None] * q[:, None, :]
     P = e0[:, :, None] * e0[:, None, :]
-    I = np.eye(A.shape[-1])
+    eye = np.eye(A.shape[-1])
     Ct = np.swapaxes(C, 1, 2)
     h, g = [], []
     for k in range(steps.shape[1] + 1):
@@ -48,7 +48,7 @@ def second_moments(A, C, S, e0, steps, q=None):
         if k == steps.shape[1]:
             break
         eta = steps[:, k, None, None]
-        B = I - eta * A
+        B = eye - eta * A
         P = B @ P @ B + eta**2 * (C @ APA @ Ct + g[-1][:, None, None] * Q + S)
         P = (P + np.swapaxes(P, 1, 2)) / 2
     return np.array(h), np.array(g)

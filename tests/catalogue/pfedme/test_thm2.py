@@ -138,7 +138,7 @@ def test_run_equals_algorithm_1_written_out():
 def test_drift_constant_k():
     eta, lam, R = np.array([1e-3, 0.1, 0.5]), np.array([2.0, 3.0, 1.5]), np.array([1, 3, 5])
     direct = np.array(
-        [sum((1 + e * l) ** r - 1 for r in range(n)) / n for e, l, n in zip(eta, lam, R, strict=True)]
+        [sum((1 + e * lam_k) ** r - 1 for r in range(n)) / n for e, lam_k, n in zip(eta, lam, R, strict=True)]
     )
     np.testing.assert_allclose(thm2._k(eta, lam, R), direct, rtol=1e-12)
     assert thm2._k(eta, lam, R)[0] == 0.0
