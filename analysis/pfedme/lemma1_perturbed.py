@@ -8,8 +8,8 @@ hypotheses and nothing more:
 * d = 1, f(θ) = (μ/2)(θ − c)², n samples ℓ_j = f + ψ_j with ψ_j' piecewise linear and continuous:
   the values ``V[j, p]`` at shared knots ``knots[p]`` (linear between, constant outside), with
   Σ_j V[j, p] = 0 at every knot, so Σ_j ψ_j' = 0 everywhere and f is the mean of the ℓ_j
-  (the values are rounded to a grid 2⁻⁴⁰ max|V| apart and the last row is minus the sum of the
-  others: the sums are exactly 0 in floating point);
+  (the values are rounded to a grid of a power of two about 2⁻⁴⁰ max|V| and the last row is minus
+  the sum of the others: the sums are exactly 0 in floating point);
 * h̃_D(θ) = f̃(θ; D) + (λ/2)(θ − w)² with h̃_D' = κ(θ − θ̂) + ψ_D'(θ), κ = λ + μ, θ̂ = (μc + λw)/κ and
   ψ_D' the mean of the ψ_j' of the batch: strongly convex when κ + (every slope of every ψ_j') > 0
   (checked; the generator keeps a margin of 10⁻³κ), while ℓ_j'' = μ + slope < 0 where a slope is
@@ -24,11 +24,12 @@ hypotheses and nothing more:
 * the expectation is exact: the mean over all n^|D| ordered mini-batches (sampling with
   replacement).
 
-Bumps (the failing construction).  With x = θ − θ̂, q pairs of roots ±t_1, …, ±t_q (t_1 > … > t_q)
-and n − 2q idle samples.  The left-root sample k has ψ_k' = 0 left of −t_k, κt_k at −t_k, then
-falling with slope −sκ (s < 1) to 0; the right-root ones mirror it.  Its root is −t_k, and
-between −t_k and 0 its ψ_k' is at least κ|x| (no strongly convex h̃ can do with less:
-h̃' = κx + ψ_k' must be positive right of the root).  At each knot the sum of these values is
+Bumps (the failing construction, ``bumps``).  With x = θ − θ̂, the knots are the roots ±t_i of q
+pairs (t_1 > … > t_q), plus n − 2q idle samples.  The left-root sample k has its own values 0 at the
+knots left of −t_k, κt_k at −t_k and max(κt_k − sκ(x + t_k), 0) at the knots right of it (s < 1:
+it falls with slope −sκ); the right-root ones mirror it.  Its root is −t_k, and between −t_k and 0
+its ψ_k' is at least κ|x| (no strongly convex h̃ can do with less: h̃' = κx + ψ_k' must be positive
+right of the root).  At each knot the sum of these values is
 taken away, in equal shares, from the samples not forced there (those whose root is not between
 the knot and θ̂), so the mean stays 0 and the variance at −t_i is about κ²t_i² i/(n − i).  With
 t_i² = (n − i)/i (C = 1) that is 1 at every knot, while E(θ̃ − θ̂)² = (2/n) Σ_i t_i²: the ratio to
@@ -56,6 +57,9 @@ import numpy as np
 
 from moreau.analysis.engine.instances import log_uniform, split_counts
 
+# the family is named "nonconvex" (one of moreau.analysis.engine.runner.FAMILIES): its sample losses are
+# nonconvex, while f is μ-strongly convex
+
 __all__ = [
     "instances",
     "prepare",
@@ -69,7 +73,7 @@ __all__ = [
 ]
 
 EXACT, ALIGNED = 0, 2  # the modes of lemma1 (FIXED has no meaning in 1-D with a pushed θ̃)
-#: n of the audit's worst configuration (|D| = 1, ν = 0, s = 0.99, t_i² = (n − i)/i)
+#: n of the worst group (the audit's configuration: |D| = 1, ν = 0; s = 0.995, t_i² = (n − i)/i)
 WORST_N = (5, 6, 10, 40, 100)
 N_MAX = max(WORST_N)
 #: every h̃ is kept (MARGIN κ)-strongly convex by the generator
