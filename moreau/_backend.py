@@ -17,9 +17,12 @@ import math
 import os
 import warnings
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from array_api_compat import array_namespace, is_array_api_obj
+
+from ._typing import Array, DType, Namespace
 
 __all__ = [
     "set_backend",
@@ -90,7 +93,7 @@ def _cupy_status() -> tuple[object | None, str]:
     return cupy, "ok"
 
 
-def _cupy():
+def _cupy() -> Namespace:
     mod, why = _cupy_status()
     if mod is None:
         raise BackendError(f"backend 'cupy' requested but {why}")
@@ -103,13 +106,13 @@ def gpu_status() -> tuple[bool, str]:
     return mod is not None, why
 
 
-def _where(x) -> str:
+def _where(x: Array) -> str:
     xp = array_namespace(x)
     name = getattr(xp, "__name__", str(xp)).split(".")[-1]
     return f"{name} ({getattr(x, 'device', 'cpu')})"
 
 
-def namespace(**arrays):
+def namespace(**arrays: Any) -> Namespace:
     """The array namespace shared by the named array arguments.
 
     Python scalars, lists and ``None`` are ignored.  Arrays from two
@@ -119,7 +122,7 @@ def namespace(**arrays):
     found = {k: v for k, v in arrays.items() if v is not None and is_array_api_obj(v)}
     if not found:
         return array_namespace(_cupy().zeros(0)) if get_backend() == "cupy" else array_namespace(np.zeros(0))
-    spaces = {}
+    spaces: dict[Namespace, list[str]] = {}
     for k, v in found.items():
         spaces.setdefault(array_namespace(v), []).append(k)
     if len(spaces) > 1:
@@ -128,7 +131,7 @@ def namespace(**arrays):
     return next(iter(spaces))
 
 
-def constructor_namespace(**arrays):
+def constructor_namespace(**arrays: Any) -> Namespace:
     """Namespace for an objective built from the named arguments.
 
     Arrays of a non-numpy library (cupy, array-api-strict) decide; numpy
@@ -154,8 +157,15 @@ def constructor_namespace(**arrays):
 
 
 def as_array(
-    x, xp, name: str, *, dtype=None, host_ok: bool = False, copy: bool = True, check_finite: bool = True
-):
+    x: Any,
+    xp: Namespace,
+    name: str,
+    *,
+    dtype: DType = None,
+    host_ok: bool = False,
+    copy: bool = True,
+    check_finite: bool = True,
+) -> Array:
     """Convert ``x`` to a new array of ``xp`` with a float32 or float64 dtype.
 
     Integers and bools become the default float (float64); float32 stays
@@ -204,7 +214,7 @@ def as_array(
     return x
 
 
-def _all_finite(x, xp) -> bool:
+def _all_finite(x: Array, xp: Namespace) -> bool:
     """Every entry finite, in one pass and without a boolean mask the size of ``x`` (a 3 GB
     input would take another 0.4 GB).  A finite sum proves every entry finite (IEEE: a NaN
     or an infinity makes the sum NaN or infinite); a sum that is not finite may be an
@@ -225,12 +235,12 @@ def _all_finite(x, xp) -> bool:
     return bool(xp.all(xp.isfinite(x)))
 
 
-def _first_bad(x, xp) -> str:
+def _first_bad(x: Array, xp: Namespace) -> str:
     bad = np.argwhere(~np.isfinite(np.asarray(to_numpy(x))))
     return f"index {tuple(int(i) for i in bad[0])}" if bad.size else "?"
 
 
-def safe_norm(v, xp, axis=-1):
+def safe_norm(v: Array, xp: Namespace, axis: int = -1) -> Array:
     """Euclidean norm over ``axis``, within ``(k/2 + 2) eps`` relative of the exact one
     (``k`` the length of ``axis``) for every finite ``v``: no overflow or underflow
     spoils it (data of size 1e-30 in float32 has a nonzero norm).
@@ -260,14 +270,14 @@ def safe_norm(v, xp, axis=-1):
     return xp.where(fast, r, _scaled_norm(v, xp, axis))
 
 
-def _scaled_norm(v, xp, axis):
+def _scaled_norm(v: Array, xp: Namespace, axis: int) -> Array:
     """The norm scaled by the largest entry (the squares cannot overflow or underflow)."""
     m = xp.max(xp.abs(v), axis=axis)
     safe = xp.where(m > 0, m, xp.ones_like(m))
     return m * xp.linalg.vector_norm(v / xp.expand_dims(safe, axis=axis), axis=axis)
 
 
-def to_numpy(x):
+def to_numpy(x: Any) -> np.ndarray:
     """Host numpy copy of any supported array (for reports and tests)."""
     if hasattr(x, "get") and not isinstance(x, np.ndarray):  # cupy
         return x.get()
@@ -276,17 +286,17 @@ def to_numpy(x):
     return np.from_dlpack(x)
 
 
-def is_numpy(xp):
+def is_numpy(xp: Namespace) -> bool:
     """True for numpy itself or array-api-compat's numpy namespace (the LAPACK routes)."""
     return getattr(xp, "__name__", "") in ("numpy", "array_api_compat.numpy")
 
 
-def is_gpu(xp):
+def is_gpu(xp: Namespace) -> bool:
     """True for cupy (raw or array-api-compat's namespace): kernels on a GPU."""
     return getattr(xp, "__name__", "").split(".")[-1] == "cupy"
 
 
-def flushes_subnormals(xp, dtype) -> bool:
+def flushes_subnormals(xp: Namespace, dtype: DType) -> bool:
     """True where ``xp``'s arithmetic in ``dtype`` flushes subnormal operands and results to
     zero: cupy in float32 (CuPy compiles every kernel with ``-ftz=true``; seen on an H200,
     ``benchmarks/RESULTS.md`` section 9).  moreau's error bounds assume gradual underflow: in
@@ -294,12 +304,12 @@ def flushes_subnormals(xp, dtype) -> bool:
     return is_gpu(xp) and np.dtype(dtype) == np.float32
 
 
-def host_numpy(x):
+def host_numpy(x: Any) -> np.ndarray:
     """:func:`to_numpy` as an ``ndarray`` (also for numpy scalars)."""
     return np.asarray(to_numpy(x))
 
 
-def numpy_dtype(dtype):
+def numpy_dtype(dtype: DType) -> np.dtype:
     """The numpy dtype of the same name as a backend's float dtype."""
     try:
         return np.dtype(dtype)

@@ -77,14 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     try:
         from moreau.analysis.engine.cli import add_check_parser
     except ImportError:  # analysis not installed alongside
-        add_check_parser = None
-    if add_check_parser is not None:
+        pass
+    else:
         add_check_parser(sub)
     try:
         from moreau.experiments.cli import add_reproduce_parser
     except ImportError:  # experiments not installed alongside
-        add_reproduce_parser = None
-    if add_reproduce_parser is not None:
+        pass
+    else:
         add_reproduce_parser(sub)
     return p
 

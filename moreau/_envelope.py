@@ -6,12 +6,22 @@ import numpy as np
 
 from ._backend import as_array, safe_norm, to_numpy
 from ._objective import Objective, ProxInfo
+from ._typing import Array, Namespace
 
 __all__ = ["prox", "envelope", "meta_objective", "Envelope", "MetaObjective"]
 
 
-def prox(f, w, lam, *, tol=None, max_iter=100, return_info=False):
-    r"""Proximal operator :math:`\mathrm{prox}_{f/\lambda}(w) = \arg\min_\theta f(\theta) + \tfrac{\lambda}{2}\|\theta - w\|^2`.
+def prox(
+    f: Objective,
+    w: Array,
+    lam: Array | float,
+    *,
+    tol: Array | float | None = None,
+    max_iter: int = 100,
+    return_info: bool = False,
+) -> Array | tuple[Array, ProxInfo]:
+    r"""Proximal operator of ``f`` with parameter λ:
+    :math:`\mathrm{prox}_{f/\lambda}(w) = \arg\min_\theta f(\theta) + \tfrac{\lambda}{2}\|\theta - w\|^2`.
 
     ``f`` is an :class:`~moreau.Objective` with batch shape ``(...)``; ``w``
     has shape ``(..., d)`` and ``lam`` (λ, > 0, and > ``-f.strong_convexity()``
@@ -41,7 +51,9 @@ def prox(f, w, lam, *, tol=None, max_iter=100, return_info=False):
     return f.prox(w, lam, tol=tol, max_iter=max_iter, return_info=return_info)
 
 
-def envelope(f, lam, *, tol=None, max_iter=100):
+def envelope(
+    f: Objective, lam: Array | float, *, tol: Array | float | None = None, max_iter: int = 100
+) -> Envelope:
     r"""Moreau envelope :math:`F(w) = \min_\theta f(\theta) + \tfrac{\lambda}{2}\|\theta - w\|^2`, an objective.
 
     ``lam`` (λ) broadcasts against ``f``'s batch shape; ``tol`` and
@@ -52,7 +64,7 @@ def envelope(f, lam, *, tol=None, max_iter=100):
     return Envelope(f, lam, tol=tol, max_iter=max_iter)
 
 
-def meta_objective(f, alpha):
+def meta_objective(f: Objective, alpha: Array | float) -> MetaObjective:
     r"""Per-FedAvg objective :math:`F(w) = f(w - \alpha \nabla f(w))`, an objective.
 
     See :class:`MetaObjective`.
@@ -90,42 +102,44 @@ class Envelope(Objective):
     References: pFedMe eq. (4) and Proposition 1; FedProx analysis Lemmas 2-3.
     """
 
-    def __init__(self, f, lam, *, tol=None, max_iter=100):
+    def __init__(
+        self, f: Objective, lam: Array | float, *, tol: Array | float | None = None, max_iter: int = 100
+    ) -> None:
         lam = f._lam(lam)
         self.f, self.lam, self.tol, self.max_iter = f, lam, tol, max_iter
         self.xp, self.dtype, self.dim = f.xp, f.dtype, f.dim
         self.batch_shape = tuple(np.broadcast_shapes(f.batch_shape, tuple(lam.shape)))
 
-    def _inner(self, w):
+    def _inner(self, w: Array) -> tuple[Array, Array]:
         """``(prox_f(w), prox_f(w) - w)``."""
         w = self._point(w)
         return self.f._solve(w, self.lam, tol=self.tol, max_iter=self.max_iter)[:2]
 
-    def value(self, w):
+    def value(self, w: Array) -> Array:
         theta, u = self._inner(w)
         return self.f.value(theta) + self.lam / 2 * self.xp.vecdot(u, u)
 
-    def grad(self, w):
+    def grad(self, w: Array) -> Array:
         return -self.lam[..., None] * self._inner(w)[1]
 
-    def _hess_parts(self, w):
+    def _hess_parts(self, w: Array) -> tuple[Array, Array, Array]:
         theta, _ = self._inner(w)
         H = self.f.hess(theta)
         lam = self.lam[..., None, None]
         return H, H + lam * self.xp.eye(self.dim, dtype=self.dtype), lam
 
-    def hess(self, w):
+    def hess(self, w: Array) -> Array:
         xp = self.xp
         H, M, lam = self._hess_parts(w)
         out = lam * xp.linalg.solve(M, H)
         return (out + xp.matrix_transpose(out)) / 2
 
-    def hvp(self, w, v):
+    def hvp(self, w: Array, v: Array) -> Array:
         H, M, lam = self._hess_parts(w)
         v = self._point(v, "v")
         return lam[..., 0] * self.xp.linalg.solve(M, (H @ v[..., None]))[..., 0]
 
-    def _map(self, a, lam):
+    def _map(self, a: Array, lam: Array) -> Array:
         """The envelope's curvature lam a/(lam + a) of a curvature a of f; an infinite a (f not
         differentiable there: AbsoluteValue, Hinge) gives its limit lam, not inf/inf."""
         xp = self.xp
@@ -133,11 +147,11 @@ class Envelope(Objective):
         a0 = xp.where(fin, a, xp.zeros_like(a))
         return xp.where(fin, lam * a0 / (lam + a0), lam + 0 * a0)
 
-    def _spectrum(self):
+    def _spectrum(self) -> Array | None:
         s = self.f._spectrum()
         return None if s is None else self._map(s, self.lam[..., None])
 
-    def curvature_bounds(self):
+    def curvature_bounds(self) -> tuple[Array, Array]:
         lo, hi = self.f.curvature_bounds()
         xp = self.xp
         return (
@@ -145,7 +159,16 @@ class Envelope(Objective):
             xp.broadcast_to(self._map(hi, self.lam), self.batch_shape),
         )
 
-    def _solve(self, w, gamma, *, tol=None, max_iter=100, info=False, want_u=True):
+    def _solve(
+        self,
+        w: Array,
+        gamma: Array,
+        *,
+        tol: Array | float | None = None,
+        max_iter: int = 100,
+        info: bool = False,
+        want_u: bool = True,
+    ) -> tuple[Array, Array, ProxInfo | None]:
         lam = self.lam
         inner = lam * gamma / (lam + gamma)
         theta, u, inf = self.f._solve(
@@ -159,7 +182,16 @@ class Envelope(Objective):
             inf = self._certificate(inf, scale, inner, theta_in, u_in, w, gamma)
         return theta, u, inf
 
-    def _certificate(self, inf, scale, inner, theta_in, u_in, w, gamma):
+    def _certificate(
+        self,
+        inf: ProxInfo,
+        scale: Array,
+        inner: Array,
+        theta_in: Array,
+        u_in: Array,
+        w: Array,
+        gamma: Array,
+    ) -> ProxInfo:
         r"""The inner bound carried to ``theta = (lam theta* + gamma w)/(lam + gamma)``:
         ``s (b + 3u ||u*|| inner/(inner + mu))(1 + 4u) + 6u (lam ||theta*|| + gamma ||w||)/(lam + gamma)``,
         ``s = lam/(lam + gamma)``, ``u`` the unit roundoff: the inner parameter
@@ -202,7 +234,7 @@ class MetaObjective(Objective):
     References: Per-FedAvg eq. (3), eq. (5), Lemma 4.2.
     """
 
-    def __init__(self, f, alpha):
+    def __init__(self, f: Objective, alpha: Array | float) -> None:
         xp = f.xp
         alpha = (
             as_array(alpha, xp, "alpha", dtype=f.dtype)
@@ -217,19 +249,19 @@ class MetaObjective(Objective):
         self.xp, self.dtype, self.dim = xp, f.dtype, f.dim
         self.batch_shape = tuple(np.broadcast_shapes(f.batch_shape, tuple(alpha.shape)))
 
-    def _v(self, w):
+    def _v(self, w: Array) -> tuple[Array, Array]:
         w = self._point(w)
         return w, w - self.alpha[..., None] * self.f.grad(w)
 
-    def value(self, w):
+    def value(self, w: Array) -> Array:
         return self.f.value(self._v(w)[1])
 
-    def grad(self, w):
+    def grad(self, w: Array) -> Array:
         w, v = self._v(w)
         gv = self.f.grad(v)
         return gv - self.alpha[..., None] * self.f.hvp(w, gv)
 
-    def hess(self, w):
+    def hess(self, w: Array) -> Array:
         xp = self.xp
         w, v = self._v(w)
         gv = self.f.grad(v)
@@ -238,14 +270,14 @@ class MetaObjective(Objective):
         out = J @ self.f.hess(v) @ J - a * self.f.third(w, gv)
         return (out + xp.matrix_transpose(out)) / 2
 
-    def _spectrum(self):
+    def _spectrum(self) -> Array | None:
         s = self.f._spectrum()
         if s is None:
             return None
         a = self.alpha[..., None]
         return self.xp.sort(s * _one_minus_product(self.xp, a, s) ** 2, axis=-1)
 
-    def curvature_bounds(self):
+    def curvature_bounds(self) -> tuple[Array, Array]:
         s = self._spectrum()
         if s is None:
             raise TypeError(
@@ -256,7 +288,7 @@ class MetaObjective(Objective):
         return xp.broadcast_to(s[..., 0], self.batch_shape), xp.broadcast_to(s[..., -1], self.batch_shape)
 
 
-def _one_minus_product(xp, a, b):
+def _one_minus_product(xp: Namespace, a: Array, b: Array) -> Array:
     r"""``1 - a*b`` without the rounding of the product: ``a*b = p + e`` exactly
     (Dekker's two-product with Veltkamp splitting), then ``(1 - p) - e``, where
     ``1 - p`` is exact near ``a*b = 1`` (Sterbenz).  The meta-objective's
@@ -266,7 +298,7 @@ def _one_minus_product(xp, a, b):
     dt = xp.result_type(a, b)
     split = 134217729.0 if dt == xp.float64 else 4097.0  # 2^27 + 1 or 2^12 + 1
 
-    def parts(x):
+    def parts(x: Array) -> tuple[Array, Array]:
         t = split * x
         hi = t - (t - x)
         return hi, x - hi

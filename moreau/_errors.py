@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["ProxConvergenceError"]
 
 
@@ -16,7 +18,16 @@ class ProxConvergenceError(ArithmeticError):
     entries outside ``failed`` are certified answers.
     """
 
-    def __init__(self, message, *, error_bound, tol, iterations, failed=None, theta=None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_bound: Any,
+        tol: Any,
+        iterations: Any,
+        failed: Any = None,
+        theta: Any = None,
+    ) -> None:
         super().__init__(message)
         self.error_bound = error_bound
         self.tol = tol

@@ -3,14 +3,16 @@ r"""Weighted, ridge-regularised least squares built from samples: a Quadratic.""
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from array_api_compat import array_namespace, is_array_api_obj
 
 from ._backend import as_array, constructor_namespace, to_numpy
 from ._matrices import matvec
-from ._objective import _broadcast
+from ._objective import Objective, _broadcast
 from ._quadratic import Quadratic
+from ._typing import Array, DType, Namespace
 
 __all__ = ["LeastSquares", "RowsLeastSquares", "point_view"]
 
@@ -47,7 +49,7 @@ class LeastSquares(Quadratic):
     and per-sample weights); pFedMe, Section 3.1 (the prox of :math:`f_i`).
     """
 
-    def __init__(self, X, y, mu=0.0, weights=None):
+    def __init__(self, X: Any, y: Any, mu: Any = 0.0, weights: Any = None) -> None:
         xp = constructor_namespace(X=X, y=y, mu=mu, weights=weights)
         X = real_array(X, xp, "X")
         dtype = X.dtype
@@ -65,7 +67,7 @@ class LeastSquares(Quadratic):
         weights = check_weights(weights, xp, n, dtype)
         self._build(xp, X, y, mu, weights)
 
-    def _build(self, xp, X, y, mu, weights):
+    def _build(self, xp: Namespace, X: Array, y: Array, mu: Array, weights: Array) -> None:
         """Form ``A, b, c`` from validated samples and initialise the Quadratic."""
         try:
             shape = np.broadcast_shapes(
@@ -90,16 +92,16 @@ class LeastSquares(Quadratic):
         self.batch_shape = tuple(shape)
         self.X, self.y, self.mu, self.weights = X, y, mu, weights
 
-    def grad(self, theta):
+    def grad(self, theta: Array) -> Array:
         """``A theta - b`` (:meth:`Quadratic.grad`, the same bits) without the defensive copy of ``theta``
         (and, for points without extra leading axes, without ``matvec``'s bookkeeping: its product)."""
         return self._grad(point_view(self, theta))
 
-    def _grad(self, theta):  # at a point already checked (moreau.fl's own iterates)
+    def _grad(self, theta: Array) -> Array:  # at a point already checked (moreau.fl's own iterates)
         A = self.A
         return ((A @ theta[..., None])[..., 0] if theta.ndim < A.ndim else matvec(A, theta)) - self.b
 
-    def with_weights(self, weights):
+    def with_weights(self, weights: Any) -> LeastSquares:
         r"""The same samples with new per-sample weights ``(..., n)`` (e.g. a mini-batch).
 
         ``weights`` are validated as in the constructor (finite, >= 0, a
@@ -123,13 +125,15 @@ class RowsLeastSquares(LeastSquares):
     :math:`X^\top (p \odot (X\theta - y)) + \mu\theta`, the value and the Hessian-vector product
     come from the rows: ``O(k d)`` per entry for ``k`` rows where ``A`` costs ``O(k d^2)``."""
 
-    def __init__(self, xp, X, y, mu, weights, batch_shape):
+    def __init__(
+        self, xp: Namespace, X: Array, y: Array, mu: Array, weights: Array, batch_shape: tuple[int, ...]
+    ) -> None:
         self.xp, self.dtype, self.dim, self.batch_shape = xp, X.dtype, X.shape[-1], tuple(batch_shape)
         self.X, self.y, self.mu, self.weights = X, y, mu, weights
         self._p = weights / xp.sum(weights, axis=-1, keepdims=True)
 
     @cached_property
-    def _moments(self):
+    def _moments(self) -> tuple[Array, Array, Array]:
         q = object.__new__(LeastSquares)
         q._build(self.xp, self.X, self.y, self.mu, self.weights)
         return q.A, q.b, q.c
@@ -138,29 +142,29 @@ class RowsLeastSquares(LeastSquares):
     b = property(lambda self: self._moments[1])
     c = property(lambda self: self._moments[2])
 
-    def _residual(self, theta):
+    def _residual(self, theta: Array) -> Array:
         return (self.X @ theta[..., None])[..., 0] - self.y
 
-    def _grad(self, theta):
+    def _grad(self, theta: Array) -> Array:
         r = self._p * self._residual(theta)
         return (self.xp.matrix_transpose(self.X) @ r[..., None])[..., 0] + self.mu[..., None] * theta
 
-    def value(self, theta):
+    def value(self, theta: Array) -> Array:
         theta = point_view(self, theta)
         r = self._residual(theta)
         return self.xp.sum(self._p * r * r, axis=-1) / 2 + self.mu / 2 * self.xp.vecdot(theta, theta)
 
-    def hvp(self, theta, v):
+    def hvp(self, theta: Array, v: Array) -> Array:
         point_view(self, theta)
         v = point_view(self, v, "v")
         Xv = self._p * (self.X @ v[..., None])[..., 0]
         return (self.xp.matrix_transpose(self.X) @ Xv[..., None])[..., 0] + self.mu[..., None] * v
 
 
-def _check_formed(xp, X, y, mu, A, b, c):
+def _check_formed(xp: Namespace, X: Array, y: Array, mu: Array, A: Array, b: Array, c: Array) -> None:
     """``ValueError`` naming the samples whose moments ``A, b, c`` overflow the dtype."""
 
-    def big(v):
+    def big(v: Array) -> str:
         return f"{float(xp.max(xp.abs(v))):.3g}"
 
     lim = f"{float(xp.finfo(X.dtype).max):.3g}"
@@ -181,7 +185,7 @@ def _check_formed(xp, X, y, mu, A, b, c):
         )
 
 
-def check_weights(weights, xp, n, dtype, *, required=False):
+def check_weights(weights: Any, xp: Namespace, n: int, dtype: DType, *, required: bool = False) -> Array:
     """Validated per-sample weights ``(..., n)``: finite, >= 0, a positive and finite sum per
     client (a sum that overflows would make every normalised weight ``w / sum w`` zero).
 
@@ -211,7 +215,7 @@ def check_weights(weights, xp, n, dtype, *, required=False):
     return weights
 
 
-def point_view(f, theta, name="theta"):
+def point_view(f: Objective, theta: Any, name: str = "theta") -> Array:
     """``f._point(theta)`` without its defensive copy, for evaluations that keep nothing of
     ``theta`` (gradients, Hessian-vector products: one array fewer per call): the same checks
     (real, finite, shape ``(..., d)`` broadcasting with the batch shape)."""
@@ -222,7 +226,7 @@ def point_view(f, theta, name="theta"):
     return theta
 
 
-def real_array(x, xp, name, *, dtype=None):
+def real_array(x: Any, xp: Namespace, name: str, *, dtype: DType = None) -> Array:
     """``as_array`` (host data accepted) after refusing non-real input *before* any cast:
     a complex or non-numeric array is a ``TypeError``, never silently truncated."""
     if not is_array_api_obj(x) or isinstance(x, (np.ndarray, np.generic)):

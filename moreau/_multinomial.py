@@ -3,7 +3,9 @@ r"""Weighted multinomial (softmax) logistic regression, batched over clients."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -13,6 +15,7 @@ from ._multinomial_cert import MultinomialCertificates
 from ._multinomial_fast import hessian_blocks, softmax_blocks, softmax_grad, softmax_hvp
 from ._newton_batch import take_object
 from ._samples import SampleLoss
+from ._typing import Array
 
 __all__ = ["Multinomial", "MAX_BYTES"]
 
@@ -62,7 +65,16 @@ class Multinomial(MultinomialCertificates, SampleLoss):
     _part_share = 0.75
     _fresh_hessian = True  # _hess_at returns a fresh array: Newton may add lam I in place
 
-    def __init__(self, X, y, n_classes=None, mu=0.0, weights=None, *, max_bytes=MAX_BYTES):
+    def __init__(
+        self,
+        X: Any,
+        y: Any,
+        n_classes: int | None = None,
+        mu: Any = 0.0,
+        weights: Any = None,
+        *,
+        max_bytes: float = MAX_BYTES,
+    ) -> None:
         xp, y = self._init_samples(X, y, mu, weights)
         yh = to_numpy(y)
         if np.any(yh != np.round(yh)) or np.any(yh < 0):
@@ -83,12 +95,12 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         self.dim = self.n_features * self.n_classes
         self._null_dim = self.n_features  # hess f = mu on the d shift directions v (x) 1 (see _hess_error)
 
-    def matrix(self, theta):
+    def matrix(self, theta: Array) -> Array:
         """``theta`` ``(..., d*C)`` as the parameter matrices ``(..., d, C)``."""
         theta = self._point(theta)
         return self.xp.reshape(theta, tuple(theta.shape[:-1]) + (self.n_features, self.n_classes))
 
-    def _probs(self, theta, others=False):
+    def _probs(self, theta: Array, others: bool | str = False) -> tuple[Array, ...]:
         """(logits, log-sum-exp, softmax probabilities[, 1 - probabilities]), shapes
         (..., n, C), (..., n), (..., n, C)[, (..., n, C)].
 
@@ -115,29 +127,29 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         rest = xp.sum(e[..., None, :] * off, axis=-1)  # sum over c' != c
         return out + (rest / s,)
 
-    def _residual(self, P, Q):
+    def _residual(self, P: Array, Q: Array) -> Array:
         """``P - Y`` with the label entry ``-(1 - pi_y)`` taken from ``Q`` (no cancellation)."""
         return self.xp.where(self._Y > 0, -Q, P)
 
-    def value(self, theta):
+    def value(self, theta: Array) -> Array:
         xp = self.xp
         Z, lse, _ = self._probs(theta)
         loss = xp.sum(self._p * (lse - xp.sum(self._Y * Z, axis=-1)), axis=-1)
         return loss + self.mu / 2 * xp.vecdot(theta, theta)
 
-    def grad(self, theta):
+    def grad(self, theta: Array) -> Array:
         r"""Gradient ``(..., d*C)``: the fast evaluation Newton uses (:meth:`_eval`'s gradient,
         bit for bit, without its value, rounding bound and Hessian state; class-major, in blocks
         of clients: ``moreau._multinomial_fast``), so :meth:`_grad_rounding` bounds its error.
         :meth:`_grad_plain` is the samples-by-classes reference (equal to rounding)."""
         return self._grad(point_view(self, theta))
 
-    def _grad(self, theta):
+    def _grad(self, theta: Array) -> Array:
         """:meth:`grad` at a point already checked (``moreau.fl``'s own iterates)."""
         g, bshape = self._softmax(theta, full=False)
         return self.xp.reshape(g, bshape + (self.dim,))
 
-    def _grad_plain(self, theta):
+    def _grad_plain(self, theta: Array) -> Array:
         """The gradient in the samples-by-classes layout of :meth:`value` and :meth:`hess`
         (``_probs``; the reference of :meth:`grad`)."""
         xp = self.xp
@@ -150,7 +162,7 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         G = G - xp.mean(G, axis=-1, keepdims=True)
         return xp.reshape(G, tuple(G.shape[:-2]) + (self.dim,)) + self.mu[..., None] * theta
 
-    def hess(self, theta):
+    def hess(self, theta: Array) -> Array:
         xp = self.xp
         _, _, P, Q = self._probs(theta, others=True)
         C = self.n_classes
@@ -168,14 +180,14 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         return H + self.mu[..., None, None] * xp.eye(self.dim, dtype=self.dtype)
 
     @cached_property
-    def _Y(self):
+    def _Y(self) -> Array:
         """The one-hot labels ``(..., n, C)`` of the plain methods (formed when first needed:
         Newton's evaluation reads :attr:`_Yt`)."""
         xp = self.xp
         return xp.astype(self.y[..., None] == xp.arange(self.n_classes, dtype=self.dtype), self.dtype)
 
     @cached_property
-    def _Yt(self):
+    def _Yt(self) -> Array:
         """The one-hot labels class-major, ``(..., C, n)`` (Newton's evaluation layout)."""
         xp = self.xp
         return xp.astype(
@@ -183,13 +195,13 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         )
 
     @cached_property
-    def _ypos(self):
+    def _ypos(self) -> np.ndarray:
         """numpy: ``y_j n + j`` ``(..., n)`` (int64), each label's flat position in a client's
         class-major ``(C, n)`` block (the fast gradient's indexed label entries)."""
         n = self.X.shape[-2]
         return np.asarray(self.y).astype(np.int64) * n + np.arange(n)
 
-    def _eval(self, theta):
+    def _eval(self, theta: Array) -> tuple[Array, Array, Array, Array]:
         """Value, gradient, :meth:`_grad_rounding` and the Hessian's state from one evaluation
         of the logits, laid out class-major (``moreau._multinomial_fast``; the same operations
         as :meth:`value`, :meth:`grad`, :meth:`_grad_rounding`, so the same bounds hold).  The
@@ -203,7 +215,7 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         E = self._grad_bound(theta, state[..., 2 * C, :], xp.reshape(Rn, bshape + (n,)))
         return v, xp.reshape(g, bshape + (self.dim,)), E, state
 
-    def _softmax(self, theta, full):
+    def _softmax(self, theta: Array, full: bool) -> tuple[Any, tuple[int, ...]]:
         """``(softmax_blocks(...), bshape)`` on the flattened broadcast batch ``bshape`` of
         ``theta`` and the data (shared data stays one array)."""
         d, C, n = self.n_features, self.n_classes, self.X.shape[-2]
@@ -222,13 +234,13 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         got = softmax_grad(*args, ypos=flat(self._ypos, (n,)) if isinstance(theta, np.ndarray) else None)
         return got, bshape
 
-    def _flat(self, bshape):
+    def _flat(self, bshape: tuple[int, ...]) -> Callable[..., Array]:
         """``flat(a, tail, point=False)``: ``a`` as ``(N,) + tail`` on the batch ``bshape``
         (``N`` its size), or the shared array itself (``tail``) when ``a`` has no batch axes
         and is not a ``point`` (points are reshaped from their last axis)."""
         xp, N = self.xp, math.prod(bshape)
 
-        def flat(a, tail, point=False):
+        def flat(a: Array, tail: tuple[int, ...], point: bool = False) -> Array:
             lead = tuple(a.shape[:-1] if point else a.shape[: a.ndim - len(tail)])
             if lead == bshape:  # nothing to broadcast (the usual case: no copy, no Python-level checks)
                 return xp.reshape(a, (N,) + tail)
@@ -240,7 +252,7 @@ class Multinomial(MultinomialCertificates, SampleLoss):
 
         return flat
 
-    def hvp(self, theta, v):
+    def hvp(self, theta: Array, v: Array) -> Array:
         r"""``hess(theta) @ v`` without the Hessian: :math:`\sum_j p_j\, x_j \otimes
         \pi_j \odot (u_j - \pi_j^\top u_j) + \mu v`, :math:`u_j = V^\top x_j` (``V`` is ``v``
         as a ``(d, C)`` matrix), the product of :math:`\mathrm{diag}(\pi_j) - \pi_j\pi_j^\top`
@@ -261,7 +273,14 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         )
         return xp.reshape(h, bshape + (self.dim,))
 
-    def _hess_at(self, theta, state, low=False, rows=None, out=None):
+    def _hess_at(
+        self,
+        theta: Array,
+        state: Array,
+        low: bool = False,
+        rows: np.ndarray | None = None,
+        out: Array | None = None,
+    ) -> Array:
         """``hess(theta)`` from the state :meth:`_eval` returned at ``theta``: the blocks
         ``X^T diag(q_ac) X`` once per pair ``a <= c`` (``moreau._multinomial_fast``; the same
         products as :meth:`hess`, so :meth:`_hess_error` holds for it).  ``low=True`` (float64
@@ -292,7 +311,7 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         H = hessian_blocks(xp, X, st[:, :C, :], st[:, C : 2 * C, :], p, mu, d, C, low, **part)
         return H if rows is not None else xp.reshape(H, bshape + (D, D))
 
-    def _low_hessian_ok(self, modulus, hi=None):
+    def _low_hessian_ok(self, modulus: Array, hi: Array | None = None) -> Array:
         r"""Where Newton may take its direction from the float32 Hessian (``_hess_at(...,
         low=True)``), given ``modulus = lam + mu <= lambda_min`` of the prox Hessian.
 
@@ -318,7 +337,7 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         under = 2 * n * C * 2.0**-149 * (1 + R) ** 2
         return ((n + 4) * u32 * hi + under <= 2.0**-8 * modulus) & (R <= 2.0**50)
 
-    def _take(self, idx, shape):
+    def _take(self, idx: Array, shape: tuple[int, ...]) -> Multinomial:
         """Newton's working copy for the entries ``idx`` of the batch ``shape`` (see
         :meth:`Objective._take`); ``L`` is taken when already computed, else computed
         for those entries only if needed."""
@@ -326,11 +345,11 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         arrays = {"X": 2, "y": 1, "_p": 1, "mu": 0, "_rownorm": 1, "_L": 0}
         return take_object(self, idx, shape, arrays)
 
-    def curvature_bounds(self):
+    def curvature_bounds(self) -> tuple[Array, Array]:
         """``(mu, lambda_max(X^T W X)/(2 sum w) + mu)``: valid bounds (the upper one is not attained in general)."""
         return super().curvature_bounds()
 
-    def _grad_error_scale(self, theta):
+    def _grad_error_scale(self, theta: Array) -> Array:
         xp = self.xp
         _, _, P = self._probs(theta)
         r = self._rownorm
@@ -338,17 +357,17 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         return xp.sum(self._p * r * safe_norm(P - self._Y, xp), axis=-1) + self.smoothness() * tn
 
 
-def _bshape(*shapes):
+def _bshape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     """``numpy.broadcast_shapes`` with the common case (equal shapes) first."""
     return shapes[0] if all(s == shapes[0] for s in shapes) else tuple(np.broadcast_shapes(*shapes))
 
 
-def _first(yh, bad):
+def _first(yh: np.ndarray, bad: np.ndarray) -> tuple[int, ...]:
     """The first index (a tuple) where ``bad``."""
     return tuple(int(k) for k in np.argwhere(bad)[0])
 
 
-def _check_cost(f, C, inferred, yh, max_bytes):
+def _check_cost(f: Multinomial, C: int, inferred: bool, yh: np.ndarray, max_bytes: float) -> None:
     """``ValueError`` with the estimate where the per-call arrays of ``C`` classes exceed ``max_bytes``."""
     if (
         isinstance(max_bytes, bool)
@@ -380,9 +399,10 @@ def _check_cost(f, C, inferred, yh, max_bytes):
     )
 
 
-def _size(b):
+def _size(b: float) -> str:
     b = float(b)
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if b < 1024 or unit == "PiB":
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if b < 1024:
             return f"{b:.3g} {unit}"
         b /= 1024
+    return f"{b:.3g} PiB"

@@ -19,12 +19,14 @@ Optimization* (2017), Example 6.8 (ℓ1) and Lemma 6.5 (hyperplane/half-space st
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from ._backend import as_array, constructor_namespace, safe_norm, to_numpy
 from ._errors import ProxConvergenceError
 from ._objective import Objective, ProxInfo
+from ._typing import Array, DType, Namespace
 
 __all__ = ["AbsoluteValue", "ExactProx", "Hinge"]
 
@@ -50,41 +52,51 @@ class ExactProx(Objective):
     against exact rational arithmetic).  A ``tol`` below it raises ProxConvergenceError.
     """
 
-    mu = None
+    mu: Array = None
+    _ridge: bool  # set by _set_ridge
 
     # -- flags a checker reads --------------------------------------------------------
     @property
-    def smooth(self):
+    def smooth(self) -> np.ndarray:
         """``hi < inf`` per batch entry (host bool array): the gradient is Lipschitz."""
         return np.isfinite(_host(self.curvature_bounds()[1]))
 
     @property
-    def convex(self):
+    def convex(self) -> np.ndarray:
         """``lo >= 0`` per batch entry (host bool array)."""
         return _host(self.curvature_bounds()[0]) >= 0
 
     @property
-    def strongly_convex(self):
+    def strongly_convex(self) -> np.ndarray:
         """``lo > 0`` per batch entry (host bool array)."""
         return _host(self.curvature_bounds()[0]) > 0
 
-    def weak_convexity(self):
+    def weak_convexity(self) -> Array:
         """``rho = max(-lo, 0)``: ``f + rho/2 ||.||^2`` is convex (0 for a convex ``f``), shape ``(...)``."""
         xp = self.xp
         return xp.maximum(-self.curvature_bounds()[0], xp.zeros((), dtype=self.dtype))
 
-    def hess(self, theta):
+    def hess(self, theta: Array) -> Array:
         raise TypeError(
             f"{type(self).__name__} is not differentiable at its kinks: it has no Hessian "
             "(curvature_bounds()[1] is inf); its envelope has value and gradient only"
         )
 
     # -- prox ------------------------------------------------------------------------
-    def _kappa(self, lam):
+    def _kappa(self, lam: Array) -> Array | float:
         """Lipschitz constant of ``prox_g(., lam)``, broadcasting against ``(..., d)``: 1 (convex ``g``)."""
         return 1.0
 
-    def _solve(self, w, lam, *, tol=None, max_iter=None, info=False, want_u=True):
+    def _solve(
+        self,
+        w: Array,
+        lam: Array,
+        *,
+        tol: Array | float | None = None,
+        max_iter: int | None = None,
+        info: bool = False,
+        want_u: bool = True,
+    ) -> tuple[Array, Array, ProxInfo | None]:
         """``(prox(w), prox(w) - w, ProxInfo or None)`` by the closed form (no iterations)."""
         xp = self.xp
         shape = tuple(np.broadcast_shapes(self.batch_shape, tuple(w.shape[:-1]), tuple(lam.shape)))
@@ -117,7 +129,7 @@ class ExactProx(Objective):
         bound = np.broadcast_to(np.asarray(to_numpy(err), dtype=np.float64), shape)
         return theta, u, _info(type(self).__name__, bound, tol, theta)
 
-    def _core(self, w, lam, shift):
+    def _core(self, w: Array, lam: Array, shift: Array | None) -> tuple[Array, Array, Array]:
         """``(prox_g(w2), prox_g(w2) - w2, error bound (...))`` for ``g`` without the ridge at
         ``w2 = w - shift`` (``shift`` None: zero); the differences ``w - s`` (or margins) are formed
         before the shift is taken off, so that a point on a kink keeps an exact displacement.  The
@@ -125,10 +137,10 @@ class ExactProx(Objective):
         raise NotImplementedError
 
     # -- shared pieces -----------------------------------------------------------------
-    def _ridge_value(self, theta):
+    def _ridge_value(self, theta: Array) -> Array:
         return self.mu / 2 * self.xp.vecdot(theta, theta)
 
-    def _set_ridge(self, mu, xp, dtype):
+    def _set_ridge(self, mu: Any, xp: Namespace, dtype: DType) -> Array:
         mu = as_array(mu, xp, "mu", dtype=dtype, host_ok=True)
         if not bool(xp.all(mu >= 0)):
             raise ValueError(f"mu must be >= 0 (got {float(xp.min(mu)):g})")
@@ -136,11 +148,11 @@ class ExactProx(Objective):
         return mu
 
 
-def _host(x):
+def _host(x: Any) -> np.ndarray:
     return np.asarray(to_numpy(x))
 
 
-def _info(name, bound, tol, theta):
+def _info(name: str, bound: np.ndarray, tol: Any, theta: Array) -> ProxInfo:
     """ProxInfo for a closed form (zero iterations), or ProxConvergenceError where ``bound > tol``."""
     bound = np.where(np.isnan(bound), np.inf, bound)
     its = np.zeros(bound.shape, dtype=int)
@@ -171,7 +183,9 @@ def _info(name, bound, tol, theta):
     return ProxInfo(iterations=its, error_bound=bound, tol=t.copy())
 
 
-def per_coordinate(x, xp, name, dtype, shape, *, positive):
+def per_coordinate(
+    x: Any, xp: Namespace, name: str, dtype: DType, shape: tuple[int, ...], *, positive: bool
+) -> tuple[Array, tuple[int, ...]]:
     """``x`` as an array of ``dtype`` broadcasting against ``shape = (..., d)`` without changing
     ``d``, every entry ``> 0`` (``positive``) or ``>= 0``; the broadcast shape."""
     x = as_array(x, xp, name, dtype=dtype, host_ok=True)
@@ -189,7 +203,7 @@ def per_coordinate(x, xp, name, dtype, shape, *, positive):
     return x, out
 
 
-def centres(s, xp, name="s"):
+def centres(s: Any, xp: Namespace, name: str = "s") -> Array:
     """``s`` ``(..., d)`` with ``d >= 1``, its namespace's float dtype."""
     s = as_array(s, xp, name, host_ok=True)
     if s.ndim == 0 or s.shape[-1] == 0:
@@ -197,7 +211,7 @@ def centres(s, xp, name="s"):
     return s
 
 
-def batch_of(shape, mu):
+def batch_of(shape: tuple[int, ...], mu: Array) -> tuple[int, ...]:
     """Batch shape: the leading axes of ``shape`` broadcast with ``mu``'s shape (ValueError naming mu)."""
     try:
         return tuple(np.broadcast_shapes(tuple(shape[:-1]), tuple(mu.shape)))
@@ -232,7 +246,7 @@ class AbsoluteValue(ExactProx):
     References: Parikh & Boyd (2014) §6.5.2; Beck (2017) Example 6.8.
     """
 
-    def __init__(self, s, c=1.0, mu=0.0):
+    def __init__(self, s: Any, c: Any = 1.0, mu: Any = 0.0) -> None:
         xp = constructor_namespace(s=s, c=c, mu=mu)
         s = centres(s, xp)
         dtype = s.dtype
@@ -242,12 +256,12 @@ class AbsoluteValue(ExactProx):
         self.batch_shape = batch_of(shape, mu)
         self.s, self.c = s, c
 
-    def value(self, theta):
+    def value(self, theta: Array) -> Array:
         xp = self.xp
         theta = self._point(theta)
         return xp.sum(self.c * xp.abs(theta - self.s), axis=-1) + self._ridge_value(theta)
 
-    def grad(self, theta):
+    def grad(self, theta: Array) -> Array:
         """The minimum-norm subgradient, shape ``(..., d)`` (kinks decided on ``theta - s == 0``)."""
         xp = self.xp
         theta = self._point(theta)
@@ -256,7 +270,7 @@ class AbsoluteValue(ExactProx):
         kink = r - xp.minimum(xp.maximum(r, -self.c), self.c)
         return xp.where(z == 0, kink, r + self.c * xp.sign(z))
 
-    def curvature_bounds(self):
+    def curvature_bounds(self) -> tuple[Array, Array]:
         """``(mu, inf)``; ``hi = mu`` on entries whose weights are all zero.  Exact."""
         xp = self.xp
         c = xp.broadcast_to(self.c, self.batch_shape + (self.dim,))
@@ -264,7 +278,7 @@ class AbsoluteValue(ExactProx):
         hi = xp.where(xp.any(c > 0, axis=-1), xp.asarray(math.inf, dtype=self.dtype), lo)
         return lo, hi
 
-    def _core(self, w, lam, shift):
+    def _core(self, w: Array, lam: Array, shift: Array | None) -> tuple[Array, Array, Array]:
         r"""Soft thresholding.  Rounding, per coordinate (``u = eps/2``): ``z = (w - s) - shift`` and
         ``t = c/lam`` carry ``u(|z| + |w - s|)``, ``u t``; soft thresholding is 1-Lipschitz in both,
         and the error of ``t`` matters only where ``|z| > (1 - 2u) t``; ``|z| - t`` and ``s + v`` add
@@ -309,7 +323,7 @@ class Hinge(ExactProx):
     References: Beck (2017) Lemma 6.5 and Example 6.33 (hinge); Parikh & Boyd (2014) §2.2.
     """
 
-    def __init__(self, a, y, c=1.0, mu=0.0):
+    def __init__(self, a: Any, y: Any, c: Any = 1.0, mu: Any = 0.0) -> None:
         xp = constructor_namespace(a=a, y=y, c=c, mu=mu)
         a = centres(a, xp, "a")
         dtype = a.dtype
@@ -340,16 +354,16 @@ class Hinge(ExactProx):
         self.b = y[..., None] * a  # exact: y = +-1
         self._norm = safe_norm(self.b, xp)  # ||b||, (d/2 + 2) eps relative
 
-    def margin(self, theta):
+    def margin(self, theta: Array) -> Array:
         r""":math:`y\,a^\top\theta`, shape ``(...)``."""
         return self.xp.vecdot(self.b, self._point(theta))
 
-    def value(self, theta):
+    def value(self, theta: Array) -> Array:
         xp = self.xp
         theta = self._point(theta)
         return self.c * xp.maximum(1 - xp.vecdot(self.b, theta), 0.0) + self._ridge_value(theta)
 
-    def grad(self, theta):
+    def grad(self, theta: Array) -> Array:
         """The minimum-norm subgradient, shape ``(..., d)`` (the kink decided on the computed margin)."""
         xp = self.xp
         theta = self._point(theta)
@@ -360,14 +374,14 @@ class Hinge(ExactProx):
         t = xp.where(m < 1, xp.ones_like(m), xp.where(m == 1, t_kink, xp.zeros_like(m)))
         return self.mu[..., None] * theta - (self.c * t)[..., None] * self.b
 
-    def curvature_bounds(self):
+    def curvature_bounds(self) -> tuple[Array, Array]:
         """``(mu, inf)``; ``hi = mu`` where ``c ||a|| = 0`` (a constant loss).  Exact."""
         xp = self.xp
         lo = xp.broadcast_to(self.mu, self.batch_shape)
         hi = xp.where(self.c * self._norm > 0, xp.asarray(math.inf, dtype=self.dtype), lo)
         return lo, xp.broadcast_to(hi, self.batch_shape)
 
-    def _core(self, w, lam, shift):
+    def _core(self, w: Array, lam: Array, shift: Array | None) -> tuple[Array, Array, Array]:
         r"""The clipped step.  Rounding (``u = eps/2``, ``g_k = k u/(1 - k u)``, ``n = ||b||``): the
         margin shortfall ``m = (1 - b^T w) + b^T shift`` carries
         ``E_m = g_d sum|b_k w_k| + g_d sum|b_k shift_k| + u(|1 - b^T w| + |m|)``; ``x = m/n^2`` then

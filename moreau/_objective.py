@@ -14,11 +14,13 @@ A new objective subclasses :class:`Objective` and implements ``value``,
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from ._backend import as_array, to_numpy
 from ._proxinfo import ProxInfo
+from ._typing import Array, DType, Namespace
 
 __all__ = ["Objective", "ProxInfo"]
 
@@ -31,25 +33,25 @@ class Objective:
     ``curvature_bounds``.
     """
 
-    xp = None
-    dtype = None
+    xp: Namespace = None
+    dtype: DType = None
     dim: int = 0
-    batch_shape: tuple = ()
+    batch_shape: tuple[int, ...] = ()
 
     # -- to implement ---------------------------------------------------------
-    def value(self, theta):
+    def value(self, theta: Array) -> Array:
         """f(theta), shape ``(...)``."""
         raise NotImplementedError
 
-    def grad(self, theta):
+    def grad(self, theta: Array) -> Array:
         """Gradient, shape ``(..., d)``."""
         raise NotImplementedError
 
-    def hess(self, theta):
+    def hess(self, theta: Array) -> Array:
         """Hessian, shape ``(..., d, d)``."""
         raise NotImplementedError
 
-    def curvature_bounds(self):
+    def curvature_bounds(self) -> tuple[Array, Array]:
         r"""``(lo, hi)``, arrays of the batch shape, with
         ``lo I <= hess(theta) <= hi I`` for every theta.
 
@@ -58,47 +60,55 @@ class Objective:
         """
         raise NotImplementedError
 
-    def _spectrum(self):
+    def _spectrum(self) -> Array | None:
         """Exact Hessian eigenvalues ``(..., d)`` if the Hessian is constant, else None."""
         return None
 
     # -- derived ----------------------------------------------------------------
-    def hvp(self, theta, v):
+    def hvp(self, theta: Array, v: Array) -> Array:
         """Hessian-vector product ``hess(theta) @ v``, shape ``(..., d)``."""
         v = self._point(v, "v")
         return (self.hess(theta) @ v[..., None])[..., 0]
 
-    def third(self, theta, v):
+    def third(self, theta: Array, v: Array) -> Array:
         r"""Directional third derivative ``D^3 f(theta)[v]``, shape ``(..., d, d)``.
 
         Needed only for the exact Hessian of a meta-objective.
         """
         raise TypeError(f"{type(self).__name__} does not provide third derivatives")
 
-    def smoothness(self):
+    def smoothness(self) -> Array:
         """Lipschitz constant of the gradient: ``max(|lo|, |hi|)``."""
         lo, hi = self.curvature_bounds()
         return self.xp.maximum(self.xp.abs(lo), self.xp.abs(hi))
 
-    def _smoothness_bound(self):
+    def _smoothness_bound(self) -> Array:
         """A valid upper bound on ``||hess f(theta)||`` for every theta (Newton's
         bookkeeping: may be cheaper and looser than :meth:`smoothness`)."""
         return self.smoothness()
 
-    def strong_convexity(self):
+    def strong_convexity(self) -> Array:
         """Largest ``mu`` with ``f - mu/2 ||.||^2`` convex (``lo``).
 
         Negative means nonconvex and ``(-mu)``-weakly convex.
         """
         return self.curvature_bounds()[0]
 
-    def _certified_curvature(self):
+    def _certified_curvature(self) -> Array:
         """A lower bound on the curvature that certificates may divide by: ``strong_convexity()``
         where that is exact or a valid bound (samples losses: ``mu``); objectives whose constant
         is a computed eigenvalue override it with a proven bound (Quadratic)."""
         return self.strong_convexity()
 
-    def prox(self, w, lam, *, tol=None, max_iter=100, return_info=False):
+    def prox(
+        self,
+        w: Array,
+        lam: Array | float,
+        *,
+        tol: Array | float | None = None,
+        max_iter: int = 100,
+        return_info: bool = False,
+    ) -> Array | tuple[Array, ProxInfo]:
         r"""``argmin_theta f(theta) + (lam/2) ||theta - w||^2``; see :func:`moreau.prox`."""
         from ._newton import check_max_iter
 
@@ -109,7 +119,16 @@ class Objective:
         return (theta, info) if return_info else theta
 
     # -- hooks --------------------------------------------------------------
-    def _solve(self, w, lam, *, tol=None, max_iter=100, info=False, want_u=True):
+    def _solve(
+        self,
+        w: Array,
+        lam: Array,
+        *,
+        tol: Array | float | None = None,
+        max_iter: int = 100,
+        info: bool = False,
+        want_u: bool = True,
+    ) -> tuple[Array, Array | None, ProxInfo | None]:
         """``(prox(w), prox(w) - w, ProxInfo or None)``; default: certified damped Newton.
 
         ``want_u=False`` lets closed forms skip the displacement (then ``None``).
@@ -123,26 +142,28 @@ class Objective:
 
         return newton_prox(self, w, lam, tol=tol, max_iter=max_iter, info=info)
 
-    def _value_grad(self, theta):
+    def _value_grad(self, theta: Array) -> tuple[Array, Array]:
         """``(value, grad)``; objectives that share work between them override it."""
         return self.value(theta), self.grad(theta)
 
-    def _hess_scale(self, theta, *, hess=True, scale=True):
+    def _hess_scale(
+        self, theta: Array, *, hess: bool = True, scale: bool = True
+    ) -> tuple[Array | None, Array | None]:
         """``(hess or None, _grad_rounding or None)`` at one point (overridable to share work)."""
         return (self.hess(theta) if hess else None), (self._grad_rounding(theta) if scale else None)
 
-    def _eval(self, theta):
+    def _eval(self, theta: Array) -> tuple[Array, Array, Array, Any]:
         """``(value, grad, _grad_rounding, state)`` at one point; ``state`` (an array
         whose leading axes are the batch axes, or None) is handed to
         :meth:`_hess_at` at the same point so that objectives can share work."""
         v, g = self._value_grad(theta)
         return v, g, self._grad_rounding(theta), None
 
-    def _hess_at(self, theta, state):
+    def _hess_at(self, theta: Array, state: Any) -> Array:
         """``hess(theta)`` given the ``state`` :meth:`_eval` returned there."""
         return self.hess(theta)
 
-    def _grad_rounding(self, theta):
+    def _grad_rounding(self, theta: Array) -> Array:
         r"""An upper bound on ``||fl(grad f(theta)) - grad f(theta)||``, shape ``(...)``.
 
         The built-in objectives derive a rigorous a-priori bound (Higham's
@@ -161,7 +182,7 @@ class Objective:
             * (self._grad_error_scale(theta) + self.smoothness() * xp.linalg.vector_norm(theta, axis=-1))
         )
 
-    def _local_curvature(self, theta, state):
+    def _local_curvature(self, theta: Array, state: Any) -> tuple[Array, ...] | None:
         """``(err, rho)``, rigorous: ``lambda_min`` of the exact Hessian at ``theta`` is at
         least the smallest eigenvalue ``eigvalsh`` computes for ``_hess_at(theta, state)``
         minus ``err``, and ``rho`` is a Lipschitz constant of the Hessian (``state``: what
@@ -169,7 +190,7 @@ class Objective:
         (then only the global modulus ``lam + mu`` certifies the prox)."""
         return None
 
-    def _take(self, idx, shape):
+    def _take(self, idx: Array, shape: tuple[int, ...]) -> Objective | None:
         """A copy for Newton holding only the batch entries ``idx`` (flat indices into
         the batch ``shape`` it broadcasts against), batch shape ``(len(idx),)``, on which
         :meth:`_eval`, :meth:`_hess_at`, :meth:`_local_curvature` and
@@ -177,12 +198,12 @@ class Objective:
         where the objective cannot (then converged entries stay in Newton's batch)."""
         return None
 
-    def _grad_error_scale(self, theta):
+    def _grad_error_scale(self, theta: Array) -> Array:
         """Magnitude of the terms summed in ``grad(theta)`` (its rounding scale)."""
         return self.xp.linalg.vector_norm(self.grad(theta), axis=-1)
 
     # -- validation -------------------------------------------------------------
-    def _point(self, theta, name="theta"):
+    def _point(self, theta: Any, name: str = "theta") -> Array:
         xp = self.xp
         theta = as_array(theta, xp, name, dtype=self.dtype)
         if theta.ndim == 0 or theta.shape[-1] != self.dim:
@@ -192,7 +213,7 @@ class Objective:
         _broadcast(self.batch_shape, tuple(theta.shape[:-1]), name)
         return theta
 
-    def _lam(self, lam, name="lam", convexity=True):
+    def _lam(self, lam: Any, name: str = "lam", convexity: bool = True) -> Array:
         """``lam`` validated: positive normal numbers broadcasting with the batch and, with
         ``convexity``, above the nonconvex threshold ``-strong_convexity()``."""
         xp = self.xp
@@ -238,7 +259,7 @@ class Objective:
         return lam
 
 
-def _scalar(v, xp, dtype, name):
+def _scalar(v: float, xp: Namespace, dtype: DType, name: str) -> Array:
     try:
         finite = not isinstance(v, bool) and math.isfinite(v)
     except OverflowError:  # an int beyond the float range
@@ -249,7 +270,7 @@ def _scalar(v, xp, dtype, name):
     return xp.asarray(v, dtype=dtype)
 
 
-def _broadcast(batch, shape, name):
+def _broadcast(batch: tuple[int, ...], shape: tuple[int, ...], name: str) -> None:
     # broadcasting aligns the trailing axes; the longer shape's extra leading axes broadcast freely
     for a, b in zip(reversed(batch), reversed(shape), strict=False):
         if a != b and 1 not in (a, b):

@@ -15,9 +15,11 @@ Assumption 1(b)).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ._backend import constructor_namespace, safe_norm
 from ._nonsmooth import ExactProx, batch_of, centres, per_coordinate
+from ._typing import Array
 
 __all__ = ["DoubleWell", "Huber"]
 
@@ -45,7 +47,7 @@ class Huber(ExactProx):
     References: Huber (1964) eq. (9); Parikh & Boyd (2014) §6.5.2.
     """
 
-    def __init__(self, s, delta, c=1.0, mu=0.0):
+    def __init__(self, s: Any, delta: Any, c: Any = 1.0, mu: Any = 0.0) -> None:
         xp = constructor_namespace(s=s, delta=delta, c=c, mu=mu)
         s = centres(s, xp)
         dtype = s.dtype
@@ -62,21 +64,21 @@ class Huber(ExactProx):
                 f"{float(xp.min(delta)):.3g}); rescale c and delta"
             )
 
-    def value(self, theta):
+    def value(self, theta: Array) -> Array:
         xp = self.xp
         theta = self._point(theta)
         z = xp.abs(theta - self.s)
         h = xp.where(z <= self.delta, z * z / (2 * self.delta), z - self.delta / 2)
         return xp.sum(self.c * h, axis=-1) + self._ridge_value(theta)
 
-    def grad(self, theta):
+    def grad(self, theta: Array) -> Array:
         xp = self.xp
         theta = self._point(theta)
         z = theta - self.s
         g = xp.where(xp.abs(z) <= self.delta, z / self.delta, xp.sign(z))
         return self.c * g + self.mu[..., None] * theta
 
-    def hess(self, theta):
+    def hess(self, theta: Array) -> Array:
         """Diagonal ``c_k/delta_k [|theta_k - s_k| <= delta_k] + mu``, shape ``(..., d, d)`` (a.e.)."""
         xp = self.xp
         theta = self._point(theta)
@@ -84,21 +86,21 @@ class Huber(ExactProx):
         dg = xp.where(inside, self.c / self.delta, 0.0) + self.mu[..., None]
         return dg[..., None] * xp.eye(self.dim, dtype=self.dtype)
 
-    def third(self, theta, v):
+    def third(self, theta: Array, v: Array) -> Array:
         """Zero almost everywhere (the second derivative is piecewise constant), shape ``(..., d, d)``."""
         xp = self.xp
         h = self.hess(theta)
         self._point(v, "v")
         return xp.zeros_like(h)
 
-    def curvature_bounds(self):
+    def curvature_bounds(self) -> tuple[Array, Array]:
         """``(mu, mu + max_k c_k/delta_k)``: exact."""
         xp = self.xp
         k = xp.broadcast_to(self.c / self.delta, self.batch_shape + (self.dim,))
         lo = xp.broadcast_to(self.mu, self.batch_shape)
         return lo, xp.max(k, axis=-1) + lo
 
-    def _core(self, w, lam, shift):
+    def _core(self, w: Array, lam: Array, shift: Array | None) -> tuple[Array, Array, Array]:
         r"""By cases.  Rounding per coordinate (``u = eps/2``): ``z = (w - s) - shift`` carries
         ``u(|z| + |w - s|)`` (the prox is 1-Lipschitz); the inner formula ``z/(1 + rho)``,
         ``rho = c/(lam delta)``, ``4u|v|`` (``|v|`` where ``lam delta`` is subnormal); the outer
@@ -163,7 +165,7 @@ class DoubleWell(ExactProx):
     References: analysis/pfedme/double_wells.py (module docstring); pFedMe Assumption 1(b).
     """
 
-    def __init__(self, s, a, L, mu=0.0):
+    def __init__(self, s: Any, a: Any, L: Any, mu: Any = 0.0) -> None:
         xp = constructor_namespace(s=s, a=a, L=L, mu=mu)
         s = centres(s, xp)
         dtype = s.dtype
@@ -174,7 +176,7 @@ class DoubleWell(ExactProx):
         self.batch_shape = batch_of(sh2, mu)
         self.s, self.a, self.L = s, a, L
 
-    def value(self, theta):
+    def value(self, theta: Array) -> Array:
         xp = self.xp
         theta = self._point(theta)
         z = xp.abs(theta - self.s)
@@ -183,38 +185,38 @@ class DoubleWell(ExactProx):
         )
         return xp.sum(g, axis=-1) + self._ridge_value(theta)
 
-    def grad(self, theta):
+    def grad(self, theta: Array) -> Array:
         xp = self.xp
         theta = self._point(theta)
         z = theta - self.s
         g = xp.where(xp.abs(z) <= self.a / 2, -self.L * z, self.L * (z - self.a * xp.sign(z)))
         return g + self.mu[..., None] * theta
 
-    def hess(self, theta):
+    def hess(self, theta: Array) -> Array:
         """Diagonal ``-L_k`` where ``|theta_k - s_k| <= a_k/2``, ``+L_k`` elsewhere, plus ``mu`` (a.e.)."""
         xp = self.xp
         theta = self._point(theta)
         dg = xp.where(xp.abs(theta - self.s) <= self.a / 2, -self.L, self.L) + self.mu[..., None]
         return dg[..., None] * xp.eye(self.dim, dtype=self.dtype)
 
-    def third(self, theta, v):
+    def third(self, theta: Array, v: Array) -> Array:
         """Zero almost everywhere, shape ``(..., d, d)``."""
         h = self.hess(theta)
         self._point(v, "v")
         return self.xp.zeros_like(h)
 
-    def curvature_bounds(self):
+    def curvature_bounds(self) -> tuple[Array, Array]:
         """``(mu - max L, mu + max L)``: exact."""
         xp = self.xp
         top = xp.max(xp.broadcast_to(self.L, self.batch_shape + (self.dim,)), axis=-1)
         mu = xp.broadcast_to(self.mu, self.batch_shape)
         return mu - top, mu + top
 
-    def _kappa(self, lam):
+    def _kappa(self, lam: Array) -> Array:
         """``lam/(lam - L_k)``: the largest slope of the prox, per coordinate."""
         return lam[..., None] / (lam[..., None] - self.L)
 
-    def _core(self, w, lam, shift):
+    def _core(self, w: Array, lam: Array, shift: Array | None) -> tuple[Array, Array, Array]:
         r"""Piecewise affine.  Rounding per coordinate (``u = eps/2``, ``k = lam/(lam - L)``, the
         prox's Lipschitz constant): ``z = (w - s) - shift`` carries ``u(|z| + |w - s|)`` (moved by
         ``k``); the inner formula ``3u|v|``, the outer ``4u|v|`` (its two terms share a sign);

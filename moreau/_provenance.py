@@ -14,9 +14,9 @@ DISTRIBUTION = "moreau-pfl"
 PACKAGES = (DISTRIBUTION, "numpy", "scipy", "sympy", "array-api-compat", "matplotlib", "hypothesis")
 
 
-def versions(packages=PACKAGES) -> dict:
+def versions(packages=PACKAGES) -> dict[str, str | None]:
     """``{distribution: version or None}``."""
-    out = {}
+    out: dict[str, str | None] = {}
     for name in packages:
         try:
             out[name] = metadata.version(name)

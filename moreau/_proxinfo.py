@@ -27,11 +27,11 @@ class ProxInfo:
     (0 for closed forms).  A NaN bound (an overflow in its arithmetic) is stored as inf.
     """
 
-    iterations: object
-    error_bound: object
-    tol: object
+    iterations: np.ndarray
+    error_bound: np.ndarray
+    tol: np.ndarray | None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         # a NaN bound (an overflow somewhere in its arithmetic) certifies nothing: it reads inf,
         # so that no comparison with a tolerance can pass it
         b = self.error_bound

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
 from ._backend import as_array, constructor_namespace, is_gpu, is_numpy, safe_norm, to_numpy
 from ._chol import chol_lower_bound, chol_proves_exists, chol_solve
 from ._matrices import blocks, load_symmetric, matvec
-from ._objective import Objective
+from ._objective import Objective, ProxInfo
 from ._quadratic_cert import certificate, check_exists, lam_per_matrix, proven_modulus
 from ._tridiag import tri_min_eig, tri_prox, tridiagonalize
+from ._typing import Array
 
 __all__ = ["Quadratic"]
 
@@ -57,7 +59,7 @@ class Quadratic(Objective):
     References: docs/catalogue.md, "Conventions" (quadratic closed forms).
     """
 
-    def __init__(self, A, b, c=0.0):
+    def __init__(self, A: Any, b: Any, c: Any = 0.0) -> None:
         xp = constructor_namespace(A=A, b=b, c=c)
         A = load_symmetric(A, xp)  # the one copy of A that is kept (checked: finite, symmetric)
         dtype = A.dtype
@@ -79,7 +81,7 @@ class Quadratic(Objective):
         self.A, self.b, self.c = A, b, c
 
     @classmethod
-    def from_spectrum(cls, eigenvalues, eigenvectors, b, c=0.0):
+    def from_spectrum(cls, eigenvalues: Any, eigenvectors: Any, b: Any, c: Any = 0.0) -> Quadratic:
         r"""The quadratic with :math:`A = V\,\mathrm{diag}(a)\,V^\top`.
 
         ``eigenvalues`` ``(..., d)``, ``eigenvectors`` ``(..., d, d)`` with
@@ -107,59 +109,59 @@ class Quadratic(Objective):
 
     # -- spectral data (cached: pure function of A) ---------------------------
     @cached_property
-    def _eigh(self):
+    def _eigh(self) -> tuple[Array, Array]:
         return self.xp.linalg.eigh(self.A)
 
     @cached_property
-    def _bt(self):  # V^T b
+    def _bt(self) -> Array:  # V^T b
         a, V = self._eigh
         return matvec(self.xp.matrix_transpose(V), self.b)
 
     @property
-    def eigenvalues(self):
+    def eigenvalues(self) -> Array:
         """Eigenvalues of ``A`` in ascending order, shape ``(..., d)``."""
         return self._eigh[0]
 
-    def _spectrum(self):
+    def _spectrum(self) -> Array:
         return self.eigenvalues
 
     # -- objective ------------------------------------------------------------
-    def value(self, theta):
+    def value(self, theta: Array) -> Array:
         theta = self._point(theta)
         At = matvec(self.A, theta)
         return self.xp.vecdot(theta, At / 2 - self.b) + self.c
 
-    def grad(self, theta):
+    def grad(self, theta: Array) -> Array:
         theta = self._point(theta)
         return matvec(self.A, theta) - self.b
 
-    def hess(self, theta=None):
+    def hess(self, theta: Array | None = None) -> Array:
         shape = self.batch_shape + (self.dim, self.dim)
         if theta is not None:
             theta = self._point(theta)
             shape = tuple(np.broadcast_shapes(shape[:-2], tuple(theta.shape[:-1]))) + shape[-2:]
         return self.xp.broadcast_to(self.A, shape)
 
-    def hvp(self, theta, v):
+    def hvp(self, theta: Array, v: Array) -> Array:
         self._point(theta)
         return matvec(self.A, self._point(v, "v"))
 
-    def third(self, theta, v):
+    def third(self, theta: Array, v: Array) -> Array:
         theta, v = self._point(theta), self._point(v, "v")
         shape = np.broadcast_shapes(self.batch_shape, tuple(theta.shape[:-1]), tuple(v.shape[:-1]))
         return self.xp.zeros(tuple(shape) + (self.dim, self.dim), dtype=self.dtype)
 
-    def curvature_bounds(self):
+    def curvature_bounds(self) -> tuple[Array, Array]:
         """``(a_1, a_d)``: exact."""
         a = self.eigenvalues
         xp = self.xp
         return xp.broadcast_to(a[..., 0], self.batch_shape), xp.broadcast_to(a[..., -1], self.batch_shape)
 
-    def _grad_error_scale(self, theta):
+    def _grad_error_scale(self, theta: Array) -> Array:
         xp = self.xp
         return self.smoothness() * safe_norm(theta, xp) + safe_norm(self.b, xp)
 
-    def minimizer(self):
+    def minimizer(self) -> Array:
         """``A^{-1} b``; requires ``A`` positive definite (``ValueError`` otherwise)."""
         xp = self.xp
         a, V = self._eigh
@@ -169,7 +171,7 @@ class Quadratic(Objective):
         return xp.broadcast_to(matvec(V, self._bt / a), self.batch_shape + (self.dim,))
 
     @cached_property
-    def _fro(self):
+    def _fro(self) -> Array:
         """An upper bound on ``||A||_F`` per batch entry (so on ``||A||_2`` and ``|| |A| ||_2``), by
         blocks: :func:`moreau._backend.safe_norm` of the flattened matrices (within
         ``(d^2/2 + 2) eps`` relative of the exact norm, no overflow or underflow), rounded up by
@@ -177,14 +179,14 @@ class Quadratic(Objective):
         xp, d = self.xp, self.dim
         up = 1 + (d * d / 2 + 3) * float(xp.finfo(self.dtype).eps)
 
-        def fro(B):
+        def fro(B: Array) -> Array:
             return safe_norm(xp.reshape(B, tuple(B.shape[:-2]) + (d * d,)), xp) * up
 
         if self.A.ndim == 2:
             return fro(self.A)
         return xp.concat([fro(self.A[sl]) for sl in blocks(self.A)], axis=0)
 
-    def eigenvalue_error(self):
+    def eigenvalue_error(self) -> Array:
         r"""Bound ``delta`` on the error of the computed eigenvalues, shape ``(...)``.
 
         LAPACK's symmetric eigensolvers are backward stable: the computed
@@ -200,7 +202,7 @@ class Quadratic(Objective):
         return self.xp.broadcast_to(self._delta, self.batch_shape)
 
     @property
-    def _delta(self):
+    def _delta(self) -> Array:
         """:meth:`eigenvalue_error` per matrix, shape ``A.shape[:-2]``."""
         eps = float(self.xp.finfo(self.dtype).eps)
         tiny = float(self.xp.finfo(self.dtype).smallest_normal) * eps
@@ -208,12 +210,12 @@ class Quadratic(Objective):
 
     # -- prox: the route is chosen by the work ---------------------------------
     @cached_property
-    def _tri(self):
+    def _tri(self) -> tuple[Any, Any, Any]:
         """``(Q, D, E)``: ``A = Q tridiag(E, D, E) Q^T`` (numpy; :func:`moreau._tridiag.tridiagonalize`)."""
         return tridiagonalize(to_numpy(self.A))
 
     @cached_property
-    def _tri_a1(self):
+    def _tri_a1(self) -> np.ndarray:
         """Smallest eigenvalue of the computed tridiagonal ``T`` (bisection), shape ``A.shape[:-2]``;
         from the cached reduction, or from ``T`` alone (no ``Q``: half the work, no second array
         of ``A``'s size) when the tridiagonal route has not run."""
@@ -221,7 +223,7 @@ class Quadratic(Objective):
         return tri_min_eig(D, E)
 
     @cached_property
-    def _a1_proven(self):
+    def _a1_proven(self) -> np.ndarray:
         """Proven lower bound on ``a_1 = lambda_min(A)`` per matrix (host float64, shape
         ``A.shape[:-2]``): one certified Cholesky per matrix just below the computed smallest
         eigenvalue less :meth:`eigenvalue_error` (:func:`moreau._chol.chol_lower_bound`)."""
@@ -233,11 +235,11 @@ class Quadratic(Objective):
         delta = np.asarray(to_numpy(self._delta), dtype=np.float64)  # shape A.shape[:-2]
         return chol_lower_bound(self.A, np.asarray(to_numpy(a1), dtype=np.float64) - delta, xp)
 
-    def _certified_curvature(self):
+    def _certified_curvature(self) -> np.ndarray:
         """:attr:`_a1_proven` (host) broadcast to the batch: a proven lower bound on ``a_1``."""
         return np.broadcast_to(self._a1_proven, self.batch_shape)
 
-    def _route(self, lam, w):
+    def _route(self, lam: Array, w: Array) -> str:
         """``'eigh'``, ``'tri'`` or ``'chol'`` (see :meth:`_solve`)."""
         if "_eigh" in self.__dict__:
             return "eigh"
@@ -251,7 +253,15 @@ class Quadratic(Objective):
             return "chol"  # a certificate then adds T alone (for a_hat_1) and one proof per matrix
         return "tri" if is_numpy(self.xp) else "eigh"
 
-    def prox(self, w, lam, *, tol=None, max_iter=100, return_info=False):
+    def prox(
+        self,
+        w: Array,
+        lam: Array | float,
+        *,
+        tol: Array | float | None = None,
+        max_iter: int = 100,
+        return_info: bool = False,
+    ) -> Array | tuple[Array, ProxInfo]:
         r"""``argmin_theta f(theta) + (lam/2) ||theta - w||^2``; see :func:`moreau.prox`.
 
         ``lam`` is checked here for its range only: whether the prox exists
@@ -265,7 +275,17 @@ class Quadratic(Objective):
         theta, _, info = self._solve(w, lam, tol=tol, max_iter=max_iter, info=return_info, want_u=False)
         return (theta, info) if return_info else theta
 
-    def _solve(self, w, lam, *, tol=None, max_iter=None, info=False, want_u=True, route=None):
+    def _solve(
+        self,
+        w: Array,
+        lam: Array,
+        *,
+        tol: Array | float | None = None,
+        max_iter: int | None = None,
+        info: bool = False,
+        want_u: bool = True,
+        route: str | None = None,
+    ) -> tuple[Array, Array | None, ProxInfo | None]:
         r"""Closed forms ``prox(w) = (A + lam I)^{-1} (b + lam w)`` and
         ``prox(w) - w = (A + lam I)^{-1} (b - A w)``, both computed.
 
@@ -344,7 +364,7 @@ class Quadratic(Objective):
             return theta, u, None
         return theta, u, certificate(self, theta, w, lam, shape, tol, modulus)
 
-    def _prove_exists(self, lam, shape, spec):
+    def _prove_exists(self, lam: Array, shape: tuple[int, ...], spec: str | None) -> np.ndarray:
         """The proven modulus ``lam + p`` (host, ``shape``; :func:`moreau._quadratic_cert.proven_modulus`),
         after the computed spectrum has had its say (:func:`moreau._quadratic_cert.check_exists`:
         clearly nonconvex, or too close for the computed eigenvalue); ``spec`` the spectral

@@ -24,7 +24,7 @@ class SampleLoss(Objective):
     ``curvature_bounds() = (mu, factor * lambda_max(X^T W X)/sum w + mu)``.
     """
 
-    _curvature_factor = None
+    _curvature_factor: float | None = None
 
     def _init_samples(self, X, y, mu, weights):
         """Validate and store ``X (..., n, d)``, ``y (..., n)``, ``mu``, ``weights``; return ``(xp, y)``."""
