@@ -36,6 +36,8 @@ buckets, each one more call of every vectorised path per operation.
 
 from __future__ import annotations
 
+from typing import Any, NoReturn, overload
+
 import numpy as np
 
 from ._backend import constructor_namespace, to_numpy
@@ -43,15 +45,75 @@ from ._errors import ProxConvergenceError
 from ._least_squares import LeastSquares, real_array
 from ._logistic import Logistic, _labels
 from ._multinomial import MAX_BYTES, Multinomial
+from ._objective import Objective
 from ._proxinfo import ProxInfo
 from ._quadratic import Quadratic
 from ._ragged_layout import Layout
 from ._ragged_samples import RaggedSamples
+from ._typing import Array, DType, Namespace
 
 __all__ = ["ragged", "RaggedLogistic", "RaggedMultinomial", "RaggedLeastSquares"]
 
 
-def ragged(model, X, y, sizes, *, mu=0.0, weights=None, ratio=2.0, **options):
+@overload
+def ragged(
+    model: type[Logistic],
+    X: Any,
+    y: Any,
+    sizes: Any,
+    *,
+    mu: Any = ...,
+    weights: Any = ...,
+    ratio: float = ...,
+    **options: Any,
+) -> RaggedLogistic: ...
+@overload
+def ragged(
+    model: type[Multinomial],
+    X: Any,
+    y: Any,
+    sizes: Any,
+    *,
+    mu: Any = ...,
+    weights: Any = ...,
+    ratio: float = ...,
+    **options: Any,
+) -> RaggedMultinomial: ...
+@overload
+def ragged(
+    model: type[LeastSquares],
+    X: Any,
+    y: Any,
+    sizes: Any,
+    *,
+    mu: Any = ...,
+    weights: Any = ...,
+    ratio: float = ...,
+    **options: Any,
+) -> RaggedLeastSquares: ...
+@overload
+def ragged(
+    model: type,
+    X: Any,
+    y: Any,
+    sizes: Any,
+    *,
+    mu: Any = ...,
+    weights: Any = ...,
+    ratio: float = ...,
+    **options: Any,
+) -> RaggedLogistic | RaggedMultinomial | RaggedLeastSquares: ...
+def ragged(
+    model: type,
+    X: Any,
+    y: Any,
+    sizes: Any,
+    *,
+    mu: Any = 0.0,
+    weights: Any = None,
+    ratio: float = 2.0,
+    **options: Any,
+) -> RaggedLogistic | RaggedMultinomial | RaggedLeastSquares:
     r"""A batch of ``model`` losses over entries of different sample counts, in size buckets.
 
     ``model``: :class:`~moreau.Logistic`, :class:`~moreau.Multinomial` or
@@ -77,11 +139,23 @@ def ragged(model, X, y, sizes, *, mu=0.0, weights=None, ratio=2.0, **options):
     return cls(X, y, sizes, mu=mu, weights=weights, ratio=ratio, **options)
 
 
-class _FromSamples:
+class _FromSamples(RaggedSamples):
     """The constructor shared by the ragged classes: ``Ragged<Model>(X, y, sizes, *, mu=0.0,
     weights=None, ratio=2.0, **options)``, the arguments of :func:`ragged`."""
 
-    def __init__(self, X, y, sizes, *, mu=0.0, weights=None, ratio=2.0, **options):
+    _model: type
+
+    def __init__(
+        self,
+        X: Any,
+        y: Any,
+        sizes: Any,
+        *,
+        mu: Any = 0.0,
+        weights: Any = None,
+        ratio: float = 2.0,
+        **options: Any,
+    ) -> None:
         model = self._model
         layout = Layout(sizes, ratio)
         xp = constructor_namespace(X=X, y=y, mu=mu, weights=weights)
@@ -116,7 +190,7 @@ class _FromSamples:
         self._setup(layout, parts, (), mu, options)
 
 
-def _check_labels(model, y, xp, dtype, N, options):
+def _check_labels(model: type, y: Any, xp: Namespace, dtype: DType, N: int, options: dict[str, Any]) -> Array:
     """``y`` ``(N,)`` checked over all entries at once (an error names its index in ``y``)."""
     y = real_array(y, xp, "y", dtype=dtype)
     if tuple(y.shape) != (N,):
@@ -141,7 +215,7 @@ def _check_labels(model, y, xp, dtype, N, options):
     return y
 
 
-def _check_weights(weights, xp, dtype, layout):
+def _check_weights(weights: Any, xp: Namespace, dtype: DType, layout: Layout) -> Array:
     """Per-sample weights ``(N,)`` (default ones): finite, >= 0, a positive sum per entry."""
     N = int(np.sum(layout.sizes))
     if weights is None:
@@ -161,10 +235,22 @@ def _check_weights(weights, xp, dtype, layout):
     return w
 
 
-class _PerBucket:
+class _PerBucket(Objective):
     """The objective protocol of a ragged sample loss, run on each bucket and merged."""
 
-    def _each(self, name, args=(), tails=(), out=0, **kw):
+    # set by RaggedSamples._setup
+    layout: Layout
+    parts: tuple[Any, ...]
+    _outer: tuple[int, ...]
+
+    def _each(
+        self,
+        name: str,
+        args: tuple[Any, ...] = (),
+        tails: tuple[int, ...] = (),
+        out: int | tuple[int, ...] = 0,
+        **kw: Any,
+    ) -> Any:
         lay = self.layout
         split = [lay.split(a, t, self._outer) for a, t in zip(args, tails, strict=True)]
         got = [getattr(p, name)(*(s[b] for s in split), **kw) for b, p in enumerate(self.parts)]
@@ -174,57 +260,69 @@ class _PerBucket:
             )
         return lay.merge(got, out)
 
-    def _const(self, name):
+    def _const(self, name: str) -> Array:
         """A per-entry constant of the parts (shape ``(...)``) on the whole batch."""
         xp = self.xp
         parts = [xp.broadcast_to(getattr(p, name)(), p.batch_shape) for p in self.parts]
         return self.layout.merge(parts, 0)
 
-    def value(self, theta):
+    def value(self, theta: Array) -> Array:
         return self._each("value", (self._point(theta),), (1,))
 
-    def grad(self, theta):
+    def grad(self, theta: Array) -> Array:
         return self._each("grad", (self._point(theta),), (1,), 1)
 
-    def hess(self, theta):
+    def hess(self, theta: Array) -> Array:
         return self._each("hess", (self._point(theta),), (1,), 2)
 
-    def hvp(self, theta, v):
+    def hvp(self, theta: Array, v: Array) -> Array:
         return self._each("hvp", (self._point(theta), self._point(v, "v")), (1, 1), 1)
 
-    def third(self, theta, v):
+    def third(self, theta: Array, v: Array) -> Array:
         return self._each("third", (self._point(theta), self._point(v, "v")), (1, 1), 2)
 
-    def _value_grad(self, theta):
-        return self._each("_value_grad", (self._point(theta),), (1,), (0, 1))
+    def _value_grad(self, theta: Array, **kw: bool) -> tuple[Array | None, Array | None]:
+        # **kw: Logistic's value=/grad= switches, handed to each bucket
+        return self._each("_value_grad", (self._point(theta),), (1,), (0, 1), **kw)
 
-    def _hess_scale(self, theta, *, hess=True, scale=True):
+    def _hess_scale(
+        self, theta: Array, *, hess: bool = True, scale: bool = True
+    ) -> tuple[Array | None, Array | None]:
         return self._each("_hess_scale", (self._point(theta),), (1,), (2, 0), hess=hess, scale=scale)
 
-    def _grad_rounding(self, theta):
+    def _grad_rounding(self, theta: Array) -> Array:
         return self._each("_grad_rounding", (self._point(theta),), (1,))
 
-    def _grad_error_scale(self, theta):
+    def _grad_error_scale(self, theta: Array) -> Array:
         return self._each("_grad_error_scale", (self._point(theta),), (1,))
 
-    def curvature_bounds(self):
+    def curvature_bounds(self) -> tuple[Array, Array]:
         xp, lay = self.xp, self.layout
         got = [[xp.broadcast_to(c, p.batch_shape) for c in p.curvature_bounds()] for p in self.parts]
         return lay.merge([g[0] for g in got], 0), lay.merge([g[1] for g in got], 0)
 
-    def strong_convexity(self):
+    def strong_convexity(self) -> Array:
         return self._const("strong_convexity")
 
-    def _smoothness_bound(self):
+    def _smoothness_bound(self) -> Array:
         return self._const("_smoothness_bound")
 
-    def _certified_curvature(self):
+    def _certified_curvature(self) -> Array:
         return self._const("_certified_curvature")
 
-    def hessian_lipschitz(self):
+    def hessian_lipschitz(self) -> Array:
         return self._const("hessian_lipschitz")
 
-    def _solve(self, w, lam, *, tol=None, max_iter=100, info=False, want_u=True):
+    def _solve(
+        self,
+        w: Array,
+        lam: Array,
+        *,
+        tol: Array | float | None = None,
+        max_iter: int = 100,
+        info: bool = False,
+        want_u: bool = True,
+    ) -> tuple[Array, Array | None, ProxInfo | None]:
         """Each bucket's prox (certified Newton), merged; a bucket that cannot certify some
         entries raises :class:`~moreau.ProxConvergenceError` over the whole batch after every
         bucket has run (its fields, and the entries named, in the ragged batch)."""
@@ -236,10 +334,13 @@ class _PerBucket:
             lay.split(lam, 0, self._outer),
             lay.split(tol, 0, self._outer),
         )
-        got, errors = [], []
+        got: list[tuple[Array, Array | None, ProxInfo]] = []  # theta None: a failed bucket's
+        errors: list[tuple[np.ndarray, str] | None] = []
         for p, wb, lb, tb in zip(self.parts, ws, lams, tols, strict=True):
             try:
-                theta, u, inf = p._solve(wb, lb, tol=tb, max_iter=max_iter, info=info, want_u=want_u)
+                # info=True from every bucket (Newton forms it anyway): where another bucket
+                # fails, the batch's ProxConvergenceError carries this bucket's bounds too
+                theta, u, inf = p._solve(wb, lb, tol=tb, max_iter=max_iter, info=True, want_u=want_u)
                 errors.append(None)
             except ProxConvergenceError as e:
                 shape = tuple(np.shape(e.error_bound))
@@ -255,20 +356,23 @@ class _PerBucket:
             return theta, u, None
         return theta, u, self._merge_info([g[2] for g in got], [g[0].shape[:-1] for g in got])
 
-    def _merge_info(self, infos, shapes):
+    def _merge_info(self, infos: list[ProxInfo], shapes: list[tuple[int, ...]]) -> ProxInfo:
         lay = self.layout
 
-        def field(name):
+        def field(name: str) -> np.ndarray:
             vals = [getattr(i, name) for i in infos]
-            if any(v is None for v in vals):
-                return None
             return lay.merge(
                 [np.broadcast_to(np.asarray(v), s) for v, s in zip(vals, shapes, strict=True)], 0
             )
 
-        return ProxInfo(iterations=field("iterations"), error_bound=field("error_bound"), tol=field("tol"))
+        tol = None if any(i.tol is None for i in infos) else field("tol")
+        return ProxInfo(iterations=field("iterations"), error_bound=field("error_bound"), tol=tol)
 
-    def _raise(self, got, errors):
+    def _raise(
+        self,
+        got: list[tuple[Array | None, Array | None, ProxInfo]],
+        errors: list[tuple[np.ndarray, str] | None],
+    ) -> NoReturn:
         lay = self.layout
         shapes = [np.shape(g[2].error_bound) for g in got]
         failed = lay.merge(
@@ -296,7 +400,7 @@ class RaggedLogistic(_PerBucket, _FromSamples, RaggedSamples, Logistic):
     _model = Logistic
     _fill = 1.0
 
-    def gradient_bound(self):
+    def gradient_bound(self) -> Array:
         """``max_j ||x_j||`` over rows of positive weight, per entry (needs ``mu = 0``)."""
         return self._const("gradient_bound")
 
@@ -306,7 +410,7 @@ class RaggedMultinomial(_PerBucket, _FromSamples, RaggedSamples, Multinomial):
 
     _model = Multinomial
 
-    def _hess_error(self, theta, split=False, state=None):
+    def _hess_error(self, theta: Array, split: bool = False, state: Any = None) -> Any:
         theta = self._point(theta)
         return self._each("_hess_error", (theta,), (1,), (0, 0) if split else 0, split=split)
 
@@ -319,11 +423,18 @@ class RaggedLeastSquares(_FromSamples, RaggedSamples, LeastSquares):
 
     _model = LeastSquares
 
-    def _setup(self, layout, parts, outer, mu, options):
+    def _setup(
+        self,
+        layout: Layout,
+        parts: list[LeastSquares],
+        outer: tuple[int, ...],
+        mu: Array,
+        options: dict[str, Any],
+    ) -> None:
         super()._setup(layout, parts, outer, mu, options)
         xp, d = self.xp, self.dim
 
-        def moment(name, tail):
+        def moment(name: str, tail: int) -> Array:
             return layout.merge(
                 [xp.broadcast_to(getattr(p, name), p.batch_shape + (d,) * tail) for p in parts], tail
             )
@@ -332,4 +443,8 @@ class RaggedLeastSquares(_FromSamples, RaggedSamples, LeastSquares):
         self.batch_shape = tuple(outer) + layout.shape
 
 
-_CLASSES = {Logistic: RaggedLogistic, Multinomial: RaggedMultinomial, LeastSquares: RaggedLeastSquares}
+_CLASSES: dict[type, type[RaggedLogistic] | type[RaggedMultinomial] | type[RaggedLeastSquares]] = {
+    Logistic: RaggedLogistic,
+    Multinomial: RaggedMultinomial,
+    LeastSquares: RaggedLeastSquares,
+}

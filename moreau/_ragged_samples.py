@@ -23,7 +23,7 @@ class RaggedSamples:
     0); no computation of the objective reads it.
     """
 
-    _model = None  # the padded class: Logistic, Multinomial, LeastSquares
+    _model: type | None = None  # the padded class: Logistic, Multinomial, LeastSquares
     _fill = 0.0  # the label of a padded sample (any valid label: its weight is 0)
 
     def _setup(self, layout, parts, outer, mu, options):
