@@ -287,7 +287,8 @@ def _min_over(xp, rows):
 def hessian_blocks(xp, X, P, Q, p, mu, d, C, low=False, rows=None, out=None):
     r"""``sum_j p_j S_j (x) x_j x_j^T`` ``(N, d*C, d*C)`` for a flat batch: ``X`` ``(n, d)``
     (shared) or ``(N, n, d)``, ``P``, ``Q`` ``(N, C, n)`` (probabilities and complements),
-    ``p`` ``(N, n)`` or ``(n,)``, plus ``mu I`` (``mu`` ``(N,)``, added to the diagonal).  The weights ``q_aa = p (P_a Q_a)``, ``q_ac = -(p (P_a P_c))``
+    ``p`` ``(N, n)`` or ``(n,)``, plus ``mu I`` (``mu`` ``(N,)``, added to the diagonal).  The
+    weights ``q_aa = p (P_a Q_a)``, ``q_ac = -(p (P_a P_c))``
     (the products of ``Multinomial.hess``), the blocks ``X^T (q X)`` for ``a <= c`` in one
     GEMM per block of clients, block ``(c, a)`` the transpose of block ``(a, c)``.  ``low``:
     the weights and each block of ``X`` rounded to float32 and the products formed in float32

@@ -217,6 +217,74 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     # (measured: at gains of 50 it bought a factor 1.4 at 1.4x the time)
     nullsp, Hprev = bool(getattr(f, "_null_dim", 0)), None
     blocks = []  # finished entries: (J, x, bound, level, tol_k, ok, frozen, iterations, ||theta||)
+
+    # Newton's matrix of an iteration, built by these closures (defined once: they read the
+    # iteration's S, view, theta, chord, Hprev and the fresh Hf/Hmask/Hown when called)
+    def part(want, direct=False):
+        """``(indices, f on those entries, theta, state)`` when ``want`` is at most a share of the
+        batch (``f._part_share``, default half: where the Hessian costs more than the copy),
+        else None; ``direct``: ``(indices, None, None, None)`` where ``takes_rows(f)`` (no copy)."""
+        nonlocal compact
+        share = getattr(f, "_part_share", 0.5)
+        if not compact or int(xp.sum(xp.astype(want, xp.int64))) > share * int(S["J"].shape[0]):
+            return None
+        idx = xp.nonzero(want)[0]
+        if direct and _steps.REUSE and takes_rows(f) and isinstance(idx, np.ndarray):
+            return idx, None, None, None
+        sub = f._take(xp.take(S["J"], idx, axis=0), shape)
+        compact = sub is not None  # False: the objective cannot hand out part of its batch
+        st = S["state"]
+        return (
+            None
+            if sub is None
+            else (
+                idx,
+                _View(sub, None),
+                xp.take(theta, idx, axis=0),
+                None if st is None else xp.take(st, idx, axis=0),
+            )
+        )
+
+    def form(rows, lp, pt=None):
+        """``(Hessian, rows it holds, own)``: on the entries ``rows`` only when few (``part``),
+        else on the whole batch; formed in float32 where ``lp`` (a direction only).  ``own``:
+        no one else holds the array (``f._fresh_hessian``: ``_hess_at`` returns a fresh one)."""
+        got = part(rows, True) if pt is None else pt
+        if got is None:
+            return (
+                view.hess(theta, S["state"], lp),
+                xp.ones_like(rows),
+                getattr(f, "_fresh_hessian", False),
+            )
+        # the previous matrix's memory where only its chord rows are read again (_plus_lam)
+        spare = got[1] is None and Hf is None and Hprev is not None and isinstance(Hprev, np.ndarray)
+        Hn = Hprev if spare else xp.zeros((int(S["J"].shape[0]), d, d), dtype=f.dtype)
+        if spare:
+            Hn[~chord] = 0.0
+        if got[1] is None:  # formed into Hn[idx] from the whole batch's data
+            view.hess(theta, S["state"], lp, rows=got[0], out=Hn)
+        else:
+            Hn[rows] = got[1].hess(got[2], got[3], lp)
+        return Hn, rows, True
+
+    def hold(Hn, rows, own):
+        """Newton's matrix ``Hf`` takes ``Hn`` on the ``rows`` it does not hold yet."""
+        nonlocal Hf, Hmask, Hown
+        rows = rows & ~Hmask
+        Hf, Hown = (Hn, own) if Hf is None else (_select(xp, rows, Hn, Hf, Hown and _steps.REUSE), True)
+        Hmask = Hmask | rows
+
+    def fresh(want):
+        """Newton's matrix on the rows ``want``: the float32-formed Hessian on the rows
+        ``S["low"]``, the float64 one elsewhere; which a row gets depends on the row
+        alone, never on the rest of the batch or on the certificate's Hessian."""
+        for lp in (False, True):
+            mine = S["low"] if lp else ~S["low"]
+            rows = want & ~Hmask & mine
+            if bool(xp.any(rows)):
+                Hn, held, own = form(rows, lp)
+                hold(Hn, held & mine, own)
+
     for k in range(max_iter + 1):
         x, g, lam, modulus = S["x"], S["g"], S["lam"], S["modulus"]
         theta = S["a"] + x
@@ -233,71 +301,6 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
             poor = poor | ((level > 16 * eps * (tn + S["wnorm"])) & (lam + S["hi"] > 128 * modulus))
         near = (~ok | poor) & (frozen | (moved <= 1e-3 * (xn + S["anorm"])) | (k == max_iter))
         Hf, Hmask, Hown = None, xp.zeros_like(ok), False  # the fresh Hessian, on the rows Hmask so far
-
-        def part(want, direct=False):
-            """``(indices, f on those entries, theta, state)`` when ``want`` is at most a share of the
-            batch (``f._part_share``, default half: where the Hessian costs more than the copy),
-            else None; ``direct``: ``(indices, None, None, None)`` where ``takes_rows(f)`` (no copy)."""
-            nonlocal compact
-            share = getattr(f, "_part_share", 0.5)
-            if not compact or int(xp.sum(xp.astype(want, xp.int64))) > share * int(S["J"].shape[0]):
-                return None
-            idx = xp.nonzero(want)[0]
-            if direct and _steps.REUSE and takes_rows(f) and isinstance(idx, np.ndarray):
-                return idx, None, None, None
-            sub = f._take(xp.take(S["J"], idx, axis=0), shape)
-            compact = sub is not None  # False: the objective cannot hand out part of its batch
-            st = S["state"]
-            return (
-                None
-                if sub is None
-                else (
-                    idx,
-                    _View(sub, None),
-                    xp.take(theta, idx, axis=0),
-                    None if st is None else xp.take(st, idx, axis=0),
-                )
-            )
-
-        def form(rows, lp, pt=None):
-            """``(Hessian, rows it holds, own)``: on the entries ``rows`` only when few (``part``),
-            else on the whole batch; formed in float32 where ``lp`` (a direction only).  ``own``:
-            no one else holds the array (``f._fresh_hessian``: ``_hess_at`` returns a fresh one)."""
-            got = part(rows, True) if pt is None else pt
-            if got is None:
-                return (
-                    view.hess(theta, S["state"], lp),
-                    xp.ones_like(rows),
-                    getattr(f, "_fresh_hessian", False),
-                )
-            # the previous matrix's memory where only its chord rows are read again (_plus_lam)
-            spare = got[1] is None and Hf is None and Hprev is not None and isinstance(Hprev, np.ndarray)
-            Hn = Hprev if spare else xp.zeros((int(S["J"].shape[0]), d, d), dtype=f.dtype)
-            if spare:
-                Hn[~chord] = 0.0
-            if got[1] is None:  # formed into Hn[idx] from the whole batch's data
-                view.hess(theta, S["state"], lp, rows=got[0], out=Hn)
-            else:
-                Hn[rows] = got[1].hess(got[2], got[3], lp)
-            return Hn, rows, True
-
-        def hold(Hn, rows, own):
-            """Newton's matrix ``Hf`` takes ``Hn`` on the ``rows`` it does not hold yet."""
-            nonlocal Hf, Hmask, Hown
-            rows = rows & ~Hmask
-            Hf, Hown = (Hn, own) if Hf is None else (_select(xp, rows, Hn, Hf, Hown and _steps.REUSE), True)
-            Hmask = Hmask | rows
-
-        def fresh(want):
-            """Newton's matrix on the rows ``want``: the float32-formed Hessian on the rows
-            ``S["low"]``, the float64 one elsewhere; which a row gets depends on the row
-            alone, never on the rest of the batch or on the certificate's Hessian."""
-            for lp in (False, True):
-                mine = S["low"] if lp else ~S["low"]
-                rows = want & ~Hmask & mine
-                if bool(xp.any(rows)):
-                    Hn, held, own = form(rows, lp)
-                    hold(Hn, held & mine, own)
 
         if bool(xp.any(near)):
             top = xp.maximum(lam + S["hi"], modulus) * _REACH

@@ -135,7 +135,8 @@ def _plus_lam(xp, Hf, lam, own, keep=None):
     own (``own``; the diagonal only: the fresh sum adds ``+0.0`` off the diagonal, which
     changes no entry since a Hessian formed by sums of products holds no ``-0.0``), else in a
     fresh array.  ``keep``: rows left as they are (the chord rows, when ``Hf`` is the previous
-    matrix's memory: they hold that matrix, ``lam I`` included).  A (k, d, d) temporary less, two at the peak of a call: the page faults of fresh
+    matrix's memory: they hold that matrix, ``lam I`` included).  A (k, d, d) temporary less, two
+    at the peak of a call: the page faults of fresh
     memory cost as much as the arithmetic at m = 500, D = 40 (benchmarks/RESULTS.md, 2b)."""
     if not (own and isinstance(Hf, np.ndarray) and Hf.flags.writeable and Hf.flags.c_contiguous):
         return Hf + lam[:, None, None] * xp.eye(Hf.shape[-1], dtype=Hf.dtype)
