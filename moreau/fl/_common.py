@@ -13,8 +13,10 @@ from __future__ import annotations
 import copy
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +28,7 @@ from .._objective import Objective
 from .._quadratic import Quadratic
 from .._ragged import RaggedLogistic
 from .._ragged_samples import RaggedSamples
+from .._typing import Array, Namespace
 
 __all__ = ["History"]
 
@@ -35,9 +38,10 @@ class History:
     r"""Iterate history of a federated algorithm (arrays in the objective's namespace).
 
     ``w_global`` ``(rounds+1, *lead, d)``: the global model after each round (index 0 is the
-    start; ``None`` for :func:`gd`, which has no server); ``w_local`` ``(rounds+1, *lead, m, d)`` the local models where the algorithm keeps
-    them (else ``None``); ``theta`` ``(rounds+1, *lead, m, d)`` personalised models where the
-    paper defines them (pFedMe: :math:`\hat\theta_i(w_t)`; Per-FedAvg: one step
+    start; ``None`` for :func:`gd`, which has no server); ``w_local`` ``(rounds+1, *lead, m, d)``
+    the local models where the algorithm keeps them (else ``None``); ``theta``
+    ``(rounds+1, *lead, m, d)`` personalised models where the paper defines them (pFedMe:
+    :math:`\hat\theta_i(w_t)`; Per-FedAvg: one step
     :math:`w_t - \alpha\nabla f_i(w_t)`), else ``None``; ``w_bar`` the averaged models where the
     paper states its result for an average, else ``None``: pFedMe Theorem 1's :math:`\bar w_T`
     ``(*lead, d)``; Per-FedAvg Theorem 4.5's :math:`\bar w_{k+1,t}` ``(rounds, tau, *lead, d)``.
@@ -51,23 +55,23 @@ class History:
     the algorithm samples clients, else ``None``.  ``params``: the arguments the run used.
     """
 
-    w_global: object
-    w_local: object
+    w_global: Array | None
+    w_local: Array | None
     rounds: int
     local_steps: int
-    grad_evals: object
-    params: dict = field(default_factory=dict)
-    theta: object = None
-    w_bar: object = None
-    hvp_evals: object = 0
-    prox_evals: object = 0
-    sampled: object = None
+    grad_evals: int | np.ndarray
+    params: dict[str, Any] = field(default_factory=dict)
+    theta: Array | None = None
+    w_bar: Array | None = None
+    hvp_evals: int | np.ndarray = 0
+    prox_evals: int | np.ndarray = 0
+    sampled: np.ndarray | None = None
 
 
 # --- argument checks -----------------------------------------------------------------------
 
 
-def check_objective(objective, name="objective"):
+def check_objective(objective: Any, name: str = "objective") -> tuple[Objective, int]:
     """The objective and its client count m; the batch shape must end with the client axis."""
     if not isinstance(objective, Objective):
         raise TypeError(f"{name} must be a moreau Objective (got {type(objective).__name__})")
@@ -79,7 +83,7 @@ def check_objective(objective, name="objective"):
     return objective, objective.batch_shape[-1]
 
 
-def positive(value, name, f, *, allow_zero=False):
+def positive(value: Any, name: str, f: Objective, *, allow_zero: bool = False) -> Array:
     """A real parameter > 0 (>= 0 with ``allow_zero``): a number or an array broadcasting against
     the trial shape ``f.batch_shape[:-1]``; returned as an array of ``f``'s namespace and dtype
     (host numpy arrays are accepted on every backend: parameters are small)."""
@@ -113,7 +117,7 @@ def positive(value, name, f, *, allow_zero=False):
     return arr
 
 
-def count(value, name, *, minimum=1):
+def count(value: Any, name: str, *, minimum: int = 1) -> int:
     """An integer >= ``minimum`` (bools and floats are refused)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer (got {value!r})")
@@ -122,7 +126,7 @@ def count(value, name, *, minimum=1):
     return int(value)
 
 
-def client_weights(weights, f, m, name="weights"):
+def client_weights(weights: Any, f: Objective, m: int, name: str = "weights") -> Array:
     r"""The p_i, shape ``(..., m)`` normalised to sum 1 (default uniform 1/m)."""
     xp = f.xp
     if weights is None:
@@ -154,7 +158,7 @@ def client_weights(weights, f, m, name="weights"):
     return p / total
 
 
-def check_diverged(xp, f, W, what, where, steps="eta"):
+def check_diverged(xp: Namespace, f: Objective, W: Array, what: str, where: str, steps: str = "eta") -> None:
     """``ValueError`` when the iterates ``W`` of ``what`` after ``where`` (e.g. "round 3") are no
     longer finite: the run diverged, almost always a step size ``steps`` above the stability
     limit (``2/L`` for a gradient step), and is reported as such instead of as a bad point
@@ -175,7 +179,7 @@ def check_diverged(xp, f, W, what, where, steps="eta"):
     )
 
 
-def point(w0, f, lead, name="w0", *, clients=False):
+def point(w0: Any, f: Objective, lead: tuple[int, ...], name: str = "w0", *, clients: bool = False) -> Array:
     """A start point broadcast to ``lead + (d,)`` (``lead + (m, d)`` with ``clients``); default 0."""
     xp = f.xp
     d = f.dim
@@ -195,12 +199,12 @@ def point(w0, f, lead, name="w0", *, clients=False):
     return xp.broadcast_to(w, shape)
 
 
-def lead_shape(f, *params):
+def lead_shape(f: Objective, *params: Array) -> tuple[int, ...]:
     """Broadcast of the trial shape with the shapes of the (array) parameters."""
     return tuple(np.broadcast_shapes(tuple(f.batch_shape[:-1]), *(tuple(p.shape) for p in params)))
 
 
-def generator(rng, needed, why):
+def generator(rng: np.random.Generator | int | None, needed: bool, why: str) -> np.random.Generator | None:
     """``numpy.random.Generator`` from a Generator or an int seed; required when ``needed``."""
     if rng is None:
         if needed:
@@ -215,7 +219,7 @@ def generator(rng, needed, why):
     return np.random.default_rng(int(rng))
 
 
-def sample_size(S, m, name="S"):
+def sample_size(S: int | None, m: int, name: str = "S") -> int:
     """S of N = m clients: default all of them."""
     if S is None:
         return m
@@ -225,25 +229,28 @@ def sample_size(S, m, name="S"):
     return S
 
 
-def sample_clients(rng, lead, m, S):
+def sample_clients(rng: np.random.Generator, lead: tuple[int, ...], m: int, S: int) -> np.ndarray:
     """Host indices ``(*lead, S)``: S of m clients uniformly without replacement (one draw
     ``rng.random((*lead, m))``, the S smallest keys), sorted ascending."""
     keys = rng.random(tuple(lead) + (m,))
     return np.sort(np.argsort(keys, axis=-1)[..., :S], axis=-1)
 
 
-def participation(rng, lead, m, S):
+def participation(
+    rng: np.random.Generator | None, lead: tuple[int, ...], m: int, S: int
+) -> tuple[np.ndarray, np.ndarray | None]:
     """``(mask (*lead, m) bool, indices (*lead, S) or None)``: the clients taking part in a round —
     all of them when S = m (no draw), else :func:`sample_clients`."""
     if S >= m:
         return np.ones(tuple(lead) + (m,), dtype=bool), None
+    assert rng is not None, "sampling S < m clients needs an rng (generator(rng, needed=True))"
     idx = sample_clients(rng, lead, m, S)
     mask = np.zeros(tuple(lead) + (m,), dtype=bool)
     np.put_along_axis(mask, idx, True, axis=-1)
     return mask, idx
 
 
-def batched_objective(f, counts):
+def batched_objective(f: Any, counts: Any) -> Any:
     """``f`` with mini-batch weights ``counts`` (host ``(*lead, m, n)``): for the sample losses
     (:class:`~moreau.LeastSquares`, :class:`~moreau.Logistic`, :class:`~moreau.Multinomial` and their
     ragged forms) the rows of positive count gathered into a new objective of the model class with
@@ -257,11 +264,13 @@ def batched_objective(f, counts):
     return gathered(f, idx, np.take_along_axis(counts, idx, axis=-1))
 
 
-def _gathers(f):  # the built-in sample losses and their ragged forms (a subclass may hold more)
+def _gathers(
+    f: Objective,
+) -> bool:  # the built-in sample losses and their ragged forms (a subclass may hold more)
     return type(f) in (LeastSquares, Logistic, Multinomial) or isinstance(f, RaggedSamples)
 
 
-def gathered(f, idx, weights=None):
+def gathered(f: Any, idx: Any, weights: Any = None) -> Any:
     r"""The rows ``idx`` (host ints ``S + (k,)``, ``S`` broadcasting against the batch; indices into
     each entry's samples in the padded layout, repeats allowed) of the sample loss ``f`` with per-row
     ``weights`` (host, default ones): one object of the model class, batch ``S`` broadcast with the
@@ -292,12 +301,14 @@ def gathered(f, idx, weights=None):
     return new
 
 
-def _take_rows(xp, X, y, idx):
+def _take_rows(xp: Namespace, X: Array, y: Array, idx: np.ndarray) -> tuple[Array, Array]:
     """``X`` ``(..., n, d)``, ``y`` ``(..., n)`` at the rows ``idx`` (host ``(*lead, k)``): one ``take`` each."""
     lead, k = tuple(idx.shape[:-1]), idx.shape[-1]
     n, d = X.shape[-2], X.shape[-1]
 
-    def flat(a, tail):  # a as (rows, *tail) and the flat row index of idx in it (no copy of a)
+    def flat(
+        a: Array, tail: tuple[int, ...]
+    ) -> tuple[Array, np.ndarray]:  # a as (rows, *tail) and the flat row index of idx in it (no copy of a)
         own = tuple(a.shape[: a.ndim - 1 - len(tail)])
         M = math.prod(own)
         rows = xp.reshape(a, (M * n,) + tail)
@@ -312,7 +323,7 @@ def _take_rows(xp, X, y, idx):
     return Xb, xp.reshape(xp.take(yf, xp.asarray(np.reshape(iy, (-1,))), axis=0), lead + (k,))
 
 
-def minibatch_size(size, f, name="batch_size", *, replace):
+def minibatch_size(size: Any, f: Any, name: str = "batch_size", *, replace: bool) -> int | None:
     """A mini-batch size (None: full batches), checked against the objective before any round."""
     if size is None:
         return None
@@ -333,7 +344,7 @@ def minibatch_size(size, f, name="batch_size", *, replace):
     return size
 
 
-def gradient(f):
+def gradient(f: Any) -> tuple[Callable[[Array], Array], bool]:
     """``(grad, fresh)``: the gradient for the algorithm's own iterates (finite: :func:`check_diverged`
     after every step; of the batch's shape by construction), the built-in models' ``_grad`` that does
     not check them again (per size bucket for the ragged ones), else ``f.grad``; ``fresh``: it returns
@@ -350,25 +361,25 @@ def gradient(f):
     return f.grad, type(f).grad is Quadratic.grad
 
 
-def scaled(s, g, fresh):
+def scaled(s: Any, g: Array, fresh: bool) -> Array:
     """``s * g``, formed in ``g`` when ``fresh`` (``g`` is the caller's own new array) and ``s``
     broadcasts into it: the same numbers, one array fewer per step."""
     return g.__imul__(s) if _fits(g, s, fresh) else s * g
 
 
-def added(g, h, fresh):
+def added(g: Array, h: Any, fresh: bool) -> Array:
     """``g + h``, formed in ``g`` as :func:`scaled` (``g + h = h + g`` exactly)."""
     return g.__iadd__(h) if _fits(g, h, fresh) else g + h
 
 
-def _fits(g, s, fresh):
+def _fits(g: Array, s: Any, fresh: bool) -> bool:
     shape = tuple(getattr(s, "shape", ()))  # a scalar or g's own shape: no broadcast to work out
     return fresh and (
         not shape or shape == tuple(g.shape) or np.broadcast_shapes(tuple(g.shape), shape) == g.shape
     )
 
 
-def expand(x, k=1):
+def expand(x: Array, k: int = 1) -> Array:
     """Append ``k`` trailing axes to a parameter (0-d stays 0-d)."""
     for _ in range(k):
         x = x[..., None] if x.ndim else x

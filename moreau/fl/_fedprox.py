@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._objective import Objective
+from .._typing import Array
 from ._blocks import client_blocks, run_blocks
 from ._common import (
     History,
@@ -28,7 +30,7 @@ from ._minibatches import MiniBatches
 __all__ = ["gd", "fedprox", "fedavg"]
 
 
-def gd(objective, *, eta, steps, w0=None):
+def gd(objective: Objective, *, eta: float | Array, steps: int, w0: Array | None = None) -> History:
     r"""LocalTrain by gradient descent: every client runs :math:`w_{k+1}^{(i)} = w_k^{(i)} - \eta\nabla f_i(w_k^{(i)})`.
 
     η is ``eta`` (> 0), ``steps`` the number of steps (>= 1), ``w0`` the start, broadcasting to
@@ -48,7 +50,7 @@ def gd(objective, *, eta, steps, w0=None):
     W = point(w0, f, lead, "w0", clients=True)
     e = expand(eta, 2)
 
-    def step(fb, Wb, k):
+    def step(fb: Objective, Wb: Array, k: int) -> Array:
         grad, own = gradient(fb)
         Wb = Wb - scaled(e, grad(Wb), own)
         check_diverged(xp, f, Wb, "gd", f"step {k + 1} of {steps}")
@@ -63,7 +65,7 @@ def gd(objective, *, eta, steps, w0=None):
         w_local = np.empty((steps + 1,) + tuple(W.shape), dtype=W.dtype)
         w_local[0] = W
 
-        def put(k, sl, Wb):
+        def put(k: int, sl: slice, Wb: Array) -> None:
             w_local[k + 1, ..., sl, :] = Wb
 
         run_blocks(blocks, W, steps, step, record=put)
@@ -77,7 +79,18 @@ def gd(objective, *, eta, steps, w0=None):
     )
 
 
-def fedprox(objective, *, lam, gamma, eta, K, rounds, w0=None, local0=None, weights=None):
+def fedprox(
+    objective: Objective,
+    *,
+    lam: float | Array,
+    gamma: float | Array,
+    eta: float | Array,
+    K: int,
+    rounds: int,
+    w0: Array | None = None,
+    local0: Array | None = None,
+    weights: Array | None = None,
+) -> History:
     r"""One-stage FedProx, Algorithm 1 of the FedProx analysis (full gradients, all clients).
 
     Per round t (λ ``lam``, γ ``gamma``, η ``eta``, K local steps, warm start
@@ -120,7 +133,7 @@ def fedprox(objective, *, lam, gamma, eta, K, rounds, w0=None, local0=None, weig
     for t in range(rounds):
         wg = w[..., None, :]
 
-        def step(fb, Wb, k, t=t, wg=wg):
+        def step(fb: Objective, Wb: Array, k: int, t: int = t, wg: Array = wg) -> Array:
             grad, own = gradient(fb)
             g = added(grad(Wb), scaled(lam2, Wb - wg, True), own)
             Wb = Wb - scaled(eta2, g, True)
@@ -142,7 +155,18 @@ def fedprox(objective, *, lam, gamma, eta, K, rounds, w0=None, local0=None, weig
     )
 
 
-def fedavg(objective, *, eta, tau, rounds, S=None, batch_size=None, weights=None, w0=None, rng=None):
+def fedavg(
+    objective: Objective,
+    *,
+    eta: float | Array,
+    tau: int,
+    rounds: int,
+    S: int | None = None,
+    batch_size: int | None = None,
+    weights: Array | None = None,
+    w0: Array | None = None,
+    rng: np.random.Generator | int | None = None,
+) -> History:
     r"""FedAvg: τ local (mini-batch) gradient steps on the sampled clients, then server averaging.
 
     Per round t: S of the N = m clients are sampled uniformly without replacement (all when
@@ -193,8 +217,11 @@ def fedavg(objective, *, eta, tau, rounds, S=None, batch_size=None, weights=None
         if idx is not None:
             picks.append(idx)
 
-        def step(fb, Wb, k, t=t):
-            grad, own = gradient(fb if fb is not None else batches.objective(rng, size, replace=False))
+        def step(fb: Objective | None, Wb: Array, k: int, t: int = t) -> Array:
+            if fb is None:  # a fresh mini-batch of every client (size is set, so batches is)
+                assert batches is not None
+                fb = batches.objective(rng, size, replace=False)
+            grad, own = gradient(fb)
             Wb = Wb - scaled(eta2, grad(Wb), own)
             check_diverged(xp, f, Wb, "fedavg", f"round {t + 1}, local step {k + 1}")
             return Wb

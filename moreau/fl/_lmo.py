@@ -29,17 +29,20 @@ standard ones (Jaggi 2013, Table 1), also in ``moreau.analysis.thesis.fw.sets``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from array_api_compat import array_namespace
 
 from .._backend import safe_norm
+from .._typing import Array, DType, Namespace
 
 __all__ = ["ConvexSet", "Box", "L1Ball", "L2Ball", "Simplex"]
 
 
-def _radius(r, name="r"):
+def _radius(r: Any, name: str = "r") -> np.ndarray:
     if isinstance(r, bool) or r is None:
         raise TypeError(f"{name} must be a real number or array (got {r!r})")
     a = np.asarray(r, dtype=float)
@@ -52,9 +55,9 @@ def _radius(r, name="r"):
 class ConvexSet:
     """Base class: a compact convex set with an exact LMO (see the module docstring)."""
 
-    sparse_vertices = False  #: every LMO output has at most one non-zero (l1 ball, simplex)
+    sparse_vertices: bool = False  #: every LMO output has at most one non-zero (l1 ball, simplex)
 
-    def _param(self, a, xp, dtype, clients, vector):
+    def _param(self, a: Any, xp: Namespace, dtype: DType, clients: bool, vector: bool) -> Array:
         """A parameter in ``xp``: bounds ``(*trials, d)`` -> ``(*trials, 1, d)`` with ``clients``; a
         radius ``(*trials,)`` -> ``(*trials, 1)`` with ``clients`` (against the points' shape without d)."""
         a = xp.asarray(a, dtype=dtype)
@@ -63,32 +66,32 @@ class ConvexSet:
         return a[..., None] if clients and a.ndim else a
 
     @staticmethod
-    def _vec(r):
+    def _vec(r: Array) -> Array:
         """A radius against points ``(..., d)``: a trailing axis unless it is 0-d."""
         return r[..., None] if r.ndim else r
 
-    def lmo(self, g, *, clients=False):
+    def lmo(self, g: Array, *, clients: bool = False) -> Array:
         r"""A minimiser of :math:`\langle g, u\rangle` over the set, shape of ``g`` (``(..., d)``)."""
         return self.oracle(array_namespace(g), g.dtype, clients=clients)(g)
 
-    def oracle(self, xp, dtype, *, clients=False):
+    def oracle(self, xp: Namespace, dtype: DType, *, clients: bool = False) -> Callable[[Array], Array]:
         """The LMO as a function ``g -> s`` with the set's parameters moved to ``xp`` once (an
         algorithm calls it every round)."""
         raise NotImplementedError
 
-    def diameter(self):
+    def diameter(self) -> np.ndarray:
         r"""The exact diameter :math:`\max_{x,y\in\mathcal D}\|x - y\|` (host numpy, trial shape)."""
         raise NotImplementedError
 
-    def center(self, d):
+    def center(self, d: int) -> np.ndarray:
         """A point of the set (host numpy ``(*trials, d)`` or ``(d,)``): the start default of FedFW."""
         raise NotImplementedError
 
-    def contains(self, x, *, clients=False, rtol=1e-12):
+    def contains(self, x: Array, *, clients: bool = False, rtol: float = 1e-12) -> Array:
         """``x ∈ D`` (to ``rtol`` of the set's scale), shape of ``x`` without its last axis."""
         raise NotImplementedError
 
-    def gap(self, x, g, *, clients=False):
+    def gap(self, x: Array, g: Array, *, clients: bool = False) -> Array:
         r"""The Frank–Wolfe gap :math:`\max_{u\in\mathcal D}\langle g, x - u\rangle`, ``(...)``."""
         xp = array_namespace(x, g)
         return xp.sum(g * (x - self.lmo(g, clients=clients)), axis=-1)
@@ -98,10 +101,11 @@ class ConvexSet:
 class Box(ConvexSet):
     r"""The box :math:`[lo, hi] = \{u: lo_k \le u_k \le hi_k\}` (``lo <= hi`` elementwise)."""
 
-    lo: object
-    hi: object
+    # array-likes (*trials, d) or (d,), stored as host float arrays by __post_init__
+    lo: Any
+    hi: Any
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         lo, hi = np.asarray(self.lo, dtype=float), np.asarray(self.hi, dtype=float)
         if lo.ndim < 1 or hi.ndim < 1:
             raise ValueError(f"lo and hi must have shape (..., d) (got shapes {lo.shape} and {hi.shape})")
@@ -122,17 +126,17 @@ class Box(ConvexSet):
         object.__setattr__(self, "lo", lo.copy())
         object.__setattr__(self, "hi", hi.copy())
 
-    def oracle(self, xp, dtype, *, clients=False):
+    def oracle(self, xp: Namespace, dtype: DType, *, clients: bool = False) -> Callable[[Array], Array]:
         lo, hi = (self._param(a, xp, dtype, clients, True) for a in (self.lo, self.hi))
         return lambda g: xp.where(g > 0, lo, hi) + xp.zeros_like(g)
 
-    def diameter(self):
+    def diameter(self) -> np.ndarray:
         return np.linalg.norm(self.hi - self.lo, axis=-1)
 
-    def center(self, d):
+    def center(self, d: int) -> np.ndarray:
         return np.broadcast_to((self.lo + self.hi) / 2, np.broadcast_shapes(self.lo.shape[:-1] + (d,))).copy()
 
-    def contains(self, x, *, clients=False, rtol=1e-12):
+    def contains(self, x: Array, *, clients: bool = False, rtol: float = 1e-12) -> Array:
         xp = array_namespace(x)
         lo, hi = (self._param(a, xp, x.dtype, clients, True) for a in (self.lo, self.hi))
         tol = rtol * (xp.abs(lo) + xp.abs(hi) + 1.0)
@@ -141,18 +145,23 @@ class Box(ConvexSet):
 
 @dataclass(frozen=True, eq=False)
 class _Ball(ConvexSet):
-    r: object
+    r: Any  # a number or an array-like (*trials,), stored as a host float array by __post_init__
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "r", _radius(self.r))
 
-    def center(self, d):
+    @staticmethod
+    def _norm(x: Array, xp: Namespace) -> Array:
+        """The norm whose ball this is, over the last axis."""
+        raise NotImplementedError
+
+    def center(self, d: int) -> np.ndarray:
         return np.zeros(self.r.shape + (d,))
 
-    def diameter(self):
+    def diameter(self) -> np.ndarray:
         return 2 * self.r
 
-    def contains(self, x, *, clients=False, rtol=1e-12):
+    def contains(self, x: Array, *, clients: bool = False, rtol: float = 1e-12) -> Array:
         xp = array_namespace(x)
         r = self._param(self.r, xp, x.dtype, clients, False)
         return self._norm(x, xp) <= r * (1 + rtol)
@@ -163,10 +172,10 @@ class L1Ball(_Ball):
 
     sparse_vertices = True
 
-    def oracle(self, xp, dtype, *, clients=False):
+    def oracle(self, xp: Namespace, dtype: DType, *, clients: bool = False) -> Callable[[Array], Array]:
         r = self._vec(self._param(self.r, xp, dtype, clients, False))
 
-        def lmo(g):
+        def lmo(g: Array) -> Array:
             k = xp.argmax(xp.abs(g), axis=-1)
             onehot = xp.astype(xp.arange(g.shape[-1]) == k[..., None], g.dtype)
             return -r * xp.sign(xp.sum(g * onehot, axis=-1, keepdims=True)) * onehot
@@ -174,24 +183,24 @@ class L1Ball(_Ball):
         return lmo
 
     @staticmethod
-    def _norm(x, xp):
+    def _norm(x: Array, xp: Namespace) -> Array:
         return xp.sum(xp.abs(x), axis=-1)
 
 
 class L2Ball(_Ball):
     r"""The Euclidean ball :math:`\{u: \|u\|_2 \le r\}`; its LMO output is dense."""
 
-    def oracle(self, xp, dtype, *, clients=False):
+    def oracle(self, xp: Namespace, dtype: DType, *, clients: bool = False) -> Callable[[Array], Array]:
         r = self._vec(self._param(self.r, xp, dtype, clients, False))
 
-        def lmo(g):
+        def lmo(g: Array) -> Array:
             n = safe_norm(g, xp)[..., None]
             return -r * g / xp.where(n > 0, n, xp.ones_like(n))
 
         return lmo
 
     @staticmethod
-    def _norm(x, xp):
+    def _norm(x: Array, xp: Namespace) -> Array:
         return safe_norm(x, xp)
 
 
@@ -200,17 +209,17 @@ class Simplex(_Ball):
 
     sparse_vertices = True
 
-    def oracle(self, xp, dtype, *, clients=False):
+    def oracle(self, xp: Namespace, dtype: DType, *, clients: bool = False) -> Callable[[Array], Array]:
         r = self._vec(self._param(self.r, xp, dtype, clients, False))
         return lambda g: r * xp.astype(xp.arange(g.shape[-1]) == xp.argmin(g, axis=-1)[..., None], g.dtype)
 
-    def diameter(self):
+    def diameter(self) -> np.ndarray:
         return math.sqrt(2) * self.r  # d >= 2 (the diameter of a one-point simplex is 0)
 
-    def center(self, d):
+    def center(self, d: int) -> np.ndarray:
         return np.broadcast_to(self.r[..., None] / d, self.r.shape + (d,)).copy()
 
-    def contains(self, x, *, clients=False, rtol=1e-12):
+    def contains(self, x: Array, *, clients: bool = False, rtol: float = 1e-12) -> Array:
         xp = array_namespace(x)
         r = self._param(self.r, xp, x.dtype, clients, False)
         return xp.all(x >= -rtol * self._vec(r), axis=-1) & (
@@ -218,7 +227,7 @@ class Simplex(_Ball):
         )
 
 
-def check_set(constraint, d, trials, name="constraint"):
+def check_set(constraint: Any, d: int, trials: tuple[int, ...], name: str = "constraint") -> ConvexSet:
     """A :class:`ConvexSet` whose parameters fit dimension ``d`` and the trial shape."""
     if not isinstance(constraint, ConvexSet):
         raise TypeError(
@@ -231,7 +240,7 @@ def check_set(constraint, d, trials, name="constraint"):
             )
         pshape = constraint.lo.shape[:-1]
     else:
-        pshape = constraint.r.shape
+        pshape = constraint.r.shape  # type: ignore[attr-defined]  # the balls; another subclass: its radius r
     try:
         np.broadcast_shapes(pshape, tuple(trials))
     except ValueError:

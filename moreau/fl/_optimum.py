@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from .._backend import safe_norm, to_numpy
 from .._matrices import matvec as _matvec
 from .._newton_cert import _proven_min_eig
+from .._objective import Objective
 from .._quadratic import Quadratic
+from .._typing import Array, DType, Namespace
 from ._common import check_objective, client_weights, positive
 from ._newton import NEWTON_RTOL, envelope_certificate, envelope_newton, gamma, minimize
 
@@ -46,13 +49,31 @@ class FedProxInfo:
     the exact normalisation :math:`p_i = \mathrm{weights}_i/\sum_j\mathrm{weights}_j`.
     """
 
-    error_bound: object
-    local_error_bound: object
-    mu: object
-    iterations: object
+    error_bound: np.ndarray
+    local_error_bound: np.ndarray
+    mu: np.ndarray
+    iterations: np.ndarray
 
 
-def fedprox_optimum(objective, lam, weights=None, *, return_info=False):
+@overload
+def fedprox_optimum(
+    objective: Objective,
+    lam: float | Array,
+    weights: Array | None = ...,
+    *,
+    return_info: Literal[False] = ...,
+) -> tuple[Array, Array]: ...
+@overload
+def fedprox_optimum(
+    objective: Objective, lam: float | Array, weights: Array | None = ..., *, return_info: Literal[True]
+) -> tuple[Array, Array, FedProxInfo]: ...
+@overload
+def fedprox_optimum(
+    objective: Objective, lam: float | Array, weights: Array | None = ..., *, return_info: bool
+) -> tuple[Array, Array] | tuple[Array, Array, FedProxInfo]: ...
+def fedprox_optimum(
+    objective: Objective, lam: float | Array, weights: Array | None = None, *, return_info: bool = False
+) -> tuple[Array, Array] | tuple[Array, Array, FedProxInfo]:
     r"""The exact FedProx solution :math:`(\tilde w^{(g)}, \tilde w^{(i)})`.
 
     .. math::
@@ -125,7 +146,7 @@ def fedprox_optimum(objective, lam, weights=None, *, return_info=False):
     return w_g, w_loc, info
 
 
-def _modulus(xp, p, c, dtype):
+def _modulus(xp: Namespace, p: Array, c: Array, dtype: DType) -> tuple[Array, Array]:
     r"""``(computed, rigorous lower bound)`` of :math:`\sum_i p_i c_i` for the exact weights:
     each :math:`c_i` computed with at most 3 roundings (``lam mu/(lam + mu)``, or
     ``lam a/(lam + a)``), the products and the sum of m terms (``gamma_{m+4}``), the weights'
@@ -139,7 +160,7 @@ def _modulus(xp, p, c, dtype):
     return mu, (mu - slack * (1 + 2 * eps)) * (1 - 2 * eps)
 
 
-def _check_lam_range(f, lam, mu_lo=None):
+def _check_lam_range(f: Objective, lam: Array, mu_lo: Array | None = None) -> None:
     r"""``ValueError`` naming ``lam`` where the system overflows the dtype: the envelope Hessians'
     eigenvalues :math:`\lambda a/(\lambda + a)` are formed as a product over a sum, so
     ``lam`` times the clients' curvature bound ``L`` (``f._smoothness_bound()``) must be finite
@@ -167,7 +188,7 @@ def _check_lam_range(f, lam, mu_lo=None):
     )
 
 
-def _check_certified(xp, mu_hat, mu_lo):
+def _check_certified(xp: Namespace, mu_hat: Array, mu_lo: Array) -> None:
     if not bool(xp.all(mu_lo > 0)):
         k = int(xp.argmin(xp.reshape(mu_lo, (-1,))))
         raise ValueError(
@@ -178,7 +199,9 @@ def _check_certified(xp, mu_hat, mu_lo):
         )
 
 
-def _quadratic_optimum(f, lam, p, *, certify):
+def _quadratic_optimum(
+    f: Quadratic, lam: Array, p: Array, *, certify: bool
+) -> tuple[Array, Array | None, Array | None]:
     r"""``(w_g (*lead, d), mu_lo (*lead,) or None, mu_i (*lead, m) or None)`` from the
     eigendecomposition; with ``certify``, ``mu_lo`` a rigorous lower bound on Φ's modulus and
     ``mu_i`` certified lower curvature bounds of the clients.
@@ -275,12 +298,12 @@ def _quadratic_optimum(f, lam, p, *, certify):
     return w_g, mu_lo, mu_i
 
 
-def _fro(xp, M):
+def _fro(xp: Namespace, M: Array) -> Array:
     """Frobenius norm over the last two axes, scaled (no overflow)."""
     return safe_norm(xp.reshape(M, tuple(M.shape[:-2]) + (-1,)), xp)
 
 
-def local_train(objective):
+def local_train(objective: Objective) -> Array:
     r"""LocalTrain: the exact minimiser of each client's :math:`f_i` (FedProx analysis eq. (2)).
 
     Quadratics: :math:`A_i^{-1}b_i` through the eigendecomposition; other objectives: certified
@@ -304,7 +327,7 @@ def local_train(objective):
 
     eps = float(xp.finfo(f.dtype).eps)
 
-    def state(w):
+    def state(w: Array) -> tuple[Array, Array, Array, Array, None]:
         g = f.grad(w)
         wn = xp.linalg.vector_norm(w, axis=-1)
         tol = xp.maximum(NEWTON_RTOL * (1 + wn), 64 * eps * f._grad_error_scale(w) / mu)
@@ -314,7 +337,7 @@ def local_train(objective):
     return minimize(state, lambda w, aux: f.hess(w), w0, f.dtype, xp=xp, what="local_train")[0]
 
 
-def global_train(objective, weights=None):
+def global_train(objective: Objective, weights: Array | None = None) -> Array:
     r"""GlobalTrain: the exact minimiser of :math:`\sum_i p_i f_i` (FedProx analysis eq. (2)).
 
     ``weights`` are the :math:`p_i` (default uniform 1/m, normalised).  Quadratics: one d×d solve
@@ -348,14 +371,14 @@ def global_train(objective, weights=None):
 
     eps = float(xp.finfo(f.dtype).eps)
 
-    def state(w):
+    def state(w: Array) -> tuple[Array, Array, Array, Array, None]:
         W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
         g = xp.sum(p[..., None] * f.grad(W), axis=-2)
         scale = xp.sum(p * f._grad_error_scale(W), axis=-1)
         tol = xp.maximum(NEWTON_RTOL * (1 + xp.linalg.vector_norm(w, axis=-1)), 64 * eps * scale / mu)
         return xp.sum(p * f.value(W), axis=-1), g, xp.linalg.vector_norm(g, axis=-1) / mu, tol, None
 
-    def hess(w, aux):
+    def hess(w: Array, aux: Any) -> Array:
         W = xp.broadcast_to(w[..., None, :], lead + (m, f.dim))
         return xp.sum(p[..., None, None] * f.hess(W), axis=-3)
 

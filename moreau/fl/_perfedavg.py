@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._objective import Objective
+from .._typing import Array
 from ._common import (
     History,
     check_diverged,
@@ -28,21 +30,21 @@ _VARIANTS = ("hessian", "first_order", "hessian_free")
 
 
 def per_fedavg(
-    objective,
+    objective: Objective,
     *,
-    alpha,
-    beta,
-    tau,
-    rounds,
-    S=None,
-    D=None,
-    D_prime=None,
-    D_second=None,
-    variant="hessian",
-    delta=None,
-    w0=None,
-    rng=None,
-):
+    alpha: float | Array,
+    beta: float | Array,
+    tau: int,
+    rounds: int,
+    S: int | None = None,
+    D: int | None = None,
+    D_prime: int | None = None,
+    D_second: int | None = None,
+    variant: str = "hessian",
+    delta: float | Array | None = None,
+    w0: Array | None = None,
+    rng: np.random.Generator | int | None = None,
+) -> History:
     r"""Per-FedAvg, Algorithm 1: τ local stochastic steps on the meta-functions, then averaging.
 
     Per round k the server samples S of the n = m clients uniformly without replacement
@@ -124,13 +126,16 @@ def per_fedavg(
         step_bars = []
         for k in range(tau):
             step_bars.append(xp.sum(on[..., None] * W, axis=-2) / S)
-            fD, fD1, fD2 = (f if s is None else batches.objective(rng, s, replace=True) for s in sizes)
+            fD, fD1, fD2 = (
+                f if s is None or batches is None else batches.objective(rng, s, replace=True) for s in sizes
+            )
             (grad, own), (grad1, own1) = gradient(fD), gradient(fD1)
             w_tilde = W - scaled(a2, grad(W), own)
             g, own = grad1(w_tilde), own1
             if variant == "hessian":
                 g, own = g - scaled(a2, fD2.hvp(W, g), False), True
             elif variant == "hessian_free":
+                assert d2 is not None  # the variant requires delta (checked above)
                 g, own = g - a2 * (fD2.grad(W + d2 * g) - fD2.grad(W - d2 * g)) / (2 * d2), True
             W = W - scaled(b2, g, own)
             check_diverged(xp, f, W, "per_fedavg", f"round {t + 1}, local step {k + 1}", "beta (or alpha)")
@@ -165,7 +170,7 @@ def per_fedavg(
     )
 
 
-def _personalised(f, w, a2, lead):
+def _personalised(f: Objective, w: Array, a2: Array, lead: tuple[int, ...]) -> Array:
     """One exact gradient step from the global model, per client: ``w - alpha grad f_i(w)``."""
     xp = f.xp
     W = xp.broadcast_to(w[..., None, :], lead + (f.batch_shape[-1], f.dim))

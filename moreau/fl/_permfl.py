@@ -23,11 +23,14 @@ analysis/permfl/__init__.py for what is reconstructed and how the code differs).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from .._backend import to_numpy
+from .._objective import Objective
 from .._quadratic import Quadratic
+from .._typing import Array
 from ._common import (
     History,
     check_diverged,
@@ -50,10 +53,10 @@ __all__ = ["PerMFLHistory", "permfl", "permfl_optimum", "team_matrix"]
 class PerMFLHistory(History):
     """:class:`History` of :func:`permfl` with the team models ``w_team`` ``(rounds+1, *lead, M, d)``."""
 
-    w_team: object = None
+    w_team: Array | None = None
 
 
-def team_matrix(teams, m):
+def team_matrix(teams: Any, m: int) -> tuple[np.ndarray, np.ndarray]:
     r"""``(E (m, M), N (M,))`` host arrays: the one-hot membership of each device and the team sizes
     :math:`N_i`; ``teams`` ``(m,)`` non-negative ints naming teams 0..M-1, each with a device."""
     t = np.asarray(teams)
@@ -76,22 +79,22 @@ def team_matrix(teams, m):
 
 
 def permfl(
-    objective,
-    teams,
+    objective: Objective,
+    teams: Any,
     *,
-    lam,
-    gamma,
-    alpha=None,
-    eta,
-    beta,
-    K,
-    L,
-    rounds,
-    lam_device=None,
-    batch_size=None,
-    x0=None,
-    rng=None,
-):
+    lam: float | Array,
+    gamma: float | Array,
+    alpha: float | Array | None = None,
+    eta: float | Array,
+    beta: float | Array,
+    K: int,
+    L: int | str,
+    rounds: int,
+    lam_device: float | Array | None = None,
+    batch_size: int | None = None,
+    x0: Array | None = None,
+    rng: np.random.Generator | int | None = None,
+) -> PerMFLHistory:
     r"""PerMFL (Algorithm 1 of Paper II): local, team and global updates of objective (4.3).
 
     Global round t = 0..T-1 (``rounds``): every team starts from :math:`w_i^{t,0} = x^t`; team
@@ -141,6 +144,7 @@ def permfl(
     lam_d = lam if lam_device is None else positive(lam_device, "lam_device", f)
     K, rounds = count(K, "K"), count(rounds, "rounds")
     exact = isinstance(L, str)
+    steps = 0  # device steps per team round (L; none with L='exact')
     if exact:
         if L != "exact":
             raise ValueError(f"L must be an int >= 1 or 'exact' (got {L!r})")
@@ -149,7 +153,7 @@ def permfl(
                 "alpha and batch_size apply to the L local gradient steps; L='exact' takes neither"
             )
     else:
-        L = count(L, "L")
+        L = steps = count(L, "L")
         if alpha is None:
             raise TypeError("alpha (the device step size) is required with L local steps")
         alpha = positive(alpha, "alpha", f)
@@ -182,8 +186,9 @@ def permfl(
             if exact:
                 theta = f.prox(Wd, lamd1)
             else:
+                assert alpha2 is not None  # L steps: alpha is required (checked above)
                 theta = Wd
-                for _ in range(L):
+                for _ in range(steps):
                     fk = f if size is None else _minibatch(f, rng, lead, size, rows)
                     theta = theta - alpha2 * (fk.grad(theta) + lamd2 * (theta - Wd))
                 check_diverged(
@@ -202,8 +207,8 @@ def permfl(
         theta=xp.stack(thetas),
         w_team=xp.stack(ws),
         rounds=rounds,
-        local_steps=0 if exact else K * L,
-        grad_evals=0 if exact else rounds * K * L,
+        local_steps=0 if exact else K * steps,
+        grad_evals=0 if exact else rounds * K * steps,
         prox_evals=rounds * K if exact else 0,
         params={
             "lam": lam,
@@ -220,7 +225,26 @@ def permfl(
     )
 
 
-def permfl_optimum(objective, teams, lam, gamma, *, return_info=False):
+@overload
+def permfl_optimum(
+    objective: Objective,
+    teams: Any,
+    lam: float | Array,
+    gamma: float | Array,
+    *,
+    return_info: Literal[False] = ...,
+) -> tuple[Array, Array, Array]: ...
+@overload
+def permfl_optimum(
+    objective: Objective, teams: Any, lam: float | Array, gamma: float | Array, *, return_info: Literal[True]
+) -> tuple[Array, Array, Array, dict[str, Any]]: ...
+@overload
+def permfl_optimum(
+    objective: Objective, teams: Any, lam: float | Array, gamma: float | Array, *, return_info: bool
+) -> tuple[Array, Array, Array] | tuple[Array, Array, Array, dict[str, Any]]: ...
+def permfl_optimum(
+    objective: Objective, teams: Any, lam: float | Array, gamma: float | Array, *, return_info: bool = False
+) -> tuple[Array, Array, Array] | tuple[Array, Array, Array, dict[str, Any]]:
     r"""The exact solution :math:`(x^*, w_i^*, \theta_{ij}^*)` of thesis eq. (4.3).
 
     Quadratics :math:`f_{ij}(\theta) = \frac12\theta^\top A_{ij}\theta - b_{ij}^\top\theta`, through
@@ -267,7 +291,9 @@ def permfl_optimum(objective, teams, lam, gamma, *, return_info=False):
     return (x, w, theta, info) if return_info else (x, w, theta)
 
 
-def _quadratic_optimum(f, E, N, lam, gamma, lead):
+def _quadratic_optimum(
+    f: Quadratic, E: np.ndarray, N: np.ndarray, lam: Array, gamma: Array, lead: tuple[int, ...]
+) -> tuple[Array, Array, Array]:
     xp = f.xp
     a, V = f._eigh  # (..., m, d), (..., m, d, d): cached
     Vt = xp.matrix_transpose(V)
@@ -306,11 +332,13 @@ def _quadratic_optimum(f, E, N, lam, gamma, lead):
     return x, w, xp.broadcast_to(theta, lead + theta.shape[-2:])
 
 
-def _mv(M, v):
+def _mv(M: Array, v: Array) -> Array:
     return (M @ v[..., None])[..., 0]
 
 
-def _coupling(E, N, lam, gamma, curv):
+def _coupling(
+    E: np.ndarray, N: np.ndarray, lam: Any, gamma: Any, curv: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     r"""The (1+M+m)-square matrix of Φ's Hessian per coordinate with :math:`\nabla^2 f_{ij}` replaced by
     ``curv`` ``(*, m)``: order (x, w_1..w_M, θ_1..θ_m), weights :math:`\pi_{ij} = 1/(M N_i)` (numpy)."""
     m, M = E.shape
@@ -326,7 +354,9 @@ def _coupling(E, N, lam, gamma, curv):
     return Cpl, pi
 
 
-def _newton_optimum(f, E, N, lam, gamma, lead):
+def _newton_optimum(
+    f: Objective, E: np.ndarray, N: np.ndarray, lam: Array, gamma: Array, lead: tuple[int, ...]
+) -> tuple[Array, Array, Array, dict[str, Any]]:
     xp = f.xp
     m, M, d = E.shape[0], N.size, f.dim
     n0 = 1 + M + m
@@ -352,14 +382,14 @@ def _newton_optimum(f, E, N, lam, gamma, lead):
     eps = float(xp.finfo(f.dtype).eps)
     eye_m = xp.eye(m, dtype=f.dtype)
 
-    def split(z):
+    def split(z: Array) -> tuple[Array, Array, Array]:
         return (
             z[..., :d],
             xp.reshape(z[..., d : (1 + M) * d], lead + (M, d)),
             xp.reshape(z[..., (1 + M) * d :], lead + (m, d)),
         )
 
-    def state(z):
+    def state(z: Array) -> tuple[Array, Array, Array, Array, None]:
         _, _, th = split(z)
         quad = big @ z[..., None]
         val = xp.vecdot(z, quad[..., 0]) / 2 + xp.sum(pix * f.value(th), axis=-1)
@@ -372,7 +402,7 @@ def _newton_optimum(f, E, N, lam, gamma, lead):
         tol = xp.maximum(NEWTON_RTOL * (1 + xp.linalg.vector_norm(z, axis=-1)), 64 * eps * scale / mu_x)
         return val, g, gn / mu_x, tol, None
 
-    def hess(z, aux):
+    def hess(z: Array, aux: Any) -> Array:
         _, _, th = split(z)
         Hd = pix[:, None, None] * f.hess(th)  # (*, m, d, d), block diagonal below
         bd = xp.reshape(Hd[..., :, :, None, :] * eye_m[:, None, :, None], lead + (m * d, m * d))

@@ -2,14 +2,18 @@ r"""pFedMe, Algorithm 1 of the pFedMe paper (T Dinh, Tran, Nguyen, NeurIPS 2020)
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._backend import to_numpy
 from .._least_squares import LeastSquares
 from .._logistic import Logistic
 from .._multinomial import Multinomial
+from .._objective import Objective
 from .._quadratic import Quadratic
 from .._ragged_samples import RaggedSamples
+from .._typing import Array
 from ._common import (
     History,
     added,
@@ -37,22 +41,22 @@ __all__ = ["pfedme"]
 
 
 def pfedme(
-    objective,
+    objective: Objective,
     *,
-    lam,
-    eta,
-    beta,
-    R,
-    rounds,
-    S=None,
-    batch_size=None,
-    inner="exact",
-    inner_eta=None,
-    nu=None,
-    w0=None,
-    rng=None,
-    personal="certified",
-):
+    lam: float | Array,
+    eta: float | Array,
+    beta: float | Array,
+    R: int,
+    rounds: int,
+    S: int | None = None,
+    batch_size: int | None = None,
+    inner: int | str = "exact",
+    inner_eta: float | Array | str | None = None,
+    nu: float | Array | None = None,
+    w0: Array | None = None,
+    rng: np.random.Generator | int | None = None,
+    personal: str = "certified",
+) -> History:
     r"""pFedMe, Algorithm 1: R local rounds on the Moreau envelopes, then a β-step of the server.
 
     Per global round t, every client i = 1..N (N = m) starts from :math:`w_{i,0}^t = w_t` and for
@@ -167,6 +171,7 @@ def pfedme(
         if personal == "inner":
             thetas.append(xp.broadcast_to(theta, lead + (m, f.dim)))
         if S < m:
+            assert rng is not None  # required when S < N (generator above)
             idx = sample_clients(rng, lead, m, S)
             picks.append(idx)
             pick = xp.asarray(np.broadcast_to(idx[..., None], idx.shape + (f.dim,)))
@@ -206,7 +211,9 @@ def pfedme(
     )
 
 
-def _inner(inner, inner_eta, nu, f):
+def _inner(
+    inner: int | str, inner_eta: float | Array | str | None, nu: float | Array | None, f: Objective
+) -> tuple[bool, int, Array | str | None, Array | None]:
     """``(exact, K, inner_eta, nu)`` from the ``inner`` options."""
     if isinstance(inner, str):
         if inner != "exact":
@@ -228,7 +235,7 @@ def _inner(inner, inner_eta, nu, f):
     )
 
 
-def _valid_rows(f, lead):
+def _valid_rows(f: Objective, lead: tuple[int, ...]) -> Any:
     """``(nvalid (*lead, m), order (*lead, m, n) or None)``: each client's count of rows of positive
     weight and their indices first (None when they already are the first rows: padding after); for a
     ragged objective a list of those per size bucket (read one by one: no padded layout formed);
@@ -246,7 +253,9 @@ def _valid_rows(f, lead):
     return out if isinstance(f, RaggedSamples) else out[0]
 
 
-def _minibatch(f, rng, lead, size, rows):
+def _minibatch(
+    f: Objective, rng: np.random.Generator | None, lead: tuple[int, ...], size: int, rows: Any
+) -> Objective:
     r"""The mini-batch objective ``(*lead, m)``: ``size`` rows drawn i.i.d. uniformly from each
     client's rows of positive weight with one draw ``rng.random((*lead, m, size))`` (the draw and
     its map to the k-th valid row are :func:`~moreau.fl._minibatches.sample_counts`'s, so the counts of
@@ -254,11 +263,15 @@ def _minibatch(f, rng, lead, size, rows):
     class with unit weights (:func:`~moreau.fl._common.gathered`: LeastSquares, Logistic,
     Multinomial, and from the size buckets of their ragged forms; ``rows`` from :func:`_valid_rows`);
     any other objective gets the counts as sample weights."""
+    assert rng is not None  # a mini-batch draw: rng is required with batch_size
     if rows is None:
         return batched_objective(f, sample_counts(rng, f, lead, size, replace=True))
     u = rng.random(tuple(lead) + (f.batch_shape[-1], size))
-    lay = f.layout if isinstance(f, RaggedSamples) else None
-    parts, rows = ([u], [rows]) if lay is None else (lay.split(u, 1, f._outer), rows)
+    if isinstance(f, RaggedSamples):
+        lay = f.layout
+        parts = lay.split(u, 1, f._outer)
+    else:
+        lay, parts, rows = None, [u], [rows]
     idx = []
     for ub, (nvalid, order) in zip(parts, rows, strict=True):
         k = np.minimum((ub * nvalid[..., None]).astype(np.int64), nvalid[..., None] - 1)  # k-th valid sample
@@ -270,7 +283,9 @@ def _minibatch(f, rng, lead, size, rows):
     return gathered(f, idx[0] if lay is None else lay.merge(idx, 1))  # validated rows: no checks repeated
 
 
-def _inner_gd(fk, W, lam2, K, step, nu, lead):
+def _inner_gd(
+    fk: Objective, W: Array, lam2: Array, K: int, step: Array, nu: Array | None, lead: tuple[int, ...]
+) -> tuple[Array, Array]:
     r"""K gradient steps of size ``step`` on :math:`\tilde h_i` from θ = W (stopping per client on
     (8) with ``nu``)."""
     xp = fk.xp
@@ -301,7 +316,7 @@ def _inner_gd(fk, W, lam2, K, step, nu, lead):
     return theta, used
 
 
-def _theorem1_average(f, ws, lam, eta, lead):
+def _theorem1_average(f: Objective, ws: Array, lam: Array, eta: Array, lead: tuple[int, ...]) -> Array:
     r"""Theorem 1's :math:`\bar w_T`: weights :math:`q^{T-1-t}`, q = 1 - ημ_F/2 (normalised α_t)."""
     xp = f.xp
     T = ws.shape[0]

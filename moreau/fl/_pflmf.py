@@ -19,11 +19,14 @@ certifies it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .._backend import to_numpy
+from .._objective import Objective
 from .._quadratic import Quadratic
+from .._typing import Array, Namespace
 from ._common import (
     History,
     batched_objective,
@@ -42,7 +45,7 @@ from ._minibatches import sample_counts
 __all__ = ["pflmf", "low_rank_optimum", "LowRankOptimum"]
 
 
-def _start(value, f, shape, name, xp):
+def _start(value: Any, f: Objective, shape: tuple[int, ...], name: str, xp: Namespace) -> Array | None:
     """A start factor broadcast to ``shape`` (checked), or None."""
     if value is None:
         return None
@@ -60,7 +63,7 @@ def _start(value, f, shape, name, xp):
     return xp.broadcast_to(a, shape)
 
 
-def _models(xp, f, U, V, t, k):
+def _models(xp: Namespace, f: Objective, U: Array, V: Array, t: int, k: int) -> Array:
     """x_i = U v_i ``(*lead, m, d)``, with divergence reported as such (overflow of the product)."""
     with np.errstate(over="ignore", invalid="ignore"):
         X = V @ xp.matrix_transpose(U)
@@ -69,20 +72,20 @@ def _models(xp, f, U, V, t, k):
 
 
 def pflmf(
-    objective,
-    rank,
+    objective: Objective,
+    rank: int,
     *,
-    rounds,
-    eta_u,
-    eta_v,
-    tau=1,
-    p=1.0,
-    batch_size=None,
-    weights=None,
-    U0=None,
-    V0=None,
-    rng=None,
-):
+    rounds: int,
+    eta_u: float | Array,
+    eta_v: float | Array,
+    tau: int = 1,
+    p: float | Array = 1.0,
+    batch_size: int | None = None,
+    weights: Array | None = None,
+    U0: Array | None = None,
+    V0: Array | None = None,
+    rng: np.random.Generator | int | None = None,
+) -> History:
     r"""pFL^MF (thesis §4.1, Paper I's Algorithm 1 as reconstructed): alternating gradient steps on (4.2).
 
     Per round t (η_u ``eta_u``, η_v ``eta_v``, τ ``tau`` local steps, participation probability
@@ -157,15 +160,18 @@ def pflmf(
     )
     U = _start(U0, f, lead + (d, r), "U0", xp)
     if U is None:
+        assert rng is not None  # required without U0 (generator above)
         U = xp.asarray(rng.standard_normal(lead + (d, r)) / np.sqrt(d), dtype=f.dtype)
     V = _start(V0, f, lead + (m, r), "V0", xp)
     if V is None:
+        assert rng is not None  # required without V0
         V = xp.asarray(rng.standard_normal(lead + (m, r)) / np.sqrt(r), dtype=f.dtype)
     ev, eu, p2 = expand(eta_v, 2), expand(eta_u, 2), expand(p, 1)
     us, vs, xs, masks = [U], [V], [V @ xp.matrix_transpose(U)], []
     evals = np.zeros(lead + (m,), dtype=int)
     for t in range(rounds):
         if partial:
+            assert rng is not None  # required when p < 1
             mask_h = rng.random(lead + (m,)) < np.asarray(to_numpy(p2), dtype=float)
             masks.append(mask_h)
             on = xp.asarray(mask_h)[..., None]
@@ -216,15 +222,15 @@ class LowRankOptimum:
     matrix M, so that ``value - unconstrained`` :math:`= \tfrac12\sum_{k>r}\sigma_k^2` (Eckart–Young).
     """
 
-    X: object
-    U: object
-    V: object
-    value: object
-    unconstrained: object
-    sigma: object
+    X: Array
+    U: Array
+    V: Array
+    value: Array
+    unconstrained: Array
+    sigma: Array
 
 
-def low_rank_optimum(objective, rank, weights=None):
+def low_rank_optimum(objective: Objective, rank: int, weights: Array | None = None) -> LowRankOptimum:
     r"""The exact rank-r optimum of (4.1) for quadratic clients with proportional Hessians.
 
     Clients :math:`f_i(x) = \tfrac12 x^\top A_i x - b_i^\top x + c_i` with :math:`A_i = s_i A`,
