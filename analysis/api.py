@@ -48,6 +48,9 @@ Names:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any, overload
+
 from moreau.analysis.engine.core import (
     Mutant,
     Reading,
@@ -95,7 +98,32 @@ __all__ = [
 ]
 
 
-def check(statements, *, family="all", trials=None, seed=0, mutants=False):
+@overload
+def check(
+    statements: Statement,
+    *,
+    family: str = ...,
+    trials: int | None = ...,
+    seed: int = ...,
+    mutants: bool = ...,
+) -> dict[str, Any]: ...
+@overload
+def check(
+    statements: Iterable[Statement],
+    *,
+    family: str = ...,
+    trials: int | None = ...,
+    seed: int = ...,
+    mutants: bool = ...,
+) -> list[dict[str, Any]]: ...
+def check(
+    statements: Statement | Iterable[Statement],
+    *,
+    family: str = "all",
+    trials: int | None = None,
+    seed: int = 0,
+    mutants: bool = False,
+) -> dict[str, Any] | list[dict[str, Any]]:
     """Run ``statements`` (a :class:`Statement` or a sequence) and return their verdicts.
 
     Each verdict is ``moreau.analysis.engine.verdict.statement_verdict``'s dict: ``"printed"``

@@ -16,6 +16,8 @@ from __future__ import annotations
 import copy
 import json
 import math
+import sys
+from typing import Any
 
 __all__ = ["ConfigError", "parse_set", "read_toml", "resolve", "to_toml"]
 
@@ -41,9 +43,9 @@ def parse_set(items) -> list:
 
 def read_toml(path) -> list:
     """``[(source, key, value)]`` of a TOML file's top-level keys (tables stay tables)."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
+    else:  # Python 3.10
         try:
             import tomli as tomllib
         except ImportError:
@@ -66,7 +68,7 @@ def resolve(experiment, quick: bool, trials, overrides=()) -> tuple:
         overrides = [(f"override {k}", k, v) for k, v in overrides.items()]
     params = experiment.config(quick, trials)
     examples = [params, experiment.config(not quick, None)]
-    applied = {}
+    applied: dict[str, Any] = {}
     for source, key, value in overrides:
         path = key.split(".")
         if path[0] == "seeds" and trials is not None:

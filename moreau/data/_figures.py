@@ -2,14 +2,26 @@ r"""The synthetic data of the papers' figures (not for checking bounds: separabl
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._backend import to_numpy
 from .._logistic import Logistic
 from .._multinomial import Multinomial
+from .._ragged import RaggedMultinomial
 from .._ragged import ragged as _ragged
+from .._typing import Seed
 from ._authors_synthetic import AUTHORS_SEED, authors_arrays
-from ._problem import FederatedProblem, Streams, check_int, check_real, client_weights, seed_record
+from ._problem import (
+    FederatedProblem,
+    Streams,
+    check_int,
+    check_real,
+    check_seed,
+    client_weights,
+    seed_record,
+)
 
 __all__ = ["fedprox_synthetic", "synthetic"]
 
@@ -17,11 +29,22 @@ __all__ = ["fedprox_synthetic", "synthetic"]
 _DRAWS = ("moreau", "authors")
 
 
-def _cov_diag(d):
+def _cov_diag(d: int) -> np.ndarray:
     return np.arange(1, d + 1, dtype=float) ** -1.2  # Sigma_jj = j^{-1.2}
 
 
-def fedprox_synthetic(rng, *, R, m=10, n=200, d=60, mu=0.01, n_test=0, trials=(), p=None):
+def fedprox_synthetic(
+    rng: Seed,
+    *,
+    R: float,
+    m: int = 10,
+    n: int = 200,
+    d: int = 60,
+    mu: float = 0.01,
+    n_test: int = 0,
+    trials: int | tuple[int, ...] = (),
+    p: Any = None,
+) -> FederatedProblem:
     r"""The FedProx analysis' synthetic logistic data (Section 6.1), for figures only.
 
     As printed: client ``k`` has features :math:`x \sim N(v_k, \Sigma)`,
@@ -70,7 +93,7 @@ def fedprox_synthetic(rng, *, R, m=10, n=200, d=60, mu=0.01, n_test=0, trials=()
     w = np.sqrt(R) * st.normal((m, d))
     scale = np.sqrt(_cov_diag(d))
 
-    def draw(k):
+    def draw(k: int) -> tuple[np.ndarray, np.ndarray]:
         x = v[..., None, :] + scale * st.normal((m, k, d))
         return x, np.where((x @ w[..., None])[..., 0] > 0, 1.0, -1.0)
 
@@ -111,21 +134,21 @@ def fedprox_synthetic(rng, *, R, m=10, n=200, d=60, mu=0.01, n_test=0, trials=()
 
 
 def synthetic(
-    alpha,
-    beta,
-    rng=None,
+    alpha: float,
+    beta: float,
+    rng: Seed | None = None,
     *,
-    n_clients=None,
-    n_classes=10,
-    d=60,
-    size_scale=None,
-    max_size=None,
-    mu=0.01,
-    train_fraction=0.75,
-    trials=(),
-    ragged=True,
-    draw="moreau",
-):
+    n_clients: int | None = None,
+    n_classes: int = 10,
+    d: int = 60,
+    size_scale: float | None = None,
+    max_size: int | None = None,
+    mu: float = 0.01,
+    train_fraction: float = 0.75,
+    trials: int | tuple[int, ...] = (),
+    ragged: bool = True,
+    draw: str = "moreau",
+) -> FederatedProblem:
     r"""The public Synthetic(alpha, beta) federated data (10-class softmax), for figures only.
 
     The recipe of the FedProx (Li et al.) code that pFedMe Section 5 adopts:
@@ -210,6 +233,7 @@ def synthetic(
         raise ValueError(f"train_fraction must be < 1 (got {frac:g})")
     if not isinstance(ragged, bool | np.bool_):
         raise TypeError(f"ragged must be True or False (got {ragged!r})")
+    T: tuple[int, ...]
     if authors:
         A = authors_arrays(alpha, beta, m, C, d, size_scale)
         T, sizes, W, b = (), A["sizes"], A["W"], A["b"]
@@ -218,7 +242,7 @@ def synthetic(
         n_tr, n_te = _split(sizes, frac)
         train, test = _authors_objectives(A, sizes, n_tr, C, mu)
     else:
-        st = Streams(rng, trials)
+        st = Streams(check_seed(rng), trials)  # the moreau draw needs rng
         T = st.trials
         sizes = (st.lognormal(4.0, 2.0, (m,)).astype(np.int64) + 50) * size_scale
         if max_size is not None:
@@ -254,7 +278,7 @@ def synthetic(
     }
     params = {
         "generator": "synthetic",
-        "rng": None if authors else seed_record(rng),
+        "rng": None if rng is None else seed_record(rng),  # None: the authors' draw
         "alpha": alpha,
         "beta": beta,
         "n_clients": m,
@@ -276,7 +300,7 @@ def synthetic(
     return FederatedProblem(train, w_star, w_star.mean(axis=-2), p, constants, how, params, test)
 
 
-def _split(sizes, frac):
+def _split(sizes: np.ndarray, frac: float) -> tuple[np.ndarray, np.ndarray]:
     """``(n_train, n_test)``: the first ``floor(frac n_k)`` rows (at least one) train, the rest test."""
     n_tr = np.maximum((frac * sizes).astype(np.int64), 1)
     n_te = sizes - n_tr
@@ -285,11 +309,13 @@ def _split(sizes, frac):
     return n_tr, n_te
 
 
-def _authors_objectives(A, sizes, n_tr, C, mu):
+def _authors_objectives(
+    A: dict[str, Any], sizes: np.ndarray, n_tr: np.ndarray, C: int, mu: float
+) -> tuple[RaggedMultinomial, RaggedMultinomial]:
     """The training and test objectives of the authors' draw: client ``k``'s first ``sizes[k]``
     rows (all of them unless ``max_size`` cut them) with the intercept column, the first
     ``n_tr[k]`` for training, the rest for testing."""
-    parts = ([], [], [], [])  # train x, train y, test x, test y
+    parts: tuple[list[np.ndarray], ...] = ([], [], [], [])  # train x, train y, test x, test y
     for k, (x, y) in enumerate(zip(A["x"], A["y"], strict=True)):
         n, t = int(sizes[k]), int(n_tr[k])
         x1 = np.concatenate([x[:n], np.ones((n, 1))], axis=-1)
@@ -306,7 +332,17 @@ def _authors_objectives(A, sizes, n_tr, C, mu):
 _CHUNK_BYTES = 32 * 2**20  # the Gaussian draws of one chunk of clients (the peak of the drawing)
 
 
-def _samples(st, sizes, n_tr, v, W, b, scale, C, mu):
+def _samples(
+    st: Streams,
+    sizes: np.ndarray,
+    n_tr: np.ndarray,
+    v: np.ndarray,
+    W: np.ndarray,
+    b: np.ndarray,
+    scale: np.ndarray,
+    C: int,
+    mu: float,
+) -> tuple[RaggedMultinomial, RaggedMultinomial]:
     """The training and test objectives of :func:`synthetic` (ragged): per trial, chunks of
     clients drawn in turn (one trial's draws are those of one ``(m, max n_k, d)`` call), their
     labels and intercept formed per chunk, the first ``n_tr`` rows of each client kept for
@@ -314,7 +350,7 @@ def _samples(st, sizes, n_tr, v, W, b, scale, C, mu):
     m, d = sizes.shape[-1], scale.shape[0]
     flat = sizes.reshape(-1, m)
     vs, Ws, bs, ntr = v.reshape(-1, m, d), W.reshape(-1, m, d, C), b.reshape(-1, m, C), n_tr.reshape(-1, m)
-    parts = ([], [], [], [])  # train x, train y, test x, test y
+    parts: tuple[list[np.ndarray], ...] = ([], [], [], [])  # train x, train y, test x, test y
     for t, g in enumerate(st.gens):
         k = int(flat[t].max())
         step = max(1, _CHUNK_BYTES // (8 * k * d))

@@ -4,11 +4,13 @@ sufficient-statistic sampler."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from .._least_squares import LeastSquares
 from .._quadratic import Quadratic
+from .._typing import Seed
 from ._offsets import unit_offsets
 from ._problem import (
     MAX_BYTES,
@@ -26,21 +28,21 @@ __all__ = ["least_squares"]
 
 
 def least_squares(
-    rng,
+    rng: Seed,
     *,
-    m,
-    n,
-    d,
-    R,
-    mu=1.0,
-    L=None,
-    sigma=1.0,
-    trials=(),
-    equal_norms=True,
-    p=None,
-    w_global=None,
-    max_bytes=MAX_BYTES,
-):
+    m: int,
+    n: int,
+    d: int,
+    R: float,
+    mu: float = 1.0,
+    L: float | None = None,
+    sigma: float = 1.0,
+    trials: int | tuple[int, ...] = (),
+    equal_norms: bool = True,
+    p: Any = None,
+    w_global: Any = None,
+    max_bytes: float = MAX_BYTES,
+) -> FederatedProblem:
     r"""Linear-regression clients with controlled heterogeneity, a fixed design and exact constants.
 
     Model (client ``i``, samples ``j``): :math:`y_{ij} = x_{ij}^\top w_\star^{(i)} + \varepsilon_{ij}`,
@@ -177,14 +179,18 @@ def least_squares(
 class _Design:
     """What the sufficient-statistic sampler needs of a fixed-design problem."""
 
-    def __init__(self, a, V, root, w_star, sigma, n):
+    def __init__(
+        self, a: np.ndarray, V: np.ndarray, root: np.ndarray, w_star: np.ndarray, sigma: float, n: int
+    ) -> None:
         self.a, self.V, self.sigma, self.n = a, V, sigma, n
         self.root = root
         self.A = (V * a) @ np.swapaxes(V, -1, -2)
         self.Aw = (self.A @ w_star[..., None])[..., 0]
         self.mean_y = math.sqrt(n) * (root @ w_star[..., None])[..., 0]  # sqrt(n) A^{1/2} w_star
 
-    def sample(self, rng, size, raw):
+    def sample(
+        self, rng: Seed, size: tuple[int, ...], raw: bool
+    ) -> Quadratic | tuple[np.ndarray, np.ndarray, np.ndarray]:
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         n, s, d = self.n, self.sigma, self.a.shape[0]
         shape = tuple(size) + self.Aw.shape[:-1]
@@ -197,7 +203,7 @@ class _Design:
         return Quadratic.from_spectrum(np.broadcast_to(self.a, self.V.shape[:-1]), self.V, b, c)
 
 
-def _global(st, w_global, d, T):
+def _global(st: Streams, w_global: Any, d: int, T: tuple[int, ...]) -> np.ndarray:
     if w_global is None:
         return st.normal((d,))
     w = np.asarray(w_global)
@@ -212,7 +218,7 @@ def _global(st, w_global, d, T):
     return np.broadcast_to(w, T + (d,))
 
 
-def _haar(G):
+def _haar(G: np.ndarray) -> np.ndarray:
     """Orthonormal columns, Haar-distributed: QR of a Gaussian with the signs of diag(R) fixed."""
     Q, Rf = np.linalg.qr(G)
     return Q * np.sign(np.diagonal(Rf, axis1=-2, axis2=-1))[..., None, :]

@@ -3,11 +3,13 @@ r"""Well-specified logistic clients whose ground truth is the population minimis
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from .._backend import to_numpy
 from .._logistic import Logistic
+from .._typing import Seed
 from . import _quadrature as quad
 from ._least_squares import _global
 from ._offsets import unit_offsets
@@ -27,20 +29,20 @@ __all__ = ["logistic"]
 
 
 def logistic(
-    rng,
+    rng: Seed,
     *,
-    m,
-    n,
-    d,
-    R,
-    mu,
-    trials=(),
-    equal_norms=True,
-    p=None,
-    w_global=None,
-    global_norm=0.5,
-    max_bytes=MAX_BYTES,
-):
+    m: int,
+    n: int,
+    d: int,
+    R: float,
+    mu: float,
+    trials: int | tuple[int, ...] = (),
+    equal_norms: bool = True,
+    p: Any = None,
+    w_global: Any = None,
+    global_norm: float = 0.5,
+    max_bytes: float = MAX_BYTES,
+) -> FederatedProblem:
     r"""Well-specified logistic clients with a ridge; the truth is the population minimiser.
 
     Client ``i``: :math:`x \sim N(0, I_d)`, :math:`y \in \{\pm1\}` with
@@ -114,7 +116,8 @@ def logistic(
         idx = tuple(int(k) for k in np.argwhere(~ok)[0])
         raise ValueError(
             f"no label noise makes w_star[{', '.join(map(str, idx))}] (norm {r[idx]:.6g}) the population "
-            f"minimiser with mu={mu:g}: it needs g(r) + mu r < 1/sqrt(2 pi) = {quad.G_MAX:.6f} (got {target[idx]:.6f}); "
+            f"minimiser with mu={mu:g}: it needs g(r) + mu r < 1/sqrt(2 pi) = {quad.G_MAX:.6f} "
+            f"(got {target[idx]:.6f}); "
             "lower mu, R or global_norm"
         )
     unit = np.where(r[..., None] > 0, w_star / np.where(r > 0, r, 1.0)[..., None], 0.0)

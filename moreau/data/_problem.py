@@ -3,9 +3,15 @@ r"""The record every generator returns, seeded per-trial streams, argument check
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Literal, overload
 
 import numpy as np
+
+from .._objective import Objective
+from .._quadratic import Quadratic
+from .._typing import Seed
 
 __all__ = ["FederatedProblem", "trial_rngs", "MAX_BYTES"]
 
@@ -41,17 +47,30 @@ class FederatedProblem:
     References: the FedProx analysis, Section 3 (notation) and Assumptions 1-3.
     """
 
-    objective: object
+    objective: Objective
     w_star: np.ndarray
     w_star_global: np.ndarray
     p: np.ndarray
-    constants: dict
-    how: dict
-    params: dict
-    test: object = None
-    _sampler: object = field(default=None, repr=False, compare=False)
+    constants: dict[str, Any]
+    how: dict[str, str]
+    params: dict[str, Any]
+    test: Objective | None = None
+    # (rng, size, raw) -> a Quadratic, or (A, b, c) with raw
+    _sampler: Callable[[Seed, tuple[int, ...], bool], Any] | None = field(
+        default=None, repr=False, compare=False
+    )
 
-    def resample(self, rng, size=(), *, raw=False):
+    @overload
+    def resample(
+        self, rng: Seed, size: int | tuple[int, ...] = ..., *, raw: Literal[False] = ...
+    ) -> Quadratic: ...
+    @overload
+    def resample(
+        self, rng: Seed, size: int | tuple[int, ...] = ..., *, raw: Literal[True]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    def resample(
+        self, rng: Seed, size: int | tuple[int, ...] = (), *, raw: bool = False
+    ) -> Quadratic | tuple[np.ndarray, np.ndarray, np.ndarray]:
         r"""Fresh data sets of this problem, without materialising the samples.
 
         ``size`` (int or tuple) adds leading axes: the result has batch shape
@@ -69,7 +88,7 @@ class FederatedProblem:
         return self._sampler(rng, _shape(size, "size"), raw)
 
 
-def trial_rngs(rng, trials=()):
+def trial_rngs(rng: Seed, trials: int | tuple[int, ...] = ()) -> list[np.random.Generator]:
     r"""The per-trial generators a batched call uses, in C order over ``trials``.
 
     ``trials=()``: one generator, ``rng`` itself when it is a Generator, else
@@ -81,12 +100,7 @@ def trial_rngs(rng, trials=()):
     children are a pure function of the seed).
     """
     trials = _shape(trials, "trials")
-    if isinstance(rng, bool) or not isinstance(
-        rng, (np.random.Generator, np.random.SeedSequence, int, np.integer)
-    ):
-        raise TypeError(f"rng must be a numpy.random.Generator, a SeedSequence or an int seed (got {rng!r})")
-    if isinstance(rng, (int, np.integer)) and rng < 0:
-        raise ValueError(f"rng must be a non-negative int seed (got {rng})")
+    rng = check_seed(rng)
     if trials == ():
         return [rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)]
     k = math.prod(trials)
@@ -96,7 +110,19 @@ def trial_rngs(rng, trials=()):
     return [np.random.default_rng(c) for c in ss.spawn(k)]
 
 
-def seed_record(rng):
+def check_seed(rng: object) -> Seed:
+    """``rng`` if it is a Generator, a SeedSequence or a non-negative int seed (else TypeError or
+    ValueError naming it)."""
+    if isinstance(rng, bool) or not isinstance(
+        rng, (np.random.Generator, np.random.SeedSequence, int, np.integer)
+    ):
+        raise TypeError(f"rng must be a numpy.random.Generator, a SeedSequence or an int seed (got {rng!r})")
+    if isinstance(rng, (int, np.integer)) and rng < 0:
+        raise ValueError(f"rng must be a non-negative int seed (got {rng})")
+    return rng
+
+
+def seed_record(rng: Seed) -> int | str | dict[str, Any]:
     """What ``params`` records about ``rng``: the int, or the SeedSequence entropy and spawn key."""
     if isinstance(rng, (int, np.integer)):
         return int(rng)
@@ -114,27 +140,27 @@ class Streams:
     arithmetic afterwards is batched.
     """
 
-    def __init__(self, rng, trials):
+    def __init__(self, rng: Seed, trials: int | tuple[int, ...]) -> None:
         self.trials = _shape(trials, "trials")
         self.gens = trial_rngs(rng, self.trials)
 
-    def normal(self, shape):
+    def normal(self, shape: Sequence[int]) -> np.ndarray:
         shape = tuple(shape)
         return np.stack([g.standard_normal(shape) for g in self.gens]).reshape(self.trials + shape)
 
-    def uniform(self, shape):
+    def uniform(self, shape: Sequence[int]) -> np.ndarray:
         shape = tuple(shape)
         return np.stack([g.random(shape) for g in self.gens]).reshape(self.trials + shape)
 
-    def permutation(self, m):
+    def permutation(self, m: int) -> np.ndarray:
         return np.stack([g.permutation(m) for g in self.gens]).reshape(self.trials + (m,))
 
-    def lognormal(self, mean, sigma, shape):
+    def lognormal(self, mean: Any, sigma: Any, shape: Sequence[int]) -> np.ndarray:
         shape = tuple(shape)
         return np.stack([g.lognormal(mean, sigma, shape) for g in self.gens]).reshape(self.trials + shape)
 
 
-def _shape(t, name):
+def _shape(t: Any, name: str) -> tuple[int, ...]:
     """``()``, an int or a tuple of ints >= 1, as a tuple."""
     if isinstance(t, (int, np.integer)) and not isinstance(t, bool):
         t = (int(t),)
@@ -147,7 +173,7 @@ def _shape(t, name):
     return tuple(int(k) for k in t)
 
 
-def check_int(value, name, lo):
+def check_int(value: Any, name: str, lo: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int (got {value!r})")
     if value < lo:
@@ -155,7 +181,7 @@ def check_int(value, name, lo):
     return int(value)
 
 
-def check_real(value, name, *, lo=None, strict=False):
+def check_real(value: Any, name: str, *, lo: float | None = None, strict: bool = False) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -169,7 +195,7 @@ def check_real(value, name, *, lo=None, strict=False):
     return v
 
 
-def client_weights(p, m):
+def client_weights(p: Any, m: int) -> np.ndarray:
     """Validated ``p`` ``(m,)`` (default uniform): finite, > 0, summing to 1 (to 1e-12)."""
     if p is None:
         return np.full(m, 1.0 / m)
@@ -186,7 +212,7 @@ def client_weights(p, m):
     return p
 
 
-def check_memory(max_bytes, nbytes, call, formula, names):
+def check_memory(max_bytes: float, nbytes: float, call: str, formula: str, names: str) -> None:
     """``ValueError`` with the estimate ``nbytes`` where it exceeds ``max_bytes``, before anything
     is allocated: ``call`` the call as written, ``formula`` how the estimate is formed, ``names``
     the arguments to lower."""
@@ -204,9 +230,10 @@ def check_memory(max_bytes, nbytes, call, formula, names):
     )
 
 
-def _size(b):
+def _size(b: float) -> str:
     b = float(b)
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if b < 1024 or unit == "PiB":
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if b < 1024:
             return f"{b:.3g} {unit}"
         b /= 1024
+    return f"{b:.3g} PiB"
