@@ -84,28 +84,19 @@ u = 10⁻¹ … 10⁻⁴), so no constant makes it true.  (2) Corollary 4.6 fail
 β = ε, τ = ε^{−1/2}, K = ε^{−3/2} and one client of two per round, the exact lhs decays like ε^{1/2}
 (fitted slope 0.49 over ε = 10⁻² … 10⁻⁶), not O(ε + α²σ_G²/D) = O(ε) (σ_G = 0).  Both hold with
 r = 1 or τ = 1 (the reading "r = 1 or τ = 1").
-"""
+"""  # noqa: E501 (the text of moreau check --describe, docs/catalogue.md)
 
 from __future__ import annotations
 
 import numpy as np
 
-import moreau as mo
-from moreau.analysis.engine.core import (
-    Mutant,
-    Reading,
-    Sides,
-    Statement,
-    fit_exponent,
-    rate_sides,
-    scale_fields,
-)
-from moreau.analysis.engine.instances import log_uniform, logistic_batch, trials_at_least
-from moreau.analysis.perfedavg.algorithm_moments import client_stats, thm45_closed, thm45_exact
-from moreau.analysis.perfedavg.logistic_runs import logistic_constants, logistic_lhs
-from moreau.analysis.perfedavg.thm4_5.nonconvex_family import NC, nc_instances, nc_prepare
+from moreau.analysis.engine.core import Mutant, Reading, Statement, scale_fields
+from moreau.analysis.engine.instances import trials_at_least
+from moreau.analysis.perfedavg.thm4_5.families import FINDING, _logistic, _quadratic
+from moreau.analysis.perfedavg.thm4_5.nonconvex_family import nc_instances, nc_prepare
+from moreau.analysis.perfedavg.thm4_5.sides import CONFIDENCE, PARTS, evaluate
 
-__all__ = ["STATEMENTS", "CLAIM", "READINGS", "REPAIR"]
+__all__ = ["STATEMENTS", "CLAIM", "READINGS", "REPAIR", "FINDING", "NC_FAMILY", "PARTS", "evaluate"]
 
 CLAIM = {
     "L_F": lambda L, alpha, rho, B: 4 * L + alpha * rho * B,
@@ -140,19 +131,6 @@ READINGS = (
     ),
 )
 
-#: the minimal instance of the finding: exact lhs / rhs = 2.0 (closed form, 2e9 rounds)
-FINDING = {"beta": 1e-12, "tau": 50_000, "K": 2_000_000_000}
-
-PARTS = (
-    "(111) (1/(tau K)) sum E||grad F(w_bar_{k+1,t})||^2 <= 4 (F(w_0) - F*)/(beta tau K) + 4 sigma_T^2",
-    "Corollary 4.6: tau ~ eps^(-1/2), K ~ eps^(-3/2), beta = eps: lhs = O(eps)",
-)
-
-N, M, DIM = 2, 4, 3
-Q_GRID = np.array([10, 30, 100, 300, 1000])  # tau = q, K = q^3, beta = eps = 1/q^2
-EPS = 1.0 / Q_GRID**2
-CONFIDENCE = 0.999
-LOG = {"n": 4, "m": 8, "d": 3, "K": 3, "R": 256}
 #: the family of nonconvex clients (Cauchy robust regression)
 NC_FAMILY = "nonconvex"
 
@@ -161,6 +139,8 @@ Q_MIN = 14  # fewest quadratic instances (--trials is raised to it): the sweeps,
 trials_used = trials_at_least(Q_MIN, "quadratic instances: its sweeps, finding, designed cases", "quadratic")
 
 
+# The entry point of the instances stays in the package beside the statement: ``moreau check --describe``
+# documents a statement with the docstring of the module that defines its ``instances`` (this one).
 def instances(family, trials, rng):
     if family == NC_FAMILY:
         return nc_instances(rng, trials or 8)
@@ -174,342 +154,6 @@ def instances(family, trials, rng):
 def prepare(batch):
     """The nonconvex family's claim-independent work (F* bounds, Monte Carlo), once per batch."""
     return nc_prepare(batch, CONFIDENCE) if "kappa" in batch else batch
-
-
-def _samples(rng, T, L, n, spread):
-    delta = rng.standard_normal((T, n, DIM)) * L[:, None, None] * spread[:, None, None]
-    delta -= delta.mean(axis=1, keepdims=True)
-    noise = rng.standard_normal((T, n, M, DIM)) * L[:, None, None, None]
-    noise -= noise.mean(axis=2, keepdims=True)
-    return rng.standard_normal((T, 1, 1, DIM)) * L[:, None, None, None] + delta[:, :, None, :] + noise
-
-
-def _quadratic(rng, T):
-    L = log_uniform(rng, 0.2, 5.0, T)
-    a = L[:, None] * rng.uniform(0.05, 1.0, (T, DIM))
-    a[:, -1] = L
-    a[::4, 0] = 1e-3 * L[::4]  # nearly flat direction (convex boundary)
-    C = _samples(rng, T, L, N, rng.uniform(0.0, 2.0, T))
-    cbar = C.mean(axis=(1, 2))
-    wstar = cbar / a
-    tau = rng.integers(1, 5, T)
-    S = rng.integers(1, N + 1, T)
-    alpha = rng.uniform(0.0, 1.0, T) / L
-    alpha[::3] = 1 / L[::3]
-    alpha = np.maximum(alpha, 1e-3 / L)
-    LF = 4 * L
-    beta = rng.uniform(0.05, 1.0, T) / (10 * tau * LF)
-    beta[1::3] = 1 / (10 * tau[1::3] * LF[1::3])
-    inv = np.array([0.0, 1.0, 0.5, 0.25])
-    invD, invD1 = inv[rng.integers(0, 4, T)], inv[rng.integers(0, 4, T)]
-    K = rng.integers(5, 31, T)
-    w0 = wstar + rng.standard_normal((T, DIM)) * log_uniform(rng, 0.1, 30.0, T)[:, None]
-    g = np.arange(T)
-    conv, opt, div = g[-9:-6], g[-6:-3], g[-3:]
-    tau[conv], S[conv], alpha[conv], K[conv] = 1, N, 1e-3 / L[conv], 150
-    beta[conv], invD[conv], invD1[conv] = 1 / (10 * LF[conv]), 0.0, 0.0
-    w0[conv] = wstar[conv] + np.eye(DIM)[-1] * 10 * rng.uniform(0.5, 2, conv.size)[:, None]
-    w0[opt], S[opt], tau[opt] = wstar[opt], np.array([1, N, N]), np.array([1, 2, 1])
-    invD1[opt] = np.array([0.0, 1.0, 1.0])  # client sampling (tau = 1) or batch noise only
-    tau[div], S[div], alpha[div], K[div], invD[div], invD1[div] = 1, N, 1e-3 / L[div], 30, 0.0, 0.0
-    beta[div] = rng.uniform(9.0, 10.0, div.size) / LF[div]
-    sw = g[:4]  # Corollary 4.6 sweeps: L = 0.1, well conditioned
-    a[sw] = 0.1 * np.sort(rng.uniform(0.5, 1.0, (sw.size, DIM)), axis=1)
-    a[sw, -1] = 0.1
-    C[sw] = C[sw] * (0.1 / L[sw])[:, None, None, None]
-    alpha[sw] = rng.uniform(1.0, 4.0, sw.size)  # alpha L in [0.1, 0.4]
-    w0[sw] = C[sw].mean(axis=(1, 2)) / a[sw] + rng.standard_normal((sw.size, DIM))
-    S[sw], invD[sw], invD1[sw] = np.array([N, 1, N, 1]), 0.0, np.array([0.0, 0.0, 1.0, 1.0])
-    w0[sw[1::2]] = C[sw[1::2]].mean(axis=(1, 2)) / a[sw[1::2]]  # client sampling from w*: lhs ~ eps^(1/2)
-    fi = g[4]  # the finding (see findings): d = 1 padded to 3
-    a[fi], C[fi], alpha[fi], S[fi], tau[fi], invD[fi], invD1[fi] = 1.0, 0.0, 0.01, 1, FINDING["tau"], 0.0, 0.0
-    C[fi, :, :, 0] = np.array([1.0, -1.0])[:, None]
-    beta[fi], K[fi], w0[fi] = FINDING["beta"], FINDING["K"], 0.0
-    return {
-        "a": a,
-        "C": C,
-        "alpha": alpha,
-        "beta": beta,
-        "tau": tau.astype(float),
-        "K": K.astype(float),
-        "S": S.astype(float),
-        "invD": invD,
-        "invD1": invD1,
-        "w0": w0,
-        "sweep": (g < 4).astype(float),
-        "closed": (g == 4).astype(float),
-    }
-
-
-def _logistic(rng, T):
-    n, m, d = LOG["n"], LOG["m"], LOG["d"]
-    lb = logistic_batch(rng, T * n, m, d, scale=1.0)
-    X = lb["X"].reshape(T, n, m, d) + rng.standard_normal((T, n, 1, d))
-    y = lb["y"].reshape(T, n, m)
-    vals, _ = logistic_constants(X, y)
-    L, B, rho = vals["L"], vals["B"], vals["rho"]
-    tau = rng.integers(1, 4, T)
-    alpha = rng.uniform(0.05, 1.0, T) / L
-    alpha[::3] = 1 / L[::3]
-    LF = 4 * L + alpha * rho * B
-    beta = rng.uniform(0.1, 1.0, T) / (10 * tau * LF)
-    beta[1::3] = 1 / (10 * tau[1::3] * LF[1::3])
-    return {
-        "X": X,
-        "y": y,
-        "alpha": alpha,
-        "beta": beta,
-        "tau": tau.astype(float),
-        "S": rng.integers(1, n + 1, T).astype(float),
-        "D": rng.integers(1, 4, (T, 3)).astype(float),
-        "w0": rng.standard_normal((T, d)) * 2,
-        "seed": rng.integers(0, 2**31, T).astype(float),
-    }
-
-
-def evaluate(batch, claim):
-    if "nc" in batch:
-        return _eval_nonconvex(batch, claim)
-    return _eval_quadratic(batch, claim) if "a" in batch else _eval_logistic(batch, claim)
-
-
-def _rhs(claim, gap, L, alpha, rho, B, sG2, sH2, gG2, gH2, invD, invD1, invD2, beta, tau, K, S, n):
-    LF = claim["L_F"](L, alpha, rho, B)
-    sF2 = claim["sigma_F2"](B, sG2, sH2, alpha, L, invD, invD1, invD2)
-    gF2 = claim["gamma_F2"](B, alpha, gH2, gG2)
-    sT2 = claim["sigma_T2"](beta, LF, tau, sF2, gF2, S / n, n, alpha, L, sG2, invD)
-    return claim["bound"](gap, beta, tau, K, sT2), LF
-
-
-def _eval_quadratic(batch, claim):
-    a, C, alpha, beta, tau, K, S = (batch[k] for k in ("a", "C", "alpha", "beta", "tau", "K", "S"))
-    T = a.shape[0]
-    L = np.max(a, axis=1)
-    _, _, sG2, gG2 = client_stats(C)
-    zero = np.zeros(T)
-    sweep = batch["sweep"] > 0
-    lhs, gap = np.zeros(T), np.zeros(T)
-    for i in np.flatnonzero(~sweep):
-        exact = thm45_closed if batch["closed"][i] else thm45_exact
-        lhs[i], gap[i] = exact(
-            a[i],
-            C[i],
-            alpha[i],
-            beta[i],
-            int(tau[i]),
-            int(K[i]),
-            int(S[i]),
-            batch["invD"][i],
-            batch["invD1"][i],
-            batch["w0"][i],
-        )
-    gap = claim["gap"](gap, 0.0, 2 * gap)  # F* = F(w*); <grad F(w_0), w_0 - w*> = 2 (F(w_0) - F*)
-    rhs, LF = _rhs(
-        claim,
-        gap,
-        L,
-        alpha,
-        zero,
-        zero,
-        sG2,
-        zero,
-        gG2,
-        zero,
-        batch["invD"],
-        batch["invD1"],
-        zero,
-        beta,
-        tau,
-        K,
-        S,
-        N,
-    )
-    app = (
-        ~sweep
-        & claim["alpha_condition"](alpha, L)
-        & claim["beta_condition"](beta, tau, LF)
-        & claim["sampling"](S, N, tau)
-    )
-    consts = {
-        "L": "exact",
-        "rho": "exact: 0",
-        "sigma_G^2, gamma_G^2": "exact (constant in w)",
-        "sigma_H^2, gamma_H^2": "exact: 0",
-        "B": "cancels exactly (see perfedavg.propf1)",
-        "F(w_0) - F*": "exact: (1/2)(w_0 - w*)^T Q^2 A (w_0 - w*)",
-    }
-    out = {
-        PARTS[0]: Sides(
-            lhs,
-            rhs,
-            "upper",
-            applicable=app,
-            constants=consts,
-            note="exact expectations (moment recursion, client subsets enumerated)",
-        )
-    }
-    slope, lo, hi = np.zeros(T), np.zeros(T), np.zeros(T)
-    for i in np.flatnonzero(sweep):
-        y = [
-            thm45_closed(
-                a[i],
-                C[i],
-                alpha[i],
-                1.0 / q**2,
-                int(q),
-                int(q) ** 3,
-                int(S[i]),
-                batch["invD"][i],
-                batch["invD1"][i],
-                batch["w0"][i],
-            )[0]
-            for q in Q_GRID
-        ]
-        slope[i], (lo[i], hi[i]) = fit_exponent(EPS, np.array(y))
-    out[PARTS[1]] = rate_sides(
-        slope,
-        (lo, hi),
-        claim["cor_exponent"],
-        kind="at least",
-        atol=0.1,
-        applicable=sweep & claim["sampling"](S, N, np.full(T, 2.0)),
-        level=0.95,
-        note="exact lhs (closed form) at eps = 1/q^2, q = 10, 30, 100, 300, 1000 (L = 0.1 so beta = eps <= "
-        "1/(10 tau L_F)); residual interval of the log-log fit; atol 0.1 for the "
-        "grid's curvature",
-    )
-    return out
-
-
-def _eval_logistic(batch, claim):
-    vals, how = logistic_constants(batch["X"], batch["y"])
-    T, n = batch["X"].shape[:2]
-    alpha, beta, tau, S, D = batch["alpha"], batch["beta"], batch["tau"], batch["S"], batch["D"]
-    K = float(LOG["K"])
-    mean, lo, hi, gap = (np.zeros(T) for _ in range(4))
-    for i in range(T):
-        rng = np.random.default_rng(int(batch["seed"][i]))
-        mean[i], lo[i], hi[i] = logistic_lhs(
-            batch["X"][i],
-            batch["y"][i],
-            alpha[i],
-            beta[i],
-            int(tau[i]),
-            int(K),
-            int(S[i]),
-            tuple(int(v) for v in D[i]),
-            batch["w0"][i],
-            LOG["R"],
-            rng,
-            CONFIDENCE,
-        )
-        gap[i] = float(
-            np.mean(
-                np.asarray(
-                    mo.meta_objective(mo.Logistic(batch["X"][i], batch["y"][i]), alpha[i]).value(
-                        batch["w0"][i]
-                    )
-                )
-            )
-        )
-    gap = claim["gap"](gap, 0.0, np.inf)  # F* >= 0; no minimizer computed (mu = 0)
-    rhs, LF = _rhs(
-        claim,
-        gap,
-        vals["L"],
-        alpha,
-        vals["rho"],
-        vals["B"],
-        vals["sG2"],
-        vals["sH2"],
-        vals["gG2"],
-        vals["gH2"],
-        1 / D[:, 0],
-        1 / D[:, 1],
-        1 / D[:, 2],
-        beta,
-        tau,
-        K,
-        S,
-        n,
-    )
-    app = (
-        claim["alpha_condition"](alpha, vals["L"])
-        & claim["beta_condition"](beta, tau, LF)
-        & claim["sampling"](S, n, tau)
-    )
-    return {
-        PARTS[0]: Sides(
-            mean,
-            rhs,
-            "upper",
-            applicable=app,
-            lhs_ci=(lo, hi),
-            confidence=CONFIDENCE,
-            constants=how,
-            note=f"Monte Carlo over {LOG['R']} runs (batches and client sets), "
-            "Hoeffding interval; rhs from valid upper bounds",
-        )
-    }
-
-
-def _eval_nonconvex(prep, claim):
-    vals, D = prep["vals"], prep["D"]
-    alpha, beta, tau, K, S, n = (prep[k] for k in ("alpha", "beta", "tau", "K", "S", "n"))
-    inv = np.where(D > 0, 1 / np.maximum(D, 1), 0.0)
-    gap = claim["gap"](prep["F0"], prep["Fstar"], prep["lin"])
-    rhs, LF = _rhs(
-        claim,
-        gap,
-        vals["L"],
-        alpha,
-        vals["rho"],
-        vals["B"],
-        vals["sG2"],
-        vals["sH2"],
-        vals["gG2"],
-        vals["gH2"],
-        inv[:, 0],
-        inv[:, 1],
-        inv[:, 2],
-        beta,
-        tau,
-        K,
-        S,
-        n,
-    )
-    app = (
-        claim["alpha_condition"](alpha, vals["L"])
-        & claim["beta_condition"](beta, tau, LF)
-        & claim["sampling"](S, n, tau)
-    )
-    ex = prep["exact"]
-    how = dict(
-        prep["how"],
-        **{
-            "F(w_0) - F*": "F(w_0) - (certified lower bound of F*); F* >= 0 alone would give "
-            f"{np.max(prep['F0'] / np.maximum(prep['F0'] - prep['Fstar'], 1e-300)):.3g}"
-            "x the gap at worst"
-        },
-    )
-    note = (
-        f"{int(ex.sum())} exact runs (S = n, full batches), {int((~ex).sum())} by Monte Carlo over "
-        f"{NC['R']} runs (Hoeffding, range ((1 + alpha L) B)^2); rhs from valid upper bounds; iterates with a "
-        f"negative eigenvalue of the Hessian of F: {np.mean(prep['negfrac']):.0%} on average "
-        f"(min {np.min(prep['negfrac']):.0%} per instance)"
-    )
-    return {
-        PARTS[0]: Sides(
-            prep["lhs"],
-            rhs,
-            "upper",
-            applicable=app,
-            lhs_ci=(prep["lo"], prep["hi"]),
-            confidence=CONFIDENCE,
-            constants=how,
-            note=note,
-        )
-    }
 
 
 def _finding_instance():
