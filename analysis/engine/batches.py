@@ -33,15 +33,38 @@ def _batch_len(batch) -> int:
 
 
 def _draw(st, fam, trials, rng):
-    """The statement's instances on a family; a generator that fails says so in one line."""
+    """The statement's instances on a family; a generator that fails, or returns what is not a batch
+    (a dict of arrays, no NaN), says so in one line."""
     try:
-        return st.instances(fam, trials, rng)
+        batch = st.instances(fam, trials, rng)
     except Exception as exc:
         if st.paper in _BUILTIN_PAPERS():
             raise
         raise StatementError(
             f"{st.id} [{fam}]: its instance generator failed ({type(exc).__name__}: {exc})"
         ) from exc
+    if st.paper not in _BUILTIN_PAPERS():
+        _check_users_batch(st, fam, batch)
+    return batch
+
+
+def _check_users_batch(st, fam: str, batch: object) -> None:
+    """A user's generator returned a batch: a dict of arrays without NaN (a NaN instance would be
+    judged a failure of the statement, a wrong verdict), or a StatementError says what it returned."""
+    if not isinstance(batch, dict):
+        raise StatementError(
+            f"{st.id} [{fam}]: its instance generator returned {type(batch).__name__}, not a batch "
+            "(a dict of arrays, instances along the first axis)"
+        )
+    for k, v in batch.items():
+        a = np.asarray(v) if isinstance(v, (np.ndarray, np.generic, float)) else None
+        if a is not None and a.dtype.kind in "fc" and np.isnan(a).any():
+            where = np.argwhere(np.isnan(a))[0]
+            at = f" (instance #{int(where[0])})" if a.ndim else ""
+            raise StatementError(
+                f"{st.id} [{fam}]: its instance generator returned NaN in {k!r}{at} "
+                "(an instance with NaN is no instance: it would be judged a failure of the statement)"
+            )
 
 
 def _BUILTIN_PAPERS():

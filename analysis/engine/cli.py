@@ -173,6 +173,16 @@ def _fail(msg) -> int:
     return 2
 
 
+def _users_error(args: argparse.Namespace, exc: Exception) -> int:
+    """A user's statements cannot be loaded or run: one line naming the statement (exit 2), the
+    traceback of their code first with ``--debug``."""
+    if getattr(args, "debug", False):
+        import traceback
+
+        traceback.print_exception(exc)
+    return _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+
+
 def _writable_file(path) -> str | None:
     """Why ``path`` cannot be written (None if it can), checked before a long run."""
     import os
@@ -260,7 +270,7 @@ def cmd_check(args) -> int:
         cat = full_catalogue(args.module)
         own = [st.id for spec in args.module for st in load_module(spec)]
     except StatementError as exc:
-        return _fail(str(exc))
+        return _users_error(args, exc)
     ids = list(dict.fromkeys(args.ids or own))  # a repeated id runs once; --module alone: its statements
     unknown = [i for i in ids if i not in cat]
     if unknown:
@@ -321,7 +331,7 @@ def cmd_check(args) -> int:
                 search_seconds=0.0 if args.search else args.search_seconds,
             )
         except StatementError as exc:
-            return _fail(str(exc))
+            return _users_error(args, exc)
         finally:
             if client is not None:
                 client.close()

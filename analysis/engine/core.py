@@ -34,8 +34,9 @@ Every part is normalised to ``lhs <= rhs`` (a lower bound ``c <= mu_true`` has
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -151,6 +152,25 @@ class Reading:
             # a chunked run keeps only some rows, see moreau.analysis.engine.chunks)
 
 
+#: what a statement claims overall (``Statement.claimed``), as a part does (``Sides.claimed``)
+CLAIMED = ("upper", "tight", "exact", "rate")
+#: a statement id: a name (it names saved counterexample files), never a path
+_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def check_id(sid: object) -> str:
+    """``sid`` when it is a valid statement id: letters, digits, ``_``, ``-`` and ``.`` (not first,
+    never ``..``), e.g. "pfedme.thm1b"; a ValueError naming it otherwise (a TypeError for a non-string)."""
+    if not isinstance(sid, str):
+        raise TypeError(f"Statement id must be a string (got {type(sid).__name__} {sid!r})")
+    if not _ID.fullmatch(sid) or ".." in sid:
+        raise ValueError(
+            "Statement id must be a name of letters, digits, '_', '-' and '.' (not first, no '..'), "
+            f"e.g. 'mine.lemma1' (got {sid!r})"
+        )
+    return sid
+
+
 @dataclass
 class Result:
     """The outcome of one statement on one family (or of one mutant)."""
@@ -233,6 +253,31 @@ class Statement:
     # it raises or rounds it (reported in the run and the JSON's run record)
 
     def __post_init__(self):
+        check_id(self.id)
+        if self.claimed not in CLAIMED:
+            raise ValueError(f"{self.id}: claimed must be one of {CLAIMED} (got {self.claimed!r})")
+        if not isinstance(self.families, Mapping) or not all(isinstance(f, str) and f for f in self.families):
+            raise TypeError(
+                f"{self.id}: families must be a dict {{family name: tuple of instance kinds}} "
+                f"(got {type(self.families).__name__} {self.families!r})"
+            )
+        for name in ("instances", "evaluate"):
+            if not callable(getattr(self, name)):
+                raise TypeError(f"{self.id}: {name} must be callable (got {getattr(self, name)!r})")
+        if not isinstance(self.claim, Mapping):
+            raise TypeError(f"{self.id}: claim must be a dict of formulas (got {type(self.claim).__name__})")
+        for kind, cls, items in (("mutants", Mutant, self.mutants), ("readings", Reading, self.readings)):
+            bad = [type(x).__name__ for x in items if not isinstance(x, cls)]
+            if bad:
+                raise TypeError(f"{self.id}: {kind} must be {cls.__name__} objects (got {bad})")
+            for x in items:
+                extra = {"flip"} if cls is Mutant else set()
+                unknown = sorted(set(x.changes) - set(self.claim) - extra, key=str)
+                if unknown:
+                    raise ValueError(
+                        f"{self.id}: {kind[:-1]} {x.name!r} changes unknown claim entries {unknown}; "
+                        f"the claim's entries are {sorted(self.claim, key=str)}"
+                    )
         if self.expect not in EXPECTATIONS:
             raise ValueError(f"{self.id}: expect must be one of {EXPECTATIONS} (got {self.expect!r})")
         if self.origin not in ORIGINS:
@@ -310,15 +355,38 @@ class Statement:
                 raise KeyError(f"mutant {mutant.name!r} of {self.id} changes unknown claim entries {unknown}")
             claim.update(changes)
         data = prepared if prepared is not None else self.prepared(batch)
-        parts = evaluate_claim(self.evaluate, data, claim, flip)
+        n = _batch_size(batch)
+        parts = evaluate_claim(self.evaluate, data, claim, flip, n=n, who=f"{self.id} [{family}]")
         if self.precise is not None and any(p.at_floor for p in parts):
             parts = _replay_precise(self.precise, batch, claim, parts, flip)
-        n = _batch_size(batch)
         return Result(self.id, family, n, parts, time.perf_counter() - t0)
 
 
-def evaluate_claim(evaluate, batch, claim, flip=()):
+def evaluate_claim(
+    evaluate: Callable, batch: object, claim: dict, flip: tuple = (), *, n: int | None = None, who: str = ""
+) -> list[PartResult]:
+    """Every part of ``evaluate(batch, claim)`` judged (``flip``: parts whose inequality is reversed).
+    What ``evaluate`` returns is checked first: a dict ``{part name: Sides}``, with one left and one
+    right side per instance of the batch (``n`` instances, when given); ``who`` names the statement
+    (and family) in the error."""
     sides = evaluate(batch, claim)
+    where = f"{who}: " if who else ""
+    if not isinstance(sides, Mapping):
+        raise TypeError(
+            f"{where}evaluate must return a dict {{part name: Sides}} (got {type(sides).__name__})"
+        )
+    for name, s in sides.items():
+        if not isinstance(s, Sides):
+            raise TypeError(
+                f"{where}evaluate returned {type(s).__name__} for part {name!r}, not a Sides "
+                "(Sides(lhs, rhs, claimed), one entry per instance)"
+            )
+        if n is not None and s.lhs.shape != (n,):
+            got = f"length {s.lhs.shape[0]}" if s.lhs.ndim == 1 else f"shape {s.lhs.shape}"
+            raise ValueError(
+                f"{where}part {name!r} has lhs and rhs of {got} for a batch of {n} instances "
+                "(evaluate must return one entry per instance)"
+            )
     unknown = set(flip) - set(sides)
     if unknown:
         raise KeyError(f"flip names unknown parts {unknown}; parts are {list(sides)}")
@@ -347,6 +415,10 @@ def _replay_precise(precise, batch, claim, parts, flip):
 
 
 def _batch_size(batch) -> int:
+    if not isinstance(batch, Mapping):
+        raise TypeError(
+            f"a batch must be a dict of arrays, instances along the first axis (got {type(batch).__name__})"
+        )
     sizes = {np.shape(v)[0] for v in batch.values() if np.ndim(v) > 0}
     if len(sizes) != 1:
         raise ValueError(f"a batch needs one leading instance axis (got sizes {sizes})")

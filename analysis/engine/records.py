@@ -115,6 +115,8 @@ Keys may be added; none of the above will be renamed or removed.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import zlib
 from pathlib import Path
 
@@ -370,10 +372,15 @@ def save_instance(
     tag = f"{statement_id}-{family}-{index}" + (
         f"-mutant-{zlib.crc32(mutant.encode()):08x}" if mutant else ""
     )
+    # a file name, never a path: ids are checked names (core.check_id), a user's family may hold anything
+    tag = re.sub(r"[^A-Za-z0-9_.-]", "_", tag).replace("..", "__").lstrip(".")
     path = directory / f"{tag}.npz"
+    if path.resolve().parent != directory.resolve():
+        raise ValueError(f"counterexample file {path} would be outside --save-counterexamples {directory}")
     meta = {"id": statement_id, "family": family, "mutant": mutant}
     np.savez(path, __meta__=np.array(json.dumps(meta)), **{k: np.asarray(v) for k, v in one.items()})
-    cmd = f"moreau check {statement_id} --family {family} --replay {path}"
+    sid, fam, where = (shlex.quote(str(a)) for a in (statement_id, family, path))
+    cmd = f"moreau check {sid} --family {fam} --replay {where}"
     return path, cmd
 
 

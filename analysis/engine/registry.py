@@ -172,6 +172,10 @@ def _load_module(spec: str) -> list:
             module = importlib.import_module(spec)
     except StatementError:
         raise
+    except SystemExit as exc:  # sys.exit() on import: the module's own choice, not the CLI's exit status
+        raise StatementError(
+            f"--module {spec}: cannot load it (it called sys.exit({exc.code!r}) on import)"
+        ) from exc
     except Exception as exc:  # the user's code: any error is reported in one line, with its type
         raise StatementError(f"--module {spec}: cannot load it ({type(exc).__name__}: {exc})") from exc
     return _statements_of(module, f"--module {spec}")

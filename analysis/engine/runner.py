@@ -7,12 +7,21 @@ The reports (JSON records and their schema, counterexample files) are in
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from moreau.analysis.engine.batches import _batch_len, _concat, _draw, evaluate_chunk, rng_for
+from moreau.analysis.engine.batches import (
+    _BUILTIN_PAPERS,
+    _batch_len,
+    _concat,
+    _draw,
+    evaluate_chunk,
+    rng_for,
+)
 from moreau.analysis.engine.chunks import ChunkReducer
 from moreau.analysis.engine.core import Result, take
 from moreau.analysis.engine.judge import judged_over
@@ -132,46 +141,82 @@ def run(
         st = cat[sid]
         for fam in _families(st):
             if family in ("all", fam):
-                outputs, searches = None, []
-                chunked = bool(
-                    trials
-                    and trials > chunk
-                    and _batch_len(_draw(st, fam, chunk, rng_for(seed, st.id, fam))) == chunk
-                )
-                with judged_over(
-                    trials if chunked else 0
-                ):  # Monte Carlo levels hold over the run's instances
-                    if client is not None and chunked:
-                        from moreau.analysis.engine.distributed import remote_outputs
-
-                        outputs = remote_outputs(
-                            client,
+                with _users_code(st, fam):
+                    records.append(
+                        _run_family(
                             st,
                             fam,
                             trials,
                             seed,
-                            chunk,
                             mutants,
-                            modules,
                             search_examples,
-                            searches,
+                            chunk,
+                            progress,
+                            client,
+                            modules,
                             search_seconds,
                         )
-                    rec = _run_one(
-                        st,
-                        fam,
-                        trials,
-                        seed,
-                        mutants,
-                        search_examples,
-                        chunk,
-                        progress,
-                        outputs,
-                        search_seconds,
                     )
-                rec.searches = searches + rec.searches if outputs is not None else rec.searches
-                records.append(rec)
     return records
+
+
+@contextlib.contextmanager
+def _users_code(st, fam: str) -> Iterator[None]:
+    """A user's statement (not the catalogue's) that raises while it runs: its own code or data, not an
+    internal error: a :class:`StatementError` naming the statement, the family and what was raised
+    (the original exception chained, for ``--debug``)."""
+    try:
+        yield
+    except StatementError:
+        raise
+    except Exception as exc:
+        if st.paper in _BUILTIN_PAPERS():
+            raise
+        who = f"{st.id} [{fam}]"
+        what = str(exc).splitlines()[0] if str(exc) else ""
+        what = what.removeprefix(f"{who}: ")
+        raise StatementError(f"{who}: running it raised {type(exc).__name__}: {what}") from exc
+
+
+def _run_family(
+    st, fam, trials, seed, mutants, search_examples, chunk, progress, client, modules, search_seconds
+) -> Record:
+    """One (statement, family) of :func:`run`: its record."""
+    outputs, searches = None, []
+    chunked = bool(
+        trials and trials > chunk and _batch_len(_draw(st, fam, chunk, rng_for(seed, st.id, fam))) == chunk
+    )
+    with judged_over(trials if chunked else 0):  # Monte Carlo levels hold over the run's instances
+        if client is not None and chunked:
+            from moreau.analysis.engine.distributed import remote_outputs
+
+            outputs = remote_outputs(
+                client,
+                st,
+                fam,
+                trials,
+                seed,
+                chunk,
+                mutants,
+                modules,
+                search_examples,
+                searches,
+                search_seconds,
+            )
+        rec = _run_one(
+            st,
+            fam,
+            trials,
+            seed,
+            mutants,
+            search_examples,
+            chunk,
+            progress,
+            outputs,
+            search_seconds,
+        )
+    rec.searches = searches + rec.searches if outputs is not None else rec.searches
+    return rec
 
 
 def _families(st):
