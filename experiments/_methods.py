@@ -170,6 +170,12 @@ def models(spec, h, m, D, rounds) -> dict:
                 f"--method {spec}: its History holds models of shape {arr.shape} for {label}; expected "
                 f"{shape} (rounds + 1 = {rounds + 1}, clients m = {m}, dimension D = {D})"
             )
+        bad = ~np.isfinite(arr.reshape(rounds + 1, -1)).all(axis=1)
+        if bad.any():  # accuracies of NaN models would be reported as numbers
+            raise ValueError(
+                f"--method {spec}: its History holds non-finite models (NaN or inf) for {label} from round "
+                f"{int(np.argmax(bad))} of 0..{rounds}: a diverged or broken method has no accuracy"
+            )
         out[label] = arr
     if not out:
         raise ValueError(f"--method {spec}: its History has no models (w_global, theta and w_local are None)")

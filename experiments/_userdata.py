@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -68,8 +69,11 @@ def _npz(path):
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"--data {path}: not a readable .npz file ({str(exc).splitlines()[0]})") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # empty, truncated, not a zip
+        why = (str(exc).splitlines() or [""])[0] or type(exc).__name__
+        if Path(path).is_file() and Path(path).stat().st_size == 0:
+            why = "the file is empty, 0 bytes"
+        raise ValueError(f"--data {path}: not a readable .npz file ({why})") from None
     keys = {}
     for k in arrays:
         match = _KEY.match(k)
