@@ -10,6 +10,7 @@ in every panel.
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
@@ -153,7 +154,7 @@ def selection_bars(ax, table, methods, kind, *, paper=None, paper_label="paper")
     pad = max(0.5, 0.08 * (hi - lo))
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xticks(x, methods, rotation=15)
-    handles = [
+    handles: list[Artist] = [
         Patch(facecolor="0.55", alpha=a, hatch=h, edgecolor="k", linewidth=0.3, label=w)
         for w, a, h in zip(whats, (0.9, 0.6, 0.35), (None, None, "////"), strict=True)
     ]

@@ -192,19 +192,19 @@ def decide(claim, names, est, se, df, *, level=LEVEL, method="", seeds=None, val
                 },
             )
         )
-    comps = [c for _, c in sorted(comps, key=lambda ic: ic[0])]
-    fails = [c for c in comps if c["verdict"] == FAILS]
+    ordered = [c for _, c in sorted(comps, key=lambda ic: ic[0])]  # back in the order of names
+    fails = [c for c in ordered if c["verdict"] == FAILS]
     if fails:
         verdict, key = FAILS, min(fails, key=lambda c: c["interval"][1])
     else:
-        verdict = HOLDS if all(c["verdict"] == HOLDS for c in comps) else UNDECIDED
-        key = min((c for c in comps if c["verdict"] == verdict), key=lambda c: c["interval"][0])
+        verdict = HOLDS if all(c["verdict"] == HOLDS for c in ordered) else UNDECIDED
+        key = min((c for c in ordered if c["verdict"] == verdict), key=lambda c: c["interval"][0])
     return out(
         verdict,
         _reason(verdict, key, k, units),
         key["interval"],
         interval_level=key["level"],
-        comparisons=comps,
+        comparisons=ordered,
     )
 
 

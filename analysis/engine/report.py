@@ -335,7 +335,7 @@ def print_mutants(records, restricted=False, verbose=False) -> bool:
     """Mutant table: per mutant the families that reject it and those that do not; a mutant
     equivalent under O(·) is labelled and not counted; families with no power are listed.  With
     ``--family`` restricted, a mutant that only another family can reject does not fail the run."""
-    every = {}
+    every: dict[str, list[str]] = {}
     for rec in records:
         every.setdefault(rec.statement.id, []).append(rec.result.family)
     equivalent = {(rec.statement.id, m.name): m.o_equivalent for rec in records for m, _, _ in rec.mutants}

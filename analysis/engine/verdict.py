@@ -85,9 +85,12 @@ def claim_verdict(results, evidence_only=()) -> dict:
     ``{"verdict", "shape_only", "reason", "max_ratio", "attained", "families": {family: verdict},
     "monte_carlo_max_ratio"}``; ``max_ratio`` is LHS/RHS over the theorem's inequality parts with exact
     sides (None where none was tested; Monte Carlo parts' point estimates are reported apart)."""
-    fams, ratios, mc_ratios, attained, tested, shape, reasons = {}, [], [], False, False, True, []
+    fams: dict[str, str] = {}
+    ratios: list[float] = []
+    mc_ratios: list[float] = []
+    attained, tested, shape, reasons = False, False, True, []
     mc_failing = []  # Monte Carlo parts that fail: their ratio belongs in a failing claim's max
-    negative = []
+    negative: list[str] = []
     for res in results:
         parts = _theorem_parts(res)
         failing = [p for p in parts if not p.holds]

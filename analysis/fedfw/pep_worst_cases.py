@@ -5,6 +5,9 @@ Collected by ``moreau.analysis.engine.registry``; read by ``moreau check --pep``
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 __all__ = ["PEP", "PEP_NOT_APPLICABLE"]
 
 _RATE = (
@@ -13,7 +16,7 @@ _RATE = (
     "the PEP machinery's first-order methods"
 )
 
-PEP = {}
+PEP: dict[str, Callable[..., Any]] = {}
 PEP_NOT_APPLICABLE = {
     "fedfw.convex": _RATE,
     "fedfw.nonconvex": _RATE,

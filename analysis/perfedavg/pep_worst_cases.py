@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 __all__ = ["PEP", "PEP_NOT_APPLICABLE"]
 
-PEP = {}
+PEP: dict[str, Callable[..., Any]] = {}
 
 #: statements without a class worst case here, and why
 PEP_NOT_APPLICABLE = {

@@ -6,9 +6,12 @@ printed by ``moreau check --pep``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 __all__ = ["PEP", "PEP_NOT_APPLICABLE"]
 
-PEP = {}
+PEP: dict[str, Callable[..., Any]] = {}
 PEP_NOT_APPLICABLE = {
     "permfl.objective": "identities and limits of the optimum of (4.3) on quadratics (exact closed forms): no "
     "worst case over a function class is claimed",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 __all__ = ["PEP", "PEP_NOT_APPLICABLE"]
 
-PEP = {}
+PEP: dict[str, Callable[..., Any]] = {}
 
 _BILINEAR = (
     "F(U, V) = (1/n) sum_i f_i(U v_i) is a bilinear composition: not L-smooth or convex in (U, V) "

@@ -67,7 +67,7 @@ ROWS += plotted("(b)", "mean ||w~_i - w^_i local||", lams, to_local)
 ROWS += plotted("(b)", "mean ||w~_i - w^ global||", lams, to_global)
 
 # %%
-CLAIMS = {
+CLAIMS: dict[str, dict[str, object]] = {
     "lam -> 0: FedProx local models equal LocalTrain's (mean distance at lam = 1e-3, relative to the spread)": {
         "value": float(to_local[0] / np.linalg.norm(local - glob, axis=-1).mean()),
         "holds": bool(to_local[0] < 1e-2 * np.linalg.norm(local - glob, axis=-1).mean()),

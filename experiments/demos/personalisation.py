@@ -72,7 +72,7 @@ ROWS += plotted(
 )
 
 # %%
-CLAIMS = {
+CLAIMS: dict[str, dict[str, object]] = {
     "fedprox_optimum equals the two-client closed form (max abs error)": {
         "value": float(max(np.abs(w_g - w_closed).max(), np.abs(w_loc - wi_closed).max())),
         "holds": bool(np.allclose(w_g, w_closed, atol=1e-12) and np.allclose(w_loc, wi_closed, atol=1e-12)),

@@ -62,11 +62,11 @@ for lam in LAMS:
 # %%
 a, lam_q, steps = 4.0, 1.0, 12
 q = mo.Quadratic(np.array([[a]]), np.array([0.0]))
-explicit, implicit = [1.0], [1.0]
+explicit_w, implicit_w = [1.0], [1.0]
 for _ in range(steps):
-    explicit.append(explicit[-1] - (a * explicit[-1]) / lam_q)
-    implicit.append(float(mo.prox(q, np.array([implicit[-1]]), lam_q)[0]))
-explicit, implicit = np.abs(explicit), np.abs(implicit)
+    explicit_w.append(explicit_w[-1] - (a * explicit_w[-1]) / lam_q)
+    implicit_w.append(float(mo.prox(q, np.array([implicit_w[-1]]), lam_q)[0]))
+explicit, implicit = np.abs(explicit_w), np.abs(implicit_w)
 
 # %%
 fig, ax = figure(3, width=6.8, aspect=0.8)

@@ -18,6 +18,7 @@ product with ``K`` (independent of n).  Rows: 0 the global model, 1..m the local
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import numpy as np
 from array_api_compat import array_namespace
@@ -106,7 +107,7 @@ def monte_carlo_errors(bias, K, trials, rng, chunk=CHUNK):
     return mean, xp.sqrt(var / trials)
 
 
-_MC_MEMO = {}
+_MC_MEMO: dict[Any, Any] = {}
 
 
 def monte_carlo_memo(bias, K, trials, key):

@@ -11,6 +11,8 @@ of the lower and upper squared errors.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import stats
 
@@ -24,7 +26,7 @@ __all__ = ["logistic_batch", "logistic_parts", "CONFIGS_LOGISTIC", "TRIALS_LOGIS
 CONFIGS_LOGISTIC = np.array([(4, 3, 0.05)])
 TRIALS_LOGISTIC = 100
 N_GRID, R_GRID = np.array([50.0, 200.0]), np.array([1e-3, 0.5])
-_MEMO = {}
+_MEMO: dict[Any, Any] = {}
 
 
 def logistic_batch(trials, rng):

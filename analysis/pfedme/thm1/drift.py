@@ -8,6 +8,8 @@ References: pFedMe (T Dinh et al., 2020), Algorithm 1, Lemma 1, Theorem 1 (a), R
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 import moreau as mo
@@ -80,7 +82,7 @@ def minibatch(batch):
     return _LAST["value"]
 
 
-_LAST = {}
+_LAST: dict[str, Any] = {}
 
 
 def _minibatch(batch):

@@ -264,7 +264,7 @@ def evaluate(batch, claim):
     slope, ci = np.zeros(lam.size), (np.zeros(lam.size), np.zeros(lam.size))
     if hetero_drift.any():
         sl, c = fit_exponent(ETA_STEPS, drift2[hetero_drift])
-        slope[hetero_drift], ci[0][hetero_drift], ci[1][hetero_drift] = sl, *c
+        slope[hetero_drift], (ci[0][hetero_drift], ci[1][hetero_drift]) = sl, c
     k = np.stack([_k(eta * f, lam, R) for f in ETA_STEPS], axis=1)  # (T, J)
     with np.errstate(divide="ignore", invalid="ignore"):
         rhs3 = np.asarray(

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from moreau.analysis.engine.instances import log_uniform
@@ -88,7 +90,7 @@ def instances(family, trials, rng):
     return out
 
 
-_MEMO = {}
+_MEMO: dict[str, Any] = {}
 
 
 def _trajectory(batch):

@@ -197,7 +197,7 @@ def ext_parts(batch, ext, claim, cond, consts):
     pos = sp_ok & np.all(fl > 0, axis=1)
     if pos.any():
         sl, c = fit_exponent(ETA_FLOOR, fl[pos])
-        fs[pos], fci[0][pos], fci[1][pos] = sl, *c
+        fs[pos], (fci[0][pos], fci[1][pos]) = sl, c
     # inexact solves
     dl_ok, dl_ok_r = ext["dl_ok"] & cond, ext["dl_ok_r"] & cond
     delta, delta_r = batch["dl_delta"], batch["dl_delta_r"]
