@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import time
+from functools import partial
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     _val = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--blas-threads=")), None)
@@ -35,9 +36,11 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[_var] = _val.strip()
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from moreau._provenance import provenance  # noqa: E402
-from moreau.analysis.engine.registry import catalogue  # noqa: E402
-from moreau.analysis.engine.runner import rng_for  # noqa: E402
+# the moreau imports follow the BLAS variables and the sys.path line: the checkout's moreau, its numpy
+# loading with the thread counts asked for
+from moreau._provenance import provenance  # noqa: E402 - after sys.path and the BLAS variables (above)
+from moreau.analysis.engine.registry import catalogue  # noqa: E402 - after sys.path and the BLAS variables
+from moreau.analysis.engine.runner import rng_for  # noqa: E402 - after sys.path and the BLAS variables
 
 
 def _verdicts_prepared(st, fam, batch):
@@ -75,8 +78,8 @@ def main(argv=None):
         for fam in st.families:
             batch = st.instances(fam, None, rng_for(args.seed, sid, fam))
             _verdicts_prepared(st, fam, batch)  # warm-up (imports, caches)
-            a, t_prep = _best(lambda: _verdicts_prepared(st, fam, batch), args.repeat)
-            b, t_each = _best(lambda: _verdicts_per_mutant(st, fam, batch), args.repeat)
+            a, t_prep = _best(partial(_verdicts_prepared, st, fam, batch), args.repeat)
+            b, t_each = _best(partial(_verdicts_per_mutant, st, fam, batch), args.repeat)
             if a != b:
                 raise SystemExit(f"{sid} [{fam}]: verdicts differ between the two ways: {a} vs {b}")
             rows.append(

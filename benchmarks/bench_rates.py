@@ -35,6 +35,7 @@ import statistics
 import sys
 import time
 import tracemalloc
+from functools import partial
 
 _BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -146,9 +147,9 @@ def run(quick, seed, gpu=None):
         exact = float(exact_errors(bias, K)[0])
         T_fast, T_vec, T_loop = (20_000, 2_000, 20) if quick else (200_000, max(2_000, 200_000 // n), 50)
         rng = np.random.default_rng(seed)
-        best_f, med_f, (mean_f, se_f) = _timed(lambda: monte_carlo_errors(bias, K, T_fast, rng), 3)
-        best_v, med_v, sq_v = _timed(lambda: vectorised(P, X, A, bias, K, n, T_vec, rng), 3)
-        best_l, med_l, sq_l = _timed(lambda: loop(P, X, lam, T_loop, rng), 1 if quick else 2)
+        best_f, med_f, (mean_f, se_f) = _timed(partial(monte_carlo_errors, bias, K, T_fast, rng), 3)
+        best_v, med_v, sq_v = _timed(partial(vectorised, P, X, A, bias, K, n, T_vec, rng), 3)
+        best_l, med_l, sq_l = _timed(partial(loop, P, X, lam, T_loop, rng), 1 if quick else 2)
         gpu_rows = _gpu_rows(gpu, bias, K, T_fast * 10, seed) if gpu is not None else {}
         rows.append(
             dict(

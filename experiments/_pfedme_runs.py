@@ -113,7 +113,7 @@ def pfedme(rng, X, Y, n, mu, *, lam, eta, beta, R, K, inner_eta, rounds, S=None,
         mask = _pick(rng, m, S)
         w = (1 - beta) * w + beta * W[mask].mean(axis=0)
         if record is not None:
-            record(t + 1, w, lambda: theta)
+            record(t + 1, w, lambda theta=theta: theta)
     return w, theta
 
 
@@ -161,7 +161,7 @@ def per_fedavg(rng, X, Y, n, mu, *, alpha, beta, tau, rounds, S=None, B=None, re
             W -= beta * grad(*batch(rng, X, Y, n, B), mu, Wt)
         w = W[mask].mean(axis=0)
         if record is not None and t + 1 < rounds:
-            record(t + 1, w, lambda: personal(eval_rng, w))
+            record(t + 1, w, lambda w=w: personal(eval_rng, w))
     final = personal(rng, w)
     if record is not None:
         record(rounds, w, lambda: final)

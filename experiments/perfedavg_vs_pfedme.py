@@ -186,14 +186,17 @@ def _curves(params, point, rng):
         )
         runs[f"pFedMe λ={lam:g}"] = (np.asarray(h.theta), np.asarray(fl.fedprox_optimum(f, lam)[1]))
     rows = []
+
+    def sq(models, ref):  # per round, the mean over clients of |model - ref|^2
+        return np.mean(np.sum((models - ref) ** 2, axis=-1), axis=-1)
+
     for name, (models, opt) in runs.items():
         models = np.broadcast_to(models[:, None, :] if models.ndim == 2 else models, (T + 1,) + w_hat.shape)
-        sq = lambda ref: np.mean(np.sum((models - ref) ** 2, axis=-1), axis=-1)  # noqa: E731
         rows += long_rows(
             {
-                "distance_to_optimum": sq(opt),
-                "gap_to_client_optimum": sq(w_hat),
-                "statistical_error": sq(ws),
+                "distance_to_optimum": sq(models, opt),
+                "gap_to_client_optimum": sq(models, w_hat),
+                "statistical_error": sq(models, ws),
                 "train_loss": np.mean(np.asarray(f.value(models)), axis=-1),
             },
             method=name,

@@ -79,7 +79,7 @@ def test_population_gradient_vanishes_by_mpmath():
     for i in range(2):
         r = float(np.linalg.norm(pr.w_star[i]))
         t = float(np.linalg.norm(pr.constants["beta"][i]))
-        moment = _mp_expect(lambda s: s * (s_(t * s) * s_(-r * s) - s_(-t * s) * s_(r * s)))
+        moment = _mp_expect(lambda s, t=t, r=r: s * (s_(t * s) * s_(-r * s) - s_(-t * s) * s_(r * s)))
         assert abs(moment - 0.2 * r) < 1e-14
 
 

@@ -232,9 +232,9 @@ def test_constrained_optimum_matches_scipy_and_the_face_enumeration():
     for t in range(4):
         H, c = A[t].mean(0), b[t].mean(0)
         res = minimize(
-            lambda x: 0.5 * x @ H @ x - c @ x,
+            lambda x, H=H, c=c: 0.5 * x @ H @ x - c @ x,
             np.zeros(3),
-            jac=lambda x: H @ x - c,
+            jac=lambda x, H=H, c=c: H @ x - c,
             method="L-BFGS-B",
             bounds=list(zip(-h[t], h[t], strict=True)),
             options={"ftol": 1e-15, "gtol": 1e-13},
@@ -259,7 +259,7 @@ def test_penalised_optimum_matches_trust_constr():
     tg = fedfw_optimum(f, Box(-h, h), lam=lam)
     for t in range(2):
 
-        def phi(z):
+        def phi(z, t=t):
             X = z.reshape(3, 2)
             return np.mean(
                 [0.5 * x @ Ai @ x - bi @ x for x, Ai, bi in zip(X, A[t], b[t], strict=True)]

@@ -61,7 +61,10 @@ def test_update_by_hand_with_explicit_matrices(variant):
                 u, u1 = draws.next(), draws.next()
                 u2 = draws.next() if variant != "first_order" else None
                 for i in range(m):
-                    g = lambda c, th: grad(X[t, i], y[t, i], c, mu, th)  # noqa: E731
+
+                    def g(c, th, t=t, i=i):
+                        return grad(X[t, i], y[t, i], c, mu, th)
+
                     c, c1 = sample_with(u[i], wts[t, i]), sample_with(u1[i], wts[t, i])
                     outer = g(c1, W[i] - alpha * g(c, W[i]))
                     if variant == "hessian":  # (I - alpha H(D'')) grad f(w~, D'), H an explicit d x d matrix

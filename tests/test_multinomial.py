@@ -52,9 +52,16 @@ def test_prox_matches_scipy_and_is_certified(lam):
     theta, info = mo.prox(F, w, lam, return_info=True)
     for i in range(T):
         fi = mo.Multinomial(X[i], Y[i], n_classes=C, mu=0.05)
-        h = lambda t: float(fi.value(t)) + lam / 2 * np.sum((t - w[i]) ** 2)  # noqa: E731
-        g = lambda t: fi.grad(t) + lam * (t - w[i])  # noqa: E731
-        H = lambda t: fi.hess(t) + lam * np.eye(D * C)  # noqa: E731
+
+        def h(t, fi=fi, i=i):
+            return float(fi.value(t)) + lam / 2 * np.sum((t - w[i]) ** 2)
+
+        def g(t, fi=fi, i=i):
+            return fi.grad(t) + lam * (t - w[i])
+
+        def H(t, fi=fi):
+            return fi.hess(t) + lam * np.eye(D * C)
+
         ref = so.minimize(h, w[i], jac=g, hess=H, method="trust-exact", options={"gtol": 1e-13}).x
         ref_err = np.linalg.norm(g(ref)) / (lam + 0.05)  # certified error of the reference itself
         assert np.linalg.norm(theta[i] - ref) <= max(info.error_bound[i], info.tol[i]) + ref_err + 1e-15 * (

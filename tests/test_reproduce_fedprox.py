@@ -96,7 +96,10 @@ def test_comm_K_is_the_smallest_satisfying_condition_12(comm):
     for r in rows:
         lam, eta, gamma, K = float(r["lam"]), float(r["eta"]), float(r["gamma"]), int(r["K"])
         mu_g, L_g, mu_l, L_w = lam * mu / (lam + mu), lam * L / (lam + L), mu + lam, lam / (lam + mu)
-        lhs = lambda k: (2 + 64 * L_w**2 * lam**2 / mu_g**2) * (1 - eta * mu_l) ** k  # noqa: E731
+
+        def lhs(k, lam=lam, eta=eta, mu_g=mu_g, mu_l=mu_l, L_w=L_w):
+            return (2 + 64 * L_w**2 * lam**2 / mu_g**2) * (1 - eta * mu_l) ** k
+
         rhs = (1 - gamma * L_g) ** 4
         assert eta == pytest.approx(1 / (lam + L)) and gamma == pytest.approx((lam + L) / (2 * lam * L))
         assert lhs(K) <= rhs * (1 + 1e-12) and (K == 1 or lhs(K - 1) > rhs)

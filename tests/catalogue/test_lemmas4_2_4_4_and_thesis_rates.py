@@ -240,12 +240,18 @@ def test_fw_nonconvex_box_min_against_multistart_lbfgsb():
     grid = np.array(list(itertools.product((-0.8, 0.0, 0.8), repeat=3)))
     for i in range(b["A"].shape[0]):
         A, bb, h = b["A"][i], b["b"][i], b["h"][i]
-        f = lambda x: 0.5 * x @ A @ x - bb @ x  # noqa: E731
+
+        def f(x, A=A, bb=bb):
+            return 0.5 * x @ A @ x - bb @ x
+
+        def f_grad(x, A=A, bb=bb):
+            return A @ x - bb
+
         best = min(
             minimize(
                 f,
                 g * h,
-                jac=lambda x: A @ x - bb,
+                jac=f_grad,
                 method="L-BFGS-B",
                 bounds=list(zip(-h, h, strict=True)),
                 options={"ftol": 1e-15, "gtol": 1e-12},

@@ -181,7 +181,10 @@ def _simulate(batch, M, v):
     for k in np.unique(K):  # one call per K (an int of fedprox); trials of a group batched
         s = np.flatnonzero(K == k)
         x0 = center[s] + starts[:, s]  # (3, n, (m+1)d)
-        three = lambda x: np.broadcast_to(x[s], (3,) + x[s].shape)  # noqa: E731 (the three starts as trials)
+
+        def three(x, s=s):  # the three starts as trials
+            return np.broadcast_to(x[s], (3,) + x[s].shape)
+
         h = fedprox(
             mo.Quadratic(three(A), three(b)),
             lam=three(lam),

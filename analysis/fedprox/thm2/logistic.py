@@ -64,7 +64,10 @@ def evaluate_logistic(batch, claim, parts):
     sim = np.empty((2, T, ROUNDS + 1, center.shape[-1]))
     for k in np.unique(K):
         s = np.flatnonzero(K == k)
-        two = lambda x: np.broadcast_to(x[s], (2,) + x[s].shape)  # noqa: E731 (real and imaginary starts)
+
+        def two(x, s=s):  # the real and the imaginary start as trials
+            return np.broadcast_to(x[s], (2,) + x[s].shape)
+
         x0 = center[s] + AMP * starts[:, s]
         h = fedprox(
             mo.Logistic(two(X), two(y), mu=two(mu)[..., None]),

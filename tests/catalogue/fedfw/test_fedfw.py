@@ -50,14 +50,18 @@ def test_box_min_is_the_global_minimum_of_an_indefinite_quadratic():
     rng = np.random.default_rng(2)
     for t in range(4):
         A, c, h = b["A"][t, 0], b["b"][t, 0], b["h"][t]
-        F = lambda x: 0.5 * x @ A @ x - c @ x  # noqa: E731
+
+        def F(x, A=A, c=c):
+            return 0.5 * x @ A @ x - c @ x
+
+        def F_grad(x, A=A, c=c):
+            return A @ x - c
+
         starts = [np.array(v) * h for v in itertools.product((-1, 0, 1), repeat=3)] + list(
             rng.uniform(-h, h, (20, 3))
         )
         best = min(
-            minimize(
-                F, s, jac=lambda x: A @ x - c, bounds=list(zip(-h, h, strict=True)), method="L-BFGS-B"
-            ).fun
+            minimize(F, s, jac=F_grad, bounds=list(zip(-h, h, strict=True)), method="L-BFGS-B").fun
             for s in starts
         )
         assert lo[t] <= best + 1e-12 and lo[t] == pytest.approx(

@@ -35,7 +35,10 @@ def test_k_min_is_the_smallest_k_of_condition_12_brute_force():
     assert np.all(condition_12(lam, mu, L, gamma, eta, K))
     for i in range(n):  # brute force: first K >= 1 with (12), evaluated as printed in plain Python
         mu_g, L_g, mu_l, _, L_w = (float(c[i]) for c in lemma2(lam, mu, L))
-        lhs = lambda k: (2 + 64 * L_w**2 * (1 / mu_g) ** 2 * lam[i] ** 2) * (1 - eta[i] * mu_l) ** k  # noqa: E731
+
+        def lhs(k, i=i, mu_g=mu_g, mu_l=mu_l, L_w=L_w):
+            return (2 + 64 * L_w**2 * (1 / mu_g) ** 2 * lam[i] ** 2) * (1 - eta[i] * mu_l) ** k
+
         k = 1
         while lhs(k) > (1 - gamma[i] * L_g) ** 4:
             k += 1

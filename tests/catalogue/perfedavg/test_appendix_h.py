@@ -132,9 +132,10 @@ def test_logistic_hessian_free_exact_against_enumeration():
         v = logistic_parts(batch, kind)
         for t in range(T):
             one = mo.Logistic(X[t, :, None, :], y[t, :, None])  # n single-sample losses
-            grad = lambda x, idx: np.mean(
-                np.asarray(one.grad(x))[list(range(n) if idx is None else idx)], axis=0
-            )  # noqa: E731
+
+            def grad(x, idx, one=one):
+                return np.mean(np.asarray(one.grad(x))[list(range(n) if idx is None else idx)], axis=0)
+
             vals = _brute(grad, w[t], alpha[t], sizes, n, kind, delta=delta[t])
             ft = mo.Logistic(X[t], y[t])
             target = np.asarray(mo.meta_objective(ft, alpha[t]).grad(w[t]))
@@ -166,7 +167,10 @@ def test_hessian_free_sigma_G_is_the_max_over_every_batch_pair():
     c = quadratic_constants(A, b, w, alpha, delta)
     for t in range(T):
         grad = _quad_grad(A[t], b[t])
-        var = lambda x: np.mean([np.sum((A[t, j] @ x - b[t, j] - grad(x, None)) ** 2) for j in range(n)])  # noqa: E731
+
+        def var(x, t=t, grad=grad):
+            return np.mean([np.sum((A[t, j] @ x - b[t, j] - grad(x, None)) ** 2) for j in range(n)])
+
         pts = [w[t]]
         for D, D1 in ((1, 1), (2, 2), (3, 2)):
             for i1 in itertools.product(range(n), repeat=D):

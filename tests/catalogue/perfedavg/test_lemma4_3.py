@@ -187,7 +187,10 @@ def test_local_sigma_G_is_the_max_over_every_batch():
     b, w, alpha = rng.standard_normal((T, n, d)), rng.standard_normal((T, d)), rng.uniform(0.1, 1.0, T)
     c = quadratic_constants(A, b, w, alpha)
     for t in range(T):
-        var = lambda x: np.mean(np.sum(((A[t] @ x - b[t]) - (A[t] @ x - b[t]).mean(axis=0)) ** 2, axis=-1))  # noqa: E731
+
+        def var(x, t=t):
+            return np.mean(np.sum(((A[t] @ x - b[t]) - (A[t] @ x - b[t]).mean(axis=0)) ** 2, axis=-1))
+
         grads = A[t] @ w[t] - b[t]
         pts = [w[t]] + [
             w[t] - alpha[t] * grads[list(i)].mean(axis=0) for i in itertools.product(range(n), repeat=D)
@@ -340,7 +343,10 @@ def test_algorithm1_bias_against_enumeration():
     b, w, alpha = rng.standard_normal((T, n, d)), rng.standard_normal((T, d)), rng.uniform(0.1, 0.6, T)
     got = algorithm1_bias(A, b, w, alpha, np.full(T, float(D1)))
     for t in range(T):
-        grad = lambda x, idx: np.mean([A[t, j] @ x - b[t, j] for j in idx], axis=0)  # noqa: E731
+
+        def grad(x, idx, t=t):
+            return np.mean([A[t, j] @ x - b[t, j] for j in idx], axis=0)
+
         Ab = A[t].mean(axis=0)
         gF = (np.eye(d) - alpha[t] * Ab) @ grad(w[t] - alpha[t] * grad(w[t], range(n)), range(n))
         vals = [

@@ -130,7 +130,10 @@ def test_f_star_brackets_multistart_lbfgs():
         starts = np.random.default_rng(i).uniform(-8, 8, (40, 2))
         found = min(
             so.minimize(
-                lambda w: float(cl.F(w, al)), s, jac=lambda w: cl.F_grad(w, al), method="L-BFGS-B"
+                lambda w, cl=cl, al=al: float(cl.F(w, al)),
+                s,
+                jac=lambda w, cl=cl, al=al: cl.F_grad(w, al),
+                method="L-BFGS-B",
             ).fun
             for s in starts
         )

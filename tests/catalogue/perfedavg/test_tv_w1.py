@@ -194,7 +194,10 @@ def test_trig_sup_matches_brute_force_over_t():
     rng = np.random.default_rng(0)
     for _ in range(20):
         a, b = rng.standard_normal((2, 1, 4))
-        f = lambda t: -np.mean((b[0] * np.cos(t) - a[0] * np.sin(t)) ** 2)  # noqa: E731
+
+        def f(t, a=a, b=b):
+            return -np.mean((b[0] * np.cos(t) - a[0] * np.sin(t)) ** 2)
+
         grid = np.linspace(0, 2 * np.pi, 4001)
         t0 = grid[np.argmin([f(t) for t in grid])]
         step = grid[1] - grid[0]

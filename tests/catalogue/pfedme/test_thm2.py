@@ -34,7 +34,10 @@ def _prox_scipy(w, s, a, L, lam):
     """argmin_theta sum_k g(theta_k - s_k) + lam/2 |theta - w|^2 coordinate by coordinate (bounded Brent)."""
     out = []
     for wk, sk in zip(w, s, strict=True):
-        h = lambda t: _g(t - sk, a, L) + lam / 2 * (t - wk) ** 2  # noqa: E731
+
+        def h(t, wk=wk, sk=sk):
+            return _g(t - sk, a, L) + lam / 2 * (t - wk) ** 2
+
         out.append(
             so.minimize_scalar(
                 h, bounds=(wk - 10 * a - 10, wk + 10 * a + 10), method="bounded", options={"xatol": 1e-13}
