@@ -141,12 +141,15 @@ def finish(rows, params, out, seed=0, quick=False):
         a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, fontsize=5)
     figures = save(fig, out, "fedprox-rates", quick)
     ok = all(r["global_error"] <= r["bound_4"] and r["local_error_max"] <= r["bound_5"] for r in rows)
-    minus_one = lambda text, sw: exact(
-        f"error vs {text}: slope -1 (within 0.1)",  # noqa: E731
-        all(abs(x + 1) <= 0.1 for x in slopes[sw]),
-        slopes[sw],
-        "for the global and the max local error (value: both slopes)",
-    )
+
+    def minus_one(text, sw):
+        return exact(
+            f"error vs {text}: slope -1 (within 0.1)",
+            all(abs(x + 1) <= 0.1 for x in slopes[sw]),
+            slopes[sw],
+            "for the global and the max local error (value: both slopes)",
+        )
+
     claims = [
         exact(
             "every error below its bound ((4) global, (5) local with C4 as printed)",

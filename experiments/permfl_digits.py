@@ -85,7 +85,10 @@ def compute(params, point, rng):
     n = wt.sum(axis=-1).astype(np.int64)
     f = runs.objective(Xt, Y, n, mu)
     teams = np.arange(N) // (N // params["teams"])
-    acc = lambda model: 100 * runs.accuracy(*test, np.asarray(model))
+
+    def acc(model):
+        return 100 * runs.accuracy(*test, np.asarray(model))
+
     p = params["permfl"]
     kw = dict(
         lam=p["lam"],

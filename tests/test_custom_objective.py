@@ -36,10 +36,13 @@ class LogCosh(mo.Objective):
 
 
 def _reference_prox(f, w, lam, i):
-    h = lambda th: (
-        float(f.value(th[None])[i] if f.batch_shape else f.value(th)) + lam / 2 * np.sum((th - w[i]) ** 2)
-    )
-    g = lambda th: np.asarray(f.grad(np.broadcast_to(th, (f.batch_shape[0], f.dim))))[i] + lam * (th - w[i])
+    def h(th):
+        value = float(f.value(th[None])[i] if f.batch_shape else f.value(th))
+        return value + lam / 2 * np.sum((th - w[i]) ** 2)
+
+    def g(th):
+        return np.asarray(f.grad(np.broadcast_to(th, (f.batch_shape[0], f.dim))))[i] + lam * (th - w[i])
+
     return so.minimize(h, w[i], jac=g, method="BFGS", options={"gtol": 1e-12}).x
 
 

@@ -90,8 +90,13 @@ def test_prox_vs_scipy_and_optimality(lam):
             + lam * np.abs(w[i]).max()
         )
         assert np.linalg.norm(res) <= 100 * np.finfo(float).eps * scale * 3
-        obj = lambda t, i=i: ref_value(X[i], y[i], t, 0.2, np.ones(7)) + lam / 2 * np.sum((t - w[i]) ** 2)
-        jac = lambda t, i=i: ref_grad(X[i], y[i], t, 0.2, np.ones(7)) + lam * (t - w[i])
+
+        def obj(t, i=i):
+            return ref_value(X[i], y[i], t, 0.2, np.ones(7)) + lam / 2 * np.sum((t - w[i]) ** 2)
+
+        def jac(t, i=i):
+            return ref_grad(X[i], y[i], t, 0.2, np.ones(7)) + lam * (t - w[i])
+
         sol = minimize(obj, np.zeros(3), jac=jac, method="BFGS", options={"gtol": 1e-11})
         # BFGS stops at gradient 1e-11; the subproblem is (lam + mu)-strongly convex
         np.testing.assert_allclose(theta[i], sol.x, atol=1e-11 / (lam + 0.2) * 10)

@@ -197,8 +197,13 @@ def scipy_prox(f, w, lam, i):
         # the epigraph QP: min c xi + mu/2 |th|^2 + lam/2 |th - w|^2 s.t. xi >= 0, xi >= 1 - b^T th
         b, c = host(f.b)[i], float(np.broadcast_to(host(f.c), f.batch_shape)[i])
         d = f.dim
-        obj = lambda v: c * v[d] + mu / 2 * v[:d] @ v[:d] + lam / 2 * np.sum((v[:d] - w[i]) ** 2)
-        jac = lambda v: np.concatenate([mu * v[:d] + lam * (v[:d] - w[i]), [c]])
+
+        def obj(v):
+            return c * v[d] + mu / 2 * v[:d] @ v[:d] + lam / 2 * np.sum((v[:d] - w[i]) ** 2)
+
+        def jac(v):
+            return np.concatenate([mu * v[:d] + lam * (v[:d] - w[i]), [c]])
+
         cons = [
             {"type": "ineq", "fun": lambda v: v[d], "jac": lambda v: np.eye(d + 1)[d]},
             {

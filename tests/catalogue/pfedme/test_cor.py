@@ -28,13 +28,13 @@ def _thm1_third(beta):  # printed: (R s2 + d2 lam^2) kappa/(R (T beta mu_F)^2), 
 
 
 def _thm2(beta, TT):
-    third = lambda a: (
-        Dl ** sp.Rational(2, 3)
-        * a ** sp.Rational(1, 3)
-        / (  # noqa: E731
-            beta ** sp.Rational(4, 3) * R ** sp.Rational(1, 3) * TT ** sp.Rational(2, 3)
+    def third(a):
+        return (
+            Dl ** sp.Rational(2, 3)
+            * a ** sp.Rational(1, 3)
+            / (beta ** sp.Rational(4, 3) * R ** sp.Rational(1, 3) * TT ** sp.Rational(2, 3))
         )
-    )
+
     return 75 * lam**3 * Dl / TT, third(R * s2), third(lam**2 * d2)
 
 
