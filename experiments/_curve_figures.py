@@ -156,7 +156,8 @@ def selection_bars(ax, table, methods, kind, *, paper=None, paper_label="paper")
     ax.set_xticks(x, methods, rotation=15)
     handles: list[Artist] = [
         Patch(facecolor="0.55", alpha=a, hatch=h, edgecolor="k", linewidth=0.3, label=w)
-        for w, a, h in zip(whats, (0.9, 0.6, 0.35), (None, None, "////"), strict=True)
+        # one style per plotted quantity: there are at most three, and a figure may show fewer
+        for w, a, h in zip(whats, (0.9, 0.6, 0.35), (None, None, "////"), strict=False)
     ]
     if paper:
         handles.append(Line2D([], [], marker="*", color="k", linestyle="none", label=paper_label))

@@ -32,6 +32,8 @@ paired t intervals over the seeds, an ordering or "most accurate" with Holm over
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 
 from moreau import fl
@@ -208,7 +210,7 @@ def finish_compare(rows, params, out, stem, paper, data_label, paper_label, quic
             "Table 1 ordering (tuned, last round): "
             + " > ".join(paper_order)
             + " (value: measured means, %)",
-            *ahead("tuned", list(zip(paper_order, paper_order[1:], strict=True))),
+            *ahead("tuned", list(pairwise(paper_order))),
             value=means,
             units=" points",
         ),

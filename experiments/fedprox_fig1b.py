@@ -32,6 +32,8 @@ comparisons; one seed decides nothing); "at least as accurate" allows a tie marg
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 
 from moreau import Multinomial, fl
@@ -224,11 +226,7 @@ def _claims(rows, params, names):
         ]
     )
     up = comparisons(
-        [
-            (f"s={s}: {b} − {a} + {delta:g}", G(b, s), G(a, s))
-            for s in ss
-            for a, b in zip(fixed, fixed[1:], strict=True)
-        ]
+        [(f"s={s}: {b} − {a} + {delta:g}", G(b, s), G(a, s)) for s in ss for a, b in pairwise(fixed)]
     )
     between = comparisons(
         [(f"s={s}: {m} − LocalTrain + {delta:g}", G(m, s), G("LocalTrain", s)) for s in ss for m in fixed]

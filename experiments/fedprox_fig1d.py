@@ -21,6 +21,8 @@ left, Holm over the consecutive λ.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 
 from ._curve_figures import curves_figure
@@ -146,7 +148,7 @@ def finish(rows, params, out, seed=0, quick=False):
                 f"R_param = {R:g}: larger lambda converges more slowly (||w_T - w~||^2/||w_0 - w~||^2 after the last "
                 "round increases with lambda; compared in log, value: geometric means over seeds)",
                 np.diff(logs, axis=0),
-                [f"log left(λ={b:g}) − log left(λ={a:g})" for a, b in zip(lams, lams[1:], strict=True)],
+                [f"log left(λ={b:g}) − log left(λ={a:g})" for a, b in pairwise(lams)],
                 value={str(lam): float(np.exp(v)) for lam, v in zip(lams, logs.mean(axis=1), strict=True)},
             )
         )

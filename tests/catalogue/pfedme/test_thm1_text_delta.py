@@ -5,7 +5,7 @@ rationals (sympy: stationary Lyapunov equations of the averaged chain), the part
 family (the text's delta rejected, Lemma 1's holding) and bad input."""
 
 from fractions import Fraction
-from itertools import product
+from itertools import pairwise, product
 
 import numpy as np
 import pytest
@@ -157,7 +157,7 @@ def test_first_moment_ratio_unbounded_second_moment_ratio_at_most_half():
     ps = [Fraction(1, 10**k) for k in range(13)]
     text = [minimal_instance(p)["ratio_text"] for p in ps]
     lemma = [minimal_instance(p)["ratio_lemma1"] for p in ps]
-    assert all(x < y for x, y in zip(text, text[1:], strict=True)) and text[-1] > 10**6 / 2
+    assert all(x < y for x, y in pairwise(text)) and text[-1] > 10**6 / 2
     assert max(lemma) == Fraction(1, 2) == lemma[0] and all(x <= Fraction(1, 2) for x in lemma)
     # rg from the closed form = the sympy stationary value (weights rho^(T-1-t) keep g = 1/3 roughly)
     g = average_factor(np.array([1 / 6216]), np.array([1 / 3108]))
