@@ -98,7 +98,9 @@ def _check_arguments(statement: Any, family: Any, trials: Any, seed: Any, readin
             f"family must be 'all' or one of {statement.id}'s families {families} (got {family!r})"
         )
     if trials is not None and (
-        isinstance(trials, bool) or not isinstance(trials, numbers.Integral) or not 1 <= trials <= MAX_TRIALS
+        isinstance(trials, bool)
+        or not isinstance(trials, numbers.Integral)
+        or not 1 <= int(trials) <= MAX_TRIALS
     ):
         raise ValueError(f"trials must be None or a whole number in [1, {MAX_TRIALS:.0e}] (got {trials!r})")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:

@@ -165,7 +165,7 @@ def run_info(args) -> dict:
 
 
 def record_json(
-    rec, run: dict | None = None, slack_threshold: float = None, verdict: dict | None = None
+    rec, run: dict | None = None, slack_threshold: float | None = None, verdict: dict | None = None
 ) -> dict:
     """The JSON record of one (statement, family); ``slack_threshold``: a theorem's inequality part
     that holds with max LHS/RHS below it is flagged ``"loose"`` (default :data:`SLACK_THRESHOLD`);

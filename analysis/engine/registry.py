@@ -165,6 +165,8 @@ def _load_module(spec: str) -> list:
                 raise StatementError(f"--module {spec}: no such file")
             name = f"moreau_user_{path.stem}_{abs(hash(str(path.resolve()))) % 10**8}"
             loader = importlib.util.spec_from_file_location(name, path)
+            if loader is None or loader.loader is None:  # a file Python cannot import (no .py)
+                raise StatementError(f"--module {spec}: cannot load it (not a Python source file)")
             module = importlib.util.module_from_spec(loader)
             sys.modules[name] = module
             loader.loader.exec_module(module)

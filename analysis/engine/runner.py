@@ -182,7 +182,8 @@ def _run_family(
     st, fam, trials, seed, mutants, search_examples, chunk, progress, client, modules, search_seconds
 ) -> Record:
     """One (statement, family) of :func:`run`: its record."""
-    outputs, searches = None, []
+    outputs = None
+    searches: list[tuple[str, dict]] = []  # as Record.searches
     chunked = bool(
         trials and trials > chunk and _batch_len(_draw(st, fam, chunk, rng_for(seed, st.id, fam))) == chunk
     )

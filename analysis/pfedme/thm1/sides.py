@@ -82,9 +82,9 @@ def prepare(batch):
     )
     drift = np.zeros(len(lam)), (np.zeros(len(lam)), np.zeros(len(lam)))
     if s_eta.size:
-        drift[0][~ident & (R > 1)], drift[1][0][~ident & (R > 1)], drift[1][1][~ident & (R > 1)] = (
+        drift[0][~ident & (R > 1)], (drift[1][0][~ident & (R > 1)], drift[1][1][~ident & (R > 1)]) = (
             s_eta,
-            *ci_eta,
+            ci_eta,
         )
     return dict(
         lam=lam,
