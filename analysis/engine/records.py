@@ -119,6 +119,7 @@ import re
 import shlex
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -378,7 +379,8 @@ def save_instance(
     if path.resolve().parent != directory.resolve():
         raise ValueError(f"counterexample file {path} would be outside --save-counterexamples {directory}")
     meta = {"id": statement_id, "family": family, "mutant": mutant}
-    np.savez(path, __meta__=np.array(json.dumps(meta)), **{k: np.asarray(v) for k, v in one.items()})
+    fields: dict[str, Any] = {k: np.asarray(v) for k, v in one.items()}  # arrays, as savez's **kwds
+    np.savez(path, __meta__=np.array(json.dumps(meta)), **fields)
     sid, fam, where = (shlex.quote(str(a)) for a in (statement_id, family, path))
     cmd = f"moreau check {sid} --family {fam} --replay {where}"
     return path, cmd
