@@ -28,24 +28,19 @@ fingerprint.  The manifest records them (``configuration``) and one verdict per 
 Processes: local workers are capped at the CPUs this process may use; SIGTERM
 (``timeout``, batch schedulers) and SIGINT end them before :class:`Interrupted`
 is raised, and on Linux each worker dies with its parent (``PR_SET_PDEATHSIG``).
+
+The parts: ``_sweep_points`` (a point's generator and the worker entry point that computes it),
+``_sweep_workers`` (the executors, their processes and the signals), ``_sweep_verdict`` (the
+catalogue's verdict for a manifest); this module runs them (:func:`run`).
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
 import hashlib
 import json
-import os
-import signal
-import socket
-import sys
-import threading
 import time
-import zlib
 from pathlib import Path
-
-import numpy as np
 
 from moreau._files import DirectoryLocked, atomic_write, lock_directory
 
@@ -62,7 +57,10 @@ from ._artifact import (
 from ._config import resolve
 from ._experiment import Experiment
 from ._progress import _Progress
-from ._rundir import RunConflict, _claim_directory, _log, _sessions, _utc, _writable
+from ._rundir import RunConflict, _claim_directory, _log, _sessions, _writable
+from ._sweep_points import point_rng
+from ._sweep_verdict import catalogue_verdict
+from ._sweep_workers import Interrupted, _finished, _say, _stop_on_signals, make_executor, usable_cpus
 from ._verdicts import SCHEMA_VERSION
 
 # atomic_write (now moreau._files) and canonical (now ._artifact) stay importable from here
@@ -79,223 +77,6 @@ __all__ = [
 ]
 
 
-class Interrupted(KeyboardInterrupt):
-    """The run was stopped by signal ``signum`` (SIGINT or SIGTERM); finished points are saved."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _say(msg: str) -> None:
-    """One line on stderr, as the CLI writes its messages."""
-    print(f"moreau reproduce: {msg}", file=sys.stderr, flush=True)
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask where the platform has one)."""
-    count = getattr(os, "process_cpu_count", None)  # python >= 3.13
-    if count is not None:
-        return count() or 1
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def point_rng(seed: int, name: str, point: dict) -> np.random.Generator:
-    """The generator of one grid point: a function of the run seed, the experiment and the point."""
-    return np.random.default_rng(
-        [int(seed), zlib.crc32(name.encode()), zlib.crc32(canonical(point).encode())]
-    )
-
-
-def catalogue_verdict(sid: str, family: str = "quadratic") -> dict:
-    """The catalogue's verdict on statement ``sid`` (default instances, seed 0), for a manifest: the
-    same JSON as ``moreau check --json``'s ``verdict`` (schema :data:`SCHEMA_VERSION`): the printed
-    statement's verdict, each reading's, and whether they are what the catalogue expects."""
-    from moreau.analysis.engine.records import verdict_json
-    from moreau.analysis.engine.report import verdict_of
-    from moreau.analysis.engine.runner import run as run_check
-    from moreau.analysis.engine.verdict import SCHEMA_VERSION
-
-    recs = run_check([sid], family)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "statement": sid,
-        "family": family,
-        "instances": int(sum(r.result.instances for r in recs)),
-        **verdict_json(verdict_of(recs[0].statement, recs)),
-    }
-
-
-def _timed_point(name: str, params: dict, point: dict, seed: int, backend: str):
-    """Worker entry point (picklable by reference): ``(rows, timing)`` of one point, ``timing`` when it
-    started (UTC), its seconds and the worker (host:pid) that computed it."""
-    started, t0 = _utc(), time.perf_counter()
-    rows = _compute_point(name, params, point, seed, backend)
-    return rows, {
-        "started": started,
-        "seconds": round(time.perf_counter() - t0, 3),
-        "worker": f"{socket.gethostname()}:{os.getpid()}",
-    }
-
-
-def _compute_point(name: str, params: dict, point: dict, seed: int, backend: str):
-    """The rows of one point."""
-    from .registry import get
-
-    if backend != "numpy":
-        import moreau
-
-        moreau.set_backend(backend)
-    exp = get(name)
-    rows = exp.compute(params, point, point_rng(seed, name, point))
-    return json.loads(json.dumps(rows, default=jsonable))  # plain JSON types, column order kept
-
-
-class _Serial(cf.Executor):
-    """The calling process as an executor (``workers=1``): no pickling, no start-up; :func:`_finished`
-    computes its points one at a time, so each is checkpointed as soon as it is done."""
-
-    def submit(self, fn, /, *args, **kwargs):
-        fut = cf.Future()
-        try:
-            fut.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # delivered through the future, as a pool would
-            fut.set_exception(exc)
-        return fut
-
-
-def _worker_init(parent: int) -> None:
-    """Start of each pool worker: die with the parent, leave Ctrl-C to the parent."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends the workers itself, then reports
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: killed when the parent dies
-        except (OSError, AttributeError):
-            pass  # no prctl: workers still end when the parent shuts the pool down or gets SIGTERM
-    if os.getppid() != parent:  # the parent died before the line above armed the signal
-        os._exit(1)
-
-
-def make_executor(workers: int | None = None, scheduler: str | None = None):
-    """``(executor, close, description)``: Dask when ``scheduler`` is an address, else local.
-
-    Local workers are capped at :func:`usable_cpus` (saying so on stderr); ``close(abort=True)``
-    ends the local workers at once instead of letting running points finish.
-    """
-    if scheduler:
-        try:
-            from dask.distributed import Client
-        except ImportError:
-            raise RunConflict("--scheduler needs dask.distributed: pip install 'moreau[dask]'") from None
-        _probe(scheduler)
-        try:
-            client = Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise ConnectionError(
-                f"cannot reach the Dask scheduler at {scheduler!r} ({type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else 'no answer'})"
-            ) from None
-        return client.get_executor(), lambda abort=False: client.close(), f"dask ({scheduler})"
-    cpus = usable_cpus()
-    if workers is not None and workers > cpus:
-        _say(f"--workers {workers} is more than the {cpus} CPU(s) this process may use: using {cpus}")
-    workers = min(workers or cpus, cpus)
-    if workers == 1:
-        return _Serial(), lambda abort=False: None, "serial (this process)"
-    import multiprocessing as mp
-
-    # each worker gets its share of the cores for BLAS (workers x default threads oversubscribe the
-    # machine: measured 4x slower on 2 cores); set for the spawned children only, restored after
-    threads = str(max(1, cpus // workers))
-    saved = {k: os.environ.get(k) for k in _BLAS_VARS}
-    for k in _BLAS_VARS:
-        os.environ.setdefault(k, threads)
-    pool = cf.ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=mp.get_context("spawn"),
-        initializer=_worker_init,
-        initargs=(os.getpid(),),
-    )
-    for _ in range(workers):  # start the workers now, while the variables are set
-        pool.submit(int)
-
-    def close(abort=False):
-        try:
-            if abort:
-                _end_workers(pool)
-            pool.shutdown(cancel_futures=True)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-
-    return pool, close, f"local process pool ({workers} workers, {threads} BLAS thread(s) each)"
-
-
-_BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def _end_workers(pool) -> None:
-    """Terminate a process pool's workers now (their running points are lost; saved ones are kept)."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    for p in procs:
-        with contextlib.suppress(OSError, ValueError):
-            p.terminate()
-    for p in procs:
-        with contextlib.suppress(OSError, ValueError):
-            p.join(5)
-            if p.is_alive():
-                p.kill()
-                p.join(1)
-
-
-def _probe(address: str) -> None:
-    """Fail at once, with the reason, when nothing listens at a tcp:// scheduler address."""
-    import socket
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(address if "://" in address else f"tcp://{address}")
-    if parts.scheme != "tcp" or not parts.hostname or parts.port is None:
-        return  # another protocol (inproc, tls, ...): let dask judge it
-    try:
-        socket.create_connection((parts.hostname, parts.port), timeout=5).close()
-    except OSError as exc:
-        raise ConnectionError(
-            f"cannot reach the Dask scheduler at {address!r} ({exc.strerror or type(exc).__name__})"
-        ) from None
-
-
-@contextlib.contextmanager
-def _stop_on_signals():
-    """SIGTERM (``timeout``, batch schedulers) and SIGINT raise :class:`Interrupted` in the main
-    thread, once: a second signal does not interrupt the clean-up (ending the workers)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    sigs = (signal.SIGINT, signal.SIGTERM)
-
-    def stop(signum, frame):
-        for s in sigs:
-            signal.signal(s, signal.SIG_IGN)
-        raise Interrupted(signum)
-
-    old = {s: signal.signal(s, stop) for s in sigs}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            if h is not None:
-                signal.signal(s, h)
-
-
 @contextlib.contextmanager
 def _locked(out: Path):
     """Be the only run writing into ``out`` (lock file ``out/.lock``), or raise :class:`RunConflict`."""
@@ -309,17 +90,6 @@ def _locked(out: Path):
             f"another run{f' (pid {exc.holder})' if exc.holder else ''} holds {out} "
             f"(lock {exc.path}): wait for it to finish, or choose another --out"
         ) from None
-
-
-def _finished(executor, name, params, points, pending, seed, backend):
-    """``(index, (rows, timing))`` of each pending point as it finishes."""
-    if isinstance(executor, _Serial):
-        for i in pending:
-            yield i, _timed_point(name, params, points[i], seed, backend)
-        return
-    futures = {executor.submit(_timed_point, name, params, points[i], seed, backend): i for i in pending}
-    for fut in cf.as_completed(futures):
-        yield futures[fut], fut.result()
 
 
 def run(
