@@ -24,5 +24,5 @@ __all__ = ["Array", "DType", "Namespace", "Seed"]
 Array: TypeAlias = Any
 Namespace: TypeAlias = Any
 DType: TypeAlias = Any
-# what the data generators and the stochastic algorithms take as their randomness
+# what moreau.data's generators take as their randomness (moreau.fl's algorithms: a Generator or an int)
 Seed: TypeAlias = "np.random.Generator | np.random.SeedSequence | int | np.integer"
