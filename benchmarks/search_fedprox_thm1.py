@@ -89,7 +89,7 @@ def main():
     ap.add_argument("--m", type=int, default=None, help="fix m (default: searched, even, 2..2000)")
     ap.add_argument("--top", type=int, default=5)
     a = ap.parse_args()
-    for r, (m, mu, L, s, n, R) in search(a.seconds, a.d, a.m)[: a.top]:
+    for _r, (m, mu, L, s, n, R) in search(a.seconds, a.d, a.m)[: a.top]:
         r5, no16, lam = ratio5(m, a.d, mu, L, s, n, R)
         print(
             f"ratio {r5:.5f} (without 16(·): {no16:.4g})  m={m} d={a.d} mu={mu:.4g} L={L:.4g} sigma={s:.4g} "
