@@ -124,6 +124,7 @@ PEP_NOT_APPLICABLE = {
     "fedprox.lemma1": "about the FedProx optimum of a given data set, not a method over a class",
     "fedprox.lemma3": ("an identity of the Moreau envelope (exact on every instance), nothing to maximise"),
     "fedprox.thm1": "a statistical rate over sampled data sets, not a first-order statement",
+    "fedprox.thm1_remark": "a comparison of statistical errors over sampled data sets, not a first-order statement",
     "fedprox.cor1": (
         "the shape in lambda of Theorem 2's round and gradient counts (O(.)), no single worst case"
     ),

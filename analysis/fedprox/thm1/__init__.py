@@ -31,12 +31,22 @@ import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Reading, Statement
 from moreau.analysis.engine.instances import trials_at_least
-from moreau.analysis.fedprox.thm1.findings import FINDINGS
+from moreau.analysis.fedprox.thm1.findings import FINDINGS, REMARK_FINDINGS
 from moreau.analysis.fedprox.thm1.logistic_monte_carlo import logistic_batch
-from moreau.analysis.fedprox.thm1.sides import LEVEL, LOGISTIC_OR, MC_TRIALS, N_GRID, PARTS, evaluate
+from moreau.analysis.fedprox.thm1.sides import (
+    LEVEL,
+    LOGISTIC_OR,
+    MC_TRIALS,
+    N_GRID,
+    PARTS,
+    REMARK_PART,
+    evaluate,
+)
 
 __all__ = [
     "STATEMENTS",
+    "REMARK_PART",
+    "REMARK_CLAIM",
     "CLAIM",
     "LEVEL",
     "N_GRID",
@@ -68,15 +78,16 @@ CLAIM = {
     "C4": c4,
     "het": lambda n, R: np.minimum(1 / n, R / np.sqrt(n)),  # (1/n ∧ R/√n)
     "local_extra": lambda rho, mu, n, R: 16 * np.minimum(rho**2 / (mu**2 * n), R**2),
-    # "FedProx always performs no worse than LocalTrain" (the discussion of Theorem 1, as printed):
-    # no larger than LocalTrain's own error on the same data
-    "vs_localtrain": lambda E_lt, rho, mu, n, m, C4: E_lt,
     "exp_n_local": -1.0,  # error vs n, R > n^{-1/2}: O(1/n) like LocalTrain
     "exp_n_global": -1.0,
     "exp_n_middle": -1.0,  # R = n^{-1/2}/2: the heterogeneity term R/√n = 1/(2n)
     "exp_m": -1.0,  # R → 0: O(1/(mn)) like GlobalTrain
     "exp_R": 1.0,  # middle regime: the heterogeneity cost is O(R/√n)
 }
+
+#: the remark after the theorem, "FedProx always performs no worse than LocalTrain" (as printed: no
+#: larger than LocalTrain's own error on the same data); the theorem's λ rule and constants, its one part
+REMARK_CLAIM = {**CLAIM, "parts": "remark", "vs_localtrain": lambda E_lt, rho, mu, n, m, C4: E_lt}
 
 #: the configurations (m, d, μ, L, σ) of ``moreau.data.least_squares``: L = μ is the isotropic design
 #: A_i = μI (there E‖w̃⁽ᵍ⁾ − w⋆⁽ᵍ⁾‖² = C1/N exactly: C1 attained); large μ and L/μ are where the
@@ -187,22 +198,6 @@ STATEMENTS = (
         trials_used=trials_used,
         evaluate=evaluate,
         claim=CLAIM,
-        expect="fails",
-        # m = 2, d = 1, A_i = μ = L = 2, σ = 1 (ρ² = σ² tr A = 2), w⋆⁽ⁱ⁾ = w⋆⁽ᵍ⁾ ± R.  LocalTrain's error:
-        # s = σ²/(nμ).  For R > n^-1/2, λ = ρ²/(nR²) and w̃⁽ⁱ⁾ = (1 − t) b_i/μ + t mean_j b_j/μ with
-        # t = λ/(μ + λ) = σ²/(σ² + nR²), so E‖w̃⁽ⁱ⁾ − w⋆⁽ⁱ⁾‖²/s = 1 − t + t²(1/2 + μnR²/σ²) > 1 iff
-        # (μ − 1) nR² > σ²/2: at every grid point with R > n^-1/2 (μ <= 1 never fails).  Worst at
-        # R = 1.01 n^-1/2 (nR² = 1.0201, t = 1/2.0201): ratio 1.1274 at every n of the grid (rounding picks the
-        # n reported; seed 0: n = 5000, 1.1274e-4 > 1e-4), computed exactly (bias² + trace), no sampling
-        counterexamples={"quadratic": minimal_counterexample},
-        readings=(
-            Reading(
-                "no worse than LocalTrain's rate",
-                {"vs_localtrain": _lt_rate},
-                why="'no worse than LocalTrain' read as LocalTrain's rate rho^2/(mu^2 n) up to the constant "
-                "that follows from (5), not LocalTrain's error on the same data",
-            ),
-        ),
         mutants=(
             Mutant("n^-1/2 for n^-1 (local error, R > n^-1/2)", {"exp_n_local": -0.5}),
             Mutant("n^-1/2 for n^-1 (global error, R > n^-1/2)", {"exp_n_global": -0.5}),
@@ -217,10 +212,6 @@ STATEMENTS = (
             Mutant("C1 halved", {"C1": lambda rho, mu: rho**2 / (2 * mu**2)}),
             Mutant("C2 = 2ρ/μ only (no first branch of ∨)", {"C2": lambda rho, mu: 2 * rho / mu}),
             Mutant("(1/n ∧ R/n) for (1/n ∧ R/√n)", {"het": lambda n, R: np.minimum(1 / n, R / n)}),
-            Mutant(
-                "no worse than LocalTrain's rate with constant 1",
-                {"vs_localtrain": lambda E_lt, rho, mu, n, m, C4: rho**2 / (mu**2 * n)},
-            ),
         ),
         evidence_only={
             "logistic": "no mutant is rejected on the logistic instances (max ratio about 0.03: the "
@@ -244,5 +235,52 @@ STATEMENTS = (
             "they do not pin the ρ-dependence of the rule, and the n-, R-scalings of the rule are unchanged",
         },
         findings=FINDINGS,
+    ),
+    Statement(
+        id="fedprox.thm1_remark",
+        source="FedProx analysis, after Theorem 1",
+        paper="fedprox-personalization-analysis.md",
+        latex=r"\mathbb E\|\tilde w^{(i)} - w_\star^{(i)}\|^2 \le "
+        r"\mathbb E\|\hat w^{(i)}_{\mathrm{LocalTrain}} - w_\star^{(i)}\|^2\quad (R > n^{-1/2})",
+        text="'FedProx always performs no worse than LocalTrain' (the sentence after Theorem 1): with the "
+        "adaptive λ and R > n^-1/2, each client's expected error is at most LocalTrain's on the same data",
+        assumptions=(
+            "Assumption 1: ‖w⋆⁽ⁱ⁾ − w⋆⁽ᵍ⁾‖ <= R, R > n^-1/2",
+            "Assumption 2: every client's sample average is μ-strongly convex",
+            "Assumption 3: E‖∇ℓ(w⋆⁽ⁱ⁾, z)‖² <= ρ²",
+            "n_i = n, p_i = 1/m",
+        ),
+        scaling={"quadratic": _NO_SCALING},
+        families={"quadratic": ("least squares, fixed designs, Gaussian noise",)},
+        claimed="upper",
+        instances=instances,
+        trials_used=trials_used,
+        evaluate=evaluate,
+        claim=REMARK_CLAIM,
+        expect="fails",
+        origin="remark",
+        # m = 2, d = 1, A_i = μ = L = 2, σ = 1 (ρ² = σ² tr A = 2), w⋆⁽ⁱ⁾ = w⋆⁽ᵍ⁾ ± R.  LocalTrain's error:
+        # s = σ²/(nμ).  For R > n^-1/2, λ = ρ²/(nR²) and w̃⁽ⁱ⁾ = (1 − t) b_i/μ + t mean_j b_j/μ with
+        # t = λ/(μ + λ) = σ²/(σ² + nR²), so E‖w̃⁽ⁱ⁾ − w⋆⁽ⁱ⁾‖²/s = 1 − t + t²(1/2 + μnR²/σ²) > 1 iff
+        # (μ − 1) nR² > σ²/2: at every grid point with R > n^-1/2 (μ <= 1 never fails).  Worst at
+        # R = 1.01 n^-1/2 (nR² = 1.0201, t = 1/2.0201): ratio 1.1274 at every n of the grid (rounding
+        # picks the n reported), computed exactly (bias² + trace), no sampling
+        counterexamples={"quadratic": minimal_counterexample},
+        readings=(
+            Reading(
+                "no worse than LocalTrain's rate",
+                {"vs_localtrain": _lt_rate},
+                why="'no worse than LocalTrain' read as LocalTrain's rate rho^2/(mu^2 n) up to the constant "
+                "that follows from (5), not LocalTrain's error on the same data",
+                repairs="constant",
+            ),
+        ),
+        mutants=(
+            Mutant(
+                "no worse than LocalTrain's rate with constant 1",
+                {"vs_localtrain": lambda E_lt, rho, mu, n, m, C4: rho**2 / (mu**2 * n)},
+            ),
+        ),
+        findings=REMARK_FINDINGS,
     ),
 )

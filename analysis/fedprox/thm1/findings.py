@@ -4,7 +4,7 @@ of the λ rule, and how the heterogeneity cost grows.  The checks that show them
 ``moreau.analysis.fedprox.thm1`` and its ``sides``.
 """
 
-__all__ = ["FINDINGS"]
+__all__ = ["FINDINGS", "REMARK_FINDINGS"]
 
 FINDINGS = (
     "(4) is attained: on isotropic designs A_i = μI, E‖w̃⁽ᵍ⁾ − w⋆⁽ᵍ⁾‖² = σ²d/(μmn) = C1/N exactly for every λ, "
@@ -17,11 +17,6 @@ FINDINGS = (
     "benchmarks/search_fedprox_thm1.py); the catalogue's configurations reach 0.125 only.  The 16(ρ²/(μ²n) ∧ R²) "
     "term is needed: without it the ratio is 2.08 at m = 10, d = 1, μ = L = 5.63, σ = 0.00105, n = 1444, "
     "R = 2.38e-4 (the bias R² of λ ≪ μ).",
-    "'No worse than LocalTrain' as printed (FedProx's error at most LocalTrain's on the same data) fails; it "
-    "holds only up to a constant that grows with L/μ (reading 'no worse than LocalTrain's rate'): m = 2, d = 1, "
-    "A = (1, 100), σ = 1, n = 100, w⋆ = (1, −1) (R = 1 > n^-1/2, λ = ρ²/(nR²) = 1): client 1 has "
-    "E‖w̃⁽¹⁾ − w⋆⁽¹⁾‖² = 0.446 against LocalTrain's σ²/(na₁) = 0.01 (44.6x); the mutant with an absolute "
-    "constant 17 is rejected; the checked constant (8/m + C4μ²/ρ² + 16) ρ²/(μ²n) follows from (5).",
     "The λ rule jumps at R = n^-1/2: the branches give ρ and ρ² there (equal only when ρ = 1; ρ = 2, n = 100: "
     "λ = 2 at R = 0.1, λ → 4 as R ↓ 0.1); ρ²/(nR²) has the units of μ², not of λ (the bounds still hold).",
     "The bounds do not pin the λ rule: with ρ for ρ² in the R > n^-1/2 branch, or the switch relaxed to "
@@ -29,4 +24,13 @@ FINDINGS = (
     "R-for-R² rules are rejected by the bounds and rates themselves.",
     "The heterogeneity cost (max_i E‖w̃⁽ⁱ⁾ − w⋆⁽ⁱ⁾‖² above the GlobalTrain error at R = 0) grows like R^1.74 "
     "to R^1.99 as R → 0 with λ ≥ L (n = 1000, seeds 0-9): between the bound's R/√n and the lower bound's R².",
+)
+
+#: the findings of fedprox.thm1_remark, the sentence after the theorem
+REMARK_FINDINGS = (
+    "'No worse than LocalTrain' as printed (FedProx's error at most LocalTrain's on the same data) fails; it "
+    "holds only up to a constant that grows with L/μ (reading 'no worse than LocalTrain's rate'): m = 2, d = 1, "
+    "A = (1, 100), σ = 1, n = 100, w⋆ = (1, −1) (R = 1 > n^-1/2, λ = ρ²/(nR²) = 1): client 1 has "
+    "E‖w̃⁽¹⁾ − w⋆⁽¹⁾‖² = 0.446 against LocalTrain's σ²/(na₁) = 0.01 (44.6x); the mutant with an absolute "
+    "constant 17 is rejected; the checked constant (8/m + C4μ²/ρ² + 16) ρ²/(μ²n) follows from (5).",
 )

@@ -52,6 +52,9 @@ PARTS = (
 )
 
 LOGISTIC_OR = "(5) local, C4 with ∨, Monte Carlo"
+#: the remark after Theorem 1 ("FedProx always performs no worse than LocalTrain"): its own
+#: statement, fedprox.thm1_remark, computed when the claim says ``parts="remark"``
+REMARK_PART = PARTS[12]
 
 
 def evaluate(batch, claim):
@@ -74,6 +77,8 @@ def evaluate(batch, claim):
     rows = [_configuration(inst, claim) for inst in each]
     out = {}
     for name in PARTS:
+        if name not in rows[0]:  # the theorem's claim and the remark's each compute their own parts
+            continue
         col = {k: np.array([r[name][k] for r in rows]) for k in rows[0][name] if k != "note"}
         meta = dict(META[name])
         with np.errstate(divide="ignore", invalid="ignore"):  # the note of the worst configuration
@@ -127,6 +132,10 @@ def _configuration(inst, claim):
     # (4), (5) on the (n, R) grid: worst grid point per part
     nn, RR = (g.ravel() for g in np.meshgrid(N_GRID, R_GRID))
     nn, RR = np.concatenate([nn, N_GRID, N_GRID]), np.concatenate([RR, N_GRID**-0.5, 1.01 * N_GRID**-0.5])
+    if claim.get("parts") == "remark":  # the remark after the theorem: exact errors, no Monte Carlo
+        ex_loc = errors(nn, RR, mc=False)[:, 1:].max(-1)
+        out[REMARK_PART] = _vs_localtrain(errors, A, w_g, u, sigma, nn, RR, ex_loc, claim, (rho, mu, m, C4))
+        return out
     exact, mean, se = errors(nn, RR)
     het, N = claim["het"](nn, RR), m * nn
     rhs4 = C1 / N + C2 * het
@@ -191,19 +200,24 @@ def _configuration(inst, claim):
     ok = bool(np.all(cost > 0))
     slope, (lo_, hi_) = fit_exponent(Rs, cost if ok else np.ones_like(cost))
     out[PARTS[11]] = dict(slope=slope, lo=lo_, hi=hi_, exponent=claim["exp_R"], applicable=ok)
-    # no worse than LocalTrain, and the comparison with fixed λ, LocalTrain and GlobalTrain
+    return out
+
+
+def _vs_localtrain(errors, A, w_g, u, sigma, nn, RR, ex_loc, claim, constants):
+    """The remark after Theorem 1, "no worse than LocalTrain" (R > n^-1/2), at its worst grid point,
+    with the comparison with fixed λ, LocalTrain and GlobalTrain in the note."""
+    rho, mu, m, C4 = constants
     large = RR > nn**-0.5
     lt, gt = baseline_errors(A, w_g + RR[:, None, None] * u, sigma, nn)
     rhs_lt = claim["vs_localtrain"](lt[:, 1:].max(-1), rho, mu, nn, m, C4)
     r = np.where(large, ex_loc / rhs_lt, -np.inf)
     k = int(np.argmax(r))
-    out[PARTS[12]] = dict(
+    return dict(
         lhs=ex_loc[k],
         rhs=rhs_lt[k],
         note=_comparison(errors, nn, RR, ex_loc, lt, gt)
         + f"; max FedProx/LocalTrain {np.max(ex_loc[large] / lt[large, 1:].max(-1)):.3g}",
     )
-    return out
 
 
 def _comparison(errors, nn, RR, ex_loc, lt, gt):

@@ -1,9 +1,11 @@
-"""The recorded minimal counterexample of fedprox.thm1 (``thm1.minimal_counterexample``).
+"""The recorded minimal counterexample of fedprox.thm1_remark, the sentence after FedProx's
+Theorem 1 (``thm1.minimal_counterexample``).
 
 Run as every ``moreau check`` runs it (``reading=None``: the printed claim): 'no worse than
 LocalTrain' fails there, exactly (not by sampling), by the ratio its comment derives
 (1 − t + t²(1/2 + μnR²/σ²), t = σ²/(σ² + nR²), nR² = 1.0201), on the smallest configuration
-(m = 2 clients, d = 1, μ = L = 2, σ = 1); every other part holds, and so does the reading.
+(m = 2 clients, d = 1, μ = L = 2, σ = 1); the reading holds, and so does the theorem itself
+(eqs. (4)-(6)) on the same instance: the remark's failure is not the theorem's.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ import numpy as np
 
 from moreau.analysis.fedprox import thm1
 
-(ST,) = thm1.STATEMENTS
-FAILING = thm1.PARTS[12]
+THEOREM, ST = thm1.STATEMENTS
+FAILING = thm1.REMARK_PART
 
 
 def _ratio(mu=2.0, sigma=1.0, nR2=1.01**2):
@@ -26,9 +28,7 @@ def test_the_printed_claim_fails_exactly_on_the_recorded_instance():
     res = ST.run("quadratic", None, None, batch=one, reading=None)
     assert res.instances == 1 and not res.holds
     failing = [p for p in res.parts if p.failures.size]
-    assert [p.name for p in failing] == [
-        FAILING
-    ]  # Monte Carlo and rate parts hold: the report's line is this part
+    assert [p.name for p in res.parts] == [p.name for p in failing] == [FAILING]  # the remark's one part
     s = failing[0].sides
     assert s.lhs_ci is None  # exact (bias² + trace), no Monte Carlo interval
     assert np.isfinite(s.lhs[0]) and np.isfinite(s.rhs[0]) and s.rhs[0] > 0 and s.lhs[0] > s.rhs[0]
@@ -63,3 +63,11 @@ def test_the_reading_expected_to_hold_holds_on_it():
     one = ST.counterexample("quadratic")
     for r in ST.readings:
         assert r.expect == "holds" and ST.run("quadratic", None, None, batch=one, reading=r).holds
+
+
+def test_the_theorem_holds_on_the_remarks_counterexample_and_has_no_remark_part():
+    """Eqs. (4)-(6) hold where the remark fails: the theorem's verdict is its own (issue 27)."""
+    assert (THEOREM.id, ST.id) == ("fedprox.thm1", "fedprox.thm1_remark")
+    assert (THEOREM.expect, THEOREM.origin, ST.expect, ST.origin) == ("holds", "printed", "fails", "remark")
+    res = THEOREM.run("quadratic", None, None, batch=ST.counterexample("quadratic"), reading=None)
+    assert res.holds and FAILING not in [p.name for p in res.parts]
