@@ -128,6 +128,7 @@ READINGS = (
         why="the proof's (99) and (105) treat w_bar_{k+1,t} as independent of A_k, true only when A_k is "
         "every client (r = 1) or w_bar_{k+1,0} = w_k is the only point (tau = 1); the printed statement "
         "(client sampling r < 1 with tau >= 2) fails (findings)",
+        repairs="missing hypothesis",
     ),
 )
 

@@ -41,6 +41,7 @@ READINGS = (
         "exponent ημ_F/2, second-moment δ",
         {"exponent": _exponent_used, "delta_of": _delta_lemma1},
         why=f"the repair: {_WHY_EXP}; and {_WHY_DELTA}",
+        repairs="rate",
     ),
     Reading(
         "printed exponent η̂₁μ_F/2 only",
@@ -48,6 +49,8 @@ READINGS = (
         expect="fails",
         why="the printed exponent alone (delta read as Lemma 1's): fails on every identical-client instance with "
         "beta R > 2 (findings)",
+        repairs="misprint",
+        cite="Lemma 1 bounds E‖θ̃ − θ̂‖² ≤ δ² (a second moment), the δ the proof of Theorem 1 uses",
     ),
     Reading(
         "text's first-moment δ only",
@@ -56,6 +59,7 @@ READINGS = (
         expect="fails",
         why="the printed text's delta alone (exponent eta mu_F/2): Section 3.2's first moment against Lemma 1's "
         "second, an ambiguity of the printed text; fails on the two-point-error part (findings)",
+        repairs="rate",
     ),
 )
 READINGS_B = (
@@ -64,6 +68,8 @@ READINGS_B = (
         {"delta_of": _delta_lemma1},
         kind="variant",
         why=f"the other reading of the printed delta: {_WHY_DELTA}",
+        repairs="misprint",
+        cite="Lemma 1 bounds E‖θ̃ − θ̂‖² ≤ δ² (a second moment), the δ the proof of Theorem 1 uses",
     ),
 )
 
