@@ -167,8 +167,9 @@ def logistic_instances(rng, T):
 
 
 def logistic_rate(batch):
-    """``(sim_gap, (eta, eta_hat, mu_F), exact, consts, printed)``: the exact local exponent of F(w_bar_T) - F* at w* from the round
-    Jacobian Q (``round_map`` with A = hess f(w*), b = 0) and the simulated contraction's relative gap to rho(Q)."""
+    """``(sim_gap, (eta, eta_hat, mu_F), exact, consts, printed)``: the exact local exponent of
+    F(w_bar_T) - F* at w* from the round Jacobian Q (``round_map`` with A = hess f(w*), b = 0) and the
+    simulated contraction's relative gap to rho(Q)."""
     X, y, mu, lam, beta, R = (batch[k] for k in ("Xl", "yl", "mu", "lam", "beta", "R"))
     T, n_cl, dim = lam.size, (int(np.max(batch["N"])) if "N" in batch else N_CL), X.shape[-1]
     shape = (T, n_cl) + X.shape[1:]

@@ -20,8 +20,9 @@ weighted average w̄_T keeps of it as T → ∞.  With h_j ≥ μ_F and r_j g_j 
 δ² = δ₁²/p, and ½(1 + (1/p − 1)rg), unbounded as p → 0, with the text's δ = δ₁.  For (b) (identical
 clients: θ̂(w*) = w*, λ(A + λI)⁻¹ = I − H/λ), at w_T as T → ∞, with e the fresh error of θ̃(w_T):
 
-.. math:: \lim_T\frac1N\sum_i E\|\tilde\theta_i(w_T) - w^*\|^2 = \sum_j u_j^2\Big[\Big(1 - \frac{h_j}\lambda\Big)^2
-          \frac{\lambda^2}{h_j^2}(\delta_1^2 + s^2 r_j) + 2\delta_1^2\Big(1 - \frac{h_j}\lambda\Big)\frac\lambda{h_j}\Big]
+.. math:: \lim_T\frac1N\sum_i E\|\tilde\theta_i(w_T) - w^*\|^2
+          = \sum_j u_j^2\Big[\Big(1 - \frac{h_j}\lambda\Big)^2 \frac{\lambda^2}{h_j^2}(\delta_1^2 + s^2 r_j)
+          + 2\delta_1^2\Big(1 - \frac{h_j}\lambda\Big)\frac\lambda{h_j}\Big]
           + \frac{\delta_1^2}p
           \le \frac{2\lambda^2\delta^2}{\mu_F^2} + 2\delta^2 \quad(\delta^2 = \delta_1^2/p),
 
@@ -99,10 +100,11 @@ def two_point_limits(A, lam, mu_F, eta, beta, R, u, delta1, p):
     g = average_factor(e(eta * mu_F / 2), kap)
     with np.errstate(divide="ignore"):
         s2 = e(delta1**2 * np.maximum(1 / p - 1, 0))
-    l, d1 = e(lam), e(delta1)
-    gap = np.sum(uj2 * l**2 / (2 * h) * (d1**2 + s2 * r * g), axis=-1)
+    lm, d1 = e(lam), e(delta1)
+    gap = np.sum(uj2 * lm**2 / (2 * h) * (d1**2 + s2 * r * g), axis=-1)
     b = np.sum(
-        uj2 * ((1 - h / l) ** 2 * l**2 / h**2 * (d1**2 + s2 * r) + 2 * d1**2 * (1 - h / l) * l / h), axis=-1
+        uj2 * ((1 - h / lm) ** 2 * lm**2 / h**2 * (d1**2 + s2 * r) + 2 * d1**2 * (1 - h / lm) * lm / h),
+        axis=-1,
     )
     return gap, b + delta1**2 / p
 
@@ -141,9 +143,10 @@ def delta_sides(batch, mu_F, eta, claim, key, consts):
         float(claim["delta_of"](1.0, 2.0)), "delta_of"
     )
     note = (
-        f"delta read as {which}; exact limits (mean + stationary variance + what w_bar keeps of it); p in {np.min(p[ok]):.1e}.."
-        f"{np.max(p[ok]):.1e}; lhs over the bound with the text's delta: {np.min(first[ok]):.3g}..{np.max(first[ok]):.3g}"
-        f" (unbounded as p -> 0), with Lemma 1's: {np.min((lhs * p / unit)[ok]):.3g}..{np.max((lhs * p / unit)[ok]):.3g}"
+        f"delta read as {which}; exact limits (mean + stationary variance + what w_bar keeps of it); "
+        f"p in {np.min(p[ok]):.1e}..{np.max(p[ok]):.1e}; lhs over the bound with the text's delta: "
+        f"{np.min(first[ok]):.3g}..{np.max(first[ok]):.3g} (unbounded as p -> 0), with Lemma 1's: "
+        f"{np.min((lhs * p / unit)[ok]):.3g}..{np.max((lhs * p / unit)[ok]):.3g}"
     )
     return lhs, rhs, ok, note
 
