@@ -402,7 +402,12 @@ BAD = [
     ),
     ("box lo > hi", lambda: Box(np.ones(3), -np.ones(3)), ValueError, "lo must be <= hi"),
     ("radius 0", lambda: L1Ball(0.0), ValueError, "r must be finite and > 0"),
-    ("optimum over a ball", lambda: fedfw_optimum(_F3, L2Ball(1.0)), TypeError, "box constraints only"),
+    (
+        "optimum over a simplex",
+        lambda: fedfw_optimum(_F3, Simplex(1.0)),
+        TypeError,
+        "Box, an L1Ball or an L2Ball",
+    ),
     (
         "optimum of nonconvex clients",
         lambda: fedfw_optimum(_clients(20, convex=False)[2], _BOX),

@@ -34,6 +34,7 @@ import numpy as np
 from .._backend import to_numpy
 from .._objective import Objective
 from .._typing import Array
+from ._ball_qp import ball_qp, project
 from ._common import (
     History,
     batched_objective,
@@ -47,7 +48,7 @@ from ._common import (
     point,
     positive,
 )
-from ._lmo import ConvexSet, check_set
+from ._lmo import Box, ConvexSet, L1Ball, L2Ball, check_set
 from ._minibatches import sample_counts
 
 __all__ = ["fedfw", "fedfw_optimum", "FedFWHistory", "FedFWTarget", "SCHEDULES", "schedules"]
@@ -167,7 +168,8 @@ def fedfw(
     ``batch_size`` samples drawn without replacement (objectives with samples), plus
     :math:`\sigma\,\xi/\sqrt d`, ξ standard normal (``sigma``: :math:`E\|\cdot\|^2 = \sigma^2`).
 
-    ``x0`` is :math:`\bar x^1 = x_i^1` ``(*trials, d)`` (default the set's centre).  λ0, ``lam`` and
+    ``x0`` is :math:`\bar x^1 = x_i^1` ``(*trials, d)`` (default the set's centre; a point outside the
+    set is a ValueError saying how far outside).  λ0, ``lam`` and
     ``sigma`` are numbers or arrays broadcasting against the trial shape.  Randomness (``rng``,
     required with ``sigma`` or ``batch_size``), per round: the mini-batch draw
     ``rng.random((*lead, m, n))`` (as :func:`fedavg`), then ``rng.standard_normal((*lead, m, d))``.
@@ -258,8 +260,23 @@ def fedfw(
 
 
 def _start(x0: Array | None, C: ConvexSet, f: Objective, lead: tuple[int, ...]) -> Array:
-    r""":math:`\bar x^1` ``(*lead, d)``: ``x0`` or the set's centre."""
-    return f.xp.asarray(point(C.center(f.dim) if x0 is None else x0, f, lead, "x0"), dtype=f.dtype)
+    r""":math:`\bar x^1` ``(*lead, d)``: ``x0`` or the set's centre; ``x0`` outside the set is a
+    ``ValueError`` (FedFW's iterates are convex combinations of the start and LMO outputs: they stay
+    in the set only if the start is in it), to the set's tolerance at the objective's dtype."""
+    x = f.xp.asarray(point(C.center(f.dim) if x0 is None else x0, f, lead, "x0"), dtype=f.dtype)
+    if x0 is not None:
+        rtol = max(1e-12, 16 * float(f.xp.finfo(f.dtype).eps))
+        inside = np.asarray(to_numpy(C.contains(x, rtol=rtol)), dtype=bool)
+        if not np.all(inside):
+            xh = np.asarray(to_numpy(x), dtype=float)
+            far = np.broadcast_to(C.excess(xh), inside.shape)
+            k = np.unravel_index(int(np.argmax(np.where(inside, -np.inf, far))), inside.shape)
+            where = f" at trial index {tuple(int(i) for i in k)}" if inside.ndim else ""
+            raise ValueError(
+                f"x0 must lie in the constraint set {C.describe()}: it is outside by "
+                f"{float(far[k]):.3g} ({C.measure}){where}"
+            )
+    return x
 
 
 # -- the exact target --------------------------------------------------------------------------
@@ -272,9 +289,10 @@ class FedFWTarget:
     ``x`` ``(*lead, d)``: the minimiser of (4.4) (``lam`` None), or the mean :math:`\bar x` of the
     penalised optimum; ``X`` ``(*lead, m, d)``: the clients' models (``x`` for every client when
     ``lam`` is None); ``value``: F(x), or :math:`\Phi_\lambda(X)`; ``gap``: the Frank–Wolfe duality gap
-    of that problem at the returned (feasible) point, a bound on value − optimum (convexity;
-    computed in floating point); ``kkt``: :math:`\|z - P_{\mathcal D}(z - \nabla)\|_\infty`, the
-    projected-gradient residual (0 exactly at a KKT point); ``iterations``: active-set iterations.
+    of that problem at the returned (feasible) point plus the rounding bound of its evaluation: a
+    certified bound on value − optimum (convexity); ``kkt``: :math:`\|z - P_{\mathcal D}(z - \nabla)\|_\infty`,
+    the projected-gradient residual (0 exactly at a KKT point); ``iterations``: active-set
+    iterations (box) or accelerated projected-gradient iterations (balls).
     """
 
     x: Array
@@ -288,33 +306,42 @@ class FedFWTarget:
 def fedfw_optimum(
     objective: Objective, constraint: ConvexSet, *, lam: float | Array | None = None, max_iter: int = 100
 ) -> FedFWTarget:
-    r"""The exact point FedFW targets, on convex quadratic clients over a :class:`Box`.
+    r"""The exact point FedFW targets, on convex quadratic clients over a :class:`Box`, an
+    :class:`L1Ball` or an :class:`L2Ball` (the sets of the papers' experiments).
 
-    ``lam`` None: the constrained optimum of (4.4), :math:`\min_{lo\le x\le hi}\frac1n\sum_i f_i(x)`,
-    a box QP with Hessian :math:`\bar A = \frac1n\sum_i A_i`.  ``lam`` > 0 (personalised FedFW, a fixed
-    λ): :math:`\min_{X\in\mathcal D^n}\Phi_\lambda(X)`, a box QP in nd variables with Hessian
+    ``lam`` None: the constrained optimum of (4.4), :math:`\min_{x\in\mathcal D}\frac1n\sum_i f_i(x)`,
+    a QP with Hessian :math:`\bar A = \frac1n\sum_i A_i`.  ``lam`` > 0 (personalised FedFW, a fixed
+    λ): :math:`\min_{X\in\mathcal D^n}\Phi_\lambda(X)`, a QP in nd variables over the product of n
+    copies of the set, with Hessian
     :math:`\mathrm{blockdiag}(A_i)/n + \lambda(I_n - \frac1n\mathbf 1\mathbf 1^\top)\otimes I_d`.
 
-    Solved on the host by the primal–dual active-set method (a semismooth Newton method on
+    Solved on the host.  Box: the primal–dual active-set method (a semismooth Newton method on
     :math:`z = P_{[lo,hi]}(z - D^{-1}\nabla)`, D the Hessian's diagonal: fix the coordinates the
     step pushes out of the box at their bound, solve the stationarity equations on the rest, repeat
-    until the sets stop changing), polished by projected gradient where the sets cycle.  Proof of
-    optimality returned with it (:class:`FedFWTarget`): the point is feasible by construction and
-    ``gap`` bounds its suboptimality, :math:`\mathrm{value} - \min \le \mathrm{gap}` (convex
-    objective: :math:`F(z) - F^* \le \langle\nabla F(z), z - s\rangle` for the LMO output s, thesis
-    eq. (2.6)); at an exact solution ``gap`` and ``kkt`` vanish up to rounding.  ``gap`` is
-    evaluated in floating point: it bounds the suboptimality up to the rounding of
-    :math:`\langle\nabla F(z), z - s\rangle`, which is not bounded here (not a certificate of the
-    kind :func:`fedprox_optimum` returns).
+    until the sets stop changing), polished by projected gradient where the sets cycle.  Balls
+    (:mod:`moreau.fl._ball_qp`): accelerated projected gradient with restart (projections in closed
+    form: :math:`z\min(1, r/\|z\|_2)`; the sort-based ℓ1 projection), at most ``100 max_iter``
+    iterations, then the exact KKT solution on the face it identifies (ℓ1: a linear system on the
+    support with its signs; ℓ2: Newton on :math:`(H + \nu_i I)z = c`, :math:`\|z_i\| = r`), kept
+    where its certificate is smaller; the point is pulled into each ball by a relative margin of a
+    few eps, so it is feasible in exact arithmetic.
+
+    Certificate returned with it (:class:`FedFWTarget`): the point is feasible and ``gap`` bounds its
+    suboptimality, :math:`\mathrm{value} - \min \le \mathrm{gap}` (convex objective:
+    :math:`F(z) - F^* \le \max_{s\in\mathcal D}\langle\nabla F(z), z - s\rangle`, the Frank–Wolfe
+    gap, thesis eq. (2.6); no dual solve needed), with the rounding of its float64 evaluation added
+    (an a-priori bound: the gradient within :math:`\gamma_{n+1}(|H||z| + |c|)`, then the dot
+    products, norms and sums), so ``gap`` bounds the exact suboptimality of the returned point for
+    the problem the float64 data represent (``value`` itself is a float64 evaluation).  At an exact
+    solution ``gap`` and ``kkt`` are a few rounding units.
 
     Shapes: ``objective`` a :class:`moreau.Quadratic` (or LeastSquares) with batch ``(*trials, m)``
     and PSD ``A``; ``lam`` a number or an array broadcasting against the trial shape.
 
     References: thesis §4.3 (4.4) and "personalized FedFW"; Hintermüller, Ito, Kunisch (2003)
-    for the active-set method.
+    for the active-set method; Duchi, Shalev-Shwartz, Singer, Chandra (2008) for the ℓ1 projection.
     """
     from .._quadratic import Quadratic
-    from ._lmo import Box
 
     max_iter = count(max_iter, "max_iter")  # 0 or fewer passes: no point returned is optimal
     f, m = check_objective(objective)
@@ -324,8 +351,8 @@ def fedfw_optimum(
             f"got {type(f).__name__}"
         )
     C = check_set(constraint, f.dim, f.batch_shape[:-1])
-    if not isinstance(C, Box):
-        raise TypeError(f"fedfw_optimum solves box constraints only (got {type(C).__name__})")
+    if not isinstance(C, Box | L1Ball | L2Ball):
+        raise TypeError(f"fedfw_optimum solves over a Box, an L1Ball or an L2Ball (got {type(C).__name__})")
     lo_c, _ = f.curvature_bounds()
     low = float(np.min(np.asarray(to_numpy(lo_c))))
     if low < -1e-10 * max(1.0, float(np.max(np.asarray(to_numpy(f.smoothness()))))):
@@ -336,9 +363,8 @@ def fedfw_optimum(
     A = np.broadcast_to(np.asarray(to_numpy(f.A), float), lead + (m, d, d))
     b = np.broadcast_to(np.asarray(to_numpy(f.b), float), lead + (m, d))
     c0 = np.broadcast_to(np.asarray(to_numpy(f.c), float), lead + (m,)).mean(axis=-1)
-    lo, hi = (np.broadcast_to(a, lead + (d,)) for a in (C.lo, C.hi))
     if lamv is None:
-        H, c, blo, bhi = A.mean(axis=-3), b.mean(axis=-2), lo, hi
+        H, c = A.mean(axis=-3), b.mean(axis=-2)
     else:
         lh = np.broadcast_to(np.asarray(to_numpy(lamv), float), lead)[..., None, None]
         P = np.kron(np.eye(m) - 1.0 / m, np.eye(d))
@@ -347,11 +373,23 @@ def fedfw_optimum(
             H[..., i * d : (i + 1) * d, i * d : (i + 1) * d] = A[..., i, :, :] / m
         H = H + lh * P
         c = b.reshape(lead + (m * d,)) / m
-        blo, bhi = (np.tile(a, (1,) * len(lead) + (m,)) for a in (lo, hi))
-    z, its = _box_qp(H, c, blo, bhi, max_iter)
-    g = np.einsum("...ij,...j->...i", H, z) - c
-    gap = np.sum(g * (z - np.where(g > 0, blo, bhi)), axis=-1)
-    kkt = np.max(np.abs(z - np.clip(z - g, blo, bhi)), axis=-1)
+    blocks = 1 if lamv is None else m
+    if isinstance(C, Box):
+        lo, hi = (np.broadcast_to(a, lead + (d,)) for a in (C.lo, C.hi))
+        blo, bhi = (np.tile(a, (1,) * len(lead) + (blocks,)) for a in (lo, hi))
+        z, its = _box_qp(H, c, blo, bhi, max_iter)
+        g = np.einsum("...ij,...j->...i", H, z) - c
+        gap = _box_gap(H, c, z, g, blo, bhi)
+        kkt = np.max(np.abs(z - np.clip(z - g, blo, bhi)), axis=-1)
+    else:
+        p = 1 if isinstance(C, L1Ball) else 2
+        n = c.shape[-1]
+        rr = np.broadcast_to(C.r, lead).reshape(-1)
+        zf, gapf, its = ball_qp(H.reshape(-1, n, n), c.reshape(-1, n), rr, p, blocks, max_iter)
+        z, gap = zf.reshape(c.shape), gapf.reshape(lead)
+        g = np.einsum("...ij,...j->...i", H, z) - c
+        proj = project((z - g).reshape(lead + (blocks, d)), np.broadcast_to(C.r, lead)[..., None], p)
+        kkt = np.max(np.abs(z - proj.reshape(z.shape)), axis=-1)
     value = 0.5 * np.einsum("...i,...i->...", z, g - c) + c0
     X = np.broadcast_to(z[..., None, :], lead + (m, d)) if lamv is None else z.reshape(lead + (m, d))
     return FedFWTarget(
@@ -362,6 +400,23 @@ def fedfw_optimum(
         kkt=kkt,
         iterations=its,
     )
+
+
+def _box_gap(
+    H: np.ndarray, c: np.ndarray, z: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray:
+    r"""An upper bound on the exact Frank–Wolfe gap :math:`\sum_k g_k(z_k - s_k)` at the (feasible,
+    clipped) ``z``: the computed gap plus the rounding of its evaluation (``g = fl(Hz − c)`` within
+    :math:`\gamma_{n+1}(|H||z| + |c|)`, the differences z − s, the products and the sum: γ_{n+2})."""
+    n = z.shape[-1]
+    eps = float(np.finfo(np.float64).eps)
+    gam = (n + 3) * eps / (2 - (n + 3) * eps)
+    e = (n + 2) * eps / 2 * (np.einsum("...ij,...j->...i", np.abs(H), np.abs(z)) + np.abs(c)) * (1 + 8 * eps)
+    s = np.where(g > 0, lo, hi)
+    diff = np.maximum(np.abs(z - lo), np.abs(z - hi)) * (1 + eps)  # the exact g may pick the other bound
+    computed = np.sum(g * (z - s), axis=-1)
+    slack = np.sum(e * diff, axis=-1) + gam * np.sum(np.abs(g) * diff, axis=-1)
+    return np.maximum(computed, 0.0) + slack * (1 + 8 * eps) + 4 * eps * np.abs(computed)
 
 
 def _box_qp(

@@ -91,6 +91,18 @@ class ConvexSet:
         """``x ∈ D`` (to ``rtol`` of the set's scale), shape of ``x`` without its last axis."""
         raise NotImplementedError
 
+    def excess(self, x: np.ndarray) -> np.ndarray:
+        """How far the host point ``x`` ``(*trials, d)`` lies outside the set, in the set's own
+        measure (:attr:`measure`; 0 inside), shape ``(*trials,)`` (float64)."""
+        raise NotImplementedError
+
+    #: what :meth:`excess` measures, for messages
+    measure: str = ""
+
+    def describe(self) -> str:
+        """The set in one short phrase, for messages (``L1Ball(r=1)``)."""
+        raise NotImplementedError
+
     def gap(self, x: Array, g: Array, *, clients: bool = False) -> Array:
         r"""The Frank–Wolfe gap :math:`\max_{u\in\mathcal D}\langle g, x - u\rangle`, ``(...)``."""
         xp = array_namespace(x, g)
@@ -142,6 +154,19 @@ class Box(ConvexSet):
         tol = rtol * (xp.abs(lo) + xp.abs(hi) + 1.0)
         return xp.all((x >= lo - tol) & (x <= hi + tol), axis=-1)
 
+    measure = "the largest distance of a coordinate outside [lo, hi]"
+
+    def excess(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        return np.max(np.maximum(np.maximum(self.lo - x, x - self.hi), 0.0), axis=-1)
+
+    def describe(self) -> str:
+        if self.lo.ndim == 1 and self.lo.size <= 4:
+            return (
+                f"Box(lo={np.array2string(self.lo, precision=4)}, hi={np.array2string(self.hi, precision=4)})"
+            )
+        return f"Box(lo, hi of shape {self.lo.shape})"
+
 
 @dataclass(frozen=True, eq=False)
 class _Ball(ConvexSet):
@@ -166,11 +191,19 @@ class _Ball(ConvexSet):
         r = self._param(self.r, xp, x.dtype, clients, False)
         return self._norm(x, xp) <= r * (1 + rtol)
 
+    def excess(self, x: np.ndarray) -> np.ndarray:
+        return np.maximum(self._norm(np.asarray(x, dtype=float), np) - self.r, 0.0)
+
+    def describe(self) -> str:
+        r = f"r={float(self.r):g}" if self.r.ndim == 0 else f"r of shape {self.r.shape}"
+        return f"{type(self).__name__}({r})"
+
 
 class L1Ball(_Ball):
     r"""The ℓ1 ball :math:`\{u: \|u\|_1 \le r\}`; its LMO output has one non-zero (a signed vertex)."""
 
     sparse_vertices = True
+    measure = "||x||_1 - r"
 
     def oracle(self, xp: Namespace, dtype: DType, *, clients: bool = False) -> Callable[[Array], Array]:
         r = self._vec(self._param(self.r, xp, dtype, clients, False))
@@ -189,6 +222,8 @@ class L1Ball(_Ball):
 
 class L2Ball(_Ball):
     r"""The Euclidean ball :math:`\{u: \|u\|_2 \le r\}`; its LMO output is dense."""
+
+    measure = "||x||_2 - r"
 
     def oracle(self, xp: Namespace, dtype: DType, *, clients: bool = False) -> Callable[[Array], Array]:
         r = self._vec(self._param(self.r, xp, dtype, clients, False))
@@ -218,6 +253,12 @@ class Simplex(_Ball):
 
     def center(self, d: int) -> np.ndarray:
         return np.broadcast_to(self.r[..., None] / d, self.r.shape + (d,)).copy()
+
+    measure = "max(-min_k x_k, |sum_k x_k - r|)"
+
+    def excess(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        return np.maximum(np.maximum(-np.min(x, axis=-1), np.abs(np.sum(x, axis=-1) - self.r)), 0.0)
 
     def contains(self, x: Array, *, clients: bool = False, rtol: float = 1e-12) -> Array:
         xp = array_namespace(x)
