@@ -18,6 +18,14 @@ and by Monte Carlo over data sets (``--trials`` draws per grid point, default 10
 the bound is compared with the Monte Carlo interval (99.99% two-sided CLT, Bonferroni over the m
 clients for the max) and with the exact value.
 
+Recorded worst instances (``WORST``): configurations at one (n, R) point where a bound is tightest,
+found by optimisation outside the run (``benchmarks/search_fedprox_thm1.py``, Nelder-Mead on the exact ratio
+of (5)); each is recorded with its (m, d, μ, L, σ, n, R), its source and the ratio the search reached, and
+the default batch appends it with ``worst = 1``: there the run computes only the exact parts of (4) and (5)
+at that point (no Monte Carlo, no sweeps; the other parts are not applicable on it).  (5)'s is m = 1000,
+d = 1, μ = L = 1e-10, σ = 0.01, n = 100, R = 1.01 n^-1/2 (ratio 0.9917, sup 1 as m grows); (4)'s worst case
+(isotropic, R → 0) is on the grid already.
+
 Family "logistic" (``moreau.analysis.fedprox.thm1.logistic_monte_carlo``): ``moreau.data.logistic`` (well specified, ridge μ,
 population-minimiser truth, ρ² by quadrature), ``--trials`` data sets per grid point (default 100)
 solved by the certified ``moreau.fl.fedprox_optimum``; (4) and (5) against the intervals.
@@ -27,9 +35,11 @@ References: the FedProx analysis (Yu et al.), Theorem 1, eqs. (4)-(6), Assumptio
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from moreau.analysis.engine.core import Mutant, Reading, Statement
+from moreau.analysis.engine.core import Mutant, Reading, Statement, take
 from moreau.analysis.engine.instances import trials_at_least
 from moreau.analysis.fedprox.thm1.findings import FINDINGS, REMARK_FINDINGS
 from moreau.analysis.fedprox.thm1.logistic_monte_carlo import logistic_batch
@@ -48,6 +58,8 @@ __all__ = [
     "REMARK_PART",
     "REMARK_CLAIM",
     "CLAIM",
+    "WORST",
+    "WorstInstance",
     "LEVEL",
     "N_GRID",
     "PARTS",
@@ -105,6 +117,46 @@ CONFIGS = np.array(
 )
 
 
+class WorstInstance(NamedTuple):
+    """A configuration and one (n, R) point where a bound of the theorem is tightest, found by a search
+    outside the run: ``bound`` the part it is the worst instance of, ``ratio`` the exact LHS/RHS the
+    search reached there, ``source`` the search (script and settings) that found it."""
+
+    m: int
+    d: int
+    mu: float
+    L: float
+    sigma: float
+    n: float
+    R: float
+    seed: int
+    bound: str
+    ratio: float
+    source: str
+
+
+#: the worst instances found by optimisation, appended to the default batch with ``worst = 1`` and
+#: evaluated only by the exact parts of (4) and (5), at their own (n, R) (``sides._configuration``)
+WORST = (
+    WorstInstance(
+        m=1000,
+        d=1,
+        mu=1e-10,
+        L=1e-10,
+        sigma=0.01,
+        n=100.0,
+        R=1.01 / np.sqrt(100.0),  # just above the switch R = n^-1/2: λ = ρ²/(nR²) ≪ μ, FedProx is LocalTrain
+        seed=0,  # d = 1: A_i = μ, u_i = ±1 whatever the seed; the search's seed
+        bound=PARTS[3],
+        ratio=0.99166,
+        source="benchmarks/search_fedprox_thm1.py (Nelder-Mead on the exact ratio of (5), d = 1, seed 0, "
+        "ratio5): the search drives to λ = ρ²/(nR²) ≪ μ just above R = n^-1/2 with ρ/μ large, where the "
+        "ratio is 1/(1 + 8/m + ...), so it grows with m (--m 1000 fixes m); recorded at round values of "
+        "that regime, where ratio5 gives 0.99166",
+    ),
+)
+
+
 #: fewest Monte Carlo draws per grid point: the intervals are normal (CLT) intervals, meaningless
 #: for a handful of draws (one draw has no spread at all); a smaller --trials is raised to this
 MC_MIN = 30
@@ -116,22 +168,38 @@ trials_used = trials_at_least(MC_MIN, "Monte Carlo draws per grid point")  # wha
 # The instance generator stays in the package beside the statement: ``moreau check --describe``
 # documents a statement with the docstring of the module that defines its ``instances`` (this one).
 def instances(family, trials, rng):
-    """The configurations of ``CONFIGS`` (logistic: ``CONFIGS_LOGISTIC``); ``trials`` is the Monte
-    Carlo draws (data sets) per grid point, at least ``MC_MIN``."""
+    """The configurations of ``CONFIGS`` and the recorded worst instances of ``WORST`` (``worst = 1``, with
+    their ``n`` and ``R``) (logistic: ``CONFIGS_LOGISTIC``); ``trials`` is the Monte Carlo draws (data sets)
+    per grid point, at least ``MC_MIN``."""
     trials = None if trials is None else trials_used(family, trials)[0]
     if family == "logistic":
         return logistic_batch(trials, rng)
-    T = len(CONFIGS)
-    return {
-        "family": np.zeros(T, dtype=int),
-        "m": CONFIGS[:, 0].astype(int),
-        "d": CONFIGS[:, 1].astype(int),
-        "mu": CONFIGS[:, 2],
-        "L": CONFIGS[:, 3],
-        "sigma": CONFIGS[:, 4],
-        "seed": rng.integers(0, 2**62, T),
-        "mc_trials": np.full(T, trials or MC_TRIALS),
+    T, W = len(CONFIGS), len(WORST)
+    rec = {
+        k: np.array([getattr(w, k) for w in WORST]) for k in ("m", "d", "mu", "L", "sigma", "n", "R", "seed")
     }
+    return {
+        "family": np.zeros(T + W, dtype=int),
+        "m": np.concatenate([CONFIGS[:, 0], rec["m"]]).astype(int),
+        "d": np.concatenate([CONFIGS[:, 1], rec["d"]]).astype(int),
+        "mu": np.concatenate([CONFIGS[:, 2], rec["mu"]]),
+        "L": np.concatenate([CONFIGS[:, 3], rec["L"]]),
+        "sigma": np.concatenate([CONFIGS[:, 4], rec["sigma"]]),
+        "seed": np.concatenate([rng.integers(0, 2**62, T), rec["seed"]]).astype(np.int64),
+        "mc_trials": np.full(T + W, trials or MC_TRIALS),
+        # the recorded worst instances (``WORST``): only the exact (4), (5) at their own (n, R); nan on
+        # the configurations, whose parts sweep their own grids
+        "worst": np.concatenate([np.zeros(T, dtype=int), np.ones(W, dtype=int)]),
+        "n": np.concatenate([np.full(T, np.nan), rec["n"]]),
+        "R": np.concatenate([np.full(T, np.nan), rec["R"]]),
+    }
+
+
+def remark_instances(family, trials, rng):
+    """The configurations of :func:`instances` without the recorded worst instances (those are worst
+    instances of the bounds (4), (5), not of the remark; the remark's part compares methods on the grid)."""
+    batch = instances(family, trials, rng)
+    return take(batch, np.flatnonzero(np.asarray(batch["worst"]) == 0))
 
 
 def minimal_counterexample():
@@ -147,6 +215,9 @@ def minimal_counterexample():
         "seed": np.array([0]),
         "mc_trials": np.array([MC_TRIALS]),
         "family": np.zeros(1, dtype=int),
+        "worst": np.zeros(1, dtype=int),  # a configuration (its part sweeps the grid), not a recorded point
+        "n": np.array([np.nan]),
+        "R": np.array([np.nan]),
     }
 
 
@@ -253,7 +324,7 @@ STATEMENTS = (
         scaling={"quadratic": _NO_SCALING},
         families={"quadratic": ("least squares, fixed designs, Gaussian noise",)},
         claimed="upper",
-        instances=instances,
+        instances=remark_instances,
         trials_used=trials_used,
         evaluate=evaluate,
         claim=REMARK_CLAIM,

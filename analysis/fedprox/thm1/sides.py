@@ -79,31 +79,52 @@ def evaluate(batch, claim):
     for name in PARTS:
         if name not in rows[0]:  # the theorem's claim and the remark's each compute their own parts
             continue
-        col = {k: np.array([r[name][k] for r in rows]) for k in rows[0][name] if k != "note"}
+        # a row's part says ``applicable=False`` where it is not applicable (``_NA`` on the recorded worst
+        # instances, which compute only the exact (4), (5)): its entries are nan there and it is not judged
+        keys = list(dict.fromkeys(k for r in rows for k in r[name] if k not in ("note", "applicable")))
+        col = {k: np.array([r[name].get(k, np.nan) for r in rows], dtype=float) for k in keys}
+        app = np.array([bool(r[name].get("applicable", True)) for r in rows])
         meta = dict(META[name])
         with np.errstate(divide="ignore", invalid="ignore"):  # the note of the worst configuration
-            worst = int(np.nanargmax(col["lhs"] / col["rhs"])) if "lhs" in col else 0
+            ratio = col["lhs"] / col["rhs"] if "lhs" in col else np.zeros(len(rows))
+        worst = int(np.argmax(np.where(app & ~np.isnan(ratio), ratio, -np.inf)))
         note = rows[worst][name].get("note", "") + (
-            f"; without the 16(ρ²/(μ²n) ∧ R²) term: max ratio {np.max(col.pop('no16')):.3g}"
+            f"; without the 16(ρ²/(μ²n) ∧ R²) term: max ratio {np.nanmax(col.pop('no16')):.3g}"
             if "no16" in col
             else ""
         )
         meta["note"] = (meta.get("note", "") + (" " if meta.get("note") and note else "") + note).strip()
+        recorded = int(np.sum(~app & np.asarray(batch.get("worst", np.zeros(len(rows))), dtype=bool)))
+        if recorded:
+            meta["note"] += (
+                f"{'; ' if meta['note'] else ''}not computed on the {recorded} recorded worst "
+                f"instance{'s' if recorded > 1 else ''} (exact (4), (5) only, at its own n, R)"
+            )
         if "slope" in col:
             out[name] = rate_sides(
                 col["slope"],
                 (col["lo"], col["hi"]),
                 col["exponent"],
-                level=col.get("level", [None])[0],
-                applicable=col.get("applicable"),
+                level=LEVEL if "level" in col else None,
+                applicable=app,
                 **meta,
             )
         else:
             ci = (col["lo"], col["hi"]) if "lo" in col else None
             out[name] = Sides(
-                col["lhs"], col["rhs"], "upper", lhs_ci=ci, confidence=LEVEL if ci else None, **meta
+                col["lhs"],
+                col["rhs"],
+                "upper",
+                applicable=app,
+                lhs_ci=ci,
+                confidence=LEVEL if ci else None,
+                **meta,
             )
     return out
+
+
+#: a part not computed on a row (a recorded worst instance: only the exact (4), (5) at its own (n, R))
+_NA = {"applicable": False}
 
 
 def _configuration(inst, claim):
@@ -129,14 +150,23 @@ def _configuration(inst, claim):
         return (exact, *monte_carlo_memo(bias, K, trials, (int(inst["seed"]), next(calls)))) if mc else exact
 
     out = {}
-    # (4), (5) on the (n, R) grid: worst grid point per part
-    nn, RR = (g.ravel() for g in np.meshgrid(N_GRID, R_GRID))
-    nn, RR = np.concatenate([nn, N_GRID, N_GRID]), np.concatenate([RR, N_GRID**-0.5, 1.01 * N_GRID**-0.5])
+    # a recorded worst instance (``WORST``, ``worst = 1``): only the exact (4), (5) at its own (n, R)
+    point = bool(inst.get("worst", 0))
+    if claim.get("parts") == "remark" and point:  # a worst instance of (4), (5), not of the remark
+        return {REMARK_PART: _NA}
+    if point:
+        nn, RR = np.array([float(inst["n"])]), np.array([float(inst["R"])])
+    else:  # (4), (5) on the (n, R) grid: worst grid point per part
+        nn, RR = (g.ravel() for g in np.meshgrid(N_GRID, R_GRID))
+        nn, RR = np.concatenate([nn, N_GRID, N_GRID]), np.concatenate([RR, N_GRID**-0.5, 1.01 * N_GRID**-0.5])
     if claim.get("parts") == "remark":  # the remark after the theorem: exact errors, no Monte Carlo
         ex_loc = errors(nn, RR, mc=False)[:, 1:].max(-1)
         out[REMARK_PART] = _vs_localtrain(errors, A, w_g, u, sigma, nn, RR, ex_loc, claim, (rho, mu, m, C4))
         return out
-    exact, mean, se = errors(nn, RR)
+    if point:
+        exact = errors(nn, RR, mc=False)
+    else:
+        exact, mean, se = errors(nn, RR)
     het, N = claim["het"](nn, RR), m * nn
     rhs4 = C1 / N + C2 * het
     extra = claim["local_extra"](rho, mu, nn, RR)
@@ -147,25 +177,34 @@ def _configuration(inst, claim):
     )  # Bonferroni over clients
 
     def where(k):
-        return f"worst at n = {nn[k]:g}, R = {RR[k]:g} (λ = {claim['lam'](rho, RR[k], nn[k]):.4g})"
+        at = f"n = {nn[k]:g}, R = {RR[k]:.4g} (λ = {claim['lam'](rho, RR[k], nn[k]):.4g})"
+        return (
+            f"worst at the recorded worst instance (m = {m}, d = {d}, μ = {mu:g}, σ = {sigma:g}), {at}"
+            if point
+            else f"worst at {at}"
+        )
 
-    lo, hi = mean[:, 0] - z * se[:, 0], mean[:, 0] + z * se[:, 0]
-    k = int(np.argmax(lo / rhs4))
-    out[PARTS[0]] = dict(lhs=mean[k, 0], lo=lo[k], hi=hi[k], rhs=rhs4[k], note=where(k))
+    if not point:
+        lo, hi = mean[:, 0] - z * se[:, 0], mean[:, 0] + z * se[:, 0]
+        k = int(np.argmax(lo / rhs4))
+        out[PARTS[0]] = dict(lhs=mean[k, 0], lo=lo[k], hi=hi[k], rhs=rhs4[k], note=where(k))
     k = int(np.argmax(exact[:, 0] / rhs4))
     out[PARTS[1]] = dict(lhs=exact[k, 0], rhs=rhs4[k], note=where(k))
-    loc, loc_lo, loc_hi = (
-        mean[:, 1:].max(-1),
-        (mean - zb * se)[:, 1:].max(-1),
-        (mean + zb * se)[:, 1:].max(-1),
-    )
-    k = int(np.argmax(loc_lo / rhs5))
-    out[PARTS[2]] = dict(lhs=loc[k], lo=loc_lo[k], hi=loc_hi[k], rhs=rhs5[k], note=where(k))
+    if not point:
+        loc, loc_lo, loc_hi = (
+            mean[:, 1:].max(-1),
+            (mean - zb * se)[:, 1:].max(-1),
+            (mean + zb * se)[:, 1:].max(-1),
+        )
+        k = int(np.argmax(loc_lo / rhs5))
+        out[PARTS[2]] = dict(lhs=loc[k], lo=loc_lo[k], hi=loc_hi[k], rhs=rhs5[k], note=where(k))
     ex_loc = exact[:, 1:].max(-1)
     k = int(np.argmax(ex_loc / rhs5))
     out[PARTS[3]] = dict(lhs=ex_loc[k], rhs=rhs5[k], note=where(k), no16=np.max(ex_loc / (rhs5 - extra)))
     k = int(np.argmax(ex_loc / rhs5_or))
     out[PARTS[4]] = dict(lhs=ex_loc[k], rhs=rhs5_or[k], note=where(k))
+    if point:  # no Monte Carlo, no sweeps on a recorded worst instance
+        return {name: out.get(name, _NA) for name in PARTS[:12]}
     # the rates: error vs n in each regime, vs m as R → 0 (Monte Carlo intervals)
     # R >> n^-1/2: bias λR/μ = ρ²/(nRμ) far below the LocalTrain variance ~ σ²/(μn) on the whole sweep
     R_far = 10 * max(1.0, rho**2 * np.sqrt(m) / (mu * sigma))
@@ -182,8 +221,12 @@ def _configuration(inst, claim):
             slope, (lo_, hi_) = fit_exponent(N_SWEEP, y, y_se=s_, level=LEVEL)
             out[part] = dict(slope=slope, lo=lo_, hi=hi_, exponent=claim[e], level=LEVEL)
     gm, lm = [], []
-    for mm in M_SWEEP:  # the first two clients tiled: the mean curvature does not change with m
-        At, ut = np.resize(A[:2], (mm, d, d)), np.resize(u[:2], (mm, d))
+    # client 0 and the first client whose direction differs from u_0 (client 1 unless d = 1 and m > 2, where
+    # u_0 = u_1 = ±1 can happen: tiled, two equal directions have no spread to normalise, 0/0 = nan; one
+    # exists, Σ u_i = 0), tiled: the mean curvature does not change with m
+    pair = [0, 1 + int(np.argmax(np.any(u[1:] != u[0], axis=-1)))]
+    for mm in M_SWEEP:
+        At, ut = np.resize(A[pair], (mm, d, d)), np.resize(u[pair], (mm, d))
         ut = (ut - ut.mean(0)) / np.max(np.linalg.norm(ut - ut.mean(0), axis=-1))
         _, mean, se = errors(100.0, 1e-6, A=At, u=ut)
         i = 1 + int(np.argmax(mean[1:]))

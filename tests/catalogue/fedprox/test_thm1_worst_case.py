@@ -9,9 +9,12 @@ E‖w̃⁽ⁱ⁾ − w⋆⁽ⁱ⁾‖² = [λ²R² + (σ²μ/n)((1 + t)² + (m �
 """
 
 import numpy as np
+import pytest
 
+from moreau.analysis.fedprox import thm1
 from moreau.analysis.fedprox.thm1 import CLAIM
 from moreau.analysis.fedprox.thm1.least_squares_moments import error_maps, exact_errors
+from moreau.analysis.fedprox.thm1.sides import _configuration
 from moreau.data import least_squares
 
 M, MU, SIGMA, N = 1000, 1e-10, 1e-2, 100.0
@@ -46,3 +49,62 @@ def test_worst_case_ratio_of_5_is_at_least_099_and_holds():
     ratio = float(np.max(module)) / bound5(M, MU, rho, N, R)
     assert 0.99 <= ratio <= 1.0, ratio
     np.testing.assert_allclose(ratio, 0.99166, atol=1e-4)
+
+
+def _recorded():
+    (w,) = [w for w in thm1.WORST if w.m == M and w.d == 1 and w.mu == MU and w.sigma == SIGMA]
+    return w
+
+
+def test_default_batch_contains_the_recorded_worst_instance():
+    """The default batch appends the recorded worst instance of (5) (flag ``worst``, its own n and R);
+    the remark's batch (a statement of its own, compared on the grid) leaves it out."""
+    w = _recorded()
+    assert w.L == MU and w.n == N and w.R == pytest.approx(R, rel=1e-15) and w.bound == thm1.PARTS[3]
+    assert "benchmarks/search_fedprox_thm1.py" in w.source
+    batch = thm1.instances("quadratic", None, np.random.default_rng(0))
+    (i,) = np.flatnonzero(batch["worst"] == 1)
+    got = {k: batch[k][i] for k in ("m", "d", "mu", "L", "sigma", "n", "R")}
+    assert got == {"m": M, "d": 1, "mu": MU, "L": MU, "sigma": SIGMA, "n": N, "R": w.R}
+    assert np.all(np.isnan(batch["n"][batch["worst"] == 0]))
+    remark = thm1.STATEMENTS[1].instances("quadratic", None, np.random.default_rng(0))
+    assert not np.any(remark["worst"]) and remark["m"].size == batch["m"].size - len(thm1.WORST)
+
+
+def test_default_run_reaches_the_worst_ratio_of_5_and_holds():
+    """The default run's exact (5) (C4 with ∧) has its max ratio at the recorded worst instance: in
+    [0.99, 1], the closed form's ratio there, and the ratio the search recorded.  On that instance only
+    the exact parts of (4) and (5) are computed; the Monte Carlo and rate parts are not applicable."""
+    st = thm1.STATEMENTS[0]
+    batch = st.instances("quadratic", None, np.random.default_rng(0))
+    res = st.run("quadratic", None, None, batch=batch, reading=None)
+    assert res.holds, [p.name for p in res.parts if not p.holds]
+    parts = {p.name: p for p in res.parts}
+    p5 = parts[thm1.PARTS[3]]
+    (i,) = np.flatnonzero(batch["worst"] == 1)
+    rho = SIGMA * np.sqrt(MU)
+    lam = rho**2 / (N * R**2)
+    expected = closed_form(M, MU, SIGMA, N, R, lam) / bound5(M, MU, rho, N, R)
+    assert 0.99 <= p5.max_ratio <= 1.0 and p5.ratio[i] == p5.max_ratio
+    np.testing.assert_allclose(p5.max_ratio, expected, rtol=1e-6)
+    np.testing.assert_allclose(p5.max_ratio, _recorded().ratio, atol=1e-4)  # the 5 digits recorded
+    for name, p in parts.items():
+        exact_bound = name in (thm1.PARTS[1], thm1.PARTS[3], thm1.PARTS[4])
+        assert bool(p.sides.applicable[i]) == exact_bound, name
+        assert p.sides.applicable[np.flatnonzero(batch["worst"] == 0)].all() or name == thm1.PARTS[11], name
+        assert np.isfinite(p.sides.lhs[i]) == exact_bound, name
+
+
+def test_error_vs_m_tiling_is_finite_when_the_first_two_directions_coincide():
+    """d = 1, m = 4, seed 0: u = (−1, −1, 1, 1), so tiling clients 1-2 would give no spread to normalise
+    (0/0); the sweep tiles client 1 with the first client of the other sign, and the fitted exponents
+    of the m-parts are finite and meet -1 (A_i = μ: the R → 0 error is σ²/(μmn) up to O(R²))."""
+    prob = least_squares(0, m=4, n=1, d=1, R=1.0, mu=1.0, L=1.0, sigma=1.0)
+    u = (prob.w_star - prob.w_star_global).ravel()
+    assert u[0] == u[1]
+    inst = dict(m=4, d=1, mu=1.0, L=1.0, sigma=1.0, seed=0, mc_trials=1000, worst=0)
+    out = _configuration(inst, CLAIM)
+    for part in (thm1.PARTS[9], thm1.PARTS[10]):
+        r = out[part]
+        assert np.isfinite([r["slope"], r["lo"], r["hi"]]).all(), (part, r)
+        assert r["lo"] - 0.05 <= -1.0 <= r["hi"] + 0.05, (part, r)
