@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from moreau.analysis.engine.coverage import known_gaps, paper_citation
+from moreau.analysis.engine.findings import NOTES_LABEL
 from moreau.analysis.engine.registry import paper_packages
 
 __all__ = ["describe", "catalogue_markdown", "DOC_PATH", "main"]
@@ -137,9 +138,9 @@ def describe(statement) -> str:
         out.append("**Equivalent mutants (true statements, not counted).**")
         out += [f"- {name}: {why}" for name, why in s.equivalent_mutants.items()]
         out.append("")
-    if s.findings:
+    if s.findings:  # the notes (core.Statement.findings)
         out.append(
-            "**Findings (prose written with the catalogue; `moreau check` prints only what the run computes).**"
+            f"**{NOTES_LABEL}.** `moreau check` reports only what its run computes (docs/findings.md)."
         )
         out += [f"- {f}" for f in s.findings]
         out.append("")

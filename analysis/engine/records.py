@@ -28,7 +28,14 @@ per (statement id, family)::
                                        # (rate parts: distance of the interval from the exponent);
                                        # the last three only when rejected on this family
                                        # (the CLI's verdict: rejected by at least one family)
-      "findings": ["..."],             # documented findings about the statement (may be empty)
+      "findings": ["..."],             # what this run computed, one line each, rendered from this
+                                       # record only (moreau.analysis.engine.findings, docs/findings.md)
+      "finding_values": [{...}],       # the same findings as dicts: "kind" ("worst" | "rate" |
+                                       # "not tested" | "minimal" | "shrunk" | "reading" | "growth"),
+                                       # "family", "text" and the numbers of the text
+      "notes": "moreau check --describe ID",   # where the catalogue's prose about the statement
+                                       # is (Statement.findings, its notes; null when none); the
+                                       # prose itself is in no record: its numbers are not the run's
       "parts": [{"name": ..., "claimed": "upper"|"tight"|"exact", "holds": ..., "applicable": ...,
                  "role": "theorem" | "auxiliary",   # auxiliary: a check of the checker's own
                                                     # estimates or a proof step, not the statement
@@ -109,6 +116,10 @@ evaluated them, and the ``instance``.  The run
 record also carries ``"numerical_warnings"``: ``{message: count}`` of numpy's warnings (never
 printed).
 
+Schema version 3 keeps ``"findings"`` (a list of strings) but renders it from the record itself
+(before: the catalogue's prose, the same for every run); ``"finding_values"`` and ``"notes"`` are
+added keys (docs/findings.md).
+
 Keys may be added; none of the above will be renamed or removed.
 """
 
@@ -124,6 +135,7 @@ from typing import Any
 import numpy as np
 
 from moreau.analysis.engine.core import take
+from moreau.analysis.engine.findings import record_findings
 
 __all__ = [
     "SLACK_THRESHOLD",
@@ -177,6 +189,7 @@ def record_json(
     if slack_threshold is None:
         slack_threshold = SLACK_THRESHOLD
     r, st = rec.result, rec.statement
+    found = record_findings(rec)
     tight_parts = [p for p in r.parts if p.claimed == "tight"]
     tight = all(p.tight for p in tight_parts) if tight_parts else any(p.tight for p in r.parts)
     return {
@@ -197,7 +210,9 @@ def record_json(
                 rec.mutants, rec.mutant_batches or [(None, None, None)] * len(rec.mutants), strict=True
             )
         ],
-        "findings": list(st.findings),
+        "findings": [f["text"] for f in found],
+        "finding_values": [{k: v for k, v in f.items() if k != "text"} for f in found],
+        "notes": f"moreau check --describe {st.id}" if st.findings else None,
         "parts": [_part_json(p, slack_threshold) for p in r.parts],
         "schema_version": SCHEMA_VERSION,
         "expected": st.expect,

@@ -199,6 +199,7 @@ def _fmt(x):
 def print_table(records, slack_threshold=None) -> bool:
     """The verbose view (``-v``): per (statement, family) every part of the printed claim, then
     every reading's parts; returns whether every printed claim holds."""
+    from moreau.analysis.engine.findings import record_findings
     from moreau.analysis.engine.records import SLACK_THRESHOLD, is_loose, record_json
 
     threshold = SLACK_THRESHOLD if slack_threshold is None else slack_threshold
@@ -246,6 +247,13 @@ def print_table(records, slack_threshold=None) -> bool:
             i = int(r.failures[0]) if r.failures.size else None
             if i is not None:
                 print(f"{'':22s}  first failing instance: #{i}: " + _params(rec.batch, rec.local(i), 400))
+        computed = [  # each failing part's worst instance, and growth along a parameter (findings.py)
+            f["text"]
+            for f in record_findings(rec)
+            if f["kind"] == "growth" or (f["kind"] in ("worst", "rate") and f["failing"])
+        ]
+        for line in computed:
+            print(_wrap(f"{'':24s}{line}", indent=26))
         for name, (rr, _, _) in rec.readings.items():
             kind = rec.statement.reading(name).kind
             print(

@@ -48,6 +48,8 @@ RECORD_KEYS = {
     "mutant_seconds",
     "mutants",
     "findings",
+    "finding_values",
+    "notes",
     "parts",
     "schema_version",
     "expected",
