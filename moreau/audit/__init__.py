@@ -1,0 +1,34 @@
+r"""Audit a federated-learning implementation against the paper's algorithm (issue 30).
+
+:func:`audit` runs an implementation (a numpy round function, or a client update and an
+aggregator: docs/audit.md) beside :mod:`moreau.fl`'s FedAvg, FedProx or pFedMe on an exact
+instance (:func:`instance`, its clients as :class:`Client` records) and reports where they part,
+where the implementation ends up against the exact optimum, and which named deviation of
+:data:`DEVIATIONS` (extensible with :func:`deviation`) reproduces its iterates.  The command
+line is ``moreau audit``.
+"""
+
+from ._audit import DEFAULT_HYPER, AuditError, AuditReport, Fit, audit
+from ._deviations import DEVIATIONS, Deviation, Param, deviation
+from ._engine import ALGORITHMS, Knobs, run_variant
+from ._instance import FAMILIES, Client, Instance, instance, sample_clients
+
+__all__ = [
+    "audit",
+    "AuditReport",
+    "AuditError",
+    "Fit",
+    "DEFAULT_HYPER",
+    "DEVIATIONS",
+    "Deviation",
+    "Param",
+    "deviation",
+    "Knobs",
+    "run_variant",
+    "ALGORITHMS",
+    "Client",
+    "Instance",
+    "instance",
+    "sample_clients",
+    "FAMILIES",
+]

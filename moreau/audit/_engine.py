@@ -1,0 +1,173 @@
+r"""The reference algorithms with knobs: FedAvg, FedProx and pFedMe as :mod:`moreau.fl` runs them
+(full batches), each place where implementations are known to depart made a field of
+:class:`Knobs`.  With the default knobs a run equals :func:`moreau.fl.fedavg`,
+:func:`moreau.fl.fedprox` and :func:`moreau.fl.pfedme` (``inner=K``) to rounding
+(``tests/test_audit.py``); a deviation (:mod:`moreau.audit._deviations`) turns knobs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._instance import Instance, sample_clients
+
+__all__ = ["Knobs", "ALGORITHMS", "run_variant", "steps_per_round"]
+
+ALGORITHMS = ("fedavg", "fedprox", "pfedme")
+
+GradHook = Callable[[np.ndarray, np.ndarray], np.ndarray]
+ServerHook = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Knobs:
+    r"""What a variant of the reference algorithm changes (defaults: the algorithm as printed).
+
+    ``l2``: an extra :math:`\tfrac{l_2}{2}\|w\|^2` in every local loss (its gradient
+    :math:`l_2 w` added to each local gradient; pFedMe: to the inner gradient); ``grad_scale``:
+    ``"mean"`` (the paper's :math:`\nabla f_i`) or ``"sum"`` (:math:`n_i\nabla f_i`, the
+    loss summed over the samples: a missing 1/n); ``eta_factor``: the local step η multiplied by
+    it (pFedMe: its η; the inner step unchanged); ``weighting``: the server's :math:`p_i`,
+    ``None`` (the paper's: the instance's weights; pFedMe: uniform), ``"uniform"`` or
+    ``"samples"`` (:math:`\propto n_i`); ``reset_clients``: FedProx's local models start every
+    round from the server model instead of the last round's local model; ``prox_sign``: the sign
+    of FedProx's proximal gradient :math:`\lambda(w - w^{(g)})`; ``momentum``: heavy-ball β on
+    the local (pFedMe: inner) steps, :math:`v \leftarrow \beta v + g`, :math:`w \leftarrow w - \eta v`,
+    the buffer zero at the start of each local solve; ``warm_inner``: pFedMe's inner solve starts
+    from the client's previous personalised model instead of :math:`w_{i,r}^t`; ``aliased``:
+    pFedMe's personalised model is the local model itself (the proximal term vanishes and the
+    local model becomes the inner solution); ``local_grad``: ``(g, w) -> g`` applied to each
+    local gradient ``(m, d)`` at the points ``w`` ``(m, d)`` (after ``l2`` and ``grad_scale``);
+    ``server``: ``(w_new, w_old) -> w`` applied to each round's new server model ``(d,)``.
+    """
+
+    l2: float = 0.0
+    grad_scale: str = "mean"
+    eta_factor: float = 1.0
+    weighting: str | None = None
+    reset_clients: bool = False
+    prox_sign: float = 1.0
+    momentum: float = 0.0
+    warm_inner: bool = False
+    aliased: bool = False
+    local_grad: GradHook | None = None
+    server: ServerHook | None = None
+
+
+def steps_per_round(algorithm: str, hyper: Mapping[str, Any]) -> int:
+    """Local gradient steps per round (the count rounding errors accumulate over)."""
+    if algorithm == "fedavg":
+        return int(hyper["tau"])
+    if algorithm == "fedprox":
+        return int(hyper["K"])
+    return int(hyper["R"]) * int(hyper["inner"])
+
+
+def _weights(inst: Instance, knobs: Knobs, paper: np.ndarray) -> np.ndarray:
+    if knobs.weighting is None:
+        return paper
+    if knobs.weighting == "uniform":
+        return np.full(inst.m, 1.0 / inst.m)
+    if knobs.weighting == "samples":
+        return inst.sizes / np.sum(inst.sizes)
+    raise ValueError(f"Knobs.weighting must be None, 'uniform' or 'samples' (got {knobs.weighting!r})")
+
+
+def run_variant(
+    algorithm: str,
+    inst: Instance,
+    hyper: Mapping[str, Any],
+    rounds: int,
+    seed: int,
+    knobs: Knobs = Knobs(),  # noqa: B008  (a frozen dataclass: an immutable default)
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""``(w_global (rounds+1, d), w_local (rounds+1, m, d))`` of the reference ``algorithm`` with
+    ``knobs`` on ``inst`` from :math:`w_0 = 0` (client sampling from ``default_rng(seed)``,
+    drawn as :mod:`moreau.fl` draws it).  ``w_local`` index t+1: the clients' models at the end of
+    round t+1's local work (index 0: :math:`w_0`)."""
+    f = inst.objective
+    m, d = inst.m, inst.dim
+    scale = inst.sizes.astype(float)[:, None] if knobs.grad_scale == "sum" else None
+    if knobs.grad_scale not in ("mean", "sum"):
+        raise ValueError(f"Knobs.grad_scale must be 'mean' or 'sum' (got {knobs.grad_scale!r})")
+
+    def grad(W: np.ndarray) -> np.ndarray:
+        g = np.asarray(f.grad(W))
+        if scale is not None:
+            g = scale * g
+        if knobs.l2:
+            g = g + knobs.l2 * W
+        return g if knobs.local_grad is None else knobs.local_grad(g, W)
+
+    def descend(W: np.ndarray, n: int, step: float, extra: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        v = np.zeros_like(W)
+        for _ in range(n):
+            g = extra(W)
+            if knobs.momentum:
+                v = knobs.momentum * v + g
+                g = v
+            W = W - step * g
+        return W
+
+    rng = np.random.default_rng(seed)
+    w = np.zeros(d)
+    p0 = inst.weights / np.sum(inst.weights)
+    S = int(hyper.get("S") or m)
+    W = np.broadcast_to(w, (m, d))
+    theta = W
+    gs, ls = [w], [W]
+    for _ in range(rounds):
+        if algorithm == "fedavg":
+            mask = np.zeros(m, dtype=bool)
+            mask[sample_clients(rng, m, S) if S < m else slice(None)] = True
+            eta = float(hyper["eta"]) * knobs.eta_factor
+            W = descend(np.broadcast_to(w, (m, d)), int(hyper["tau"]), eta, grad)
+            W = np.where(mask[:, None], W, w[None, :])
+            wts = _weights(inst, knobs, p0) * mask
+            new = np.sum(wts[:, None] * W, axis=0) / np.sum(wts)
+        elif algorithm == "fedprox":
+            lam, gamma = float(hyper["lam"]), float(hyper["gamma"])
+            eta = float(hyper["eta"]) * knobs.eta_factor
+            wg = w[None, :]
+            start = np.broadcast_to(w, (m, d)) if knobs.reset_clients else W
+            W = descend(
+                start,
+                int(hyper["K"]),
+                eta,
+                lambda V, wg=wg, lam=lam: grad(V) + knobs.prox_sign * lam * (V - wg),
+            )
+            p = _weights(inst, knobs, p0)
+            new = w - gamma * np.sum(p[:, None] * (lam * (wg - W)), axis=0)
+        elif algorithm == "pfedme":
+            lam, beta = float(hyper["lam"]), float(hyper["beta"])
+            eta = float(hyper["eta"]) * knobs.eta_factor
+            K, step = int(hyper["inner"]), float(hyper["inner_eta"])
+            W = np.broadcast_to(w, (m, d))
+            for _ in range(int(hyper["R"])):
+                if knobs.aliased:
+                    W = theta = descend(W, K, step, grad)
+                    continue
+                start = theta if knobs.warm_inner else W
+                theta = descend(start, K, step, lambda T, W=W, lam=lam: grad(T) + lam * (T - W))
+                W = W - eta * lam * (W - theta)
+            if S < m:
+                idx = sample_clients(rng, m, S)
+            else:
+                idx = np.arange(m)
+            if knobs.weighting is None:
+                avg = np.mean(W[idx], axis=0)
+            else:
+                q = _weights(inst, knobs, p0)[idx]
+                avg = np.sum(q[:, None] * W[idx], axis=0) / np.sum(q)
+            new = (1 - beta) * w + beta * avg
+        else:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS} (got {algorithm!r})")
+        if knobs.server is not None:
+            new = knobs.server(new, w)
+        w = new
+        gs.append(w)
+        ls.append(W)
+    return np.stack(gs), np.stack([np.broadcast_to(x, (m, d)) for x in ls])
