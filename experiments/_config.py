@@ -9,6 +9,11 @@ least 1, and a list keeps the type of its default elements.  Overrides apply in 
 then each ``--set``); ``--trials N`` stands for ``--set seeds=N``.  Keys an experiment marks as
 notes (``Experiment.notes``) describe the run and cannot be set.  Errors are one line naming the
 source, the key, the expected type and the value (:class:`ConfigError`, a ``ValueError``).
+
+Values are checked before anything is written: a number must be finite (NaN and infinities are
+refused), a key the experiment declares in ``Experiment.ranges`` (:class:`Range`, by dotted key;
+a list's elements each) must lie in its range, and the experiment's cross-field rules
+(``Experiment.rules(params)``, e.g. ``mu <= L``) must hold.
 """
 
 from __future__ import annotations
@@ -17,13 +22,47 @@ import copy
 import json
 import math
 import sys
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ConfigError", "parse_set", "read_toml", "resolve", "to_toml"]
+__all__ = ["ConfigError", "Range", "parse_set", "read_toml", "resolve", "to_toml"]
 
 
 class ConfigError(ValueError):
-    """A bad override: unknown key, wrong type, unreadable file (one line)."""
+    """A bad override: unknown key, wrong type, a value out of range, unreadable file (one line)."""
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric parameter may take: ``lo`` < (or <=, ``lo_open=False``) x < (or <=) ``hi``;
+    ``why`` (optional) says what breaks outside it."""
+
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    why: str = ""
+
+    def __contains__(self, x: float) -> bool:
+        if self.lo is not None and (x <= self.lo if self.lo_open else x < self.lo):
+            return False
+        return not (self.hi is not None and (x >= self.hi if self.hi_open else x > self.hi))
+
+    def text(self) -> str:
+        """``> 0``, ``in [0, 1)``, ``<= 2000``."""
+        if self.lo is not None and self.hi is not None:
+            return f"in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
+        if self.lo is not None:
+            return f"{'>' if self.lo_open else '>='} {self.lo:g}"
+        if self.hi is not None:
+            return f"{'<' if self.hi_open else '<='} {self.hi:g}"
+        return "any number"
+
+
+#: common ranges, for the experiments' declarations
+POSITIVE = Range(0, lo_open=True)
+NONNEGATIVE = Range(0)
+FRACTION = Range(0, 1, hi_open=True)
 
 
 def parse_set(items) -> list:
@@ -42,7 +81,8 @@ def parse_set(items) -> list:
 
 
 def read_toml(path) -> list:
-    """``[(source, key, value)]`` of a TOML file's top-level keys (tables stay tables)."""
+    """``[(source, key, value)]`` of a TOML file's top-level keys (tables stay tables); a file that is
+    not UTF-8 text (a binary file) is refused naming it."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # Python 3.10
@@ -56,7 +96,9 @@ def read_toml(path) -> list:
     except OSError as exc:
         raise ConfigError(f"--config {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"--config {path}: not valid TOML ({exc})") from None
+        raise ConfigError(f"--config {path}: not valid TOML ({str(exc).splitlines()[0]})") from None
+    except UnicodeDecodeError as exc:  # a binary file
+        raise ConfigError(f"--config {path}: not a TOML text file (not UTF-8: {exc.reason})") from None
     return [(f"--config {path}", key, value) for key, value in data.items()]
 
 
@@ -76,7 +118,35 @@ def resolve(experiment, quick: bool, trials, overrides=()) -> tuple:
         if path[0] in getattr(experiment, "notes", ()):
             raise ConfigError(f"{source}: '{path[0]}' is a note describing the run, not a parameter")
         _apply(experiment.name, source, params, examples, path, value, applied)
+        _in_range(experiment, source, params, path)
+    rules = getattr(experiment, "rules", None)
+    if rules is not None:
+        try:
+            rules(params)
+        except ConfigError:
+            raise
+        except ValueError as exc:
+            raise ConfigError(str(exc).splitlines()[0]) from None
     return params, applied
+
+
+def _in_range(experiment, source, params, path) -> None:
+    """Refuse a value set by ``source`` outside the range the experiment declares for its key (each
+    element of a list; each key of a table set as a whole)."""
+    ranges = getattr(experiment, "ranges", None) or {}
+    prefix = ".".join(path)
+    for key, rng in ranges.items():
+        if key != prefix and not key.startswith(prefix + "."):
+            continue
+        value: Any = params
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+        for i, x in items:
+            if _kind(x) in ("int", "float") and x not in rng:
+                where = key if i is None else f"{key}[{i}]"
+                why = f": {rng.why}" if rng.why else ""
+                raise ConfigError(f"{source}: '{where}' must be {rng.text()} (got {_show(x)}){why}")
 
 
 def _apply(name, source, params, examples, path, value, applied, prefix=""):
@@ -154,11 +224,19 @@ def _coerce(source, key, value, examples):
     k = _kind(value)
     bad = ConfigError(f"{source}: '{key}' expects {_describe(examples)} (got {_show(value)})")
     if k == "int" and "float" in kinds and "int" not in kinds:
-        value, k = float(value), "float"
+        try:
+            value, k = float(value), "float"
+        except OverflowError:
+            raise ConfigError(
+                f"{source}: '{key}' expects a finite number (got {_show(value)[:40]})"
+            ) from None
     if k not in kinds:
         raise bad
     if k == "int" and _counts(examples) and value < 1:
         raise bad
+    finite = all(math.isfinite(e) for e in examples if _kind(e) == "float")
+    if k == "float" and not math.isfinite(value) and finite:
+        raise ConfigError(f"{source}: '{key}' expects a finite number (got {_show(value)})")
     if k == "list":
         inner = [x for e in examples if isinstance(e, list) for x in e]
         if inner:

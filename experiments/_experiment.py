@@ -6,8 +6,8 @@ import it without importing each other.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 __all__ = ["Experiment"]
 
@@ -26,7 +26,10 @@ class Experiment:
     parameters meet its assumptions), optionally ``"tables": {stem: rows}`` (more CSV files; the
     experiment's own name replaces the CSV of the computed rows) and ``"columns": {file: {column:
     meaning}}`` (the manifest's dictionary of its CSV files).  ``notes``: keys of ``params`` that
-    describe the run and are not parameters (they cannot be set).
+    describe the run and are not parameters (they cannot be set).  ``ranges``: ``{dotted key:
+    moreau.experiments._config.Range}``, the values each numeric parameter may take (a list's
+    elements each); ``rules(params)``: the cross-field rules (``mu <= L``), a one-line ``ValueError``
+    when one fails.  Both are checked when the configuration is resolved, before anything is written.
     """
 
     name: str
@@ -40,3 +43,5 @@ class Experiment:
     finish: Callable
     kind: str = "figure"  # "figure" or "demo"
     notes: tuple = ()
+    ranges: Mapping = field(default_factory=dict)
+    rules: Callable | None = None

@@ -39,6 +39,7 @@ import numpy as np
 from moreau import fl
 
 from . import _pfedme_runs as runs
+from ._config import NONNEGATIVE, Range
 from ._curve_figures import curves_figure, legend, selection_bars
 from ._curves import LAST, SELECTION_COLUMNS, band_label, check_band, columns, long_rows, selections
 from ._evaluate import Split, hold_out
@@ -56,6 +57,41 @@ METRICS = {
     "distance_to_optimum": "squared distance to the exact optimum of the method's problem: ||w_t - w*||^2 for a "
     "global model, (1/m) sum_i ||theta_i - theta_i*||^2 for personalised ones (optimum = true)",
 }
+
+
+#: the values the comparisons' numeric parameters may take (pfedme-synthetic, pfedme-digits), checked
+#: with :func:`rules` before anything is written
+RANGES = {
+    "mu": NONNEGATIVE,
+    "train_fraction": Range(
+        0, 1, lo_open=True, hi_open=True, why="the share of each client's rows that trains"
+    ),
+    **{
+        f"{table}.{key}": Range(0, lo_open=True, why=why)
+        for table in ("same", "tuned")
+        for key, why in (
+            ("fedavg_eta", "FedAvg's step size"),
+            ("alpha", "Per-FedAvg's inner step size"),
+            ("beta_hat", "Per-FedAvg's outer step size"),
+            ("lam", "pFedMe's regularisation lambda"),
+            ("eta", "pFedMe's step size"),
+            ("beta", "pFedMe's global mixing parameter"),
+        )
+    },
+}
+
+
+def rules_for(name):
+    """The cross-field rule of the comparison ``name``: S clients per round are at most n_clients."""
+
+    def rules(params):
+        if params["S"] > params["n_clients"]:
+            raise ValueError(
+                f"{name}: S = {params['S']} clients per round exceeds n_clients = {params['n_clients']}: "
+                "set S <= n_clients"
+            )
+
+    return rules
 
 
 def check(name, params):

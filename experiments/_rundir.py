@@ -77,16 +77,26 @@ def _claim_directory(out: Path, args: dict, fingerprint: str) -> None:
             held = json.loads(meta.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             raise RunConflict(f"{meta} is unreadable: remove it or choose another --out") from None
-        if held.get("fingerprint") != fingerprint:
+        if held.get("fingerprint") != fingerprint and _holds_nothing(out):
+            _log(out, "a run with other arguments left no finished point here: this run takes the directory")
+            (out / "sessions.json").unlink(missing_ok=True)  # that run's sessions are not this run's
+        elif held.get("fingerprint") != fingerprint:
             diff = _differences(held.get("arguments", {}), json.loads(canonical(args)))
             raise RunConflict(
                 f"{out} holds a run with other arguments (differs in: {', '.join(diff) or '?'}); "
                 f"rerun with the same arguments to resume, or choose another --out"
             )
-        return
+        if held.get("fingerprint") == fingerprint:
+            return
     atomic_write(
         meta, json.dumps({"fingerprint": fingerprint, "arguments": json.loads(canonical(args))}, indent=1)
     )
+
+
+def _holds_nothing(out: Path) -> bool:
+    """Whether ``out`` holds no result of a run: no finished point (``points/*.json``) and no
+    manifest (a run that failed before its first point left only its bookkeeping: it is not a run)."""
+    return not (out / "manifest.json").exists() and not any((out / "points").glob("*.json"))
 
 
 def _differences(held: dict, now: dict) -> list:

@@ -9,7 +9,7 @@ Two formats, one client per group of rows, clients of different sizes allowed:
 
 Labels may be any values (numbers or strings): the sorted distinct labels of all clients are the
 classes 0..C−1 (:func:`load` returns their names).  Every problem is a one-line ``ValueError``
-naming the file and what is wrong (a missing array, a shape, a non-numeric or non-finite value,
+naming the file and what is wrong (a missing array, a shape, a non-numeric, complex or non-finite value,
 fewer than 2 classes, a client with fewer than 2 rows).
 
 :func:`split` divides each client's rows at random (seeded) into train, validation and test.
@@ -156,6 +156,10 @@ def _is_number(text) -> bool:
 
 
 def _numeric(X, path, what):
+    if np.iscomplexobj(X):  # numpy would drop the imaginary parts with a ComplexWarning
+        raise ValueError(
+            f"--data {path}: {what} must be real numbers (got complex values, dtype {np.asarray(X).dtype})"
+        )
     try:
         X = np.asarray(X, dtype=float)
     except (TypeError, ValueError):

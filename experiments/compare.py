@@ -36,6 +36,7 @@ import moreau
 from moreau import data, fl
 
 from . import _methods, _userdata
+from ._config import FRACTION, NONNEGATIVE, Range
 from ._curve_figures import curves_figure, legend, selection_bars
 from ._curves import SELECTION_COLUMNS, band_label, check_band, columns, long_rows, selections
 from ._evaluate import Split
@@ -76,6 +77,36 @@ def config(quick, trials):
     }
 
 
+#: the values each numeric parameter may take (checked before anything is written)
+RANGES = {
+    "mu": NONNEGATIVE,
+    "test_fraction": FRACTION,
+    "validation_fraction": FRACTION,
+    "fedavg.eta": Range(0, lo_open=True, why="FedAvg's step size"),
+    "per_fedavg.alpha": Range(0, lo_open=True, why="Per-FedAvg's inner step size"),
+    "per_fedavg.beta": Range(0, lo_open=True, why="Per-FedAvg's outer step size"),
+    "pfedme.lam": Range(
+        0, lo_open=True, why="pFedMe's regularisation lambda (the Moreau envelope's parameter)"
+    ),
+    "pfedme.eta": Range(0, lo_open=True, why="pFedMe's step size"),
+    "pfedme.beta": Range(0, lo_open=True, why="pFedMe's global mixing parameter beta"),
+    "example.n_clients": Range(2, 100_000, why="the example data set's clients"),
+    "example.max_size": Range(2, 1_000_000, why="the example data set's largest client"),
+    "example.alpha": NONNEGATIVE,
+    "example.beta": NONNEGATIVE,
+}
+
+
+def rules(params):
+    """The cross-field rules: S clients per round are at most the example data set's clients (a user's
+    data set is checked when it is read, in :func:`points`)."""
+    if not params["data"] and params["S"] > params["example"]["n_clients"]:
+        raise ValueError(
+            f"compare: S = {params['S']} clients per round exceeds the {params['example']['n_clients']} clients "
+            "of the example data set (example.n_clients): set S <= that, or 0 for every client"
+        )
+
+
 def points(params):
     """One point per seed; the methods imported and the data read now (errors before anything is
     written)."""
@@ -105,6 +136,11 @@ def points(params):
             len(y) - sum(_userdata.counts(len(y), params["test_fraction"], params["validation_fraction"]))
             for _, y in clients
         ]
+        if params["S"] > len(clients):
+            raise ValueError(
+                f"compare: S = {params['S']} clients per round exceeds the {len(clients)} clients of "
+                f"--data {params['data']}: set S <= {len(clients)}, or 0 for every client"
+            )
         k = int(np.argmin(train))
         if params["batch"] > train[k] and "FedAvg" in params["methods"]:
             raise ValueError(
@@ -237,4 +273,6 @@ EXPERIMENT = Experiment(
     points=points,
     compute=compute,
     finish=finish,
+    ranges=RANGES,
+    rules=rules,
 )

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._experiment import Experiment
-from ._pfedme_compare import check, compare, finish_compare
+from ._pfedme_compare import RANGES, check, compare, finish_compare, rules_for
 
 __all__ = ["EXPERIMENT", "PAPER", "split", "digits"]
 
@@ -132,4 +132,6 @@ EXPERIMENT = Experiment(
     compute=compute,
     finish=finish,
     notes=("n_classes",),
+    ranges=RANGES,
+    rules=rules_for("pfedme-digits"),
 )  # the digits' 10 classes: a property of the data set

@@ -152,6 +152,14 @@ def points(params):
         )
     if params["inner_eta"] < 0 or params["hidden_mu"] < 0:
         raise ValueError(f"{NAME}: inner_eta and hidden_mu must be >= 0")
+    if params["S"] > params["n_clients"]:
+        raise ValueError(
+            f"{NAME}: S = {params['S']} clients per round exceeds n_clients = {params['n_clients']}: "
+            "set S <= n_clients"
+        )
+    bad = [k for k in ("lam", "eta", "beta", "perfedavg_alpha", "perfedavg_beta") if not params[k] > 0]
+    if bad:
+        raise ValueError(f"{NAME}: {bad[0]} must be > 0 (got {params[bad[0]]})")
     return [{"seed": s} for s in range(params["seeds"])]
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 import moreau as mo
 
+from ._config import Range
 from ._experiment import Experiment
 from ._plot import figure, save, theory
 from ._sweep import catalogue_verdict
@@ -48,11 +49,34 @@ def config(quick, trials):
     }
 
 
-def points(params):
-    if params["d"] < 2:
+#: the values each parameter may take (checked with the cross-field :func:`rules` before anything is
+#: written): the envelope of the weakly convex panel exists for lam > L only
+RANGES = {
+    "L": Range(0, 1e150, lo_open=True, why="the smoothness constant of f (its square must stay finite)"),
+    "mu": Range(0, 1e150, lo_open=True, why="the strong convexity constant of the convex panel's f"),
+    "d": Range(2, 2000, why="the spectrum's two ends are attained; each point builds a dense d x d matrix"),
+    "lam_convex": Range(0, 1e150, lo_open=True, why="the envelope's parameter lambda"),
+    "lam_weak": Range(0, 1e150, lo_open=True, why="the envelope's parameter lambda"),
+}
+
+
+def rules(params):
+    """The cross-field rules: mu <= L (the spectrum [mu, L]) and every lam_weak > L (the envelope of
+    an f of curvature -L exists for lam > L only)."""
+    L, mu = params["L"], params["mu"]
+    if mu > L:
         raise ValueError(
-            f"pfedme-prop1: d must be >= 2 (the spectrum's two ends are attained; got {params['d']})"
+            f"pfedme-prop1: mu must be <= L (the convex panel's spectrum is [mu, L]; got mu = {mu:g}, L = {L:g})"
         )
+    low = [lam for lam in params["lam_weak"] if lam <= L]
+    if low:
+        raise ValueError(
+            f"pfedme-prop1: every lam_weak must be > L = {L:g} (the envelope of an f with curvature -L exists "
+            f"for lam > L only; got {low[0]:g})"
+        )
+
+
+def points(params):
     return [{"case": "convex", "lam": lam} for lam in params["lam_convex"]] + [
         {"case": "weakly convex", "lam": lam} for lam in params["lam_weak"]
     ]
@@ -173,4 +197,6 @@ EXPERIMENT = Experiment(
     points=points,
     compute=compute,
     finish=finish,
+    ranges=RANGES,
+    rules=rules,
 )

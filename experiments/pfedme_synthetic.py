@@ -31,7 +31,7 @@ import numpy as np
 from moreau import data
 
 from ._experiment import Experiment
-from ._pfedme_compare import check, compare, finish_compare
+from ._pfedme_compare import RANGES, check, compare, finish_compare, rules_for
 
 __all__ = ["EXPERIMENT", "PAPER"]
 
@@ -137,4 +137,6 @@ EXPERIMENT = Experiment(
     points=points,
     compute=compute,
     finish=finish,
+    ranges=RANGES,
+    rules=rules_for("pfedme-synthetic"),
 )

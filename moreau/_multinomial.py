@@ -80,13 +80,15 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         if np.any(yh != np.round(yh)) or np.any(yh < 0):
             i = _first(yh, (yh != np.round(yh)) | (yh < 0))
             raise ValueError(f"y must hold integer class labels 0..C-1 (got {float(yh[i]):g}) at index {i}")
+        if n_classes is None and yh.size == 0:
+            raise ValueError("n_classes must be given when y is empty (max(y) + 1 is undefined)")
         C = int(yh.max()) + 1 if n_classes is None else n_classes
         if isinstance(C, bool) or not isinstance(C, int | np.integer) or C < 2:
             raise ValueError(
                 f"n_classes must be an integer >= 2 (got {C!r}"
                 + (" = max(y) + 1)" if n_classes is None else ")")
             )
-        if yh.max() >= C:
+        if yh.size and yh.max() >= C:
             i = _first(yh, yh >= C)
             raise ValueError(f"y must hold labels < n_classes={C} (got {float(yh[i]):g}) at index {i}")
         _check_cost(self, int(C), n_classes is None, yh, max_bytes)

@@ -171,7 +171,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         return xp.reshape(xp.broadcast_to(v, shape + tail), (N,) + tail)
 
     w = flat(w, (d,))
-    lam = flat(lam)
+    lam = lam_all = flat(lam)  # the loop's `lam` follows the compacted batch
     modulus = lam + flat(f.strong_convexity())
     modulus_all = modulus  # the loop's `modulus` follows the compacted batch
     hi = flat(f._smoothness_bound())  # a cheap valid upper bound on ||hess f||
@@ -179,6 +179,8 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     # dominates the curvature, a = 0 (x is theta) otherwise; theta - w = c + x
     # with c = a - w exactly 0 or -w.  See the module doc.
     disp = lam >= hi
+    with np.errstate(over="ignore"):  # 8 lam is inf for lam near the float maximum: inf >= hi, as meant
+        start = 8 * lam >= hi
     zero = xp.zeros_like(w)
     a = xp.where(disp[:, None], w, zero)
     c = xp.where(disp[:, None], zero, -w)
@@ -193,7 +195,7 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
         "c": c,
         "anorm": safe_norm(a, xp),
         "wnorm": safe_norm(w, xp),
-        "x": xp.where((8 * lam >= hi)[:, None], -c, zero),
+        "x": xp.where(start[:, None], -c, zero),
         "iterations": xp.zeros(N, dtype=xp.int64),
         "frozen": xp.zeros(N, dtype=xp.bool),
         "moved": xp.full(N, math.inf, dtype=f.dtype),  # ||x_k - x_{k-1}||
@@ -425,11 +427,13 @@ def newton_prox(f, w, lam, *, tol=None, max_iter=100, info=False, compact=True):
     out = ProxInfo(iterations=host(iterations), error_bound=host(bound), tol=host(tol_k).copy())
     theta, u = xp.reshape(theta, shape + (d,)), xp.reshape(u, shape + (d,))
     if bool(xp.any(failed)):
-        _raise(f, host(failed), out, theta, max_iter, host(frozen), tol is None)
+        _raise(
+            f, host(failed), out, theta, max_iter, host(frozen), tol is None, host(lam_all), host(modulus_all)
+        )
     return theta, u, (out if info else None)
 
 
-def _raise(f, failed, info, theta, max_iter, frozen, default):
+def _raise(f, failed, info, theta, max_iter, frozen, default, lam, modulus):
     b, t = info.error_bound, info.tol
     idx = [tuple(int(i) for i in r) for r in np.argwhere(failed)[:5]]
     n = int(failed.sum())
@@ -449,7 +453,9 @@ def _raise(f, failed, info, theta, max_iter, frozen, default):
     raise ProxConvergenceError(
         f"prox of {type(f).__name__}: {n} of {failed.size} entries not certified "
         f"(first: {idx}); worst bound {float(b.reshape(-1)[k]):.3g} with tol "
-        f"{float(t.reshape(-1)[k]):.3g}; " + "; ".join(why or ["tol below the rounding floor"]),
+        f"{float(t.reshape(-1)[k]):.3g} at lam = {float(lam.reshape(-1)[k]):.3g} (the bound scales as "
+        f"1/(lam + mu) = 1/{float(modulus.reshape(-1)[k]):.3g}); "
+        + "; ".join(why or ["tol below the rounding floor"]),
         error_bound=info.error_bound,
         tol=info.tol,
         iterations=info.iterations,

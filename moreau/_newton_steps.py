@@ -124,7 +124,10 @@ def _chord_settles(xp, S, P, tol, eps):
     modulus, newton = S["modulus"], S["newton"]
     pprev = xp.where(newton & (S["pprev"] > 0), S["pprev"], xp.ones_like(modulus))
     pk = gnorm / modulus
-    pred = 4 * (2 * gnorm / (pprev * pprev)) * (pprev + pk / 2) * pk
+    # pprev * pprev underflows to 0 for steps below 1e-162 (lam near the float maximum): the prediction
+    # is then inf or NaN, which never settles (one more iteration, as for any wrong guess)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        pred = 4 * (2 * gnorm / (pprev * pprev)) * (pprev + pk / 2) * pk
     if tol is not None:
         return newton & (pred + rnd_t <= S["tol"] * modulus * (1 - 1 / 64))
     return newton & (pred <= rnd_x + 4 * eps * xn * modulus)

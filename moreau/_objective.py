@@ -217,6 +217,8 @@ class Objective:
         """``lam`` validated: positive normal numbers broadcasting with the batch and, with
         ``convexity``, above the nonconvex threshold ``-strong_convexity()``."""
         xp = self.xp
+        if isinstance(lam, (bool, np.bool_)) or getattr(getattr(lam, "dtype", None), "kind", "") == "b":
+            raise ValueError(f"{name} must be a number, not a bool (got {lam!r})")
         lam = (
             as_array(lam, xp, name, dtype=self.dtype)
             if not isinstance(lam, float | int)
@@ -260,6 +262,8 @@ class Objective:
 
 
 def _scalar(v: float, xp: Namespace, dtype: DType, name: str) -> Array:
+    if isinstance(v, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a number, not a bool (got {v!r})")
     try:
         finite = not isinstance(v, bool) and math.isfinite(v)
     except OverflowError:  # an int beyond the float range

@@ -67,6 +67,8 @@ class SampleLoss(Objective):
         xp = self.xp
         fi = xp.finfo(self.dtype)
         n, d = self.X.shape[-2], self.X.shape[-1]
+        if self._rownorm.size == 0:  # no client or no sample (a batch of m = 0): nothing can overflow
+            return
         r = float(xp.max(self._rownorm))
         grow = self._curvature_factor * (1 + 4 * (n + d + 8) * float(fi.eps))
         top = r * r * grow  # Python floats: inf, never an error

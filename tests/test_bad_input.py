@@ -178,7 +178,7 @@ CASES = [
     ("lam-nan", lambda: mo.prox(Q, B3, float("nan")), ValueError, r"lam must be a finite number.*nan"),
     ("lam-inf", lambda: mo.prox(LOG, B3, float("inf")), ValueError, r"lam must be a finite number.*inf"),
     ("lam-nan-array", lambda: mo.prox(Q, B3, np.array([np.nan])), ValueError, r"lam must be finite"),
-    ("lam-bool", lambda: mo.prox(Q, B3, True), ValueError, r"lam must be a finite number.*True"),
+    ("lam-bool", lambda: mo.prox(Q, B3, True), ValueError, r"lam must be a number, not a bool \(got True\)"),
     (
         "lam-below-nonconvexity-bound",
         lambda: mo.prox(Q_NONCONVEX, B3, 1.5),
