@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from moreau.analysis.engine.judge import (
+    NEAR_TIE,
     RATE_KINDS,
     RTOL,
     TIGHT_RTOL,
@@ -357,7 +358,7 @@ class Statement:
         data = prepared if prepared is not None else self.prepared(batch)
         n = _batch_size(batch)
         parts = evaluate_claim(self.evaluate, data, claim, flip, n=n, who=f"{self.id} [{family}]")
-        if self.precise is not None and any(p.at_floor for p in parts):
+        if self.precise is not None and any(_undecided_rows(p).size for p in parts):
             parts = _replay_precise(self.precise, batch, claim, parts, flip)
         return Result(self.id, family, n, parts, time.perf_counter() - t0)
 
@@ -393,24 +394,44 @@ def evaluate_claim(
     return [judge(name, s, name in flip) for name, s in sides.items()]
 
 
+def _undecided_rows(p: PartResult) -> np.ndarray:
+    """The rows of ``p`` that a higher-precision evaluation decides: those at the rounding floor, and
+    the near ties (failures within :data:`NEAR_TIE` of the larger side;
+    Monte Carlo and rate parts have their own intervals)."""
+    rows = p.floor_rows if p.floor_rows is not None else np.zeros(0, dtype=int)
+    s = p.sides
+    if p.claimed == "rate" or s.lhs_ci is not None or not p.failures.size:
+        return rows
+    f = p.failures
+    # relative to the sides: the rounding of larger terms (Sides.scale) is the floor's already
+    mag = np.maximum(np.abs(s.lhs[f]), np.abs(s.rhs[f]))
+    with np.errstate(invalid="ignore"):
+        near = f[np.abs(s.lhs[f] - s.rhs[f]) <= NEAR_TIE * mag]
+    return np.union1d(rows, near).astype(int)
+
+
 def _replay_precise(precise, batch, claim, parts, flip):
-    """The parts with their at-floor instances decided by ``precise`` (the statement's evaluation in
-    higher precision): those rows take the precise sides, no floor, and are judged again."""
-    rows = np.unique(np.concatenate([p.floor_rows for p in parts if p.at_floor]))
+    """The parts with their undecided instances (at the rounding floor, or near ties:
+    :func:`_undecided_rows`) decided by ``precise`` (the statement's evaluation in higher precision):
+    those rows take the precise sides, no floor, and are judged again."""
+    undecided = {p.name: _undecided_rows(p) for p in parts}
+    rows = np.unique(np.concatenate(list(undecided.values())).astype(int))
     exact = precise(take(batch, rows), claim)
     out = []
     for p in parts:
-        if not p.at_floor or p.name not in exact:
+        mine = undecided[p.name]
+        if not mine.size or p.name not in exact:
             out.append(p)
             continue
         s, q = p.sides, exact[p.name]
-        pos = np.searchsorted(rows, p.floor_rows)
-        lhs, rhs, floor = s.lhs.copy(), s.rhs.copy(), s.floor.copy()
-        lhs[p.floor_rows] = np.asarray(q.lhs, dtype=float)[pos]
-        rhs[p.floor_rows] = np.asarray(q.rhs, dtype=float)[pos]
-        floor[p.floor_rows] = -np.inf  # decided: no floor there
+        pos = np.searchsorted(rows, mine)
+        lhs, rhs = s.lhs.copy(), s.rhs.copy()
+        floor = s.floor.copy() if s.floor is not None else np.full(lhs.shape, np.nan)  # nan: none given
+        lhs[mine] = np.asarray(q.lhs, dtype=float)[pos]
+        rhs[mine] = np.asarray(q.rhs, dtype=float)[pos]
+        floor[mine] = -np.inf  # decided: no floor there
         merged = dataclasses.replace(s, lhs=lhs, rhs=rhs, floor=floor)
-        out.append(dataclasses.replace(judge(p.name, merged, p.name in flip), replayed=int(p.at_floor)))
+        out.append(dataclasses.replace(judge(p.name, merged, p.name in flip), replayed=int(mine.size)))
     return out
 
 

@@ -28,6 +28,9 @@ __all__ = [
     "judged_over",
     "RTOL",
     "TIGHT_RTOL",
+    "ROUND_ULPS",
+    "NEAR_TIE",
+    "rounding_floor",
     "RATE_KINDS",
 ]
 
@@ -35,9 +38,20 @@ __all__ = [
 #: certified proxes accurate to ~1e-12 relative, so 1e-9 separates rounding
 #: from a violated bound by three orders of magnitude.
 RTOL = 1e-9
-#: a claimed-tight bound counts as attained when max lhs/rhs >= 1 - TIGHT_RTOL
-#: (the adversarial instances attain it up to rounding of the closed forms).
-TIGHT_RTOL = 1e-6
+#: a claimed-tight bound counts as attained when max lhs/rhs >= 1 - TIGHT_RTOL: the adversarial
+#: instances attain it up to the rounding of the closed forms (~1e-12 relative), so 1e-9 (= RTOL)
+#: separates "attained" from a supremum only approached (a grid, a sweep, a limit reached within 1e-6:
+#: 1e-6 reported such suprema as attained)
+TIGHT_RTOL = 1e-9
+#: the rounding error a float64 side carries, in units of eps times the magnitudes involved (the
+#: sides themselves and ``Sides.scale``, the terms combined to compute them): a sum of k terms, a
+#: difference of iterates after k steps carry some k ulps of the largest term; 64 covers sweeps of a
+#: contraction (q = 0.99: ~2 ulps standard deviation, ~10 at the extreme of 2000 x 60 points)
+ROUND_ULPS = 64.0
+#: a failure whose relative margin (lhs - rhs) / max(|lhs|, |rhs|) is at most NEAR_TIE is a near tie:
+#: where the statement gives ``precise``, the run replays it in higher precision (core._replay_precise)
+NEAR_TIE = 1e-6
+_EPS = float(np.finfo(np.float64).eps)
 #: how a fitted exponent is compared with the theory's (see :func:`rate_sides`)
 RATE_KINDS = ("equal", "at most", "at least")
 
@@ -78,7 +92,11 @@ class Sides:
     floor: object = None  # optional, per instance: the rounding level of the computed left side (e.g.
     # 64 eps |w_0 - w*| for an iterate's distance); a failure with lhs <= floor, or
     # lhs - rhs <= floor, is "at the rounding floor": not a failure, the verdict is
-    # undecided there (or decided by Statement.precise)
+    # undecided there (or decided by Statement.precise); -inf: none (decided in higher precision)
+    scale: object = None  # optional, per instance: the magnitude of the terms combined to compute the
+    # sides (|x*| for a distance |x_t - x*| of iterates near x*, the largest term of a sum
+    # that cancels): the default rounding floor is ROUND_ULPS eps max(|lhs|, |rhs|, scale)
+    # (:func:`rounding_floor`); without it, only the sides' own magnitudes are known
 
     def __post_init__(self):
         self.lhs = np.atleast_1d(np.asarray(self.lhs, dtype=float))
@@ -94,6 +112,8 @@ class Sides:
             raise ValueError(f"a rate part needs kind in {RATE_KINDS} (got {self.kind!r})")
         if self.floor is not None:
             self.floor = np.broadcast_to(np.asarray(self.floor, dtype=float), self.lhs.shape).copy()
+        if self.scale is not None:
+            self.scale = np.broadcast_to(np.asarray(self.scale, dtype=float), self.lhs.shape).copy()
         if self.lhs_ci is not None:
             self.lhs_ci = tuple(
                 np.broadcast_to(np.asarray(c, dtype=float), self.lhs.shape).copy() for c in self.lhs_ci
@@ -139,7 +159,9 @@ def worst_point(lhs, rhs, ok=None):
     return lhs[k, t], rhs[k, t]
 
 
-def sweep_sides(lhs, rhs, claimed="upper", *, ok=None, floor_factor=64.0, eps=None, **kw) -> Sides:
+def sweep_sides(
+    lhs, rhs, claimed="upper", *, ok=None, floor_factor=ROUND_ULPS, eps=None, scale=None, **kw
+) -> Sides:
     """:class:`Sides` of a sweep ``(P, T)`` (P iterates or points per instance) reduced to its worst
     point per instance (:func:`worst_point`), with the rounding floor set from the sweep itself:
     ``floor_factor * eps * max_P |lhs|`` — a quantity computed in floating point (a distance to an
@@ -147,12 +169,19 @@ def sweep_sides(lhs, rhs, claimed="upper", *, ok=None, floor_factor=64.0, eps=No
     so a bound below that (a geometric rate q^t run until q^t = 1e-30) cannot be refuted by the
     float computation: the judge reports such failures "at the rounding floor" (undecided, or decided
     by ``Statement.precise``).  ``eps``: of the computation's dtype (default: ``lhs``'s float dtype).
-    Other keywords go to :class:`Sides`."""
+    ``scale`` (broadcast to ``(P, T)``): the magnitude of the terms combined to compute lhs (``|x*|``
+    for ``|x_t - x*|``): the floor is then taken of ``max(|lhs|, |scale|)`` — a distance between
+    iterates near x* = 1e4 carries the rounding of 1e4, whatever its own size.  Other keywords go to
+    :class:`Sides`."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     if eps is None:
         eps = float(np.finfo(lhs.dtype if np.issubdtype(lhs.dtype, np.floating) else np.float64).eps)
     rhs = np.broadcast_to(rhs, lhs.shape)
-    floor = floor_factor * eps * np.max(np.abs(np.where(np.isfinite(lhs), lhs, 0.0)), axis=0)
+    mag = np.abs(np.where(np.isfinite(lhs), lhs, 0.0))
+    if scale is not None:
+        scale = np.abs(np.broadcast_to(np.asarray(scale, dtype=float), lhs.shape))
+        mag = np.maximum(mag, np.where(np.isfinite(scale), scale, 0.0))
+    floor = floor_factor * eps * np.max(mag, axis=0)
     # a failure above the floor is a failure whatever happens below it: the worst point above the floor
     # where there is a failing one, else the worst point of all (which may sit at the floor)
     with np.errstate(invalid="ignore"):
@@ -167,6 +196,24 @@ def sweep_sides(lhs, rhs, claimed="upper", *, ok=None, floor_factor=64.0, eps=No
     l_all, r_all = worst_point(lhs, rhs, ok)
     fails_up = np.any(real, axis=0)
     return Sides(np.where(fails_up, l_up, l_all), np.where(fails_up, r_up, r_all), claimed, floor=floor, **kw)
+
+
+def rounding_floor(s: Sides) -> np.ndarray:
+    """Per instance, the rounding error the float sides of ``s`` may carry: :data:`ROUND_ULPS` eps times
+    the largest magnitude involved (|lhs|, |rhs| and ``s.scale``, the terms combined to compute them:
+    a distance |x_t - x*| of order 1e-7 between iterates of order 1e4 carries the rounding of 1e4,
+    not of 1e-7), or ``s.floor`` where that is larger; -inf where ``s.floor`` is -inf (an instance
+    decided in higher precision: no floor)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        mag = np.maximum(
+            np.where(np.isfinite(s.lhs), np.abs(s.lhs), 0.0), np.where(np.isfinite(s.rhs), np.abs(s.rhs), 0.0)
+        )
+        if s.scale is not None:
+            mag = np.maximum(mag, np.where(np.isfinite(s.scale), np.abs(s.scale), 0.0))
+        floor = ROUND_ULPS * _EPS * mag
+        if s.floor is not None:
+            floor = np.where(s.floor == -np.inf, -np.inf, np.fmax(floor, s.floor))
+    return floor
 
 
 #: how many instances the run judges for the statement and family being judged (set by the runner
@@ -234,18 +281,18 @@ def judge(name: str, s: Sides, flip: bool = False) -> PartResult:
     # a non-finite left side, or an undefined right side, never holds (an infinite right side is a
     # vacuous bound: it holds, and the report says so)
     ok &= np.isfinite(s.lhs) & np.isfinite(lhs_lo) & np.isfinite(lhs_hi) & ~np.isnan(s.rhs)
-    # at the rounding floor: the left side, or its excess over the right side, within the computation's
-    # rounding level (the float evaluation cannot tell such an instance from one that holds)
-    # (flipped, the claim is lhs >= rhs: a failure is at the floor only where rhs - lhs is within it)
+    # at the rounding floor: the excess of the left side over the right side within the computation's
+    # rounding error (:func:`rounding_floor`: some ulps of the magnitudes involved, or the statement's
+    # own ``floor``), or the left side itself within a given ``floor``: the float evaluation cannot
+    # tell such an instance from one that holds (flipped, the claim is lhs >= rhs: a failure is at the
+    # floor only where rhs - lhs is within it)
+    floor = rounding_floor(s)
     with np.errstate(invalid="ignore"):
-        if s.floor is None:
-            at_floor = np.zeros_like(ok)
-        elif flip:
-            at_floor = app & ~ok & np.isfinite(s.lhs) & (s.rhs - s.lhs <= s.floor)
+        if flip:
+            at_floor = app & ~ok & np.isfinite(s.lhs) & (s.rhs - s.lhs <= floor)
         else:
-            at_floor = (
-                app & ~ok & np.isfinite(s.lhs) & ((np.abs(s.lhs) <= s.floor) | (s.lhs - s.rhs <= s.floor))
-            )
+            lhs_at = np.abs(s.lhs) <= s.floor if s.floor is not None else np.zeros_like(ok)
+            at_floor = app & ~ok & np.isfinite(s.lhs) & (lhs_at | (s.lhs - s.rhs <= floor))
     ok |= at_floor
     fail = app & ~ok
     ratio = _ratio(s.lhs, s.rhs)

@@ -30,7 +30,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from moreau.analysis.engine.judge import NEAR_TIE, ROUND_ULPS, rounding_floor
+
 __all__ = ["Simplify", "shrink", "quadratic_fields"]
+
+_EPS = float(np.finfo(np.float64).eps)
 
 
 @dataclass(frozen=True)
@@ -97,18 +101,25 @@ def shrink(statement, family, instance, spec: Simplify, *, max_evals=400):
         evals[0] += 1
         if spec.valid is not None and not bool(np.all(spec.valid(inst))):
             return False
-        try:
-            with np.errstate(all="ignore"):
-                res = statement.run(family, None, None, batch=inst, reading=None)
-        except (ValueError, ZeroDivisionError, np.linalg.LinAlgError, FloatingPointError):
-            return False  # a candidate the statement refuses (outside its domain) is not a counterexample
-        for p in res.parts:
-            if p.sides.role != "theorem" or not p.failures.size:
-                continue
-            lhs, rhs = float(np.asarray(p.sides.lhs)[0]), float(np.asarray(p.sides.rhs)[0])
-            if p.claimed == "rate" or (np.isfinite(lhs) and np.isfinite(rhs) and rhs > 0):
-                return True
-        return False
+        near = _failing(statement, family, inst, _magnitude(inst, free))
+        if near is None:
+            return False
+        if not near:
+            return True
+        # a margin within NEAR_TIE of the magnitudes involved: kept only if it survives the inputs moved
+        # by a few ulps (rounding noise changes, or changes sign, when the rounding pattern does)
+        rng = np.random.default_rng(0)
+        for _ in range(2):
+            moved = {k: (_jiggle(v, rng) if k in free else v) for k, v in inst.items()}
+            moved = rebuilt(moved)
+            if spec.valid is not None and not bool(np.all(spec.valid(moved))):
+                return False
+            again = _failing(statement, family, moved, _magnitude(moved, free))
+            if again is None or not _same_margin(near, again):
+                return False
+        return True
+
+    free = {*spec.scalars, *spec.vectors, *([spec.matrix] if spec.matrix is not None else [])}
 
     cur, log = rebuilt(instance), []
     M = spec.matrix
@@ -154,6 +165,59 @@ def shrink(statement, family, instance, spec: Simplify, *, max_evals=400):
     if n_simpler:
         log.append(f"{n_simpler} number(s) simplified")
     return cur, log, evals[0]
+
+
+def _magnitude(inst, free):
+    """The largest finite |entry| of the instance's free fields (the numbers the shrinker moves)."""
+    m = [np.max(np.abs(np.asarray(inst[k], dtype=float)), initial=0.0) for k in free if k in inst]
+    return float(max((x for x in m if np.isfinite(x)), default=0.0))
+
+
+def _failing(statement, family, inst, inputs):
+    """How the printed statement fails on the one-instance batch ``inst``: None where it does not (a
+    theorem part failing beyond its rounding floor, with finite sides and a positive right side, or a
+    rate part), ``{}`` for a clear failure, else ``{part: margin}`` of the near ties — a margin lhs - rhs
+    within :data:`NEAR_TIE` of the sides, or within some ulps of ``inputs`` (the largest number of the
+    instance: sides of 1e-17 computed from numbers of 1 are rounding) — for a check under moved inputs."""
+    try:
+        with np.errstate(all="ignore"):
+            res = statement.run(family, None, None, batch=inst, reading=None)
+    except (ValueError, ZeroDivisionError, np.linalg.LinAlgError, FloatingPointError):
+        return None  # a candidate the statement refuses (outside its domain) is not a counterexample
+    near = {}
+    for p in res.parts:
+        if p.sides.role != "theorem" or not p.failures.size:
+            continue
+        if p.claimed == "rate":
+            return {}
+        s = p.sides
+        lhs, rhs = float(np.asarray(s.lhs)[0]), float(np.asarray(s.rhs)[0])
+        if not (np.isfinite(lhs) and np.isfinite(rhs) and rhs > 0):
+            continue
+        margin = lhs - rhs
+        if margin <= 16 * float(rounding_floor(s)[0]):  # a margin of some rounding floors: not kept
+            continue
+        mag = max(abs(lhs), abs(rhs), float(s.scale[0]) if s.scale is not None else 0.0)
+        if margin > NEAR_TIE * mag and margin > 1024 * ROUND_ULPS * _EPS * inputs:
+            return {}
+        near[p.name] = margin
+    return near or None
+
+
+def _same_margin(near, again):
+    """Every near tie of ``near`` fails again (``again``: {} is a clear failure) within a factor 2."""
+    if not again:
+        return True
+    return all(k in again and 0.5 * m <= again[k] <= 2 * m for k, m in near.items())
+
+
+def _jiggle(v, rng, ulps=4):
+    """``v`` with each float entry moved by up to ``ulps`` relative ulps (integers unchanged)."""
+    v = np.asarray(v)
+    if not np.issubdtype(v.dtype, np.floating):
+        return v
+    eps = float(np.finfo(v.dtype).eps)
+    return v * (1 + ulps * eps * rng.uniform(-1.0, 1.0, v.shape))
 
 
 def _is_diagonal(A):
