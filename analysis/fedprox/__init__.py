@@ -20,6 +20,11 @@ PAPER = {
 FORMAL_STATEMENTS = (
     ("fedprox.lemma1", "Lemma 1, eq. (3)", "model estimation error ≤ (λ/2)(R² − heterogeneity estimate)"),
     ("fedprox.thm1", "Theorem 1, eqs. (4)–(6)", "statistical error with the adaptive λ"),
+    (
+        "fedprox.thm1_remark",
+        "after Theorem 1 (a remark)",
+        "FedProx always performs no worse than LocalTrain",
+    ),
     ("fedprox.lemma2", "Lemma 2", "μ_g, L_g, μ_ℓ, L_ℓ, L_w"),
     ("fedprox.lemma3", "Lemma 3", "∇F_i(w) = λ(w − prox(w))"),
     ("fedprox.thm2", "Theorem 2, eq. (12)", "linear convergence of one-stage FedProx (Algorithm 1)"),
