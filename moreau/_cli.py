@@ -1,4 +1,4 @@
-"""The ``moreau`` command line: ``moreau info``, ``moreau check``, ``moreau reproduce``."""
+"""The ``moreau`` command line: ``moreau info``, ``moreau check``, ``moreau reproduce``, ``moreau audit``."""
 
 from __future__ import annotations
 
@@ -86,13 +86,17 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_reproduce_parser(sub)
+    from .audit._cli import add_audit_parser
+
+    add_audit_parser(sub)
     return p
 
 
 def main(argv=None) -> int:
     """Run the CLI; returns the exit code.
 
-    Exit codes shared by the subcommands: 0 success, 1 a statement failed (``check``),
+    Exit codes shared by the subcommands: 0 success, 1 a statement failed (``check``) or the
+    implementation departs (``audit``),
     2 a usage error (one line on stderr), 3 an internal error (one line; the traceback
     with ``--debug``, accepted anywhere on the command line), 130 interrupted.
     """

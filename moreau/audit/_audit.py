@@ -177,8 +177,7 @@ def _run_impl(
 ) -> tuple[np.ndarray, np.ndarray | None, str]:
     """Global models ``(rounds+1, d)``, local models ``(rounds+1, m, d)`` or None, and the dtype."""
     clients: list[Client] = list(inst.clients)
-    pair = isinstance(impl, tuple)
-    if pair:
+    if isinstance(impl, tuple):
         if len(impl) != 2:
             raise AuditError(f"a pair implementation is (client_update, aggregate) (got {len(impl)} items)")
         _check_callable(impl[0], "client_update", 3, hyper)
@@ -198,14 +197,15 @@ def _run_impl(
                 for c in clients:
                     where = f"round {t}, client_update of client {c.index}"
                     local.append(_as_point(cu(w.copy(), c, rng, **hyper), d, f"client_update ({where})"))
-                L = np.stack(local)
+                stacked = np.stack(local)
+                L: np.ndarray | None = stacked
                 where = f"round {t}, aggregate"
-                new = agg(w.copy(), L.copy(), clients, rng, **hyper)
+                new = agg(w.copy(), stacked.copy(), clients, rng, **hyper)
             else:
                 out = impl(w.copy(), clients, rng, **hyper)
-                new, L = out if isinstance(out, tuple) and len(out) == 2 else (out, None)
+                new, loc = out if isinstance(out, tuple) and len(out) == 2 else (out, None)
+                L = None if loc is None else np.asarray(loc)
                 if L is not None:
-                    L = np.asarray(L)
                     if L.shape != (m, d):
                         raise AuditError(
                             f"round_fn's local models must have shape ({m}, {d}) (got {L.shape})"

@@ -133,12 +133,11 @@ def run_variant(
             eta = float(hyper["eta"]) * knobs.eta_factor
             wg = w[None, :]
             start = np.broadcast_to(w, (m, d)) if knobs.reset_clients else W
-            W = descend(
-                start,
-                int(hyper["K"]),
-                eta,
-                lambda V, wg=wg, lam=lam: grad(V) + knobs.prox_sign * lam * (V - wg),
-            )
+
+            def prox_grad(V: np.ndarray, wg: np.ndarray = wg, lam: float = lam) -> np.ndarray:
+                return grad(V) + knobs.prox_sign * lam * (V - wg)
+
+            W = descend(start, int(hyper["K"]), eta, prox_grad)
             p = _weights(inst, knobs, p0)
             new = w - gamma * np.sum(p[:, None] * (lam * (wg - W)), axis=0)
         elif algorithm == "pfedme":
@@ -151,7 +150,11 @@ def run_variant(
                     W = theta = descend(W, K, step, grad)
                     continue
                 start = theta if knobs.warm_inner else W
-                theta = descend(start, K, step, lambda T, W=W, lam=lam: grad(T) + lam * (T - W))
+
+                def inner_grad(T: np.ndarray, W: np.ndarray = W, lam: float = lam) -> np.ndarray:
+                    return grad(T) + lam * (T - W)
+
+                theta = descend(start, K, step, inner_grad)
                 W = W - eta * lam * (W - theta)
             if S < m:
                 idx = sample_clients(rng, m, S)

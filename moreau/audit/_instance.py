@@ -4,6 +4,7 @@ batched moreau objective the reference algorithms and the exact optima use."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +112,7 @@ def instance(
     else:
         mu = 0.1
         prob = logistic(seed, m=m, n=n, d=d, R=0.3 if heterogeneous else 0.0, mu=mu)
-    obj = prob.objective
+    obj: Any = prob.objective  # LeastSquares or Logistic: their samples X, y
     X, y = np.asarray(obj.X), np.asarray(obj.y)
     rows = (np.arange(n)[None, :] < sizes[:, None]).astype(float)  # zero weight: a dropped row
     objective: Objective = (
