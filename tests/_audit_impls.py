@@ -47,8 +47,18 @@ def fedavg(*, l2=0.0, total=False, eta_times_s=False, by_samples=False, uniform=
     return round_fn
 
 
-def fedprox(*, l2=0.0, total=False, eta_times_s=False, by_samples=False, uniform=False, beta=0.0, reset=False,
-            sign=1.0, dtype=np.float64):
+def fedprox(
+    *,
+    l2=0.0,
+    total=False,
+    eta_times_s=False,
+    by_samples=False,
+    uniform=False,
+    beta=0.0,
+    reset=False,
+    sign=1.0,
+    dtype=np.float64,
+):
     state = {}
 
     def client_update(w, c, rng, *, lam, gamma, eta, K):
