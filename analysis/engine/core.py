@@ -219,7 +219,8 @@ class Statement:
     claim: dict
     mutants: tuple = ()
     equivalent_mutants: dict = field(default_factory=dict)  # name -> why it cannot be rejected
-    findings: tuple = ()  # documented findings about the statement
+    findings: tuple = ()  # notes: the catalogue authors' prose about the statement (--describe and
+    # docs/catalogue.md only, labelled; never a run's findings, which are computed: engine.findings)
     strategy: Callable | None = None  # optional: family -> hypothesis strategy of batches (analysis.search)
     prepare: Callable | None = None  # optional: batch -> claim-independent data that evaluate receives
     scaling: dict = field(default_factory=dict)  # optional: family -> (batch, s, c) -> the batch under
@@ -288,6 +289,13 @@ class Statement:
             raise ValueError(f"{self.id}: reading names must be distinct (got {names})")
 
     @property
+    def notes(self) -> tuple:
+        """The catalogue's prose about the statement (the ``findings=`` field, kept under that name for
+        the statements already written): shown by ``--describe`` and docs/catalogue.md under
+        ``engine.findings.NOTES_LABEL``, never in a run's report or JSON (docs/findings.md)."""
+        return tuple(self.findings)
+
+    @property
     def reference(self):
         """The claim mutants are applied to: None (the printed claim) when it is expected to hold,
         else the first reading expected to hold (a mutant of a failing claim refutes nothing)."""
@@ -315,7 +323,7 @@ class Statement:
     def run(
         self,
         family: str,
-        trials: int,
+        trials: int | None,
         rng,
         mutant: Mutant | None = None,
         batch=None,
