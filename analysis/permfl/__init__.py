@@ -23,7 +23,9 @@ theorem of that description must contain, with constants derived here (never rea
 * Theorem 1 (strongly convex): the contraction factors 1 − α(μ+λ), 1 − η(μ_F+γ), 1 − βμ_G of the
   three levels with exact inner solves (μ_F = λμ/(λ+μ), μ_G = γμ_F/(γ+μ_F), pFedMe's
   Proposition 1 applied twice) and linear convergence of the algorithm as run (K team rounds,
-  L local steps);
+  L local steps) at the composed factor 1 − β(1 − ρ̃_team^K)μ̃_G, μ̃_F = (1 − ρ_dev^L)μ_F (derived
+  here, attained by aligned devices), to a fixed point that is not the optimum of (4.3) (finite K, L
+  reweight teams and devices: ``round_map.reweighted_fixed_point``; the bias is measured);
 * Theorem 2 (nonconvex): λ > 2L and γ > 2λ (the latter quoted from the paper by the report;
   the former pFedMe's condition one level down) make F_i λ-smooth and G_i γ-smooth, and GD on
   G with β ≤ 1/γ gives (1/T)Σ‖∇G(x^t)‖² ≤ 2(G(x⁰) − G*)/(βT).

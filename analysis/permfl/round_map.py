@@ -21,6 +21,16 @@ Plain numpy over T instances (no ``moreau.fl`` code: the checkers compare this m
 ``moreau.fl.permfl``).  Shapes: ``A`` ``(T, m, d, d)``, ``b`` ``(T, m, d)``, parameters ``(T,)``,
 ``K``, ``L`` ints ``(T,)``.
 
+Where the run goes (:func:`reweighted_fixed_point`): with :math:`\tilde B_i = \lambda(I -
+\mathrm{mean}_j M_{\theta,ij})`, :math:`\tilde c_i = \lambda\,\mathrm{mean}_j m_{\theta,ij}` (the team
+problem as L local steps see it) the team map's own fixed point is :math:`w_i^\infty(x) = (\gamma I +
+\tilde B_i)^{-1}(\gamma x + \tilde c_i)` and K team steps give :math:`T_i^Kx + (I - T_i^K)w_i^\infty(x)`
+(:math:`S_i = (I - T_i^K)(I - T_i)^{-1}`, :math:`I - T_i = \eta(\gamma I + \tilde B_i)`), so the run's fixed
+point :math:`\bar x` solves :math:`\mathrm{mean}_i W_i(\tilde B_i\bar x - \tilde c_i) = 0`,
+:math:`W_i = (I - T_i^K)(\gamma I + \tilde B_i)^{-1}`; x* solves the same with :math:`\tilde B_i = B_i`,
+:math:`\tilde c_i = c_i` and :math:`W_i = (\gamma I + B_i)^{-1}` (K, L → ∞): finite K reweights the teams,
+finite L the devices within a team.
+
 References: Dadras thesis eq. (4.3); Paper II, Algorithm 1 (as the authors' code computes it).
 """
 
@@ -28,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fixed_point", "levels", "membership", "run_map", "spectral_radius"]
+__all__ = ["fixed_point", "levels", "membership", "reweighted_fixed_point", "run_map", "spectral_radius"]
 
 
 def membership(teams):
@@ -100,6 +110,28 @@ def run_map(A, b, teams, lam, gamma, alpha, eta, beta, K, L, lam_device=None):
     P = (1 - bg) * np.eye(d) + bg * np.mean(TK + eta4 * gam4 * S, axis=1)
     q = bg[:, 0] * np.mean(np.einsum("tmij,tmj->tmi", S, c), axis=1)
     return (P + np.swapaxes(P, -1, -2)) / 2, q
+
+
+def reweighted_fixed_point(A, b, teams, lam, gamma, alpha, eta, K, L):
+    """``x_bar (T, d)``: the run's fixed point from the reweighted stationarity equation (module
+    docstring), computed from the device maps directly (not through ``run_map``'s P, q)."""
+    E, N = membership(teams)
+    d = A.shape[-1]
+    a, V = np.linalg.eigh(A)
+    Vt = np.swapaxes(V, -1, -2)
+    lam2 = _col(lam)
+    dL = (1 - _col(alpha) * (a + lam2)) ** _col(L)
+    one_minus_M = (V * ((1 - dL) * a / (a + lam2))[..., None, :]) @ Vt  # I - M_theta, per device
+    g = np.einsum("tmij,tmj->tmi", V, (1 - dL) / (a + lam2) * np.einsum("tmij,tmj->tmi", Vt, b))
+    lam4, gam4 = _col(lam, 3), _col(gamma, 3)
+    Bt = lam4 * _team_mean(E, N, one_minus_M)
+    ct = _col(lam) * _team_mean(E, N, g)
+    Tm = np.eye(d) - _col(eta, 3) * (gam4 * np.eye(d) + Bt)
+    TK = np.stack([np.linalg.matrix_power(Tm[t], int(k)) for t, k in enumerate(np.asarray(K))])
+    W = (np.eye(d) - TK) @ np.linalg.inv(gam4 * np.eye(d) + Bt)
+    lhs = np.mean(W @ Bt, axis=1)
+    rhs = np.mean(np.einsum("tmij,tmj->tmi", W, ct), axis=1)
+    return np.linalg.solve(lhs, rhs[..., None])[..., 0]
 
 
 def fixed_point(P, q):
