@@ -38,7 +38,7 @@ def add_reproduce_parser(sub):
     p = sub.add_parser(
         "reproduce",
         help="reproduce the papers' figures (PNG, PDF, CSV, JSON manifest)",
-        description=__doc__,
+        description=(__doc__ or "").replace("``", ""),  # the docstring's markup is not for a terminal
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("name", nargs="?", help="experiment name (see --list)")

@@ -65,7 +65,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="moreau", description=__doc__)
+    p = _Parser(prog="moreau", description=(__doc__ or "").replace("``", ""))  # no rst markup on a terminal
     p.add_argument("--version", action="version", version=f"moreau {_version(DISTRIBUTION)}")
     p.add_argument(
         "--debug",

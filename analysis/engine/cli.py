@@ -356,7 +356,11 @@ def cmd_check(args) -> int:
         analyses = [analyse(r) for r in records]
         print_analyses(records, analyses)
     if args.save_counterexamples:
-        report.save(records, args.save_counterexamples, verbose=args.verbose)
+        try:
+            report.save(records, args.save_counterexamples, verbose=args.verbose)
+        except OSError as exc:  # a full disk, a quota: the environment, as for --json (exit 2)
+            where = exc.filename or args.save_counterexamples
+            return _fail(f"cannot write --save-counterexamples {where}: {exc.strerror or exc}")
     if args.symbolic:
         from moreau.analysis.engine.symbolic import print_proofs
 

@@ -125,6 +125,7 @@ Keys may be added; none of the above will be renamed or removed.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shlex
@@ -134,6 +135,7 @@ from typing import Any
 
 import numpy as np
 
+from moreau._files import atomic_write
 from moreau.analysis.engine.core import take
 from moreau.analysis.engine.findings import record_findings
 
@@ -395,7 +397,9 @@ def save_instance(
         raise ValueError(f"counterexample file {path} would be outside --save-counterexamples {directory}")
     meta = {"id": statement_id, "family": family, "mutant": mutant}
     fields: dict[str, Any] = {k: np.asarray(v) for k, v in one.items()}  # arrays, as savez's **kwds
-    np.savez(path, __meta__=np.array(json.dumps(meta)), **fields)
+    buffer = io.BytesIO()  # written whole or not at all (a full disk leaves no truncated .npz)
+    np.savez(buffer, __meta__=np.array(json.dumps(meta)), **fields)
+    atomic_write(path, buffer.getvalue())
     sid, fam, where = (shlex.quote(str(a)) for a in (statement_id, family, path))
     cmd = f"moreau check {sid} --family {fam} --replay {where}"
     return path, cmd

@@ -171,7 +171,11 @@ def _num(x):
 def _short(source):
     """The statement's place in its paper (the id names the paper): "Theorem 2 (a), (b)"."""
     where = source.split(", ", 1)[-1] if ", " in source else source
-    return where if len(where) <= 26 else where[:25] + "."
+    if len(where) <= 26:
+        return where
+    cut = where[:25]  # at a word boundary when there is one, marked with an ellipsis
+    head = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return head.rstrip(" ,;(") + "…"
 
 
 def _wrap(line, indent=22):

@@ -236,7 +236,8 @@ def headline(sv) -> list:
             "FAILS AS PRINTED"
             + (f" (max {p['max_ratio']:.4g})" if p["max_ratio"] is not None else "")
             + (
-                f"; right side negative on {', '.join(p['rhs_negative'])} instances"
+                f"; right side negative on {', '.join(p['rhs_negative'])} instances (the bound is below 0 "
+                "there; the max ratio leaves them out)"
                 if p.get("rhs_negative")
                 else ""
             )
