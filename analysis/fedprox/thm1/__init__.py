@@ -196,10 +196,12 @@ def instances(family, trials, rng):
 
 
 def remark_instances(family, trials, rng):
-    """The configurations of :func:`instances` without the recorded worst instances (those are worst
-    instances of the bounds (4), (5), not of the remark; the remark's part compares methods on the grid)."""
+    """The configurations of :func:`instances` without the recorded worst instances and their fields
+    (those are worst instances of the bounds (4), (5), not of the remark, whose part compares methods
+    on the grid)."""
     batch = instances(family, trials, rng)
-    return take(batch, np.flatnonzero(np.asarray(batch["worst"]) == 0))
+    keep = take(batch, np.flatnonzero(np.asarray(batch["worst"]) == 0))
+    return {k: v for k, v in keep.items() if k not in ("worst", "n", "R")}
 
 
 def minimal_counterexample():
@@ -215,9 +217,6 @@ def minimal_counterexample():
         "seed": np.array([0]),
         "mc_trials": np.array([MC_TRIALS]),
         "family": np.zeros(1, dtype=int),
-        "worst": np.zeros(1, dtype=int),  # a configuration (its part sweeps the grid), not a recorded point
-        "n": np.array([np.nan]),
-        "R": np.array([np.nan]),
     }
 
 

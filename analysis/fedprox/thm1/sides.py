@@ -85,6 +85,9 @@ def evaluate(batch, claim):
         col = {k: np.array([r[name].get(k, np.nan) for r in rows], dtype=float) for k in keys}
         app = np.array([bool(r[name].get("applicable", True)) for r in rows])
         meta = dict(META[name])
+        rate = "kind" in meta  # a rate part (fitted exponent against the claim's), else lhs <= rhs
+        for k in ("slope", "lo", "hi", "exponent") if rate else ("lhs", "rhs"):  # a batch of worst rows only
+            col.setdefault(k, np.full(len(rows), np.nan))
         with np.errstate(divide="ignore", invalid="ignore"):  # the note of the worst configuration
             ratio = col["lhs"] / col["rhs"] if "lhs" in col else np.zeros(len(rows))
         worst = int(np.argmax(np.where(app & ~np.isnan(ratio), ratio, -np.inf)))
@@ -100,7 +103,7 @@ def evaluate(batch, claim):
                 f"{'; ' if meta['note'] else ''}not computed on the {recorded} recorded worst "
                 f"instance{'s' if recorded > 1 else ''} (exact (4), (5) only, at its own n, R)"
             )
-        if "slope" in col:
+        if rate:
             out[name] = rate_sides(
                 col["slope"],
                 (col["lo"], col["hi"]),

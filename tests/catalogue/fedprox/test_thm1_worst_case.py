@@ -11,6 +11,7 @@ E‖w̃⁽ⁱ⁾ − w⋆⁽ⁱ⁾‖² = [λ²R² + (σ²μ/n)((1 + t)² + (m �
 import numpy as np
 import pytest
 
+from moreau.analysis.engine.core import take
 from moreau.analysis.fedprox import thm1
 from moreau.analysis.fedprox.thm1 import CLAIM
 from moreau.analysis.fedprox.thm1.least_squares_moments import error_maps, exact_errors
@@ -68,7 +69,7 @@ def test_default_batch_contains_the_recorded_worst_instance():
     assert got == {"m": M, "d": 1, "mu": MU, "L": MU, "sigma": SIGMA, "n": N, "R": w.R}
     assert np.all(np.isnan(batch["n"][batch["worst"] == 0]))
     remark = thm1.STATEMENTS[1].instances("quadratic", None, np.random.default_rng(0))
-    assert not np.any(remark["worst"]) and remark["m"].size == batch["m"].size - len(thm1.WORST)
+    assert "worst" not in remark and remark["m"].size == batch["m"].size - len(thm1.WORST)
 
 
 def test_default_run_reaches_the_worst_ratio_of_5_and_holds():
@@ -108,3 +109,21 @@ def test_error_vs_m_tiling_is_finite_when_the_first_two_directions_coincide():
         r = out[part]
         assert np.isfinite([r["slope"], r["lo"], r["hi"]]).all(), (part, r)
         assert r["lo"] - 0.05 <= -1.0 <= r["hi"] + 0.05, (part, r)
+
+
+def test_a_batch_of_the_worst_instance_alone_is_judged_on_the_exact_parts_only():
+    """A chunk or a replay may hold only recorded worst instances: every part is still returned, the
+    Monte Carlo and rate parts with no applicable instance, the exact (5) with the closed form's ratio."""
+    st = thm1.STATEMENTS[0]
+    batch = st.instances("quadratic", None, np.random.default_rng(0))
+    one = take(batch, np.flatnonzero(batch["worst"] == 1))
+    res = st.run("quadratic", None, None, batch=one, reading=None)
+    assert res.holds and [p.name for p in res.parts] == list(thm1.PARTS[:12])
+    tested = {p.name for p in res.parts if p.applicable}
+    assert tested == {thm1.PARTS[1], thm1.PARTS[3], thm1.PARTS[4]}
+    rho = SIGMA * np.sqrt(MU)
+    lam = rho**2 / (N * R**2)
+    (p5,) = [p for p in res.parts if p.name == thm1.PARTS[3]]
+    np.testing.assert_allclose(
+        p5.max_ratio, closed_form(M, MU, SIGMA, N, R, lam) / bound5(M, MU, rho, N, R), rtol=1e-6
+    )
