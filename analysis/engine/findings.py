@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from moreau.analysis.engine.render import params
+
 __all__ = ["record_findings", "finding_lines", "NOTES_LABEL", "GROWTH_BINS", "GROWTH_FACTOR", "fmt"]
 
 #: the label of the catalogue's prose in ``--describe`` and docs/catalogue.md
@@ -73,8 +75,6 @@ def _params(batch, index, i) -> str:
         if k >= np.size(index) or index[k] != i:
             return ""
         row = k
-    from moreau.analysis.engine.report import _params as params
-
     return params(batch, row, PARAMS_ROOM)
 
 

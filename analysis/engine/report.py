@@ -9,6 +9,7 @@ import textwrap
 
 import numpy as np
 
+from moreau.analysis.engine.render import params as _params
 from moreau.analysis.engine.verdict import FAILS, headline, statement_verdict, worst_failure
 
 __all__ = [
@@ -44,27 +45,6 @@ def verdict_of(st, recs):
         [r.result for r in recs] + [r.minimal[1] for r in recs if r.minimal is not None],
         {r.name: [rec.readings[r.name][0] for rec in recs if r.name in rec.readings] for r in st.readings},
     )
-
-
-def _params(batch, row, room=None):
-    """The instance's parameters as ``k=v`` (scalars first, then small arrays; sizes of the rest); with
-    ``room``, those that fit in it (then ", ..."), else all of them."""
-    scal, small, big = [], [], []
-    for k, v in batch.items():
-        a = np.asarray(v)[row] if np.ndim(v) else np.asarray(v)
-        if a.size == 1:
-            scal.append(f"{k}={_fmt(float(a.reshape(-1)[0])) if np.issubdtype(a.dtype, np.number) else a}")
-        elif a.size <= 4 and np.issubdtype(a.dtype, np.number):
-            small.append(f"{k}=[{', '.join(_fmt(float(x)) for x in a.reshape(-1))}]")
-        else:
-            big.append(f"{k}:{'x'.join(map(str, a.shape))}")
-    out, skipped = "", False
-    for item in scal + small + big:
-        if room is not None and len(out) + len(item) + 7 > room:
-            skipped = True
-            continue
-        out += (", " if out else "") + item
-    return out + (", ..." if skipped else "")
 
 
 def counterexample_text(recs, results, reading=None):
