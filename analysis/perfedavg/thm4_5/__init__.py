@@ -43,7 +43,8 @@ part): ε = 1/q², q ∈ {10, 30, 100, 300, 1000}, τ = q = ε^{−1/2}, K = q³
 1/(10τL_F) holds: L = 0.1), four sweeps: full participation from w_0 ≠ w*, full participation with
 batch noise, and one client of two per round (r = 1/2) from w*, with and without batch noise
 (quadratics have no estimator bias, so the corollary's α²σ_G²/D is 0): the fitted slope of the
-exact lhs against ε must be at least 1 (the O(ε) claim; atol 0.1).
+exact lhs against ε must be at least 1 (the O(ε) claim; atol 0.01: the local slopes of the exact lhs differ
+from the fitted one by ~1e-4, so an exponent 1.1 is rejected).
 
 Family logistic (Monte Carlo, as the issue asks: μ = 0): n = 4 clients of m = 8 samples, d = 3,
 K = 3 rounds, τ ∈ {1, 2, 3}, S ∈ {1, ..., 4}, batches D, D′, D″ ∈ {1, 2, 3}, α ∈ (0, 1/L] (a third
@@ -233,6 +234,7 @@ STATEMENTS = (
                 {"beta_condition": lambda b, tau, LF: b <= 10 / (tau * LF)},
             ),
             Mutant("Corollary 4.6: O(eps) -> O(eps^1.5)", {"cor_exponent": 1.5}),
+            Mutant("Corollary 4.6: exponent 1.1 (O(eps^1.1))", {"cor_exponent": 1.1}),
             Mutant("inequality reversed", {"flip": (PARTS[0],)}),
             Mutant(
                 "convex-case gap: F(w_0) - F* -> <grad F(w_0), w_0 - w*> (a bound only for convex F)",

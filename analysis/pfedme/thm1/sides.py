@@ -17,6 +17,7 @@ from moreau.analysis.pfedme.round_map import average_exponent, constants, limit_
 from moreau.analysis.pfedme.thm1.client_sampling import sampling_grid, sampling_sides, sigma_F1
 from moreau.analysis.pfedme.thm1.drift import (
     ETA_STEPS,
+    MB_ATOL,
     NB_DELTA,
     biased_neighbourhood,
     drift_gaps,
@@ -182,7 +183,7 @@ def finish(prep, claim):
             ciD,
             claim["nbhd_exponent_D"],
             kind="at most",
-            atol=0.1,
+            atol=MB_ATOL,
             constants=consts,
             level=0.99,
             note=noteD,
