@@ -71,13 +71,19 @@ def parse_set(items) -> list:
     for item in items or ():
         key, eq, text = item.partition("=")
         if not eq or not key.strip():
-            raise ConfigError(f"--set {item}: expected KEY=VALUE (e.g. --set rounds=200)")
+            raise ConfigError(f"--set {_printable(item)}: expected KEY=VALUE (e.g. --set rounds=200)")
         try:
             value = json.loads(text)
         except ValueError:
             value = text
-        out.append((f"--set {item}", key.strip(), value))
+        out.append((f"--set {_printable(item)}", key.strip(), value))
     return out
+
+
+def _printable(text) -> str:
+    """``text`` as typed when it is printable, else its Python repr (a control character such as a
+    newline or a carriage return would break the one-line error)."""
+    return str(text) if str(text).isprintable() else repr(str(text))
 
 
 def read_toml(path) -> list:
@@ -99,7 +105,7 @@ def read_toml(path) -> list:
         raise ConfigError(f"--config {path}: not valid TOML ({str(exc).splitlines()[0]})") from None
     except UnicodeDecodeError as exc:  # a binary file
         raise ConfigError(f"--config {path}: not a TOML text file (not UTF-8: {exc.reason})") from None
-    return [(f"--config {path}", key, value) for key, value in data.items()]
+    return [(f"--config {_printable(path)}", key, value) for key, value in data.items()]
 
 
 def resolve(experiment, quick: bool, trials, overrides=()) -> tuple:
@@ -156,7 +162,7 @@ def _apply(name, source, params, examples, path, value, applied, prefix=""):
         keys = ", ".join(params) or "none"
         what = f"for {name}" if not prefix else f"in table '{prefix[:-1]}'"
         raise ConfigError(
-            f"{source}: unknown key '{where}' {what} (its keys: {keys}; "
+            f"{source}: unknown key {where!r} {what} (its keys: {keys}; "
             f"moreau reproduce {name} --print-config shows them)"
         )
     ex = [e[head] for e in examples if isinstance(e, dict) and head in e]
