@@ -270,7 +270,9 @@ class Statement:
             raise TypeError(f"{self.id}: claim must be a dict of formulas (got {type(self.claim).__name__})")
         for kind, cls, items in (("mutants", Mutant, self.mutants), ("readings", Reading, self.readings)):
             if not isinstance(items, tuple | list):
-                raise TypeError(f"{self.id}: {kind} must be a tuple of {cls.__name__} objects (got {items!r:.60})")
+                raise TypeError(
+                    f"{self.id}: {kind} must be a tuple of {cls.__name__} objects (got {items!r:.60})"
+                )
             bad = [type(x).__name__ for x in items if not isinstance(x, cls)]
             if bad:
                 raise TypeError(f"{self.id}: {kind} must be {cls.__name__} objects (got {bad})")
