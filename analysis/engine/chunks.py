@@ -68,11 +68,11 @@ class ChunkReducer:
             if np.isfinite(p.max_ratio):
                 q["max_ratio"] = max(q["max_ratio"], p.max_ratio)
             rows |= _worst_rows(p)
-        rows = np.array(sorted(rows), dtype=np.int64)
+        kept = np.array(sorted(rows), dtype=np.int64)
         new = {
-            "batch": take(batch, rows),
-            "index": rows + off,
-            "parts": [_rows_of(p, rows) for p in result.parts],
+            "batch": take(batch, kept),
+            "index": kept + off,
+            "parts": [_rows_of(p, kept) for p in result.parts],
         }
         self._merge(new)
         self.total += n

@@ -13,6 +13,7 @@ import contextvars
 import dataclasses
 from dataclasses import dataclass, field
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -80,7 +81,7 @@ class Sides:
     lhs: np.ndarray
     rhs: np.ndarray
     claimed: str = "upper"
-    applicable: np.ndarray | None = None
+    applicable: Any = None  # a boolean array after __post_init__ (None when made: every instance)
     lhs_ci: tuple | None = None
     confidence: float | None = None
     constants: dict = field(default_factory=dict)
@@ -89,11 +90,11 @@ class Sides:
     atol: float = 0.0
     role: str = "theorem"
     family: int | None = None
-    floor: object = None  # optional, per instance: the rounding level of the computed left side (e.g.
+    floor: Any = None  # optional, per instance: the rounding level of the computed left side (e.g.
     # 64 eps |w_0 - w*| for an iterate's distance); a failure with lhs <= floor, or
     # lhs - rhs <= floor, is "at the rounding floor": not a failure, the verdict is
     # undecided there (or decided by Statement.precise); -inf: none (decided in higher precision)
-    scale: object = None  # optional, per instance: the magnitude of the terms combined to compute the
+    scale: Any = None  # optional, per instance: the magnitude of the terms combined to compute the
     # sides (|x*| for a distance |x_t - x*| of iterates near x*, the largest term of a sum
     # that cancels): the default rounding floor is ROUND_ULPS eps max(|lhs|, |rhs|, scale)
     # (:func:`rounding_floor`); without it, only the sides' own magnitudes are known
@@ -131,14 +132,14 @@ class PartResult:
     tight: bool
     failures: np.ndarray  # instance indices where the part fails
     sides: Sides
-    holds_each: np.ndarray = None  # per instance (True where not applicable)
-    slack: np.ndarray = None  # per instance: rhs - lhs (negative: violated)
-    ratio: np.ndarray = None  # per instance: lhs / rhs
+    holds_each: Any = None  # per instance (True where not applicable)
+    slack: Any = None  # per instance: rhs - lhs (negative: violated)
+    ratio: Any = None  # per instance: lhs / rhs
     rhs_negative: int = 0  # applicable instances whose right side is negative (the bound says nothing)
     at_floor: int = 0  # instances that fail only at the rounding floor (``Sides.floor``)
-    floor_rows: np.ndarray = None  # their indices (for a replay in higher precision: ``Statement.precise``)
+    floor_rows: Any = None  # their indices (for a replay in higher precision: ``Statement.precise``)
     replayed: int = 0  # at-floor instances decided by that replay (held or failed there)
-    index: np.ndarray = None  # global instance index of each row of ``sides`` (None: the row itself;
+    index: Any = None  # global instance index of each row of ``sides`` (None: the row itself;
 
 
 def _ratio(lhs, rhs):
