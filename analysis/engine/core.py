@@ -238,6 +238,10 @@ class Statement:
     # consistency check no mutant can reject
     expect: str = "holds"  # what the catalogue expects of the printed statement
     origin: str = "printed"  # ORIGINS: printed, a remark of the discussion, or a reconstruction
+    implies: tuple = ()  # names of engine.properties.PROPERTIES the printed hypotheses imply (never
+    # reported as shared by every instance)
+    waived: dict = field(default_factory=dict)  # property name (every family) or (family, name) -> why the
+    # catalogue cannot widen its generators to the complement; reported as waived, with the reason
     simplify: dict = field(
         default_factory=dict
     )  # family -> shrink.Simplify: what the fields of an instance are,
@@ -288,6 +292,7 @@ class Statement:
             raise ValueError(f"{self.id}: expect must be one of {EXPECTATIONS} (got {self.expect!r})")
         if self.origin not in ORIGINS:
             raise ValueError(f"{self.id}: origin must be one of {ORIGINS} (got {self.origin!r})")
+        _check_properties(self.id, self.implies, self.waived)
         names = [r.name for r in self.readings]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.id}: reading names must be distinct (got {names})")
@@ -373,6 +378,30 @@ class Statement:
         if self.precise is not None and any(_undecided_rows(p).size for p in parts):
             parts = _replay_precise(self.precise, batch, claim, parts, flip)
         return Result(self.id, family, n, parts, time.perf_counter() - t0)
+
+
+def _check_properties(sid: str, implies: object, waived: object) -> None:
+    """``implies`` a tuple of property names and ``waived`` a dict {name or (family, name): reason},
+    every name one of :data:`moreau.analysis.engine.properties.PROPERTIES`."""
+    from moreau.analysis.engine.properties import PROPERTIES
+
+    if not isinstance(implies, tuple | list) or not all(isinstance(n, str) for n in implies):
+        raise TypeError(f"{sid}: implies must be a tuple of property names (got {implies!r:.80})")
+    if not isinstance(waived, Mapping):
+        raise TypeError(f"{sid}: waived must be a dict {{property name: why}} (got {type(waived).__name__})")
+    names = list(implies)
+    for key, why in waived.items():
+        name = key[1] if isinstance(key, tuple) and len(key) == 2 else key
+        if not isinstance(name, str) or not isinstance(why, str) or not why.strip():
+            raise ValueError(
+                f"{sid}: waived maps a property name or (family, name) to why it is waived (got {key!r}: {why!r:.60})"
+            )
+        names.append(name)
+    unknown = sorted({n for n in names if n not in PROPERTIES})
+    if unknown:
+        raise ValueError(
+            f"{sid}: unknown properties {unknown} in implies/waived; known: {sorted(PROPERTIES)}"
+        )
 
 
 def evaluate_claim(
