@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-__all__ = ["fit_exponent"]
+__all__ = ["fit_exponent", "detectable_change", "part_detectable_change"]
 
 
 def fit_exponent(x, y, *, y_se=None, level=0.95):
@@ -83,6 +83,54 @@ def fit_exponent(x, y, *, y_se=None, level=0.95):
         sd = np.sqrt(np.sum(resid**2, axis=-1) / (G - 2) / sxx)
         q = stats.t.ppf(0.5 + level / 2, G - 2)
     return slope, (slope - q * sd, slope + q * sd)
+
+
+def detectable_change(lo, hi, exponent, kind, atol):
+    r"""The smallest change of the claimed exponent that a rate part's interval rejects (its *power*).
+
+    The judge (``moreau.analysis.engine.judge.rate_sides``) decides a claimed exponent ``e`` against
+    the interval ``[lo, hi]`` of the fitted one, with tolerance ``atol``:
+
+    * ``kind="equal"``: holds iff ``lo - atol <= e <= hi + atol``.  A claim ``e + Δ`` is rejected iff
+      ``Δ > hi + atol - e`` or ``-Δ > e - lo + atol``; every ``|Δ| > d`` is rejected whatever its sign iff
+      ``d >= max(hi - e, e - lo) + atol``: returns ``max(hi - e, e - lo) + atol``;
+    * ``kind="at most"``: holds unless ``lo > e + atol``; only a lowered claim ``e - Δ`` can be rejected,
+      iff ``Δ > e + atol - lo``: returns ``e - lo + atol``;
+    * ``kind="at least"``: holds unless ``hi < e - atol``; only a raised claim ``e + Δ`` can be
+      rejected, iff ``Δ > hi + atol - e``: returns ``hi - e + atol``.
+
+    So a change strictly larger than the returned value (in the direction the kind can see) is
+    rejected on this instance; a smaller one is not.  Negative where the claim ``e`` itself is
+    rejected (every change in that direction down to ``-d`` is too).  Arrays broadcast; NaN where
+    an input is NaN (an instance without a fit).
+    """
+    from moreau.analysis.engine.judge import RATE_KINDS
+
+    if kind not in RATE_KINDS:
+        raise ValueError(f"kind must be one of {RATE_KINDS} (got {kind!r})")
+    if not (np.isfinite(atol) and atol >= 0):
+        raise ValueError(f"atol must be finite and >= 0 (got {atol!r})")
+    lo, hi, e = (np.asarray(v, dtype=float) for v in (lo, hi, exponent))
+    with np.errstate(invalid="ignore"):
+        if np.any(lo > hi):
+            raise ValueError("lo must be <= hi")
+        if kind == "equal":
+            return np.maximum(hi - e, e - lo) + atol
+        if kind == "at most":
+            return e - lo + atol
+        return hi - e + atol
+
+
+def part_detectable_change(p):
+    """A judged rate part's power: the smallest :func:`detectable_change` over its applicable instances
+    with a fit (a mutant is rejected when one instance rejects it), from the intervals the judge used
+    (widened jointly over the run's instances); None without such an instance or for other parts."""
+    s = p.sides
+    if p.claimed != "rate" or s.lhs_ci is None:
+        return None
+    d = detectable_change(s.lhs_ci[0], s.lhs_ci[1], s.rhs, s.kind, s.atol)
+    d = d[np.asarray(s.applicable, bool) & np.isfinite(d)]
+    return float(np.min(d)) if d.size else None
 
 
 def _positive(name, a):

@@ -52,7 +52,11 @@ Parts may carry more keys:
   ``"kind": "equal" | "at most" | "at least"``, ``"atol"`` (see ``moreau.analysis.engine.core.rate_sides``),
   ``"level"`` (two-sided level of the intervals, or null); ``max_ratio`` is
   max slope/exponent and ``min_slack`` the smallest margin by which an
-  interval (widened by atol) meets the claim;
+  interval (widened by atol) meets the claim; ``"detectable_change"``: the part's power, the
+  smallest change of the claimed exponent its intervals reject on some instance
+  (``moreau.analysis.engine.rates.detectable_change``, docs/power.md), or null;
+* an inequality part (``"upper"``, ``"tight"``): ``"identically_zero"``: its left side is exactly 0 on
+  every applicable instance (the part reduces to rhs >= 0 on this family: not evidence);
 * a Monte Carlo bound part (an upper bound whose lhs is estimated):
   ``"level"`` (two-sided level), and at the applicable instance closest to
   failing (largest lower end / rhs) ``"worst_instance"``, ``"lhs"``,
@@ -138,6 +142,7 @@ import numpy as np
 from moreau._files import atomic_write
 from moreau.analysis.engine.core import take
 from moreau.analysis.engine.findings import record_findings
+from moreau.analysis.engine.rates import part_detectable_change
 
 __all__ = [
     "SLACK_THRESHOLD",
@@ -306,6 +311,18 @@ def _margin(p):
     return float(np.max(rel)) if rel.size else float("nan")
 
 
+def identically_zero(p) -> bool:
+    """An inequality part whose left side is exactly 0 on every applicable instance (interval included):
+    on this family it reduces to ``rhs >= 0`` and is no evidence for the bound (e.g. the bias of an
+    estimate that is unbiased on quadratics, perfedavg.lemma4_3 and appendix_h)."""
+    s = p.sides
+    if p.claimed not in ("upper", "tight") or not p.applicable:
+        return False
+    app = np.asarray(s.applicable, bool)
+    sides = [s.lhs] + (list(s.lhs_ci) if s.lhs_ci is not None else [])
+    return bool(all(np.all(np.asarray(v)[app] == 0) for v in sides))
+
+
 def is_loose(p, threshold) -> bool:
     """A theorem's inequality part that holds, tested, with max LHS/RHS below ``threshold``."""
     return bool(
@@ -341,6 +358,7 @@ def _part_json(p, slack_threshold=None) -> dict:
         )  # the intervals below hold at ``level`` jointly over that many instances
     if p.claimed == "rate":
         lo, hi = s.lhs_ci
+        d = part_detectable_change(p)
         out.update(
             slope=[_num(v) for v in s.lhs],
             slope_ci=[[_num(a), _num(b)] for a, b in zip(lo, hi, strict=True)],
@@ -348,7 +366,10 @@ def _part_json(p, slack_threshold=None) -> dict:
             kind=s.kind,
             atol=float(s.atol),
             level=level,
+            detectable_change=None if d is None else _num(d),  # rates.detectable_change: the part's power
         )
+    elif p.claimed in ("upper", "tight"):
+        out["identically_zero"] = identically_zero(p)
     elif s.lhs_ci is not None and p.applicable:
         i = worst_ci_instance(s)
         out.update(

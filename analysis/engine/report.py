@@ -9,6 +9,7 @@ import textwrap
 
 import numpy as np
 
+from moreau.analysis.engine.rates import part_detectable_change
 from moreau.analysis.engine.render import params as _params
 from moreau.analysis.engine.verdict import FAILS, headline, statement_verdict, worst_failure
 
@@ -260,7 +261,11 @@ def _measure(p):
         return f"max error/allowed {_fmt(p.max_ratio)}"
     if p.claimed == "rate":
         return _rate_measure(p)
+    from moreau.analysis.engine.records import identically_zero
+
     s = p.sides
+    if identically_zero(p):
+        return "lhs identically 0 on this family: not evidence (the part reduces to rhs >= 0)"
     if s.lhs_ci is not None and p.applicable and p.holds and np.isfinite(p.max_ratio) and p.max_ratio > 1:
         return f"max L/R {_fmt(p.max_ratio)} by its point estimate: consistent with attained" + _ci_measure(p)
     return f"max L/R {_fmt(p.max_ratio)}, {'attained' if p.tight else 'not attained'}" + _ci_measure(p)
@@ -283,8 +288,19 @@ def _rate_measure(p):
     claim = {"equal": "exponent", "at most": "exponent at most", "at least": "exponent at least"}[s.kind]
     return (
         f"fitted exponent {_fmt(s.lhs[i])} [{_fmt(s.lhs_ci[0][i])}, {_fmt(s.lhs_ci[1][i])}], claimed {claim} "
-        f"{_fmt(s.rhs[i])}{tol}{_level(s)}; worst of {p.applicable}"
+        f"{_fmt(s.rhs[i])}{tol}{_level(s)}; worst of {p.applicable}{_power(p)}"
     )
+
+
+def _power(p):
+    """The rate part's power (``rates.part_detectable_change``) in words, with the direction its kind sees."""
+    d = part_detectable_change(p)
+    if d is None:
+        return ""
+    if d < 0:
+        return "; the claimed exponent itself is rejected"
+    what = {"equal": "|Δexponent| > ", "at most": "Δexponent < -", "at least": "Δexponent > "}[p.sides.kind]
+    return f"; detects {what}{_fmt(d)}"
 
 
 def _ci_measure(p):

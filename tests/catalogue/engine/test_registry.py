@@ -83,6 +83,8 @@ OPTIONAL_PART_KEYS = {
     "lhs",
     "lhs_ci",
     "rhs",
+    "detectable_change",
+    "identically_zero",
 }
 
 
