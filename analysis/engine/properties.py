@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Property", "PROPERTIES", "instance_properties", "observed_ranges"]
+__all__ = ["Property", "PROPERTIES", "instance_properties", "observed_ranges", "shared_properties"]
 
 _RTOL = 1e-9  # equalities (shared, isotropic, commuting) to this relative to the matrices' size
 
@@ -342,3 +342,22 @@ def observed_ranges(batch: dict) -> dict[str, tuple[float, float]]:
             f = r[np.isfinite(r)]
             out[name] = (float(f.min()), float(f.max()))
     return out
+
+
+def shared_properties(statement, family: str, every: dict) -> tuple[list[str], dict[str, str]]:
+    """``(shared, waived)`` of one (statement, family) run: ``every`` maps a property name to whether
+    every instance had it (``Record.properties``); ``shared`` lists those not implied by the printed
+    hypotheses (``Statement.implies``) and not waived, ``waived`` maps the waived ones to the
+    statement's reason (``Statement.waived``, keyed by the name or by ``(family, name)``)."""
+    implied = set(getattr(statement, "implies", ()))
+    reasons = getattr(statement, "waived", {})
+    shared, waived = [], {}
+    for name, all_have in every.items():
+        if not all_have or name in implied:
+            continue
+        why = reasons.get((family, name), reasons.get(name))
+        if why is None:
+            shared.append(name)
+        else:
+            waived[name] = why
+    return shared, waived

@@ -120,6 +120,11 @@ evaluated them, and the ``instance``.  The run
 record also carries ``"numerical_warnings"``: ``{message: count}`` of numpy's warnings (never
 printed).
 
+Every record carries ``"shared_properties"`` ``{family: [names]}``: the properties of
+``moreau.analysis.engine.properties`` that every instance of the run has while the printed hypotheses
+do not imply them (``Statement.implies``) and the statement does not waive them; ``"waived_properties"``
+``{family: {name: why}}``: those it waives (``Statement.waived``), with the reason (docs/instances.md).
+
 Schema version 3 keeps ``"findings"`` (a list of strings) but renders it from the record itself
 (before: the catalogue's prose, the same for every run); ``"finding_values"`` and ``"notes"`` are
 added keys (docs/findings.md).
@@ -142,6 +147,7 @@ import numpy as np
 from moreau._files import atomic_write
 from moreau.analysis.engine.core import take
 from moreau.analysis.engine.findings import record_findings
+from moreau.analysis.engine.properties import shared_properties
 from moreau.analysis.engine.rates import part_detectable_change
 
 __all__ = [
@@ -236,6 +242,7 @@ def record_json(
             for name, (rr, _, _) in rec.readings.items()
         ],
         "mutants_against": "printed" if st.reference is None else f"reading: {st.reference.name}",
+        **_properties_json(rec),
         **({"minimal_counterexample": _minimal_json(*rec.minimal)} if rec.minimal is not None else {}),
         **(
             {
@@ -251,6 +258,17 @@ def record_json(
         **({"verdict": verdict_json(verdict)} if verdict is not None else {}),
         **({"search": [{"mutant": name, **rep} for name, rep in rec.searches]} if rec.searches else {}),
         **({"run": run} if run is not None else {}),
+    }
+
+
+def _properties_json(rec) -> dict:
+    """``"shared_properties"``: ``{family: [names]}``, the library's properties every instance of the run
+    has that the printed hypotheses do not imply and the statement does not waive; ``"waived_properties"``:
+    ``{family: {name: why}}``, those the statement waives (``moreau.analysis.engine.properties``)."""
+    shared, waived = shared_properties(rec.statement, rec.result.family, getattr(rec, "properties", {}))
+    return {
+        "shared_properties": {rec.result.family: shared},
+        "waived_properties": {rec.result.family: waived},
     }
 
 

@@ -112,6 +112,8 @@ def print_verdicts(records, elapsed=None):
         print(_wrap(f"{st.id:{width}s} {_short(st.source):26s} {first}"))
         for line in rest:
             print(_wrap(f"{'':22s}{line}"))
+        for line in shared_lines(st, recs):  # what every instance has and the hypotheses do not imply
+            print(_wrap(f"{'':22s}{line}"))
         minimal = [r.minimal for r in recs if r.minimal is not None]
         for one, res in minimal:  # the recorded minimal counterexample, evaluated by this run
             text = minimal_text(one, res)
@@ -123,6 +125,22 @@ def print_verdicts(records, elapsed=None):
             for shrunk in [r.shrunk for r in recs if r.shrunk is not None]:
                 print(_wrap(f"{'':22s}{shrunk_text(*shrunk)}"))
     return verdicts
+
+
+def shared_lines(st, recs):
+    """Per family, the properties every instance of the run has while the printed hypotheses do not
+    imply them and the statement does not waive them (``moreau.analysis.engine.properties``)."""
+    from moreau.analysis.engine.properties import shared_properties
+
+    out = []
+    for rec in recs:
+        shared, _ = shared_properties(st, rec.result.family, getattr(rec, "properties", {}))
+        if shared:
+            out.append(
+                f"every instance [{rec.result.family}]: {', '.join(shared)} — not assumed: "
+                "the verdict does not cover the rest"
+            )
+    return out
 
 
 def trials_used(records, trials):

@@ -25,6 +25,7 @@ from moreau.analysis.engine.batches import (
 from moreau.analysis.engine.chunks import ChunkReducer
 from moreau.analysis.engine.core import Result, take
 from moreau.analysis.engine.judge import judged_over
+from moreau.analysis.engine.properties import instance_properties
 from moreau.analysis.engine.records import (
     SLACK_THRESHOLD,
     is_loose,
@@ -79,6 +80,9 @@ class Record:
     # the run's worst failing instance shrunk (Statement.simplify, no recorded minimal counterexample):
     # (batch, Result of the printed claim, steps taken, evaluations), or None
     shrunk: tuple | None = None
+    # {property name: whether every instance of the run has it} (moreau.analysis.engine.properties),
+    # over every chunk; the report's shared-property line and the JSON's "shared_properties"
+    properties: dict = field(default_factory=dict)
 
     def local(self, i: int) -> int:
         """The row of ``batch`` that holds global instance ``i``."""
@@ -299,6 +303,7 @@ def _run_one(
     pending = list(st.mutants) if mutants else []
     verdicts = {}  # mutant name -> (rejected, Result, where, one-instance batch, its index there)
     t_mut, offset, searches, closest = 0.0, 0, [], {}
+    every: dict = {}  # property name -> every instance so far has it
     if outputs is None:
         outputs = _local_outputs(st, fam, trials, seed, chunk, search_examples, searches, search_seconds)
     for k, (_size, batch, n_chunks, res, rres, mutant_result) in enumerate(outputs):
@@ -313,6 +318,8 @@ def _run_one(
                 readings[name] = (rr, batch, None)
             else:
                 reading_reducers[name].add(batch, rr)
+        for name, has in instance_properties(st, fam, batch).items():
+            every[name] = every.get(name, True) and bool(np.all(has))
         t1 = time.perf_counter()
         for m in list(pending):
             r = mutant_result(m)
@@ -338,6 +345,7 @@ def _run_one(
             name: (red.result(st.id, fam), red.batch, red.index) for name, red in reading_reducers.items()
         }
     rec.readings = readings
+    rec.properties = every
     if (
         fam in st.counterexamples
     ):  # the recorded minimal counterexample, evaluated now (its numbers are this run's)

@@ -55,6 +55,8 @@ RECORD_KEYS = {
     "expected",
     "readings",
     "mutants_against",
+    "shared_properties",
+    "waived_properties",
 }
 PART_KEYS = {
     "name",
