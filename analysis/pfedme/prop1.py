@@ -45,6 +45,7 @@ from moreau.analysis.engine.core import (
     scale_fields,
 )
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, quadratic_batch, split_counts
+from moreau.analysis.engine.shrink import Simplify, quadratic_fields
 from moreau.analysis.pfedme import sharp_constants as _sharp
 
 __all__ = ["STATEMENTS"]
@@ -277,6 +278,8 @@ STATEMENTS = (
                 PARTS[3]: partial(_sharp.pfedme_prop1, "mu_F"),
             }
         },
+        # the quadratic instance's fields (the worst-case search moves A's eigenvalues, lam, b, w)
+        simplify={"quadratic": Simplify(matrix="A", vectors=("b", "w"), scalars=("lam",), derive=quadratic_fields)},
         families={
             "quadratic": ("convex", "strongly_convex", "weakly_convex"),
             "logistic": ("mu = 0", "mu > 0"),
