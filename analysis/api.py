@@ -40,6 +40,10 @@ Names:
 * ``Statement.pep`` with :data:`pep_classes` (PEPit problems: envelope and prox constants, the prox
   displacement, GD, Frank–Wolfe; the ``pep`` extra), :func:`pep_row`, :func:`pep_parts`,
   :func:`pep_worst` — the class worst case of a part beside the instances' (``moreau check --pep``);
+  :func:`pep_gradient_descent`, :func:`pep_proximal_point`, :func:`pep_frank_wolfe` — the worst value
+  of a common method over its class (convex, strongly convex, smooth; ‖x⁰ − x*‖ ≤ R, f(x⁰) − f* ≤ Δ
+  or ‖∇f(x⁰)‖ ≤ G), a float from PEPit and Clarabel, without importing a solver (docs/tutorial.md,
+  "Class worst cases for your method");
 * :func:`check` — run statements and get their verdicts (the Python form of ``moreau check``);
 * :class:`Case`, :func:`derive` — a sympy derivation of the sharp constant of a part whose
   quadratic worst case is one eigenvalue (``Statement.sharp``; ``--analyse`` compares it with the
@@ -67,6 +71,9 @@ from moreau.analysis.engine.nonsmooth_instances import nonsmooth_batch
 from moreau.analysis.engine.sharp import Case, derive
 from moreau.analysis.engine.shrink import Simplify, quadratic_fields
 from moreau.analysis.pep import classes as pep_classes
+from moreau.analysis.pep.methods import frank_wolfe as pep_frank_wolfe
+from moreau.analysis.pep.methods import gradient_descent as pep_gradient_descent
+from moreau.analysis.pep.methods import proximal_point as pep_proximal_point
 from moreau.analysis.pep.rows import row as pep_row
 from moreau.analysis.pep.rows import run_parts as pep_parts
 from moreau.analysis.pep.rows import worst as pep_worst
@@ -95,6 +102,9 @@ __all__ = [
     "pep_row",
     "pep_parts",
     "pep_worst",
+    "pep_gradient_descent",
+    "pep_proximal_point",
+    "pep_frank_wolfe",
 ]
 
 

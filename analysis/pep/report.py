@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 
+from moreau.analysis.pep.rows import pep_family
 from moreau.analysis.pep.solve import SOLVER, PEPSolveError, require_pep
 
 __all__ = ["run_pep", "print_pep", "pep_ids", "TOL"]
@@ -126,43 +127,63 @@ def run_pep(ids=None, seed=0, cat=None):
             )
             continue
         st = cat[sid]
-        batch = st.instances("quadratic", None, rng_for(seed, sid, "quadratic"))
+        fam = pep_family(st)  # the family the statement declares, not a name the engine assumes
         try:
-            rows = builders[sid](st, batch, seed=seed)
-        except PEPSolveError as exc:  # a solve the builder did not accept: a failed record, never a crash
-            out.append(
-                dict(
-                    id=sid,
-                    part=None,
-                    **{"class": None},
-                    parameters={},
-                    pep_value=None,
-                    pep_ratio=None,
-                    solver=SOLVER,
-                    status=f"failed: {exc}",
-                    instances_max_ratio=None,
-                    paper_constant=None,
-                    verdict="no class value (solve failed)",
-                    note="",
-                    required=True,
-                    outside_conditions=False,
-                )
-            )
+            batch = st.instances(fam, None, rng_for(seed, sid, fam))
+            rows = list(builders[sid](st, batch, seed=seed))
+        except Exception as exc:  # a builder that raises: a failed record naming why, never a crash
+            why = str(exc) if isinstance(exc, PEPSolveError) else f"{type(exc).__name__}: {exc}"
+            out.append(_failed(sid, f"the PEP builder of {sid} raised ({why})", None, "builder failed"))
             continue
-        for row in rows:
-            out.append(_record(sid, row))
+        for k, row in enumerate(rows):
+            try:
+                out.append(_record(sid, row))
+            except Exception as exc:  # a malformed row: that row fails, the others stay
+                part = row.get("part") if isinstance(row, dict) else None
+                out.append(_failed(sid, f"row {k} ({part!r}) of {sid}: {type(exc).__name__}: {exc}", part))
     return out
+
+
+def _failed(sid, why, part, what="solve failed"):
+    """A record for a builder or a row that produced no class value: ``why`` in its status."""
+    return dict(
+        id=sid,
+        part=part,
+        **{"class": None},
+        parameters={},
+        pep_value=None,
+        pep_ratio=None,
+        solver=SOLVER,
+        status=f"failed: {why}",
+        instances_max_ratio=None,
+        paper_constant=None,
+        verdict=f"no class value ({what})",
+        note="",
+        required=True,
+        outside_conditions=False,
+    )
 
 
 def _record(sid, row):
     value, s = row["pep"]
     ok = value is not None
-    status = s.status if ok else f"failed: {s}"
-    solver = s.solver if ok else SOLVER
+    if ok and s is None:  # the float of a public helper (moreau.analysis.api.pep_*): an optimal solve
+        status, solver = "optimal", SOLVER
+    else:
+        status = s.status if ok else f"failed: {s}"
+        solver = s.solver if ok else SOLVER
     paper, inst = row["paper"], row["inst"]
-    pep_ratio = None
+    pep_ratio, says_nothing = None, None
     if ok:
-        pep_ratio = value / paper if row["orientation"] == "upper" else paper / value
+        bound = paper if row["orientation"] == "upper" else value
+        if not paper > 0 or (row["orientation"] == "upper" and value < 0) or not bound > 0:
+            # a bound that is not positive says nothing here (as in the headline): no ratio
+            says_nothing = (
+                f"no ratio at these parameters: the paper's bound is {paper:.6g} (not positive, it says "
+                f"nothing here); the class worst case is {value:.6g}"
+            )
+        else:
+            pep_ratio = value / paper if row["orientation"] == "upper" else paper / value
     rec = {
         "id": sid,
         "part": row["part"],
@@ -174,15 +195,17 @@ def _record(sid, row):
         "status": status,
         "instances_max_ratio": _num(inst),
         "paper_constant": _num(paper),
-        "verdict": _verdict(
-            pep_ratio, inst, row, value, INACCURATE_TOL if ok and status != "optimal" else None
-        ),
+        "verdict": says_nothing
+        or _verdict(pep_ratio, inst, row, value, INACCURATE_TOL if ok and status != "optimal" else None),
         "note": row["note"],
         "required": row["required"],
         "outside_conditions": row["outside"],
     }
     if ok and status != "optimal":  # said in the verdict itself, not only in the status column
-        rec["verdict"] += f" [solver status {status}: primal-dual gap <= 1e-4 only]"
+        gap = abs(s.value - s.primal) / max(abs(s.value), 1e-300)
+        rec["verdict"] += (
+            f" [inaccurate: solver status {status}, duality gap {gap:.2g} relative (<= 1e-4 only)]"
+        )
     if row.get("feedback"):
         rec["instance"] = row["feedback"]
     return rec
@@ -257,6 +280,8 @@ def print_pep(records, file=None) -> bool:
         if r["part"]:
             params = ", ".join(f"{k}={v:.4g}" for k, v in r["parameters"].items())
             print(f"    {r['part']}  [{params}]  status: {r['status']}", file=out)
+        elif r["status"]:  # a builder that failed before any row: why, under the statement's line
+            print(f"    status: {r['status']}", file=out)
         if r.get("instance"):
             print(f"    instance: {_brief(r['instance'])}", file=out)
         if r["note"]:

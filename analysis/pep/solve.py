@@ -85,15 +85,22 @@ def solve(problem, accept=("optimal",)) -> Solve:
     primal = float(wrapper.objective.value) if wrapper.objective.value is not None else float("nan")
     if name.upper() != SOLVER:
         raise PEPSolveError(f"PEP solved by {name!r}, not by the requested {SOLVER!r}: refusing the result")
-    if status not in accept:
-        raise PEPSolveError(
-            f"PEP solve with {SOLVER} ended with status {status!r} (accepted: {', '.join(accept)})"
-        )
     dual = float(dual) if dual is not None else float("nan")
+    gap = abs(dual - primal) / max(abs(dual), 1e-300) if np.isfinite(dual) else float("nan")
+    if status not in accept:
+        head = "inaccurate: " if status == "optimal_inaccurate" else ""
+        raise PEPSolveError(
+            f"{head}PEP solve with {SOLVER} ended with status {status!r} (accepted: {', '.join(accept)})"
+            + (
+                f"; duality gap {gap:.2g} relative (primal {primal:.6g}, dual {dual:.6g})"
+                if gap == gap
+                else ""
+            )
+        )
     rtol = GAP_RTOL if status == "optimal" else 1e-4
     if not (np.isfinite(dual) and abs(dual - primal) <= rtol * abs(dual) + 1e-9):
         raise PEPSolveError(
-            f"PEP solve with {SOLVER} ({status}): primal {primal!r} and dual {dual!r} differ by "
-            f"more than {rtol} relative"
+            f"inaccurate: duality gap {gap:.2g} relative > {rtol} accepted (PEP solve with {SOLVER}, "
+            f"status {status}: primal {primal!r}, dual {dual!r})"
         )
     return Solve(dual, primal, status, name, problem)
