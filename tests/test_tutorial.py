@@ -28,6 +28,7 @@ def test_the_tutorial_runs_and_says_what_it_prints(capsys):
     assert "fails [('λ + μ', 'holds')] True" in out
     assert "tutorial.lemma1_draft fails as printed: counterexample [qua" in out
     assert "smallest counterexample found [quadratic]: lhs" in out and "'d 3 -> 2'" in out
+    assert "0.071429 0.041667 " in out  # the PEP helpers: 1/14 (Drori & Teboulle) and 1/24 (R²/(4γn))
 
 
 def test_check_module_runs_a_users_file(capsys):
