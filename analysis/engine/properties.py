@@ -53,11 +53,17 @@ def _arr(batch: dict, key: str):
     return None if v is None else np.asarray(v)
 
 
+#: a quadratic's other fields: an ``A`` beside one of them is the Hessian of ½θᵀAθ − bᵀθ
+_QUADRATIC_BESIDE_A = ("b", "eig", "B", "g")
+
+
 def _hessians(batch):
     """The clients' Hessians ``(T, m, d, d)`` (m = 1 for a single function), or None."""
     A = _arr(batch, "A")
     if A is None or A.ndim not in (3, 4) or A.shape[-1] != A.shape[-2]:
         return None
+    if not any(k in batch for k in _QUADRATIC_BESIDE_A):
+        return None  # an A without a linear term or spectrum is other data (a matrix to factorise)
     return A[:, None] if A.ndim == 3 else A
 
 
@@ -71,7 +77,7 @@ def _clients(batch):
     if p is not None and p.ndim == 2:
         return np.sum(p > 0, axis=1)
     A = _arr(batch, "A")
-    if A is not None and A.ndim == 4:
+    if A is not None and A.ndim == 4 and _hessians(batch) is not None:
         return np.full(A.shape[0], A.shape[1])
     X = _arr(batch, "X")
     if X is not None and X.ndim == 4:
@@ -119,16 +125,16 @@ def _isotropic(batch):
 
 
 def _shared_hessian(batch):
-    A = _arr(batch, "A")
-    if A is None or A.ndim != 4 or A.shape[1] < 2:
+    A = _hessians(batch)
+    if A is None or A.shape[1] < 2:
         return None
     dev = np.abs(A - A[:, :1])
     return np.max(dev.reshape(A.shape[0], -1), axis=1) <= _RTOL * _scale(A)
 
 
 def _commuting(batch):
-    A = _arr(batch, "A")
-    if A is None or A.ndim != 4 or A.shape[1] < 2:
+    A = _hessians(batch)
+    if A is None or A.shape[1] < 2:
         return None
     AB = np.einsum("tkij,tljn->tklin", A, A)
     comm = AB - np.swapaxes(AB, 1, 2)
