@@ -55,12 +55,17 @@ def write_json(path, payload: dict, params: dict, seed) -> Path:
     return path
 
 
-def write_csv(path, rows: list) -> None:
-    """``rows`` (dicts) as CSV, columns in order of first appearance, floats exactly (``repr``)."""
+def write_csv(path, rows: list, deviations=()) -> None:
+    """``rows`` (dicts) as CSV, columns in order of first appearance, floats exactly (``repr``);
+    ``deviations`` (how the run differs from the paper) as ``# `` comment lines before the header
+    (:mod:`moreau.experiments._deviations`)."""
+    from ._deviations import csv_header
+
     cols = []
     for r in rows:
         cols += [k for k in r if k not in cols]
-    buf = io.StringIO()
+    buf = io.StringIO(csv_header(deviations))
+    buf.seek(0, io.SEEK_END)
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
     w.writeheader()
     for r in rows:

@@ -15,6 +15,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from ._curves import BEST_TEST, BEST_VAL, LAST, band, curve
+from ._plot import plain_log_ticks, wrap
 
 __all__ = [
     "curves_figure",
@@ -28,6 +29,11 @@ __all__ = [
 ]
 
 MARKERS = {LAST: "o", BEST_VAL: "s", BEST_TEST: "^"}
+
+#: an accuracy (%) lies in [0, 100]: its bands and error bars are clipped to it (a t interval over
+#: two seeds can reach far outside), and the figure says so
+ACCURACY_RANGE = (0.0, 100.0)
+CLIPPED = "error bars clipped to the accuracy range [0, 100] %"
 
 
 #: dash patterns by position: a curve drawn later must not hide an equal one drawn before it
@@ -50,10 +56,13 @@ def draw(ax, rows, metric, methods, kind, *, log=False, **match) -> int:
             continue
         S = max(S, len(seeds))
         mean, lo, hi = band(v, kind, log)
+        if metric.endswith("accuracy"):  # a band is drawn inside the metric's range (the legend says so)
+            lo, hi = np.clip(lo, *ACCURACY_RANGE), np.clip(hi, *ACCURACY_RANGE)
         ax.plot(ts, mean, color=f"C{k}", label=method, **layered(k))
         ax.fill_between(ts, lo, hi, color=f"C{k}", alpha=0.18, linewidth=0)
     if log:
         ax.set_yscale("log")
+        plain_log_ticks(ax)
     return S
 
 
@@ -96,9 +105,15 @@ def selection_handles() -> list:
 
 
 def legend(fig, handles, title, ncol=4) -> None:
-    """One legend for the whole figure, below the panels, titled with what the lines and band are."""
+    """One legend for the whole figure, below the panels, titled with what the lines and band are
+    (the title wrapped to the figure's width)."""
     fig.legend(
-        handles=handles, loc="outside lower center", ncol=ncol, title=title, title_fontsize=6, fontsize=6
+        handles=handles,
+        loc="outside lower center",
+        ncol=ncol,
+        title=wrap(title, fig, 6),
+        title_fontsize=6,
+        fontsize=6,
     )
 
 
@@ -114,7 +129,7 @@ def selection_bars(ax, table, methods, kind, *, paper=None, paper_label="paper")
     whats = [w for w in (LAST, BEST_VAL, BEST_TEST) if any(r["selection"] == w for r in table)]
     width = 0.8 / len(whats)
     x = np.arange(len(methods))
-    lows, highs = [], []
+    lows, highs, clipped = [], [], False
     for j, what in enumerate(whats):
         means, err = [], []
         for method in methods:
@@ -128,6 +143,8 @@ def selection_bars(ax, table, methods, kind, *, paper=None, paper_label="paper")
                 ]
             ).T  # (S, 1)
             mean, lo, hi = band(v, kind) if v.size else (np.array([np.nan]),) * 3
+            clipped |= bool(lo[0] < ACCURACY_RANGE[0] or hi[0] > ACCURACY_RANGE[1])
+            lo, hi = np.clip(lo, *ACCURACY_RANGE), np.clip(hi, *ACCURACY_RANGE)
             means.append(mean[0])
             err.append((mean[0] - lo[0], hi[0] - mean[0]))
             lows.append(lo[0])
@@ -161,6 +178,8 @@ def selection_bars(ax, table, methods, kind, *, paper=None, paper_label="paper")
     ]
     if paper:
         handles.append(Line2D([], [], marker="*", color="k", linestyle="none", label=paper_label))
+    if clipped:
+        handles.append(Line2D([], [], color="none", label=CLIPPED))
     return handles
 
 
@@ -193,6 +212,9 @@ def curves_figure(
         fig.suptitle(suptitle, fontsize=7)
     handles = method_handles(methods) + (selection_handles() if table is not None else [])
     words = band_label(kind, S, any(log for _, _, log in metrics)) + (
+        "; accuracy bands clipped to [0, 100] %" if any(m.endswith("accuracy") for m, _, _ in metrics) else ""
+    )
+    words += (
         "; markers: mean over seeds of the selected round and its test accuracy" if table is not None else ""
     )
     legend(fig, handles, words, ncol=4)

@@ -30,6 +30,9 @@ class Experiment:
     moreau.experiments._config.Range}``, the values each numeric parameter may take (a list's
     elements each); ``rules(params)``: the cross-field rules (``mu <= L``), a one-line ``ValueError``
     when one fails.  Both are checked when the configuration is resolved, before anything is written.
+    ``deviations(params) -> [line]``: how a run with these parameters differs from the paper, one
+    line each (``moreau.experiments._deviations``): written into the manifest, every CSV's comment
+    header and every figure's caption.
     """
 
     name: str
@@ -45,3 +48,4 @@ class Experiment:
     notes: tuple = ()
     ranges: Mapping = field(default_factory=dict)
     rules: Callable | None = None
+    deviations: Callable | None = None

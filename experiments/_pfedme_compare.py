@@ -42,6 +42,7 @@ from . import _pfedme_runs as runs
 from ._config import NONNEGATIVE, Range
 from ._curve_figures import curves_figure, legend, selection_bars
 from ._curves import LAST, SELECTION_COLUMNS, band_label, check_band, columns, long_rows, selections
+from ._deviations import differing
 from ._evaluate import Split, hold_out
 from ._plot import figure, save
 from ._verdicts import by_seed, paired
@@ -92,6 +93,26 @@ def rules_for(name):
             )
 
     return rules
+
+
+#: pFedMe §5's values shared by both data sets: {key: (paper, words)} (moreau.experiments._deviations)
+PAPER_SETTINGS = {
+    "S": (None, "clients per round S"),  # filled per data set
+    "batch": (20, "batch |D|"),
+    "R": (20, "local rounds R"),
+    "K": (5, "inner steps K"),
+    "validation_fraction": (0, "validation share held out of training rows"),
+}
+
+
+def deviations_for(paper_settings, fixed=()):
+    """``deviations(params)`` of a comparison: the fixed lines, then each setting of
+    ``paper_settings`` (``{key: (paper, words)}``) whose value differs."""
+
+    def deviations(params):
+        return [*fixed, *differing(params, paper_settings)]
+
+    return deviations
 
 
 def check(name, params):

@@ -8,6 +8,7 @@ ipympl, ...) and a saved figure stays open, so that the notebook displays it.
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -44,10 +45,12 @@ def close_unless_shown(fig) -> None:
 if not shows_figures():
     matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import LogFormatter  # noqa: E402
 
+from ._deviations import caption_lines  # noqa: E402  (after the backend is chosen, as the others)
 from ._verdicts import QUICK_NOTE  # noqa: E402
 
-__all__ = ["figure", "save", "theory", "COLUMN_WIDTH"]
+__all__ = ["figure", "plain_log_ticks", "save", "theory", "wrap", "COLUMN_WIDTH"]
 
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
 _RC = {
@@ -78,6 +81,28 @@ def figure(ncols=1, nrows=1, *, width=None, aspect=0.75):
     return fig, axes
 
 
+class _PlainLog(LogFormatter):
+    """The ticks matplotlib's log formatter labels, written as plain numbers (``30``, ``0.25``,
+    ``122.5``) instead of ``3 × 10¹`` or ``1.225 × 10²``."""
+
+    def __call__(self, x, pos=None):
+        text = super().__call__(x, pos)
+        return f"{x:.4g}" if text else ""
+
+
+def plain_log_ticks(ax, axis: str = "y") -> None:
+    """Label a log ``axis`` of ``ax`` (``"x"``, ``"y"`` or ``"both"``) with plain numbers, minor
+    ticks included where matplotlib labels them (an axis spanning less than a decade or two)."""
+    for a in (ax.xaxis, ax.yaxis) if axis == "both" else (getattr(ax, f"{axis}axis"),):
+        a.set_major_formatter(_PlainLog(labelOnlyBase=False))
+        a.set_minor_formatter(_PlainLog(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+
+
+def wrap(text: str, fig, fontsize: float = 6) -> str:
+    """``text`` broken into lines that fit the width of ``fig`` at ``fontsize`` points."""
+    return "\n".join(textwrap.wrap(text, max(40, int(fig.get_figwidth() * 130 / fontsize))))
+
+
 def theory(ax, x, y, label, **kw):
     """A theory curve: dashed, labelled with its formula."""
     return ax.plot(x, y, linestyle="--", label=label, **kw)
@@ -85,12 +110,18 @@ def theory(ax, x, y, label, **kw):
 
 def save(fig, out, stem, quick=False) -> list:
     """Write ``stem.png`` and ``stem.pdf`` into ``out``; return the paths.  A ``quick`` run's
-    figure says so in its title (``quick: not the paper's size``)."""
+    figure says so in its title (``quick: not the paper's size``); while an experiment's ``finish``
+    runs, the title block also lists how the run differs from the paper
+    (:func:`moreau.experiments._deviations.caption_lines`), wrapped to the figure's width."""
     out = Path(out)
-    if quick:
+    devs = caption_lines()
+    if quick or devs:
         old = fig._suptitle.get_text() if fig._suptitle is not None else ""
         size = fig._suptitle.get_fontsize() if old else 7
-        fig.suptitle(f"{old} ({QUICK_NOTE})" if old else QUICK_NOTE, fontsize=size, color="C3")
+        text = f"{old} ({QUICK_NOTE})" if old and quick else (old or QUICK_NOTE) if quick else old
+        if devs:
+            text += ("\n" if text else "") + wrap("differs from the paper: " + "; ".join(devs), fig, size)
+        fig.suptitle(text, fontsize=size, color="C3" if quick else "k")
     paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
     for p in paths:
         fig.savefig(p, metadata={"Creator": "moreau reproduce"} if p.suffix == ".pdf" else None)

@@ -55,6 +55,7 @@ from ._artifact import (
     write_csv,
 )
 from ._config import resolve
+from ._deviations import captioned
 from ._experiment import Experiment
 from ._progress import _Progress
 from ._rundir import RunConflict, _claim_directory, _log, _sessions, _writable
@@ -182,19 +183,23 @@ def run(
                     raise
                 sessions = []
         table = [dict(r) for i in range(len(points)) for r in rows[i]]
-        write_csv(out / f"{experiment.name}.csv", table)
-        result = experiment.finish(table, params, out, seed=int(seed), quick=bool(quick))
+        devs = list(experiment.deviations(params)) if experiment.deviations is not None else []
+        write_csv(out / f"{experiment.name}.csv", table, devs)
+        with captioned(devs):
+            result = experiment.finish(table, params, out, seed=int(seed), quick=bool(quick))
         tables = {
             f"{stem}.csv": t for stem, t in result.get("tables", {}).items()
         }  # stem == name: replaces the CSV
         for file, t in tables.items():
-            write_csv(out / file, t)
+            write_csv(out / file, t, devs)
         claims = [dict(v, quick=bool(quick)) for v in result.get("claims", [])]
         manifest = {
             "name": experiment.name,
             "paper": experiment.paper,
             "figure": experiment.figure,
             "summary": experiment.summary,
+            # how this run differs from the paper, computed from its parameters (also in CSVs and figures)
+            "deviations": devs,
             "schema_version": SCHEMA_VERSION,
             "arguments": args,
             "configuration": {"mode": "quick" if quick else "full", "set": applied, "effective": params},

@@ -25,11 +25,11 @@ from itertools import pairwise
 
 import numpy as np
 
-from ._curve_figures import curves_figure
+from ._curve_figures import curves_figure, legend
 from ._curves import band, band_label, check_band, columns, curve, long_rows
 from ._experiment import Experiment
 from ._fedprox_runs import METRICS, STEP_NOTE, paper_run
-from ._plot import figure, save
+from ._plot import figure, plain_log_ticks, save
 from ._verdicts import paired
 
 __all__ = ["EXPERIMENT"]
@@ -109,19 +109,18 @@ def finish(rows, params, out, seed=0, quick=False):
                 stat = curve(rows, key.replace("total", "statistical"), meth, R=R)[1]
                 a.axhline(stat[:, 0].mean(), color=f"C{k}", linestyle=":", linewidth=0.9)
             a.set_yscale("log")
+            plain_log_ticks(a)
             a.set(
                 xlabel="communication round t",
                 ylabel=lab,
                 title=f"({'abcd'[2 * r_i + c_i]}) $R_{{param}}={R:g}$, {'global' if c_i == 0 else 'local'}",
             )
-    handles, labels = ax[0][0].get_legend_handles_labels()
-    fig.legend(
+    handles, _ = ax[0][0].get_legend_handles_labels()
+    legend(
+        fig,
         handles,
-        labels,
-        loc="outside lower center",
-        ncol=len(labels),
-        title=f"{band_label(kind, S, log=True)}; dotted lines: each lambda's statistical error (exact optimum)",
-        title_fontsize=6,
+        f"{band_label(kind, S, log=True)}; dotted lines: each lambda's statistical error (exact optimum)",
+        ncol=len(handles),
     )
     figures = save(fig, out, "fedprox-fig1d", quick)
     panels = [({"R": R}, f"({'ab'[i]}) $R_{{param}}={R:g}$") for i, R in enumerate(params["R_levels"])]

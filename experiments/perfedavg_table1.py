@@ -70,6 +70,7 @@ from moreau import Multinomial
 
 from ._curve_figures import curves_figure, legend, selection_bars
 from ._curves import LAST, SELECTION_COLUMNS, band_label, check_band, columns, long_rows, selections
+from ._deviations import differing
 from ._evaluate import hold_out
 from ._experiment import Experiment
 from ._perfedavg_runs import METHODS, Evaluator, run_method, split
@@ -154,6 +155,31 @@ def config(quick, trials):
         "band": "std",
         "data": STAND_IN,
     }
+
+
+#: the paper's values of the settings that can be compared by value: {key: (paper, words)}
+PAPER_SETTINGS = {
+    "n_clients": (50, "users N"),
+    "a": (196, "images per class a"),
+    "batch": (40, "batch |D| = |D'|"),
+    "rounds": (1000, "rounds K"),
+    "beta": (0.001, "beta"),
+    "validation_fraction": (0, "validation share held out of training rows"),
+}
+
+
+def deviations(params):
+    """How a run with ``params`` differs from Per-FedAvg §5 (one line each; module doc)."""
+    out = [
+        "data and model: digits 8x8 with multinomial logistic regression (paper: MNIST/CIFAR-10, "
+        "neural network 80-60 ELU)"
+    ]
+    out += differing(params, PAPER_SETTINGS)
+    if params["S"] * 5 != params["n_clients"]:
+        out.append(f"users per round r = S/N = {params['S'] / params['n_clients']:g} (paper: 0.2)")
+    if params["adapt_on"] != "test":
+        out.append("one-step update on each user's training rows (paper: on the test data)")
+    return out
 
 
 def _smallest_train(params):
@@ -425,4 +451,5 @@ EXPERIMENT = Experiment(
     compute=compute,
     finish=finish,
     notes=("data",),
+    deviations=deviations,
 )

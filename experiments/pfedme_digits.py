@@ -20,12 +20,21 @@ from __future__ import annotations
 import numpy as np
 
 from ._experiment import Experiment
-from ._pfedme_compare import RANGES, check, compare, finish_compare, rules_for
+from ._pfedme_compare import PAPER_SETTINGS, RANGES, check, compare, deviations_for, finish_compare, rules_for
 
 __all__ = ["EXPERIMENT", "PAPER", "split", "digits"]
 
 #: pFedMe Table 1, MNIST, MLR (accuracy, %)
 PAPER = {"FedAvg": 93.96, "Per-FedAvg": 94.37, "pFedMe-GM": 94.18, "pFedMe-PM": 95.62}
+
+
+_PAPER_SETTINGS = {
+    **PAPER_SETTINGS,
+    "S": (5, "clients per round S"),
+    "n_clients": (20, "clients N"),
+    "rounds": (800, "rounds T"),
+}
+_FIXED = ("data: scikit-learn's 8x8 digits, 1,797 images (paper: MNIST, 70,000)",)
 
 
 def config(quick, trials):
@@ -134,4 +143,5 @@ EXPERIMENT = Experiment(
     notes=("n_classes",),
     ranges=RANGES,
     rules=rules_for("pfedme-digits"),
+    deviations=deviations_for(_PAPER_SETTINGS, _FIXED),
 )  # the digits' 10 classes: a property of the data set

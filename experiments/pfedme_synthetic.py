@@ -31,12 +31,34 @@ import numpy as np
 from moreau import data
 
 from ._experiment import Experiment
-from ._pfedme_compare import RANGES, check, compare, finish_compare, rules_for
+from ._pfedme_compare import PAPER_SETTINGS, RANGES, check, compare, deviations_for, finish_compare, rules_for
 
 __all__ = ["EXPERIMENT", "PAPER"]
 
 #: pFedMe Table 1, Synthetic, MLR (accuracy, %)
 PAPER = {"FedAvg": 77.62, "Per-FedAvg": 81.49, "pFedMe-GM": 78.65, "pFedMe-PM": 83.20}
+
+
+_PAPER_SETTINGS = {
+    **PAPER_SETTINGS,
+    "S": (10, "clients per round S"),
+    "n_clients": (100, "clients N"),
+    "size_scale": (5, "size_scale (client sizes 250 to 25,810)"),
+    "max_size": (None, "samples per client capped at max_size"),
+    "rounds": (600, "rounds T"),
+    "data_draw": (
+        "authors",
+        "data_draw (moreau: a fresh Synthetic(0.5, 0.5) data set per seed; authors: "
+        "the authors' one RandomState(0) data set)",
+    ),
+}
+
+#: the seed column's meaning per data_draw
+SEED_WORDS = {
+    "moreau": "seed index: a fresh data set (and split) per seed, shared by every method of that seed",
+    "authors": "seed index: every seed runs on the authors' one data set (data_draw = authors; moreau's "
+    "75/25 split of it); the seeds vary the validation hold-out and the algorithms' sampling",
+}
 
 
 def config(quick, trials):
@@ -114,6 +136,8 @@ def finish(rows, params, out, seed=0, quick=False):
     res = finish_compare(
         rows, params, out, "pfedme-synthetic", PAPER, "Synthetic(0.5, 0.5)", "Synthetic", quick
     )
+    for file in ("pfedme-synthetic.csv", "pfedme-synthetic-table.csv"):
+        res["columns"][file]["seed"] = SEED_WORDS[params["data_draw"]]
     res["theorems"] = {
         "pfedme.thm1": {
             "assumptions": {
@@ -139,4 +163,5 @@ EXPERIMENT = Experiment(
     finish=finish,
     ranges=RANGES,
     rules=rules_for("pfedme-synthetic"),
+    deviations=deviations_for(_PAPER_SETTINGS),
 )

@@ -76,7 +76,7 @@ def test_a_run_uses_the_configuration_records_it_and_refuses_another(tmp_path, c
     assert m["configuration"]["effective"] == m["arguments"]["params"]
     assert m["arguments"]["params"]["rounds"] == 5
     with open(out / f"{NAME}.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
+        rows = list(csv.DictReader(ln for ln in fh if not ln.startswith("#")))
     assert max(int(r["round"]) for r in rows) == 5 and {r["K"] for r in rows} == {"1", "5"}
     capsys.readouterr()
     assert reproduce(*args, "--set", "rounds=6", "--set", "Ks=[1,5]") == 2  # another configuration: refused

@@ -233,9 +233,9 @@ def test_pfedme_without_validation_has_no_validation_round(tmp_path):
         overrides={"validation_fraction": 0.0, "rounds": 4, "eval_every": 2, "seeds": 1, "band": "minmax"},
     )
     with open(tmp_path / "pfedme-digits.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
+        rows = list(csv.DictReader(ln for ln in fh if not ln.startswith("#")))
     with open(tmp_path / "pfedme-digits-table.csv", newline="") as fh:
-        table = list(csv.DictReader(fh))
+        table = list(csv.DictReader(ln for ln in fh if not ln.startswith("#")))
     assert {r["metric"] for r in rows} == {"test_accuracy", "train_loss"}
     assert {r["round"] for r in rows} == {"0", "2", "4"}
     assert {r["selection"] for r in table} == {LAST, BEST_TEST}
@@ -249,7 +249,7 @@ def test_every_demo_writes_its_plotted_numbers(tmp_path, name):
 
     m = _sweep.run(get(name), tmp_path, workers=1)
     with open(tmp_path / f"{name}.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
+        rows = list(csv.DictReader(ln for ln in fh if not ln.startswith("#")))
     assert len(rows) > 50 and list(rows[0]) == ["panel", "series", "x", "y"]
     assert all(np.isfinite(float(r["y"])) for r in rows)
     assert set(m["columns"][f"{name}.csv"]) == {"panel", "series", "x", "y"}

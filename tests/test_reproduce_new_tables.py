@@ -22,7 +22,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def read_csv(path):
     with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
+        return list(csv.DictReader(ln for ln in fh if not ln.startswith("#")))
 
 
 def run_quick(tmp_path_factory, name):

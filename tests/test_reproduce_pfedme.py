@@ -39,7 +39,7 @@ def test_maml_objective_of_quadratics_is_the_composition():
 def test_perfedavg_vs_pfedme_quick(tmp_path):
     manifest = _sweep.run(get("perfedavg-vs-pfedme"), tmp_path, quick=True, workers=1)
     with open(tmp_path / "perfedavg-vs-pfedme.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
+        rows = list(csv.DictReader(ln for ln in fh if not ln.startswith("#")))
     R = sorted({float(r["R"]) for r in rows})
 
     def gap(method):
@@ -123,9 +123,9 @@ def test_pfedme_comparison_quick(tmp_path, name):
         pytest.importorskip("sklearn", reason="pfedme-digits needs scikit-learn (extra 'digits')")
     manifest = _sweep.run(get(name), tmp_path, quick=True, workers=1)
     with open(tmp_path / f"{name}.csv", newline="") as fh:
-        curves = list(csv.DictReader(fh))
+        curves = list(csv.DictReader(ln for ln in fh if not ln.startswith("#")))
     with open(tmp_path / f"{name}-table.csv", newline="") as fh:
-        table = list(csv.DictReader(fh))
+        table = list(csv.DictReader(ln for ln in fh if not ln.startswith("#")))
     assert list(curves[0]) == ["setting", "round", "method", "seed", "metric", "value"]
     assert set(manifest["columns"][f"{name}.csv"]) >= {
         "setting",
