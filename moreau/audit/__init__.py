@@ -5,13 +5,17 @@ aggregator: docs/audit.md) beside :mod:`moreau.fl`'s FedAvg, FedProx or pFedMe o
 instance (:func:`instance`, its clients as :class:`Client` records) and reports where they part,
 where the implementation ends up against the exact optimum, and which named deviation of
 :data:`DEVIATIONS` (extensible with :func:`deviation`) reproduces its iterates.  The command
-line is ``moreau audit``.
+line is ``moreau audit``.  :func:`audit_torch` and :func:`audit_flower` adapt a PyTorch
+implementation and a Flower strategy with its clients (torch and flwr: the ``audit`` extra,
+imported only when an adapter is built).
 """
 
 from ._audit import DEFAULT_HYPER, AuditError, AuditReport, Fit, audit
 from ._deviations import DEVIATIONS, Deviation, Param, deviation
 from ._engine import ALGORITHMS, Knobs, run_variant
+from ._flower import audit_flower, flower_round_fn
 from ._instance import FAMILIES, Client, Instance, instance, sample_clients
+from ._torch import audit_torch, torch_round_fn
 
 __all__ = [
     "audit",
@@ -31,4 +35,8 @@ __all__ = [
     "instance",
     "sample_clients",
     "FAMILIES",
+    "audit_torch",
+    "torch_round_fn",
+    "audit_flower",
+    "flower_round_fn",
 ]
