@@ -34,7 +34,13 @@ Mutants are hand-written; these three analyses run on every statement without an
    hold on every instance tried (a claimed-tight constant has it 1) — the parameters of the
    worst instance (the batch's per-instance scalars and, where the checker declares its scaling,
    their dimensionless ratios such as λ/L), and how the worst ratio depends on each parameter
-   (max ratio on the lower and the upper half of the instances sorted by it).
+   (max ratio on the lower and the upper half of the instances sorted by it).  That batch maximum is
+   only ``sample_max``: the sharpest constant (``sharpest_factor``), and whether it is attained,
+   approached as a parameter runs to ∞ or 0, or unbounded (with a fitted growth law), come from the
+   worst-case search started from the batch's worst instances (``optimised``;
+   :mod:`moreau.analysis.engine.optimise`, ``--optimise-seconds`` per statement and family).  A Monte
+   Carlo part (``Sides.lhs_ci``) counts with its interval's lower end, and not at all beside an exact
+   part of the same bound.
 
    **Derived sharp constant** (key ``"derived"`` of each entry).  Where the checker declares one
    (``Statement.sharp``: family -> {part: derivation}, see :mod:`moreau.analysis.engine.sharp`), the
@@ -62,8 +68,9 @@ import re
 import numpy as np
 
 from moreau.analysis.engine.core import RTOL, TIGHT_RTOL, judge, scale_fields
+from moreau.analysis.engine.optimise import OPTIMISE_SECONDS, mc_sibling, optimise_record
 
-__all__ = ["analyse", "condition_keys", "scale_fields", "SCALES", "SCALE_RTOL", "VACUOUS"]
+__all__ = ["analyse", "worst_cases", "condition_keys", "scale_fields", "SCALES", "SCALE_RTOL", "VACUOUS"]
 
 #: (s, c) pairs of the scale analysis: θ → sθ, f → cf.  Powers of two (and c a power of 4): the
 #: rescaled batch is exact in floating point, so an instance on the boundary of a condition
@@ -266,7 +273,7 @@ def _scale(st, fam, batch, base):
     return out, tried
 
 
-def _sharpest(st, fam, batch, base):
+def _sharpest(st, fam, batch, base, optimise_seconds=0.0):
     scalars = {
         k: np.asarray(v, dtype=float)
         for k, v in batch.items()
@@ -284,12 +291,20 @@ def _sharpest(st, fam, batch, base):
             if tuple(powers[k1]) == tuple(powers[k2]):
                 with np.errstate(divide="ignore", invalid="ignore"):
                     scalars[f"{k1}/{k2}"] = scalars[k1] / scalars[k2]
-    out = []
+    out, chosen = [], []
+    names = [q.name for q in base.parts]
     for p in base.parts:
         if p.claimed not in ("upper", "tight") or p.sides.role != "theorem" or not p.applicable:
             continue
+        if p.sides.lhs_ci is not None and mc_sibling(p.name, names):
+            continue  # a Monte Carlo part beside the exact part of the same bound: its noise is no constant
         r = np.where(p.sides.applicable & np.isfinite(p.ratio), p.ratio, -np.inf)
+        if p.sides.lhs_ci is not None:  # Monte Carlo: the interval's lower end, what the run is sure of
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lo = np.asarray(p.sides.lhs_ci[0], dtype=float) / p.sides.rhs
+            r = np.where(p.sides.applicable & np.isfinite(lo), lo, -np.inf)
         i = int(np.argmax(r))
+        chosen.append(p)
         dep = {}
         for k, v in scalars.items():
             ok = p.sides.applicable & np.isfinite(p.ratio)
@@ -307,39 +322,35 @@ def _sharpest(st, fam, batch, base):
         out.append(
             {
                 "part": p.name,
+                "sample_max": float(r[i]),
                 "sharpest_factor": float(r[i]),
                 "instance": i,
                 "worst_parameters": {k: float(v[i]) for k, v in scalars.items()},
                 "dependence": dep,
-                "unbounded": _unbounded(p, scalars),
                 "derived": _derived(st, fam, batch, p, i),
             }
         )
-    return out
-
-
-def _unbounded(p, scalars, bins=5, growth=4.0):
-    """Parameters along which the worst LHS/RHS keeps growing: the sample maximum is then no sharp
-    constant.  Per parameter spanning two decades or more, the instances are put in ``bins``
-    log-spaced bins; the trend counts when the bins' maxima increase towards one end and the extreme
-    bin's exceeds the opposite one's ``growth`` times.  ``[{"parameter", "towards": "large" |
-    "small", "bin_maxima"}]`` (empty: no such trend on these instances)."""
-    ok = p.sides.applicable & np.isfinite(p.ratio) & (p.ratio > 0)
-    out = []
-    for k, v in scalars.items():
-        vals = v[ok]
-        if vals.size < 2 * bins or np.any(vals <= 0) or vals.max() / vals.min() < 100:
-            continue
-        edges = np.geomspace(vals.min(), vals.max() * (1 + 1e-12), bins + 1)
-        which = np.clip(np.searchsorted(edges, vals, side="right") - 1, 0, bins - 1)
-        maxima = np.array(
-            [np.max(p.ratio[ok][which == b]) if np.any(which == b) else np.nan for b in range(bins)]
+    # the sharpest constant, "attained", "approached" and "unbounded" come from the worst-case search only
+    # (moreau.analysis.engine.optimise), started from the batch's worst instances; the sample maximum is kept
+    # as "sample_max"
+    found = optimise_record(st, fam, batch, chosen, optimise_seconds) if optimise_seconds > 0 else []
+    for e, o in zip(out, found, strict=False):
+        o = (
+            {**o, "instance": {k: np.asarray(v).tolist() for k, v in o.get("instance", {}).items()}}
+            if o
+            else o
         )
-        if np.isnan(maxima).any():
-            continue
-        for towards, m in (("large", maxima), ("small", maxima[::-1])):
-            if np.all(np.diff(m) > 0) and m[-1] > growth * m[0]:
-                out.append({"parameter": k, "towards": towards, "bin_maxima": [float(x) for x in maxima]})
+        e["optimised"] = o
+        if o.get("best") is not None:
+            e["sharpest_factor"] = float(o["best"])
+            e["worst_parameters"] = o["parameters"]
+        e["unbounded"] = (
+            [{k: o["path"][k] for k in ("parameter", "towards")} | {"law": o["growth"]["law"]}]
+            if o.get("status") == "unbounded"
+            else []
+        )
+    for e in out[len(found) :]:
+        e["optimised"], e["unbounded"] = None, []
     return out
 
 
@@ -411,8 +422,22 @@ def _why_no_scaling(st, fam):
     return None if why is not None else "the checker declares no scaling for this family"
 
 
-def analyse(rec):
-    """The three analyses of one record (statement, family, batch); a JSON-ready dict.
+def worst_cases(rec, optimise_seconds=OPTIMISE_SECONDS):
+    """The sharpest-constant entries alone (``moreau check --search`` without ``--analyse``): the batch
+    maximum and the worst-case search of each theorem inequality part, of the claim :func:`analyse` analyses."""
+    import dataclasses
+
+    st, fam, batch = rec.statement, rec.result.family, rec.batch
+    ref = st.reference
+    if ref is not None:
+        st = dataclasses.replace(st, claim={**st.claim, **ref.changes}, readings=(), expect="holds")
+    base = st.run(fam, None, None, batch=batch, reading=None)
+    return _sharpest(st, fam, batch, base, optimise_seconds)
+
+
+def analyse(rec, optimise_seconds=OPTIMISE_SECONDS):
+    """The three analyses of one record (statement, family, batch); a JSON-ready dict.  ``optimise_seconds``:
+    the worst-case search's budget (``moreau.analysis.engine.optimise``; 0: the sample maximum only).
 
     They analyse the claim the mutants mutate: the printed statement when it holds, else the first
     reading that holds (dropping a condition of a claim that already fails teaches nothing)."""
@@ -432,5 +457,5 @@ def analyse(rec):
         "scale_declared": scale is not None,
         "scales_tried": tried,
         "scale_not_declared_because": _why_no_scaling(st, fam),
-        "sharpest": _sharpest(st, fam, batch, base),
+        "sharpest": _sharpest(st, fam, batch, base, optimise_seconds),
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from moreau.analysis.engine.analyse import VACUOUS
 
-__all__ = ["print_analyses"]
+__all__ = ["print_analyses", "print_worst_cases", "save_worst", "sharpest_lines"]
 
 
 def _derived_line(d):
@@ -30,6 +30,89 @@ def _derived_line(d):
             "or a finding"
         )
     return text
+
+
+def _params(d, room=160):
+    text = ", ".join(f"{k}={v:.4g}" for k, v in d.items())
+    return text if len(text) <= room else text[: room - 1] + "…"
+
+
+def sharpest_lines(sh):
+    """The report's lines of one ``sharpest`` entry: the worst-case search's result (the sharpest constant,
+    attained / approached / unbounded) and the batch's sample maximum beside it."""
+    dep = "; ".join(
+        f"{k}: {d['lower half']:.3g} below {d['split at']:.3g}, {d['upper half']:.3g} above"
+        for k, d in sh["dependence"].items()
+    )
+    sample = f"batch maximum {sh['sample_max']:.4g}" + (f" (max ratio by parameter: {dep})" if dep else "")
+    o = sh.get("optimised")
+    head = f"  sharpest constant of {sh['part']}"
+    if not o or o.get("best") is None:
+        why = "no worst-case search (--optimise-seconds 0)" if not o else o.get("status", "")
+        return [f"{head}: not searched ({why}); {sample}"]
+    cost = f"{o['evaluations']} evaluations, {o['seconds']:.2g} s, from {o['starts']} batch instance(s)"
+    st = o["status"]
+    if st == "attained":
+        what = f"{o['best']:.10g}, attained at finite parameters" + (
+            " — the bound itself (LHS = RHS to 1e-9)" if o["bound_attained"] else ""
+        )
+    elif st == "not converged":
+        what = (
+            f"at least {o['best']:.10g}"
+            + (" (LHS = RHS to 1e-9 there)" if o["bound_attained"] else "")
+            + "; the budget ran out before the search converged (raise --optimise-seconds)"
+        )
+    else:
+        path = o["path"]
+        trend = ", ".join("-" if r is None else f"{r:.6g}" for r in path["ratios"])
+        also = f" (with {', '.join(path['also'])})" if path["also"] else ""
+        if st == "unbounded":
+            g = o["growth"]
+            what = (
+                f"none: LHS/RHS grows without bound as {path['parameter']} → {path['towards']}{also}, "
+                f"fitted {g['law']} over {g['points']} points spanning {g['decades']:.2g} decades"
+            )
+        else:
+            what = f"{o['best']:.10g}, approached (not attained) as {path['parameter']} → {path['towards']}{also}"
+        what += f"; LHS/RHS along the path: {trend}"
+    return [
+        f"{head}: {what} [worst-case search: {cost}]",
+        f"    at {_params(o['parameters'])}; {sample}",
+    ]
+
+
+def print_worst_cases(records, worst, seconds):
+    """The report section of the worst-case search under ``--search`` (without ``--analyse``)."""
+    print(
+        f"worst cases (--search): Nelder-Mead over each family's parameters, {seconds:g} s per (id, family)"
+    )
+    for rec, entries in zip(records, worst, strict=True):
+        if entries:
+            print(f"{rec.statement.id} [{rec.result.family}]")
+        for sh in entries:
+            for line in sharpest_lines(sh):
+                print(line)
+    print()
+
+
+def save_worst(records, worst, directory):
+    """``--save-worst``: each part's worst instance found, as a one-instance ``.npz`` (the format of
+    ``--save-counterexamples``, replayed by ``--replay``); prints each file with its command."""
+    import numpy as np
+
+    from moreau.analysis.engine.records import save_instance
+
+    for rec, entries in zip(records, worst, strict=True):
+        for k, sh in enumerate(entries):
+            o = sh.get("optimised") or {}
+            if not o.get("instance"):
+                continue
+            one = {name: np.asarray(v) for name, v in o["instance"].items()}
+            path, cmd = save_instance(one, rec.statement.id, rec.result.family, f"worst-{k}", directory)
+            print(
+                f"worst instance of {rec.statement.id} [{rec.result.family}] {sh['part']} "
+                f"(LHS/RHS {o['best']:.6g}): {path}\n  replay: {cmd}"
+            )
 
 
 def print_analyses(records, analyses):
@@ -70,22 +153,8 @@ def print_analyses(records, analyses):
                     f"#{e['instance']} under s = {e['s']:g}, c = {e['c']:g}"
                 )
         for sh in a["sharpest"]:
-            worst = ", ".join(f"{k}={v:.4g}" for k, v in sh["worst_parameters"].items())
-            dep = "; ".join(
-                f"{k}: {d['lower half']:.3g} below {d['split at']:.3g}, {d['upper half']:.3g} above"
-                for k, d in sh["dependence"].items()
-            )
-            for u in sh.get("unbounded") or []:
-                print(
-                    f"  {sh['part']}: LHS/RHS grows without bound as {u['parameter']} gets {u['towards']} (worst per "
-                    f"log-bin: {', '.join(f'{x:.3g}' for x in u['bin_maxima'])}): no finite sharpest constant"
-                )
-            print(
-                f"  sharpest constant of {sh['part']} (a sample maximum): the right side times "
-                f"{sh['sharpest_factor']:.4g} still holds on every instance tried; "
-                f"worst at {worst or 'instance #' + str(sh['instance'])}"
-                + (f"; max ratio by parameter: {dep}" if dep else "")
-            )
+            for line in sharpest_lines(sh):
+                print(line)
             if (
                 sh.get("derived") is not None
             ):  # the parts without a one-eigenvalue derivation say nothing here

@@ -91,6 +91,21 @@ def add_check_parser(sub):
         'the statement scale-consistent) and report the sharpest constants; JSON key "analyse"',
     )
     p.add_argument(
+        "--optimise-seconds",
+        type=_seconds_arg,
+        default=None,
+        metavar="S",
+        help="with --analyse or --search: the worst-case search's budget per (id, family), in seconds "
+        "(Nelder-Mead over the family's parameters from the batch's worst instances; default 2; "
+        "docs/optimisation.md)",
+    )
+    p.add_argument(
+        "--save-worst",
+        metavar="DIR",
+        help="with --analyse or --search: save the worst instance the search found for each inequality part "
+        "as .npz (replayable with --replay)",
+    )
+    p.add_argument(
         "--pep",
         action="store_true",
         help="also the class worst case of each first-order statement by performance estimation "
@@ -144,6 +159,8 @@ def add_check_parser(sub):
 
 #: the default run's short search per (id, family) of a statement expected to hold, in seconds
 DEFAULT_SEARCH_SECONDS = 0.03
+#: the worst-case search's budget per (id, family) under --analyse / --search (moreau.analysis.engine.optimise)
+OPTIMISE_SECONDS = 2.0
 
 
 def _seconds_arg(text):
@@ -242,6 +259,7 @@ def _usage_problem(args):
     for flag, value in (
         ("--json", args.json),
         ("--save-counterexamples", args.save_counterexamples),
+        ("--save-worst", args.save_worst),
         ("--replay", args.replay),
         ("--scheduler", args.scheduler),
     ):
@@ -252,6 +270,11 @@ def _usage_problem(args):
     for a, given_a, b, given_b, why in _conflicts(args):
         if given_a and given_b:
             return f"{a} and {b} cannot be used together ({why})"
+    for flag, value in (("--optimise-seconds", args.optimise_seconds), ("--save-worst", args.save_worst)):
+        if value is not None and not (args.analyse or args.search):
+            return (
+                f"{flag} needs --analyse or --search (the worst-case search runs under them; got {value!r})"
+            )
     return None
 
 
@@ -298,6 +321,7 @@ def cmd_check(args) -> int:
     for why in (
         _writable_file(args.json) if args.json is not None else None,
         _writable_dir(args.save_counterexamples) if args.save_counterexamples is not None else None,
+        _writable_dir(args.save_worst) if args.save_worst is not None else None,
     ):
         if why:
             return _fail(why)
@@ -348,13 +372,29 @@ def cmd_check(args) -> int:
         report.print_searches(records, args.search)
     else:
         report.print_short_search(records)
-    analyses = None
+    analyses = worst = None
+    budget = OPTIMISE_SECONDS if args.optimise_seconds is None else args.optimise_seconds
     if args.analyse:
         from moreau.analysis.engine.analyse import analyse
         from moreau.analysis.engine.analyse_report import print_analyses
 
-        analyses = [analyse(r) for r in records]
+        analyses = [analyse(r, budget) for r in records]
         print_analyses(records, analyses)
+    elif args.search:  # --search: the worst-case search too (docs/optimisation.md)
+        from moreau.analysis.engine.analyse import worst_cases
+        from moreau.analysis.engine.analyse_report import print_worst_cases
+
+        worst = [worst_cases(r, budget) for r in records]
+        print_worst_cases(records, worst, budget)
+    if args.save_worst:
+        from moreau.analysis.engine.analyse_report import save_worst
+
+        try:
+            save_worst(records, worst or [a["sharpest"] for a in analyses], args.save_worst)
+        except OSError as exc:
+            return _fail(
+                f"cannot write --save-worst {exc.filename or args.save_worst}: {exc.strerror or exc}"
+            )
     if args.save_counterexamples:
         try:
             report.save(records, args.save_counterexamples, verbose=args.verbose)
@@ -387,6 +427,9 @@ def cmd_check(args) -> int:
         if analyses is not None:
             for j, a in zip(payload, analyses, strict=True):
                 j["analyse"] = a
+        if worst is not None:  # --search without --analyse: the worst-case search's entries alone
+            for j, w in zip(payload, worst, strict=True):
+                j["worst_cases"] = w
         if pep_records is not None:  # --pep: each record gets its statement's class worst cases (a new key)
             for j in payload:
                 j["pep"] = [p for p in pep_records if p["id"] == j["id"]]

@@ -294,7 +294,7 @@ def optimise_part(statement, family: str, part: str, starts: list, seconds: floa
         if time.perf_counter() > deadline:
             converged = converged and k == len(starts) - 1
             break
-    out = {"part": part, "starts": tried, "evaluations": total_evals}
+    out = {"part": part, "starts": tried, "evaluations": total_evals, "budget_s": float(seconds)}
     if best is None or not np.isfinite(best[0]):
         return {**out, "status": "no applicable start", "seconds": time.perf_counter() - t0}
     r, x, par = best
@@ -320,7 +320,10 @@ def optimise_part(statement, family: str, part: str, starts: list, seconds: floa
     instance = par.decode(x)
     out["instance"] = {k: np.asarray(v) for k, v in instance.items()}
     out["evaluations"] += obj.evals
-    if path is None or not path["rising"]:
+    if (path is None or not path["rising"]) and not converged:
+        out["status"] = "not converged"  # the budget ran out first: a lower bound of the sup, nothing more
+        out["bound_attained"] = bool(abs(r - 1.0) <= ATTAINED_RTOL)
+    elif path is None or not path["rising"]:
         out["status"] = "attained"
         if path is not None:
             out["flat_at_edge"] = [par.names[k] for k, _ in edge]
@@ -355,7 +358,7 @@ def _nelder_mead(obj, x0, par) -> bool:
                 bounds=list(zip(par.lo, par.hi, strict=True)),
                 options={
                     "initial_simplex": simplex,
-                    "xatol": 1e-10,
+                    "xatol": 1e-6,
                     "fatol": 1e-15,
                     "maxfev": 400 * (len(x) + 1),
                     "adaptive": len(x) > 3,

@@ -330,7 +330,7 @@ def test_instances_never_exceed_the_derived_sup_and_reach_it(sid, seed):
         d = e["derived"]
         assert d["proved"] and d["exceeded"] == 0, (sid, part, d.get("exceeded_instance"))
         assert d["instances_reach"] <= d["value"] * (1 + RTOL)
-        assert e["sharpest_factor"] == d["instances_reach"]
+        assert e["sample_max"] == d["instances_reach"]
         assert d["attained_on"] >= 1, (sid, part)  # the adversarial eigenvector is drawn
         assert d["uncovered"] == 0
         # independent: the instance's ratio is max_k g(a_k) over its exact spectrum
