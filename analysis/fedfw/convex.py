@@ -151,6 +151,17 @@ def evaluate(data, claim):
 STATEMENTS = (
     Statement(
         id="fedfw.convex",
+        waived={
+            "x⁰ inside the set": (
+                "x̄¹ is the set's centre on every instance: the thesis prints no initialisation for "
+                "FedFW; a start elsewhere in D is not drawn yet (it would move the pinned rate fits)"
+            ),
+            "strongly convex objective (μ > 0)": (
+                "the convex clients (a zero eigenvalue on every other client, random eigenvectors) "
+                "average to a positive definite F; a null direction common to all clients is not "
+                "drawn yet"
+            ),
+        },
         source="Dadras thesis, §4.3 (Paper III, convex theorem)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\lambda_t = \lambda_0\sqrt{t+1},\ \eta_t = \tfrac{2}{t+1}:\ F(\bar x^t) - F^* = O(t^{-1/2})",

@@ -175,6 +175,12 @@ def evaluate(data, claim):
 STATEMENTS = (
     Statement(
         id="fedfw.nonconvex",
+        waived={
+            "x⁰ inside the set": (
+                "x̄¹ is the set's centre on every instance: the thesis prints no initialisation for "
+                "FedFW; a start elsewhere in D is not drawn yet (it would move the pinned rate fits)"
+            ),
+        },
         source="Dadras thesis, §4.3 (Paper III, nonconvex theorem)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\eta = T^{-2/3},\ \lambda = \lambda_0 T^{1/3}:\ \min_{t\le T}\mathrm{gap}_{\Phi_\lambda}(X^t)"

@@ -154,6 +154,17 @@ def evaluate(data, claim):
 STATEMENTS = (
     Statement(
         id="fedfw.personalized",
+        waived={
+            "x⁰ inside the set": (
+                "x̄¹ is the set's centre on every instance: the thesis prints no initialisation for "
+                "FedFW; a start elsewhere in D is not drawn yet (it would move the pinned rate fits)"
+            ),
+            "strongly convex objective (μ > 0)": (
+                "the convex clients (a zero eigenvalue on every other client, random eigenvectors) "
+                "average to a positive definite F; a null direction common to all clients is not "
+                "drawn yet"
+            ),
+        },
         source='Dadras thesis, §4.3, "personalized FedFW"',
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\lambda\uparrow\ \Rightarrow\ \mathrm{dist}(X_\lambda, \mathcal C)\downarrow;\quad "

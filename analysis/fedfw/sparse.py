@@ -78,6 +78,17 @@ def evaluate(batch, claim):
 STATEMENTS = (
     Statement(
         id="fedfw.sparse",
+        waived={
+            "x⁰ inside the set": (
+                "x̄¹ is the set's centre on every instance: the thesis prints no initialisation for "
+                "FedFW; a start elsewhere in D is not drawn yet (it would move the pinned rate fits)"
+            ),
+            "strongly convex objective (μ > 0)": (
+                "the convex clients (a zero eigenvalue on every other client, random eigenvectors) "
+                "average to a positive definite F; a null direction common to all clients is not "
+                "drawn yet"
+            ),
+        },
         source="Dadras thesis, §4.3, after (4.6)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\mathrm{nnz}(s_i^t) \le 1\ \text{(sparse step directions)}",

@@ -116,6 +116,17 @@ def evaluate(data, claim):
 STATEMENTS = (
     Statement(
         id="fedfw.stochastic",
+        waived={
+            "x⁰ inside the set": (
+                "x̄¹ is the set's centre on every instance: the thesis prints no initialisation for "
+                "FedFW; a start elsewhere in D is not drawn yet (it would move the pinned rate fits)"
+            ),
+            "strongly convex objective (μ > 0)": (
+                "the convex clients (a zero eigenvalue on every other client, random eigenvectors) "
+                "average to a positive definite F; a null direction common to all clients is not "
+                "drawn yet"
+            ),
+        },
         source="Dadras thesis, §4.3 (Paper III, stochastic theorem)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\eta_t = \tfrac{9}{t+8},\ \lambda_t = \lambda_0\sqrt{t+8},\ \rho_t = \tfrac{4}{(t+7)^{2/3}}:\ "

@@ -258,6 +258,13 @@ _NO_SCALING = (
 STATEMENTS = (
     Statement(
         id="fedprox.cor1",
+        implies=("strongly convex objective (μ > 0)",),
+        waived={
+            "commuting Hessians across clients": (
+                "every A_i has μ and L on shared directions, so that κ_g is the problem's condition "
+                "number and the bound can be attained; non-commuting A_i are drawn by fedprox.thm2"
+            ),
+        },
         source="FedProx analysis, Corollary 1, eqs. (13)-(14)",
         paper="fedprox-personalization-analysis.md",
         latex=r"\eta = \tfrac{1}{\lambda+L},\ \gamma = \tfrac{\lambda+L}{2\lambda L},\ K = \tilde O\big("

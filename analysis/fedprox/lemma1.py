@@ -315,6 +315,17 @@ def evaluate(batch, claim):
 STATEMENTS = (
     Statement(
         id="fedprox.lemma1",
+        implies=("strongly convex objective (μ > 0)",),
+        waived={
+            "strongly convex sample losses": (
+                "the statement is about the clients' objectives only: how an objective splits into "
+                "samples does not enter"
+            ),
+            "convex sample losses": (
+                "the statement is about the clients' objectives only: how an objective splits into "
+                "samples does not enter"
+            ),
+        },
         source="FedProx analysis, Lemma 1, eq. (3)",
         paper="fedprox-personalization-analysis.md",
         latex=r"\sum_{i,j}\frac{p_i}{n_i}\big(\mu\|\tilde w^{(i)} - w_\star^{(i)}\|^2 + "

@@ -215,6 +215,17 @@ def _sym(M):
 STATEMENTS = (
     Statement(
         id="fedprox.lemma2",
+        implies=("strongly convex objective (μ > 0)",),
+        waived={
+            "strongly convex sample losses": (
+                "the statement is about the clients' objectives only: how an objective splits into "
+                "samples does not enter"
+            ),
+            "convex sample losses": (
+                "the statement is about the clients' objectives only: how an objective splits into "
+                "samples does not enter"
+            ),
+        },
         source="FedProx analysis, Lemma 2",
         paper="fedprox-personalization-analysis.md",
         latex=r"\mu_g = \frac{\lambda\mu}{\lambda+\mu},\ L_g = \frac{\lambda L}{\lambda+L},\ "

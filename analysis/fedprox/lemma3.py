@@ -157,6 +157,17 @@ def _reference_logistic(f, batch):
 STATEMENTS = (
     Statement(
         id="fedprox.lemma3",
+        implies=("strongly convex objective (μ > 0)",),
+        waived={
+            "strongly convex sample losses": (
+                "the statement is about the clients' objectives only: how an objective splits into "
+                "samples does not enter"
+            ),
+            "convex sample losses": (
+                "the statement is about the clients' objectives only: how an objective splits into "
+                "samples does not enter"
+            ),
+        },
         source="FedProx analysis, Lemma 3",
         paper="fedprox-personalization-analysis.md",
         latex=r"F_i \in C^1,\ \nabla F_i(w) = \lambda\,(w - \mathrm{prox}_{L_i/\lambda}(w))",

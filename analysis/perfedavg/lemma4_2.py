@@ -221,6 +221,15 @@ def _logistic(batch, claim):
 STATEMENTS = (
     Statement(
         id="perfedavg.lemma4_2",
+        waived={
+            ("logistic", "bounded gradients"): (
+                "Assumption 2 asks ‖∇f_i‖ ≤ B: the logistic family (no ridge) meets it on R^d; the "
+                "quadratic family only on the bounded region evaluated"
+            ),
+            "convex sample losses": (
+                "the lemma is about f_i, its gradient and Hessian: the samples do not enter"
+            ),
+        },
         source="Per-FedAvg, Lemma 4.2, eq. (5)",
         paper="per-fedavg-maml.md",
         latex=r"\nabla F_i(w) = (I - \alpha\nabla^2 f_i(w))\nabla f_i(w - \alpha\nabla f_i(w));\ "

@@ -478,6 +478,16 @@ STATEMENTS = (
     ),
     Statement(
         id="perfedavg.w1",
+        waived={
+            ("quadratic", "shared Hessian across clients"): (
+                "here A's leading axis is the atoms z of the shared loss l(w, z), which has one "
+                "Hessian for every z (a z-dependent linear term); the logistic family's Hessians "
+                "depend on z"
+            ),
+            ("quadratic", "commuting Hessians across clients"): (
+                "as the shared Hessian: one Hessian for every atom z; the logistic family's do not commute"
+            ),
+        },
         source=f"{_SRC}, eqs. (15)-(16), App. B.2",
         paper="per-fedavg-maml.md",
         latex=r"\gamma_G^2 = L_{\mathcal Z}^2\frac1n\sum_i W_1(p_i, p)^2,\ "

@@ -185,6 +185,7 @@ _SCALING = scale_fields(
 STATEMENTS = (
     Statement(
         id="permfl.objective",
+        implies=("strongly convex objective (μ > 0)",),
         source="Dadras thesis, §4.2, eq. (4.3) (PerMFL's objective, Paper II)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"x^*(\lambda,\gamma) \xrightarrow{\gamma\to\infty} \arg\min\sum_{ij}\tfrac{1}{MN_i}F_{ij},\ "

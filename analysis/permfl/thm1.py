@@ -379,6 +379,7 @@ _SCALING = scale_fields(
 STATEMENTS = (
     Statement(
         id="permfl.thm1",
+        implies=("strongly convex objective (μ > 0)",),
         source="Dadras thesis, Paper II (PerMFL), strongly convex theorem (reconstructed)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\alpha \le \tfrac{1}{L+\lambda},\ \eta \le \tfrac{1}{\lambda+\gamma},\ \beta \le \tfrac1\gamma:\ "

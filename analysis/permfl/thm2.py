@@ -239,6 +239,7 @@ _SCALING = scale_fields(
 STATEMENTS = (
     Statement(
         id="permfl.thm2",
+        implies=("λ ≥ L",),
         source="Dadras thesis, Paper II (PerMFL), nonconvex theorem (reconstructed)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\lambda > 2L,\ \gamma > 2\lambda,\ \beta \le \tfrac1\gamma:\ "

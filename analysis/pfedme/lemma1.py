@@ -416,6 +416,31 @@ _SC, _NC = PARTS
 STATEMENTS = (
     Statement(
         id="pfedme.lemma1",
+        waived={
+            ("quadratic", "noise independent of θ"): (
+                "quadratics cannot meet Assumption 2 with θ-dependent noise (sample Hessians that "
+                "differ make the variance grow without bound in θ); the nonconvex family draws it"
+            ),
+            ("logistic", "strongly convex sample losses"): (
+                "a ridge on every sample keeps every h̃ strongly convex (§3.2); the nonconvex family "
+                "draws nonconvex samples"
+            ),
+            ("logistic", "convex sample losses"): (
+                "as for strongly convex samples: the nonconvex family draws nonconvex ones"
+            ),
+            ("logistic", "strongly convex objective (μ > 0)"): (
+                "the logistic instances are case (a) (f μ-strongly convex); case (b) is drawn on the "
+                "quadratic family"
+            ),
+            ("nonconvex", "strongly convex objective (μ > 0)"): (
+                "the θ-dependent family is case (a), f = (μ/2)(θ − c)²; case (b) is drawn on the "
+                "quadratic family"
+            ),
+            ("nonconvex", "d = 1"): (
+                "the θ-dependent family is 1-D (its γ² is an exact supremum over the knots); the "
+                "quadratic and logistic families have d ≥ 2"
+            ),
+        },
         source="pFedMe, Lemma 1",
         paper="pfedme-moreau-envelopes.md",
         latex=r"\mathbb{E}\|\tilde\theta - \hat\theta(w)\|^2 \le \frac{2}{(\lambda+\mu)^2}"

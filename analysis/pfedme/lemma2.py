@@ -359,6 +359,16 @@ _A, _B = PARTS
 STATEMENTS = (
     Statement(
         id="pfedme.lemma2",
+        waived={
+            ("logistic", "strongly convex sample losses"): (
+                "Lemma 2 is about f_i and F (σ_f² their dissimilarity): the samples do not enter"
+            ),
+            ("logistic", "convex sample losses"): "Lemma 2 is about f_i and F: the samples do not enter",
+            ("logistic", "strongly convex objective (μ > 0)"): (
+                "the logistic instances are case (a); case (b) (nonconvex, λ > 2√2 L) is drawn on the"
+                " quadratic family"
+            ),
+        },
         source="pFedMe, Lemma 2",
         paper="pfedme-moreau-envelopes.md",
         latex=r"\tfrac1N\sum_i\|\nabla F_i(w)-\nabla F(w)\|^2 \le 4L_F(F(w)-F(w^*)) + 2\sigma_{F,1}^2;\ "

@@ -252,9 +252,33 @@ def _logistic(batch, lam):
     }
 
 
+def worst_quadratic():
+    """The worst instances of the bounds found by the worst-case search (``moreau check pfedme.prop1
+    --analyse``, docs/optimisation.md), written in round numbers (d = 4, b = w = 1): #0 convex, spectrum
+    (0, 1e-3, 1, 1e4), lam = 1e-2: LHS/RHS of L_F = λ is L/(λ + L) = 1 − 1e-6 (the search: approached 1 as
+    λ/L → 0, never attained); #1 weakly convex, spectrum (−1, −0.5, 0, 0.5), λ = 2(1 + 1e-9) just above
+    the threshold 2L: L/(λ − L) = 1 − 2e-9; #2 strongly convex, spectrum (0.5, 1, 2, 4), λ = 1: μ_F
+    attained (ratio 1)."""
+    eig = np.array([[0.0, 1e-3, 1.0, 1e4], [-1.0, -0.5, 0.0, 0.5], [0.5, 1.0, 2.0, 4.0]])
+    A = np.stack([np.diag(e) for e in eig])
+    return {
+        "A": A,
+        "b": np.ones((3, 4)),
+        "eig": eig,
+        "L": np.max(np.abs(eig), axis=1),
+        "lam": np.array([1e-2, 2 * (1 + 1e-9), 1.0]),
+        "w": np.ones((3, 4)),
+    }
+
+
 STATEMENTS = (
     Statement(
         id="pfedme.prop1",
+        waived={
+            "convex sample losses": (
+                "Proposition 1 is about the Moreau envelope of f: the samples do not enter"
+            ),
+        },
         source="pFedMe, Proposition 1, eq. (6)",
         paper="pfedme-moreau-envelopes.md",
         latex=r"\nabla F_i(w) = \lambda(w - \hat\theta_i(w));\ L_F = \lambda\ (\lambda > 2L \text{ if nonconvex});\ "
@@ -279,7 +303,10 @@ STATEMENTS = (
             }
         },
         # the quadratic instance's fields (the worst-case search moves A's eigenvalues, lam, b, w)
-        simplify={"quadratic": Simplify(matrix="A", vectors=("b", "w"), scalars=("lam",), derive=quadratic_fields)},
+        worst={"quadratic": worst_quadratic},
+        simplify={
+            "quadratic": Simplify(matrix="A", vectors=("b", "w"), scalars=("lam",), derive=quadratic_fields)
+        },
         families={
             "quadratic": ("convex", "strongly_convex", "weakly_convex"),
             "logistic": ("mu = 0", "mu > 0"),

@@ -238,6 +238,11 @@ _GD_SCALING = scale_fields(
 STATEMENTS = (
     Statement(
         id="gd.strongly_convex",
+        implies=("strongly convex objective (μ > 0)",),
+        waived={
+            "strongly convex sample losses": "gradient descent on F: the samples only define F",
+            "convex sample losses": "gradient descent on F: the samples only define F",
+        },
         source=f"{_SRC}, Theorem 1",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\eta \le 1/L:\ F(x^t) - F^* \le (1 - \mu\eta)^t (F(x^0) - F^*)",
@@ -274,6 +279,13 @@ STATEMENTS = (
     ),
     Statement(
         id="gd.nonconvex",
+        waived={
+            "convex sample losses": "gradient descent on F: the samples only define F",
+            ("logistic", "bounded gradients"): (
+                "the logistic F here has no ridge (its gradients are bounded); the quadratic family "
+                "draws unbounded ones"
+            ),
+        },
         source=f"{_SRC}, Theorem 2",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\eta \le 1/L:\ \frac1T\sum_{t=0}^{T-1}\|\nabla F(x^t)\|^2 \le \frac{2(F(x^0) - F^*)}{\eta T}",

@@ -240,6 +240,7 @@ def _lt_rate(E_lt, rho, mu, n, m, C4):
 STATEMENTS = (
     Statement(
         id="fedprox.thm1",
+        implies=("strongly convex objective (μ > 0)",),
         source="FedProx analysis, Theorem 1, eqs. (4)-(6)",
         paper="fedprox-personalization-analysis.md",
         latex=r"\mathbb E\|\tilde w^{(g)} - w_\star^{(g)}\|^2 \le "
@@ -308,6 +309,7 @@ STATEMENTS = (
     ),
     Statement(
         id="fedprox.thm1_remark",
+        implies=("strongly convex objective (μ > 0)",),
         source="FedProx analysis, after Theorem 1",
         paper="fedprox-personalization-analysis.md",
         latex=r"\mathbb E\|\tilde w^{(i)} - w_\star^{(i)}\|^2 \le "

@@ -329,6 +329,17 @@ _D, _SQ = PARTS[2], PARTS[3]
 STATEMENTS = (
     Statement(
         id="fedprox.thm2",
+        implies=("strongly convex objective (μ > 0)",),
+        waived={
+            "strongly convex sample losses": (
+                "Assumption 2 asks L_i μ-strongly convex; the logistic samples carry the ridge μ (a "
+                "ridge-free sample would take L_i's modulus from the data's spectrum): not drawn, and"
+                " the quadratic family has no samples"
+            ),
+            "convex sample losses": (
+                "every logistic sample loss is convex; the quadratic family has no samples"
+            ),
+        },
         source="FedProx analysis, Theorem 2, eq. (12)",
         paper="fedprox-personalization-analysis.md",
         latex=r"\gamma < 1/L_g,\ \eta \le 1/L_\ell,\ (2 + 64L_w^2\lambda^2/\mu_g^2)(1-\eta\mu_\ell)^K "

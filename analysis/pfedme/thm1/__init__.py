@@ -184,6 +184,7 @@ _SCALING_LOGISTIC = {"Xl": (-1, 0), "mu": (-2, 0), "lam": (-2, 0)}
 STATEMENTS = (
     Statement(
         id="pfedme.thm1",
+        implies=("strongly convex objective (μ > 0)",),
         source="pFedMe, Theorem 1 (a), Remark 1",
         paper="pfedme-moreau-envelopes.md",
         latex=r"\mathbb E[F(\bar w_T) - F^*] \le O(\Delta_0\mu_F e^{-\hat\eta_1\mu_F T/2}) + \tilde O(\cdot) + "
@@ -256,6 +257,7 @@ STATEMENTS = (
     ),
     Statement(
         id="pfedme.thm1b",
+        implies=("strongly convex objective (μ > 0)",),
         source="pFedMe, Theorem 1 (b)",
         paper="pfedme-moreau-envelopes.md",
         latex=r"\frac1N\sum_i\mathbb E\|\tilde\theta_i^T(w_T) - w^*\|^2 \le "

@@ -381,6 +381,7 @@ def evaluate(batch, claim):
 STATEMENTS = (
     Statement(
         id="pfedme.thm2",
+        implies=("λ ≥ L",),
         source="pFedMe, Theorem 2 (a), (b)",
         paper="pfedme-moreau-envelopes.md",
         latex=r"\mathbb E\|\nabla F(w_{t^*})\|^2 \le O\Big(\frac{\Delta_F}{\hat\eta_2 T} + "

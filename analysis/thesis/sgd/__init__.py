@@ -234,6 +234,17 @@ SC_II = (
 STATEMENTS = (
     Statement(
         id="sgd.strongly_convex",
+        implies=("strongly convex objective (μ > 0)",),
+        waived={
+            "strongly convex sample losses": (
+                "the noise is the statement's additive ξ (its own fields), not the samples' "
+                "gradients: the samples only define F"
+            ),
+            "convex sample losses": (
+                "the noise is the statement's additive ξ, not the samples' gradients: the samples "
+                "only define F"
+            ),
+        },
         source=f"{_SRC}, Theorem 3",
         paper=_PAPER,
         latex=r"\eta_t = \tfrac{2}{\mu(t+\delta)}:\ \mathbb{E}[F(x^t) - F^*] \le \frac{\nu}{t+\delta};\quad "
