@@ -44,6 +44,13 @@ Names:
   of a common method over its class (convex, strongly convex, smooth; ‖x⁰ − x*‖ ≤ R, f(x⁰) − f* ≤ Δ
   or ‖∇f(x⁰)‖ ≤ G), a float from PEPit and Clarabel, without importing a solver (docs/tutorial.md,
   "Class worst cases for your method");
+* ``Statement.implies`` and ``Statement.waived`` with :data:`PROPERTIES` and
+  :func:`instance_properties` — the library of properties an instance may have beyond the printed
+  hypotheses (one client, d = 1, isotropic / shared / commuting Hessians, equal weights, convex or
+  strongly convex sample losses, noise independent of θ, x⁰ in the set, μ > 0, bounded gradients,
+  λ against L), computed from the instances' numbers; every run reports, per statement and family,
+  each property all its instances have that ``implies`` does not name and ``waived`` (name or
+  (family, name) -> why the generator cannot be widened) does not excuse (docs/instances.md);
 * :func:`check` — run statements and get their verdicts (the Python form of ``moreau check``);
 * :class:`Case`, :func:`derive` — a sympy derivation of the sharp constant of a part whose
   quadratic worst case is one eigenvalue (``Statement.sharp``; ``--analyse`` compares it with the
@@ -68,6 +75,7 @@ from moreau.analysis.engine.core import (
 )
 from moreau.analysis.engine.instances import log_uniform, logistic_batch, orthogonal, quadratic_batch
 from moreau.analysis.engine.nonsmooth_instances import nonsmooth_batch
+from moreau.analysis.engine.properties import PROPERTIES, instance_properties
 from moreau.analysis.engine.sharp import Case, derive
 from moreau.analysis.engine.shrink import Simplify, quadratic_fields
 from moreau.analysis.pep import classes as pep_classes
@@ -93,6 +101,8 @@ __all__ = [
     "log_uniform",
     "orthogonal",
     "nonsmooth_batch",
+    "PROPERTIES",
+    "instance_properties",
     "check",
     "Case",
     "derive",
