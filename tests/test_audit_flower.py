@@ -78,7 +78,7 @@ def test_flower_fedprox_mu_is_the_strategys():
         hyper=FEDPROX,
         pairs=False,
     )
-    assert not r.matches
+    assert not r.matches and r.parted_round == 1
 
 
 @pytest.mark.parametrize(
@@ -95,3 +95,50 @@ def test_bad_flower_input_is_one_line(args, err, match):
     with pytest.raises(err, match=match) as e:
         A.audit_flower(*args, rounds=2)
     assert "\n" not in str(e.value)
+
+
+def test_docs_flower_example_runs(tmp_path, monkeypatch, capsys):
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "audit.md").read_text()
+    section = text.split("## The Flower adapter", 1)[1].split("\n## ", 1)[0]
+    code = re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/audit.md", "exec"), {})
+    assert "WHY: reset_clients" in capsys.readouterr().out
+
+
+def test_flower_fedavgm_runs_through_the_adapter_and_server_momentum_is_a_user_deviation():
+    from dataclasses import replace
+
+    from flwr.common import ndarrays_to_parameters
+    from flwr.server.strategy import FedAvgM
+
+    def strategy():
+        return FedAvgM(
+            server_learning_rate=1.0,
+            server_momentum=0.5,
+            initial_parameters=ndarrays_to_parameters([np.zeros(3)]),
+        )
+
+    kw = {"weights": "samples", "rounds": 10, "pairs": False}
+    r = A.audit_flower(strategy(), GDClient, "fedavg", **kw)
+    assert not r.matches and r.diagnosis is None  # server momentum: not in the library
+    lib = dict(A.DEVIATIONS)
+
+    @A.deviation(
+        "server_momentum", "FedAvgM: v = b v + (w - avg), w - v", param=A.Param("b", 0.0, 0.99), registry=lib
+    )
+    def _(knobs, b, hyper, inst):
+        state = {"v": 0.0}
+
+        def server(new, old):
+            state["v"] = b * state["v"] + (old - new)
+            return old - state["v"]
+
+        return replace(knobs, server=server)
+
+    r = A.audit_flower(strategy(), GDClient, "fedavg", deviations=lib, **kw)
+    assert r.diagnosis is not None and r.diagnosis.names == ("server_momentum",), str(r)
+    assert r.diagnosis.params["b"] == pytest.approx(0.5, rel=1e-6)

@@ -118,3 +118,20 @@ def test_bad_torch_input_is_one_line(args, kw, err, match):
     with pytest.raises(err, match=match) as e:
         A.audit_torch(*args, "fedavg", rounds=2, **kw)
     assert "\n" not in str(e.value)
+
+
+def _docs_block(heading):
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "audit.md").read_text()
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)[0]
+
+
+def test_docs_torch_example_runs(tmp_path, monkeypatch, capsys):
+    code = _docs_block("## The PyTorch adapter")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/audit.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "WHY: extra_l2 (mu = 0.001" in out

@@ -136,18 +136,21 @@ class _FlowerRound:
         self.round += 1
         t = self.round
         m, d = len(clients), w.shape[0]
-        st = self.strategy
+        st: Any = self.strategy
+        has_cfg = hasattr(st, "on_fit_config_fn")  # Flower's built-in strategies: the config's source
         user_cfg = getattr(st, "on_fit_config_fn", None)
         sent = {k: v for k, v in hyper.items() if v is not None}
 
         def config(server_round: int) -> dict[str, Any]:  # the hyperparameters travel in the config
             return {**sent, **(user_cfg(server_round) if user_cfg is not None else {})}
 
-        st.on_fit_config_fn = config
+        if has_cfg:
+            st.on_fit_config_fn = config
         try:
             ins = st.configure_fit(t, self.to_params([w.copy()]), self.manager)
         finally:
-            st.on_fit_config_fn = user_cfg
+            if has_cfg:
+                st.on_fit_config_fn = user_cfg
         results, local = [], np.broadcast_to(w, (m, d)).copy()
         for proxy, fit_ins in ins:
             try:
