@@ -234,6 +234,9 @@ class Statement:
     # the printed claim (a one-instance batch, exact
     # numbers, or a callable returning it),
     # evaluated by every run
+    # family -> recorded worst instances of the bounds (a batch, or a callable returning it; found by the
+    # worst-case search, moreau.analysis.engine.optimise), evaluated by every run: they count in the max ratio
+    worst: dict = field(default_factory=dict)
     consistency_checks: dict = field(default_factory=dict)  # part name -> why it is a definitional
     # consistency check no mutant can reject
     expect: str = "holds"  # what the catalogue expects of the printed statement
@@ -322,6 +325,11 @@ class Statement:
     def prepared(self, batch):
         """What ``evaluate`` receives for ``batch``: ``prepare(batch)``, or the batch itself."""
         return batch if self.prepare is None else self.prepare(batch)
+
+    def worst_instances(self, family: str) -> dict:
+        """The recorded worst instances on ``family`` (``worst``) as a batch."""
+        one = self.worst[family]
+        return one() if callable(one) else one
 
     def counterexample(self, family: str) -> dict:
         """The recorded minimal counterexample on ``family`` as a one-instance batch (a callable in

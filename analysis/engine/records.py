@@ -244,6 +244,7 @@ def record_json(
         "mutants_against": "printed" if st.reference is None else f"reading: {st.reference.name}",
         **_properties_json(rec),
         **({"minimal_counterexample": _minimal_json(*rec.minimal)} if rec.minimal is not None else {}),
+        **({"worst_instances": _worst_json(*rec.worst)} if getattr(rec, "worst", None) is not None else {}),
         **(
             {
                 "shrunk_counterexample": {
@@ -269,6 +270,22 @@ def _properties_json(rec) -> dict:
     return {
         "shared_properties": {rec.result.family: shared},
         "waived_properties": {rec.result.family: waived},
+    }
+
+
+def _worst_json(batch, res):
+    """The recorded worst instances (``Statement.worst``) as this run evaluated them: per part, LHS/RHS on
+    each instance (null where not applicable)."""
+    return {
+        "parts": [
+            {
+                "part": p.name,
+                "ratios": [_num(r) if a else None for r, a in zip(p.ratio, p.sides.applicable, strict=True)],
+            }
+            for p in res.parts
+            if p.claimed in ("upper", "tight")
+        ],
+        "instances": {k: np.asarray(v).tolist() for k, v in batch.items()},
     }
 
 

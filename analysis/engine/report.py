@@ -43,7 +43,9 @@ def verdict_of(st, recs):
     (a run whose batch happens to hold, e.g. ``--trials 1``, still fails where it fails)."""
     return statement_verdict(
         st,
-        [r.result for r in recs] + [r.minimal[1] for r in recs if r.minimal is not None],
+        [r.result for r in recs]
+        + [r.minimal[1] for r in recs if r.minimal is not None]
+        + [r.worst[1] for r in recs if getattr(r, "worst", None) is not None],
         {r.name: [rec.readings[r.name][0] for rec in recs if r.name in rec.readings] for r in st.readings},
     )
 
@@ -93,6 +95,22 @@ def minimal_text(one, res, head="minimal counterexample"):
     return f"{head} [{res.family}]: {what} at " + _params(one, 0)
 
 
+def worst_text(batch, res):
+    """The recorded worst instances' line: the largest LHS/RHS this run computed on them, per theorem
+    inequality part (``Statement.worst``; found by the worst-case search, docs/optimisation.md)."""
+    out = []
+    for p in res.parts:
+        if p.claimed not in ("upper", "tight") or p.sides.role != "theorem" or not p.applicable:
+            continue
+        r = np.where(p.sides.applicable & np.isfinite(p.ratio), p.ratio, -np.inf)
+        if np.isfinite(r).any():
+            out.append(f"{p.name} {np.max(r):.6g}")
+    n = res.instances
+    return f"recorded worst instance{'s' if n > 1 else ''} [{res.family}, {n}]: max LHS/RHS " + (
+        "; ".join(out) if out else "no applicable part"
+    )
+
+
 def shrunk_text(one, res, log, evals):
     """The run's worst failing instance after shrinking (``moreau.analysis.engine.shrink``)."""
     return minimal_text(
@@ -114,6 +132,9 @@ def print_verdicts(records, elapsed=None):
             print(_wrap(f"{'':22s}{line}"))
         for line in shared_lines(st, recs):  # what every instance has and the hypotheses do not imply
             print(_wrap(f"{'':22s}{line}"))
+        for rec in recs:  # the recorded worst instances (Statement.worst), evaluated by this run
+            if getattr(rec, "worst", None) is not None:
+                print(_wrap(f"{'':22s}{worst_text(*rec.worst)}"))
         minimal = [r.minimal for r in recs if r.minimal is not None]
         for one, res in minimal:  # the recorded minimal counterexample, evaluated by this run
             text = minimal_text(one, res)

@@ -80,6 +80,9 @@ class Record:
     # the run's worst failing instance shrunk (Statement.simplify, no recorded minimal counterexample):
     # (batch, Result of the printed claim, steps taken, evaluations), or None
     shrunk: tuple | None = None
+    # the statement's recorded worst instances on this family (Statement.worst), evaluated by this run:
+    # (batch, Result of the printed claim), or None
+    worst: tuple | None = None
     # {property name: whether every instance of the run has it} (moreau.analysis.engine.properties),
     # over every chunk; the report's shared-property line and the JSON's "shared_properties"
     properties: dict = field(default_factory=dict)
@@ -353,6 +356,9 @@ def _run_one(
         rec.minimal = (one, st.run(fam, None, None, batch=one, reading=None))
     elif fam in st.simplify and not rec.result.holds:
         rec.shrunk = _shrunk(st, fam, rec)
+    if fam in st.worst:  # the recorded worst instances, evaluated now (their numbers are this run's)
+        many = st.worst_instances(fam)
+        rec.worst = (many, st.run(fam, None, None, batch=many, reading=None))
     if mutants:
         t1 = time.perf_counter()
         _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, searches)

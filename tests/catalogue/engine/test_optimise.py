@@ -125,3 +125,23 @@ def _starts(rec, p, k=2):
 
     r = np.where(p.sides.applicable, p.ratio, -np.inf)
     return [take(rec.batch, [int(i)]) for i in np.argsort(-r)[:k]]
+
+
+def test_recorded_worst_instances_are_evaluated_by_the_default_run_and_count_in_max_ratio():
+    from fractions import Fraction
+
+    from moreau.analysis.engine import runner
+    from moreau.analysis.engine.report import verdict_of
+
+    (rec,) = runner.run(["pfedme.prop1"], "quadratic", trials=6)
+    assert rec.worst is not None
+    batch, res = rec.worst
+    p = next(q for q in res.parts if q.name == "smoothness L_F = λ (f convex)")
+    # independent: L/(lam + L) in exact rationals for the recorded #0 (spectrum up to 1e4, lam = 1e-2)
+    L, lam = Fraction(10**4), Fraction(1, 100)
+    assert p.ratio[0] == pytest.approx(float(L / (lam + L)), rel=1e-9)
+    q = next(q for q in res.parts if q.name.startswith("smoothness L_F = λ (f nonconvex"))
+    lam = 2 * (1 + Fraction(1, 10**9))
+    assert q.ratio[1] == pytest.approx(float(1 / (lam - 1)), rel=1e-7)
+    sv = verdict_of(rec.statement, [rec])
+    assert sv["printed"]["max_ratio"] >= p.ratio[0]
