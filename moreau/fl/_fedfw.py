@@ -45,8 +45,10 @@ from ._common import (
     generator,
     lead_shape,
     minibatch_size,
+    participation,
     point,
     positive,
+    sample_size,
 )
 from ._lmo import Box, ConvexSet, L1Ball, L2Ball, check_set
 from ._minibatches import sample_counts
@@ -61,10 +63,12 @@ SCHEDULES = ("sqrt", "constant", "horizon")
 class FedFWHistory(History):
     r""":class:`History` of :func:`fedfw` with what the clients send.
 
-    ``directions`` ``(rounds, *lead, m, d)``: :math:`s_i^t` (index t − 1 for round t), the only thing a
-    client sends; ``nnz`` ``(rounds, *lead, m)`` (host int): the non-zeros of each :math:`s_i^t` (a
-    vertex of an ℓ1 ball or of a simplex has one: the client sends one index and one value, against d
-    numbers for a gradient).  ``w_global`` is :math:`\bar x^t`, ``w_local`` the :math:`x_i^t`.
+    ``directions`` ``(rounds K, *lead, m, d)``: :math:`s_i^{t,k}` (index (t − 1)K + k for local step k
+    = 0..K−1 of round t; with K = 1, index t − 1), the only thing a client sends (zero for a client not
+    sampled in that round); ``nnz`` ``(rounds K, *lead, m)`` (host int): the non-zeros of each
+    :math:`s_i^{t,k}` (a vertex of an ℓ1 ball or of a simplex has one: the client sends one index and
+    one value, against d numbers for a gradient; 0 for a client not sampled).  ``w_global`` is
+    :math:`\bar x^t`, ``w_local`` the :math:`x_i^t`.
     """
 
     directions: Array | None = None
@@ -143,6 +147,9 @@ def fedfw(
     rho: Sequence[float] | np.ndarray | None = None,
     sigma: float | Array | None = None,
     batch_size: int | None = None,
+    K: int = 1,
+    S: int | None = None,
+    restart: bool = False,
     x0: Array | None = None,
     rng: np.random.Generator | int | None = None,
 ) -> FedFWHistory:
@@ -168,15 +175,37 @@ def fedfw(
     ``batch_size`` samples drawn without replacement (objectives with samples), plus
     :math:`\sigma\,\xi/\sqrt d`, ξ standard normal (``sigma``: :math:`E\|\cdot\|^2 = \sigma^2`).
 
+    Several local steps and partial participation (extensions; the thesis prints (4.5)–(4.6) with one
+    step and every client): ``S`` of the n clients are sampled per round uniformly without replacement
+    (default all), and each sampled client takes ``K`` steps (4.5)–(4.6) in a row, k = 0..K−1, from
+    :math:`x_i^{t,0} = x_i^t` to :math:`x_i^{t+1} = x_i^{t,K}`, every step with the round's λ_t, η_t
+    (the clock counts rounds), the round's :math:`\bar x^t` and the same 1/n (n all clients); the
+    others keep :math:`x_i^{t+1} = x_i^t` (and their momentum).  The server keeps
+    :math:`\bar x^{t+1} = \frac1n\sum_i x_i^{t+1}` (the formula above when K = 1 and S = n; otherwise
+    the mean of the models, which the server can also track from the directions and step sizes).
+    ``restart=True`` is the authors' code's behaviour, not the thesis's: every client is reset to
+    the server model, :math:`x_i^{t,0} = \bar x^t`, at the start of every round (so the penalty is 0
+    at the first local step, and with K = 1 a round is a distributed Frank–Wolfe step from
+    :math:`\bar x^t`), and the server takes the mean of the sampled clients' models,
+    :math:`\bar x^{t+1} = \frac1S\sum_{i\in S_t} x_i^{t+1}`.  The authors' code also advances λ_t,
+    η_t per local step and divides by the number of sampled clients instead of n (see
+    ``analysis/fedfw``); neither is done here.
+
     ``x0`` is :math:`\bar x^1 = x_i^1` ``(*trials, d)`` (default the set's centre; a point outside the
     set is a ValueError saying how far outside).  λ0, ``lam`` and
-    ``sigma`` are numbers or arrays broadcasting against the trial shape.  Randomness (``rng``,
-    required with ``sigma`` or ``batch_size``), per round: the mini-batch draw
-    ``rng.random((*lead, m, n))`` (as :func:`fedavg`), then ``rng.standard_normal((*lead, m, d))``.
+    ``sigma`` are numbers or arrays broadcasting against the trial shape.  Randomness (``rng``: a
+    Generator or int seed, required with ``sigma``, ``batch_size`` or S < n), per round: the client
+    sampling ``rng.random((*lead, m))`` (if S < n; :func:`fedavg`'s draw), then per local step the
+    mini-batch draw ``rng.random((*lead, m, n))`` (as :func:`fedavg`), then
+    ``rng.standard_normal((*lead, m, d))``, both drawn for every client (an unsampled client's are
+    discarded), so a batched run equals a loop over trials that slices the same draws.
 
     Returns a :class:`FedFWHistory`: ``w_global`` ``(T+1, *lead, d)`` (index k: :math:`\bar x^{k+1}`,
-    after k rounds), ``w_local`` ``(T+1, *lead, m, d)``, ``directions``, ``nnz``;
-    ``params`` holds the host arrays ``lam`` ``(T, *lead)``, ``eta`` and ``rho`` ``(T,)``.
+    after k rounds), ``w_local`` ``(T+1, *lead, m, d)`` (after each round; with ``restart`` an
+    unsampled client holds :math:`\bar x^t`), ``directions``, ``nnz``, ``local_steps`` = K,
+    ``grad_evals`` (rounds K, or a host array ``(*lead, m)`` of K per round sampled when S < n),
+    ``sampled`` ``(rounds, *lead, S)`` (host, when S < n); ``params`` holds the host arrays ``lam``
+    ``(T, *lead)``, ``eta`` and ``rho`` ``(T,)``, and ``K``, ``S``, ``restart``.
 
     References: Dadras thesis §4.3, eqs. (4.4)–(4.6) (Paper III: Dadras, Banerjee, Prakhya,
     Yurtsever, "Federated Frank-Wolfe Algorithm", ECML PKDD 2024, arXiv 2408.10090).
@@ -203,35 +232,70 @@ def fedfw(
     base = positive(lam if constant else (1.0 if lam0 is None else lam0), "lam" if constant else "lam0", f)
     sig = None if sigma is None else positive(sigma, "sigma", f, allow_zero=True)
     size = minibatch_size(batch_size, f, replace=False)
-    rng = generator(rng, sig is not None or size is not None, "sigma or batch_size is set")
+    K, S = count(K, "K"), sample_size(S, m)
+    if not isinstance(restart, bool):
+        raise TypeError(f"restart must be True or False (got {restart!r})")
+    partial = S < m
+    rng = generator(
+        rng, sig is not None or size is not None or partial, "sigma or batch_size is set, or S < n"
+    )
     lead = lead_shape(f, base, *(() if sig is None else (sig,)))
     xbar = _start(x0, C, f, lead)
     X = xp.broadcast_to(xbar[..., None, :], lead + (m, f.dim))
     lam2 = expand(base, 2)
     lmo = C.oracle(xp, f.dtype, clients=True)
-    momentum = None
-    gs, ls, ds, nnz = [xbar], [X], [], []
+    momentum: Array | None = None
+    seen: Array | None = None  # partial participation: the clients whose momentum holds a gradient
+    gs, ls, ds, nnz, picks = [xbar], [X], [], [], []
+    evals = np.zeros(lead + (m,), dtype=int)
     for k in range(rounds):
         lam_t = lam2 if c is None else lam2 * float(c[k])  # c is None: lam_schedule='constant'
-        fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=False))
-        G = fk.grad(X)
-        if sig is not None:
-            assert rng is not None  # required with sigma (generator above)
-            noise = xp.asarray(rng.standard_normal(lead + (m, f.dim)), dtype=f.dtype)
-            G = G + expand(sig, 2) * noise / math.sqrt(f.dim)
-        if r is not None:  # stochastic
-            momentum = G if momentum is None else (1 - float(r[k])) * momentum + float(r[k]) * G
-            G = momentum
-        V = G / m + lam_t * (X - xbar[..., None, :])
-        S = lmo(V)
         eta_t = float(e[k])
-        X = (1 - eta_t) * X + eta_t * S
-        xbar = (1 - eta_t) * xbar + eta_t * xp.mean(S, axis=-2)
-        check_diverged(xp, f, X, "fedfw", f"round {k + 1}", "lam (the penalty) or the gradients")
+        mask, idx = participation(rng, lead, m, S)
+        if idx is not None:
+            picks.append(idx)
+        on = xp.asarray(mask)[..., None] if partial else None
+        if restart:  # the authors' code: every client starts the round at the server's model
+            X = xp.broadcast_to(xbar[..., None, :], lead + (m, f.dim))
+        for j in range(K):
+            fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=False))
+            G = fk.grad(X)
+            if sig is not None:
+                assert rng is not None  # required with sigma (generator above)
+                noise = xp.asarray(rng.standard_normal(lead + (m, f.dim)), dtype=f.dtype)
+                G = G + expand(sig, 2) * noise / math.sqrt(f.dim)
+            if r is not None:  # stochastic
+                avg = G if momentum is None else (1 - float(r[k])) * momentum + float(r[k]) * G
+                if on is None:
+                    momentum = avg
+                else:  # a client's first round starts its momentum at G; an unsampled one keeps its own
+                    if momentum is not None:
+                        avg = xp.where(seen, avg, G)
+                        momentum = xp.where(on, avg, momentum)
+                    else:
+                        momentum = avg
+                    seen = on if seen is None else (seen | on)
+                G = momentum
+            V = G / m + lam_t * (X - xbar[..., None, :])
+            D = lmo(V)
+            Xn = (1 - eta_t) * X + eta_t * D
+            if on is not None:
+                Xn, D = xp.where(on, Xn, X), xp.where(on, D, xp.zeros_like(D))
+            X = Xn
+            where = f"round {k + 1}" + (f", local step {j + 1}" if K > 1 else "")
+            check_diverged(xp, f, X, "fedfw", where, "lam (the penalty) or the gradients")
+            ds.append(D)
+            nnz.append(xp.sum(xp.astype(D != 0, xp.int64), axis=-1))  # on the device: no sync per round
+        if restart:
+            w = xp.asarray(mask, dtype=f.dtype)[..., None]
+            xbar = xp.sum(w * X, axis=-2) / S
+        elif K == 1 and not partial:  # from the directions (4.6): what the thesis's server computes
+            xbar = (1 - eta_t) * xbar + eta_t * xp.mean(D, axis=-2)
+        else:
+            xbar = xp.mean(X, axis=-2)
+        evals += K * mask
         gs.append(xbar)
         ls.append(X)
-        ds.append(S)
-        nnz.append(xp.sum(xp.astype(S != 0, xp.int64), axis=-1))  # on the device: no sync per round
     lam_host = np.broadcast_to(np.asarray(to_numpy(base), dtype=float), lead)
     lams = (
         np.broadcast_to(lam_host, (rounds,) + lead)
@@ -246,16 +310,20 @@ def fedfw(
         "stochastic": stochastic,
         "sigma": sig,
         "batch_size": size,
+        "K": K,
+        "S": S,
+        "restart": restart,
     }
     return FedFWHistory(
         w_global=xp.stack(gs),
         w_local=xp.stack(ls),
         rounds=rounds,
-        local_steps=1,
-        grad_evals=rounds,
+        local_steps=K,
+        grad_evals=evals if partial else rounds * K,
         params=params,
         directions=xp.stack(ds),
         nnz=np.asarray(to_numpy(xp.stack(nnz))),
+        sampled=np.stack(picks) if picks else None,
     )
 
 
