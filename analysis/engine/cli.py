@@ -402,9 +402,13 @@ def cmd_check(args) -> int:
             where = exc.filename or args.save_counterexamples
             return _fail(f"cannot write --save-counterexamples {where}: {exc.strerror or exc}")
     if args.symbolic:
+        from moreau.analysis.engine.registry import catalogue as _catalogue
         from moreau.analysis.engine.symbolic import print_proofs
 
-        ok &= print_proofs()
+        chosen, own_cat = [cat[i] for i in (ids or cat)], _catalogue()
+        ok &= print_proofs(  # the catalogue's proofs for a catalogue run; a user's derivations for theirs
+            [st for st in chosen if st.id not in own_cat], any(st.id in own_cat for st in chosen)
+        )
     pep_records = None
     if args.pep:
         from moreau.analysis.pep.report import print_pep, run_pep

@@ -195,7 +195,10 @@ def derive(g, a, cases, params, *, absolute=False, per_step=False):
     syms = [sp.Symbol(k, **_assumptions(k)) for k in params]
     for case in cases:
         lo_c, hi_c = case.interval
-        best, at, st = sup_over_interval(g, a, lo_c, hi_c, case.subs, absolute)
+        try:  # sympy may give up (a symbolic exponent, a transcendental g): this case is NOT PROVED, said why
+            best, at, st = sup_over_interval(g, a, lo_c, hi_c, case.subs, absolute)
+        except Exception as exc:
+            best, at, st = None, None, [(False, f"derivation error: {type(exc).__name__}: {_short(exc)}")]
         steps += [(ok, f"[{case.name}] {t}") for ok, t in st]
         ok = best is not None
         if ok and per_step:
@@ -226,7 +229,7 @@ def derive(g, a, cases, params, *, absolute=False, per_step=False):
                     "attained": None,
                 }
             )
-            funcs.append(lambda **kw: np.nan)
+            funcs.append(lambda *args: np.nan)  # called with the parameters positionally (_kw)
             continue
         xname, xsubs, xlo, xhi, lo_open, hi_open = case.x
         x = sp.Symbol("x", nonnegative=True)
@@ -234,9 +237,17 @@ def derive(g, a, cases, params, *, absolute=False, per_step=False):
         if F.free_symbols - {x}:
             sup, where, att = None, f"depends on {sorted(map(str, F.free_symbols - {x}))}", False
         else:
-            sup, where, att = _sup_over_x(F, x, sp.sympify(xlo), sp.sympify(xhi), lo_open, hi_open)
-            where = where.replace("x =", f"{xname} =")
-        text = None if sup is None else f"{sup} at {where}" + ("" if att else " (a limit, not attained)")
+            try:
+                sup, where, att = _sup_over_x(F, x, sp.sympify(xlo), sp.sympify(xhi), lo_open, hi_open)
+                where = where.replace("x =", f"{xname} =")
+            except Exception as exc:  # the sup over parameters is extra: its failure is said, the case stays
+                sup, where, att = None, f"not derived ({type(exc).__name__}: {_short(exc)})", False
+                steps.append((True, f"[{case.name}] sup over {xname}: {where}"))
+        text = (
+            None
+            if sup is None
+            else f"{sup}{_approx(sup)} at {where}" + ("" if att else " (a limit, not attained)")
+        )
         out.append(
             {
                 "name": case.name,
@@ -259,6 +270,24 @@ def derive(g, a, cases, params, *, absolute=False, per_step=False):
         funcs=tuple(_kw(f, list(params)) for f in funcs),
         wheres=tuple(c.where for c in cases),
     )
+
+
+def _short(exc, n=200):
+    text = " ".join(str(exc).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _approx(e, digits=4):
+    """`` ≈ <decimal>`` when ``e`` carries a long rational constant (more than 3 digits in its
+    numerator or denominator: ``3141/1000 ≈ 3.141``), else empty."""
+    import sympy as sp
+
+    e = sp.sympify(e)
+    coeff, _ = sp.factor(e).as_coeff_Mul()
+    rats = [r for r in e.atoms(sp.Rational) if r.q != 1] + [coeff]
+    if not any(isinstance(r, sp.Rational) and max(len(str(abs(r.p))), len(str(r.q))) > 3 for r in rats):
+        return ""
+    return " ≈ " + sp.sstr(sp.N(e, digits)).replace("**", "^")
 
 
 def _kw(f, names):
@@ -290,10 +319,10 @@ def _text(e):
 
     n, d = show(num), show(den)
     if den == 1:
-        return n.replace("**", "^")
+        return n.replace("**", "^") + _approx(e)
     n = n if num.is_Atom or num.is_Pow or num.is_Function else f"({n})" if num.is_Add else n
     d = d if den.is_Atom or den.is_Pow else f"({d})"
-    return f"{n}/{d}".replace("**", "^")
+    return f"{n}/{d}".replace("**", "^") + _approx(e)
 
 
 def sym_context():

@@ -46,6 +46,7 @@ __all__ = [
     "mutant_proofs",
     "print_proofs",
     "proofs",
+    "run_derivations",
     "run_proofs",
 ]
 
@@ -195,9 +196,52 @@ def run_proofs(selection=None) -> list:
     return out
 
 
-def print_proofs() -> bool:
-    """Print "proved"/"NOT PROVED" per identity with its steps; True when all are proved."""
-    results = run_proofs()
+def run_derivations(statements) -> list:
+    """The sympy derivations a user's statements declare (``Statement.sharp``: family -> {part:
+    zero-argument callable returning a :class:`moreau.analysis.engine.sharp.Derivation`}), one
+    result per part in :func:`run_proofs`' form; an error (sympy giving up on a symbolic exponent,
+    a derivation that cannot run) is that part's NOT PROVED with its reason, never raised."""
+    out = []
+    for st in statements:
+        for fam, parts in (getattr(st, "sharp", None) or {}).items():
+            for part, make in parts.items():
+                try:
+                    d = make()
+                    proved = bool(d.proved)
+                    detail = "\n".join(
+                        [f"sup LHS/RHS = {d.formula}"]
+                        + [f"{'ok  ' if ok else 'FAIL'} {t}" for ok, t in d.steps]
+                        + [
+                            f"[{c['name']}] over all admissible parameters: {c['sup_over_parameters']}"
+                            for c in d.cases
+                            if c.get("sup_over_parameters")
+                        ]
+                    )
+                except Exception as exc:  # the user's derivation: reported on its part, the others still run
+                    proved, detail = False, f"FAIL derivation error: {type(exc).__name__}: {exc}"
+                out.append(
+                    {
+                        "key": f"{st.id}:{fam}:{part}",
+                        "name": f"sharp constant of {part!r} [{fam}]",
+                        "statement": st.id,
+                        "proved": proved,
+                        "detail": detail,
+                    }
+                )
+    return out
+
+
+def print_proofs(statements=None, catalogue_proofs=True) -> bool:
+    """Print "proved"/"NOT PROVED" per identity with its steps; True when all are proved.
+
+    ``statements``: a user's statements whose derivations (:func:`run_derivations`) are run too;
+    ``catalogue_proofs``: whether the catalogue's own proofs run (a run of users' statements only
+    does not need them)."""
+    results = (run_proofs() if catalogue_proofs else []) + run_derivations(statements or ())
+    if statements:
+        bare = [st.id for st in statements if not getattr(st, "sharp", None)]
+        if bare:
+            print(f"no sympy derivation declared (Statement.sharp) for {', '.join(bare)}")
     print("symbolic proofs (one eigenvalue a of a quadratic; sympy)")
     for r in results:
         print(f"{'proved' if r['proved'] else 'NOT PROVED':10s} {r['statement']:20s} {r['name']}")
