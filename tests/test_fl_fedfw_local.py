@@ -178,3 +178,14 @@ BAD = [
 def test_bad_arguments_name_what_was_expected(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_sampled_local_steps_run_on_array_api_strict():
+    xps = pytest.importorskip("array_api_strict")
+    A, b, f = _clients(8)
+    C = L2Ball(np.array([1.0, 2.0]))
+    kw = dict(rounds=5, K=2, S=3, restart=True, stochastic=True, sigma=0.5, rng=2)
+    ref = fedfw(f, C, **kw)
+    h = fedfw(mo.Quadratic(xps.asarray(A), xps.asarray(b)), C, **kw)
+    assert type(h.w_global).__module__.startswith("array_api_strict")
+    assert_close(host(h.w_local), host(ref.w_local), factor=10)

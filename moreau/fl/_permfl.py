@@ -42,6 +42,8 @@ from ._common import (
     minibatch_size,
     point,
     positive,
+    sample_clients,
+    sample_size,
 )
 from ._newton import NEWTON_RTOL, minimize
 from ._pfedme import _minibatch, _valid_rows
@@ -51,9 +53,36 @@ __all__ = ["PerMFLHistory", "permfl", "permfl_optimum", "team_matrix"]
 
 @dataclass(frozen=True)
 class PerMFLHistory(History):
-    """:class:`History` of :func:`permfl` with the team models ``w_team`` ``(rounds+1, *lead, M, d)``."""
+    r""":class:`History` of :func:`permfl` with the team models ``w_team`` ``(rounds+1, *lead, M, d)``
+    and, with device sampling, ``sampled_devices`` ``(rounds, K, *lead, m)`` (host bool: the devices
+    that ran in each team round); ``sampled`` holds the sampled teams ``(rounds, *lead, S)``.
+
+    :meth:`curves` gives the per-round losses of the three models the authors' code evaluates."""
 
     w_team: Array | None = None
+    sampled_devices: np.ndarray | None = None
+
+    def curves(self, objective: Objective) -> dict[str, np.ndarray]:
+        r"""Per-round losses ``{"PM", "TM", "GM"}``, host arrays ``(rounds+1, *lead)`` (index t: after t
+        rounds, 0: the start), each with eq. (4.3)'s weights :math:`1/(M N_i)`:
+        :math:`\frac1M\sum_i\frac1{N_i}\sum_j f_{ij}(z_{ij}^t)` at the personalised device models
+        (PM, :math:`z_{ij} = \theta_{ij}^t`), at the team models (TM, :math:`z_{ij} = w_i^t`) and at the
+        global model (GM, :math:`z_{ij} = x^t`); ``objective`` is the one the run used (batch
+        ``(..., m)``)."""
+        f, m = check_objective(objective)
+        assert self.theta is not None and self.w_team is not None and self.w_global is not None
+        teams = np.asarray(self.params["teams"])
+        E, N = team_matrix(teams, m)
+        wts = f.xp.asarray((E / N).sum(axis=1) / N.size, dtype=f.dtype)  # (m,): 1/(M N_i)
+        to_dev = f.xp.asarray(E, dtype=f.dtype)
+        out = {}
+        for name, Z in (
+            ("PM", self.theta),
+            ("TM", to_dev @ self.w_team),
+            ("GM", self.w_global[..., None, :] + f.xp.zeros_like(self.theta)),
+        ):
+            out[name] = np.asarray(to_numpy(f.xp.sum(wts * f.value(Z), axis=-1)), dtype=float)
+        return out
 
 
 def team_matrix(teams: Any, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,6 +121,8 @@ def permfl(
     rounds: int,
     lam_device: float | Array | None = None,
     batch_size: int | None = None,
+    S: int | None = None,
+    devices: int | None = None,
     x0: Array | None = None,
     rng: np.random.Generator | int | None = None,
 ) -> PerMFLHistory:
@@ -117,19 +148,35 @@ def permfl(
     exact device prox :math:`\theta_{ij} = \mathrm{prox}_{f_{ij}/\lambda_d}(w_i^{t,k})` (then
     ``alpha`` must be None).  ``batch_size``: :math:`\tilde f_{ij}` is a fresh mini-batch per
     local step, drawn i.i.d. with replacement (``moreau.fl.pfedme``'s draw); None: full batches.
-    All devices and teams take part in every round.
+
+    Sampling (default: every team and device takes part in every round): ``S`` teams per global round,
+    uniformly without replacement (:math:`\mathcal S_t`); only they run their K team rounds, and the
+    global step averages them, :math:`\bar w^t = \frac1S\sum_{i\in\mathcal S_t} w_i^{t,K}` (an
+    unbiased estimate of the mean over teams; a team not sampled keeps its last model in ``w_team``);
+    ``devices`` per team and team round, uniformly without replacement within the team (a team
+    smaller than ``devices`` runs all its devices), and the team step uses their mean,
+    :math:`\bar\theta_i^{t,k} = \frac1{|\mathcal D_i^{t,k}|}\sum_{j\in\mathcal D_i^{t,k}}\theta^{t,k,L}_{ij}`
+    (a device not sampled keeps its last personalised model in ``theta``).  The authors' code instead
+    averages all M team models (stale ones included) with 1/M and divides θ̄ by the number of devices
+    selected (see ``analysis/permfl``).
 
     Shapes: ``objective`` batch ``(..., m)``, ``teams`` ``(m,)``; the parameters are scalars or
     arrays broadcasting against the trial shape ``(...)``; ``x0`` ``(..., d)`` (default 0).
-    Randomness (``rng``, required with ``batch_size``): one draw ``rng.random((*lead, m,
-    batch_size))`` per local step, in the order of the loops above.
+    Randomness (``rng``: a Generator or int seed, required with ``batch_size``, S < M or
+    ``devices``), in the order of the loops above: per global round ``rng.random((*lead, M))`` (S < M:
+    the S teams of smallest key), per team round ``rng.random((*lead, m))`` (``devices``: in each team
+    its devices of smallest key), per local step ``rng.random((*lead, m, batch_size))``; all drawn
+    for every team or device (those not sampled are discarded), so a batched run equals a loop over
+    trials that slices the same draws.
 
     Returns a :class:`PerMFLHistory`: ``w_global`` ``(rounds+1, *lead, d)`` (:math:`x^t`),
     ``w_team`` ``(rounds+1, *lead, M, d)`` (:math:`w_i^{t,K}` at index t+1, x0 at 0), ``theta``
     ``(rounds+1, *lead, m, d)`` (the personalised device models of round t's last team round
     at index t+1, x0 at 0), ``w_local`` None, ``local_steps`` = K L device steps per global round
     (0 with ``L="exact"``), ``grad_evals`` = rounds K L per device, ``prox_evals`` = rounds K with
-    ``L="exact"``.
+    ``L="exact"`` (each a host array ``(*lead, m)`` of the device's own count when teams or devices
+    are sampled), ``sampled`` and ``sampled_devices`` (see :class:`PerMFLHistory`); the per-round
+    losses of the personalised, team and global models: :meth:`PerMFLHistory.curves`.
 
     References: Paper II (arXiv 2407.14251), Algorithm 1 (update rules as the authors' code
     serverPerMFL.py / userPerMFL.py computes them); Dadras thesis eq. (4.3).
@@ -158,7 +205,12 @@ def permfl(
             raise TypeError("alpha (the device step size) is required with L local steps")
         alpha = positive(alpha, "alpha", f)
     size = minibatch_size(batch_size, f, replace=True)
-    rng = generator(rng, size is not None, "batch_size is set")
+    S = sample_size(S, Mt, "S")
+    D = None if devices is None else count(devices, "devices")
+    sub_teams, sub_dev = S < Mt, D is not None and D < int(N.max())
+    rng = generator(
+        rng, size is not None or sub_teams or sub_dev, "batch_size is set, S < M teams or devices is set"
+    )
     lead = lead_shape(f, lam, gamma, eta, beta, lam_d, *(() if exact else (alpha,)))
     f._lam(expand(lam_d, 1), "lam_device" if lam_device is not None else "lam")
     x = point(x0, f, lead, "x0")
@@ -179,9 +231,27 @@ def permfl(
         [xp.broadcast_to(x[..., None, :], lead + (Mt, f.dim))],
         [xp.broadcast_to(x[..., None, :], lead + (m, f.dim))],
     )
+    team_of = np.argmax(E, axis=1)
+    W_rec, theta_rec = ws[0], thetas[0]
+    picks, dev_masks = [], []
+    evals = np.zeros(lead + (m,), dtype=int)
     for t in range(rounds):
+        if sub_teams:
+            assert rng is not None  # required with S < M (generator above)
+            tidx = sample_clients(rng, lead, Mt, S)
+            picks.append(tidx)
+            t_on = np.zeros(lead + (Mt,), dtype=bool)
+            np.put_along_axis(t_on, tidx, True, axis=-1)
+        else:
+            t_on = np.ones(lead + (Mt,), dtype=bool)
         W = xp.broadcast_to(x[..., None, :], lead + (Mt, f.dim))
+        round_masks = []
         for k in range(K):
+            d_on = t_on[..., team_of]  # (*lead, m): the devices of the sampled teams
+            if sub_dev:
+                assert rng is not None and D is not None  # required with devices (generator above)
+                d_on = d_on & _pick_devices(rng.random(lead + (m,)), team_of, N, D)
+            round_masks.append(d_on)
             Wd = to_dev @ W
             if exact:
                 theta = f.prox(Wd, lamd1)
@@ -194,13 +264,32 @@ def permfl(
                 check_diverged(
                     xp, f, theta, "permfl", f"round {t + 1}, team round {k + 1} (device steps)", "alpha"
                 )
-            W = W - eta2 * (lam2 * (W - to_team @ theta) + gam2 * (W - x[..., None, :]))
+            if sub_dev or sub_teams:
+                on = xp.asarray(d_on, dtype=f.dtype)
+                num = xp.asarray(E.T, dtype=f.dtype) @ (on[..., None] * theta)
+                den = xp.maximum(on @ xp.asarray(E, dtype=f.dtype), xp.asarray(1.0, dtype=f.dtype))
+                tbar = num / den[..., None]
+                theta_rec = xp.where(xp.asarray(d_on)[..., None], theta, theta_rec)
+            else:
+                tbar = to_team @ theta
+                theta_rec = theta
+            W = W - eta2 * (lam2 * (W - tbar) + gam2 * (W - x[..., None, :]))
             check_diverged(xp, f, W, "permfl", f"round {t + 1}, team round {k + 1} (team step)", "eta")
-        x = x - beta1 * gam1 * (x - xp.mean(W, axis=-2))
+            evals += d_on
+        if sub_teams:
+            ton = xp.asarray(t_on)[..., None]
+            W_rec = xp.where(ton, W, W_rec)
+            wbar = xp.sum(xp.asarray(t_on, dtype=f.dtype)[..., None] * W, axis=-2) / S
+        else:
+            W_rec, wbar = W, xp.mean(W, axis=-2)
+        x = x - beta1 * gam1 * (x - wbar)
         check_diverged(xp, f, x, "permfl", f"round {t + 1} (global step)", "beta (times gamma)")
         xs.append(x)
-        ws.append(W)
-        thetas.append(theta)
+        ws.append(W_rec)
+        thetas.append(theta_rec)
+        if sub_dev:
+            dev_masks.append(np.stack(round_masks))
+    sampled = sub_teams or sub_dev
     return PerMFLHistory(
         w_global=xp.stack(xs),
         w_local=None,
@@ -208,8 +297,10 @@ def permfl(
         w_team=xp.stack(ws),
         rounds=rounds,
         local_steps=0 if exact else K * steps,
-        grad_evals=0 if exact else rounds * K * steps,
-        prox_evals=rounds * K if exact else 0,
+        grad_evals=(0 if exact else evals * steps) if sampled else (0 if exact else rounds * K * steps),
+        prox_evals=(evals if exact else 0) if sampled else (rounds * K if exact else 0),
+        sampled=np.stack(picks) if picks else None,
+        sampled_devices=np.stack(dev_masks) if dev_masks else None,
         params={
             "lam": lam,
             "gamma": gamma,
@@ -220,9 +311,26 @@ def permfl(
             "L": L,
             "lam_device": lam_d,
             "batch_size": size,
-            "teams": np.argmax(E, axis=1),
+            "S": S,
+            "devices": D,
+            "teams": team_of,
         },
     )
+
+
+def _pick_devices(keys: np.ndarray, team_of: np.ndarray, N: np.ndarray, D: int) -> np.ndarray:
+    """Host bool ``(*lead, m)``: in every team the ``min(D, N_i)`` devices of smallest ``keys``."""
+    out = np.zeros(keys.shape, dtype=bool)
+    for i in range(N.size):  # over teams (host, small): the devices of each team ranked by their keys
+        members = np.flatnonzero(team_of == i)
+        if N[i] <= D:
+            out[..., members] = True
+            continue
+        chosen = np.argsort(keys[..., members], axis=-1)[..., :D]
+        sub = np.zeros(keys.shape[:-1] + (members.size,), dtype=bool)
+        np.put_along_axis(sub, chosen, True, axis=-1)
+        out[..., members] = sub
+    return out
 
 
 @overload
