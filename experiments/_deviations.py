@@ -26,6 +26,8 @@ _CAPTION: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("more
 
 
 def _text(v: object) -> str:
+    if v is None:
+        return "none"
     if isinstance(v, float):
         return f"{v:g}"
     if isinstance(v, list | tuple):

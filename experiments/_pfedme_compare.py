@@ -47,9 +47,13 @@ from ._evaluate import Split, hold_out
 from ._plot import figure, save
 from ._verdicts import by_seed, paired
 
-__all__ = ["METHODS", "METRICS", "SETTINGS", "check", "compare", "finish_compare"]
+__all__ = ["LOCAL", "METHODS", "METRICS", "SETTINGS", "SHOWN", "check", "compare", "finish_compare"]
 
 METHODS = ("FedAvg", "Per-FedAvg", "pFedMe-GM", "pFedMe-PM")
+#: the baseline beside them: each client trains alone (no communication), FedAvg's η and R steps per
+#: round; shown in the figures and tables, not part of the paper's claims
+LOCAL = "Local only"
+SHOWN = (*METHODS, LOCAL)
 SETTINGS = ("same", "tuned")
 METRICS = {
     "test_accuracy": "test accuracy (%): correct predictions of all clients' test rows together",
@@ -219,6 +223,20 @@ def compare(rng, train, test, mu, params, seed):
             record=rec[2],
             **common,
         )
+        (local_rng,) = rng.spawn(1)  # its own stream: the methods above draw exactly as without it
+        rec.append(_Recorder(splits, mu, every, T, (None, LOCAL), optima))
+        runs.local_only(
+            local_rng,
+            X,
+            Y,
+            n,
+            mu,
+            eta=hp["fedavg_eta"],
+            tau=params["R"],
+            rounds=T,
+            B=params["batch"],
+            record=rec[3],
+        )
         rows += [r for rc in rec for r in rc.rows(seed, setting)]
     return rows
 
@@ -233,13 +251,13 @@ def finish_compare(rows, params, out, stem, paper, data_label, paper_label, quic
     in every panel), curves over rounds (pFedMe Figs. 3–4 style), the table of selected rounds, and
     the ordering claims (decided on the last round)."""
     kind = params["band"]
-    table = [r for st in SETTINGS for r in selections(rows, METHODS, setting=st)]
+    table = [r for st in SETTINGS for r in selections(rows, SHOWN, setting=st)]
     fig, ax = figure(2, width=6.8, aspect=0.95)
     for a, setting, tag in zip(ax[0], SETTINGS, "ab", strict=True):
         handles = selection_bars(
             a,
             [r for r in table if r["setting"] == setting],
-            METHODS,
+            SHOWN,
             kind,
             paper=paper,
             paper_label=f"pFedMe paper, Table 1 ({paper_label}; tuned, best round on test)",
@@ -319,5 +337,5 @@ def _curves_figure(rows, table, params, out, stem, data_label, quick):
         ("distance_to_optimum", "squared distance to the optimum", True),
     ]
     return curves_figure(
-        rows, panels, metrics, METHODS, params["band"], out, f"{stem}-curves", quick, table=table
+        rows, panels, metrics, SHOWN, params["band"], out, f"{stem}-curves", quick, table=table
     )

@@ -27,7 +27,7 @@ import numpy as np
 
 from moreau import Multinomial, fl
 
-__all__ = ["grad", "batch", "objective", "pfedme", "fedavg", "per_fedavg", "accuracy"]
+__all__ = ["grad", "batch", "objective", "pfedme", "fedavg", "per_fedavg", "local_only", "accuracy"]
 
 
 def grad(Xb, Yb, wb, mu, theta):
@@ -166,6 +166,22 @@ def per_fedavg(rng, X, Y, n, mu, *, alpha, beta, tau, rounds, S=None, B=None, re
     if record is not None:
         record(rounds, w, lambda: final)
     return w, final
+
+
+def local_only(rng, X, Y, n, mu, *, eta, tau, rounds, B=None, record=None):
+    """The local-only baseline: each client trains alone from 0, τ mini-batch gradient steps of size
+    η per round on its own rows, no server and no communication.  Returns the models ``(m, D*C)``.
+    ``record(t, None, personal)`` as in :func:`pfedme` (``personal()``: every client's own model)."""
+    m, DC = X.shape[0], X.shape[-1] * Y.shape[-1]
+    W = np.zeros((m, DC))
+    if record is not None:
+        record(0, None, lambda: W)
+    for t in range(rounds):
+        for _ in range(tau):
+            W = W - eta * grad(*batch(rng, X, Y, n, B), mu, W)
+        if record is not None:
+            record(t + 1, None, lambda W=W: W)
+    return W
 
 
 def accuracy(X, y, weights, theta):

@@ -16,7 +16,9 @@ or another OS error, a worker process killed); 3 an internal error (the tracebac
 128 + the signal number when stopped by SIGINT (130) or SIGTERM (143): the
 finished points are saved and the same command resumes.
 
-Without a terminal on stderr (logs, batch jobs) progress is a line every ~10 s.
+Without a terminal on stderr (logs, batch jobs) progress is a line every ~10 s, whether or not a
+point finished; points are saved (and counted) when they finish, so an interruption loses the
+points in progress (in most experiments a point is one seed).
 """
 
 from __future__ import annotations
@@ -117,6 +119,17 @@ def _fail(msg, code=2) -> int:
     return code
 
 
+def cut_words(text: str, width: int) -> str:
+    """``text`` if it fits in ``width`` characters, else cut at the last word boundary that leaves room
+    for "…" (a word longer than ``width`` is cut inside it), with "…" appended."""
+    if len(text) <= width:
+        return text
+    head = text[: width - 1]
+    if text[width - 1] != " " and " " in head:
+        head = head[: head.rfind(" ")]
+    return head.rstrip(" ,;(") + "…"
+
+
 def cmd_reproduce(args) -> int:
     from .registry import experiments
 
@@ -125,7 +138,7 @@ def cmd_reproduce(args) -> int:
         print(f"{'name':27s} {'paper / figure':44s} {'quick':>7s} {'full':>7s}  what it shows")
         for name, e in table.items():
             print(
-                f"{name:27s} {(e.paper + ', ' + e.figure)[:44]:44s} {e.expected[0]:>7s} {e.expected[1]:>7s}  "
+                f"{name:27s} {cut_words(e.paper + ', ' + e.figure, 44):44s} {e.expected[0]:>7s} {e.expected[1]:>7s}  "
                 f"{e.summary}"
             )
         return 0

@@ -40,7 +40,17 @@ from .pfedme_digits import digits, split
 
 __all__ = ["EXPERIMENT", "METHODS"]
 
-METHODS = ("PerMFL-PM", "PerMFL-TM", "PerMFL-GM", "PerMFL-PM (code: λ_d = L)", "FedAvg", "pFedMe-PM")
+#: "Local only": each device trains alone (FedAvg's η, τ and batch per round, no communication): what
+#: local training without any federation gives, beside the personalised models
+METHODS = (
+    "PerMFL-PM",
+    "PerMFL-TM",
+    "PerMFL-GM",
+    "PerMFL-PM (code: λ_d = L)",
+    "FedAvg",
+    "pFedMe-PM",
+    "Local only",
+)
 
 
 def config(quick, trials):
@@ -130,6 +140,12 @@ def compute(params, point, rng):
             B=pf["batch"],
             f=f,
         )[1]
+    )
+    (local_rng,) = rng.spawn(1)  # its own stream: the methods above draw exactly as without it
+    rows["Local only"] = acc(
+        runs.local_only(
+            local_rng, Xt, Y, n, mu, eta=fa["eta"], tau=fa["tau"], rounds=params["rounds"], B=fa["batch"]
+        )
     )
     L_max = float(np.max(np.asarray(f.smoothness())))
     return [{"seed": point["seed"], "method": m, "accuracy": a, "L_max": L_max} for m, a in rows.items()]

@@ -79,3 +79,29 @@ def test_demo_runs_as_a_notebook_with_inline_figures(tmp_path, monkeypatch, name
     printed = "".join(o.text for o in outputs if o.output_type == "stream" and o.name == "stdout")
     assert "holds: " in printed and "FAILS: " not in printed  # the claims, printed as on the command line
     assert list(out.glob("*.png"))  # the figure files are written as well
+
+
+def test_the_documented_jupytext_execute_command_runs_a_demo(tmp_path, monkeypatch):
+    """docs/reproduce.md's command, as a user types it after ``pip install -e '.[notebooks]'``:
+    ``jupytext --set-kernel python3 --to notebook --execute experiments/demos/personalisation.py``
+    (nbconvert executes it on the python3 kernel spec ipykernel installs; no other install)."""
+    import shutil
+    import subprocess
+
+    pytest.importorskip("jupytext", reason="the notebooks extra: pip install -e '.[notebooks]'")
+    pytest.importorskip("nbconvert", reason="the notebooks extra: pip install -e '.[notebooks]'")
+    nbformat = pytest.importorskip("nbformat", reason="the notebooks extra: pip install -e '.[notebooks]'")
+
+    script = tmp_path / "personalisation.py"
+    shutil.copy(HERE / DEMOS["demo-personalisation"][0], script)
+    monkeypatch.setenv("MOREAU_DEMO_OUT", str(tmp_path / "figures"))
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    cmd = [sys.executable, "-m", "jupytext", "--set-kernel", "python3", "--to", "notebook", "--execute"]
+    done = subprocess.run([*cmd, script.name], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    nb = nbformat.read(tmp_path / "personalisation.ipynb", as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs), "no inline figure in the executed notebook"

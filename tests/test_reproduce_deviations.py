@@ -42,9 +42,11 @@ def test_perfedavg_table1_paper_settings_leave_only_the_stand_in():
 
 def test_pfedme_synthetic_data_draw_and_seed_words():
     params = pfedme_synthetic.config(False, None)
-    assert any(ln.startswith("data_draw") for ln in pfedme_synthetic.EXPERIMENT.deviations(params))
+    assert any("data_draw=authors" in ln for ln in pfedme_synthetic.EXPERIMENT.deviations(params))
     params["data_draw"] = "authors"
-    assert not any(ln.startswith("data_draw") for ln in pfedme_synthetic.EXPERIMENT.deviations(params))
+    assert pfedme_synthetic.EXPERIMENT.deviations(params) == [
+        "validation share held out of training rows = 0.2 (paper: 0)"
+    ]
     assert "fresh data set" not in pfedme_synthetic.SEED_WORDS["authors"]
     assert any("MNIST" in ln for ln in pfedme_digits.EXPERIMENT.deviations(pfedme_digits.config(False, None)))
 

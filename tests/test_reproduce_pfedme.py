@@ -139,7 +139,7 @@ def test_pfedme_comparison_quick(tmp_path, name):
     assert {r["metric"] for r in curves} == {"test_accuracy", "validation_accuracy", "train_loss"}
     assert {int(r["round"]) for r in curves} == set(range(11))  # quick: T = 10, every round evaluated
     rows = [r for r in table if r["selection"] == "last round"]
-    assert {r["seed"] for r in rows} == {"0", "1"} and len(rows) == 2 * 2 * 4 and len(table) == 3 * len(rows)
+    assert {r["seed"] for r in rows} == {"0", "1"} and len(rows) == 2 * 2 * 5 and len(table) == 3 * len(rows)
     assert all(0 <= float(r["test_accuracy"]) <= 100 for r in rows)
     at = {
         (r["setting"], r["method"], r["seed"], int(r["round"])): float(r["value"])
@@ -158,6 +158,7 @@ def test_pfedme_comparison_quick(tmp_path, name):
             assert float(r["test_accuracy"]) <= float(
                 by[(setting, method, seed, "best round on test (leaks the test set)")]["test_accuracy"]
             )
+    assert {r["method"] for r in rows} == {"FedAvg", "Per-FedAvg", "pFedMe-GM", "pFedMe-PM", "Local only"}
     mean = _means(rows)
     for setting in ("same", "tuned"):  # the personalised model is far ahead of both global models
         for other in ("FedAvg", "pFedMe-GM"):

@@ -293,7 +293,7 @@ class _Clock:
 
 def test_progress_without_a_terminal_is_a_line_at_most_every_ten_seconds():
     stream, clock = io.StringIO(), _Clock()
-    progress = _sweep._Progress("x", 9, 2, stream=stream, clock=clock)
+    progress = _sweep._Progress("x", 9, 2, stream=stream, clock=clock, heartbeat=False)
     for t in (3, 9.9, 10, 12, 19.9, 25, 31):
         clock.t = t
         progress.update()
@@ -304,6 +304,29 @@ def test_progress_without_a_terminal_is_a_line_at_most_every_ten_seconds():
         "reproduce x: 8/9 points done, 25 s elapsed",
         "reproduce x: 9/9 points done, 40 s elapsed",
     ]
+
+
+def test_progress_lines_come_on_time_without_a_point_finishing():
+    """Issue 29: a seed that runs for minutes no longer means minutes of silence in a log."""
+    stream, clock = io.StringIO(), _Clock()
+    progress = _sweep._Progress("x", 2, 0, stream=stream, clock=clock, heartbeat=False)
+    for t in (4, 9.9, 10, 15, 20.5):
+        clock.t = t
+        progress.tick()  # what the heartbeat thread calls; no point finished
+    assert stream.getvalue().splitlines() == [
+        "reproduce x: 0/2 points done, 10 s elapsed",
+        "reproduce x: 0/2 points done, 20 s elapsed",
+    ]
+    progress.close()
+
+
+def test_progress_heartbeat_thread_runs_and_stops():
+    stream = io.StringIO()
+    progress = _sweep._Progress("x", 1, 0, stream=stream, every=0.0)
+    assert progress.thread is not None and progress.thread.is_alive()
+    progress.close()
+    assert not progress.thread.is_alive()
+    assert stream.getvalue().splitlines()[-1].startswith("reproduce x: 0/1 points done")
 
 
 def test_progress_on_a_terminal_is_a_bar():
