@@ -36,7 +36,8 @@ Names:
   each assumption necessary or not; :func:`scale_fields` — declare how a batch rescales (``--analyse``);
 * :class:`Simplify`, :func:`quadratic_fields` — say what an instance's fields are (the matrix, vectors in
   its coordinates, free scalars, derived fields, rotation invariance) in ``Statement.simplify`` and a
-  failing instance is shrunk to a readable counterexample (diagonal, fewest dimensions, round numbers);
+  failing instance is shrunk to a readable counterexample (fewest clients, diagonal, fewest dimensions,
+  round numbers);
 * ``Statement.pep`` with :data:`pep_classes` (PEPit problems: envelope and prox constants, the prox
   displacement, GD, Frank–Wolfe; the ``pep`` extra), :func:`pep_row`, :func:`pep_parts`,
   :func:`pep_worst` — the class worst case of a part beside the instances' (``moreau check --pep``);

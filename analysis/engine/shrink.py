@@ -9,13 +9,17 @@ part with finite sides, a positive right side and LHS > RHS) and the instance st
 statement's assumptions (the evaluation's own applicability decides: an instance outside them
 fails nothing):
 
+0. *fewer clients* (a family whose fields have a client axis, ``Simplify.clients``): drop client k
+   from every such field (axis 1, after the instance axis), one at a time, as long as one can be
+   dropped (down to ``min_clients``);
 1. *diagonalise* (rotation-invariant statements only): ``A = V diag(a) Vᵀ`` becomes ``diag(a)`` and
    each vector ``v`` becomes ``Vᵀ v`` — the same instance in the eigenbasis;
 2. *fewer dimensions*: drop coordinate k (the principal submatrix of ``A`` without row and column k,
    the vectors without entry k), one at a time, as long as one can be dropped;
 3. *simpler numbers*: each free scalar, each diagonal entry and each vector entry (off-diagonal
    entries of a matrix that is not diagonal, in symmetric pairs) replaced by the first of 0, ±1,
-   the nearest integer, one significant digit, a half, two significant digits that still fails.
+   the nearest integer, one significant digit, a half, two significant digits that still fails
+   (the entries of the client fields too).
 
 Every candidate is rebuilt with ``derive`` (e.g. the spectrum and the smoothness of the new
 matrix), so no field is rounded out of step with what it depends on.  The result is a
@@ -48,7 +52,10 @@ class Simplify:
     ``rotation_invariant``: the statement's sides do not change under ``A -> Q A Qᵀ``, ``v -> Q v``
     (then the instance is diagonalised first); ``min_dim``: the smallest dimension to try; ``valid(instance)
     -> bool``: the family's own constraints a candidate must keep (e.g. a positive smallest eigenvalue for a
-    strongly convex family), beside the statement's applicability."""
+    strongly convex family), beside the statement's applicability.  ``clients``: fields ``(1, m, ...)``
+    whose axis 1 is the client axis (per-client numbers, vectors, matrices): clients are dropped
+    from all of them together, down to ``min_clients`` (``derive`` recomputes what follows from the
+    clients, e.g. their number or their average)."""
 
     matrix: str | None = None
     vectors: tuple = ()
@@ -57,6 +64,8 @@ class Simplify:
     rotation_invariant: bool = False
     min_dim: int = 1
     valid: Callable | None = None
+    clients: tuple = ()
+    min_clients: int = 1
 
 
 def quadratic_fields(instance, matrix="A"):
@@ -119,9 +128,11 @@ def shrink(statement, family, instance, spec: Simplify, *, max_evals=400):
                 return False
         return True
 
-    free = {*spec.scalars, *spec.vectors, *([spec.matrix] if spec.matrix is not None else [])}
+    free = {*spec.scalars, *spec.vectors, *spec.clients, *([spec.matrix] if spec.matrix is not None else [])}
 
     cur, log = rebuilt(instance), []
+    if spec.clients:
+        cur = _drop_clients(cur, spec, rebuilt, fails, log)
     M = spec.matrix
     if M is not None and spec.rotation_invariant and not _is_diagonal(cur[M]):
         a, V = np.linalg.eigh(cur[M][0])
@@ -165,6 +176,32 @@ def shrink(statement, family, instance, spec: Simplify, *, max_evals=400):
     if n_simpler:
         log.append(f"{n_simpler} number(s) simplified")
     return cur, log, evals[0]
+
+
+def _drop_clients(cur, spec, rebuilt, fails, log):
+    """Step 0: drop one client at a time from every client field while the statement still fails."""
+    m0 = m = int(np.shape(cur[spec.clients[0]])[1])
+    bad = [c for c in spec.clients if np.ndim(cur[c]) < 2 or np.shape(cur[c])[1] != m0]
+    if bad:
+        raise ValueError(
+            f"Simplify.clients fields must share a client axis (axis 1) of length {m0} "
+            f"(got {[(c, np.shape(cur[c])) for c in bad]})"
+        )
+    dropped = True
+    while dropped and m > spec.min_clients:
+        dropped = False
+        for k in range(m):
+            keep = [j for j in range(m) if j != k]
+            cand = dict(cur)
+            for c in spec.clients:
+                cand[c] = np.asarray(cur[c])[:, keep]
+            cand = rebuilt(cand)
+            if fails(cand):
+                cur, m, dropped = cand, m - 1, True
+                break
+    if m < m0:
+        log.append(f"clients {m0} -> {m}")
+    return cur
 
 
 def _magnitude(inst, free):
@@ -234,4 +271,8 @@ def _entries(inst, spec):
         diag = _is_diagonal(A)
         out += [(spec.matrix, (0, i, j)) for i in range(d) for j in range(i, d) if i == j or not diag]
     out += [(v, (0, i)) for v in spec.vectors for i in range(inst[v].shape[-1])]
+    # per-client numbers and vectors (a per-client matrix would lose its symmetry entry by entry)
+    out += [
+        (c, (0, *i)) for c in spec.clients if np.ndim(inst[c]) <= 3 for i in np.ndindex(np.shape(inst[c])[1:])
+    ]
     return out
