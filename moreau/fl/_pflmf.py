@@ -42,7 +42,10 @@ from ._common import (
 )
 from ._minibatches import sample_counts
 
-__all__ = ["pflmf", "low_rank_optimum", "LowRankOptimum"]
+__all__ = ["pflmf", "low_rank_optimum", "LowRankOptimum", "VARIANTS"]
+
+#: the updates :func:`pflmf` runs: the thesis's alternating method, or what the authors' code runs
+VARIANTS = ("alternating", "fedper")
 
 
 def _start(value: Any, f: Objective, shape: tuple[int, ...], name: str, xp: Namespace) -> Array | None:
@@ -84,6 +87,7 @@ def pflmf(
     weights: Array | None = None,
     U0: Array | None = None,
     V0: Array | None = None,
+    variant: str = "alternating",
     rng: np.random.Generator | int | None = None,
 ) -> History:
     r"""pFL^MF (thesis §4.1, Paper I's Algorithm 1 as reconstructed): alternating gradient steps on (4.2).
@@ -123,6 +127,22 @@ def pflmf(
     0.001, 1, 500 in ``config/defaults.yaml``) are parsed and unused; (e) the shared part is the
     network body and the personal part its last layer, a nonlinear analogue of x_i = U v_i.
 
+    ``variant="fedper"``: what the authors' code actually runs (FL-Bench's FedPer client, (a) and
+    (c) above), not the thesis's method.  Each client i ∈ S_t copies :math:`U_i^{t,0} = U_t` and takes
+    τ simultaneous gradient steps on its own loss in both factors,
+
+    .. math::
+        U_i^{t,k+1} = U_i^{t,k} - \eta_u\,\nabla f_i(U_i^{t,k}v_i^{t,k})\,(v_i^{t,k})^\top,\qquad
+        v_i^{t,k+1} = v_i^{t,k} - \eta_v\,(U_i^{t,k})^\top\nabla f_i(U_i^{t,k}v_i^{t,k}),
+
+    (FedPer's one learning rate: η_u = η_v), keeps :math:`v_i^{t+1} = v_i^{t,\tau}` (the personal
+    layer) and sends its copy of the shared factor; the server averages the sampled copies,
+    :math:`U_{t+1} = \sum_{i\in S_t} p_i U_i^{t,\tau} / \sum_{i\in S_t} p_i` (:math:`U_t` kept when
+    no client takes part; the code's p_i are the sample counts n_i: pass them as ``weights``).  No
+    server gradient step and no 1/p scaling; the personal factors *are* updated (the code's own
+    ``fit``, which would freeze them, (b), is never called).  Same draws as the default, without the
+    server's extra mini-batch.
+
     Starts: ``U0`` ``(*trials, d, r)``, ``V0`` ``(*trials, m, r)``; each, when None, is drawn
     (``rng`` required): :math:`U_0 = G/\sqrt d`, :math:`V_0 = G'/\sqrt r` with standard normal G,
     G' (``rng.standard_normal``, U first).  (U, V) = (0, 0) is a saddle with zero gradient, so
@@ -134,7 +154,8 @@ def pflmf(
     ``w_global`` the server's U ``(rounds+1, *lead, d, r)``, ``w_local`` the clients' v_i
     ``(rounds+1, *lead, m, r)``, ``theta`` the personalised models :math:`x_i = U_t v_i^t`
     ``(rounds+1, *lead, m, d)`` (index t: after t rounds), ``local_steps = tau``, ``grad_evals``
-    τ + 1 per round taken part in (an int when p = 1, else a host array ``(*lead, m)``),
+    τ + 1 per round taken part in (τ with ``variant="fedper"``; an int when p = 1, else a host array
+    ``(*lead, m)``),
     ``sampled`` the participation masks ``(rounds, *lead, m)`` (host bool) when p < 1.
 
     References: A. Dadras, thesis (Umeå 2025), §4.1, eqs. (4.1)-(4.2); A. Dadras, S. U. Stich,
@@ -146,6 +167,8 @@ def pflmf(
     r = count(rank, "rank")
     rounds, tau = count(rounds, "rounds"), count(tau, "tau")
     eta_u, eta_v, p = positive(eta_u, "eta_u", f), positive(eta_v, "eta_v", f), positive(p, "p", f)
+    if not isinstance(variant, str) or variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS} (got {variant!r})")
     if bool(xp.any(p > 1)):
         raise ValueError(f"p must be a participation probability in (0, 1] (got {float(xp.max(p)):g})")
     partial = bool(xp.any(p < 1))
@@ -169,12 +192,20 @@ def pflmf(
     ev, eu, p2 = expand(eta_v, 2), expand(eta_u, 2), expand(p, 1)
     us, vs, xs, masks = [U], [V], [V @ xp.matrix_transpose(U)], []
     evals = np.zeros(lead + (m,), dtype=int)
+    per_round = tau if variant == "fedper" else tau + 1
     for t in range(rounds):
         if partial:
             assert rng is not None  # required when p < 1
             mask_h = rng.random(lead + (m,)) < np.asarray(to_numpy(p2), dtype=float)
             masks.append(mask_h)
             on = xp.asarray(mask_h)[..., None]
+        if variant == "fedper":
+            U, V = _fedper_round(xp, f, U, V, eu, ev, pw, on if partial else None, tau, size, rng, lead, t)
+            evals += per_round * (mask_h if partial else 1)
+            us.append(U)
+            vs.append(V)
+            xs.append(_models(xp, f, U, V, t, tau + 1))
+            continue
         for k in range(tau):
             fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=False))
             G = fk.grad(_models(xp, f, U, V, t, k))  # (*lead, m, d): grad f_i(U v_i)
@@ -186,7 +217,7 @@ def pflmf(
         coef = pw / p2 * (xp.asarray(mask_h, dtype=f.dtype) if partial else 1.0)  # (*lead, m)
         U = U - eu * (xp.matrix_transpose(G) @ (coef[..., None] * V))  # sum_i coef_i grad f_i v_i^T
         check_diverged(xp, f, U, "pflmf", f"round {t + 1} (server step on U)", "eta_u")
-        evals += (tau + 1) * (mask_h if partial else 1)
+        evals += per_round * (mask_h if partial else 1)
         us.append(U)
         vs.append(V)
         xs.append(_models(xp, f, U, V, t, tau + 1))
@@ -196,7 +227,7 @@ def pflmf(
         theta=xp.stack(xs),
         rounds=rounds,
         local_steps=tau,
-        grad_evals=evals if partial else rounds * (tau + 1),
+        grad_evals=evals if partial else rounds * per_round,
         params={
             "rank": r,
             "eta_u": eta_u,
@@ -205,9 +236,53 @@ def pflmf(
             "p": p,
             "batch_size": size,
             "weights": pw,
+            "variant": variant,
         },
         sampled=np.stack(masks) if masks else None,
     )
+
+
+def _fedper_round(
+    xp: Namespace,
+    f: Objective,
+    U: Array,
+    V: Array,
+    eu: Array,
+    ev: Array,
+    pw: Array,
+    on: Array | None,
+    tau: int,
+    size: int | None,
+    rng: np.random.Generator | None,
+    lead: tuple[int, ...],
+    t: int,
+) -> tuple[Array, Array]:
+    """One round of ``variant="fedper"``: τ simultaneous steps on each client's copy (U_i, v_i), the
+    sampled copies of U averaged with the weights ``pw`` (``on`` the participation mask ``(*lead, m, 1)``)."""
+    Ui = xp.broadcast_to(U[..., None, :, :], lead + (f.batch_shape[-1],) + tuple(U.shape[-2:]))
+    for k in range(tau):
+        fk = f if size is None else batched_objective(f, sample_counts(rng, f, lead, size, replace=False))
+        with np.errstate(over="ignore", invalid="ignore"):
+            X = (Ui @ V[..., None])[..., 0]  # (*lead, m, d): U_i v_i
+        check_diverged(
+            xp, f, X, "pflmf", f"round {t + 1}, before step {k + 1} (x_i = U_i v_i)", "eta_u or eta_v"
+        )
+        G = fk.grad(X)
+        Ui, V_new = (
+            Ui - expand(eu, 1) * (G[..., :, None] * V[..., None, :]),
+            V - ev * (xp.matrix_transpose(Ui) @ G[..., None])[..., 0],
+        )
+        V = V_new if on is None else xp.where(on, V_new, V)
+        check_diverged(xp, f, V, "pflmf", f"round {t + 1}, local step {k + 1} (v_i)", "eta_v")
+    w = pw if on is None else pw * xp.astype(on[..., 0], pw.dtype)
+    total = xp.sum(w, axis=-1)
+    avg = (
+        xp.sum(w[..., None, None] * Ui, axis=-3)
+        / xp.where(total > 0, total, xp.ones_like(total))[..., None, None]
+    )
+    U = avg if on is None else xp.where((total > 0)[..., None, None], avg, U)
+    check_diverged(xp, f, U, "pflmf", f"round {t + 1} (server average of U)", "eta_u")
+    return U, V
 
 
 @dataclass(frozen=True)
