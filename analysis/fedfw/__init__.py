@@ -68,7 +68,22 @@ already moved to x_i^{t+1}: (1 − η_t)/n times the penalised gap at X^t; (8) t
 ``--iid`` option is documented as "0: iid, 1: non-iid" but ``generate_synthetic`` gives every client the
 same W and b when ``iid == 1`` (the default); (9) the stochastic variant (``FedFW_sto``) matches the
 reconstruction above (the 1/n inside its momentum average is the same iteration); FedFW+ (``FedFW_plus``:
-a dual variable y_i += λ0(x_i − x̄) added to the gradient) is not implemented here.
+a dual variable y_i += λ0(x_i − x̄) added to the gradient) is not implemented here;
+(10) the LMO is applied per parameter tensor (called on each tensor of the model in turn):
+the constraint set is a product of balls, one per tensor, not one ball, so on ℓ1 a client sends one
+non-zero per tensor, 2 for the linear model (weight and bias), not 1; (11) with partial participation
+the gradients are scaled by the number of sampled clients (1/|S_t|, not 1/n) and the clients are drawn
+with ``random.sample`` without a seed (runs cannot be repeated); (12) the step counter is each
+client's own count of local mini-batch steps, so clients of different sizes run different step-size
+clocks (η_t, λ_t) in the same round; (13) the default ``FedFW`` is a momentum-free mini-batch
+iteration (stochastic gradients on ``⌈n_i/64⌉`` batches without the momentum average: the catalogue's
+own stalling mutant of ``fedfw.stochastic``); (14) the default algorithm is the stochastic variant
+(``FedFW_sto``), not (4.5)–(4.6); (15) by (4), the fixed-schedule options (``constant_eta``,
+``constant_lambda``) never take effect as named; (16) the repository's latest commit does not import
+(found by the review that transcribed it): its default run cannot be executed as committed.
+``moreau.fl.fedfw`` offers K local steps, S sampled clients and the restart (1) as options (``K``,
+``S``, ``restart=True``), with the thesis's round clock and 1/n: it reproduces neither (3), (5),
+(10), (11) nor (12).
 """
 
 from __future__ import annotations

@@ -39,7 +39,14 @@ reproduces it); (2) devices take mini-batch steps (``get_next_train_batch``, bat
 with full participation of equal teams; (4) ``p_teams`` teams are sampled per global round
 (``random.sample``) while w̄ still averages all M team models with 1/M (stale models of the
 teams not sampled); device sampling is seeded by the team-round index; (5) team weights 1/M and
-device weights 1/N_i (eq. (4.3)); the sample-size weights ``tau`` are computed and unused.
+device weights 1/N_i (eq. (4.3)); the sample-size weights ``tau`` are computed and unused;
+(6) the mini-batches are sequential and unshuffled (``get_next_train_batch`` walks each device's
+data in its stored order: no shuffle), not i.i.d. draws (``moreau.fl.permfl``'s
+``batch_size`` draws i.i.d. with replacement); (7) the default β = 0.99 with γ = 5 gives βγ = 4.95 > 1,
+violating the reconstructed bound β ≤ 1/γ: the global step x ← (1 − βγ)x + βγ w̄ overshoots w̄ (not a
+convex combination).  (1) means the device penalty is the local step count, 20 by default, whatever
+λ is set to.  ``moreau.fl.permfl`` samples teams (``S``) and devices (``devices``) with a seed and
+averages the sampled ones, not (3)–(4).
 
 Statements here: ``permfl.objective`` (thesis eq. (4.3): nested envelopes, the limits γ → ∞,
 λ → ∞, both, and one device per team), ``permfl.thm1``, ``permfl.thm2``.
