@@ -338,7 +338,7 @@ def finish(rows, params, out, seed=0, quick=False):
             or handles
         )
         a.set(
-            ylabel="test accuracy after one update step (%)",
+            ylabel="test accuracy, one step (%)",
             title=f"({'abcdefgh'[k % 8]}) τ = {tau}, α = {alpha:g}, K = {params['rounds']}",
         )
     fig.suptitle(
