@@ -41,7 +41,7 @@ def run(tmp_path_factory):
 def test_every_claim_of_the_quick_run_holds(run):
     manifest, _ = run
     verdicts = {c["claim"]: c["verdict"] for c in manifest["claims"]}
-    assert len(verdicts) == 5 and set(verdicts.values()) == {"holds"}, verdicts
+    assert len(verdicts) == 6 and set(verdicts.values()) == {"holds"}, verdicts
     assert json.dumps(manifest)
 
 
@@ -72,3 +72,30 @@ def test_the_printed_iteration_trails_fedavg_and_the_coded_one_stalls(run):
         code = [loss("FedFW, code iteration", kind, t) for t in (last // 2, last)]
         assert abs(code[0] - code[1]) < 0.02 * code[0]  # flat over the second half
         assert loss("FedAvg + projection", kind, last) < 0.95 * loss("FedAvg + projection", kind, last // 2)
+
+
+def test_the_lam0_sweep_reports_the_loss_per_lam0(run):
+    """One batched FedFW run per value of lam0_sweep: its rows, its table and the claim's value agree."""
+    manifest, rows = run
+    sweep = manifest["params"]["lam0_sweep"] if "params" in manifest else [0.001, 0.01, 0.1, 1.0, 10.0]
+    last = max(int(r["round"]) for r in rows)
+    claim = next(c for c in manifest["claims"] if "best lambda0" in c["claim"])
+    for kind in ("l2", "l1"):
+        for v in sweep:
+            got = [
+                float(r["loss"])
+                for r in rows
+                if r["method"].endswith("lambda0 sweep")
+                and r["set"] == kind
+                and float(r["lam0"]) == v
+                and int(r["round"]) == last
+            ]
+            assert len(got) == 3
+            assert abs(claim["value"][kind][f"{v:g}"] - np.mean(got)) < 1e-4
+    main = [float(r["loss"]) for r in rows if r["method"] == "FedFW (4.5)-(4.6)" and int(r["round"]) == last]
+    swept = [
+        float(r["loss"])
+        for r in rows
+        if r["method"].endswith("lambda0 sweep") and float(r["lam0"]) == 0.001 and int(r["round"]) == last
+    ]
+    assert np.allclose(sorted(main), sorted(swept), rtol=1e-12)  # the sweep's lam0 = 0.001 is the main run
