@@ -181,7 +181,7 @@ def test_record_sane(case):
         assert 0 <= p.applicable <= p.instances == r.instances
         assert p.sides.lhs.shape == p.sides.rhs.shape == (r.instances,)
     j = runner.record_json(rec)
-    assert set(j) - {"minimal_counterexample"} == RECORD_KEYS
+    assert set(j) - {"minimal_counterexample", "worst_instances"} == RECORD_KEYS
     assert ("minimal_counterexample" in j) == (fam in st.counterexamples)
     assert all(PART_KEYS <= set(pj) <= PART_KEYS | OPTIONAL_PART_KEYS for pj in j["parts"])
     json.dumps(j)  # JSON-serialisable (constants and notes included)
@@ -458,7 +458,10 @@ def test_cli_json_schema(tmp_path, capsys):
         (sid, f) for f in runner.FAMILIES if f in CAT[sid].families
     ]
     for d in data:
-        assert set(d) - {"minimal_counterexample", "search"} == RECORD_KEYS | {"run", "verdict"}
+        assert set(d) - {"minimal_counterexample", "search", "worst_instances"} == RECORD_KEYS | {
+            "run",
+            "verdict",
+        }
         for rep in d.get("search", []):  # the default run's short search (statements expected to hold)
             assert (
                 rep["short"] is True and rep["mutant"] == "" and rep["examples"] >= 1 and rep["seconds"] >= 0
