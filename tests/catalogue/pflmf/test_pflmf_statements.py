@@ -83,7 +83,7 @@ def _record(sid, seed=0):
 
 
 @pytest.mark.parametrize(
-    "sid, printed", [("pflmf.bm", True), ("pflmf.deterministic", False), ("pflmf.stochastic", True)]
+    "sid, printed", [("pflmf.bm", False), ("pflmf.deterministic", False), ("pflmf.stochastic", True)]
 )
 def test_verdicts(sid, printed):
     rec = _record(sid)
