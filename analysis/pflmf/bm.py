@@ -259,7 +259,8 @@ def _minimal_instance():
     f_1(x) = ½(x - e_1)ᵀ diag(1, 4)(x - e_1), f_2(x) = ½(x - e_2)ᵀ 2 diag(4, 1)(x - e_2): each client soft along its
     own centre, stiff across it (Hessians not proportional).  g(θ) = min_V F((cos θ, sin θ), V) =
     ½(½·4 sin²θ/(cos²θ + 4 sin²θ) + ½·2·4 cos²θ/(sin²θ + 4 cos²θ)) has two wells: u = e_2 (x_2 = c_2,
-    global, F = 1/4) and u = e_1 (x_1 = c_1, x_2 = 0, F = 1/2), a strict local minimum of g (curvature s_1κ_1 - s_2/κ_2 = 4 - 1/2 > 0), hence a
+    global, F = 1/4) and u = e_1 (x_1 = c_1, x_2 = 0, F = 1/2), a strict local minimum of g (curvature
+    s_1κ_1 - s_2/κ_2 = 4 - 1/2 > 0), hence a
     spurious local minimum of F (stationary, Hessian PSD with only the scaling direction flat; checked exactly in
     Fractions by the tests).  Every start U_0 = (1, 0.3), V_0 = (0.8, 0.3) lies in the spurious basin: Algorithm 1
     (steps 0.6/(L σ_1), τ = 5) ends at F = 1/2 against the certified 1/4."""
