@@ -82,7 +82,7 @@ def fedprox(
     return client_update, aggregate
 
 
-def pfedme(*, l2=0.0, warm=False, aliased=False, by_samples=False, total=False, beta_m=0.0):
+def pfedme(*, l2=0.0, warm=False, warm_round=False, aliased=False, by_samples=False, total=False, beta_m=0.0):
     personal = {}
 
     def round_fn(w, clients, rng, *, lam, eta, beta, R, inner, inner_eta, S):
@@ -91,8 +91,10 @@ def pfedme(*, l2=0.0, warm=False, aliased=False, by_samples=False, total=False, 
         local = []
         for c in clients:
             x = w.copy()
+            if warm_round:  # the personalised model starts the round at the server model
+                personal[c.index] = w.copy()
             for _ in range(R):
-                th = personal.get(c.index, w.copy()) if warm else x.copy()
+                th = personal.get(c.index, w.copy()) if warm or warm_round else x.copy()
                 v = np.zeros_like(th)
                 for _ in range(inner):
                     g = grad(c, th, l2, total) + (0.0 if aliased else lam * (th - x))

@@ -90,6 +90,7 @@ CASES = [  # (algorithm, deviant, audit kwargs, expected deviation, expected par
     ("fedprox", impls.fedprox(total=True), {"hyper": {"eta": 0.004, "lam": 0.05}}, "gradient_sum", {}),
     ("pfedme", impls.pfedme(l2=1e-3), {}, "extra_l2", {"mu": 1e-3}),
     ("pfedme", impls.pfedme(warm=True), {}, "warm_inner", {}),
+    ("pfedme", impls.pfedme(warm_round=True), {}, "warm_inner_round", {}),
     ("pfedme", impls.pfedme(aliased=True), {}, "aliased_personal", {}),
     ("pfedme", impls.pfedme(by_samples=True), {"rounds": 8}, "weights_by_samples", {}),
 ]
@@ -218,3 +219,9 @@ def test_docs_example_runs(tmp_path, monkeypatch, capsys):
     exec(compile(code, "docs/audit.md", "exec"), {})
     out = capsys.readouterr().out
     assert "WHY: reset_clients" in out
+
+
+def test_warm_inner_round_is_not_tried_where_it_cannot_change_anything():
+    r = A.audit(impls.pfedme(l2=1e-3), "pfedme", rounds=4, hyper={"R": 1}, pairs=False)
+    tried = {f.names[0] for f in r.fits}
+    assert "warm_inner" in tried and "warm_inner_round" not in tried  # R = 1: one inner solve per round

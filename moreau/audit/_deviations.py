@@ -141,6 +141,18 @@ def _warm(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knobs
 
 
 @deviation(
+    "warm_inner_round",
+    "the inner solve starts from the previous personalised model within a round (from the server "
+    "model at the round's first local step) instead of the local model w_{i,r}",
+    algorithms=("pfedme",),
+    group="warm_inner",
+    applies=lambda hyper, inst: int(hyper["R"]) > 1,  # with R = 1 the first inner solve is the only one
+)
+def _warm_round(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knobs:
+    return replace(k, warm_inner_round=True)
+
+
+@deviation(
     "aliased_personal",
     "the personalised model is the local model itself: the proximal term vanishes and the local "
     "model takes the inner solution",

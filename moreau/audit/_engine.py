@@ -37,7 +37,10 @@ class Knobs:
     of FedProx's proximal gradient :math:`\lambda(w - w^{(g)})`; ``momentum``: heavy-ball β on
     the local (pFedMe: inner) steps, :math:`v \leftarrow \beta v + g`, :math:`w \leftarrow w - \eta v`,
     the buffer zero at the start of each local solve; ``warm_inner``: pFedMe's inner solve starts
-    from the client's previous personalised model instead of :math:`w_{i,r}^t`; ``aliased``:
+    from the client's previous personalised model instead of :math:`w_{i,r}^t`;
+    ``warm_inner_round``: the same within a round only (the first inner solve of each round starts
+    from the server model :math:`w^t`, as :math:`w_{i,0}^t` does; the later ones from the previous
+    personalised model); ``aliased``:
     pFedMe's personalised model is the local model itself (the proximal term vanishes and the
     local model becomes the inner solution); ``local_grad``: ``(g, w) -> g`` applied to each
     local gradient ``(m, d)`` at the points ``w`` ``(m, d)`` (after ``l2`` and ``grad_scale``);
@@ -52,6 +55,7 @@ class Knobs:
     prox_sign: float = 1.0
     momentum: float = 0.0
     warm_inner: bool = False
+    warm_inner_round: bool = False
     aliased: bool = False
     local_grad: GradHook | None = None
     server: ServerHook | None = None
@@ -145,11 +149,13 @@ def run_variant(
             eta = float(hyper["eta"]) * knobs.eta_factor
             K, step = int(hyper["inner"]), float(hyper["inner_eta"])
             W = np.broadcast_to(w, (m, d))
+            if knobs.warm_inner_round:
+                theta = W
             for _ in range(int(hyper["R"])):
                 if knobs.aliased:
                     W = theta = descend(W, K, step, grad)
                     continue
-                start = theta if knobs.warm_inner else W
+                start = theta if knobs.warm_inner or knobs.warm_inner_round else W
 
                 def inner_grad(T: np.ndarray, W: np.ndarray = W, lam: float = lam) -> np.ndarray:
                     return grad(T) + lam * (T - W)
