@@ -58,6 +58,11 @@ Mutants are hand-written; these three analyses run on every statement without an
    derivation or the checker is wrong, or it is a finding).  Parts without one print
    "no one-eigenvalue derivation" (``"derived": null``).
 
+4. **Conditions found** (``moreau.analysis.engine.conditions``, docs/conditions.md): for a claim that
+   fails on an instance, the simplest added hypothesis (at most two atoms) under which every instance
+   holds, validated on a fresh batch; also for each condition of the claim dropped in turn (the search
+   should find it again).
+
 Results go into the report and, per record, into the JSON key ``"analyse"``.
 """
 
@@ -111,7 +116,41 @@ def _worst(p):
     return i, float(p.ratio[i])
 
 
+#: the verdict of every condition when the analysed claim already fails on the batch: dropping a
+#: condition cannot show it necessary (the failure is there with it too)
+UNDECIDABLE = "necessity undecidable"
+
+
+def _undecidable(st, base):
+    """``[condition records]`` when the analysed claim fails on the batch (else None): no condition
+    can be marked necessary by a relaxed claim that fails anyway."""
+    failing = [p.name for p in base.parts if p.sides.role == "theorem" and not p.holds]
+    if not failing:
+        return None
+    why = (
+        f"the analysed claim fails on this batch as it is (part {failing[0]!r}): dropping a condition "
+        "cannot show it necessary"
+    )
+    out = [
+        {"condition": k, "kind": "claim", "verdict": UNDECIDABLE, "detail": why} for k in condition_keys(st)
+    ]
+    out += [
+        {
+            "condition": f"assumptions of part {p.name!r}",
+            "kind": "part",
+            "verdict": UNDECIDABLE,
+            "detail": why,
+        }
+        for p in base.parts
+        if p.claimed != "rate" and (~p.sides.applicable).any()
+    ]
+    return out
+
+
 def _conditions(st, fam, batch, prepared, base):
+    undecidable = _undecidable(st, base)
+    if undecidable is not None:
+        return undecidable
     out = []
     for key in condition_keys(st):
         claim = {**st.claim, key: _always}
@@ -435,13 +474,17 @@ def worst_cases(rec, optimise_seconds=OPTIMISE_SECONDS):
     return _sharpest(st, fam, batch, base, optimise_seconds)
 
 
-def analyse(rec, optimise_seconds=OPTIMISE_SECONDS):
+def analyse(rec, optimise_seconds=OPTIMISE_SECONDS, seed=0):
     """The three analyses of one record (statement, family, batch); a JSON-ready dict.  ``optimise_seconds``:
     the worst-case search's budget (``moreau.analysis.engine.optimise``; 0: the sample maximum only).
+    ``"conditions_found"``: the condition search (``moreau.analysis.engine.conditions``; ``seed`` picks
+    its fresh validation batch).
 
     They analyse the claim the mutants mutate: the printed statement when it holds, else the first
     reading that holds (dropping a condition of a claim that already fails teaches nothing)."""
     import dataclasses
+
+    from moreau.analysis.engine.conditions import conditions_found
 
     st, fam, batch = rec.statement, rec.result.family, rec.batch
     ref = st.reference
@@ -458,4 +501,5 @@ def analyse(rec, optimise_seconds=OPTIMISE_SECONDS):
         "scales_tried": tried,
         "scale_not_declared_because": _why_no_scaling(st, fam),
         "sharpest": _sharpest(st, fam, batch, base, optimise_seconds),
+        "conditions_found": conditions_found(rec, seed=seed),
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from moreau.analysis.engine.analyse import VACUOUS
+from moreau.analysis.engine.analyse import UNDECIDABLE, VACUOUS
 
 __all__ = ["print_analyses", "print_worst_cases", "save_worst", "sharpest_lines"]
 
@@ -136,9 +136,13 @@ def print_analyses(records, analyses):
                 if v == "appears unnecessary"
                 else ": no instance violates it (raise --trials)"
                 if v == "not exercised"
+                else f" ({c['detail']})"
+                if v == UNDECIDABLE
                 else f": a side is undefined without it ({c.get('detail') or c.get('part')})"
             )
             print(f"  condition {c['condition']}: {v.upper() if v == 'necessary' else v}{extra}")
+        for line in _found_lines(a.get("conditions_found") or []):
+            print(line)
         if not a["scale_declared"]:
             print(f"  scale consistency: not analysed ({a['scale_not_declared_because']})")
         elif not a["scale"]:
@@ -162,6 +166,17 @@ def print_analyses(records, analyses):
     for line in _family_disagreements(records, analyses):
         print(line)
     print()
+
+
+def _found_lines(found):
+    """The condition search's lines (``moreau.analysis.engine.conditions``): each rendered from the run."""
+    out = []
+    for f in found:
+        where = "the printed claim" if f["claim"] == "printed" else f"the claim with {f['dropped']} dropped"
+        out.append(f"  condition found for {where}: {f['text']}")
+        for e in f.get("also") or []:
+            out.append(f"    also: {e['text']}")
+    return out
 
 
 def _family_disagreements(records, analyses):

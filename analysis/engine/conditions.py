@@ -46,7 +46,7 @@ from moreau.analysis.engine.core import Reading
 __all__ = ["Atom", "Condition", "find_condition", "conditions_found", "SEARCH_SECONDS", "FRESH_FACTOR"]
 
 #: wall-clock budget of one search (the atoms tried so far are kept when it runs out)
-SEARCH_SECONDS = 20.0
+SEARCH_SECONDS = 10.0
 #: the fresh validation batch has this many times the run's instances (at least 16)
 FRESH_FACTOR = 2
 #: how many steps a range entry (``t_min``) is raised at most
@@ -496,6 +496,16 @@ def _shift(c: Condition) -> float:
     return sum(abs(a.value - a.base) for a in c.atoms if a.base is not None and a.value is not None)
 
 
+def _failing_inside(j: _Judge, cond: Condition) -> np.ndarray:
+    """The instances ``cond`` admits on which the claim (with its claim atoms) fails."""
+    groups = [(a,) for a in cond.atoms] if cond.op == "or" else [cond.atoms]
+    bad = np.zeros(j.n, bool)
+    for atoms in groups:
+        h, _ = j.verdicts(tuple(a for a in atoms if a.change is not None))
+        bad |= j.mask(atoms) & ~h
+    return bad
+
+
 def _dominates(a: Condition, b: Condition) -> bool:
     """``a`` keeps every instance ``b`` keeps and moves the claim's ranges no more than ``b`` (then ``b``
     adds nothing beside ``a``)."""
@@ -551,7 +561,7 @@ def find_condition(
         if check["holds"]:
             chosen.append((cond, check))
         else:
-            fails = np.flatnonzero(jf.mask(cond.atoms) & ~jf.verdicts(())[0])
+            fails = np.flatnonzero(_failing_inside(jf, cond))
             rejected.append((cond, {**check, "fails_on": int(fails[0]) if fails.size else None}))
     if not chosen and rejected:
         chosen = rejected[:1]

@@ -102,7 +102,10 @@ def test_analyse_flag_reports_and_writes_json(toy, tmp_path, capsys):
         "scales_tried",
         "scale_not_declared_because",
         "sharpest",
+        "conditions_found",
     }
+    # the toy holds, and without its condition too: no condition to find (engine.conditions)
+    assert j["analyse"]["conditions_found"] == []
     assert j["analyse"]["claim"] == "printed"
     assert j["analyse"]["scales_tried"] == [list(p) for p in SCALES]
 
