@@ -227,7 +227,7 @@ class Multinomial(MultinomialCertificates, SampleLoss):
             self.xp,
             flat(self.X, (n, d)),
             flat(theta, (d, C), True),
-            flat(self._Yt, (C, n)),
+            flat(self._Yt, (C, n)) if full or not isinstance(theta, np.ndarray) else None,
             flat(self._p, (n,)),
             flat(self.mu, ()),
         )

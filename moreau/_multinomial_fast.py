@@ -158,7 +158,7 @@ def softmax_grad(xp, X, W, Yt, p, mu, ypos=None):
     n = X.shape[-2]
     g = xp.empty((N, d * C), dtype=W.dtype)
     step = N if "cupy" in getattr(xp, "__name__", "") else max(1, _GRAD_BYTES // (C * max(n, d) * 8))
-    nY = 1 - Yt if Yt.ndim == 2 and ypos is None else None
+    nY = 1 - Yt if ypos is None and Yt.ndim == 2 else None
     if ypos is not None:  # the blocks' logits and (p R) X, reused by every block
         Zs, Gs = np.empty((min(step, N), C, n), dtype=W.dtype), np.empty((min(step, N), C, d), dtype=W.dtype)
     for i in range(0, N, step):

@@ -22,7 +22,10 @@ import numpy as np
 
 from .._least_squares import LeastSquares
 from .._logistic import Logistic
+from .._multinomial import Multinomial
 from .._newton_batch import bare_copy
+from .._ragged import RaggedMultinomial
+from .._ragged_samples import RaggedSamples
 
 __all__ = ["client_blocks", "run_blocks"]
 
@@ -32,6 +35,8 @@ __all__ = ["client_blocks", "run_blocks"]
 #: (m = 10,000, d = 20) faster than the whole batch; 1 MB blocks lost part of it to the Python calls
 #: of each step (0.9-2.1x), 8 MB blocks as 4 MB or slightly less
 CACHE_BYTES = 1 << 22
+#: the same for the softmax model's groups (a copy of their samples, transposed)
+SOFTMAX_BYTES = 1 << 20
 #: fewest clients in a block (the calls of a step cost the same for 1 or 16 clients)
 MIN_CLIENTS = 16
 
@@ -49,6 +54,8 @@ def client_blocks(f):
     or ``[(slice(None), f)]`` where blocks would not be the same computation or would not help."""
     reads = _GRAD_READS.get(type(f))
     whole = [(slice(None), f)]
+    if type(f) in (Multinomial, RaggedMultinomial):
+        return _softmax_groups(f) or whole
     if reads is None or not isinstance(getattr(f, "X", None), np.ndarray):
         return whole
     arrays = {k: getattr(f, k) for k in reads}  # cached ones (``_py``) computed once, on the whole batch
@@ -101,4 +108,56 @@ def _view(f, arrays, reads, sl):
         axis = v.ndim - reads[k] - 1
         new.__dict__[k] = v if axis < 0 or v.shape[axis] == 1 else v[(slice(None),) * axis + (sl,)]
     new.batch_shape = tuple(f.batch_shape[:-1]) + (sl.stop - sl.start,)
+    return new
+
+
+def _softmax_groups(f):
+    """Softmax clients (padded or ragged, numpy, batch ``(m,)``) in groups of similar size whose
+    samples fit in ``CACHE_BYTES``: ``[(idx, f_g)]``, ``idx`` the group's clients (host ints),
+    ``f_g`` a :class:`~moreau.Multinomial` on a copy of their samples, transposed ``(g, d, w)`` (the
+    logits' product reads them contiguously) and cut to the group's largest client ``w``; ``None``
+    where this does not apply or one group would hold every client."""
+    parts = f.parts if isinstance(f, RaggedSamples) else (f,)
+    if len(f.batch_shape) != 1 or not all(isinstance(p.X, np.ndarray) and p.X.ndim == 3 for p in parts):
+        return None
+    m, d = f.batch_shape[0], f.n_features
+    where = [b.reshape(-1) for b, _ in f.layout.buckets] if isinstance(f, RaggedSamples) else [np.arange(m)]
+    groups = []
+    for part, idx in zip(parts, where, strict=True):
+        n = part.X.shape[-2]
+        P = np.broadcast_to(part._p, (idx.size, n))
+        size = n - np.argmax(P[:, ::-1] > 0, axis=-1)  # one past each client's last weighted row
+        order = np.argsort(size, kind="stable")
+        start = 0
+        while start < idx.size:
+            stop = start + 1
+            while stop < idx.size and (
+                stop - start < MIN_CLIENTS
+                or (stop + 1 - start) * size[order[stop]] * d * part.X.itemsize <= SOFTMAX_BYTES
+            ):
+                stop += 1
+            r = order[start:stop]
+            groups.append((idx[r], part, r, int(size[r].max())))
+            start = stop
+    if len(groups) < 2:
+        return None
+    return [(idx, _group(part, r, w)) for idx, part, r, w in groups]
+
+
+def _group(part, r, w):
+    """The softmax model ``part`` on its clients ``r``, samples cut to the first ``w``."""
+    n = part.X.shape[-2]
+    Xt = np.empty((r.size, part.X.shape[-1], w), dtype=part.X.dtype)
+    for i, j in enumerate(r):  # per client: 1.5x faster than one fancy-indexed copy (measured)
+        Xt[i] = part.X[j, :w].T
+    p = np.broadcast_to(part._p, part.batch_shape + (n,))[r, :w]
+    y = np.broadcast_to(part.y, part.batch_shape + (n,))[r, :w].astype(np.int64)
+    new = bare_copy(part)
+    new.__dict__.update(
+        X=Xt.transpose(0, 2, 1),
+        _p=p,
+        _ypos=y * w + np.arange(w),
+        mu=np.broadcast_to(part.mu, part.batch_shape)[r],
+        batch_shape=(r.size,),
+    )
     return new
