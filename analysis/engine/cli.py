@@ -359,6 +359,7 @@ def cmd_check(args) -> int:
         finally:
             if client is not None:
                 client.close()
+    t_run, spent = time.perf_counter(), {}  # spent: the CLI's own steps' seconds (the closing block)
     if args.slack_threshold is None:
         args.slack_threshold = SLACK_THRESHOLD
     trials_used, trials_line = report.trials_used(records, args.trials)
@@ -374,6 +375,7 @@ def cmd_check(args) -> int:
         report.print_short_search(records)
     analyses = worst = None
     budget = OPTIMISE_SECONDS if args.optimise_seconds is None else args.optimise_seconds
+    t1 = time.perf_counter()
     if args.analyse:
         from moreau.analysis.engine.analyse import analyse
         from moreau.analysis.engine.analyse_report import print_analyses
@@ -386,6 +388,7 @@ def cmd_check(args) -> int:
 
         worst = [worst_cases(r, budget) for r in records]
         print_worst_cases(records, worst, budget)
+    spent["analyse"] = time.perf_counter() - t1
     if args.save_worst:
         from moreau.analysis.engine.analyse_report import save_worst
 
@@ -401,6 +404,7 @@ def cmd_check(args) -> int:
         except OSError as exc:  # a full disk, a quota: the environment, as for --json (exit 2)
             where = exc.filename or args.save_counterexamples
             return _fail(f"cannot write --save-counterexamples {where}: {exc.strerror or exc}")
+    t1 = time.perf_counter()
     if args.symbolic:
         from moreau.analysis.engine.registry import catalogue as _catalogue
         from moreau.analysis.engine.symbolic import print_proofs
@@ -409,6 +413,8 @@ def cmd_check(args) -> int:
         ok &= print_proofs(  # the catalogue's proofs for a catalogue run; a user's derivations for theirs
             [st for st in chosen if st.id not in own_cat], any(st.id in own_cat for st in chosen)
         )
+    spent["symbolic"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
     pep_records = None
     if args.pep:
         from moreau.analysis.pep.report import print_pep, run_pep
@@ -417,12 +423,15 @@ def cmd_check(args) -> int:
             ids or list(cat), args.seed, cat=cat
         )  # each statement: its class worst case, or why none
         ok &= print_pep(pep_records)
+    spent["pep"] = time.perf_counter() - t1
     if args.json:
         info = run_info(args)
         info["numerical_warnings"] = _warning_counts(caught)
         info["trials_used"] = (
             trials_used  # {id: {family: n}} where a checker used another number than --trials
         )
+        steps, total = _step_seconds(records, spent, t0, t_run)
+        info["step_seconds"] = {k: round(v, 4) for k, v in {**steps, "total": total}.items()}
         by_id = {v["printed"]["id"]: v for v in verdicts}
         payload = [
             record_json(r, run=info, slack_threshold=args.slack_threshold, verdict=by_id[r.statement.id])
@@ -458,7 +467,23 @@ def cmd_check(args) -> int:
         print(trials_line)
     print(summary_line(verdicts) + note)
     print(f"{expectation_line(verdicts)}; {time.perf_counter() - t0:.1f} s")
+    steps, total = _step_seconds(records, spent, t0, t_run)  # what the run did and what each step cost
+    ran = {k: bool(getattr(args, k)) for k in ("mutants", "analyse", "search", "pep", "symbolic")}
+    for line in report.run_summary(records, steps, total, ran):
+        print(line)
     return 0 if ok else 1
+
+
+def _step_seconds(records, spent, t0, t_run):
+    """``({step: seconds}, total)``: the records' steps summed (``report.step_totals``), the CLI's own
+    (``spent``: analyse, symbolic, pep) and ``report``: the rest of the time since the run returned
+    (``t_run``), the text report and the files written; ``total`` since ``t0``."""
+    from moreau.analysis.engine.report import step_totals
+
+    now = time.perf_counter()
+    steps = {**step_totals(records), **spent}
+    steps["report"] = max(now - t_run - sum(spent.values()), 0.0)
+    return steps, now - t0
 
 
 def _warning_counts(caught):

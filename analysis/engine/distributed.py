@@ -68,11 +68,15 @@ def remote_outputs(
     searches=None,
     search_seconds=0.0,
     window=8,
+    timings=None,
 ):
     """Per chunk, in order, what :func:`moreau.analysis.engine.runner._local_outputs` yields, computed
     on the cluster (``trials`` above ``chunk``; every mutant evaluated on every chunk).  With
     a search (``--search``, or the default run's short search) the last chunk is computed here: the
-    search's instances join it as in the serial run."""
+    search's instances join it as in the serial run.  ``timings`` (a ``Record.timings``): the seconds of
+    that chunk's draw and of the search (the other chunks' draws are the workers', not counted)."""
+    import time
+
     from moreau.analysis.engine.batches import _concat, _draw, evaluate_chunk, rng_for
     from moreau.analysis.engine.search import search_statement
 
@@ -81,24 +85,33 @@ def remote_outputs(
     sizes = [min(chunk, trials - k * chunk) for k in range(n)]
     queue = deque()
     k_next = 0
+    timings = {"draw": 0.0, "search": 0.0, "claim": 0.0, "readings": 0.0} if timings is None else timings
     remote = n - 1 if search_examples or (search_seconds and st.expect == "holds") else n
     for k in range(n):
         if k == remote:  # the last chunk, with the search's instances, here
+            t0 = time.perf_counter()
             batch = _draw(st, fam, sizes[k], rng_for(seed, st.id, fam, f"chunk {k}"))
+            timings["draw"] += time.perf_counter() - t0
             chosen = [m for m in st.mutants if m.name in names]
             if search_examples:  # as the serial run: --search before the batch is judged
+                t0 = time.perf_counter()
                 found, report = search_statement(st, fam, seed, search_examples)
+                timings["search"] += time.perf_counter() - t0
                 searches.append(("", report))
                 if found is not None:
                     batch = _concat(batch, found)
             res, readings, mres = evaluate_chunk(st, fam, sizes[k], batch, chosen)
             if not search_examples:  # the short search after it, as the serial run
+                t0 = time.perf_counter()
                 found, report = search_statement(
                     st, fam, seed, 0, search_seconds, per_instance=res.seconds / max(res.instances, 1)
                 )
+                timings["search"] += time.perf_counter() - t0
                 searches.append(("", report))
                 if found is not None:
                     batch = _concat(batch, found)
+                    timings["claim"] += res.seconds  # the first evaluation, superseded: still spent
+                    timings["readings"] += sum(r.seconds for r in readings.values())
                     res, readings, mres = evaluate_chunk(st, fam, sizes[k], batch, chosen)
             yield sizes[k], batch, n, res, readings, (lambda m, mres=mres: mres[m.name])
             continue

@@ -17,6 +17,9 @@ per (statement id, family)::
       "seconds": 0.12,                 # statement_seconds + mutant_seconds
       "statement_seconds": 0.1,        # the statement (instances, prepare step, judging)
       "mutant_seconds": 0.02,          # all its mutants on this family (0 without --mutants)
+      "step_seconds": {"draw": 0.01, ...},  # per step of the run (runner.STEPS: draw, claim, readings,
+                                       # properties, minimal, worst, shrink, search, mutants), 0 for a
+                                       # step not run; timings, like every "*seconds" key: no two runs agree
       "mutants": [{"name": "...", "rejected": true,     # [] without --mutants; per family
                    "rejected_by": "part name",  # the first failing part
                    "found_on": "run",           # the batch that rejects it: "run" (the record's
@@ -118,7 +121,9 @@ with a recorded minimal counterexample (``Statement.counterexamples``) carries
 ``"minimal_counterexample"``: ``fails``, per part ``{part, holds, lhs, rhs}`` as this run
 evaluated them, and the ``instance``.  The run
 record also carries ``"numerical_warnings"``: ``{message: count}`` of numpy's warnings (never
-printed).
+printed), and ``"step_seconds"``: the run's seconds per step, the records' ``step_seconds`` summed, and
+``analyse``, ``pep``, ``symbolic``, ``report`` (the text report and the files written before the JSON)
+and ``total`` (from the start of the run to writing the JSON) (docs/check.md).
 
 Every record carries ``"shared_properties"`` ``{family: [names]}``: the properties of
 ``moreau.analysis.engine.properties`` that every instance of the run has while the printed hypotheses
@@ -217,6 +222,7 @@ def record_json(
         "seconds": round(r.seconds + rec.mutant_seconds, 4),
         "statement_seconds": round(r.seconds, 4),
         "mutant_seconds": round(rec.mutant_seconds, 4),
+        "step_seconds": {k: round(v, 4) for k, v in getattr(rec, "timings", {}).items()},
         "mutants": [
             _mutant_json(m, rej, res, *where)
             for (m, rej, res), where in zip(

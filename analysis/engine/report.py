@@ -24,6 +24,9 @@ __all__ = [
     "mutant_verdicts",
     "family_power",
     "counterexample_text",
+    "run_counts",
+    "step_totals",
+    "run_summary",
 ]
 
 WIDTH = 119
@@ -445,6 +448,107 @@ def print_short_search(records):
             f"short search: {n} batches on {pairs - skipped} (id, family) pairs in {secs:.1f} s: {what}{more}"
         )
     )
+
+
+def run_counts(records) -> dict:
+    """What a run did, counted from its records: statements, records ((statement, family) pairs),
+    instances judged, (reading, family) pairs judged, recorded minimal counterexamples and worst instance
+    sets evaluated, failing instances shrunk, (mutant, family) pairs judged, and the statement searches'
+    batches (the short search's, or --search's) and the mutants' searches."""
+    stmt_searches = [rep for rec in records for name, rep in rec.searches if not name]
+    return {
+        "statements": len(group(records)),
+        "records": len(records),
+        "instances": sum(int(rec.result.instances) for rec in records),
+        "readings": sum(len(rec.readings) for rec in records),
+        "minimal": sum(rec.minimal is not None for rec in records),
+        "worst": sum(getattr(rec, "worst", None) is not None for rec in records),
+        "shrunk": sum(rec.shrunk is not None for rec in records),
+        "mutants": sum(len(rec.mutants) for rec in records),
+        "searched": len(stmt_searches),
+        "search_batches": sum(int(rep.get("examples", 0)) for rep in stmt_searches),
+        "mutant_searches": sum(1 for rec in records for name, _ in rec.searches if name),
+    }
+
+
+def step_totals(records) -> dict:
+    """``{step: seconds}`` over the records: each record's ``timings`` (``runner.STEPS``) summed."""
+    from moreau.analysis.engine.runner import STEPS
+
+    out = dict.fromkeys(STEPS, 0.0)
+    for rec in records:
+        for k, v in getattr(rec, "timings", {}).items():
+            out[k] = out.get(k, 0.0) + float(v)
+    return out
+
+
+def run_summary(records, seconds, total, ran) -> list[str]:
+    """The report's closing block: what the run did, counted from its records, and what each step cost
+    (``seconds``: :func:`step_totals` and the CLI's own steps ``analyse``, ``pep``, ``symbolic``,
+    ``report``), ``total`` the run's wall time; ``ran``: ``{"mutants", "analyse", "search", "pep",
+    "symbolic"}`` as asked (a step not asked is named with the flag that runs it)."""
+    c = run_counts(records)
+    what = [
+        f"ran: {c['statements']} statement{'s' if c['statements'] != 1 else ''} × their families = "
+        f"{c['records']} record{'s' if c['records'] != 1 else ''}, {c['instances']} instances judged",
+        f"readings judged on the same instances: {c['readings']} (reading, family) pairs",
+        f"recorded minimal counterexamples evaluated: {c['minimal']}",
+        f"recorded worst instances evaluated: {c['worst']}",
+    ]
+    if c["shrunk"]:
+        what.append(f"failing instances shrunk: {c['shrunk']}")
+    if ran.get("search"):
+        what.append(
+            f"search: {c['search_batches']} batches for {c['searched']} (id, family) pairs"
+            + (f", {c['mutant_searches']} mutant searches" if c["mutant_searches"] else "")
+        )
+    else:
+        what.append(
+            f"short search: {c['search_batches']} batches for {c['searched']} (id, family) pairs "
+            f"in {seconds.get('search', 0.0):.1f} s"
+            if c["searched"]
+            else "short search: none (--search-seconds 0, or no statement expected to hold)"
+        )
+    what.append(
+        f"mutants: {c['mutants']} (mutant, family) pairs judged"
+        if ran.get("mutants")
+        else "mutants: not run (--mutants)"
+    )
+    if ran.get("analyse"):
+        what.append(f"analyses: {c['records']} records analysed")
+    elif ran.get("search"):
+        what.append(f"worst-case search: {c['records']} records (--search); analyses: not run (--analyse)")
+    else:
+        what.append("analyses: not run (--analyse)")
+
+    def sec(key):
+        return f"{seconds.get(key, 0.0):.1f} s"
+
+    cost = [
+        f"instances drawn {sec('draw')}",
+        f"prepare step and printed claims' sides {sec('claim')}",
+        f"readings {sec('readings')}",
+        f"instance properties {sec('properties')}",
+        "recorded counterexamples and worst instances "
+        f"{seconds.get('minimal', 0.0) + seconds.get('worst', 0.0):.1f} s",
+    ]
+    if c["shrunk"]:
+        cost.append(f"shrinking {sec('shrink')}")
+    cost.append(f"{'search' if ran.get('search') else 'short search'} {sec('search')}")
+    cost.append(f"mutants {sec('mutants')}" if ran.get("mutants") else "mutants not run")
+    for key, flag in (("analyse", "analyse"), ("pep", "pep"), ("symbolic", "symbolic")):
+        if ran.get(flag) or (key == "analyse" and ran.get("search")):
+            cost.append(
+                f"{'worst-case search' if key == 'analyse' and not ran.get('analyse') else key} {sec(key)}"
+            )
+    cost.append(f"report {sec('report')}")
+    rest = total - sum(float(v) for v in seconds.values())
+    if rest >= 0.05:  # loading the catalogue, bookkeeping between the steps
+        cost.append(f"other {rest:.1f} s")
+    return [
+        _wrap("; ".join(what), indent=2),
+        _wrap("time: " + ", ".join(cost) + f"; total {total:.1f} s", indent=2),
+    ]
 
 
 def print_searches(records, n):

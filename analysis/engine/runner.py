@@ -8,6 +8,7 @@ The reports (JSON records and their schema, counterexample files) are in
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ __all__ = [
     "load_counterexample",
     "rng_for",
     "CHUNK",
+    "STEPS",
 ]
 
 FAMILIES = ("quadratic", "logistic", "multinomial", "nonconvex")
@@ -56,6 +58,12 @@ FAMILIES = ("quadratic", "logistic", "multinomial", "nonconvex")
 #: instances drawn, prepared and judged at a time when ``trials`` exceeds it (memory stays that of
 #: one chunk however large ``--trials`` is; see ``moreau.analysis.engine.chunks``)
 CHUNK = 2048
+
+#: the steps of a record whose seconds :attr:`Record.timings` holds: drawing the instances, the prepare
+#: step and the printed claim's sides, the readings on the same instances, the instance properties, the
+#: recorded minimal counterexample, the recorded worst instances, shrinking the worst failing instance,
+#: the statement's search (the short search, or --search's), the mutants (``Record.mutant_seconds``)
+STEPS = ("draw", "claim", "readings", "properties", "minimal", "worst", "shrink", "search", "mutants")
 
 
 @dataclass
@@ -86,6 +94,9 @@ class Record:
     # {property name: whether every instance of the run has it} (moreau.analysis.engine.properties),
     # over every chunk; the report's shared-property line and the JSON's "shared_properties"
     properties: dict = field(default_factory=dict)
+    # seconds each step of this record took (:data:`STEPS`, every key present, 0.0 for a step not run),
+    # measured where the step runs; the JSON's "step_seconds", the report's closing time line
+    timings: dict = field(default_factory=lambda: dict.fromkeys(STEPS, 0.0))
 
     def local(self, i: int) -> int:
         """The row of ``batch`` that holds global instance ``i``."""
@@ -191,6 +202,7 @@ def _run_family(
     """One (statement, family) of :func:`run`: its record."""
     outputs = None
     searches: list[tuple[str, dict]] = []  # as Record.searches
+    timings = dict.fromkeys(STEPS, 0.0)  # as Record.timings (the cluster's draws are the workers')
     chunked = bool(
         trials and trials > chunk and _batch_len(_draw(st, fam, chunk, rng_for(seed, st.id, fam))) == chunk
     )
@@ -210,6 +222,7 @@ def _run_family(
                 search_examples,
                 searches,
                 search_seconds,
+                timings=timings,
             )
         rec = _run_one(
             st,
@@ -222,6 +235,7 @@ def _run_family(
             progress,
             outputs,
             search_seconds,
+            timings,
         )
     rec.searches = searches + rec.searches if outputs is not None else rec.searches
     return rec
@@ -253,12 +267,24 @@ def _chunks(st, fam, trials, seed, chunk):
         yield size, _draw(st, fam, size, rng_for(seed, st.id, fam, f"chunk {k}")), n
 
 
-def _local_outputs(st, fam, trials, seed, chunk, search_examples, searches, search_seconds=0.0):
-    """Per chunk ``(size, batch, n_chunks, Result, readings, mutant(m) -> Result)``, computed here."""
-    for k, (size, batch, n_chunks) in enumerate(_chunks(st, fam, trials, seed, chunk)):
+def _local_outputs(st, fam, trials, seed, chunk, search_examples, searches, search_seconds=0.0, timings=None):
+    """Per chunk ``(size, batch, n_chunks, Result, readings, mutant(m) -> Result)``, computed here;
+    ``timings`` (a :attr:`Record.timings`) gets the seconds of the draws and of the search, and of an
+    evaluation the search's failing instance makes the run redo (the yielded ones its reader counts)."""
+    timings = dict.fromkeys(STEPS, 0.0) if timings is None else timings
+    chunks = _chunks(st, fam, trials, seed, chunk)
+    for k in itertools.count():
+        t0 = time.perf_counter()
+        drawn = next(chunks, None)
+        timings["draw"] += time.perf_counter() - t0
+        if drawn is None:
+            return
+        size, batch, n_chunks = drawn
         last = k == n_chunks - 1
         if last and search_examples:  # --search: the hypothesis search's instance joins the batch
+            t0 = time.perf_counter()
             found, report = search_statement(st, fam, seed, search_examples)
+            timings["search"] += time.perf_counter() - t0
             searches.append(("", report))
             if found is not None:
                 batch = _concat(batch, found)
@@ -269,13 +295,17 @@ def _local_outputs(st, fam, trials, seed, chunk, search_examples, searches, sear
             )
         res, readings, prepared = _evaluate(st, fam, size, batch)
         if last and not search_examples:  # the short search, after the batch: it knows what an instance costs
+            t0 = time.perf_counter()
             found, report = search_statement(
                 st, fam, seed, 0, search_seconds, per_instance=res.seconds / max(res.instances, 1)
             )
+            timings["search"] += time.perf_counter() - t0
             if report is not None:
                 searches.append(("", report))
             if found is not None:  # rare: the batch is judged again with the failing instance in it
                 batch = _concat(batch, found)
+                timings["claim"] += res.seconds  # the first evaluation, superseded: still spent
+                timings["readings"] += sum(r.seconds for r in readings.values())
                 res, readings, prepared = _evaluate(st, fam, size, batch)
 
         def mutant(m, batch=batch, prepared=prepared, size=size):
@@ -296,10 +326,21 @@ def _evaluate(st, fam, size, batch):
 
 
 def _run_one(
-    st, fam, trials, seed, mutants, search_examples, chunk, progress, outputs=None, search_seconds=0.0
+    st,
+    fam,
+    trials,
+    seed,
+    mutants,
+    search_examples,
+    chunk,
+    progress,
+    outputs=None,
+    search_seconds=0.0,
+    timings=None,
 ):
     """One (statement, family): the chunks' outputs (``outputs``, default computed here; the Dask
-    runner passes its own) reduced as the serial run does, so that both give the same record."""
+    runner passes its own) reduced as the serial run does, so that both give the same record;
+    ``timings``: the record's :attr:`Record.timings` (the Dask runner's draws and search already in it)."""
     reducer, rec, bar = ChunkReducer(), None, None
     reading_reducers = {r.name: ChunkReducer() for r in st.readings}
     readings = {}
@@ -307,9 +348,14 @@ def _run_one(
     verdicts = {}  # mutant name -> (rejected, Result, where, one-instance batch, its index there)
     t_mut, offset, searches, closest = 0.0, 0, [], {}
     every: dict = {}  # property name -> every instance so far has it
+    timings = dict.fromkeys(STEPS, 0.0) if timings is None else timings  # Record.timings
     if outputs is None:
-        outputs = _local_outputs(st, fam, trials, seed, chunk, search_examples, searches, search_seconds)
+        outputs = _local_outputs(
+            st, fam, trials, seed, chunk, search_examples, searches, search_seconds, timings
+        )
     for k, (_size, batch, n_chunks, res, rres, mutant_result) in enumerate(outputs):
+        timings["claim"] += res.seconds  # the prepare step and the printed claim (evaluate_chunk)
+        timings["readings"] += sum(rr.seconds for rr in rres.values())
         if k == 0 and progress and n_chunks > 1:
             bar = _bar(n_chunks, f"{st.id} [{fam}]") or _Lines(n_chunks, f"{st.id} [{fam}]")
         if n_chunks == 1:
@@ -321,8 +367,10 @@ def _run_one(
                 readings[name] = (rr, batch, None)
             else:
                 reading_reducers[name].add(batch, rr)
+        t1 = time.perf_counter()
         for name, has in instance_properties(st, fam, batch).items():
             every[name] = every.get(name, True) and bool(np.all(has))
+        timings["properties"] += time.perf_counter() - t1
         t1 = time.perf_counter()
         for m in list(pending):
             r = mutant_result(m)
@@ -349,16 +397,21 @@ def _run_one(
         }
     rec.readings = readings
     rec.properties = every
+    t1 = time.perf_counter()
     if (
         fam in st.counterexamples
     ):  # the recorded minimal counterexample, evaluated now (its numbers are this run's)
         one = st.counterexample(fam)
         rec.minimal = (one, st.run(fam, None, None, batch=one, reading=None))
+        timings["minimal"] += time.perf_counter() - t1
     elif fam in st.simplify and not rec.result.holds:
         rec.shrunk = _shrunk(st, fam, rec)
+        timings["shrink"] += time.perf_counter() - t1
     if fam in st.worst:  # the recorded worst instances, evaluated now (their numbers are this run's)
+        t1 = time.perf_counter()
         many = st.worst_instances(fam)
         rec.worst = (many, st.run(fam, None, None, batch=many, reading=None))
+        timings["worst"] += time.perf_counter() - t1
     if mutants:
         t1 = time.perf_counter()
         _try_survivors(st, fam, trials, seed, search_examples, pending, verdicts, searches)
@@ -367,6 +420,8 @@ def _run_one(
             rec.mutants.append((m, rejected, r))
             rec.mutant_batches.append((where, one, i))
         rec.mutant_seconds = t_mut + time.perf_counter() - t1
+    timings["mutants"] = rec.mutant_seconds
+    rec.timings = timings
     rec.searches = searches
     return rec
 

@@ -46,6 +46,7 @@ RECORD_KEYS = {
     "seconds",
     "statement_seconds",
     "mutant_seconds",
+    "step_seconds",
     "mutants",
     "findings",
     "finding_values",
@@ -476,6 +477,10 @@ def test_cli_json_schema(tmp_path, capsys):
             run["seed"] == 0 and run["trials"] is None and run["family"] == "all" and run["mutants"] is True
         )
         assert run["tolerances"] == {"rtol": RTOL, "tight_rtol": TIGHT_RTOL}
+        # timings: only their keys and signs are checked (docs/check.md)
+        assert set(d["step_seconds"]) == set(runner.STEPS) and min(d["step_seconds"].values()) >= 0
+        assert set(run["step_seconds"]) == {*runner.STEPS, "analyse", "symbolic", "pep", "report", "total"}
+        assert min(run["step_seconds"].values()) >= 0
         assert run["versions"]["numpy"] == np.__version__ and run["git_commit"]
         assert [m["name"] for m in d["mutants"]] == [m.name for m in CAT[sid].mutants]
         for m in d["mutants"]:  # a rejection says by which part, on which batch and instance, by how much
