@@ -380,7 +380,7 @@ def cmd_check(args) -> int:
         from moreau.analysis.engine.analyse import analyse
         from moreau.analysis.engine.analyse_report import print_analyses
 
-        analyses = [analyse(r, budget) for r in records]
+        analyses = [analyse(r, budget, seed=args.seed) for r in records]
         print_analyses(records, analyses)
     elif args.search:  # --search: the worst-case search too (docs/optimisation.md)
         from moreau.analysis.engine.analyse import worst_cases
