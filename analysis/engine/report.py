@@ -507,7 +507,7 @@ def run_summary(records, seconds, total, ran) -> list[str]:
             f"short search: {c['search_batches']} batches for {c['searched']} (id, family) pairs "
             f"in {seconds.get('search', 0.0):.1f} s"
             if c["searched"]
-            else "short search: none (--search-seconds 0, or no statement expected to hold)"
+            else "search: not run (--search-seconds 0, or no statement expected to hold; --search N)"
         )
     what.append(
         f"mutants: {c['mutants']} (mutant, family) pairs judged"
@@ -534,7 +534,10 @@ def run_summary(records, seconds, total, ran) -> list[str]:
     ]
     if c["shrunk"]:
         cost.append(f"shrinking {sec('shrink')}")
-    cost.append(f"{'search' if ran.get('search') else 'short search'} {sec('search')}")
+    if ran.get("search") or c["searched"]:
+        cost.append(f"{'search' if ran.get('search') else 'short search'} {sec('search')}")
+    else:
+        cost.append("search not run")
     cost.append(f"mutants {sec('mutants')}" if ran.get("mutants") else "mutants not run")
     for key, flag in (("analyse", "analyse"), ("pep", "pep"), ("symbolic", "symbolic")):
         if ran.get(flag) or (key == "analyse" and ran.get("search")):

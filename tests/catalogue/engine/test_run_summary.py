@@ -120,9 +120,11 @@ def test_the_block_counts_what_the_run_did(toys, tmp_path, capsys):
 
 def test_with_mutants_the_block_counts_them(toys, tmp_path, capsys):
     path = tmp_path / "r.json"
-    assert main(["check", "toy.sum", "--mutants", "--json", str(path)]) == 0
+    assert main(["check", "toy.other", "--mutants", "--search-seconds", "0", "--json", str(path)]) == 0
     text, data = _block(capsys.readouterr().out), json.loads(path.read_text())
     _check_counts(text, data)
+    assert "search: not run (--search-seconds 0" in text and "search not run" in text
+    assert not any(d.get("search") for d in data)
     assert _num(text, r"mutants: (\d+) \(mutant, family\) pairs judged") == sum(
         len(d["mutants"]) for d in data
     )
