@@ -466,6 +466,7 @@ def run_counts(records) -> dict:
         "shrunk": sum(rec.shrunk is not None for rec in records),
         "mutants": sum(len(rec.mutants) for rec in records),
         "searched": len(stmt_searches),
+        "search_skipped": sum(bool(rep.get("skipped")) for rep in stmt_searches),  # too costly to search
         "search_batches": sum(int(rep.get("examples", 0)) for rep in stmt_searches),
         "mutant_searches": sum(1 for rec in records for name, _ in rec.searches if name),
     }
@@ -499,13 +500,14 @@ def run_summary(records, seconds, total, ran) -> list[str]:
         what.append(f"failing instances shrunk: {c['shrunk']}")
     if ran.get("search"):
         what.append(
-            f"search: {c['search_batches']} batches for {c['searched']} (id, family) pairs"
+            f"search: {c['search_batches']} batches on {c['searched']} (id, family) pairs"
             + (f", {c['mutant_searches']} mutant searches" if c["mutant_searches"] else "")
         )
     else:
+        skipped = f" ({c['search_skipped']} too costly to search)" if c["search_skipped"] else ""
         what.append(
-            f"short search: {c['search_batches']} batches for {c['searched']} (id, family) pairs "
-            f"in {seconds.get('search', 0.0):.1f} s"
+            f"short search: {c['search_batches']} batches on {c['searched'] - c['search_skipped']} (id, family) "
+            f"pairs{skipped} in {seconds.get('search', 0.0):.1f} s"
             if c["searched"]
             else "search: not run (--search-seconds 0, or no statement expected to hold; --search N)"
         )

@@ -91,7 +91,9 @@ def _check_counts(text: str, data: list) -> None:
     short = [s for d in data for s in d.get("search", []) if s.get("short")]
     if short:
         assert _num(text, r"short search: (\d+) batches") == sum(s["examples"] for s in short)
-        assert _num(text, r"batches for (\d+) \(id, family\) pairs") == len(short)
+        skipped = sum(bool(s.get("skipped")) for s in short)  # too costly to search: said so
+        assert _num(text, r"batches on (\d+) \(id, family\) pairs") == len(short) - skipped
+        assert (f"({skipped} too costly to search)" in text) == bool(skipped)
 
 
 def _check_timings(data: list) -> None:
@@ -159,3 +161,25 @@ def test_every_step_is_described_in_docs():
     assert "## What a run does" in doc
     for step in (*runner.STEPS, *CLI_STEPS):
         assert f"`{step}`" in doc, step
+
+
+def test_a_search_too_costly_is_counted_apart(monkeypatch, tmp_path, capsys):
+    """A statement whose one instance costs more than the short search's seconds is not searched (the
+    search says so): the block counts the pairs searched and those skipped, as the short search line does."""
+    import dataclasses
+    import time
+
+    from moreau.analysis.engine import registry
+
+    st = _toy("toy.slow", c=4.0, expect="holds", minimal=False)
+    slow = dataclasses.replace(
+        st, evaluate=lambda batch, claim: (time.sleep(0.002 * len(batch["x"])), st.evaluate(batch, claim))[1]
+    )
+    monkeypatch.setattr(runner, "catalogue", lambda: {slow.id: slow})
+    monkeypatch.setattr(registry, "catalogue", lambda: {slow.id: slow})
+    path = tmp_path / "r.json"
+    assert main(["check", "toy.slow", "--trials", "5", "--search-seconds", "0.001", "--json", str(path)]) == 0
+    text, data = _block(capsys.readouterr().out), json.loads(path.read_text())
+    assert all(s["skipped"] for d in data for s in d["search"])  # each instance sleeps 0.002 s > 0.001 s
+    _check_counts(text, data)
+    assert "short search: 0 batches on 0 (id, family) pairs (2 too costly to search)" in text
