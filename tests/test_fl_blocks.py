@@ -279,7 +279,8 @@ def test_softmax_groups_with_a_step_size_sweep_equal_separate_runs(blocks_of, mo
 
 
 def test_softmax_groups_only_where_they_apply(monkeypatch):
-    """One group for the whole batch, a trials axis or data shared by the clients: the whole batch."""
+    """One group for the whole batch, a trials axis, data shared by the clients, or a batch in cache
+    with less than a tenth of its padded samples to cut: the whole batch."""
     monkeypatch.setattr(fb, "SOFTMAX_BYTES", 1)
     monkeypatch.setattr(fb, "MIN_CLIENTS", 100)
     s = _objective("multinomial", m=30)
@@ -287,4 +288,11 @@ def test_softmax_groups_only_where_they_apply(monkeypatch):
     monkeypatch.setattr(fb, "MIN_CLIENTS", 1)
     for f in (_objective("multinomial", trials=(2,)), _objective("multinomial", shared=True)):
         assert fb.client_blocks(f) == [(slice(None), f)]
-    assert len(fb.client_blocks(_objective("multinomial"))) == 13
+    s = _objective("multinomial", n=9)
+    w = np.ones((13, 9))
+    w[:, -3:] = 0.0  # a third of every client's rows cut: groups even where the batch fits in cache
+    cut = mo.Multinomial(s.X, s.y, n_classes=3, mu=s.mu, weights=w)
+    assert len(fb.client_blocks(cut)) == 13 and all(g.X.shape[-2] == 6 for _, g in fb.client_blocks(cut))
+    assert fb.client_blocks(s) == [(slice(None), s)]  # little to cut (random zero weights), in cache
+    monkeypatch.setattr(fb, "CACHE_BYTES", 1)
+    assert len(fb.client_blocks(s)) == 13
