@@ -463,7 +463,11 @@ def save_instance(
     np.savez(buffer, __meta__=np.array(json.dumps(meta)), **fields)
     atomic_write(path, buffer.getvalue())
     sid, fam, where = (shlex.quote(str(a)) for a in (statement_id, family, path))
-    cmd = f"moreau check {sid} --family {fam} --replay {where}"
+    from moreau.analysis.engine.registry import module_of
+
+    spec = module_of(statement_id)  # a user's statement replays only with its module loaded
+    module = f"--module {shlex.quote(spec)} " if spec else ""
+    cmd = f"moreau check {module}{sid} --family {fam} --replay {where}"
     return path, cmd
 
 

@@ -153,6 +153,18 @@ def load_module(spec: str) -> list:
     return _LOADED[spec]
 
 
+def module_of(statement_id: str) -> str | None:
+    """The ``--module`` spec that declared ``statement_id`` in this process (an absolute path for a
+    file), or None (the catalogue's, an entry point's: found without ``--module``)."""
+    from pathlib import Path
+
+    for spec, statements in _LOADED.items():
+        if any(st.id == statement_id for st in statements):
+            path = Path(spec)
+            return str(path.resolve()) if spec.endswith(".py") or path.is_file() else spec
+    return None
+
+
 def _load_module(spec: str) -> list:
     import importlib.util
     import sys
