@@ -11,7 +11,7 @@ import numpy as np
 
 from moreau.analysis.engine.rates import part_detectable_change
 from moreau.analysis.engine.render import params as _params
-from moreau.analysis.engine.verdict import FAILS, headline, statement_verdict, worst_failure
+from moreau.analysis.engine.verdict import FAILS, _theorem_parts, headline, statement_verdict, worst_failure
 
 __all__ = [
     "group",
@@ -241,9 +241,14 @@ def print_table(records, slack_threshold=None) -> bool:
     for rec in records:
         r, st = rec.result, rec.statement
         j = record_json(rec)
+        # the summary's view: the theorem's parts decide, a failure at the rounding floor is undecided
+        theorem = _theorem_parts(r)
+        fails = any(not p.holds for p in theorem)
+        holds = "NO" if fails else "?" if any(p.at_floor for p in theorem) else "yes"
+        tight = "-" if fails else "yes" if j["tight"] else "no"
         print(
-            f"{st.id:20s} {st.source[:38]:38s} {r.family:9s} {r.instances:5d} {'yes' if r.holds else 'NO':>5s} "
-            f"{_fmt(r.max_ratio):>9s} {'yes' if j['tight'] else 'no':>5s} {r.seconds + rec.mutant_seconds:6.2f}"
+            f"{st.id:20s} {st.source[:38]:38s} {r.family:9s} {r.instances:5d} {holds:>5s} "
+            f"{_fmt(r.max_ratio):>9s} {tight:>5s} {r.seconds + rec.mutant_seconds:6.2f}"
         )
         for p in r.parts:
             flag = (
@@ -262,6 +267,10 @@ def print_table(records, slack_threshold=None) -> bool:
                 )
                 continue
             scope = f" ({outside} outside its assumptions: not checked)" if outside else ""
+            if p.at_floor:  # counted as holding above; the summary calls them inconclusive: say so here too
+                scope += f" ({p.at_floor} of them at the rounding floor: inconclusive)"
+            if p.rhs_negative:
+                scope += f"; right side negative on {p.rhs_negative} (left out of max L/R, as in the summary)"
             role = ", auxiliary" if p.sides.role == "auxiliary" else ""
             print(
                 f"{'':22s}- {p.name} [{p.claimed}{role}]: holds on {p.applicable - p.failures.size}/{p.applicable}"
@@ -271,9 +280,13 @@ def print_table(records, slack_threshold=None) -> bool:
                 print(f"{'':24s}{p.sides.note}")
         if not r.holds:
             ok = False
-            i = int(r.failures[0]) if r.failures.size else None
-            if i is not None:
-                print(f"{'':22s}  first failing instance: #{i}: " + _params(rec.batch, rec.local(i), 400))
+            where = worst_failure([r])  # the summary's counterexample: the worst failing instance
+            if where is not None:
+                i = where[3]
+                print(
+                    f"{'':22s}  counterexample (the summary's): #{i}: "
+                    + _params(rec.batch, rec.local(i), 400)
+                )
         computed = [  # each failing part's worst instance, and growth along a parameter (findings.py)
             f["text"]
             for f in record_findings(rec)
@@ -310,6 +323,8 @@ def _measure(p):
         return "lhs identically 0 on this family: not evidence (the part reduces to rhs >= 0)"
     if s.lhs_ci is not None and p.applicable and p.holds and np.isfinite(p.max_ratio) and p.max_ratio > 1:
         return f"max L/R {_fmt(p.max_ratio)} by its point estimate: consistent with attained" + _ci_measure(p)
+    if not p.holds:  # a failing part's maximum exceeds its bound: "attained" would misread it
+        return f"max L/R {_fmt(p.max_ratio)}, exceeded" + _ci_measure(p)
     return f"max L/R {_fmt(p.max_ratio)}, {'attained' if p.tight else 'not attained'}" + _ci_measure(p)
 
 
