@@ -396,6 +396,18 @@ def family_power(records):
     return out
 
 
+def _mutated_claim_fails(records) -> set:
+    """``{(id, family)}`` where the claim the mutants mutate (the printed one, or the statement's
+    reference reading) fails on the run's batch: no mutant's rejection there counts."""
+    out = set()
+    for rec in records:
+        ref = rec.statement.reference
+        res = rec.result if ref is None else (rec.readings.get(ref.name) or (None,))[0]
+        if res is not None and any(not p.holds for p in _theorem_parts(res)):
+            out.add((rec.statement.id, rec.result.family))
+    return out
+
+
 def print_mutants(records, restricted=False, verbose=False) -> bool:
     """Mutant table: per mutant the families that reject it and those that do not; a mutant
     equivalent under O(·) is labelled and not counted; families with no power are listed.  With
@@ -404,10 +416,24 @@ def print_mutants(records, restricted=False, verbose=False) -> bool:
     for rec in records:
         every.setdefault(rec.statement.id, []).append(rec.result.family)
     equivalent = {(rec.statement.id, m.name): m.o_equivalent for rec in records for m, _, _ in rec.mutants}
-    ok, lines = True, []
+    base_fails = _mutated_claim_fails(records)
+    ok, lines, undecidable = True, [], set()
     table = mutant_verdicts(records)
     for (sid, name), fams in table.items():
         others = [f for f in every[sid] if f not in fams]
+        failing = [f for f in fams if (sid, f) in base_fails]
+        if (
+            failing and not equivalent[(sid, name)]
+        ):  # a rejection where the mutated claim fails anyway is none
+            fams = [f for f in fams if f not in failing]
+            others = [f for f in others if (sid, f) not in base_fails]
+            if not fams:
+                undecidable.add((sid, name))
+                lines.append(
+                    f"{sid}: {name}  undecidable, not counted: the claim it mutates fails on "
+                    f"{', '.join(failing)} already (a rejection there shows nothing)"
+                )
+                continue
         if equivalent[(sid, name)]:
             verdict = (
                 f"{'rejected by ' + ', '.join(fams) if fams else 'not rejected'}; equivalent under O(.), "
@@ -422,12 +448,14 @@ def print_mutants(records, restricted=False, verbose=False) -> bool:
             ok = False
         if verbose or not fams or others or equivalent[(sid, name)]:
             lines.append(f"{sid}: {name}  {verdict}")
-    counted = {k: f for k, f in table.items() if not equivalent[k]}  # O(.)-equivalent: not counted
-    n_eq = len(table) - len(counted)
+    # O(.)-equivalent, or undecidable (the mutated claim fails already): not counted
+    counted = {k: f for k, f in table.items() if not equivalent[k] and k not in undecidable}
+    n_eq = len(table) - len(counted) - len(undecidable)
     print(
         _wrap(
             f"mutants: {sum(bool(f) for f in counted.values())}/{len(counted)} rejected"
             + (f", {n_eq} equivalent under O(.) not counted" if n_eq else "")
+            + (f", {len(undecidable)} undecidable not counted" if undecidable else "")
             + (
                 ""
                 if verbose

@@ -50,3 +50,34 @@ def test_conditions_of_a_failing_claim_are_undecidable(tmp_path, capsys):
     assert all("fails on this batch as it is (part 'bound')" in c["detail"] for c in fails)
     block = text.split("u.fails [scalar]")[1]
     assert "NECESSARY" not in block and "necessity undecidable" in block
+
+
+MUTANTS = """
+import numpy as np
+from moreau.analysis.api import Mutant, Sides, Statement
+
+def instances(family, trials, rng):
+    return {"x": rng.uniform(0.0, 2.0, trials or 32)}
+
+def evaluate(batch, claim):
+    x = batch["x"]
+    return {"sq": Sides(x**2, claim["c"] * x, "upper")}
+
+def make(sid, c, expect):
+    return Statement(id=sid, source="me", paper="me", latex="", text=sid, assumptions=(),
+        families={"unit": ("x in [0, 2)",)}, claimed="upper", instances=instances, evaluate=evaluate,
+        claim={"c": c}, mutants=(Mutant("c/2", {"c": c / 2}),), expect=expect)
+
+# x^2 <= 2x holds on [0, 2) and its mutant x^2 <= x is rejected; x^2 <= x fails already, so its
+# mutant x^2 <= x/2 "rejected" there shows nothing
+STATEMENTS = (make("u.ok", 2.0, "holds"), make("u.bad", 1.0, "fails"))
+"""
+
+
+def test_mutants_of_a_failing_claim_are_not_counted_as_rejected(tmp_path, capsys):
+    path = tmp_path / "mine_mut.py"
+    path.write_text(textwrap.dedent(MUTANTS))
+    assert main(["check", "--module", str(path), "--mutants"]) == 0
+    out = capsys.readouterr().out
+    assert "mutants: 1/1 rejected, 1 undecidable not counted" in out
+    assert "u.bad: c/2  undecidable, not counted: the claim it mutates fails on unit already" in out
