@@ -24,8 +24,8 @@ the GEMM rate of the transposed view).  The gradient runs the operations of
 :func:`~moreau._multinomial_fast.softmax_grad` in buffers kept across the steps, so the iterates are
 the whole batch's to rounding (the products sum the same terms over other lengths and layouts), not
 bit for bit.  The copy holds the samples a second time during the call.  Measured
-(benchmarks/RESULTS.md section 11): FedAvg, N = 1000 lognormal clients, d = 60, C = 10: 1.8x the
-whole batch; balanced: 1.15-1.25x.
+(benchmarks/RESULTS.md section 11): FedAvg and FedProx, N = 1000 lognormal clients, d = 60, C = 10:
+1.75-1.84x the whole batch; balanced 1.08-1.25x; N = 100 lognormal 1.3x.
 """
 
 from __future__ import annotations
