@@ -130,7 +130,7 @@ def shrink(statement, family, instance, spec: Simplify, *, max_evals=400):
 
     free = {*spec.scalars, *spec.vectors, *spec.clients, *([spec.matrix] if spec.matrix is not None else [])}
 
-    cur, log = rebuilt(instance), []
+    cur, log = rebuilt(instance), list[str]()
     if spec.clients:
         cur = _drop_clients(cur, spec, rebuilt, fails, log)
     M = spec.matrix
