@@ -357,11 +357,11 @@ def test_trials_a_checker_raises_or_rounds_is_reported_and_recorded(tmp_path, ca
     out = capsys.readouterr().out
     run = json.loads(path.read_text())[0]["run"]
     assert run["trials"] == 1 and run["trials_used"] == {
-        "pflmf.bm": {"quadratic": 4},
+        "pflmf.bm": {"quadratic": 5},  # its 5 groups (4 ranks, 1 non-proportional)
         "perfedavg.propf1": {"quadratic": 8},
     }
     said = " ".join(out.split())
-    assert "--trials 1 is not what every checker uses: pflmf.bm used 4 on quadratic" in said
+    assert "--trials 1 is not what every checker uses: pflmf.bm used 5 on quadratic" in said
     assert "perfedavg.propf1 used 8 on quadratic" in said
     assert (
         _check("gd.nonconvex", "--family", "quadratic", "--trials", 3, "--search-seconds", 0, "--json", path)

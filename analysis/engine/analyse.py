@@ -382,7 +382,7 @@ def _sharpest(st, fam, batch, base, optimise_seconds=0.0):
         e["optimised"] = o
         if o.get("best") is not None:
             e["sharpest_factor"] = float(o["best"])
-            e["worst_parameters"] = o["parameters"]
+            e["worst_parameters"] = _parameters_of(o, scalars)
         e["unbounded"] = (
             [{k: o["path"][k] for k in ("parameter", "towards")} | {"law": o["growth"]["law"]}]
             if o.get("status") == "unbounded"
@@ -391,6 +391,24 @@ def _sharpest(st, fam, batch, base, optimise_seconds=0.0):
     for e in out[len(found) :]:
         e["optimised"], e["unbounded"] = None, []
     return out
+
+
+def _parameters_of(found, scalars):
+    """The optimiser's worst instance written like the batch's: the per-instance scalars (and their
+    dimensionless ratios, ``k1/k2``) read from the instance it returns, its own parameters otherwise."""
+    inst = found.get("instance") or {}
+    out = {}
+    for k in scalars:
+        if "/" in k:
+            continue
+        v = np.asarray(inst.get(k, np.nan), dtype=float).reshape(-1)
+        if v.size == 1 and np.isfinite(v[0]):
+            out[k] = float(v[0])
+    for k in scalars:
+        k1, _, k2 = k.partition("/")
+        if k2 and k1 in out and k2 in out and out[k2] != 0:
+            out[k] = out[k1] / out[k2]
+    return out or dict(found.get("parameters", {}))
 
 
 def _num(x):
