@@ -409,9 +409,9 @@ def _part_json(p, slack_threshold=None) -> dict:
             level=level,
             detectable_change=None if d is None else _num(d),  # rates.detectable_change: the part's power
         )
-    elif p.claimed in ("upper", "tight"):
+    if p.claimed in ("upper", "tight"):
         out["identically_zero"] = identically_zero(p)
-    elif s.lhs_ci is not None and p.applicable:
+    if p.claimed != "rate" and s.lhs_ci is not None and p.applicable:
         i = worst_ci_instance(s)
         out.update(
             level=level,
