@@ -123,6 +123,20 @@ def test_two_deviations_at_once_are_diagnosed_as_the_pair():
     assert not any(f.explained for f in r.fits if len(f.names) == 1)
 
 
+def test_three_deviations_at_once_are_diagnosed_as_the_triple():
+    # the pFedMe authors' code: a hidden L2 term, the inner solve warm within a round, and the
+    # server weighting by sample counts (docs/audits.md)
+    r = A.audit(impls.pfedme(l2=1e-3, warm_round=True, by_samples=True), "pfedme", rounds=12)
+    d = r.diagnosis
+    assert d is not None and set(d.names) == {"extra_l2", "warm_inner_round", "weights_by_samples"}, str(r)
+    assert d.params["mu"] == pytest.approx(1e-3, rel=1e-6)
+    assert not any(f.explained for f in r.fits if len(f.names) < 3)
+    n_triples = sum(len(f.names) == 3 for f in r.fits)
+    assert 1 <= n_triples <= 56  # pruned: C(MAX_TRIPLE_CANDIDATES, 3) at most
+    off = A.audit(impls.pfedme(l2=1e-3, warm_round=True, by_samples=True), "pfedme", rounds=12, triples=False)
+    assert off.diagnosis is None and "unexplained" in str(off)
+
+
 def _server_mixing(w, clients, rng, *, eta, tau, S):  # FedAvg with a server step 0.5: not in the library
     avg = impls.fedavg()(w, clients, rng, eta=eta, tau=tau, S=S)[0]
     return 0.5 * w + 0.5 * avg

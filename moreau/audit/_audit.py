@@ -39,7 +39,7 @@ class AuditError(ValueError):
 
 @dataclass(frozen=True)
 class Fit:
-    """A deviation (or a pair: ``names`` of length 2) fitted to the implementation's iterates:
+    """A deviation (or a combination: ``names`` of length 2 or 3) fitted to the implementation's iterates:
     ``params`` the fitted values by parameter name, ``residual`` the largest distance over rounds
     between the variant's and the implementation's global models, ``explained`` whether that is
     within the rounding tolerance at every round."""
@@ -373,6 +373,52 @@ def _fit(
     )
 
 
+#: Triples are searched among at most this many candidate deviations (C(8, 3) = 56 fits at most).
+MAX_TRIPLE_CANDIDATES = 8
+#: ... taken from the deviations of the best this many pairs, then from the singles that reduce the residual.
+TRIPLE_SEED_PAIRS = 3
+
+
+def _start(singles: Mapping[str, Fit], devs: Sequence[Deviation]) -> dict[str, float] | None:
+    """Start a combination's coordinate search at its members' single fits when it has two
+    parameters or more; one parameter gets a fresh grid search (its single fit, made while the
+    other deviations were missing, may be far off)."""
+    if sum(dv.param is not None for dv in devs) < 2:
+        return None
+    return {k: v for dv in devs for k, v in singles[dv.name].params.items()}
+
+
+def _triples(
+    devs: Sequence[Deviation],
+    singles: Mapping[str, Fit],
+    fits: Sequence[Fit],
+    base: float,
+    target: np.ndarray,
+    tol: np.ndarray,
+    run: Callable[[Knobs], np.ndarray],
+    hyper: Mapping[str, Any],
+    inst: Instance,
+) -> list[Fit]:
+    """Every triple of distinct groups among the candidates: the members of the
+    :data:`TRIPLE_SEED_PAIRS` best pairs (greedy: the pairs that come closest), then the single
+    deviations that each reduce the largest distance below ``base`` (the reference's own), best
+    first, at most :data:`MAX_TRIPLE_CANDIDATES` in all."""
+    by_name = {dv.name: dv for dv in devs}
+    pair_fits = sorted((f for f in fits if len(f.names) == 2), key=lambda f: f.residual)
+    order: list[str] = []
+    for f in pair_fits[:TRIPLE_SEED_PAIRS]:
+        order.extend(n for n in f.names if math.isfinite(f.residual) and f.residual < base)
+    reducing = sorted((f for f in singles.values() if f.residual < base), key=lambda f: f.residual)
+    order.extend(f.names[0] for f in reducing)
+    cands = [by_name[n] for n in dict.fromkeys(order)][:MAX_TRIPLE_CANDIDATES]
+    out = []
+    for trio in itertools.combinations(cands, 3):
+        if len({dv.group for dv in trio}) < 3:
+            continue
+        out.append(_fit(list(trio), target, tol, run, hyper, inst, _start(singles, trio)))
+    return out
+
+
 def audit(
     impl: RoundFn | tuple[RoundFn, RoundFn],
     algorithm: str,
@@ -386,6 +432,7 @@ def audit(
     inst: Instance | None = None,
     deviations: Mapping[str, Deviation] | None = None,
     pairs: bool = True,
+    triples: bool = True,
 ) -> AuditReport:
     r"""Audit an implementation of ``algorithm`` (``"fedavg"``, ``"fedprox"`` or ``"pfedme"``).
 
@@ -401,7 +448,10 @@ def audit(
     where the implementation ends up against the exact optimum (:func:`moreau.fl.global_train`
     for FedAvg, :func:`moreau.fl.fedprox_optimum` for FedProx and pFedMe), and, when they part,
     every deviation of ``deviations`` (default :data:`moreau.audit.DEVIATIONS`) fitted, then
-    (``pairs``, when no single one explains the iterates) every pair of them.
+    (``pairs``, when no single one explains the iterates) every pair of them, then
+    (``triples``, when no pair does either) the triples of a pruned candidate set: the members
+    of the best pairs and the single deviations that each reduce the distance to the
+    implementation, at most :data:`MAX_TRIPLE_CANDIDATES` (docs/audit.md).
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS} (got {algorithm!r})")
@@ -453,9 +503,9 @@ def audit(
             for a, b in itertools.combinations(devs, 2):
                 if a.group == b.group:
                     continue
-                both = a.param is not None and b.param is not None  # one parameter: a fresh search
-                start = {**singles[a.name].params, **singles[b.name].params} if both else None
-                fits.append(_fit([a, b], w_impl, tol, run, h, inst, start))
+                fits.append(_fit([a, b], w_impl, tol, run, h, inst, _start(singles, (a, b))))
+        if pairs and triples and not any(f.explained for f in fits):
+            fits.extend(_triples(devs, singles, fits, float(np.max(dist)), w_impl, tol, run, h, inst))
         fits.sort(key=lambda f: (not f.explained, len(f.names), f.residual))
     fin = np.isfinite(w_impl[-1]).all()
     return AuditReport(
