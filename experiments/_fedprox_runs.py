@@ -39,11 +39,12 @@ def _accuracy(test, W):
     return 100 * hits.mean(axis=(1, 2)), 100 * hits.mean(axis=2).mean(axis=1)
 
 
-def paper_run(rng, *, R, lams, Ks, rounds, m, n, d, mu, n_test=0):
+def paper_run(rng, *, R, lams, Ks, rounds, m, n, d, mu, n_test=0, gamma_scale=1.0, eta_scale=1.0):
     """Algorithm 1 (``moreau.fl.fedprox``) on ONE data set for every ``lam`` in ``lams`` and ``K`` in
     ``Ks`` (so runs compare on the same data).  Yields ``(lam, K, {metric: values (rounds+1,)})``,
     the metrics of :data:`METRICS` (the accuracies only with ``n_test`` > 0 test rows per client,
-    drawn after the training rows: the training data do not depend on ``n_test``)."""
+    drawn after the training rows: the training data do not depend on ``n_test``).  The steps are
+    §6.1's times ``gamma_scale`` and ``eta_scale`` (1: the paper's)."""
     P = data.fedprox_synthetic(rng, R=R, m=m, n=n, d=d, mu=mu, n_test=n_test)
     f, ws, wg = P.objective, np.asarray(P.w_star), np.asarray(P.w_star_global)
     L = float(np.max(P.constants["L"])) - mu
@@ -51,7 +52,8 @@ def paper_run(rng, *, R, lams, Ks, rounds, m, n, d, mu, n_test=0):
         opt_g, opt_l = (np.asarray(a) for a in fl.fedprox_optimum(f, lam))
         stat = (float(np.sum((opt_g - wg) ** 2)), float(np.mean(np.sum((opt_l - ws) ** 2, axis=-1))))
         for K in Ks:
-            h = fl.fedprox(f, lam=lam, gamma=(lam + L) / (lam * L), eta=1 / (L + lam), K=K, rounds=rounds)
+            gamma, eta = gamma_scale * (lam + L) / (lam * L), eta_scale / (L + lam)
+            h = fl.fedprox(f, lam=lam, gamma=gamma, eta=eta, K=K, rounds=rounds)
             G, W = np.asarray(h.w_global), np.asarray(h.w_local)
             out = {
                 "global_total": np.sum((G - wg) ** 2, axis=-1),

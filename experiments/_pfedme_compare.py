@@ -8,9 +8,11 @@ Two hyperparameter settings per data set, on the same data per seed:
 * ``tuned`` (Table 1's fine-tuned values): FedAvg η = 0.02; Per-FedAvg (α̂, β̂) of the table;
   pFedMe λ, η = 0.01 and β = 2 of the table.
 
-pFedMe's inner step is :math:`1/(L_i + \lambda)`, :math:`L_i` the Multinomial curvature bound of
-client i on its training rows (valid, so the K inner steps contract; the paper does not state its
-step): pFedMe runs :func:`moreau.fl.pfedme` with ``inner_eta="client"``.
+pFedMe's inner step (its "personal learning rate") is ``inner_eta``; the default 0 means
+:math:`1/(L_i + \lambda)`, :math:`L_i` the Multinomial curvature bound of client i on its training
+rows (valid, so the K inner steps contract; the paper does not state its step, the authors' code
+uses 0.01 on Synthetic): pFedMe runs :func:`moreau.fl.pfedme` with ``inner_eta="client"``, or the
+number set (``--set inner_eta=0.01``).
 Accuracy as the paper measures it: correct test predictions of all N clients together over
 their test samples (75/25 split per client), the personalised models (pFedMe-PM: the last
 inner solution :math:`\tilde\theta_i`; Per-FedAvg: one α-step from the global model) or the
@@ -68,6 +70,9 @@ METRICS = {
 #: with :func:`rules` before anything is written
 RANGES = {
     "mu": NONNEGATIVE,
+    "R": Range(1, why="pFedMe's local rounds and FedAvg's / Per-FedAvg's local steps per round"),
+    "K": Range(1, why="pFedMe's inner gradient steps on the personalised problem (7)"),
+    "inner_eta": Range(0, why="pFedMe's personal learning rate (inner step); 0: 1/(L_i + lambda) per client"),
     "train_fraction": Range(
         0, 1, lo_open=True, hi_open=True, why="the share of each client's rows that trains"
     ),
@@ -218,7 +223,7 @@ def compare(rng, train, test, mu, params, seed):
             beta=hp["beta"],
             R=params["R"],
             K=params["K"],
-            inner_eta="client",
+            inner_eta=params["inner_eta"] or "client",
             f=f,
             record=rec[2],
             **common,

@@ -7,7 +7,8 @@ the same directions for every client, so the aggregate problem really has condit
 squares (``moreau.data.least_squares``: fixed designs with independent random eigenvectors per
 client, spectrum in [μ, L]), whose averaged envelope Hessian is far better conditioned than
 κ_g, so it needs far fewer rounds than the bound.  Parameters: :math:`\eta = 1/(\lambda + L)`,
-:math:`\gamma = (\lambda + L)/(2\lambda L)` and K the smallest integer satisfying condition (12)
+:math:`\gamma = (\lambda + L)/(2\lambda L)` (times ``eta_scale`` and ``gamma_scale``, default 1,
+settable with ``--set``) and K the smallest integer satisfying condition (12)
 (``moreau.analysis.fedprox.round_matrix.k_min``, which is :math:`\tilde O((\lambda+L)/(\lambda+\mu))`).
 From :math:`w_0 = 0`, the rounds T to
 an ε-solution (:math:`\|w_T^{(g)} - \tilde w^{(g)}\|^2 \le \varepsilon` and every
@@ -27,6 +28,7 @@ import numpy as np
 
 from moreau import data, fl
 
+from ._config import Range
 from ._experiment import Experiment
 from ._plot import figure, save, theory
 from ._sweep import catalogue_verdict
@@ -47,7 +49,24 @@ def config(quick, trials):
         "R": 1.0,
         "eps": 1e-6 if quick else 1e-10,
         "lam_over_L": np.logspace(-3, 2, 6 if quick else 16).tolist(),
+        "gamma_scale": 1.0,
+        "eta_scale": 1.0,
     }
+
+
+#: FedProx's step sizes as multiples of the corollary's (both per lambda)
+RANGES = {
+    "gamma_scale": Range(
+        0,
+        2,
+        lo_open=True,
+        hi_open=True,
+        why="FedProx's server step gamma, a multiple of (lam + L)/(2 lam L); condition (12) needs gamma L_g < 1",
+    ),
+    "eta_scale": Range(
+        0, 1, lo_open=True, why="FedProx's local step eta, a multiple of 1/(lam + L); (12) needs eta <= 1/L_l"
+    ),
+}
 
 
 def points(params):
@@ -79,7 +98,7 @@ def compute(params, point, rng):
     rows = []
     for x in params["lam_over_L"]:
         lam = x * L
-        eta, gamma = 1 / (lam + L), (lam + L) / (2 * lam * L)
+        eta, gamma = params["eta_scale"] / (lam + L), params["gamma_scale"] * (lam + L) / (2 * lam * L)
         K = int(k_min(lam, mu, L, gamma, eta))
         kappa, kappa_g = L / mu, (L / mu) * (lam + mu) / (lam + L)
         w_g, w_l = (np.asarray(a) for a in fl.fedprox_optimum(f, lam))
@@ -169,7 +188,8 @@ def finish(rows, params, out, seed=0, quick=False):
     theorems = {
         "fedprox.cor1": {
             "assumptions": {
-                "eta = 1/(lam + L), gamma = (lam + L)/(2 lam L), K from (12)": True,
+                "eta = 1/(lam + L), gamma = (lam + L)/(2 lam L), K from (12)": params["eta_scale"] == 1
+                and params["gamma_scale"] == 1,
                 "clients mu-strongly convex and L-smooth (spectrum in [mu, L])": True,
             },
             "check": catalogue_verdict("fedprox.cor1"),
@@ -189,4 +209,5 @@ EXPERIMENT = Experiment(
     points=points,
     compute=compute,
     finish=finish,
+    ranges=RANGES,
 )

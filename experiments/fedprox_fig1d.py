@@ -3,7 +3,8 @@ r"""``fedprox-fig1d``: total error against communication round (FedProx analysis
 Algorithm 1 (``moreau.fl.fedprox``) on the paper's synthetic logistic data
 (``moreau.data.fedprox_synthetic``, §6.1: 10 clients × 200 samples, d = 60, ridge μ = 0.01 of
 ours since the labels are separable) for λ ∈ {0.02, 0.1, 0.5} with the §6.1 step sizes
-γ = (λ+L)/(λL), η = 1/(L+λ), K = 10 local steps (the paper does not state K for this panel;
+γ = (λ+L)/(λL), η = 1/(L+λ) (times ``gamma_scale`` and ``eta_scale``, default 1:
+``--set gamma_scale=0.5`` halves γ for every λ), K = 10 local steps (the paper does not state K for this panel;
 Figure 2 varies it), from zero.  Total errors per round: global
 :math:`\|w_t^{(g)} - w_\star^{(g)}\|^2` and local :math:`\frac1m\sum_i\|w_{t}^{(i)} - w_\star^{(i)}\|^2`
 (mean ± std over seeds, ``--trials`` seeds, default 5, quick 2) at a low and a high
@@ -25,6 +26,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from ._config import Range
 from ._curve_figures import curves_figure, legend
 from ._curves import band, band_label, check_band, columns, curve, long_rows
 from ._experiment import Experiment
@@ -41,6 +43,14 @@ GRID = {
 }
 
 
+#: FedProx's step sizes as multiples of §6.1's (both per lambda): gamma = gamma_scale (lam + L)/(lam L),
+#: eta = eta_scale/(L + lam)
+RANGES = {
+    "gamma_scale": Range(0, lo_open=True, why="FedProx's server step gamma, a multiple of (lam + L)/(lam L)"),
+    "eta_scale": Range(0, lo_open=True, why="FedProx's local step eta, a multiple of 1/(L + lam)"),
+}
+
+
 def config(quick, trials):
     return {
         "seeds": trials or (2 if quick else 5),
@@ -53,6 +63,8 @@ def config(quick, trials):
         "R_levels": [0.1, 2.0],
         "lambdas": list(LAMS),
         "n_test": 100,
+        "gamma_scale": 1.0,
+        "eta_scale": 1.0,
         "band": "std",
         "steps": STEP_NOTE,
     }
@@ -83,6 +95,8 @@ def compute(params, point, rng):
         d=params["d"],
         mu=params["mu"],
         n_test=params["n_test"],
+        gamma_scale=params["gamma_scale"],
+        eta_scale=params["eta_scale"],
     ):
         rows += long_rows(metrics, method=_method(lam), seed=point["seed"], R=point["R"], lam=lam)
     return rows
@@ -154,8 +168,8 @@ def finish(rows, params, out, seed=0, quick=False):
     theorems = {
         "fedprox.thm2": {
             "assumptions": {
-                "gamma < 1/L_g (the paper's gamma equals 1/L_g)": False,
-                "eta <= 1/L_l": True,
+                "gamma < 1/L_g (the paper's gamma equals 1/L_g)": params["gamma_scale"] < 1,
+                "eta <= 1/L_l": params["eta_scale"] <= 1,
                 f"condition (12) with K = {params['K']}": "not checked here (see moreau check fedprox.thm2)",
             }
         }
@@ -188,4 +202,5 @@ EXPERIMENT = Experiment(
     compute=compute,
     finish=finish,
     notes=("steps",),
+    ranges=RANGES,
 )

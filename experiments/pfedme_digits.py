@@ -48,6 +48,7 @@ def config(quick, trials):
         "batch": 20,
         "R": 20,
         "K": 5,
+        "inner_eta": 0.0,
         "train_fraction": 0.75,
         "validation_fraction": 0.2,
         "eval_every": 1 if quick else 4,
