@@ -23,14 +23,21 @@ soon as (1 − η_t)(λ_t − λ_{t−1}) ≤ η_tλ_t (true for √(t+1) agains
 (L + nλ_1)D²/2 since η_1 = 1; induction.  (It bounds the penalised gap of the clients' models, not
 F(x̄^t) − F* itself: F(x̄) − F* ≤ S_t + G·dist/√n + (L/2n)dist², and dist(X, C) = O(t^{-1/2}).)
 
-Assumptions: f_i convex, L-smooth; D convex compact (here boxes: F* is exact).
+Assumptions: f_i convex, L-smooth; D convex compact; the start x_i^1 = x̄^1 in D (reconstructed: the
+thesis prints no start; a Frank–Wolfe start is feasible, and ``moreau.fl.fedfw`` refuses one outside D).
 
-Instances (family quadratic, d = 3, m = 4 clients): a quarter rate-tight (``instances.client_batch``,
-adversarial: isotropic clients split in two camps across the face x_1 = −h_1 where the optimum sits
-with a positive multiplier: F(x̄^t) − F* ≈ c/λ_t), the rest convex clients (a zero eigenvalue on every
-other client) with spread stationary points, λ0 at the problem's scale; F* exact by
-``moreau.fl.fedfw_optimum`` (active-set method; its Frank–Wolfe gap certifies F(x*) − F* ≤ gap,
-checked ≤ 1e-10 relative: the auxiliary part).
+Instances (family quadratic, d = 3, m = 4 clients, four groups, ``GROUPS``): a quarter rate-tight
+(``instances.client_batch``, adversarial: isotropic clients split in two camps across the face
+x_1 = −h_1 where the optimum sits with a positive multiplier: F(x̄^t) − F* ≈ c/λ_t); a quarter convex
+clients (a zero eigenvalue on every other client) with spread stationary points on boxes started at
+the centre, a quarter the same started at a point drawn inside the box off its centre
+(``instances.inside_points``); a quarter convex clients whose average is singular (every client's
+Hessian projected off one common random direction: F convex, not strongly convex, its minimisers a
+segment) on ℓ1 and Euclidean balls; λ0 at the problem's scale.  F* exact by
+``moreau.fl.fedfw_optimum`` (boxes: active sets; balls: accelerated projected gradient and an exact
+face polish; its Frank–Wolfe gap certifies F(x*) − F* ≤ gap, checked ≤ 1e-10 relative: the auxiliary
+part).  The singular group lies on balls because the box solver's active sets assume a positive
+definite Hessian (on a singular one it returned gaps up to 8e-3 here).
 
 Sides: the fitted slope and its interval against −1/2 (a rate); the reading adds lhs = S_t(X^{t+1}),
 rhs = the bound, at the round with the largest lhs/rhs.
@@ -47,18 +54,15 @@ from __future__ import annotations
 import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, rate_sides, worst_point
-from moreau.analysis.engine.instances import split_counts
 from moreau.analysis.fedfw.instances import (
     SCALING,
     F_value,
-    client_batch,
+    concat_groups,
     diameter,
     envelope_fit,
-    objective,
+    optimum,
     run,
 )
-from moreau.fl._fedfw import fedfw_optimum
-from moreau.fl._lmo import Box
 
 __all__ = ["STATEMENTS"]
 
@@ -81,20 +85,26 @@ READINGS = (
 )
 PART = "F(x̄^t) - F* = O(t^{-1/2}): envelope slope, t = 64..2048"
 EXPLICIT = "S_t(X^{t+1}) = f(X) - F* + (λ_t/2) dist²(X, C) <= 2 D²(L + n λ_t)/(t + 1)"
-CERT = "F* certificate: Frank-Wolfe gap of the active-set optimum (checker, not the thesis)"
+CERT = "F* certificate: Frank-Wolfe gap of the computed optimum (checker, not the thesis)"
+
+
+#: the four groups of a batch (``instances.concat_groups``): rate-tight, convex clients started at the centre
+#: and off it, convex clients whose average is singular (PSD, a null direction common to all) on balls
+GROUPS = (
+    {"kind": "convex", "sets": (0,), "adversarial": True},
+    {"kind": "convex", "sets": (0,)},
+    {"kind": "convex", "sets": (0,), "start": "inside"},
+    {"kind": "convex_singular", "sets": (1, 2)},
+)
 
 
 def instances(family, trials, rng):
-    T = trials or 32
-    k_adv, k_rest = split_counts(T, 4)[0], T - split_counts(T, 4)[0]
-    adv = client_batch(rng, k_adv, M, D, "convex", (0,), adversarial=k_adv)
-    rest = client_batch(rng, k_rest, M, D, "convex", (0,))
-    return {k: np.concatenate([adv[k], rest[k]]) for k in adv}
+    return concat_groups(rng, trials or 32, M, D, GROUPS)
 
 
 def prepare(batch):
-    tg = fedfw_optimum(objective(batch), Box(-batch["h"], batch["h"]))
-    return {**batch, "Fstar": np.asarray(tg.value), "cert": np.asarray(tg.gap)}
+    tg = optimum(batch)
+    return {**batch, "Fstar": tg["value"], "cert": tg["gap"]}
 
 
 def evaluate(data, claim):
@@ -106,7 +116,8 @@ def evaluate(data, claim):
     e = F_value(A, b, hist["w_global"][1:]) - data["Fstar"]
     slope, ci, ok = envelope_fit(t.astype(int), e, WINDOW, 1e-11 * scale)
     consts = {
-        "F*": "exact: moreau.fl.fedfw_optimum (box QP by active sets), certified by its FW gap",
+        "F*": "exact: moreau.fl.fedfw_optimum (box QP by active sets, ball QP by accelerated projected "
+        "gradient and face polish), certified by its FW gap",
         "rate": "least-squares slope of log envelope on log t, t-regression interval (95 %)",
     }
     out = {
@@ -142,7 +153,7 @@ def evaluate(data, claim):
         out[EXPLICIT] = Sides(
             *worst_point(lhs, rhs),
             "upper",
-            constants={**consts, "L": "exact: max |eigenvalue|", "D": "exact: 2 ||h||"},
+            constants={**consts, "L": "exact: max |eigenvalue|", "D": "exact diameter"},
             note="t = 1..2048; S_t may be negative (X off the consensus)",
         )
     return out
@@ -151,24 +162,24 @@ def evaluate(data, claim):
 STATEMENTS = (
     Statement(
         id="fedfw.convex",
-        waived={
-            "x⁰ inside the set": (
-                "x̄¹ is the set's centre on every instance: the thesis prints no initialisation for "
-                "FedFW; a start elsewhere in D is not drawn yet (it would move the pinned rate fits)"
-            ),
-            "strongly convex objective (μ > 0)": (
-                "the convex clients (a zero eigenvalue on every other client, random eigenvectors) "
-                "average to a positive definite F; a null direction common to all clients is not "
-                "drawn yet"
-            ),
-        },
+        implies=("x⁰ inside the set",),
         source="Dadras thesis, §4.3 (Paper III, convex theorem)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\lambda_t = \lambda_0\sqrt{t+1},\ \eta_t = \tfrac{2}{t+1}:\ F(\bar x^t) - F^* = O(t^{-1/2})",
         text="FedFW (4.5)-(4.6) on smooth convex clients converges at the rate O(t^{-1/2}) "
         "(read: F(x̄^t) - F*; the constant is not printed)",
-        assumptions=("f_i convex, L-smooth", "D convex compact", "λ_t = λ0 sqrt(t+1), η_t = 2/(t+1), t >= 1"),
-        families={"quadratic": ("convex clients on boxes, rate-tight two-camp instances",)},
+        assumptions=(
+            "f_i convex, L-smooth",
+            "D convex compact",
+            "λ_t = λ0 sqrt(t+1), η_t = 2/(t+1), t >= 1",
+            "x_i^1 = x̄^1 ∈ D (reconstructed: the thesis prints no start; a Frank-Wolfe start is feasible)",
+        ),
+        families={
+            "quadratic": (
+                "convex clients on boxes (started at the centre or off it), rate-tight two-camp instances, "
+                "convex clients with a singular average on l1 and Euclidean balls",
+            )
+        },
         claimed="rate",
         instances=instances,
         prepare=prepare,

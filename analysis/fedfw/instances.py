@@ -7,7 +7,8 @@ A batch (numpy, leading axis = instance):
 * ``set`` ``(T,)``: the constraint, 0 the box :math:`[-h, h]`, 1 the ℓ1 ball, 2 the Euclidean ball,
   3 the simplex :math:`\{x \ge 0, \sum x = r\}`, ``h`` ``(T, d)`` the box's half-widths (r = h_1
   for the others, stored as h = r(1, ..., 1));
-* ``x0`` ``(T, d)``: :math:`\bar x^1` (the set's centre), ``lam0`` ``(T,)``: λ0.
+* ``x0`` ``(T, d)``: :math:`\bar x^1` (the set's centre, or with ``start="inside"`` a point drawn
+  inside the set off its centre: :func:`inside_points`), ``lam0`` ``(T,)``: λ0.
 
 Clients are heterogeneous: client i's unconstrained stationary point :math:`z_i` is spread around a
 common centre, so the clients disagree and the consensus constraint binds (the penalty's bias
@@ -27,7 +28,7 @@ import numpy as np
 import moreau as mo
 from moreau.analysis.engine.core import scale_fields
 from moreau.analysis.engine.instances import log_uniform, orthogonal
-from moreau.fl._fedfw import fedfw
+from moreau.fl._fedfw import fedfw, fedfw_optimum
 from moreau.fl._lmo import Box, L1Ball, L2Ball, Simplex
 
 __all__ = [
@@ -36,7 +37,10 @@ __all__ = [
     "constraint",
     "diameter",
     "client_batch",
+    "inside_points",
+    "concat_groups",
     "objective",
+    "optimum",
     "F_value",
     "run",
     "surrogate_gaps",
@@ -74,10 +78,25 @@ def centre(h, kind):
     return np.where((kind == 3)[:, None], h / d, 0.0)
 
 
+def inside_points(rng, h, kind):
+    r"""A point ``(T, d)`` drawn inside each instance's set, off its centre: uniform in the box
+    :math:`[-h, h]`, the Euclidean ball (a uniform direction, radius :math:`rU^{1/d}`), the ℓ1 ball
+    (a flat Dirichlet over d + 1 weights, random signs) and the simplex (a flat Dirichlet, times r)."""
+    T, d = h.shape
+    r = h[:, :1]
+    u = rng.standard_normal((T, d))
+    ball = r * u / np.linalg.norm(u, axis=-1, keepdims=True) * rng.uniform(0, 1, (T, 1)) ** (1 / d)
+    w = rng.dirichlet(np.ones(d + 1), T)[:, :d]
+    l1 = r * w * rng.choice((-1.0, 1.0), (T, d))
+    simplex = r * rng.dirichlet(np.ones(d), T)
+    box = h * rng.uniform(-1, 1, (T, d))
+    return np.choose(kind.astype(int)[:, None], [box, l1, ball, simplex])
+
+
 def _spectra(rng, T, m, d, kind):
     """Eigenvalues ``(T, m, d)`` of the clients' Hessians."""
     L = log_uniform(rng, 0.2, 5.0, T)[:, None, None]
-    if kind == "convex":  # PSD, a zero eigenvalue on every other client (not strongly convex)
+    if kind in ("convex", "convex_singular"):  # PSD, a zero eigenvalue on every other client
         a = L * rng.uniform(0.05, 1.0, (T, m, d))
         a[:, ::2, 0] = 0.0
     elif kind == "convex_mean":  # every client indefinite (a_1 = -L/2), the average F made convex below
@@ -95,8 +114,16 @@ def _spectra(rng, T, m, d, kind):
     return a
 
 
-def client_batch(rng, T, m, d, kind, sets, *, spread=1.5, adversarial=0):
+def client_batch(rng, T, m, d, kind, sets, *, spread=1.5, adversarial=0, start="centre"):
     r"""``T`` instances of ``m`` clients of the given Hessian ``kind`` on the sets ``sets`` (codes, cycled).
+
+    ``kind``: ``"convex"`` (PSD, a zero eigenvalue on every other client, random eigenvectors: the
+    average is positive definite), ``"convex_singular"`` (the same, then every client's Hessian
+    projected off one random direction v common to all: :math:`A_i \leftarrow PA_iP`,
+    :math:`P = I - vv^\top`, so the average is PSD with the eigenvalue 0 along v and F is convex, not
+    strongly convex; b_i = A_i z_i, so F is constant along v and its minimisers over D form a segment),
+    ``"convex_mean"``, ``"indefinite"``, ``"concave"``.  ``start``: ``"centre"`` (x̄¹ the set's centre)
+    or ``"inside"`` (:func:`inside_points`).
 
     ``adversarial``: the first that many instances are the rate-tight construction on boxes: isotropic
     clients :math:`A_i = aI`, half of them pulling coordinate 1 up (:math:`z_{i1} = +3h_1`), half down
@@ -108,6 +135,12 @@ def client_batch(rng, T, m, d, kind, sets, *, spread=1.5, adversarial=0):
     V = orthogonal(rng, T * m, d).reshape(T, m, d, d)
     A = np.einsum("tmij,tmj,tmkj->tmik", V, a, V)
     A = (A + np.swapaxes(A, -1, -2)) / 2
+    if kind == "convex_singular":
+        v = rng.standard_normal((T, d))
+        v /= np.linalg.norm(v, axis=-1, keepdims=True)
+        P = np.eye(d) - v[:, :, None] * v[:, None, :]
+        A = np.einsum("tij,tmjk,tkl->tmil", P, A, P)
+        A = (A + np.swapaxes(A, -1, -2)) / 2
     if kind == "convex_mean":
         low = np.linalg.eigvalsh(A.mean(axis=1))[:, 0]
         A = A + np.maximum(0.1 * np.abs(a).max(axis=(1, 2)) - low, 0.0)[:, None, None, None] * np.eye(d)
@@ -132,12 +165,47 @@ def client_batch(rng, T, m, d, kind, sets, *, spread=1.5, adversarial=0):
         axis=1,
     )
     lam0 = log_uniform(rng, 0.5, 2.0, T) * (L + G / D) / m
-    return {"A": A, "b": b, "L": L, "h": h, "set": kinds, "x0": centre(h, kinds), "lam0": lam0}
+    if start not in ("centre", "inside"):
+        raise ValueError(f"start must be 'centre' or 'inside' (got {start!r})")
+    x0 = centre(h, kinds) if start == "centre" else inside_points(rng, h, kinds)
+    return {"A": A, "b": b, "L": L, "h": h, "set": kinds, "x0": x0, "lam0": lam0}
+
+
+def concat_groups(rng, T, m, d, specs):
+    """``T`` instances in ``len(specs)`` nearly equal groups, group k drawn by
+    ``client_batch(rng, size, m, d, **specs[k])`` (an ``adversarial=True`` makes the whole group
+    adversarial), concatenated in order; empty groups are skipped."""
+    sizes = [len(a) for a in np.array_split(np.arange(T), len(specs))]
+    parts = []
+    for k, spec in zip(sizes, specs, strict=True):
+        if k:
+            spec = dict(spec)
+            if spec.pop("adversarial", False):
+                spec["adversarial"] = k
+            parts.append(client_batch(rng, k, m, d, **spec))
+    return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
 
 
 def objective(batch, idx=None):
     A, b = (batch["A"], batch["b"]) if idx is None else (batch["A"][idx], batch["b"][idx])
     return mo.Quadratic(A, b)
+
+
+def optimum(batch, lam=None):
+    """``moreau.fl.fedfw_optimum`` on every instance, one call per constraint kind (boxes, ℓ1 and
+    Euclidean balls; ``lam`` None, or one value per instance): ``{"value", "gap"}`` ``(T,)``, ``"x"``
+    ``(T, d)``, ``"X"`` ``(T, m, d)`` in instance order.  (The box solver's active sets are for a
+    positive definite Hessian: instances whose average is singular are drawn on balls, whose solver
+    certifies them.)"""
+    T, m, d = batch["b"].shape
+    out = {"value": np.zeros(T), "gap": np.zeros(T), "x": np.zeros((T, d)), "X": np.zeros((T, m, d))}
+    for kind in np.unique(batch["set"]):
+        idx = np.flatnonzero(batch["set"] == kind)
+        args = {} if lam is None else {"lam": np.asarray(lam)[idx]}
+        tg = fedfw_optimum(objective(batch, idx), constraint(batch, idx), **args)
+        for key in out:
+            out[key][idx] = np.asarray(getattr(tg, key))
+    return out
 
 
 def F_value(A, b, x):

@@ -18,11 +18,14 @@ same runs: −0.36 to −0.48 over 1024..16384).
 Noise: ∇̃f_i(x) = ∇f_i(x) + σξ/√d, ξ ~ N(0, I_d), so E‖∇̃f_i − ∇f_i‖² = σ² (the thesis's
 Assumption 1 with M = 0); σ at the gradients' own scale (σ = uG, u log-uniform in [1/2, 2]).
 
-Assumptions: f_i convex, L-smooth; unbiased gradients of bounded variance; D convex compact (boxes:
-F* exact by ``moreau.fl.fedfw_optimum``).
+Assumptions: f_i convex, L-smooth; unbiased gradients of bounded variance; D convex compact (F* exact
+by ``moreau.fl.fedfw_optimum``); the start x_i^1 = x̄^1 in D (reconstructed, as for fedfw.convex).
 
-Instances (family quadratic, d = 3, m = 4, 8 instances × 8 replicates): a quarter rate-tight
-(``instances.client_batch``, adversarial), the rest convex clients with spread stationary points.
+Instances (family quadratic, d = 3, m = 4, 8 instances × 8 replicates), the four groups of
+fedfw.convex (``convex.GROUPS``): a quarter rate-tight (``instances.client_batch``, adversarial), a
+quarter convex clients with spread stationary points on boxes started at the centre, a quarter the
+same started off the centre inside the box, a quarter convex clients whose average is singular (a
+null direction common to all clients) on ℓ1 and Euclidean balls.
 The noise draws come from the batch's ``seed`` (a sub-batch replays with its own draws: the
 expectation is re-estimated, not the path).
 
@@ -38,11 +41,10 @@ from __future__ import annotations
 import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Statement, rate_sides
-from moreau.analysis.engine.instances import log_uniform, split_counts
+from moreau.analysis.engine.instances import log_uniform
 from moreau.analysis.engine.rates import fit_exponent
-from moreau.analysis.fedfw.instances import SCALING, F_value, client_batch, objective, run
-from moreau.fl._fedfw import fedfw_optimum
-from moreau.fl._lmo import Box
+from moreau.analysis.fedfw.convex import GROUPS
+from moreau.analysis.fedfw.instances import SCALING, F_value, concat_groups, optimum, run
 
 __all__ = ["STATEMENTS"]
 
@@ -60,10 +62,7 @@ PART = "E[F(x̄^t) - F*] = O(t^{-1/3}): slope of the Monte Carlo mean, t = 256..
 
 def instances(family, trials, rng):
     T = trials or 8
-    k = split_counts(T, 4)[0]
-    adv = client_batch(rng, k, M, D, "convex", (0,), adversarial=k)
-    rest = client_batch(rng, T - k, M, D, "convex", (0,))
-    batch = {key: np.concatenate([adv[key], rest[key]]) for key in adv}
+    batch = concat_groups(rng, T, M, D, GROUPS)
     G = np.max(np.linalg.norm(batch["b"], axis=-1), axis=1) + batch["L"] * np.linalg.norm(batch["h"], axis=-1)
     batch["sigma"] = G * log_uniform(rng, 0.5, 2.0, T)
     batch["seed"] = rng.integers(0, 2**31, T).astype(float)
@@ -71,8 +70,7 @@ def instances(family, trials, rng):
 
 
 def prepare(batch):
-    tg = fedfw_optimum(objective(batch), Box(-batch["h"], batch["h"]))
-    return {**batch, "Fstar": np.asarray(tg.value)}
+    return {**batch, "Fstar": optimum(batch)["value"]}
 
 
 def evaluate(data, claim):
@@ -105,7 +103,7 @@ def evaluate(data, claim):
             applicable=ok,
             level=0.95,
             constants={
-                "F*": "exact: moreau.fl.fedfw_optimum (box QP), certified by its FW gap",
+                "F*": "exact: moreau.fl.fedfw_optimum (box or ball QP), certified by its FW gap",
                 "E": f"Monte Carlo over {REPS} runs per instance, delta-method interval",
             },
             note="not applicable where the mean error is at the rounding floor",
@@ -116,17 +114,7 @@ def evaluate(data, claim):
 STATEMENTS = (
     Statement(
         id="fedfw.stochastic",
-        waived={
-            "x⁰ inside the set": (
-                "x̄¹ is the set's centre on every instance: the thesis prints no initialisation for "
-                "FedFW; a start elsewhere in D is not drawn yet (it would move the pinned rate fits)"
-            ),
-            "strongly convex objective (μ > 0)": (
-                "the convex clients (a zero eigenvalue on every other client, random eigenvectors) "
-                "average to a positive definite F; a null direction common to all clients is not "
-                "drawn yet"
-            ),
-        },
+        implies=("x⁰ inside the set",),
         source="Dadras thesis, §4.3 (Paper III, stochastic theorem)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\eta_t = \tfrac{9}{t+8},\ \lambda_t = \lambda_0\sqrt{t+8},\ \rho_t = \tfrac{4}{(t+7)^{2/3}}:\ "
@@ -138,10 +126,12 @@ STATEMENTS = (
             "unbiased stochastic gradients, E||noise||^2 = sigma^2",
             "D convex compact",
             "η_t = 9/(t+8), λ_t = λ0 sqrt(t+8), ρ_t = 4/(t+7)^{2/3} (reconstructed)",
+            "x_i^1 = x̄^1 ∈ D (reconstructed: the thesis prints no start; a Frank-Wolfe start is feasible)",
         ),
         families={
             "quadratic": (
-                "convex clients on boxes with Gaussian gradient noise, rate-tight two-camp instances",
+                "convex clients with Gaussian gradient noise on boxes (started at the centre or off it), "
+                "rate-tight two-camp instances, convex clients with a singular average on l1 and Euclidean balls",
             )
         },
         claimed="rate",
