@@ -16,8 +16,12 @@ Two PerMFL runs per seed: eq. (4.3)'s device weight λ_d = λ, and the code's λ
 positional-argument shift, ``moreau.fl.permfl(lam_device=L)``).  Baselines with pFedMe's Table 1 MNIST
 settings (``pfedme-digits``): FedAvg (η = 0.02, 20 local steps, |D| = 20) and pFedMe (λ = 15, η = 0.01,
 β = 2, R = 20, K = 5, |D| = 20, inner step 1/(L_i + λ)), every device in every round.  Accuracy:
-correct test predictions of all devices over their test samples, after the last round: PerMFL's
-personalised device models (PM), team models on their devices (TM), global model (GM).
+correct test predictions of all devices over their test samples: PerMFL's personalised device models
+(PM), team models on their devices (TM), global model (GM).  ``permfl-digits.csv`` holds the curves
+over rounds (every round; test accuracy and the training objective, long format), the figure
+``permfl-digits-curves`` draws them, and ``permfl-digits-table.csv`` has per method and seed the last
+round and the best round on test (which leaks the test set; there is no validation split here).
+The bars and the claims are on the last round.
 --quick: T = 10, 2 seeds.
 
 Claims (the paper's, as its summaries state them): the personalised models beat the global one;
@@ -33,6 +37,8 @@ import numpy as np
 from moreau.fl._permfl import permfl
 
 from . import _pfedme_runs as runs
+from ._curve_figures import curves_figure
+from ._curves import LAST, SELECTION_COLUMNS, columns, long_rows, selections
 from ._experiment import Experiment
 from ._plot import figure, save
 from ._verdicts import by_seed, paired
@@ -112,47 +118,91 @@ def compute(params, point, rng):
         batch_size=p["batch"],
         rng=rng,
     )
+    T = params["rounds"]
+    curves = {}  # {method: {metric: (T+1,)}}, every round 0..T
+
+    def models_curve(method, models):  # models[t]: (m, D) per-device or (D,) global, t = 0..T
+        curves[method] = {
+            "test_accuracy": [acc(z) for z in models],
+            "train_loss": [_train_loss(f, np.asarray(z)) for z in models],
+        }
+
     h = permfl(f, teams, **kw)
-    rows = {
-        "PerMFL-PM": acc(h.theta[-1]),
-        "PerMFL-TM": acc(np.asarray(h.w_team[-1])[teams]),
-        "PerMFL-GM": acc(h.w_global[-1]),
-    }
-    rows["PerMFL-PM (code: λ_d = L)"] = acc(permfl(f, teams, lam_device=float(p["L"]), **kw).theta[-1])
-    fa, pf = params["fedavg"], params["pfedme"]
-    rows["FedAvg"] = acc(
-        runs.fedavg(rng, Xt, Y, n, mu, eta=fa["eta"], tau=fa["tau"], rounds=params["rounds"], B=fa["batch"])
+    W_team = np.asarray(h.w_team)
+    models_curve("PerMFL-PM", np.asarray(h.theta))
+    models_curve("PerMFL-TM", W_team[:, teams])
+    models_curve("PerMFL-GM", np.asarray(h.w_global))
+    models_curve(
+        "PerMFL-PM (code: λ_d = L)", np.asarray(permfl(f, teams, lam_device=float(p["L"]), **kw).theta)
     )
-    rows["pFedMe-PM"] = acc(
-        runs.pfedme(
-            rng,
-            Xt,
-            Y,
-            n,
-            mu,
-            lam=pf["lam"],
-            eta=pf["eta"],
-            beta=pf["beta"],
-            R=pf["R"],
-            K=pf["K"],
-            inner_eta="client",
-            rounds=params["rounds"],
-            B=pf["batch"],
-            f=f,
-        )[1]
+    fa, pf = params["fedavg"], params["pfedme"]
+    seen = {"FedAvg": [], "pFedMe-PM": [], "Local only": []}
+
+    def keep(method, personal_model):
+        def record(t, w, personal):
+            seen[method].append(np.array(personal() if personal_model else w))
+
+        return record
+
+    runs.fedavg(
+        rng, Xt, Y, n, mu, eta=fa["eta"], tau=fa["tau"], rounds=T, B=fa["batch"], record=keep("FedAvg", False)
+    )
+    runs.pfedme(
+        rng,
+        Xt,
+        Y,
+        n,
+        mu,
+        lam=pf["lam"],
+        eta=pf["eta"],
+        beta=pf["beta"],
+        R=pf["R"],
+        K=pf["K"],
+        inner_eta="client",
+        rounds=T,
+        B=pf["batch"],
+        f=f,
+        record=keep("pFedMe-PM", True),
     )
     (local_rng,) = rng.spawn(1)  # its own stream: the methods above draw exactly as without it
-    rows["Local only"] = acc(
-        runs.local_only(
-            local_rng, Xt, Y, n, mu, eta=fa["eta"], tau=fa["tau"], rounds=params["rounds"], B=fa["batch"]
-        )
+    runs.local_only(
+        local_rng,
+        Xt,
+        Y,
+        n,
+        mu,
+        eta=fa["eta"],
+        tau=fa["tau"],
+        rounds=T,
+        B=fa["batch"],
+        record=keep("Local only", True),
     )
+    for method, models in seen.items():
+        models_curve(method, models)
     L_max = float(np.max(np.asarray(f.smoothness())))
-    return [{"seed": point["seed"], "method": m, "accuracy": a, "L_max": L_max} for m, a in rows.items()]
+    return [
+        {**r, "L_max": L_max} for m in METHODS for r in long_rows(curves[m], method=m, seed=point["seed"])
+    ]
+
+
+def _train_loss(f, z):
+    """(1/m) sum_j f_j(z_j): the devices' training objective at their models ``z`` ``(m, D)`` or at one
+    global model ``(D,)`` (eq. (4.3)'s weights 1/(M N_i) with teams of equal size)."""
+    Z = np.broadcast_to(z, (f.X.shape[0], z.shape[-1]))
+    return float(np.mean(np.asarray(f.value(Z))))
+
+
+#: the long CSV's metrics (one row per round, method, seed and metric)
+METRICS = {
+    "test_accuracy": "test accuracy (%): correct predictions of all devices' test rows together",
+    "train_loss": "training objective (1/m) sum_j f_j(model_j) (cross-entropy + mu/2 ||theta||^2; eq. (4.3)'s "
+    "weights, the teams being of equal size)",
+}
 
 
 def finish(rows, params, out, seed=0, quick=False):
-    acc = {m: by_seed(rows, "accuracy", method=m) for m in METHODS}
+    table = selections(rows, METHODS)
+    acc = {m: by_seed(table, "test_accuracy", method=m, selection=LAST) for m in METHODS}
     mean = {m: float(np.mean(a)) for m, a in acc.items()}
     fig, ax = figure(1, width=4.2, aspect=0.7)
     x = np.arange(len(METHODS))
@@ -182,6 +232,17 @@ def finish(rows, params, out, seed=0, quick=False):
         title=f"digits 8×8, {params['n_clients']} devices in {params['teams']} teams, T = {params['rounds']}",
     )
     figures = save(fig, out, "permfl-digits", quick)
+    figures += curves_figure(
+        rows,
+        [({}, f"digits 8×8, {params['n_clients']} devices in {params['teams']} teams")],
+        [("test_accuracy", "test accuracy (%)", False), ("train_loss", "training objective", True)],
+        METHODS,
+        "std",
+        out,
+        "permfl-digits-curves",
+        quick,
+        table=table,
+    )
     pm = "PerMFL-PM"
 
     def ahead(pairs):
@@ -221,7 +282,19 @@ def finish(rows, params, out, seed=0, quick=False):
             }
         },
     }
-    return {"figures": figures, "claims": claims, "theorems": theorems}
+    L_col = {
+        "L_max": "the largest device smoothness bound L of the seed's data (Theorem 1's alpha condition)"
+    }
+    return {
+        "figures": figures,
+        "claims": claims,
+        "theorems": theorems,
+        "tables": {"permfl-digits-table": table},
+        "columns": {
+            "permfl-digits.csv": {**columns(METRICS), **L_col},
+            "permfl-digits-table.csv": SELECTION_COLUMNS,
+        },
+    }
 
 
 EXPERIMENT = Experiment(

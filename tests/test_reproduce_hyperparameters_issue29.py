@@ -87,3 +87,45 @@ def test_fedprox_comm_gamma_and_eta_scales_reach_moreau_fl(monkeypatch):
     assert calls[0]["gamma"] == pytest.approx(0.5 * (lam + L) / (2 * lam * L), rel=1e-15)
     assert calls[0]["eta"] == pytest.approx(0.8 / (lam + L), rel=1e-15)
     assert rows[0]["gamma"] == calls[0]["gamma"] and rows[0]["K"] == calls[0]["K"]
+
+
+def test_permfl_digits_curves_every_round_and_the_table_last_round(tmp_path):
+    """permfl-digits: per-round curves for every method; PerMFL's training objective equals
+    ``moreau.fl.permfl``'s own ``History.curves`` (computed apart); the table's last round is the curve's."""
+    import numpy as np
+
+    from moreau.experiments import permfl_digits
+    from moreau.experiments._curves import LAST, curve, selections
+    from moreau.experiments.pfedme_digits import digits, split
+    from moreau.fl._permfl import permfl
+
+    params, _ = resolve(get("permfl-digits"), True, None, {"rounds": 3, "seeds": 1})
+    rows = permfl_digits.compute(params, {"seed": 0}, np.random.default_rng(5))
+    for m in permfl_digits.METHODS:
+        ts, acc, _ = curve(rows, "test_accuracy", m)
+        assert ts.tolist() == [0, 1, 2, 3] and np.all((acc >= 0) & (acc <= 100))
+    # the same draws as compute: the split, then PerMFL first
+    rng = np.random.default_rng(5)
+    (Xt, yt, wt), _ = split(*digits(), params["n_clients"], rng, params["train_fraction"])
+    from moreau.experiments import _pfedme_runs as runs
+
+    Y = (yt[..., None] == np.arange(params["n_classes"])).astype(float)
+    f = runs.objective(Xt, Y, wt.sum(axis=-1).astype(np.int64), params["mu"])
+    teams = np.arange(params["n_clients"]) // (params["n_clients"] // params["teams"])
+    p = params["permfl"]
+    h = permfl(
+        f,
+        teams,
+        rounds=3,
+        rng=rng,
+        batch_size=p["batch"],
+        **{k: p[k] for k in ("lam", "gamma", "alpha", "eta", "beta", "K", "L")},
+    )
+    want = h.curves(f)
+    for m, key in (("PerMFL-PM", "PM"), ("PerMFL-TM", "TM"), ("PerMFL-GM", "GM")):
+        np.testing.assert_allclose(curve(rows, "train_loss", m)[1][0], want[key], rtol=1e-10)
+    table = selections(rows, permfl_digits.METHODS)
+    last = [r for r in table if r["selection"] == LAST and r["method"] == "FedAvg"]
+    assert (
+        last[0]["round"] == 3 and last[0]["test_accuracy"] == curve(rows, "test_accuracy", "FedAvg")[1][0, -1]
+    )
