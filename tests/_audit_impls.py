@@ -109,3 +109,35 @@ def pfedme(*, l2=0.0, warm=False, warm_round=False, aliased=False, by_samples=Fa
         return (1 - beta) * w + beta * avg, np.array(local)
 
     return round_fn
+
+
+def fedfw(*, reset=False, eta_plus=1.0, over_sampled=False, l2=0.0):
+    """FedFW (thesis (4.5)-(4.6)) over the L2 ball of radius ``radius`` at 0, client by client:
+    ``reset`` every client restarts from the server model (the authors' code), ``eta_plus`` the
+    step 2/(t + eta_plus), ``over_sampled`` the gradient divided by S instead of n."""
+    state = {"t": 0, "x": None}
+
+    def round_fn(w, clients, rng, *, lam0, K, S, radius):
+        m = len(clients)
+        S = m if S is None else S
+        state["t"] += 1
+        t = state["t"]
+        lam, eta = lam0 * np.sqrt(t + 1.0), 2.0 / (t + eta_plus)
+        picked = set(int(i) for i in (sample_clients(rng, m, S) if S < m else range(m)))
+        if state["x"] is None or reset:
+            state["x"] = [w.copy() for _ in clients]
+        xs = state["x"]
+        for i, c in enumerate(clients):
+            if i not in picked:
+                continue
+            for _ in range(K):
+                v = grad(c, xs[i], l2) / (S if over_sampled else m) + lam * (xs[i] - w)
+                s = -radius * v / np.linalg.norm(v)
+                xs[i] = (1 - eta) * xs[i] + eta * s
+        if reset:
+            new = sum(xs[i] for i in picked) / S
+        else:
+            new = sum(xs) / m
+        return new, np.array(xs)
+
+    return round_fn

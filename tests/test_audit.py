@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from moreau import audit as A
+from moreau import fl
 from moreau._cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,6 +94,11 @@ CASES = [  # (algorithm, deviant, audit kwargs, expected deviation, expected par
     ("pfedme", impls.pfedme(warm_round=True), {}, "warm_inner_round", {}),
     ("pfedme", impls.pfedme(aliased=True), {}, "aliased_personal", {}),
     ("pfedme", impls.pfedme(by_samples=True), {"rounds": 8}, "weights_by_samples", {}),
+    ("fedfw", impls.fedfw(reset=True), {}, "reset_clients", {}),
+    ("fedfw", impls.fedfw(reset=True), {"hyper": {"K": 3, "S": 2}}, "reset_clients", {}),
+    ("fedfw", impls.fedfw(eta_plus=2.0), {}, "fw_eta_2_over_t_plus_2", {}),
+    ("fedfw", impls.fedfw(over_sampled=True), {"hyper": {"S": 3}}, "fw_grad_over_sampled", {}),
+    ("fedfw", impls.fedfw(l2=1e-3), {"hyper": {"K": 2}}, "extra_l2", {"mu": 1e-3}),
 ]
 
 
@@ -108,6 +114,55 @@ def test_each_deviation_is_diagnosed_with_its_parameter(algorithm, impl, kw, nam
         assert d.params[k] == pytest.approx(v, rel=1e-6)
     assert all(f.names == (name,) for f in r.fits if f.explained), "ambiguous diagnosis"  # the only one
     assert f"WHY: {name}" in str(r)
+
+
+@pytest.mark.parametrize("hyper", [{}, {"S": 3}, {"K": 3}, {"K": 2, "S": 2}, {"radius": 5.0}])
+def test_fedfw_reference_is_moreau_fl_and_a_faithful_loop_matches(hyper):
+    inst = A.instance("quadratic", seed=3)
+    h = {**A.DEFAULT_HYPER["fedfw"], **hyper}
+    for knobs, restart in ((A.Knobs(), False), (A.Knobs(reset_clients=True), True)):
+        g, loc = A.run_variant("fedfw", inst, h, 8, 5, knobs)
+        ref = fl.fedfw(
+            inst.objective, fl.L2Ball(h["radius"]), rounds=8, K=h["K"], S=h["S"], rng=5, restart=restart
+        )
+        np.testing.assert_allclose(g, np.asarray(ref.w_global), rtol=0, atol=1e-14)
+        np.testing.assert_allclose(loc, np.asarray(ref.w_local), rtol=0, atol=1e-14)
+    r = A.audit(impls.fedfw(), "fedfw", rounds=15, hyper=hyper)
+    assert r.matches and r.fits == (), str(r)
+
+
+@pytest.mark.parametrize("radius", [0.5, 5.0])
+def test_fedfw_optimum_is_the_constrained_least_squares_solution(radius):
+    inst = A.instance("quadratic", seed=0)
+    r = A.audit(impls.fedfw(), "fedfw", inst=inst, rounds=2, hyper={"radius": radius})
+    # independent: the minimiser of mean_i f_i over |w| <= radius: the unconstrained one when inside
+    # (here 0.79 from 0), else (G + nu I)^{-1} b with nu > 0 the multiplier making |w| = radius
+    G = sum(c.X.T @ c.X / c.n for c in inst.clients) / inst.m
+    b = sum(c.X.T @ c.y / c.n for c in inst.clients) / inst.m
+    from scipy.optimize import brentq
+
+    def w(nu):
+        return np.linalg.solve(G + nu * np.eye(3), b)
+
+    nu = 0.0 if np.linalg.norm(w(0.0)) <= radius else brentq(lambda v: np.linalg.norm(w(v)) - radius, 0, 1e3)
+    np.testing.assert_allclose(r.optimum, w(nu), rtol=0, atol=1e-9)
+
+
+def test_fedfw_reset_with_gradients_over_s_is_the_pair_and_indistinguishable_with_one_step():
+    r = A.audit(impls.fedfw(reset=True, over_sampled=True), "fedfw", rounds=12, hyper={"S": 3, "K": 2})
+    d = r.diagnosis
+    assert d is not None and set(d.names) == {"reset_clients", "fw_grad_over_sampled"}, str(r)
+    # K = 1 with the reset: the penalty is 0 at the only step, and the L2 ball's oracle ignores the
+    # gradient's scale, so 1/S and 1/n give the same iterates: reset_clients alone explains them
+    r = A.audit(impls.fedfw(reset=True, over_sampled=True), "fedfw", rounds=12, hyper={"S": 3})
+    assert r.diagnosis is not None and r.diagnosis.names == ("reset_clients",), str(r)
+
+
+def test_fedfw_needs_uniform_weights_and_quadratic_clients():
+    with pytest.raises(ValueError, match="averages its clients uniformly"):
+        A.audit(impls.fedfw(), "fedfw", weights="samples", rounds=2)
+    with pytest.raises(ValueError, match="quadratic clients"):
+        A.audit(impls.fedfw(), "fedfw", family="logistic", rounds=2)
 
 
 def test_per_client_parting_is_reported_where_exposed():

@@ -25,6 +25,7 @@ DEFAULT_HYPER: dict[str, dict[str, Any]] = {
     "fedavg": {"eta": 0.1, "tau": 5, "S": None},
     "fedprox": {"lam": 1.0, "gamma": 0.5, "eta": 0.1, "K": 5},
     "pfedme": {"lam": 2.0, "eta": 0.2, "beta": 1.0, "R": 3, "inner": 5, "inner_eta": 0.1, "S": None},
+    "fedfw": {"lam0": 1.0, "K": 1, "S": None, "radius": 1.0},
 }
 #: Rounding allowance: tolerance = ROUNDING * eps * (1 + local steps so far) * (1 + max |w_ref|).
 ROUNDING = 16.0
@@ -235,6 +236,9 @@ def _reference(
         return fl.fedavg(f, rounds=rounds, weights=inst.weights, rng=rng, **h)
     if algorithm == "fedprox":
         return fl.fedprox(f, rounds=rounds, weights=inst.weights, **h)
+    if algorithm == "fedfw":
+        C = fl.L2Ball(float(h["radius"]))
+        return fl.fedfw(f, C, rounds=rounds, lam0=h["lam0"], K=h["K"], S=h["S"], rng=rng)
     return fl.pfedme(f, rounds=rounds, rng=rng, personal="none", **h)
 
 
@@ -251,6 +255,13 @@ def _optimum(
             return float(np.sum(p * np.asarray(f.value(np.broadcast_to(w, (m, inst.dim))))))
 
         return w_star, F
+    if algorithm == "fedfw":  # min over the ball of (1/n) sum_i f_i
+        w_fw = np.asarray(fl.fedfw_optimum(f, fl.L2Ball(float(hyper["radius"]))).x)
+
+        def Ffw(w: Any) -> float:
+            return float(np.mean(np.asarray(f.value(np.broadcast_to(w, (m, inst.dim))))))
+
+        return w_fw, Ffw
     lam = float(hyper["lam"])
     q = p if algorithm == "fedprox" else np.full(m, 1.0 / m)
     w_star = np.asarray(fl.fedprox_optimum(f, lam, q)[0])
@@ -434,7 +445,8 @@ def audit(
     pairs: bool = True,
     triples: bool = True,
 ) -> AuditReport:
-    r"""Audit an implementation of ``algorithm`` (``"fedavg"``, ``"fedprox"`` or ``"pfedme"``).
+    r"""Audit an implementation of ``algorithm`` (``"fedavg"``, ``"fedprox"``, ``"pfedme"`` or
+    ``"fedfw"``: FedFW over the L2 ball of radius ``hyper["radius"]`` at 0, quadratic clients).
 
     ``impl`` is a round function ``round_fn(w_global, clients, rng, **hyper) -> w_global`` (or
     ``-> (w_global, local_models (m, d))``) or a pair ``(client_update, aggregate)``:
@@ -446,7 +458,8 @@ def audit(
     algorithm with the same hyperparameters and rng seed, and returns an :class:`AuditReport`:
     where they part (first round beyond a rounding allowance of the implementation's dtype),
     where the implementation ends up against the exact optimum (:func:`moreau.fl.global_train`
-    for FedAvg, :func:`moreau.fl.fedprox_optimum` for FedProx and pFedMe), and, when they part,
+    for FedAvg, :func:`moreau.fl.fedprox_optimum` for FedProx and pFedMe,
+    :func:`moreau.fl.fedfw_optimum` for FedFW), and, when they part,
     every deviation of ``deviations`` (default :data:`moreau.audit.DEVIATIONS`) fitted, then
     (``pairs``, when no single one explains the iterates) every pair of them, then
     (``triples``, when no pair does either) the triples of a pruned candidate set: the members
@@ -467,8 +480,12 @@ def audit(
         if inst is not None
         else instance(family, seed=seed, heterogeneous=heterogeneous, weights=weights)
     )
-    if algorithm == "pfedme" and not np.allclose(inst.weights, 1.0 / inst.m, rtol=0, atol=1e-15):
-        raise ValueError("pfedme averages its clients uniformly: audit it with weights='uniform'")
+    if algorithm in ("pfedme", "fedfw") and not np.allclose(inst.weights, 1.0 / inst.m, rtol=0, atol=1e-15):
+        raise ValueError(f"{algorithm} averages its clients uniformly: audit it with weights='uniform'")
+    if algorithm == "fedfw" and inst.family != "quadratic":
+        raise ValueError(
+            f"fedfw is audited on quadratic clients (fedfw_optimum's exact target; got family {inst.family!r})"
+        )
     w_impl, l_impl, dtype = _run_impl(impl, inst, h, rounds, seed)
     ref = _reference(algorithm, inst, h, rounds, seed)
     w_ref = np.asarray(ref.w_global)

@@ -1,4 +1,4 @@
-"""``moreau audit``: check your own FedAvg / FedProx / pFedMe implementation against the paper's
+"""``moreau audit``: check your own FedAvg / FedProx / pFedMe / FedFW implementation against the paper's
 algorithm (moreau.fl) on an exact instance.
 
 Your module (a .py file, --module) defines either
@@ -13,7 +13,7 @@ or the pair
 on numpy arrays: w_global (d,), local_models (m, d), clients a list of moreau.audit.Client
 (X, y, weight, kind, mu, index), rng a numpy Generator, hyper the algorithm's hyperparameters as
 keywords (fedavg: eta, tau, S; fedprox: lam, gamma, eta, K; pfedme: lam, eta, beta, R, inner,
-inner_eta, S).  The report says where the implementation parts from the paper's algorithm,
+inner_eta, S; fedfw: lam0, K, S, radius).  The report says where the implementation parts from the paper's algorithm,
 where it ends up against the exact optimum, and which named deviation (docs/audit.md)
 reproduces its iterates.
 

@@ -93,8 +93,9 @@ def _extra_l2(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> K
 
 @deviation(
     "reset_clients",
-    "local models start each round from the server model (the warm start w_{t-1,K} dropped)",
-    algorithms=("fedprox",),
+    "local models start each round from the server model (the warm start w_{t-1,K} dropped; "
+    "FedFW: restart=True, the server averaging the sampled clients)",
+    algorithms=("fedprox", "fedfw"),
 )
 def _reset(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knobs:
     return replace(k, reset_clients=True)
@@ -103,6 +104,7 @@ def _reset(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knob
 @deviation(
     "weights_by_samples",
     "server weights p_i proportional to the sample counts n_i instead of the paper's uniform p_i",
+    algorithms=("fedavg", "fedprox", "pfedme"),
     group="weights",
     applies=lambda hyper, inst: _uniform(inst) and len(set(inst.sizes.tolist())) > 1,
 )
@@ -121,7 +123,11 @@ def _uniform_w(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> 
     return replace(k, weighting="uniform")
 
 
-@deviation("eta_times_sampled", "the local step size eta multiplied by S, the number of sampled clients")
+@deviation(
+    "eta_times_sampled",
+    "the local step size eta multiplied by S, the number of sampled clients",
+    algorithms=("fedavg", "fedprox", "pfedme"),
+)
 def _eta_s(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knobs:
     return replace(k, eta_factor=k.eta_factor * float(hyper.get("S") or inst.m))
 
@@ -172,7 +178,27 @@ def _sign(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knobs
 @deviation(
     "momentum",
     "heavy-ball momentum beta on the local steps (buffer reset at each local solve)",
+    algorithms=("fedavg", "fedprox", "pfedme"),
     param=Param("beta", 0.0, 0.99),
 )
 def _momentum(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knobs:
     return replace(k, momentum=v)
+
+
+@deviation(
+    "fw_eta_2_over_t_plus_2",
+    "the Frank-Wolfe step eta_t = 2/(t+2) instead of the thesis's 2/(t+1) (t = 1, 2, ...)",
+    algorithms=("fedfw",),
+)
+def _fw_eta(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knobs:
+    return replace(k, fw_eta_offset=2.0)
+
+
+@deviation(
+    "fw_grad_over_sampled",
+    "the client gradient divided by S, the number of sampled clients, instead of n (the thesis's 1/n)",
+    algorithms=("fedfw",),
+    applies=lambda hyper, inst: int(hyper.get("S") or inst.m) < inst.m,
+)
+def _fw_over_s(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knobs:
+    return replace(k, fw_grad_div="sampled")

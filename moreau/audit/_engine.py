@@ -1,8 +1,9 @@
-r"""The reference algorithms with knobs: FedAvg, FedProx and pFedMe as :mod:`moreau.fl` runs them
-(full batches), each place where implementations are known to depart made a field of
-:class:`Knobs`.  With the default knobs a run equals :func:`moreau.fl.fedavg`,
-:func:`moreau.fl.fedprox` and :func:`moreau.fl.pfedme` (``inner=K``) to rounding
-(``tests/test_audit.py``); a deviation (:mod:`moreau.audit._deviations`) turns knobs."""
+r"""The reference algorithms with knobs: FedAvg, FedProx, pFedMe and FedFW as :mod:`moreau.fl` runs
+them (full batches; FedFW over an L2 ball centred at 0), each place where implementations are
+known to depart made a field of :class:`Knobs`.  With the default knobs a run equals
+:func:`moreau.fl.fedavg`, :func:`moreau.fl.fedprox`, :func:`moreau.fl.pfedme` (``inner=K``) and
+:func:`moreau.fl.fedfw` (``lam_schedule="sqrt"``) to rounding (``tests/test_audit.py``); a
+deviation (:mod:`moreau.audit._deviations`) turns knobs."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ._instance import Instance, sample_clients
 
 __all__ = ["Knobs", "ALGORITHMS", "run_variant", "steps_per_round"]
 
-ALGORITHMS = ("fedavg", "fedprox", "pfedme")
+ALGORITHMS = ("fedavg", "fedprox", "pfedme", "fedfw")
 
 GradHook = Callable[[np.ndarray, np.ndarray], np.ndarray]
 ServerHook = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -33,7 +34,11 @@ class Knobs:
     it (pFedMe: its η; the inner step unchanged); ``weighting``: the server's :math:`p_i`,
     ``None`` (the paper's: the instance's weights; pFedMe: uniform), ``"uniform"`` or
     ``"samples"`` (:math:`\propto n_i`); ``reset_clients``: FedProx's local models start every
-    round from the server model instead of the last round's local model; ``prox_sign``: the sign
+    round from the server model instead of the last round's local model (FedFW: ``restart=True``,
+    the server then averaging the sampled clients' models); ``fw_eta_offset``: FedFW's step
+    :math:`\eta_t = 2/(t + \text{offset})`, t = 1, 2, ... (the thesis's: offset 1); ``fw_grad_div``:
+    what FedFW's client gradient is divided by, ``"n"`` (the thesis's :math:`\tfrac1n\nabla f_i`) or
+    ``"sampled"`` (the number S of clients sampled in the round); ``prox_sign``: the sign
     of FedProx's proximal gradient :math:`\lambda(w - w^{(g)})`; ``momentum``: heavy-ball β on
     the local (pFedMe: inner) steps, :math:`v \leftarrow \beta v + g`, :math:`w \leftarrow w - \eta v`,
     the buffer zero at the start of each local solve; ``warm_inner``: pFedMe's inner solve starts
@@ -57,6 +62,8 @@ class Knobs:
     warm_inner: bool = False
     warm_inner_round: bool = False
     aliased: bool = False
+    fw_eta_offset: float = 1.0
+    fw_grad_div: str = "n"
     local_grad: GradHook | None = None
     server: ServerHook | None = None
 
@@ -65,7 +72,7 @@ def steps_per_round(algorithm: str, hyper: Mapping[str, Any]) -> int:
     """Local gradient steps per round (the count rounding errors accumulate over)."""
     if algorithm == "fedavg":
         return int(hyper["tau"])
-    if algorithm == "fedprox":
+    if algorithm in ("fedprox", "fedfw"):
         return int(hyper["K"])
     return int(hyper["R"]) * int(hyper["inner"])
 
@@ -172,6 +179,30 @@ def run_variant(
                 q = _weights(inst, knobs, p0)[idx]
                 avg = np.sum(q[:, None] * W[idx], axis=0) / np.sum(q)
             new = (1 - beta) * w + beta * avg
+        elif algorithm == "fedfw":
+            t = len(gs)  # the round index t = 1, 2, ...
+            lam_t = float(hyper["lam0"]) * np.sqrt(t + 1.0)
+            eta_t = 2.0 / (t + knobs.fw_eta_offset)
+            radius = float(hyper["radius"])
+            mask = np.zeros(m, dtype=bool)
+            mask[sample_clients(rng, m, S) if S < m else slice(None)] = True
+            if knobs.fw_grad_div not in ("n", "sampled"):
+                raise ValueError(f"Knobs.fw_grad_div must be 'n' or 'sampled' (got {knobs.fw_grad_div!r})")
+            div = float(m if knobs.fw_grad_div == "n" else S)
+            if knobs.reset_clients:
+                W = np.broadcast_to(w, (m, d))
+            for _ in range(int(hyper["K"])):
+                V = grad(W) / div + lam_t * (W - w[None, :])
+                nv = np.linalg.norm(V, axis=-1, keepdims=True)
+                D = -radius * V / np.where(nv > 0, nv, 1.0)
+                Xn = (1 - eta_t) * W + eta_t * D
+                W = np.where(mask[:, None], Xn, W) if S < m else Xn
+            if knobs.reset_clients:
+                new = np.sum(mask[:, None] * W, axis=0) / S
+            elif int(hyper["K"]) == 1 and S >= m:
+                new = (1 - eta_t) * w + eta_t * np.mean(D, axis=0)
+            else:
+                new = np.mean(W, axis=0)
         else:
             raise ValueError(f"algorithm must be one of {ALGORITHMS} (got {algorithm!r})")
         if knobs.server is not None:
