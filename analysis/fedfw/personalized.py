@@ -21,14 +21,20 @@ minimised at x* over D because −∇F(x*) is in the normal cone of D at x*), so
 optimality of X_λ and convexity give f(X_λ) − F* ≤ −λ dist²(X_λ, C).  Sharp: with identical
 Hessians aI and no active constraint dist = ‖y*‖/(λ + a/n).
 
-Instances (family quadratic, d = 3, m = 4, boxes): convex clients with spread stationary points, a
-quarter of them Theorem 5's worst case for (b) (identical clients with curvature L along the box's
+Instances (family quadratic, d = 3, m = 4, four groups, ``GROUPS``): convex clients with spread
+stationary points on boxes, started at the centre, or (a quarter) at a point drawn inside the box off
+its centre; a quarter convex clients whose average is singular (every client's Hessian projected off
+one common direction v: Φ_λ's minimisers are unique up to a common shift along v, which leaves
+dist(X_λ, C) and ∇f_i(x*) unchanged, so (a), (b) and the reading are defined) on Euclidean balls
+(the box solver's active sets assume a positive definite Hessian); a quarter Theorem 5's worst
+case for (b) (identical clients with curvature L along the box's
 diagonal, the start x̄^1 = −h, the minimiser next to it: the LMO jumps to +h and (b)'s ratio at k = 1
 is (3/4)L/(L + nλ) → 3/4 as λ0 = L/(100n) → 0); λ on the grid λ0·2^k, k = −2..4; (b) with λ = λ0 over
 1000 rounds.
 
 Sides: (a) lhs dist(X_{λ_{k+1}}), rhs dist(X_{λ_k}), the pair with the largest ratio; (b) the round
-with the largest ratio.  Exact targets: box QPs by active sets, certified by their Frank–Wolfe gap.
+with the largest ratio.  Exact targets: box QPs by active sets, ball QPs by accelerated projected
+gradient and an exact face polish, certified by their Frank–Wolfe gap.
 Mutants: "a larger λ moves the models apart" (the inequality of (a) reversed), "rate 1/(k+2)²" (the
 worst case's k = 1).
 """
@@ -39,13 +45,20 @@ import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, worst_point
 from moreau.analysis.engine.instances import split_counts
-from moreau.analysis.fedfw.instances import SCALING, client_batch, diameter, objective, run
-from moreau.fl._fedfw import fedfw_optimum
-from moreau.fl._lmo import Box
+from moreau.analysis.fedfw.instances import SCALING, concat_groups, diameter, optimum, run
 
 __all__ = ["STATEMENTS"]
 
 M, D, ROUNDS, GRID = 4, 3, 1000, 2.0 ** np.arange(-2, 5)
+
+#: convex clients on boxes (the first group made adversarial for (b) by ``instances``), on boxes started off
+#: the centre, and with a singular average (a null direction common to all clients) on Euclidean balls
+GROUPS = (
+    {"kind": "convex", "sets": (0,)},
+    {"kind": "convex", "sets": (0,)},
+    {"kind": "convex", "sets": (0,), "start": "inside"},
+    {"kind": "convex_singular", "sets": (2,)},
+)
 
 CLAIM = {"fw": lambda L, n, lam, D, k: 2 * (L + n * lam) * D**2 / (k + 2), "explicit": None}
 READINGS = (
@@ -67,8 +80,8 @@ def instances(family, trials, rng):
     curvature L along the box's diagonal u, minimiser p + ε(q − p) next to the vertex p = −h, start x̄^1 = p,
     λ0 = L/(100 n): the LMO at p jumps to q = h and Φ(X²) − Φ* → LD²/2, 3/4 of the bound at k = 1 as λ0 → 0."""
     T = trials or 16
-    batch = client_batch(rng, T, M, D, "convex", (0,))
-    j = np.arange(split_counts(T, 4)[0])
+    batch = concat_groups(rng, T, M, D, GROUPS)
+    j = np.arange(split_counts(T, len(GROUPS))[0])
     h, L = batch["h"][j], batch["L"][j]
     u = h / np.linalg.norm(h, axis=-1, keepdims=True)
     P = np.eye(D) - u[:, :, None] * u[:, None, :]
@@ -85,19 +98,17 @@ def _dist(X):
 
 
 def prepare(batch):
-    q, C = objective(batch), Box(-batch["h"], batch["h"])
     lams = batch["lam0"][None, :] * GRID[:, None]
-    sols = [fedfw_optimum(q, C, lam=lam) for lam in lams]
-    star = fedfw_optimum(q, C)
-    x = np.asarray(star.x)
-    g = np.einsum("tmij,tj->tmi", batch["A"], x) - batch["b"]
+    sols = [optimum(batch, lam) for lam in lams]
+    star = optimum(batch)
+    g = np.einsum("tmij,tj->tmi", batch["A"], star["x"]) - batch["b"]
     ystar = np.sqrt(np.sum((g - g.mean(axis=1, keepdims=True)) ** 2, axis=(-1, -2))) / M
     return {
         **batch,
         "lams": lams,
-        "dist": np.array([_dist(np.asarray(s.X)) for s in sols]),
-        "Phi": sols[2].value,
-        "cert": np.max([s.gap for s in sols] + [star.gap], axis=0),
+        "dist": np.array([_dist(s["X"]) for s in sols]),
+        "Phi": sols[2]["value"],
+        "cert": np.max([s["gap"] for s in sols] + [star["gap"]], axis=0),
         "ystar": ystar,
     }
 
@@ -111,7 +122,7 @@ def evaluate(data, claim):
             *worst_point(dist[1:], dist[:-1]),
             "upper",
             constants={
-                "X_λ": "exact: moreau.fl.fedfw_optimum(lam=λ), box QP certified by its FW gap "
+                "X_λ": "exact: moreau.fl.fedfw_optimum(lam=λ), box or ball QP certified by its FW gap "
                 "(max gap recorded in the batch's cert)"
             },
             applicable=hetero,
@@ -130,7 +141,7 @@ def evaluate(data, claim):
     out[RATE] = Sides(
         *worst_point(phi - data["Phi"], rhs),
         "upper",
-        constants={"Φ*": "exact: the penalised optimum at λ0", "L": "exact", "D": "exact: 2 ||h||"},
+        constants={"Φ*": "exact: the penalised optimum at λ0", "L": "exact", "D": "exact diameter"},
     )
     scale = L * diameter(data["h"], data["set"]) ** 2 + np.abs(data["Phi"])
     out[CERT] = Sides(
@@ -154,17 +165,7 @@ def evaluate(data, claim):
 STATEMENTS = (
     Statement(
         id="fedfw.personalized",
-        waived={
-            "x⁰ inside the set": (
-                "x̄¹ is the set's centre on every instance: the thesis prints no initialisation for "
-                "FedFW; a start elsewhere in D is not drawn yet (it would move the pinned rate fits)"
-            ),
-            "strongly convex objective (μ > 0)": (
-                "the convex clients (a zero eigenvalue on every other client, random eigenvectors) "
-                "average to a positive definite F; a null direction common to all clients is not "
-                "drawn yet"
-            ),
-        },
+        implies=("x⁰ inside the set",),
         source='Dadras thesis, §4.3, "personalized FedFW"',
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\lambda\uparrow\ \Rightarrow\ \mathrm{dist}(X_\lambda, \mathcal C)\downarrow;\quad "
@@ -175,8 +176,14 @@ STATEMENTS = (
             "f_i convex, L-smooth",
             "D convex compact",
             "λ fixed (personalised FedFW), η_t = 2/(t+1)",
+            "x_i^1 = x̄^1 ∈ D (Theorem 5's start, used by (b))",
         ),
-        families={"quadratic": ("convex clients on boxes, spread stationary points",)},
+        families={
+            "quadratic": (
+                "convex clients on boxes (started at the centre, off it, or at a vertex), spread stationary "
+                "points; convex clients with a singular average on Euclidean balls",
+            )
+        },
         claimed="upper",
         instances=instances,
         prepare=prepare,
