@@ -27,12 +27,15 @@ the envelope slopes of the running mean (1/t)Σ_{τ≤t} gap_Φ(X^τ) and of dis
 one run.  For it the textbook argument fails (the growing penalty adds (λ_{t+1} − λ_t)dist²/2 per round,
 Σ ∝ √T, against Σ η_t ∝ log T): no rate is proved; on the instances it holds (slopes ≈ −0.5 and below).
 
-Assumptions: f_i L-smooth (nonconvex allowed); D convex compact.
+Assumptions: f_i L-smooth (nonconvex allowed); D convex compact; the start x_i^1 = x̄^1 in D
+(reconstructed: the thesis prints no start; ``moreau.fl.fedfw`` refuses one outside D).
 
 Instances (family nonconvex, d = 3, m = 4, on boxes, ℓ1 balls, Euclidean balls, simplices in turn):
 a quarter rate-tight (indefinite clients whose average is convex, stationary points close together
 inside D: FW with a fixed step oscillates around the interior optimum, gap ∝ ηλD² ∝ T^{-1/3}), a
-quarter the same with spread stationary points, a quarter indefinite (a_1 = −L), a quarter concave.
+quarter the same with spread stationary points, a quarter indefinite (a_1 = −L), a quarter concave;
+x̄¹ is the set's centre in the first and third quarters, a point drawn inside the set off its centre
+(``instances.inside_points``) in the second and fourth.
 
 Consensus (part CONS): the same descent gives Φ_λ(X^t) <= F(x̄¹) + T η²(L + nλ)D²/2 = O(1) for η = T^{-2/3},
 λ = λ0 T^{1/3}, and (λ/2) dist(X^t, C)² <= Φ_λ(X^t) − f_low, so the mean of dist(X^t, C) over t <= T is
@@ -56,7 +59,7 @@ from moreau.analysis.engine.rates import fit_exponent
 from moreau.analysis.fedfw.instances import (
     SCALING,
     F_value,
-    client_batch,
+    concat_groups,
     diameter,
     envelope_fit,
     run,
@@ -99,16 +102,18 @@ CONS = "(1/T) Σ_{t<=T} dist(X^t, C) = O(T^{-1/6}) (λ dist²/2 <= Φ_λ - f_low
 CONS_ANY = "dist(X^t, C) = O(t^{-1/3}): envelope slope, t = 64..1024"
 
 
+#: the four groups (``instances.concat_groups``), each cycling boxes, l1 balls, Euclidean balls, simplices; the
+#: spread group and the concave group start off the set's centre (``instances.inside_points``)
+GROUPS = (
+    {"kind": "convex_mean", "sets": (0, 1, 2, 3), "spread": 0.1},
+    {"kind": "convex_mean", "sets": (0, 1, 2, 3), "spread": 1.5, "start": "inside"},
+    {"kind": "indefinite", "sets": (0, 1, 2, 3), "spread": 1.5},
+    {"kind": "concave", "sets": (0, 1, 2, 3), "spread": 1.5, "start": "inside"},
+)
+
+
 def instances(family, trials, rng):
-    T = trials or 32
-    sizes = [len(a) for a in np.array_split(np.arange(T), 4)]
-    specs = (("convex_mean", 0.1), ("convex_mean", 1.5), ("indefinite", 1.5), ("concave", 1.5))
-    parts = [
-        client_batch(rng, k, M, D, kind, (0, 1, 2, 3), spread=s)
-        for k, (kind, s) in zip(sizes, specs, strict=True)
-        if k
-    ]
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    return concat_groups(rng, trials or 32, M, D, GROUPS)
 
 
 def prepare(batch):
@@ -193,12 +198,7 @@ def evaluate(data, claim):
 STATEMENTS = (
     Statement(
         id="fedfw.nonconvex",
-        waived={
-            "x⁰ inside the set": (
-                "x̄¹ is the set's centre on every instance: the thesis prints no initialisation for "
-                "FedFW; a start elsewhere in D is not drawn yet (it would move the pinned rate fits)"
-            ),
-        },
+        implies=("x⁰ inside the set",),
         source="Dadras thesis, §4.3 (Paper III, nonconvex theorem)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\eta = T^{-2/3},\ \lambda = \lambda_0 T^{1/3}:\ \min_{t\le T}\mathrm{gap}_{\Phi_\lambda}(X^t)"
@@ -209,6 +209,7 @@ STATEMENTS = (
             "f_i L-smooth, nonconvex allowed",
             "D convex compact",
             "η = T^{-2/3}, λ = λ0 T^{1/3} over a horizon T (reconstructed)",
+            "x_i^1 = x̄^1 ∈ D (reconstructed: the thesis prints no start; a Frank-Wolfe start is feasible)",
         ),
         families={
             "nonconvex": (

@@ -12,10 +12,14 @@ simplex (r e_k), while on a box it is a vertex (d non-zeros) and on a Euclidean 
 (dense).  The sparsity is the constraint set's, not the algorithm's: the paper's experiments use
 ℓ1 and ℓ2 balls (the authors' code: ``LMO_l1``, ``LMO_l2``), only the first sends sparse signals.
 
-Assumptions: D convex compact; the LMO returns an extreme point (ties broken by the first index).
+Assumptions: D convex compact; the LMO returns an extreme point (ties broken by the first index); the
+start x_i^1 = x̄^1 in D (reconstructed: the thesis prints no start; ``moreau.fl.fedfw`` refuses one
+outside D).
 
 Instances (family quadratic, d = 6, m = 4, 50 rounds of FedFW with λ_t = λ0√(t+1)): convex clients with
-spread stationary points on ℓ1 balls, simplices, Euclidean balls and boxes (8 each).
+spread stationary points on ℓ1 balls, simplices, Euclidean balls and boxes (8 each), in four groups
+(``GROUPS``): average Hessian positive definite or singular (every client's projected off one common
+direction), x̄¹ the set's centre or a point drawn inside the set off it (``instances.inside_points``).
 
 Sides (claimed tight): lhs = the largest count over rounds and clients, rhs = the claimed count.
 What the check shows: exactly 1 on every ℓ1 ball and simplex round; d = 6 on every box and ball
@@ -28,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement
-from moreau.analysis.fedfw.instances import SCALING, SETS, client_batch, run
+from moreau.analysis.fedfw.instances import SCALING, SETS, concat_groups, run
 
 __all__ = ["STATEMENTS"]
 
@@ -50,10 +54,18 @@ def part(name):
     return f"{NAMES[name]}: non-zeros of s_i^t <= 1 (one index and one value per round)"
 
 
+#: l1, simplex, l2, box (the codes of instances.SETS), cycled in each group: convex clients started at the set's
+#: centre or off it, and convex clients with a singular average (a null direction common to all) likewise
+ORDER = (1, 3, 2, 0)
+GROUPS = tuple(
+    {"kind": kind, "sets": ORDER, "start": start}
+    for kind in ("convex", "convex_singular")
+    for start in ("centre", "inside")
+)
+
+
 def instances(family, trials, rng):
-    T = trials or 32
-    order = (1, 3, 2, 0)  # l1, simplex, l2, box: the codes of instances.SETS
-    return client_batch(rng, T, M, D, "convex", order)
+    return concat_groups(rng, trials or 32, M, D, GROUPS)
 
 
 def evaluate(batch, claim):
@@ -78,24 +90,23 @@ def evaluate(batch, claim):
 STATEMENTS = (
     Statement(
         id="fedfw.sparse",
-        waived={
-            "x⁰ inside the set": (
-                "x̄¹ is the set's centre on every instance: the thesis prints no initialisation for "
-                "FedFW; a start elsewhere in D is not drawn yet (it would move the pinned rate fits)"
-            ),
-            "strongly convex objective (μ > 0)": (
-                "the convex clients (a zero eigenvalue on every other client, random eigenvectors) "
-                "average to a positive definite F; a null direction common to all clients is not "
-                "drawn yet"
-            ),
-        },
+        implies=("x⁰ inside the set",),
         source="Dadras thesis, §4.3, after (4.6)",
         paper="dadras-thesis-personalized-fl.md",
         latex=r"\mathrm{nnz}(s_i^t) \le 1\ \text{(sparse step directions)}",
         text="clients share (sparse) step directions instead of gradients (read literally: one non-zero per "
         "direction, on every convex compact D)",
-        assumptions=("D convex compact", "the LMO returns an extreme point"),
-        families={"quadratic": ("convex clients on l1 balls, simplices, Euclidean balls, boxes (d = 6)",)},
+        assumptions=(
+            "D convex compact",
+            "the LMO returns an extreme point",
+            "x_i^1 = x̄^1 ∈ D (reconstructed: the thesis prints no start; a Frank-Wolfe start is feasible)",
+        ),
+        families={
+            "quadratic": (
+                "convex clients (positive definite or singular average, started at the set's centre or off it) "
+                "on l1 balls, simplices, Euclidean balls, boxes (d = 6)",
+            )
+        },
         claimed="tight",
         instances=instances,
         evaluate=evaluate,
