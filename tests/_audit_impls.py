@@ -58,10 +58,12 @@ def fedprox(
     reset=False,
     sign=1.0,
     dtype=np.float64,
+    lam_is_K=False,
 ):
     state = {}
 
     def client_update(w, c, rng, *, lam, gamma, eta, K):
+        lam = K if lam_is_K else lam  # an argument shift: the penalty gets the local step count
         x = w.copy() if reset or c.index not in state else state[c.index]
         x, wg, v = x.astype(dtype), w.astype(dtype), np.zeros(w.shape, dtype)
         step = eta * len(state or [0]) if False else eta
@@ -74,6 +76,7 @@ def fedprox(
         return x
 
     def aggregate(w, local, clients, rng, *, lam, gamma, eta, K):
+        lam = K if lam_is_K else lam
         p = np.array(_server_weights(clients, by_samples, uniform), dtype=float)
         p = p / p.sum()
         g = sum(p[i] * lam * (w - local[i]) for i in range(len(clients)))

@@ -94,6 +94,7 @@ CASES = [  # (algorithm, deviant, audit kwargs, expected deviation, expected par
     ("pfedme", impls.pfedme(warm_round=True), {}, "warm_inner_round", {}),
     ("pfedme", impls.pfedme(aliased=True), {}, "aliased_personal", {}),
     ("pfedme", impls.pfedme(by_samples=True), {"rounds": 8}, "weights_by_samples", {}),
+    ("fedprox", impls.fedprox(lam_is_K=True), {"hyper": {"K": 3}}, "lam_bound_to_K", {}),
     ("fedfw", impls.fedfw(reset=True), {}, "reset_clients", {}),
     ("fedfw", impls.fedfw(reset=True), {"hyper": {"K": 3, "S": 2}}, "reset_clients", {}),
     ("fedfw", impls.fedfw(eta_plus=2.0), {}, "fw_eta_2_over_t_plus_2", {}),
@@ -163,6 +164,23 @@ def test_fedfw_needs_uniform_weights_and_quadratic_clients():
         A.audit(impls.fedfw(), "fedfw", weights="samples", rounds=2)
     with pytest.raises(ValueError, match="quadratic clients"):
         A.audit(impls.fedfw(), "fedfw", family="logistic", rounds=2)
+
+
+def test_a_user_bound_deviation_pfedme_lam_bound_to_inner():
+    inner = impls.pfedme()
+
+    def shifted(w, clients, rng, **h):  # the penalty lam receives the inner step count
+        return inner(w, clients, rng, **{**h, "lam": h["inner"]})
+
+    lib = dict(A.DEVIATIONS)
+    name = A.bound_deviation("lam", "inner", ("pfedme",), registry=lib)
+    r = A.audit(shifted, "pfedme", rounds=10, hyper={"inner": 3}, deviations=lib)
+    assert r.diagnosis is not None and r.diagnosis.names == (name,) == ("lam_bound_to_inner",), str(r)
+    assert name not in A.DEVIATIONS
+    with pytest.raises(ValueError, match="fedprox has no hyperparameter 'lam' or 'tau'"):
+        A.run_variant(
+            "fedprox", A.instance(), A.DEFAULT_HYPER["fedprox"], 2, 0, A.Knobs(bind=(("lam", "tau"),))
+        )
 
 
 def test_per_client_parting_is_reported_where_exposed():

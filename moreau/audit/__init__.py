@@ -11,7 +11,7 @@ imported only when an adapter is built).
 """
 
 from ._audit import DEFAULT_HYPER, AuditError, AuditReport, Fit, audit
-from ._deviations import DEVIATIONS, Deviation, Param, deviation
+from ._deviations import DEVIATIONS, Deviation, Param, bound_deviation, deviation
 from ._engine import ALGORITHMS, Knobs, run_variant
 from ._flower import audit_flower, flower_round_fn
 from ._instance import FAMILIES, Client, Instance, instance, sample_clients
@@ -27,6 +27,7 @@ __all__ = [
     "Deviation",
     "Param",
     "deviation",
+    "bound_deviation",
     "Knobs",
     "run_variant",
     "ALGORITHMS",

@@ -11,7 +11,7 @@ from typing import Any
 from ._engine import ALGORITHMS, Knobs
 from ._instance import Instance
 
-__all__ = ["Deviation", "Param", "DEVIATIONS", "deviation"]
+__all__ = ["Deviation", "Param", "DEVIATIONS", "deviation", "bound_deviation"]
 
 Apply = Callable[[Knobs, float, Mapping[str, Any], Instance], Knobs]
 
@@ -202,3 +202,36 @@ def _fw_eta(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Kno
 )
 def _fw_over_s(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knobs:
     return replace(k, fw_grad_div="sampled")
+
+
+def bound_deviation(
+    target: str,
+    source: str,
+    algorithms: tuple[str, ...],
+    *,
+    registry: dict[str, Deviation] | None = None,
+) -> str:
+    """Register the deviation ``"{target}_bound_to_{source}"``: the hyperparameter ``target``
+    takes ``source``'s value (an argument shift, a wrong keyword, a copy-paste: PerMFL's authors'
+    code sets its device penalty λ to the local step count), tried where the two differ.
+    Returns the name."""
+    name = f"{target}_bound_to_{source}"
+
+    def applies(hyper: Mapping[str, Any], inst: Instance) -> bool:
+        return target in hyper and source in hyper and hyper[target] != hyper[source]
+
+    @deviation(
+        name,
+        f"the hyperparameter {target} takes the value of {source}",
+        algorithms=algorithms,
+        group=f"bound:{target}",
+        applies=applies,
+        registry=registry,
+    )
+    def _bind(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knobs:
+        return replace(k, bind=(*k.bind, (target, source)))
+
+    return name
+
+
+bound_deviation("lam", "K", ("fedprox",))

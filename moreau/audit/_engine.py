@@ -38,7 +38,9 @@ class Knobs:
     the server then averaging the sampled clients' models); ``fw_eta_offset``: FedFW's step
     :math:`\eta_t = 2/(t + \text{offset})`, t = 1, 2, ... (the thesis's: offset 1); ``fw_grad_div``:
     what FedFW's client gradient is divided by, ``"n"`` (the thesis's :math:`\tfrac1n\nabla f_i`) or
-    ``"sampled"`` (the number S of clients sampled in the round); ``prox_sign``: the sign
+    ``"sampled"`` (the number S of clients sampled in the round); ``bind``: pairs ``(target,
+    source)``, the hyperparameter ``target`` taking ``source``'s value (e.g. ``("lam", "K")``:
+    FedProx's λ set to its local step count, as an argument shift does); ``prox_sign``: the sign
     of FedProx's proximal gradient :math:`\lambda(w - w^{(g)})`; ``momentum``: heavy-ball β on
     the local (pFedMe: inner) steps, :math:`v \leftarrow \beta v + g`, :math:`w \leftarrow w - \eta v`,
     the buffer zero at the start of each local solve; ``warm_inner``: pFedMe's inner solve starts
@@ -64,6 +66,7 @@ class Knobs:
     aliased: bool = False
     fw_eta_offset: float = 1.0
     fw_grad_div: str = "n"
+    bind: tuple[tuple[str, str], ...] = ()
     local_grad: GradHook | None = None
     server: ServerHook | None = None
 
@@ -101,6 +104,10 @@ def run_variant(
     round t+1's local work (index 0: :math:`w_0`)."""
     f = inst.objective
     m, d = inst.m, inst.dim
+    for target, source in knobs.bind:
+        if target not in hyper or source not in hyper:
+            raise ValueError(f"Knobs.bind: {algorithm} has no hyperparameter {target!r} or {source!r}")
+        hyper = {**hyper, target: hyper[source]}
     scale = inst.sizes.astype(float)[:, None] if knobs.grad_scale == "sum" else None
     if knobs.grad_scale not in ("mean", "sum"):
         raise ValueError(f"Knobs.grad_scale must be 'mean' or 'sum' (got {knobs.grad_scale!r})")
