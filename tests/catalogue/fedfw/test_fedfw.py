@@ -20,6 +20,8 @@ from moreau.analysis.fedfw.instances import (
     client_batch,
     constraint,
     diameter,
+    inside_points,
+    objective,
     run,
     set_lower_bound,
     surrogate_gaps,
@@ -36,7 +38,7 @@ def _batch(seed, kind="convex", sets=(0,), T=8, adversarial=0, spread=1.5):
 
 def test_the_rate_tight_instances_sit_on_an_active_face_with_clients_on_both_sides():
     b = _batch(0, adversarial=4, T=4)
-    tg = fedfw_optimum(convex.objective(b), Box(-b["h"], b["h"]))
+    tg = fedfw_optimum(objective(b), Box(-b["h"], b["h"]))
     x = np.asarray(tg.x)
     assert np.allclose(x[:, 0], -b["h"][:, 0])  # x*_1 = -h_1
     g = np.einsum("tmij,tj->tmi", b["A"], x) - b["b"]
@@ -175,3 +177,39 @@ def test_nonconvex_family_mixes_every_set_and_kind():
     assert np.any(low < 0, axis=1).mean() >= 0.75  # indefinite or concave clients in three quarters
     pers = personalized.instances("quadratic", None, rng_for(0, "fedfw.personalized", "quadratic"))
     assert np.all(pers["x0"][:4] == -pers["h"][:4])  # Theorem 5's worst case starts at a vertex
+
+
+def test_inside_points_lie_in_their_set_off_its_centre():
+    rng = np.random.default_rng(5)
+    kinds = np.repeat(np.arange(4.0), 50)
+    h = np.repeat(rng.uniform(0.5, 2.0, (200, 1)), 3, axis=1)
+    h[kinds == 0] = rng.uniform(0.5, 2.0, (50, 3))
+    x = inside_points(rng, h, kinds)
+    for k in range(4):
+        j = kinds == k
+        C = constraint({"set": kinds[j], "h": h[j]})
+        assert np.all(np.asarray(C.contains(x[j]))), k  # the set's own membership test (moreau.fl)
+    centre = np.where((kinds == 3)[:, None], h / 3, 0.0)
+    assert np.all(np.linalg.norm(x - centre, axis=-1) > 1e-6 * h[:, 0])
+
+
+def test_singular_clients_are_psd_with_a_common_null_direction_and_the_batches_mix_both():
+    b = _batch(2, kind="convex_singular", sets=(1, 2), T=6)
+    eig = np.linalg.eigvalsh(b["A"])
+    assert np.all(eig >= -1e-12 * b["L"][:, None, None])  # every client PSD
+    null = np.linalg.eigh(b["A"].mean(axis=1))[1][..., 0]  # the average's null direction
+    assert np.allclose(np.einsum("tmij,tj->tmi", b["A"], null), 0.0, atol=1e-12)  # shared by all clients
+    assert np.allclose(np.einsum("tmi,ti->tm", b["b"], null), 0.0, atol=1e-12)  # F constant along it
+    tg = fedfw_optimum(objective(b), constraint(b))  # the ball solver certifies these
+    assert np.all(np.asarray(tg.gap) <= 1e-10 * (b["L"] * diameter(b["h"], b["set"]) ** 2))
+    for sid, fam in (
+        ("fedfw.convex", "quadratic"),
+        ("fedfw.personalized", "quadratic"),
+        ("fedfw.sparse", "quadratic"),
+    ):
+        st = get(sid)
+        x = st.instances(fam, None, rng_for(0, sid, fam))
+        low = np.linalg.eigvalsh(x["A"].mean(axis=1))[:, 0]
+        assert np.any(low > 1e-6 * x["L"]) and np.any(np.abs(low) <= 1e-12 * x["L"]), sid
+        centre = np.where((x["set"] == 3)[:, None], x["h"] / x["h"].shape[1], 0.0)
+        assert np.any(np.all(x["x0"] == centre, axis=1)) and np.any(np.any(x["x0"] != centre, axis=1)), sid
