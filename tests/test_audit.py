@@ -5,6 +5,7 @@ as their deviation with the right parameter; two deviations as the pair; bad inp
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import _audit_impls as impls
@@ -312,3 +313,60 @@ def test_warm_inner_round_is_not_tried_where_it_cannot_change_anything():
     r = A.audit(impls.pfedme(l2=1e-3), "pfedme", rounds=4, hyper={"R": 1}, pairs=False)
     tried = {f.names[0] for f in r.fits}
     assert "warm_inner" in tried and "warm_inner_round" not in tried  # R = 1: one inner solve per round
+
+
+def _module(tmp_path, name, body):
+    f = tmp_path / f"{name}.py"
+    f.write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n{body}")
+    return str(f)
+
+
+@pytest.mark.parametrize(("option", "package"), [("--torch", "torch"), ("--flower", "flwr.server.strategy")])
+def test_cli_adapters_without_their_package_are_one_line_errors(
+    tmp_path, monkeypatch, capsys, option, package
+):
+    monkeypatch.setitem(sys.modules, package, None)  # import raises ImportError, as when not installed
+    mod = _module(tmp_path, "impl", "x = 1\n")
+    assert main(["audit", option, mod, "--algorithm", "fedavg", "--rounds", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"moreau audit: {option} needs {package.split('.')[0]}")
+    assert "pip install 'moreau-pfl[audit]'" in err
+
+
+def test_cli_torch_module(tmp_path, capsys):
+    pytest.importorskip("torch", reason="the PyTorch adapter needs torch (the audit extra)")
+    good = _module(
+        tmp_path, "good", "from _audit_torch_impls import model, fedprox\ntrain, aggregate = fedprox()\n"
+    )
+    bad = _module(
+        tmp_path,
+        "bad",
+        "import torch\nfrom _audit_torch_impls import model, fedprox\nmodel = model(3)\n"
+        "train, aggregate = fedprox(reset=True)\ndtype = 'float64'\n",
+    )
+    assert main(["audit", "--torch", good, "--algorithm", "fedprox", "--rounds", "5"]) == 0
+    assert "MATCHES" in capsys.readouterr().out
+    assert main(["audit", "--torch", bad, "--algorithm", "fedprox", "--rounds", "5"]) == 1
+    assert "WHY: reset_clients" in capsys.readouterr().out
+    none = _module(tmp_path, "none", "from _audit_torch_impls import model\n")
+    assert main(["audit", "--torch", none, "--algorithm", "fedprox", "--rounds", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "defines no train" in err
+
+
+def test_cli_flower_module(tmp_path, capsys):
+    pytest.importorskip("flwr", reason="the Flower adapter needs flwr (the audit extra)")
+    mod = _module(
+        tmp_path,
+        "fl",
+        "from flwr.server.strategy import FedAvg\nfrom _audit_flower_impls import GDClient\n"
+        "strategy = FedAvg()\nclient_fn = GDClient\n",
+    )
+    args = ["audit", "--flower", mod, "--algorithm", "fedavg", "--rounds", "8"]
+    assert main(args) == 1  # Flower's FedAvg weights by num_examples: the paper's p_i are uniform here
+    assert "WHY: weights_by_samples" in capsys.readouterr().out
+    assert main([*args, "--weights", "samples"]) == 0
+    assert "MATCHES" in capsys.readouterr().out
+    nostrat = _module(tmp_path, "ns", "client_fn = None\n")
+    assert main(["audit", "--flower", nostrat, "--algorithm", "fedavg", "--rounds", "2"]) == 2
+    assert "defines no strategy" in capsys.readouterr().err

@@ -13,9 +13,25 @@ or the pair
 on numpy arrays: w_global (d,), local_models (m, d), clients a list of moreau.audit.Client
 (X, y, weight, kind, mu, index), rng a numpy Generator, hyper the algorithm's hyperparameters as
 keywords (fedavg: eta, tau, S; fedprox: lam, gamma, eta, K; pfedme: lam, eta, beta, R, inner,
-inner_eta, S; fedfw: lam0, K, S, radius).  The report says where the implementation parts from the paper's algorithm,
-where it ends up against the exact optimum, and which named deviation (docs/audit.md)
-reproduces its iterates.
+inner_eta, S; fedfw: lam0, K, S, radius).  The report says where the implementation parts from
+the paper's algorithm, where it ends up against the exact optimum, and which named deviation
+(docs/audit.md) reproduces its iterates.
+
+--torch module.py (PyTorch; docs/audit.md) defines
+
+  model                         an nn.Module whose parameters are w (e.g. nn.Linear(d, 1, bias=False)),
+                                or a function model(d) returning one (d: the instance's features)
+  train(model, loader, *, global_model, **hyper)                  trains the client's model in place
+  aggregate(models, weights, *, global_model, num_samples, **hyper) -> state_dict (or model, tensor)
+  dtype        (optional)       "float64" (default) or "float32" (or a torch dtype)
+  batch_size   (optional)       None: one full batch (default)
+
+--flower module.py (Flower, the legacy flwr.server.strategy interface; fedavg and fedprox) defines
+
+  strategy                      a flwr.server.strategy.Strategy, e.g. FedAvg()
+  client_fn(client)             -> a NumPyClient for one moreau.audit.Client
+
+--torch needs torch and --flower needs flwr: pip install 'moreau-pfl[audit]'.
 
 Exit codes: 0 the implementation matches the paper's algorithm to rounding; 1 it departs (the
 report says where and why); 2 a usage error or a bad module (one line: what and where).
@@ -41,15 +57,25 @@ __all__ = ["add_audit_parser"]
 def add_audit_parser(sub: Any) -> None:
     p = sub.add_parser(
         "audit",
-        help="audit your FL implementation (a numpy round function) against the paper's algorithm",
+        help="audit your FL implementation (numpy, PyTorch or Flower) against the paper's algorithm",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument(
         "--module",
-        required=True,
         metavar="PATH",
-        help="a .py file defining round_fn, or client_update and aggregate",
+        help="a .py file defining round_fn, or client_update and aggregate (numpy)",
+    )
+    src.add_argument(
+        "--torch",
+        metavar="PATH",
+        help="a .py file defining model, train and aggregate (PyTorch; optional dtype, batch_size)",
+    )
+    src.add_argument(
+        "--flower",
+        metavar="PATH",
+        help="a .py file defining strategy and client_fn (Flower; fedavg and fedprox)",
     )
     p.add_argument(
         "--algorithm", required=True, choices=ALGORITHMS, help="the paper's algorithm it implements"
@@ -84,33 +110,88 @@ def add_audit_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_audit)
 
 
-def _load(path: str) -> ModuleType:
+def _require(package: str, option: str) -> None:
+    """A one-line error when the optional dependency of ``--torch`` / ``--flower`` is missing."""
+    try:
+        importlib.import_module(package)
+    except ImportError:
+        raise AuditError(
+            f"{option} needs {package.split('.')[0]}, which is not installed: pip install 'moreau-pfl[audit]'"
+        ) from None
+
+
+def _attr(mod: ModuleType, name: str, option: str, path: str) -> Any:
+    if not hasattr(mod, name):
+        raise AuditError(f"{option} {path!r} defines no {name} (docs/audit.md: what the module defines)")
+    return getattr(mod, name)
+
+
+def _load(path: str, option: str = "--module") -> ModuleType:
     file = Path(path)
     if file.suffix != ".py" or not file.is_file():
-        raise AuditError(f"--module must be an existing .py file (got {path!r})")
+        raise AuditError(f"{option} must be an existing .py file (got {path!r})")
     spec = importlib.util.spec_from_file_location(f"moreau_audit_user_{file.stem}", file)
     if spec is None or spec.loader is None:
-        raise AuditError(f"--module {path!r} cannot be loaded as a Python module")
+        raise AuditError(f"{option} {path!r} cannot be loaded as a Python module")
     mod = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(mod)
     except Exception as exc:  # noqa: BLE001  (the user's module: one line)
         first = str(exc).splitlines()[0] if str(exc) else ""
-        raise AuditError(f"--module {path!r} fails to import: {type(exc).__name__}: {first}") from None
+        raise AuditError(f"{option} {path!r} fails to import: {type(exc).__name__}: {first}") from None
     return mod
+
+
+def _implementation(args: argparse.Namespace) -> Any:
+    """The round function (or pair) ``audit`` runs, from --module, --torch or --flower."""
+    if args.torch is not None:
+        _require("torch", "--torch")
+        from ._instance import instance
+        from ._torch import torch_round_fn
+
+        mod = _load(args.torch, "--torch")
+        model = _attr(mod, "model", "--torch", args.torch)
+        import torch
+
+        if not isinstance(model, torch.nn.Module) and callable(model):
+            d = instance(args.family, seed=args.seed, heterogeneous=not args.homogeneous).dim
+            model = model(d)
+        dtype = getattr(mod, "dtype", None)
+        if isinstance(dtype, str):
+            if dtype not in ("float32", "float64"):
+                raise AuditError(
+                    f"--torch {args.torch!r}: dtype must be 'float32' or 'float64' (got {dtype!r})"
+                )
+            dtype = getattr(torch, dtype)
+        return torch_round_fn(
+            model,
+            _attr(mod, "train", "--torch", args.torch),
+            _attr(mod, "aggregate", "--torch", args.torch),
+            args.algorithm,
+            dtype=dtype,
+            batch_size=getattr(mod, "batch_size", None),
+        )
+    if args.flower is not None:
+        _require("flwr.server.strategy", "--flower")
+        from ._flower import flower_round_fn
+
+        mod = _load(args.flower, "--flower")
+        return flower_round_fn(
+            _attr(mod, "strategy", "--flower", args.flower),
+            _attr(mod, "client_fn", "--flower", args.flower),
+            args.algorithm,
+        )
+    mod = _load(args.module)
+    if hasattr(mod, "round_fn"):
+        return mod.round_fn
+    if hasattr(mod, "client_update") and hasattr(mod, "aggregate"):
+        return (mod.client_update, mod.aggregate)
+    raise AuditError(f"--module {args.module!r} defines neither round_fn nor client_update and aggregate")
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
     try:
-        mod = _load(args.module)
-        if hasattr(mod, "round_fn"):
-            impl: Any = mod.round_fn
-        elif hasattr(mod, "client_update") and hasattr(mod, "aggregate"):
-            impl = (mod.client_update, mod.aggregate)
-        else:
-            raise AuditError(
-                f"--module {args.module!r} defines neither round_fn nor client_update and aggregate"
-            )
+        impl = _implementation(args)
         try:
             hyper = json.loads(args.hyper)
         except json.JSONDecodeError as exc:
@@ -127,7 +208,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             weights=args.weights,
             hyper=hyper,
         )
-    except (AuditError, ValueError, TypeError) as exc:
+    except (AuditError, ValueError, TypeError, ImportError) as exc:
         print(f"moreau audit: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     print(report)

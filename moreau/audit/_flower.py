@@ -52,8 +52,10 @@ class _FlowerRound:
 
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS} (got {algorithm!r})")
-        if algorithm == "pfedme":
-            raise ValueError("algorithm: the Flower adapter audits 'fedavg' and 'fedprox' (got 'pfedme')")
+        if algorithm not in ("fedavg", "fedprox"):
+            raise ValueError(
+                f"algorithm: the Flower adapter audits 'fedavg' and 'fedprox' (got {algorithm!r})"
+            )
         if not isinstance(strategy, Strategy):
             raise AuditError(
                 f"strategy must be a flwr.server.strategy.Strategy (got {type(strategy).__name__})"

@@ -48,6 +48,10 @@ class _TorchRound:
         torch = _torch()
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS} (got {algorithm!r})")
+        if algorithm == "fedfw":
+            raise ValueError(
+                "algorithm: the PyTorch adapter audits 'fedavg', 'fedprox' and 'pfedme' (got 'fedfw')"
+            )
         if not isinstance(model, torch.nn.Module):
             raise AuditError(f"model must be a torch.nn.Module (got {type(model).__name__})")
         if dtype not in (torch.float32, torch.float64):
