@@ -1,7 +1,7 @@
 r"""Audit a federated-learning implementation against the paper's algorithm (issue 30).
 
 :func:`audit` runs an implementation (a numpy round function, or a client update and an
-aggregator: docs/audit.md) beside :mod:`moreau.fl`'s FedAvg, FedProx or pFedMe on an exact
+aggregator: docs/audit.md) beside :mod:`moreau.fl`'s FedAvg, FedProx, pFedMe or FedFW on an exact
 instance (:func:`instance`, its clients as :class:`Client` records) and reports where they part,
 where the implementation ends up against the exact optimum, and which named deviation of
 :data:`DEVIATIONS` (extensible with :func:`deviation`) reproduces its iterates.  The command
