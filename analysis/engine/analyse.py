@@ -68,10 +68,9 @@ Results go into the report and, per record, into the JSON key ``"analyse"``.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
+from moreau.analysis.engine.conditions import _always, condition_keys
 from moreau.analysis.engine.core import RTOL, TIGHT_RTOL, judge, scale_fields
 from moreau.analysis.engine.optimise import OPTIMISE_SECONDS, mc_sibling, optimise_record
 
@@ -83,19 +82,6 @@ __all__ = ["analyse", "worst_cases", "condition_keys", "scale_fields", "SCALES",
 SCALES = ((8.0, 1.0), (1.0, 16.0), (0.25, 4.0))
 #: relative change of LHS/RHS (or of a fitted exponent) above which a part is not scale-consistent
 SCALE_RTOL = 1e-6
-_COND = re.compile(r"^(condition.*|cond\d*|.*_condition|.*_ok|steps)$")
-
-
-def condition_keys(statement):
-    """The claim entries that are conditions (see the module docstring)."""
-    return [k for k in statement.claim if _COND.match(k)]
-
-
-def _always(*args, **kwargs):
-    shapes = [np.shape(a) for a in args if np.ndim(a)]
-    return np.ones(np.broadcast_shapes(*shapes), dtype=bool) if shapes else True
-
-
 #: the verdict of a condition without which the bound turns negative or infinite where the left side
 #: is finite: a bound that says nothing there, not a failure beside real ones
 VACUOUS = "vacuous without it"

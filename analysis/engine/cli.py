@@ -393,7 +393,7 @@ def cmd_check(args) -> int:
         from moreau.analysis.engine.analyse_report import save_worst
 
         try:
-            save_worst(records, worst or [a["sharpest"] for a in analyses], args.save_worst)
+            save_worst(records, worst or [a["sharpest"] for a in analyses or []], args.save_worst)
         except OSError as exc:
             return _fail(
                 f"cannot write --save-worst {exc.filename or args.save_worst}: {exc.strerror or exc}"

@@ -43,6 +43,20 @@ import numpy as np
 
 from moreau.analysis.engine.core import Reading
 
+#: claim entries that are conditions: a formula returning a mask (docs of moreau.analysis.engine.analyse)
+_COND = re.compile(r"^(condition.*|cond\d*|.*_condition|.*_ok|steps)$")
+
+
+def condition_keys(statement):
+    """The claim entries that are conditions (see the module docstring)."""
+    return [k for k in statement.claim if _COND.match(k)]
+
+
+def _always(*args, **kwargs):
+    shapes = [np.shape(a) for a in args if np.ndim(a)]
+    return np.ones(np.broadcast_shapes(*shapes), dtype=bool) if shapes else True
+
+
 __all__ = ["Atom", "Condition", "find_condition", "conditions_found", "SEARCH_SECONDS", "FRESH_FACTOR"]
 
 #: wall-clock budget of one search (the atoms tried so far are kept when it runs out)
@@ -248,7 +262,7 @@ def _arg_change(claim, entry, value, op, c):
         args = sig.bind(*a, **kw).arguments
         return np.asarray(f(*a, **kw), bool) & _cmp(value(args), op, c)
 
-    g.__signature__ = sig  # type: ignore[attr-defined]
+    g.__signature__ = sig
     return {**claim, entry: g}
 
 
@@ -369,6 +383,7 @@ def _fit(j: _Judge, fam: _Family, op: str, context: tuple) -> Atom | None:
     if fam.where == "field":
         h, app = j.verdicts(tuple(a for a in context if a.change is not None))
         m = j.mask(context)
+        assert fam.value is not None  # a field family always has its getter
         v = fam.value(j.batch)
         bad = m & ~h
         if op == _EQ:
@@ -550,7 +565,8 @@ def find_condition(
     if fresh is None:
         fresh = st.instances(family, max(FRESH_FACTOR * j.n, 16), rng_for(seed, st.id, family, "conditions"))
     jf = _Judge(st, family, fresh, claim, relevant=j.relevant)
-    chosen, rejected = [], []  # (Condition, validation) of the fresh batch
+    chosen: list = []  # (Condition, validation) of the fresh batch
+    rejected: list = []
     for cond in found[:12]:
         if len(chosen) == MAX_REPORTED:
             break
@@ -620,12 +636,12 @@ def _complement(j: _Judge, index) -> dict | None:
                 best = (key, p, int(i))
     if best is None:
         return None
-    _, p, i = best
+    _, p, row = best
     return {
-        "instance": int(index[i]) if index is not None else i,
+        "instance": int(index[row]) if index is not None else row,
         "part": p.name,
-        "lhs": float(p.sides.lhs[i]),
-        "rhs": float(p.sides.rhs[i]),
+        "lhs": float(p.sides.lhs[row]),
+        "rhs": float(p.sides.rhs[row]),
     }
 
 
@@ -658,7 +674,6 @@ def _line(out: dict, best: Condition) -> str:
 def _relaxed(f):
     """A claim condition dropped ("always true") that keeps ``f``'s signature, so that the search sees
     its arguments (``moreau.analysis.engine.analyse`` drops it the same way)."""
-    from moreau.analysis.engine.analyse import _always
 
     if not callable(f):
         return f
@@ -667,7 +682,7 @@ def _relaxed(f):
         return _always(*a, **kw)
 
     try:
-        g.__signature__ = inspect.signature(f)  # type: ignore[attr-defined]
+        g.__signature__ = inspect.signature(f)
     except (TypeError, ValueError):
         pass
     return g
@@ -679,7 +694,6 @@ def conditions_found(rec, seed: int = 0, budget: float = SEARCH_SECONDS) -> list
     holds, else the first reading that holds) dropped in turn when the claim then fails (the search
     should find it again).  Each entry: ``claim`` ("printed" or "printed, <entry> dropped") and the
     fields of :func:`find_condition`."""
-    from moreau.analysis.engine.analyse import condition_keys
 
     st, fam, batch = rec.statement, rec.result.family, rec.batch
     out = []

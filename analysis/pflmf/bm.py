@@ -162,7 +162,8 @@ def prepare(batch):
     value = np.mean(np.asarray(_objective(batch).value(np.swapaxes(X, 0, 1))), axis=-1).T  # (n, STARTS)
     out = {**batch, "X": X, "value": value}
     one = np.flatnonzero(batch["r"] == 1)
-    fstar, stat, second, spur = np.full(n, np.nan), *(np.zeros((n, STARTS), bool) for _ in range(3))
+    fstar = np.full(n, np.nan)
+    stat, second, spur = (np.zeros((n, STARTS), bool) for _ in range(3))
     if one.size:
         A, C = batch["Ai"][one], batch["C"][one]
         hetero = ~prop[
