@@ -223,7 +223,7 @@ def compare(rng, train, test, mu, params, seed):
             beta=hp["beta"],
             R=params["R"],
             K=params["K"],
-            inner_eta=params["inner_eta"] or "client",
+            inner_eta=params.get("inner_eta", 0) or "client",  # 0 or absent: 1/(L_i + lam) per client
             f=f,
             record=rec[2],
             **common,

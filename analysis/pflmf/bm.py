@@ -352,6 +352,9 @@ STATEMENTS = (
             ),
             Mutant("X* keeps the r smallest directions", {"kept": lambda k, r: k >= k.shape[-1] - r}),
             Mutant("X* keeps r - 1 directions", {"kept": lambda k, r: k < r - 1}),
+            # the reading's hypothesis dropped again: the global-value part must fail where Algorithm 1
+            # ends in a spurious minimum (non-proportional Hessians), or it could not fail at all
+            Mutant("whatever the clients' Hessians", {"applies": lambda prop: np.ones_like(prop, bool)}),
         ),
         origin="reconstruction",
     ),
