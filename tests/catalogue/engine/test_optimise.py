@@ -110,7 +110,9 @@ def test_pfedme_prop1_is_bounded_with_sup_L_over_lam_plus_L():
     (rec,) = runner.run(["pfedme.prop1"], "quadratic")
     part = "smoothness L_F = λ (f convex)"
     p = next(q for q in rec.result.parts if q.name == part)
-    out = O.optimise_part(rec.statement, "quadratic", part, _starts(rec, p), 4.0)
+    out = O.optimise_part(
+        rec.statement, "quadratic", part, _starts(rec, p), 12.0
+    )  # a wall-clock budget: room for a loaded machine
     assert out["status"] in ("approached", "attained") and out["status"] != "unbounded"
     assert out["best"] <= 1 and out["best"] > 0.999
     inst = out["instance"]
