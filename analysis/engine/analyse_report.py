@@ -74,7 +74,9 @@ def sharpest_lines(sh):
             )
         else:
             what = f"{o['best']:.10g}, approached (not attained) as {path['parameter']} → {path['towards']}{also}"
-        what += f"; LHS/RHS along the path: {trend}"
+        what += f"; LHS/RHS along the path: {trend}" + (f" (ray: {path['ray']})" if path.get("ray") else "")
+    if o.get("at_limit"):
+        what += "; at its search limit: " + ", ".join(f"{k} = {v:.6g}" for k, v in o["at_limit"].items())
     return [
         f"{head}: {what} [worst-case search: {cost}]",
         f"    at {_params(o['parameters'])}; {sample}",

@@ -84,6 +84,12 @@ PATH_STEPS = (-4.0, -3.0, -2.0, -1.0, 0.0, 1.0, 2.0)
 OPTIMISE_SECONDS = 2.0
 #: a coordinate within this distance (in its own units) of its box's edge is at the boundary
 _EDGE = 1e-3
+#: the share of the budget left after the starts' searches that goes to random points in the box (the rest:
+#: Nelder–Mead from the best of them)
+EXPLORE_SHARE = 0.5
+#: the integer line search: grid points over a count's box (log10), and the steps around its best value
+INTEGER_GRID = 9
+_NEIGHBOURS = np.array([-0.3, -0.1, -0.03, 0.03, 0.1, 0.3])
 _REFUSED = (
     ValueError,
     ZeroDivisionError,
@@ -107,6 +113,7 @@ class _Coordinate:
     sign: float = 1.0
     eig: int | None = None
     integer: bool = False
+    limit: tuple | None = None  # the declared (lo, hi) of its value (``Simplify.bounds``)
 
 
 class Parametrisation:
@@ -129,6 +136,12 @@ class Parametrisation:
         for k, c in enumerate(coords):
             if c.integer:
                 self.lo[k] = max(self.lo[k], 0.0)
+            if c.limit is not None and c.log:  # declared limits are the box (|value| in log10)
+                self.lo[k], self.hi[k] = sorted(np.log10(np.abs(np.asarray(c.limit, dtype=float))))
+            elif c.limit is not None:
+                self.lo[k], self.hi[k] = c.limit
+        self.lo = np.minimum(self.lo, x0)  # a start outside its limits keeps its own value reachable
+        self.hi = np.maximum(self.hi, x0)
 
     @property
     def names(self) -> list:
@@ -148,7 +161,17 @@ class Parametrisation:
     @staticmethod
     def _value(c, xi):
         v = c.sign * 10.0**xi if c.log else float(xi)
+        if c.limit is not None:  # never beyond the declared limits (a path may step past the box)
+            v = float(np.clip(v, *sorted(c.limit)))
         return float(max(1, round(v))) if c.integer else float(v)
+
+    def at_limit(self, k: int, x: np.ndarray) -> bool:
+        """Whether coordinate ``k`` of ``x`` sits at one of its declared limits (not the box's edge)."""
+        c = self.coords[k]
+        if c.limit is None:
+            return False
+        v = abs(self._value(c, x[k]))
+        return bool(np.any(np.isclose(v, np.abs(np.asarray(c.limit, dtype=float)), rtol=1e-9)))
 
     def decode(self, x) -> dict:
         inst = {k: np.array(v) for k, v in self.base.items()}
@@ -183,15 +206,19 @@ def parametrisation(statement, family: str, instance: dict) -> Parametrisation:
             if a.shape == (1,) and np.issubdtype(a.dtype, np.floating) and np.isfinite(a[0]) and a[0] > 0:
                 coords.append(_Coordinate(k, k, (0,), log=True))
         return Parametrisation(instance, coords)
+    bounds = getattr(spec, "bounds", None) or {}
     for k in spec.scalars:
         a = np.asarray(instance[k])
         if a.size != 1 or not np.issubdtype(a.dtype, np.number) or not np.isfinite(a.ravel()[0]):
             continue
         x = float(a.ravel()[0])
-        integer = np.issubdtype(a.dtype, np.integer)
+        integer = bool(np.issubdtype(a.dtype, np.integer) or k in getattr(spec, "integers", ()))
         idx = (0,) * a.ndim
         if x != 0:
-            coords.append(_Coordinate(k, k, idx, log=True, sign=float(np.sign(x)), integer=integer))
+            limit = tuple(float(v) for v in bounds[k]) if k in bounds else None
+            coords.append(
+                _Coordinate(k, k, idx, log=True, sign=float(np.sign(x)), integer=integer, limit=limit)
+            )
     if spec.matrix is not None and spec.matrix in instance:
         a = np.linalg.eigvalsh(np.asarray(instance[spec.matrix], dtype=float)[0])
         for j, e in enumerate(a):
@@ -288,13 +315,37 @@ def optimise_part(statement, family: str, part: str, starts: list, seconds: floa
         tried += 1
         if len(x0) and np.isfinite(obj.best):
             converged &= _nelder_mead(obj, x0, par)
+            while converged and _integer_line_search(obj, par):  # a count moved: polish from there
+                converged &= _nelder_mead(obj, obj.best_x, par)
         total_evals += obj.evals
         if obj.best_x is not None and (best is None or obj.best > best[0]):
             best = (obj.best, obj.best_x, par)
         if time.perf_counter() > deadline:
             converged = converged and k == len(starts) - 1
             break
+    explored = 0
+    if best is not None and np.isfinite(best[0]) and len(best[1]) and time.perf_counter() < deadline:
+        # what is left: random points in the best start's box, then Nelder–Mead from the best of them
+        par = best[2]
+        left = deadline - time.perf_counter()
+        obj = _Objective(statement, family, par, part, time.perf_counter() + EXPLORE_SHARE * left)
+        rng = np.random.default_rng(0)
+        try:
+            while True:
+                obj.ratio(par.lo + rng.random(len(par.lo)) * (par.hi - par.lo))
+                explored += 1
+        except _OutOfTime:
+            pass
+        if obj.best_x is not None and np.isfinite(obj.best):
+            obj.deadline = deadline
+            _nelder_mead(obj, obj.best_x, par)
+            while _integer_line_search(obj, par):
+                _nelder_mead(obj, obj.best_x, par)
+        total_evals += obj.evals
+        if obj.best_x is not None and obj.best > best[0]:
+            best = (obj.best, obj.best_x, par)
     out = {"part": part, "starts": tried, "evaluations": total_evals, "budget_s": float(seconds)}
+    out["explored"] = explored
     if best is None or not np.isfinite(best[0]):
         return {**out, "status": "no applicable start", "seconds": time.perf_counter() - t0}
     r, x, par = best
@@ -310,8 +361,17 @@ def optimise_part(statement, family: str, part: str, starts: list, seconds: floa
         for k in range(len(x))
         if x[k] - par.lo[k] <= _EDGE or par.hi[k] - x[k] <= _EDGE
     ]
+    # a coordinate at its declared limit (``Simplify.bounds``) is not a boundary of the family: said, not pathed
+    limits = [k for k, _ in edge if par.at_limit(k, x)]
+    edge = [(k, d) for k, d in edge if k not in limits]
+    if limits:
+        out["at_limit"] = {par.names[k]: par.values(x)[par.names[k]] for k in limits}
     obj = _Objective(statement, family, par, part, max(deadline, time.perf_counter() + seconds / 4))
     path = _path(obj, par, x, edge, r) if edge else None
+    if path is not None and path["rising"] and len(edge) > 1:
+        path = _one_parameter_ray(obj, par, x, edge, r, path)
+    elif path is not None:
+        path["ray"] = f"{path['parameter']} alone, the others fixed at the best point"
     if path is not None and path["rising"] and path["best_on_path"] > r:
         r, x = path["best_on_path"], path.pop("best_x")  # further along the path than the box allowed
         out.update(best=float(r), parameters=par.values(x))
@@ -370,6 +430,52 @@ def _nelder_mead(obj, x0, par) -> bool:
         if not obj.best > before + 1e-13 * abs(before):
             break
     return True
+
+
+def _integer_line_search(obj, par) -> bool:
+    """A 1-D search over each count (an integer coordinate) with the others fixed at the best point: its
+    values on a log grid over the box (:data:`INTEGER_GRID` points) and the neighbours of the best;
+    whether one raised the ratio (then the best point moved there)."""
+    try:
+        return _integer_steps(obj, par)
+    except _OutOfTime:
+        return False
+
+
+def _integer_steps(obj, par) -> bool:
+    moved = False
+    for k, c in enumerate(par.coords):
+        if not c.integer or obj.best_x is None:
+            continue
+        x = np.array(obj.best_x, dtype=float)
+        grid = np.unique(
+            np.concatenate([np.linspace(par.lo[k], par.hi[k], INTEGER_GRID), x[k] + _NEIGHBOURS])
+        )
+        before = obj.best
+        for g in np.clip(grid, par.lo[k], par.hi[k]):
+            y = x.copy()
+            y[k] = g
+            obj.ratio(y)
+        moved |= bool(obj.best > before + 1e-13 * abs(before))
+    return moved
+
+
+def _one_parameter_ray(obj, par, x, edge, best, joint):
+    """The growth law along a ray where one parameter moves and the others stay at the best point: the
+    edge coordinate whose own ray rises most (its last ratio largest) replaces the joint ``path`` (which is
+    kept under ``"joint"``); when none rises alone, the joint path stays, and says it is joint."""
+    rays = []
+    for k, d in edge:
+        ray = _path(obj, par, x, [(k, d)], best)
+        if ray["rising"]:
+            rays.append(ray)
+    if not rays:
+        joint["ray"] = "joint: " + ", ".join([joint["parameter"], *joint["also"]]) + " move together"
+        return joint
+    top = max(rays, key=lambda p: p["best_on_path"])
+    top["ray"] = f"{top['parameter']} alone, the others fixed at the best point"
+    top["joint"] = {k: v for k, v in joint.items() if k != "best_x"}
+    return top
 
 
 def _path(obj, par, x, edge, best):

@@ -55,7 +55,10 @@ class Simplify:
     strongly convex family), beside the statement's applicability.  ``clients``: fields ``(1, m, ...)``
     whose axis 1 is the client axis (per-client numbers, vectors, matrices): clients are dropped
     from all of them together, down to ``min_clients`` (``derive`` recomputes what follows from the
-    clients, e.g. their number or their average)."""
+    clients, e.g. their number or their average).  For the worst-case search
+    (``moreau.analysis.engine.optimise``): ``integers`` names scalars that are counts stored as floats
+    (rounded like an integer field), ``bounds`` maps a scalar to the ``(lo, hi)`` its search keeps to
+    (a count such as m up to where the statement's closed form stays cheap)."""
 
     matrix: str | None = None
     vectors: tuple = ()
@@ -66,6 +69,8 @@ class Simplify:
     valid: Callable | None = None
     clients: tuple = ()
     min_clients: int = 1
+    integers: tuple = ()
+    bounds: dict | None = None
 
 
 def quadratic_fields(instance, matrix="A"):

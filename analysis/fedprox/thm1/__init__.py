@@ -41,6 +41,7 @@ import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Reading, Statement, take
 from moreau.analysis.engine.instances import trials_at_least
+from moreau.analysis.engine.shrink import Simplify
 from moreau.analysis.fedprox.thm1.findings import FINDINGS, REMARK_FINDINGS
 from moreau.analysis.fedprox.thm1.logistic_monte_carlo import logistic_batch
 from moreau.analysis.fedprox.thm1.sides import (
@@ -220,6 +221,44 @@ def minimal_counterexample():
     }
 
 
+def _point_fields(inst):
+    """d = 1 needs L = μ (``moreau.data.least_squares``: one eigenvalue)."""
+    return {"L": np.where(np.asarray(inst["d"]) == 1, inst["mu"], inst["L"])}
+
+
+def _point_valid(inst):
+    """Inside the hypotheses and the data's conventions: m ≥ 2 clients, n ≥ d samples, L ≥ μ > 0, σ, R > 0;
+    and md ≤ 2000, where the exact moments stay cheap (their (md × md) matrix)."""
+    return (
+        (inst["m"] >= 2)
+        & (inst["m"] * inst["d"] <= 2000)
+        & (inst["n"] >= inst["d"])
+        & (inst["L"] >= inst["mu"])
+        & (inst["mu"] > 0)
+        & (inst["sigma"] > 0)
+        & (inst["R"] > 0)
+    )
+
+
+#: the worst-case search (``--analyse``/``--search``) over a point instance (``worst = 1``: one (n, R)):
+#: m, μ, L, σ, n and R over these boxes; m up to 2000 (the exact moments hold an (md × md) matrix: 4 s at
+#: m = 10⁴), n a count
+SEARCH = Simplify(
+    scalars=("m", "mu", "L", "sigma", "n", "R"),
+    derive=_point_fields,
+    valid=_point_valid,
+    integers=("n",),
+    bounds={
+        "m": (2, 2000),
+        "n": (1, 1e7),
+        "mu": (1e-12, 1e6),
+        "L": (1e-12, 1e8),
+        "sigma": (1e-6, 1e3),
+        "R": (1e-8, 1e4),
+    },
+)
+
+
 def _swap(rho, R, n):
     return np.where(R <= n**-0.5, rho**2 / (n * R**2), rho / (np.sqrt(n) * R))
 
@@ -260,6 +299,7 @@ STATEMENTS = (
             "n_i = n, p_i = 1/m",
         ),
         scaling={"quadratic": _NO_SCALING, "logistic": _NO_SCALING},
+        simplify={"quadratic": SEARCH},
         families={
             "quadratic": ("least squares, fixed designs, Gaussian noise",),
             "logistic": ("well-specified logistic with a ridge, population-minimiser truth",),
