@@ -97,12 +97,13 @@ def test_check_usage_errors(capsys, argv, message):
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
 
 
-def test_check_help_lists_debug_as_the_readme_does(capsys):
-    """README's `moreau check` usage ends with [--debug]; `moreau check --help` listed no --debug."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+def test_check_help_lists_debug_as_the_docs_do(capsys):
+    """docs/check.md's `moreau check` usage (the README's until issue 31) ends with [--debug];
+    `moreau check --help` listed no --debug."""
+    usage = (Path(__file__).resolve().parents[1] / "docs" / "check.md").read_text(encoding="utf-8")
     with pytest.raises(SystemExit):
         cli.main(["check", "--help"])
-    assert "[--debug]" in readme and "--debug" in capsys.readouterr().out
+    assert "[--debug]" in usage and "--debug" in capsys.readouterr().out
 
 
 def test_replay_of_a_file_that_is_not_a_counterexample_names_it_without_numpys_advice(tmp_path, capsys):
