@@ -12,9 +12,11 @@ imported only when an adapter is built).
 
 from ._audit import DEFAULT_HYPER, AuditError, AuditReport, Fit, audit
 from ._deviations import DEVIATIONS, Deviation, Param, bound_deviation, deviation
-from ._engine import ALGORITHMS, Knobs, run_variant
+from ._engine import ALGORITHMS, ENGINES, Engine, Knobs, run_variant
 from ._flower import audit_flower, flower_round_fn
 from ._instance import FAMILIES, Client, Instance, instance, sample_clients
+from ._permfl import TEAMS, team_instance
+from ._pflmf import lowrank_instance, pflmf_pack, pflmf_unpack
 from ._torch import audit_torch, torch_round_fn
 
 __all__ = [
@@ -40,4 +42,11 @@ __all__ = [
     "torch_round_fn",
     "audit_flower",
     "flower_round_fn",
+    "team_instance",
+    "lowrank_instance",
+    "pflmf_pack",
+    "pflmf_unpack",
+    "TEAMS",
+    "ENGINES",
+    "Engine",
 ]

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from .. import fl
 from ._deviations import DEVIATIONS, Deviation
-from ._engine import ALGORITHMS, Knobs, run_variant, steps_per_round
+from ._engine import ALGORITHMS, ENGINES, Knobs, run_variant, steps_per_round
 from ._instance import Client, Instance, instance
+from ._targets import _euclid, _optimum, _reference, check_builtin
 
 __all__ = ["audit", "AuditReport", "Fit", "AuditError", "DEFAULT_HYPER"]
 
@@ -174,9 +174,15 @@ def _as_point(x: Any, d: int, what: str) -> np.ndarray:
 
 
 def _run_impl(
-    impl: RoundFn | tuple[RoundFn, RoundFn], inst: Instance, hyper: Mapping[str, Any], rounds: int, seed: int
+    impl: RoundFn | tuple[RoundFn, RoundFn],
+    inst: Instance,
+    hyper: Mapping[str, Any],
+    rounds: int,
+    seed: int,
+    w0: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, str]:
-    """Global models ``(rounds+1, d)``, local models ``(rounds+1, m, d)`` or None, and the dtype."""
+    """Server states ``(rounds+1, D)`` from ``w0`` (default 0, D = d), local models
+    ``(rounds+1, m, d)`` or None (index 0: zeros, not compared), and the dtype."""
     clients: list[Client] = list(inst.clients)
     if isinstance(impl, tuple):
         if len(impl) != 2:
@@ -186,9 +192,9 @@ def _run_impl(
     else:
         _check_callable(impl, "round_fn", 3, hyper)
     rng = np.random.default_rng(seed)
-    d, m = inst.dim, inst.m
-    w = np.zeros(d)
-    gs, ls, locs, dtypes = [w], [np.zeros((m, d))], True, set()
+    w = np.zeros(inst.dim) if w0 is None else np.array(w0, dtype=float)
+    d, m = w.shape[0], inst.m
+    gs, ls, locs, dtypes = [w], [np.zeros((m, inst.dim))], True, set()
     for t in range(1, rounds + 1):
         where = f"round {t}"
         try:
@@ -207,9 +213,9 @@ def _run_impl(
                 new, loc = out if isinstance(out, tuple) and len(out) == 2 else (out, None)
                 L = None if loc is None else np.asarray(loc)
                 if L is not None:
-                    if L.shape != (m, d):
+                    if L.shape != (m, inst.dim):
                         raise AuditError(
-                            f"round_fn's local models must have shape ({m}, {d}) (got {L.shape})"
+                            f"round_fn's local models must have shape ({m}, {inst.dim}) (got {L.shape})"
                         )
         except AuditError:
             raise
@@ -226,52 +232,6 @@ def _run_impl(
             ls.append(np.asarray(L, dtype=float))
     low = min(dtypes, key=lambda t: np.finfo(t).eps if t.kind == "f" else 0.0) if dtypes else np.dtype(float)
     return np.stack(gs), (np.stack(ls) if locs else None), str(low)
-
-
-def _reference(
-    algorithm: str, inst: Instance, hyper: Mapping[str, Any], rounds: int, seed: int
-) -> fl.History:
-    f, rng, h = inst.objective, np.random.default_rng(seed), dict(hyper)
-    if algorithm == "fedavg":
-        return fl.fedavg(f, rounds=rounds, weights=inst.weights, rng=rng, **h)
-    if algorithm == "fedprox":
-        return fl.fedprox(f, rounds=rounds, weights=inst.weights, **h)
-    if algorithm == "fedfw":
-        C = fl.L2Ball(float(h["radius"]))
-        return fl.fedfw(f, C, rounds=rounds, lam0=h["lam0"], K=h["K"], S=h["S"], rng=rng)
-    return fl.pfedme(f, rounds=rounds, rng=rng, personal="none", **h)
-
-
-def _optimum(
-    algorithm: str, inst: Instance, hyper: Mapping[str, Any]
-) -> tuple[np.ndarray, Callable[[Any], float]]:
-    """The exact optimum of the paper's problem and its objective."""
-    f, p = inst.objective, inst.weights
-    m = inst.m
-    if algorithm == "fedavg":
-        w_star = np.asarray(fl.global_train(f, p))
-
-        def F(w: Any) -> float:
-            return float(np.sum(p * np.asarray(f.value(np.broadcast_to(w, (m, inst.dim))))))
-
-        return w_star, F
-    if algorithm == "fedfw":  # min over the ball of (1/n) sum_i f_i
-        w_fw = np.asarray(fl.fedfw_optimum(f, fl.L2Ball(float(hyper["radius"]))).x)
-
-        def Ffw(w: Any) -> float:
-            return float(np.mean(np.asarray(f.value(np.broadcast_to(w, (m, inst.dim))))))
-
-        return w_fw, Ffw
-    lam = float(hyper["lam"])
-    q = p if algorithm == "fedprox" else np.full(m, 1.0 / m)
-    w_star = np.asarray(fl.fedprox_optimum(f, lam, q)[0])
-
-    def Fl(w: Any) -> float:  # sum_i q_i (f_i(theta_i) + lam/2 |theta_i - w|^2), theta_i the prox
-        W = np.broadcast_to(np.asarray(w, dtype=float), (m, inst.dim))
-        th = np.asarray(f.prox(W, lam))
-        return float(np.sum(q * (np.asarray(f.value(th)) + lam / 2 * np.sum((th - W) ** 2, axis=-1))))
-
-    return w_star, Fl
 
 
 def _gauss_newton(
@@ -373,6 +333,9 @@ def _fit(
                     bx = float(res.x)
             vals[j] = bx
     vals = _gauss_newton(vals, params, lambda v: run(knobs(v)), target, tol, score)
+    vals = [
+        float(round(v)) if p.integer and math.isfinite(v) else v for v, p in zip(vals, params, strict=True)
+    ]
     with np.errstate(all="ignore"):
         r = dist(vals)
     names = tuple(dv.name for dv in devs)
@@ -475,28 +438,38 @@ def audit(
     if unknown:
         raise ValueError(f"hyper has no {sorted(unknown)} for {algorithm} (its keys: {sorted(h)})")
     h.update(hyper or {})
-    inst = (
-        inst
-        if inst is not None
-        else instance(family, seed=seed, heterogeneous=heterogeneous, weights=weights)
-    )
-    if algorithm in ("pfedme", "fedfw") and not np.allclose(inst.weights, 1.0 / inst.m, rtol=0, atol=1e-15):
-        raise ValueError(f"{algorithm} averages its clients uniformly: audit it with weights='uniform'")
-    if algorithm == "fedfw" and inst.family != "quadratic":
-        raise ValueError(
-            f"fedfw is audited on quadratic clients (fedfw_optimum's exact target; got family {inst.family!r})"
+    eng = ENGINES.get(algorithm)
+    if inst is None:
+        inst = (
+            instance(family, seed=seed, heterogeneous=heterogeneous, weights=weights)
+            if eng is None
+            else eng.instance(family, seed, heterogeneous, weights)
         )
-    w_impl, l_impl, dtype = _run_impl(impl, inst, h, rounds, seed)
-    ref = _reference(algorithm, inst, h, rounds, seed)
-    w_ref = np.asarray(ref.w_global)
-    l_ref = np.asarray(ref.w_local)
+    if eng is None:
+        check_builtin(algorithm, inst)
+    else:
+        eng.check(inst, h)
+    if eng is not None and isinstance(impl, tuple):
+        raise AuditError(
+            f"{algorithm} is audited through a round function, not a (client_update, aggregate) pair"
+        )
+    w0 = None if eng is None else eng.start(inst, h, seed)
+    w_impl, l_impl, dtype = _run_impl(impl, inst, h, rounds, seed, w0)
+    l_ref: np.ndarray | None
+    if eng is None:
+        ref = _reference(algorithm, inst, h, rounds, seed)
+        w_ref, l_ref = np.asarray(ref.w_global), np.asarray(ref.w_local)
+    else:
+        w_ref, l_ref = eng.reference(inst, h, rounds, seed)
     eps = float(np.finfo(np.dtype(dtype)).eps) if np.dtype(dtype).kind == "f" else float(np.finfo(float).eps)
     steps = steps_per_round(algorithm, h)
     scale = 1.0 + float(np.max(np.linalg.norm(w_ref, axis=-1)))
     tol = ROUNDING * eps * (1.0 + steps * np.arange(rounds + 1)) * scale
     dist = np.linalg.norm(w_impl - w_ref, axis=-1)
     dist = np.where(np.isfinite(dist), dist, np.inf)
-    local_dist = None if l_impl is None else np.linalg.norm(l_impl - l_ref, axis=-1)  # (rounds+1, m)
+    local_dist = None if l_impl is None or l_ref is None else np.linalg.norm(l_impl - l_ref, axis=-1)
+    if local_dist is not None:
+        local_dist[0] = 0.0  # (rounds+1, m): the start is the reference's, not returned by the code
     bad_rounds = np.flatnonzero(dist > tol)
     if local_dist is not None:
         bad_rounds = np.union1d(bad_rounds, np.flatnonzero(np.any(~(local_dist <= tol[:, None]), axis=-1)))
@@ -504,7 +477,7 @@ def audit(
     clients = None
     if parted is not None and local_dist is not None:
         clients = tuple(int(i) for i in np.flatnonzero(~(local_dist[parted] <= tol[parted])))
-    w_star, F = _optimum(algorithm, inst, h)
+    w_star, F, far = (*_optimum(algorithm, inst, h), _euclid) if eng is None else eng.optimum(inst, h)
     F_star = F(w_star)
     fits: list[Fit] = []
     if parted is not None:
@@ -538,8 +511,8 @@ def audit(
         parted_round=parted,
         parted_clients=clients,
         optimum=w_star,
-        bias=float(np.linalg.norm(w_impl[-1] - w_star)) if fin else math.inf,
-        reference_bias=float(np.linalg.norm(w_ref[-1] - w_star)),
+        bias=far(w_impl[-1], w_star) if fin else math.inf,
+        reference_bias=far(w_ref[-1], w_star),
         gap=F(w_impl[-1]) - F_star if fin else math.inf,
         reference_gap=F(w_ref[-1]) - F_star,
         last_step=float(np.linalg.norm(w_impl[-1] - w_impl[-2])),

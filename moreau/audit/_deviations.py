@@ -18,13 +18,16 @@ Apply = Callable[[Knobs, float, Mapping[str, Any], Instance], Knobs]
 
 @dataclass(frozen=True)
 class Param:
-    """A deviation's fitted parameter: its ``name``, search interval ``[lo, hi]`` and whether the
-    first search grid is geometric (``log``: a positive scale such as an L2 weight) or linear."""
+    """A deviation's fitted parameter: its ``name``, search interval ``[lo, hi]``, whether the
+    first search grid is geometric (``log``: a positive scale such as an L2 weight) or linear, and
+    whether it is an ``integer`` (a batch size: the fitted value is rounded; the deviation's
+    ``apply`` rounds too, so the search sees a step function)."""
 
     name: str
     lo: float
     hi: float
     log: bool = False
+    integer: bool = False
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Deviation:
     applies: Callable[[Mapping[str, Any], Instance], bool] = lambda hyper, inst: True
 
 
+#: the library, by name: the built-in deviations below and those :func:`deviation` registers
 DEVIATIONS: dict[str, Deviation] = {}
 
 
@@ -104,7 +108,7 @@ def _reset(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knob
 @deviation(
     "weights_by_samples",
     "server weights p_i proportional to the sample counts n_i instead of the paper's uniform p_i",
-    algorithms=("fedavg", "fedprox", "pfedme"),
+    algorithms=("fedavg", "fedprox", "pfedme", "pflmf", "perfedavg"),
     group="weights",
     applies=lambda hyper, inst: _uniform(inst) and len(set(inst.sizes.tolist())) > 1,
 )

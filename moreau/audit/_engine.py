@@ -15,9 +15,11 @@ import numpy as np
 
 from ._instance import Instance, sample_clients
 
-__all__ = ["Knobs", "ALGORITHMS", "run_variant", "steps_per_round"]
+__all__ = ["Knobs", "ALGORITHMS", "Engine", "ENGINES", "run_variant", "steps_per_round"]
 
-ALGORITHMS = ("fedavg", "fedprox", "pfedme", "fedfw")
+#: The audited algorithms: the four run here, and those of :data:`ENGINES` (PerMFL, pFL^MF and
+#: Per-FedAvg, each in its own module: ``_permfl.py``, ``_pflmf.py``, ``_perfedavg.py``).
+ALGORITHMS = ("fedavg", "fedprox", "pfedme", "fedfw", "permfl", "pflmf", "perfedavg")
 
 GradHook = Callable[[np.ndarray, np.ndarray], np.ndarray]
 ServerHook = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -51,7 +53,10 @@ class Knobs:
     pFedMe's personalised model is the local model itself (the proximal term vanishes and the
     local model becomes the inner solution); ``local_grad``: ``(g, w) -> g`` applied to each
     local gradient ``(m, d)`` at the points ``w`` ``(m, d)`` (after ``l2`` and ``grad_scale``);
-    ``server``: ``(w_new, w_old) -> w`` applied to each round's new server model ``(d,)``.
+    ``server``: ``(w_new, w_old) -> w`` applied to each round's new server model ``(d,)``;
+    ``extra``: pairs ``(name, value)``, the knobs of the engines in their own modules (PerMFL:
+    ``lam_device``, ``sequential_batch``; pFL^MF: ``fedper``, ``frozen_personal``; Per-FedAvg:
+    ``hessian``, ``hessian_factor``), read with :meth:`get`.
     """
 
     l2: float = 0.0
@@ -69,10 +74,51 @@ class Knobs:
     bind: tuple[tuple[str, str], ...] = ()
     local_grad: GradHook | None = None
     server: ServerHook | None = None
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value of the engine knob ``name`` in ``extra`` (the last one set), or ``default``."""
+        return dict(self.extra).get(name, default)
+
+
+Pair = tuple[np.ndarray, "np.ndarray | None"]
+Target = tuple[np.ndarray, Callable[[Any], float], Callable[[Any, Any], float]]
+
+
+@dataclass(frozen=True)
+class Engine:
+    r"""An audited algorithm defined outside this module (registered in :data:`ENGINES`).
+
+    ``defaults``: its hyperparameters; ``instance(family, seed, heterogeneous, weights) ->
+    Instance``: the exact instance it is audited on; ``check(instance, hyper)`` raises a
+    ``ValueError`` for an instance or hyperparameters it cannot audit; ``start(instance, hyper,
+    seed) -> (D,)`` the server state :math:`w_0` passed to the implementation at round 1 (D its
+    size, not necessarily the instance's d); ``run(instance, hyper, rounds, seed, knobs) ->
+    (global (rounds+1, D), local (rounds+1, m, d) or None)``: the reference algorithm with
+    ``knobs`` (default knobs: :mod:`moreau.fl`'s algorithm, tested); ``reference`` the same from
+    :mod:`moreau.fl` itself; ``optimum(instance, hyper) -> (w_star (D,), F, distance)``: the exact
+    optimum's state, the objective ``F(state)`` and ``distance(state, w_star)`` (where the state's
+    distance is not the problem's: pFL^MF's factors); ``steps(hyper)``: local steps per round."""
+
+    name: str
+    defaults: Mapping[str, Any]
+    instance: Callable[[str, int, bool, str], Instance]
+    check: Callable[[Instance, Mapping[str, Any]], None]
+    start: Callable[[Instance, Mapping[str, Any], int], np.ndarray]
+    run: Callable[[Instance, Mapping[str, Any], int, int, Knobs], Pair]
+    reference: Callable[[Instance, Mapping[str, Any], int, int], Pair]
+    optimum: Callable[[Instance, Mapping[str, Any]], Target]
+    steps: Callable[[Mapping[str, Any]], int]
+
+
+#: The engines of the algorithms not run in :func:`run_variant` itself, by name.
+ENGINES: dict[str, Engine] = {}
 
 
 def steps_per_round(algorithm: str, hyper: Mapping[str, Any]) -> int:
     """Local gradient steps per round (the count rounding errors accumulate over)."""
+    if algorithm in ENGINES:
+        return ENGINES[algorithm].steps(hyper)
     if algorithm == "fedavg":
         return int(hyper["tau"])
     if algorithm in ("fedprox", "fedfw"):
@@ -111,6 +157,9 @@ def run_variant(
     scale = inst.sizes.astype(float)[:, None] if knobs.grad_scale == "sum" else None
     if knobs.grad_scale not in ("mean", "sum"):
         raise ValueError(f"Knobs.grad_scale must be 'mean' or 'sum' (got {knobs.grad_scale!r})")
+    if algorithm in ENGINES:
+        g, loc = ENGINES[algorithm].run(inst, hyper, rounds, seed, knobs)
+        return g, (np.full((rounds + 1, m, d), np.nan) if loc is None else loc)
 
     def grad(W: np.ndarray) -> np.ndarray:
         g = np.asarray(f.grad(W))

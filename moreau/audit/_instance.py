@@ -16,6 +16,7 @@ from ..fl._common import sample_clients as _sample
 
 __all__ = ["Client", "Instance", "instance", "sample_clients", "FAMILIES"]
 
+#: the loss families of an audit instance (:func:`instance`'s ``family``)
 FAMILIES = ("quadratic", "logistic")
 
 
@@ -26,8 +27,8 @@ class Client:
     ``X`` ``(n, d)`` the features, ``y`` ``(n,)`` the targets (``kind="least_squares"``: real;
     ``kind="logistic"``: labels in {-1, +1}), ``weight`` the client's :math:`p_i` in the paper's
     problem :math:`\sum_i p_i f_i` (the server's weight; the weights of a run sum to 1),
-    ``mu`` the ridge :math:`\mu` of the loss, ``index`` the client's position (0..m-1), ``kind``
-    the loss:
+    ``mu`` the ridge :math:`\mu` of the loss, ``index`` the client's position (0..m-1), ``team``
+    its team (PerMFL's devices; 0 elsewhere), ``kind`` the loss:
 
     - ``"least_squares"``: :math:`f_i(w) = \frac1n\sum_j \tfrac12(y_j - x_j^\top w)^2 + \tfrac{\mu}{2}\|w\|^2`;
     - ``"logistic"``: :math:`f_i(w) = \frac1n\sum_j \log(1 + e^{-y_j x_j^\top w}) + \tfrac{\mu}{2}\|w\|^2`.
@@ -39,6 +40,7 @@ class Client:
     kind: str
     mu: float = 0.0
     index: int = 0
+    team: int = 0
 
     @property
     def n(self) -> int:

@@ -48,9 +48,9 @@ class _TorchRound:
         torch = _torch()
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS} (got {algorithm!r})")
-        if algorithm == "fedfw":
+        if algorithm not in ("fedavg", "fedprox", "pfedme"):
             raise ValueError(
-                "algorithm: the PyTorch adapter audits 'fedavg', 'fedprox' and 'pfedme' (got 'fedfw')"
+                f"algorithm: the PyTorch adapter audits 'fedavg', 'fedprox' and 'pfedme' (got {algorithm!r})"
             )
         if not isinstance(model, torch.nn.Module):
             raise AuditError(f"model must be a torch.nn.Module (got {type(model).__name__})")

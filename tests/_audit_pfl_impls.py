@@ -1,0 +1,85 @@
+"""Independent per-device numpy implementations of PerMFL, pFL^MF and Per-FedAvg for
+tests/test_audit_pfl.py, written from the papers' update rules without moreau's code: faithful by
+default, each keyword a deliberate deviation (the ones the authors' code has, and others)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def grad(c, w, rows=slice(None)):
+    """The mean loss gradient of client ``c``'s samples ``rows`` at ``w``."""
+    X, y = c.X[rows], c.y[rows]
+    z = X @ w
+    r = z - y if c.kind == "least_squares" else -y * np.exp(-np.logaddexp(0.0, y * z))
+    return X.T @ r / X.shape[0] + c.mu * w
+
+
+def permfl(*, lam_is_L=False, batch=None, l2=0.0, stale_sum=False):
+    """PerMFL, device by device: ``lam_is_L`` the device penalty is the local step count (the
+    authors' argument shift), ``batch`` sequential unshuffled mini-batches of that size (their
+    ``get_next_train_batch``), ``l2`` a hidden L2 term on the devices."""
+    cursor = {}
+
+    def round_fn(x, devices, rng, *, lam, gamma, alpha, eta, beta, K, L):
+        lam_dev = float(L) if lam_is_L else lam
+        teams = sorted({c.team for c in devices})
+        thetas = [None] * len(devices)
+        w_bar = np.zeros_like(x)
+        for i in teams:
+            members = [c for c in devices if c.team == i]
+            w = x.copy()
+            for _ in range(K):
+                acc = np.zeros_like(x)
+                for c in members:
+                    th = w.copy()
+                    for _ in range(L):
+                        rows = slice(None)
+                        if batch is not None:
+                            s = cursor.get(c.index, 0)
+                            s = 0 if s >= c.n else s
+                            rows = slice(s, min(s + batch, c.n))
+                            cursor[c.index] = rows.stop
+                        g = grad(c, th, rows) + l2 * th
+                        th = th - alpha * (g + lam_dev * (th - w))
+                    thetas[c.index] = th
+                    acc = acc + th
+                theta_bar = acc / len(members)
+                w = (1 - eta * lam - eta * gamma) * w + eta * gamma * x + eta * lam * theta_bar
+            w_bar = w_bar + w / len(teams)
+        return (1 - beta * gamma) * x + beta * gamma * w_bar, np.array(thetas)
+
+    return round_fn
+
+
+def pflmf(*, fedper=False, frozen=False, by_samples=False):
+    """pFL^MF client by client on the audit's state ``concat(U.ravel(), V.ravel())``: the thesis's
+    alternating method (τ steps on v_i at U_t, then one server step on U at the new v_i);
+    ``fedper`` FedPer's rounds instead (the authors' code: simultaneous steps on a copy of U and on
+    v_i, the copies averaged), ``frozen`` v_i never updated, ``by_samples`` server weights ∝ n_i."""
+
+    def round_fn(w, clients, rng, *, rank, eta_u, eta_v, tau):
+        d, m = clients[0].X.shape[1], len(clients)
+        U, V = w[: d * rank].reshape(d, rank), w[d * rank :].reshape(m, rank).copy()
+        p = np.array([c.n if by_samples else c.weight for c in clients], dtype=float)
+        p = p / p.sum()
+        if fedper:
+            copies = []
+            for i, c in enumerate(clients):
+                Ui, v = U.copy(), V[i].copy()
+                for _ in range(tau):
+                    g = grad(c, Ui @ v)
+                    Ui, v_new = Ui - eta_u * np.outer(g, v), v - eta_v * Ui.T @ g
+                    v = v if frozen else v_new
+                copies.append(Ui)
+                V[i] = v
+            U = sum(p[i] * copies[i] for i in range(m))
+        else:
+            for i, c in enumerate(clients):
+                for _ in range(tau):
+                    if not frozen:
+                        V[i] = V[i] - eta_v * U.T @ grad(c, U @ V[i])
+            U = U - eta_u * sum(p[i] * np.outer(grad(c, U @ V[i]), V[i]) for i, c in enumerate(clients))
+        return np.concatenate([U.ravel(), V.ravel()]), V @ U.T
+
+    return round_fn
