@@ -120,6 +120,15 @@ class Logistic(SampleLoss):
         xp = self.xp
         z = (self.X @ theta[..., None])[..., 0]
         z = _times(z, self.y)
+        if isinstance(z, np.ndarray):  # the same bits in place: -|z| is exact, copyto selects
+            e = np.abs(z)
+            np.negative(e, out=e)
+            np.exp(e, out=e)  # exp(-|z|)
+            big = np.add(e, 1)
+            np.divide(1, big, out=big)  # sigma(|z|)
+            s_neg = np.multiply(e, big)  # sigma(-|z|): sigma(-z) where z >= 0
+            np.copyto(s_neg, big, where=z < 0)
+            return z, e, big, s_neg
         e = xp.exp(xp.minimum(z, -z))  # exp(-|z|)
         big = 1 + e
         big = 1 / big  # sigma(|z|)
