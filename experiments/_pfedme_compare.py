@@ -40,6 +40,7 @@ import numpy as np
 
 from moreau import fl
 
+from . import _partial
 from . import _pfedme_runs as runs
 from ._config import NONNEGATIVE, Range
 from ._curve_figures import curves_figure, legend, selection_bars
@@ -171,8 +172,15 @@ def compare(rng, train, test, mu, params, seed):
     """Long rows ``{setting, round, method, seed, metric, value}`` of one seed: ``train``/``test`` =
     (X, y, weights) padded ``(N, n, D)``.  ``rng`` drives the algorithms as before; the validation
     split and the evaluation's own draws come from generators spawned from it (the training stream
-    is the same with or without them)."""
+    is the same with or without them).
+
+    Resumable within the seed (``moreau.experiments._partial``): after every round the runner's store
+    may save the generators' states, the running method's models and the metrics so far; a resumed
+    run restores them and continues with the numbers of an uninterrupted run."""
     split_rng, eval_rng = rng.spawn(2)
+    # Local only's streams, one per setting (spawning depends on the seed sequence's count of children
+    # only, not on the generator's state: the streams of spawning each before its run)
+    local_rngs = dict(zip(SETTINGS, rng.spawn(len(SETTINGS)), strict=True))
     val = None
     if params["validation_fraction"] > 0:
         train, val = hold_out(split_rng, *train, params["validation_fraction"])
@@ -187,61 +195,108 @@ def compare(rng, train, test, mu, params, seed):
     optima, cache = {}, {}
     if params["optimum"]:
         optima["FedAvg"] = np.asarray(fl.global_train(f))
-    rows = []
-    for setting in SETTINGS:
+    gens = {"rng": rng, "eval": eval_rng, **{f"local:{st}": g for st, g in local_rngs.items()}}
+    store = _partial.current()
+    saved = store.load()  # {"stage", "round", "rows", "recorders", "generators", "model"} or None
+    if saved is not None:
+        for key, g in gens.items():
+            g.bit_generator.state = saved["generators"][key]
+    rows = [] if saved is None else saved["rows"]
+    labels = (("FedAvg", None), (None, "Per-FedAvg"), ("pFedMe-GM", "pFedMe-PM"), (None, LOCAL))
+    total = len(SETTINGS) * len(labels) * T
+    for s, setting in enumerate(SETTINGS):
         hp = params[setting]
         if params["optimum"]:
             if hp["lam"] not in cache:
                 cache[hp["lam"]] = tuple(np.asarray(a) for a in fl.fedprox_optimum(f, hp["lam"]))
             optima["pFedMe-GM"], optima["pFedMe-PM"] = cache[hp["lam"]]
-        rec = [
-            _Recorder(splits, mu, every, T, labels, optima)
-            for labels in (("FedAvg", None), (None, "Per-FedAvg"), ("pFedMe-GM", "pFedMe-PM"))
-        ]
-        runs.fedavg(rng, X, Y, n, mu, eta=hp["fedavg_eta"], tau=params["R"], record=rec[0], **common)
-        runs.per_fedavg(
-            rng,
-            X,
-            Y,
-            n,
-            mu,
-            alpha=hp["alpha"],
-            beta=hp["beta_hat"],
-            tau=params["R"],
-            record=rec[1],
-            eval_rng=eval_rng,
-            **common,
-        )
-        runs.pfedme(
-            rng,
-            X,
-            Y,
-            n,
-            mu,
-            lam=hp["lam"],
-            eta=hp["eta"],
-            beta=hp["beta"],
-            R=params["R"],
-            K=params["K"],
-            inner_eta=params.get("inner_eta", 0) or "client",  # 0 or absent: 1/(L_i + lam) per client
-            f=f,
-            record=rec[2],
-            **common,
-        )
-        (local_rng,) = rng.spawn(1)  # its own stream: the methods above draw exactly as without it
-        rec.append(_Recorder(splits, mu, every, T, (None, LOCAL), optima))
-        runs.local_only(
-            local_rng,
-            X,
-            Y,
-            n,
-            mu,
-            eta=hp["fedavg_eta"],
-            tau=params["R"],
-            rounds=T,
-            B=params["batch"],
-            record=rec[3],
-        )
+        rec = [_Recorder(splits, mu, every, T, lab, optima) for lab in labels]
+        if saved is not None and saved["stage"] // len(labels) > s:
+            continue  # a setting the interrupted run finished: its rows are in ``rows``
+        if saved is not None and saved["stage"] // len(labels) == s:
+            for rc, (rounds_done, values) in zip(rec, saved["recorders"], strict=True):
+                rc.rounds, rc.values = rounds_done, values
+
+        def stage(j, rec=rec, s=s, saved=saved, rows=rows):
+            """``(start, save)`` of method ``j`` of this setting."""
+            k = s * len(labels) + j
+            start = None
+            if saved is not None and saved["stage"] == k:
+                start = (saved["round"], saved["model"])
+
+            def save(t, model):
+                store.offer(
+                    k * T + t,
+                    total,
+                    lambda: {
+                        "stage": k,
+                        "round": t,
+                        "rows": rows,
+                        "recorders": [(rc.rounds, rc.values) for rc in rec],
+                        "generators": {key: g.bit_generator.state for key, g in gens.items()},
+                        "model": model(),
+                    },
+                )
+
+            skip = saved is not None and saved["stage"] > k
+            return skip, {"start": start, "save": save}
+
+        done, kw = stage(0)
+        if not done:
+            runs.fedavg(
+                rng, X, Y, n, mu, eta=hp["fedavg_eta"], tau=params["R"], record=rec[0], **common, **kw
+            )
+        done, kw = stage(1)
+        if not done:
+            runs.per_fedavg(
+                rng,
+                X,
+                Y,
+                n,
+                mu,
+                alpha=hp["alpha"],
+                beta=hp["beta_hat"],
+                tau=params["R"],
+                record=rec[1],
+                eval_rng=eval_rng,
+                **common,
+                **kw,
+            )
+        done, kw = stage(2)
+        if not done:
+            runs.pfedme(
+                rng,
+                X,
+                Y,
+                n,
+                mu,
+                lam=hp["lam"],
+                eta=hp["eta"],
+                beta=hp["beta"],
+                R=params["R"],
+                K=params["K"],
+                inner_eta=params.get("inner_eta", 0) or "client",  # 0 or absent: 1/(L_i + lam) per client
+                f=f,
+                record=rec[2],
+                **common,
+                **kw,
+            )
+        done, kw = stage(3)
+        if not done:  # its own stream: the methods above draw exactly as without it
+            runs.local_only(
+                local_rngs[setting],
+                X,
+                Y,
+                n,
+                mu,
+                eta=hp["fedavg_eta"],
+                tau=params["R"],
+                rounds=T,
+                B=params["batch"],
+                record=rec[3],
+                **kw,
+            )
+        saved = None  # past the resumed stage, every later one runs from its start
         rows += [r for rc in rec for r in rc.rows(seed, setting)]
     return rows
 

@@ -71,7 +71,27 @@ def objective(X, Y, n, mu):
     return Multinomial(X, np.argmax(Y, axis=-1), n_classes=Y.shape[-1], mu=mu, weights=valid)
 
 
-def pfedme(rng, X, Y, n, mu, *, lam, eta, beta, R, K, inner_eta, rounds, S=None, B=None, f=None, record=None):
+def pfedme(
+    rng,
+    X,
+    Y,
+    n,
+    mu,
+    *,
+    lam,
+    eta,
+    beta,
+    R,
+    K,
+    inner_eta,
+    rounds,
+    S=None,
+    B=None,
+    f=None,
+    record=None,
+    start=None,
+    save=None,
+):
     r"""pFedMe, Algorithm 1 with the inner problem (7) solved by K gradient steps of size
     ``inner_eta`` from :math:`\theta = w_{i,r}^t` (as the paper's experiments): ``"client"`` for
     :math:`1/(L_i + \lambda)`, or one number (an array equal across clients is that number);
@@ -79,7 +99,10 @@ def pfedme(rng, X, Y, n, mu, *, lam, eta, beta, R, K, inner_eta, rounds, S=None,
     server averages S sampled ones with the β-step.  ``f``: the clients' objective if already
     built (else :func:`objective`).  Returns ``(w_T (D*C,), theta_tilde (m, D*C))``, the last
     inner solutions.  ``record(t, w_t, personal)``, if given, is called at the start (t = 0,
-    :math:`\tilde\theta = 0`) and after every round, ``personal()`` returning the personalised models."""
+    :math:`\tilde\theta = 0`) and after every round, ``personal()`` returning the personalised models.
+    ``save(t, state)``, if given, is called after every round t < T with ``state()`` the loop's state;
+    ``start = (t, state)`` resumes from it (no record at t = 0 then): the run continues as if it had
+    not stopped when ``rng`` holds the state it had then (the same for every loop of this module)."""
     m, DC = X.shape[0], X.shape[-1] * Y.shape[-1]
     f = objective(X, Y, n, mu) if f is None else f
     if not isinstance(inner_eta, str):
@@ -92,9 +115,12 @@ def pfedme(rng, X, Y, n, mu, *, lam, eta, beta, R, K, inner_eta, rounds, S=None,
         inner_eta = float(step[0])
     w = np.zeros(DC)
     theta = np.zeros((m, DC))
-    if record is not None:
+    t0 = 0 if start is None else start[0]
+    if start is not None:
+        w, theta = start[1]["w"], start[1]["theta"]
+    elif record is not None:
         record(0, w, lambda: theta)
-    for t in range(rounds):
+    for t in range(t0, rounds):
         h = fl.pfedme(
             f,
             lam=lam,
@@ -114,17 +140,20 @@ def pfedme(rng, X, Y, n, mu, *, lam, eta, beta, R, K, inner_eta, rounds, S=None,
         w = (1 - beta) * w + beta * W[mask].mean(axis=0)
         if record is not None:
             record(t + 1, w, lambda theta=theta: theta)
+        if save is not None and t + 1 < rounds:
+            save(t + 1, lambda w=w, theta=theta: {"w": w, "theta": theta})
     return w, theta
 
 
-def fedavg(rng, X, Y, n, mu, *, eta, tau, rounds, S=None, B=None, record=None):
+def fedavg(rng, X, Y, n, mu, *, eta, tau, rounds, S=None, B=None, record=None, start=None, save=None):
     """FedAvg: the sampled clients take τ mini-batch gradient steps from w_t; uniform average.
-    ``record(t, w_t, personal)`` as in :func:`pfedme` (``personal()`` is None: one global model)."""
+    ``record(t, w_t, personal)`` as in :func:`pfedme` (``personal()`` is None: one global model),
+    ``start`` and ``save`` too."""
     m, DC = X.shape[0], X.shape[-1] * Y.shape[-1]
-    w = np.zeros(DC)
-    if record is not None:
+    w = np.zeros(DC) if start is None else start[1]["w"]
+    if record is not None and start is None:
         record(0, w, lambda: None)
-    for t in range(rounds):
+    for t in range(0 if start is None else start[0], rounds):
         mask = _pick(rng, m, S)
         W = np.broadcast_to(w, (m, DC)).copy()
         for _ in range(tau):
@@ -132,10 +161,29 @@ def fedavg(rng, X, Y, n, mu, *, eta, tau, rounds, S=None, B=None, record=None):
         w = W[mask].mean(axis=0)
         if record is not None:
             record(t + 1, w, lambda: None)
+        if save is not None and t + 1 < rounds:
+            save(t + 1, lambda w=w: {"w": w})
     return w
 
 
-def per_fedavg(rng, X, Y, n, mu, *, alpha, beta, tau, rounds, S=None, B=None, record=None, eval_rng=None):
+def per_fedavg(
+    rng,
+    X,
+    Y,
+    n,
+    mu,
+    *,
+    alpha,
+    beta,
+    tau,
+    rounds,
+    S=None,
+    B=None,
+    record=None,
+    eval_rng=None,
+    start=None,
+    save=None,
+):
     r"""Per-FedAvg, first-order variant: per local step
     :math:`\tilde w = w - \alpha\tilde\nabla f_i(w, \mathcal D)`,
     :math:`w \leftarrow w - \beta\tilde\nabla f_i(\tilde w, \mathcal D')`; uniform average of the sampled
@@ -143,17 +191,18 @@ def per_fedavg(rng, X, Y, n, mu, *, alpha, beta, tau, rounds, S=None, B=None, re
     :math:`w_K` on a fresh mini-batch (pFedMe §5: "the local model after taking an SGD step").
     ``record(t, w_t, personal)`` as in :func:`pfedme`: ``personal()`` takes that α-step on a
     mini-batch drawn from ``eval_rng`` before the last round (so that evaluating leaves the
-    training stream alone), from ``rng`` after it (the returned model)."""
+    training stream alone), from ``rng`` after it (the returned model).  ``start`` and ``save`` as in
+    :func:`pfedme` (``eval_rng`` must then hold its state of that round too)."""
     m, DC = X.shape[0], X.shape[-1] * Y.shape[-1]
-    w = np.zeros(DC)
+    w = np.zeros(DC) if start is None else start[1]["w"]
 
     def personal(g, w):
         W = np.broadcast_to(w, (m, DC))
         return W - alpha * grad(*batch(g, X, Y, n, B), mu, W)
 
-    if record is not None:
+    if record is not None and start is None:
         record(0, w, lambda: personal(eval_rng, w))
-    for t in range(rounds):
+    for t in range(0 if start is None else start[0], rounds):
         mask = _pick(rng, m, S)
         W = np.broadcast_to(w, (m, DC)).copy()
         for _ in range(tau):
@@ -162,25 +211,30 @@ def per_fedavg(rng, X, Y, n, mu, *, alpha, beta, tau, rounds, S=None, B=None, re
         w = W[mask].mean(axis=0)
         if record is not None and t + 1 < rounds:
             record(t + 1, w, lambda w=w: personal(eval_rng, w))
+        if save is not None and t + 1 < rounds:
+            save(t + 1, lambda w=w: {"w": w})
     final = personal(rng, w)
     if record is not None:
         record(rounds, w, lambda: final)
     return w, final
 
 
-def local_only(rng, X, Y, n, mu, *, eta, tau, rounds, B=None, record=None):
+def local_only(rng, X, Y, n, mu, *, eta, tau, rounds, B=None, record=None, start=None, save=None):
     """The local-only baseline: each client trains alone from 0, τ mini-batch gradient steps of size
     η per round on its own rows, no server and no communication.  Returns the models ``(m, D*C)``.
-    ``record(t, None, personal)`` as in :func:`pfedme` (``personal()``: every client's own model)."""
+    ``record(t, None, personal)`` as in :func:`pfedme` (``personal()``: every client's own model),
+    ``start`` and ``save`` too."""
     m, DC = X.shape[0], X.shape[-1] * Y.shape[-1]
-    W = np.zeros((m, DC))
-    if record is not None:
+    W = np.zeros((m, DC)) if start is None else start[1]["W"]
+    if record is not None and start is None:
         record(0, None, lambda: W)
-    for t in range(rounds):
+    for t in range(0 if start is None else start[0], rounds):
         for _ in range(tau):
             W = W - eta * grad(*batch(rng, X, Y, n, B), mu, W)
         if record is not None:
             record(t + 1, None, lambda W=W: W)
+        if save is not None and t + 1 < rounds:
+            save(t + 1, lambda W=W: {"W": W})
     return W
 
 

@@ -13,7 +13,9 @@ class _Progress:
     """A tqdm bar on a terminal; elsewhere (logs, batch jobs) a line on ``stream`` every ``every``
     seconds while the sweep runs, whether or not a point finished (a background thread calls
     :meth:`tick`), and one at the end.  A point (one grid point, often one seed) is counted when it
-    finishes: the lines in between say the sweep is alive and how long it has run."""
+    finishes: the lines in between say the sweep is alive and how long it has run, and ``detail()``
+    (if given) how far the points in progress are (``point 3 at 40 %``, from the progress the points
+    that save their state within them write: ``moreau.experiments._partial``)."""
 
     def __init__(
         self,
@@ -25,7 +27,9 @@ class _Progress:
         every=10.0,
         clock=time.monotonic,
         heartbeat=True,
+        detail=None,
     ):
+        self.detail = detail
         self.name, self.total, self.done, self.every, self.clock = name, total, done, every, clock
         self.stream = stream if stream is not None else sys.stderr
         self.t0 = self.last = clock()
@@ -74,8 +78,13 @@ class _Progress:
 
     def _line(self) -> None:
         self.last = self.clock()
+        more = ""
+        if self.detail is not None and self.done < self.total:
+            more = self.detail()
+            more = f" (in progress: {more})" if more else ""
         print(
-            f"reproduce {self.name}: {self.done}/{self.total} points done, {self.last - self.t0:.0f} s elapsed",
+            f"reproduce {self.name}: {self.done}/{self.total} points done{more}, "
+            f"{self.last - self.t0:.0f} s elapsed",
             file=self.stream,
             flush=True,
         )

@@ -57,6 +57,7 @@ from ._artifact import (
 from ._config import resolve
 from ._deviations import captioned
 from ._experiment import Experiment
+from ._partial import progress_of, state_paths
 from ._progress import _Progress
 from ._rundir import RunConflict, _claim_directory, _log, _sessions, _writable
 from ._sweep_points import point_rng
@@ -76,6 +77,16 @@ __all__ = [
     "run",
     "usable_cpus",
 ]
+
+
+def _in_progress(files, rows) -> str:
+    """The points in progress that saved their progress within them (``point 3 at 40 %``)."""
+    parts = []
+    for i, f in enumerate(files):
+        got = None if i in rows else progress_of(f)
+        if got is not None and got[1] > 0:
+            parts.append(f"point {i + 1} at {100 * got[0] / got[1]:.0f} %")
+    return ", ".join(parts)
 
 
 @contextlib.contextmanager
@@ -105,6 +116,7 @@ def run(
     scheduler=None,
     overrides=(),
     on_checkpoint=None,
+    state_every=30.0,
 ) -> dict:
     """Run (or resume) a registered experiment into ``out``; return the manifest.
 
@@ -114,6 +126,9 @@ def run(
     One run at a time writes into ``out`` (a second raises :class:`RunConflict`). SIGTERM or
     SIGINT ends the workers and raises :class:`Interrupted`; finished points stay saved.
     ``on_checkpoint(index)`` is called after each point is saved (tests use it to interrupt).
+    ``state_every``: seconds between saves of a point's state within it, for the experiments that
+    can resume mid-point (``moreau.experiments._partial``; local executors only: a Dask worker's
+    files may not be this machine's).
     """
     out = Path(out)
     params, applied = resolve(experiment, quick, trials, overrides)
@@ -145,12 +160,21 @@ def run(
                 _say(f"warning: damaged checkpoint {f}: {why}; recomputing its point")
             elif saved is not None:
                 rows[i] = saved
+        for i in rows:  # a state within a point that was saved whole (killed between the two writes)
+            for path in state_paths(files[i]):
+                path.unlink(missing_ok=True)
         resumed = len(rows)
         t0 = time.perf_counter()
         pending = [i for i in range(len(points)) if i not in rows]
         executor, close, how = make_executor(workers, scheduler)
+        states = {
+            i: (files[i], f"{fingerprint}:{canonical(points[i])}", float(state_every))
+            for i in pending
+            if not how.startswith("dask")
+        }
         timings = {}  # this session's points; a resumed point's timing is read from its checkpoint
-        progress, done = _Progress(experiment.name, len(points), resumed), False
+        progress = _Progress(experiment.name, len(points), resumed, detail=lambda: _in_progress(files, rows))
+        done = False
         _log(
             out,
             f"session: {len(pending)} of {len(points)} points to compute ({resumed} resumed), {how}, "
@@ -158,10 +182,12 @@ def run(
         )
         try:
             for i, (result, timing) in _finished(
-                executor, experiment.name, params, points, pending, int(seed), backend
+                executor, experiment.name, params, points, pending, int(seed), backend, states
             ):
                 rows[i], timings[i] = result, timing
                 write_checkpoint(files[i], points[i], result, fingerprint, timing)
+                for path in state_paths(files[i]):  # the point is saved whole: its state within is done
+                    path.unlink(missing_ok=True)
                 _log(
                     out,
                     f"point {i + 1}/{len(points)} {canonical(points[i])}: started {timing['started']}, "

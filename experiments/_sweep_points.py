@@ -15,6 +15,7 @@ import zlib
 import numpy as np
 
 from ._artifact import canonical, jsonable
+from ._partial import PointState, active
 from ._rundir import _utc
 
 __all__ = ["point_rng"]
@@ -27,11 +28,15 @@ def point_rng(seed: int, name: str, point: dict) -> np.random.Generator:
     )
 
 
-def _timed_point(name: str, params: dict, point: dict, seed: int, backend: str):
+def _timed_point(name: str, params: dict, point: dict, seed: int, backend: str, state=None):
     """Worker entry point (picklable by reference): ``(rows, timing)`` of one point, ``timing`` when it
-    started (UTC), its seconds and the worker (host:pid) that computed it."""
+    started (UTC), its seconds and the worker (host:pid) that computed it.  ``state``: ``(checkpoint
+    path, key, seconds between saves)`` of the point's state within it (``moreau.experiments._partial``),
+    or None to save none."""
     started, t0 = _utc(), time.perf_counter()
-    rows = _compute_point(name, params, point, seed, backend)
+    store = None if state is None else PointState(*state)
+    with active(store):
+        rows = _compute_point(name, params, point, seed, backend)
     return rows, {
         "started": started,
         "seconds": round(time.perf_counter() - t0, 3),

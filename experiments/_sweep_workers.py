@@ -187,12 +187,17 @@ def _stop_on_signals():
                 signal.signal(s, h)
 
 
-def _finished(executor, name, params, points, pending, seed, backend):
-    """``(index, (rows, timing))`` of each pending point as it finishes."""
+def _finished(executor, name, params, points, pending, seed, backend, states=None):
+    """``(index, (rows, timing))`` of each pending point as it finishes; ``states[i]``: the
+    ``state`` argument of :func:`_timed_point` for point ``i`` (None: no state within points)."""
+    states = states or {}
     if isinstance(executor, _Serial):
         for i in pending:
-            yield i, _timed_point(name, params, points[i], seed, backend)
+            yield i, _timed_point(name, params, points[i], seed, backend, states.get(i))
         return
-    futures = {executor.submit(_timed_point, name, params, points[i], seed, backend): i for i in pending}
+    futures = {
+        executor.submit(_timed_point, name, params, points[i], seed, backend, states.get(i)): i
+        for i in pending
+    }
     for fut in cf.as_completed(futures):
         yield futures[fut], fut.result()

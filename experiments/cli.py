@@ -110,8 +110,27 @@ def add_reproduce_parser(sub):
         metavar="ADDRESS",
         help="run the grid points on this Dask scheduler (needs the [dask] extra)",
     )
+    p.add_argument(
+        "--checkpoint-every",
+        type=nonnegative_float,
+        default=30.0,
+        metavar="SECONDS",
+        help="save a seed's state within it at most every SECONDS (default 30; the experiments that "
+        "can resume mid-seed: pfedme-synthetic, pfedme-digits); 0 after every round",
+    )
     p.set_defaults(func=cmd_reproduce)
     return p
+
+
+def nonnegative_float(s) -> float:
+    """A finite number >= 0 (``--checkpoint-every``)."""
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0 (got {s!r})") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0 (got {s})")
+    return v
 
 
 def _fail(msg, code=2) -> int:
@@ -192,6 +211,7 @@ def cmd_reproduce(args) -> int:
             workers=args.workers,
             scheduler=args.scheduler,
             overrides=overrides,
+            state_every=args.checkpoint_every,
         )
     except (RunConflict, ConnectionError, ValueError) as exc:
         return _fail(str(exc).splitlines()[0])
