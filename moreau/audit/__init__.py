@@ -14,6 +14,7 @@ from ._audit import DEFAULT_HYPER, AuditError, AuditReport, Fit, audit
 from ._deviations import DEVIATIONS, Deviation, Param, bound_deviation, deviation
 from ._engine import ALGORITHMS, ENGINES, Engine, Knobs, run_variant
 from ._flower import audit_flower, flower_round_fn
+from ._flower_messages import audit_flower_messages, flower_message_round_fn
 from ._instance import FAMILIES, Client, Instance, instance, sample_clients
 from ._permfl import TEAMS, team_instance
 from ._pflmf import lowrank_instance, pflmf_pack, pflmf_unpack
@@ -42,6 +43,8 @@ __all__ = [
     "torch_round_fn",
     "audit_flower",
     "flower_round_fn",
+    "audit_flower_messages",
+    "flower_message_round_fn",
     "team_instance",
     "lowrank_instance",
     "pflmf_pack",
