@@ -70,7 +70,7 @@ def pfedme(
 
     then the server samples S of the N clients uniformly without replacement (line 9) and sets
     :math:`w_{t+1} = (1-\beta)w_t + \beta\sum_{i\in S^t} w_{i,R}^t/S` (line 10).  λ is ``lam``,
-    η ``eta``, β ``beta``, R ``R``, T ``rounds``, S ``S`` (default N), |D| ``batch_size``.
+    η ``eta``, β ``beta``, R ``R``, T ``rounds``, S ``S`` (default N), :math:`|\mathcal D|` ``batch_size``.
 
     :math:`\mathcal D_i` is a fresh mini-batch of ``batch_size`` samples drawn i.i.d. (with
     replacement: an unbiased gradient estimate, as the paper's Lemma 1 assumes) from the client's
@@ -293,11 +293,21 @@ def _inner_gd(
     used = xp.zeros(lead + (fk.batch_shape[-1],), dtype=xp.int64)
     active = xp.ones(lead + (fk.batch_shape[-1],), dtype=xp.bool)
     grad, own = gradient(fk)
+    # numpy, built-in model, every client stepping: theta - W formed in one buffer of this call and
+    # theta updated in place after the first step (the same operations on the same numbers: the
+    # same bits, two arrays of (m, D) fewer per step)
+    mine = nu is None and own and isinstance(W, np.ndarray)
+    diff = None
     for _ in range(K):
-        g = added(grad(theta), scaled(lam2, theta - W, True), own)
+        diff = theta - W if diff is None else np.subtract(theta, W, out=diff)
+        g = added(grad(theta), scaled(lam2, diff, True), own)
+        diff = diff if mine and diff.shape == g.shape else None
         used = used + xp.astype(active, xp.int64)
         if nu is None:  # every client steps (the products formed in g: the same numbers)
-            theta = theta - scaled(step, g, True)
+            if mine and theta is not W and theta.shape == g.shape:
+                theta -= scaled(step, g, True)
+            else:
+                theta = theta - scaled(step, g, True)
             continue
         active = active & (xp.vecdot(g, g) > expand(nu, 1))
         if not bool(xp.any(active)):
