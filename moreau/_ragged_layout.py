@@ -132,6 +132,14 @@ class Layout:
             return None
         xp = array_namespace(*parts)
         ax = parts[0].ndim - tail - 1
+        if not self._identity and len(parts) > 1 and all(type(p) is np.ndarray for p in parts):
+            # numpy: each bucket written to its entries (one copy, not a concatenation and a take)
+            first = parts[0]
+            dtype = np.result_type(*parts)
+            a = np.empty(tuple(first.shape[:ax]) + (self.N,) + tuple(first.shape[ax + 1 :]), dtype=dtype)
+            for p, (idx, _) in zip(parts, self.buckets, strict=True):
+                a[(slice(None),) * ax + (idx,)] = p
+            return np.reshape(a, tuple(a.shape[:ax]) + self.shape + tuple(a.shape[ax + 1 :]))
         a = parts[0] if len(parts) == 1 else xp.concat(parts, axis=ax)
         if not self._identity:
             a = xp.take(a, xp.asarray(self.inverse), axis=ax)

@@ -271,3 +271,18 @@ def test_bad_weights_and_synthetic_flag():
         assert "\n" not in str(e.value)
     with pytest.raises(TypeError, match="ragged must be True or False"):
         mo.data.synthetic(0.5, 0.5, 0, n_clients=3, max_size=60, ragged="yes")
+
+
+@pytest.mark.parametrize("tail", [0, 1, 2])
+def test_merge_inverts_split_with_leading_axes(tail):
+    """``merge`` (numpy: each bucket written to its entries) undoes ``split`` (a take per bucket),
+    with sweep axes in front and a batch of two axes, for int and float parts."""
+    rng = np.random.default_rng(12)
+    lay = Layout(rng.integers(1, 300, size=(3, 7)), 2.0)
+    assert len(lay.buckets) > 1 and not lay._identity
+    for dtype in (np.float64, np.int64):
+        a = (rng.standard_normal((2, 3, 7) + (4,) * tail) * 100).astype(dtype)
+        parts = lay.split(a, tail)
+        assert len(parts) == len(lay.buckets)
+        back = lay.merge(parts, tail)
+        assert back.dtype == a.dtype and np.array_equal(back, a)
