@@ -21,7 +21,7 @@ from ._piecewise_quadratic import DoubleWell, Huber
 from ._quadratic import Quadratic
 from ._ragged import RaggedLeastSquares, RaggedLogistic, RaggedMultinomial, ragged
 
-__version__ = "0.4.0"  # the one place the version is written (CHANGELOG.md, pyproject.toml)
+__version__ = "0.4.0"  #: the version: the one place it is written (CHANGELOG.md, pyproject.toml)
 
 __all__ = [
     "Objective",

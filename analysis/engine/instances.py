@@ -42,6 +42,8 @@ def split_counts(T, k):
 
 
 def log_uniform(rng, lo, hi, size):
+    """``size`` draws from ``rng`` whose logarithm is uniform on [log ``lo``, log ``hi``] (as many
+    in each decade)."""
     return np.exp(rng.uniform(np.log(lo), np.log(hi), size))
 
 

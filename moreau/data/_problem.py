@@ -15,7 +15,7 @@ from .._typing import Seed
 
 __all__ = ["FederatedProblem", "trial_rngs", "MAX_BYTES"]
 
-MAX_BYTES = 8 * 2**30  # default refusal level of a generator's estimated memory (its max_bytes)
+MAX_BYTES = 8 * 2**30  #: default refusal level of a generator's estimated memory (its max_bytes)
 
 
 @dataclass(frozen=True, eq=False)  # fields hold arrays: identity equality
