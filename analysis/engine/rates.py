@@ -101,8 +101,12 @@ def detectable_change(lo, hi, exponent, kind, atol):
 
     So a change strictly larger than the returned value (in the direction the kind can see) is
     rejected on this instance; a smaller one is not.  Negative where the claim ``e`` itself is
-    rejected (every change in that direction down to ``-d`` is too).  Arrays broadcast; NaN where
-    an input is NaN (an instance without a fit).
+    rejected: ``-d`` is then the distance from ``e`` to the nearest claim the interval accepts (every
+    change towards it smaller than ``-d`` is rejected too); for ``kind="equal"`` that is
+    ``min(hi - e, e - lo) + atol`` (the formula above would give the distance to the far end of the
+    accepted range instead, and call a part that measured its exponent to ±1e-4 and rejected the
+    claim by 0.5 blind to changes below 0.5).  Arrays broadcast; NaN where an input is NaN (an
+    instance without a fit).
     """
     from moreau.analysis.engine.judge import RATE_KINDS
 
@@ -115,7 +119,8 @@ def detectable_change(lo, hi, exponent, kind, atol):
         if np.any(lo > hi):
             raise ValueError("lo must be <= hi")
         if kind == "equal":
-            return np.maximum(hi - e, e - lo) + atol
+            above, below = hi - e + atol, e - lo + atol  # both >= 0 iff the claim e is accepted
+            return np.where((above >= 0) & (below >= 0), np.maximum(above, below), np.minimum(above, below))
         if kind == "at most":
             return e - lo + atol
         return hi - e + atol

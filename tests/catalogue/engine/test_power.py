@@ -53,6 +53,23 @@ def test_detectable_change_matches_the_judge(kind):
     assert detectable_change(-1.05, -0.9, -1.0, kind, 0.03) == pytest.approx(expect)
 
 
+@pytest.mark.parametrize("kind", ["equal", "at most", "at least"])
+@pytest.mark.parametrize("e", [0.5, 1.6])
+def test_detectable_change_of_a_rejected_claim_is_minus_its_distance(kind, e):
+    """A claim outside [lo - atol, hi + atol] (on the side its kind sees): d < 0, and -d is the distance to
+    the nearest accepted claim (the judge accepts e moved towards the interval by -d + 1e-6, not by
+    -d - 1e-6)."""
+    lo, hi, atol = 0.9, 1.1, 0.01
+    if (kind, e) in (("at most", 1.6), ("at least", 0.5)):  # the side this kind cannot reject
+        return
+    d = float(detectable_change(lo, hi, e, kind, atol))
+    assert d == pytest.approx(-(lo - atol - e) if e < lo else -(e - hi - atol))
+    toward = 1.0 if e < lo else -1.0
+    for step, holds in ((-d + 1e-6, True), (-d - 1e-6, False)):
+        r = judge("p", rate_sides(1.0, (lo, hi), e + toward * step, kind=kind, atol=atol))
+        assert r.holds is holds
+
+
 def test_detectable_change_bad_input():
     with pytest.raises(ValueError, match="kind"):
         detectable_change(0.0, 1.0, 0.5, "about", 0.0)
