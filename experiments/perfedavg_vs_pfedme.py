@@ -24,7 +24,7 @@ Curves over rounds (``curves``: at its ``R_levels``, the same seeds): the algori
 solutions) approach those exact points; ``perfedavg-vs-pfedme-curves.csv`` (long format, one row
 per round × method × seed × metric) and ``perfedavg-vs-pfedme-curves.png`` (mean and ``band`` over
 seeds).  pFedMe with ``pfedme_R`` > 1 local rounds and a fixed η stops at a floor above its optimum
-(README, "Where the algorithms stop").
+(docs/findings-catalogue.md, "Where the algorithms stop").
 """
 
 from __future__ import annotations

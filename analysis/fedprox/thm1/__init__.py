@@ -267,7 +267,7 @@ def _swap(rho, R, n):
 _NO_SCALING = (
     "the heterogeneity grid R and the noise level live inside the checker (each instance is a "
     "sweep drawn from its seed), so a batch cannot be rescaled; the lambda rule's switch at "
-    "R = n^(-1/2) compares a length with a number and is not scale-consistent (README, Findings)"
+    "R = n^(-1/2) compares a length with a number and is not scale-consistent (docs/findings-catalogue.md)"
 )
 
 

@@ -121,7 +121,7 @@ def test_statement_without_a_scaling_is_reported_as_not_analysed(monkeypatch, ca
     assert "scale consistency: not analysed" in capsys.readouterr().out
 
 
-#: statements the scale analysis finds inconsistent (findings, in the README): id -> the only kind of change
+#: statements the scale analysis finds inconsistent (docs/findings-catalogue.md): id -> the only kind of change
 SCALE_FINDINGS = {
     "pfedme.thm2": "applicability",  # lam >= sqrt(8L^2 + 1): a number added to L^2
     "perfedavg.thm4_5": "slope",

@@ -72,7 +72,7 @@ def test_a_printed_failure_is_found_from_the_printed_statement_alone(sid):
 
 
 def test_the_catalogue_expects_printed_failures_of_the_papers():
-    """The statements whose printed text fails (README, Findings) are expected to fail as printed;
+    """The statements whose printed text fails (docs/findings-catalogue.md) are expected to fail as printed;
     FedProx's Theorem 1 holds, the remark after it fails on its own id (issue 27)."""
     assert CAT["fedprox.thm1"].expect == "holds" and CAT["fedprox.thm1_remark"].origin == "remark"
     for sid in ("fw.convex", "fw.nonconvex", "sgd.nonconvex", "fedprox.thm1_remark", "pfedme.lemma1"):
