@@ -283,7 +283,7 @@ def _lam_ge_L(batch):
 
 _LOGISTIC = ("logistic", "multinomial")
 
-#: the property library, by name: what an instance can have beyond the printed hypotheses
+#: The property library, by name: what an instance can have beyond the printed hypotheses
 #: (``Statement.implies``, ``Statement.waived``; docs/instances.md)
 PROPERTIES: dict[str, Property] = {
     p.name: p

@@ -50,7 +50,7 @@ class Deviation:
     applies: Callable[[Mapping[str, Any], Instance], bool] = lambda hyper, inst: True
 
 
-#: the library, by name: the built-in deviations below and those :func:`deviation` registers
+#: The library, by name: the built-in deviations below and those :func:`deviation` registers
 DEVIATIONS: dict[str, Deviation] = {}
 
 

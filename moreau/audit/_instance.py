@@ -16,7 +16,7 @@ from ..fl._common import sample_clients as _sample
 
 __all__ = ["Client", "Instance", "instance", "sample_clients", "FAMILIES"]
 
-#: the loss families of an audit instance (:func:`instance`'s ``family``)
+#: The loss families of an audit instance (:func:`instance`'s ``family``)
 FAMILIES = ("quadratic", "logistic")
 
 
