@@ -76,3 +76,19 @@ html_theme = "alabaster"
 html_title = f"moreau {release}"
 html_static_path: list[str] = []
 html_show_sourcelink = False
+
+
+def _index_redirect(app, exception):
+    """``index.html``, which a browser or a web server opens first, sends the reader to the root page."""
+    if exception is None and app.builder.format == "html":
+        page = Path(app.outdir) / "index.html"
+        page.write_text(
+            '<!DOCTYPE html>\n<meta charset="utf-8">\n<title>moreau</title>\n'
+            '<meta http-equiv="refresh" content="0; url=README.html">\n'
+            '<a href="README.html">moreau\'s documentation</a>\n',
+            encoding="utf-8",
+        )
+
+
+def setup(app):  # Sphinx runs a conf.py's setup() like an extension's
+    app.connect("build-finished", _index_redirect)
