@@ -46,7 +46,6 @@ exclude_patterns = [
 
 # Markdown: "page.md#a-heading" links resolve to the heading (levels 1-3), as on GitHub
 myst_heading_anchors = 3
-myst_enable_extensions = ["colon_fence"]
 
 # API reference: members in the order of the module's __all__; signatures without the module path
 autodoc_member_order = "bysource"

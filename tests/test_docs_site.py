@@ -141,3 +141,45 @@ def test_markdown_text_becomes_rst_that_shows_it_as_written():
     )
     assert rst.splitlines()[:2] == [r"\|x\|: a *soft* threshold", "-" * len(r"\|x\|: a *soft* threshold")]
     assert r"``prox(w)``" in rst and r"w\_i\_" in rst and "`a link <https://example.org>`__" in rst
+
+
+def test_the_findings_page_shows_each_records_verdict_and_findings_as_written(tmp_path, capsys):
+    """docs/_ext/moreau_findings.py renders a `moreau check --json` run: read back as HTML by MyST's
+    Markdown parser (the site's), the page holds every record's findings and its statement's verdict lines as
+    the JSON and the report have them (no character lost to Markdown)."""
+    pytest.importorskip("myst_parser", reason="the docs extra is not installed")
+    import html
+    import json
+    import re
+
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
+
+    from moreau._cli import main
+    from moreau.analysis.engine.verdict import headline
+
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        findings = importlib.import_module("moreau_findings")
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    path = tmp_path / "check.json"
+    # fedfw.sparse fails as printed (a reading holds, a minimal counterexample); pfedme.lemma1 on two families
+    main(["check", "fedfw.sparse", "pfedme.lemma1", "--search-seconds", "0", "--json", str(path)])
+    printed = capsys.readouterr().out
+    records = json.loads(path.read_text(encoding="utf-8"))
+    # a line with every character Markdown reads as markup (no run's line has them all)
+    records[0]["findings"].append(r"[quadratic] *x* _y_ <b>z</b> [a](b) {r}`c` |d| $e$ # f \\ g ~h~ {i}")
+    page = findings.render(records, printed, 0, 1.0, "A test run.")
+    myst = create_md_parser(MdParserConfig(heading_anchors=3), RendererHTML)  # the site's Markdown
+    text = html.unescape(re.sub(r"<[^>]+>", "", myst.render(page)))
+    lines = {line.strip() for line in text.splitlines()}
+    for rec in records:
+        assert rec["findings"], rec["id"]
+        for finding in rec["findings"]:
+            assert finding in lines, finding
+        for line in headline(rec["verdict"]):
+            assert line in lines, line
+    assert "FAILS AS PRINTED" in printed and printed.strip() in text  # the report, verbatim
+    assert f"seed {records[0]['run']['seed']}" in text and records[0]["run"]["versions"]["moreau-pfl"] in text
