@@ -154,7 +154,8 @@ def main(argv=None):
         )
         prof, total, text = profile(fns["moreau"])
         print(
-            f"  profile of one moreau call ({total * 1e3:.0f} ms CPU own time in all, cProfile):\n{text}", end=""
+            f"  profile of one moreau call ({total * 1e3:.0f} ms CPU own time in all, cProfile):\n{text}",
+            end="",
         )
         out["rows"][algo] = {
             "median_s_per_round": med,
