@@ -137,7 +137,7 @@ def test_a_failure_that_persists_on_long_horizons_still_fails(monkeypatch):
 
     st = get("pflmf.stochastic")
 
-    def slow(batch, g, Li, r, tau, p, grid):  # exponent -0.3 on every grid: slower than the claim
+    def slow(batch, g, Li, r, tau, p, grid, runs=None):  # exponent -0.3 on every grid: slower than the claim
         return np.full(g.size, -0.3), np.full(g.size, -0.32), np.full(g.size, -0.28), np.ones(g.size, bool)
 
     monkeypatch.setattr(S, "_fit", slow)
@@ -157,7 +157,7 @@ def test_the_rungs_stop_where_the_fit_meets_the_claim(monkeypatch):
     st = get("pflmf.stochastic")
     calls = []
 
-    def fit(batch, g, Li, r, tau, p, grid):
+    def fit(batch, g, Li, r, tau, p, grid, runs=None):
         calls.append((tuple(g), int(grid[-1])))
         slow = (g == g.min()) & (grid[-1] <= 16 * S.GRID[-1])  # the group's first problem, until 16x
         s = np.where(slow, -0.4, -0.5)
