@@ -52,17 +52,18 @@ def permfl(*, lam_is_L=False, batch=None, l2=0.0, stale_sum=False):
     return round_fn
 
 
-def pflmf(*, fedper=False, frozen=False, by_samples=False):
+def pflmf(*, fedper=False, frozen=False, by_samples=False, f32=False):
     """pFL^MF client by client on the audit's state ``concat(U.ravel(), V.ravel())``: the thesis's
     alternating method (τ steps on v_i at U_t, then one server step on U at the new v_i);
     ``fedper`` FedPer's rounds instead (the authors' code: simultaneous steps on a copy of U and on
-    v_i, the copies averaged), ``frozen`` v_i never updated, ``by_samples`` server weights ∝ n_i."""
+    v_i, the copies averaged), ``frozen`` v_i never updated, ``by_samples`` server weights ∝ n_i,
+    ``f32`` those weights normalised in float32 and not renormalised (FL-bench's server)."""
 
     def round_fn(w, clients, rng, *, rank, eta_u, eta_v, tau):
         d, m = clients[0].X.shape[1], len(clients)
         U, V = w[: d * rank].reshape(d, rank), w[d * rank :].reshape(m, rank).copy()
-        p = np.array([c.n if by_samples else c.weight for c in clients], dtype=float)
-        p = p / p.sum()
+        p = np.array([c.n if by_samples else c.weight for c in clients], dtype=np.float32 if f32 else float)
+        p = (p / p.sum()).astype(float)
         if fedper:
             copies = []
             for i, c in enumerate(clients):

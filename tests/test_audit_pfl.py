@@ -62,6 +62,13 @@ CASES = [  # (algorithm, deviant, audit kwargs, expected deviations, expected pa
     ("pflmf", impls.pflmf(frozen=True), {}, ("frozen_personal",), {}),
     ("pflmf", impls.pflmf(by_samples=True), {}, ("weights_by_samples",), {}),
     ("pflmf", impls.pflmf(fedper=True, by_samples=True), {}, ("weights_by_samples", "fedper"), {}),
+    (
+        "pflmf",
+        impls.pflmf(fedper=True, by_samples=True, f32=True),
+        {},
+        ("weights_by_samples_float32", "fedper"),
+        {},
+    ),
 ]
 
 

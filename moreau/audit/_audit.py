@@ -138,7 +138,7 @@ class AuditReport:
                 for other in [f for f in self.fits if f.explained][1:]:
                     out.append(f"    also explained by {other} (largest distance {other.residual:.3g})")
             else:
-                best = self.fits[0] if self.fits else None
+                best = min(self.fits, key=lambda f: f.residual) if self.fits else None
                 out.append(
                     "  WHY: unexplained by the deviation library"
                     + ("" if best is None else f"; nearest {best}, largest distance {best.residual:.3g}")

@@ -112,6 +112,19 @@ def _start(inst: Instance, hyper: Mapping[str, Any], seed: int) -> np.ndarray:
     return pflmf_pack(U, rng.standard_normal((inst.m, r)) / np.sqrt(r))
 
 
+def _server_weights(inst: Instance, knobs: Knobs) -> np.ndarray:
+    """The server's weights ``(m,)``: the paper's p_i, uniform or ∝ n_i (``knobs.weighting``);
+    ``extra`` ``weights_float32``: normalised in float32 arithmetic, as FL-bench's
+    ``aggregate_client_updates`` does (``torch.tensor(weights, dtype=torch.float32)``)."""
+    raw = {None: inst.weights, "uniform": np.ones(inst.m), "samples": inst.sizes.astype(float)}[
+        knobs.weighting
+    ]
+    if knobs.get("weights_float32", False):
+        r32 = np.asarray(raw, dtype=np.float32)
+        return np.asarray(r32 / np.sum(r32, dtype=np.float32), dtype=float)
+    return np.asarray(raw, dtype=float) / float(np.sum(raw))
+
+
 def _run(
     inst: Instance, hyper: Mapping[str, Any], rounds: int, seed: int, knobs: Knobs
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -119,13 +132,7 @@ def _run(
     never updated; ``weighting``, ``l2``, ``grad_scale``, ``local_grad``, ``server``)."""
     f, r = inst.objective, int(hyper["rank"])
     eu, ev, tau = float(hyper["eta_u"]), float(hyper["eta_v"]), int(hyper["tau"])
-    p = (
-        inst.weights
-        if knobs.weighting is None
-        else {"uniform": np.full(inst.m, 1 / inst.m), "samples": inst.sizes / inst.sizes.sum()}[
-            knobs.weighting
-        ]
-    )
+    p = _server_weights(inst, knobs)
     fedper, frozen = bool(knobs.get("fedper", False)), bool(knobs.get("frozen_personal", False))
     sizes = inst.sizes.astype(float)[:, None]
 
@@ -150,7 +157,8 @@ def _run(
                     V - ev * (np.swapaxes(Ui, 1, 2) @ G[:, :, None])[..., 0],
                 )
                 V = V if frozen else Vn
-            U = np.sum(p[:, None, None] * Ui, axis=0) / np.sum(p)
+            total = 1.0 if knobs.get("weights_float32", False) else np.sum(p)  # (FL-bench: no renormalising)
+            U = np.sum(p[:, None, None] * Ui, axis=0) / total
         else:
             for _ in range(tau):
                 if not frozen:
@@ -238,3 +246,14 @@ def _fedper(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Kno
 )
 def _frozen(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knobs:
     return replace(k, extra=(*k.extra, ("frozen_personal", True)))
+
+
+@deviation(
+    "weights_by_samples_float32",
+    "server weights proportional to n_i, normalised in float32 (FL-bench's aggregate_client_updates) "
+    "instead of the paper's uniform p_i",
+    algorithms=("pflmf",),
+    group="weights",
+)
+def _by_samples_f32(k: Knobs, v: float, hyper: Mapping[str, Any], inst: Instance) -> Knobs:
+    return replace(k, weighting="samples", extra=(*k.extra, ("weights_float32", True)))
