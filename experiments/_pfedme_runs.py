@@ -65,10 +65,11 @@ def _pick(rng, m, S):
     return mask
 
 
-def objective(X, Y, n, mu):
-    """The clients' :class:`moreau.Multinomial` (training rows, padding of weight 0)."""
+def objective(X, Y, n, mu, **kw):
+    """The clients' :class:`moreau.Multinomial` (training rows, padding of weight 0); ``kw`` to it
+    (``max_bytes``: its refusal of sizes whose prox would not fit in memory)."""
     valid = (np.arange(X.shape[1]) < n[:, None]).astype(X.dtype)
-    return Multinomial(X, np.argmax(Y, axis=-1), n_classes=Y.shape[-1], mu=mu, weights=valid)
+    return Multinomial(X, np.argmax(Y, axis=-1), n_classes=Y.shape[-1], mu=mu, weights=valid, **kw)
 
 
 def pfedme(
