@@ -84,3 +84,43 @@ def pflmf(*, fedper=False, frozen=False, by_samples=False, f32=False):
         return np.concatenate([U.ravel(), V.ravel()]), V @ U.T
 
     return round_fn
+
+
+def hvp(c, w, v):
+    """The client's Hessian-vector product at ``w`` (least squares or logistic with ridge)."""
+    if c.kind == "least_squares":
+        return c.X.T @ (c.X @ v) / c.n
+    s = 1.0 / (1.0 + np.exp(-c.y * (c.X @ w)))
+    return c.X.T @ (s * (1 - s) * (c.X @ v)) / c.n + c.mu * v
+
+
+def per_fedavg(*, first_order=False, hf_delta=None, over_delta=False, alpha_is_beta=False, by_samples=False):
+    """Per-FedAvg (Algorithm 1, exact gradients), client by client: ``first_order`` FO-MAML,
+    ``hf_delta`` the Hessian-free variant with that δ (``over_delta``: the difference divided by δ,
+    not 2δ), ``alpha_is_beta`` the inner step takes β's value, ``by_samples`` the server average
+    weighted by n_i."""
+    from moreau.audit import sample_clients
+
+    def round_fn(w, clients, rng, *, alpha, beta, tau, S):
+        m = len(clients)
+        S = m if S is None else S
+        picked = set(int(i) for i in (sample_clients(rng, m, S) if S < m else range(m)))
+        a = beta if alpha_is_beta else alpha
+        local, num, den = [], np.zeros_like(w), 0.0
+        for i, c in enumerate(clients):
+            x = w.copy()
+            if i in picked:
+                for _ in range(tau):
+                    g = grad(c, x - a * grad(c, x))
+                    if hf_delta is not None:
+                        diff = grad(c, x + hf_delta * g) - grad(c, x - hf_delta * g)
+                        g = g - a * diff / (hf_delta if over_delta else 2 * hf_delta)
+                    elif not first_order:
+                        g = g - a * hvp(c, x, g)
+                    x = x - beta * g
+                q = c.n if by_samples else 1.0
+                num, den = num + q * x, den + q
+            local.append(x)
+        return num / den, np.array(local)
+
+    return round_fn

@@ -38,9 +38,31 @@ def test_pflmf_reference_with_default_knobs_is_moreau_fl():
     np.testing.assert_allclose(X, np.asarray(ref.theta), rtol=0, atol=1e-14)
 
 
-@pytest.mark.parametrize(("algorithm", "impl"), [("permfl", impls.permfl), ("pflmf", impls.pflmf)])
-def test_faithful_independent_loops_match(algorithm, impl):
-    r = A.audit(impl(), algorithm, rounds=15)
+@pytest.mark.parametrize(("family", "S"), [("quadratic", None), ("quadratic", 3), ("logistic", 2)])
+def test_perfedavg_reference_with_default_knobs_is_moreau_fl(family, S):
+    inst = A.instance(family, seed=4)
+    h = {**A.DEFAULT_HYPER["perfedavg"], "S": S}
+    g, loc = A.run_variant("perfedavg", inst, h, 6, 7)
+    ref = fl.per_fedavg(
+        inst.objective, alpha=0.05, beta=0.1, tau=5, rounds=6, S=S, rng=np.random.default_rng(7)
+    )
+    np.testing.assert_allclose(g, np.asarray(ref.w_global), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(loc, np.asarray(ref.w_local), rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "impl", "kw"),
+    [
+        ("permfl", impls.permfl, {}),
+        ("pflmf", impls.pflmf, {}),
+        ("perfedavg", impls.per_fedavg, {}),
+        ("perfedavg", impls.per_fedavg, {"hyper": {"S": 3}}),
+        ("perfedavg", impls.per_fedavg, {"family": "logistic"}),
+    ],
+    ids=["permfl", "pflmf", "perfedavg", "perfedavg-S3", "perfedavg-logistic"],
+)
+def test_faithful_independent_loops_match(algorithm, impl, kw):
+    r = A.audit(impl(), algorithm, rounds=15, **kw)
     assert r.matches and r.exit_code == 0 and r.fits == ()
     assert np.max(r.distance) <= 1e-12 * (1 + np.max(np.abs(r.w_ref)))
     assert "MATCHES" in str(r)
@@ -54,7 +76,7 @@ CASES = [  # (algorithm, deviant, audit kwargs, expected deviations, expected pa
     (
         "permfl",
         impls.permfl(lam_is_L=True, batch=7),
-        {},
+        {"rounds": 5},  # (every pair is fitted: fewer rounds keep the test short)
         ("lam_device_bound_to_L", "sequential_batches"),
         {"B": 7},
     ),
@@ -136,6 +158,29 @@ def test_pflmf_target_is_eckart_young_and_measured_on_the_personalised_models():
     assert r.gap > 0 and F(r.optimum) < F(r.w_impl[-1])
 
 
+@pytest.mark.parametrize("family", A.FAMILIES)
+def test_perfedavg_optimum_minimises_the_meta_objective(family):
+    r = A.audit(impls.per_fedavg(), "perfedavg", family=family, rounds=2)
+    inst, a = A.instance(family), A.DEFAULT_HYPER["perfedavg"]["alpha"]
+
+    def F(w):  # (1/m) sum_i f_i(w - alpha grad f_i(w)), independently from the samples
+        out = 0.0
+        for c in inst.clients:
+            v = w - a * impls.grad(c, w)
+            z = c.X @ v
+            loss = (
+                np.mean((z - c.y) ** 2) / 2
+                if c.kind == "least_squares"
+                else np.mean(np.logaddexp(0, -c.y * z))
+            )
+            out += (loss + c.mu / 2 * v @ v) / inst.m
+        return out
+
+    ref = minimize(F, np.zeros(inst.dim), method="BFGS", options={"gtol": 1e-12})
+    np.testing.assert_allclose(r.optimum, ref.x, rtol=0, atol=1e-7)  # BFGS's own accuracy
+    assert F(r.optimum) <= ref.fun + 1e-15
+
+
 @pytest.mark.parametrize(
     ("call", "match"),
     [
@@ -145,8 +190,17 @@ def test_pflmf_target_is_eckart_young_and_measured_on_the_personalised_models():
         (lambda: A.audit(impls.pflmf(), "pflmf", hyper={"rank": 0}), "rank must be an int >= 1"),
         (lambda: A.team_instance(teams=(0, 2)), "team 1 has none"),
         (lambda: A.audit((impls.permfl(), impls.permfl()), "permfl"), "round function"),
+        (lambda: A.audit(impls.per_fedavg(), "perfedavg", weights="samples"), "weights='uniform'"),
     ],
-    ids=["permfl-weights", "permfl-logistic", "pflmf-logistic", "pflmf-rank", "teams", "pair"],
+    ids=[
+        "permfl-weights",
+        "permfl-logistic",
+        "pflmf-logistic",
+        "pflmf-rank",
+        "teams",
+        "pair",
+        "perfedavg-weights",
+    ],
 )
 def test_bad_arguments_are_one_line_errors(call, match):
     with pytest.raises(ValueError, match=match) as e:
