@@ -65,3 +65,22 @@ def test_bad_input_is_a_one_line_error(strategy, app_fn, algorithm, match):
     with pytest.raises(ValueError, match=match) as e:
         A.audit_flower_messages(strategy(), app_fn, algorithm, rounds=2)
     assert "\n" not in str(e.value)
+
+
+def test_cli_flower_message_module(tmp_path, capsys):
+    from pathlib import Path
+
+    from moreau._cli import main
+
+    here = Path(__file__).resolve().parent
+    mod = tmp_path / "my_flower.py"
+    mod.write_text(
+        f"import sys\nsys.path.insert(0, {str(here)!r})\n"
+        "from _audit_flower_msg_impls import gd_app\nfrom flwr.serverapp.strategy import FedAvg\n"
+        "strategy = FedAvg()\napp_fn = gd_app\n"
+    )
+    args = ["audit", "--flower", str(mod), "--algorithm", "fedavg", "--rounds", "4"]
+    assert main([*args, "--weights", "samples"]) == 0
+    assert "MATCHES" in capsys.readouterr().out
+    assert main(args) == 1  # the paper's uniform p_i: Flower weights by num-examples
+    assert "WHY: weights_by_samples" in capsys.readouterr().out

@@ -206,3 +206,20 @@ def test_bad_arguments_are_one_line_errors(call, match):
     with pytest.raises(ValueError, match=match) as e:
         call()
     assert "\n" not in str(e.value)
+
+
+def test_cli_permfl_module(tmp_path, capsys):
+    from pathlib import Path
+
+    from moreau._cli import main
+
+    here = Path(__file__).resolve().parent
+    mod = tmp_path / "my_permfl.py"
+    mod.write_text(
+        f"import sys\nsys.path.insert(0, {str(here)!r})\nimport _audit_pfl_impls\n"
+        "round_fn = _audit_pfl_impls.permfl(lam_is_L=True)\n"
+    )
+    assert main(["audit", "--module", str(mod), "--algorithm", "permfl", "--rounds", "4"]) == 1
+    assert "WHY: lam_device_bound_to_L" in capsys.readouterr().out
+    assert main(["audit", "--module", str(mod), "--algorithm", "permfl", "--weights", "samples"]) == 2
+    assert "weights='uniform'" in capsys.readouterr().err

@@ -1,5 +1,5 @@
-"""``moreau audit``: check your own FedAvg / FedProx / pFedMe / FedFW implementation against the paper's
-algorithm (moreau.fl) on an exact instance.
+"""``moreau audit``: check your own FedAvg / FedProx / pFedMe / FedFW / PerMFL / pFL^MF / Per-FedAvg
+implementation against the paper's algorithm (moreau.fl) on an exact instance.
 
 Your module (a .py file, --module) defines either
 
@@ -26,10 +26,19 @@ the paper's algorithm, where it ends up against the exact optimum, and which nam
   dtype        (optional)       "float64" (default) or "float32" (or a torch dtype)
   batch_size   (optional)       None: one full batch (default)
 
---flower module.py (Flower, the legacy flwr.server.strategy interface; fedavg and fedprox) defines
+--flower module.py (Flower 1.42; fedavg and fedprox) defines, for the message-based API,
+
+  strategy                      a flwr.serverapp.strategy.Strategy, e.g. FedAvg()
+  app_fn(client)                -> a ClientApp for one moreau.audit.Client (full participation)
+
+or, for the legacy flwr.server.strategy interface,
 
   strategy                      a flwr.server.strategy.Strategy, e.g. FedAvg()
   client_fn(client)             -> a NumPyClient for one moreau.audit.Client
+
+PerMFL (--algorithm permfl: lam, gamma, alpha, eta, beta, K, L; the clients are devices with a
+team), pFL^MF (pflmf: rank, eta_u, eta_v, tau; the state is concat(U.ravel(), V.ravel())) and
+Per-FedAvg (perfedavg: alpha, beta, tau, S) are audited through round_fn (docs/audit.md).
 
 --torch needs torch and --flower needs flwr: pip install 'moreau-pfl[audit]'.
 
@@ -176,6 +185,12 @@ def _implementation(args: argparse.Namespace) -> Any:
         from ._flower import flower_round_fn
 
         mod = _load(args.flower, "--flower")
+        if hasattr(mod, "app_fn"):  # the message-based API: a flwr.serverapp.strategy strategy
+            from ._flower_messages import flower_message_round_fn
+
+            return flower_message_round_fn(
+                _attr(mod, "strategy", "--flower", args.flower), mod.app_fn, args.algorithm
+            )
         return flower_round_fn(
             _attr(mod, "strategy", "--flower", args.flower),
             _attr(mod, "client_fn", "--flower", args.flower),
