@@ -6,6 +6,8 @@ and the evaluation after one local step.
   each user's images of each class split into train and test;
 * :func:`run_method`: FedAvg (``moreau.fl.fedavg``), Per-FedAvg FO and HF (``moreau.fl.per_fedavg``)
   from w = 0, called in chunks of ``eval_every`` rounds with the same generator;
+* :func:`run_local_only`: the local-only baseline (each user trains alone, no communication),
+  evaluated by the same protocol on per-user models;
 * :class:`Evaluator`: the global model adapted per user by one stochastic gradient step of size α
   on a mini-batch (drawn from the training rows, or from the evaluated rows with ``adapt_on =
   "test"``: the paper's wording, which leaks them), the mean over users of each user's accuracy.
@@ -24,9 +26,12 @@ from moreau import fl
 from . import _pfedme_runs as runs
 from ._evaluate import Split
 
-__all__ = ["METHODS", "Evaluator", "run_method", "split", "user_accuracy"]
+__all__ = ["LOCAL", "METHODS", "SHOWN", "Evaluator", "run_local_only", "run_method", "split", "user_accuracy"]
 
 METHODS = ("FedAvg + update", "Per-FedAvg (FO)", "Per-FedAvg (HF)")
+#: the baseline beside them (figures, tables, summary; not part of the paper's claims)
+LOCAL = "Local only"
+SHOWN = (*METHODS, LOCAL)
 
 
 def split(X, y, N, a, rng, train_fraction=0.75):
@@ -74,8 +79,9 @@ def user_accuracy(X, y, w, theta):
 
 
 class Evaluator:
-    """The metrics of a global model at round t: the one-step update per user on batches that depend on
-    (round, which rows) only, so that every method meets the same batches."""
+    """The metrics of a global model ``(D*C,)`` (or per-user models ``(m, D*C)``: Local only) at round t:
+    the one-step update per user on batches that depend on (round, which rows) only, so that every
+    method meets the same batches."""
 
     def __init__(self, key, parts, params, alpha):
         self.key, self.parts, self.alpha = key, parts, alpha
@@ -87,7 +93,7 @@ class Evaluator:
         n = wt.sum(axis=1).astype(np.int64)
         Y = (y[..., None] == np.arange(self.C)).astype(float)
         g = np.random.default_rng([self.key, t, ("train", "validation", "test").index(which)])
-        W = np.broadcast_to(w, (X.shape[0], w.size))
+        W = np.broadcast_to(w, (X.shape[0], w.shape[-1]))
         return W - self.alpha * runs.grad(*runs.batch(g, X, Y, np.maximum(n, 1), self.B), self.mu, W)
 
     def __call__(self, t, w):
@@ -157,4 +163,29 @@ def run_method(method, f, rng, params, tau, alpha, evaluate):
         w = np.asarray(h.w_global[-1])
         t += k
         record(t)
+    return rounds, values
+
+
+def run_local_only(train, rng, params, tau, evaluate):
+    """The local-only baseline: every user trains alone from 0, τ mini-batch gradient steps of size β
+    (FedAvg's step and local steps) per round on its own training rows (batches of ``batch`` rows drawn
+    with replacement, :func:`moreau.experiments._pfedme_runs.local_only`), no server; its per-user models
+    evaluated by ``evaluate`` at the rounds :func:`run_method` evaluates.  ``train`` = (X, y, weights)
+    padded ``(m, n, D)``."""
+    X, y, w = train
+    Y = (y[..., None] == np.arange(10)).astype(float)
+    n = w.sum(axis=1).astype(np.int64)
+    T, every = params["rounds"], params["eval_every"]
+    rounds, values = [], {}
+
+    def record(t, _, personal):
+        if t % every and t != T:
+            return
+        rounds.append(t)
+        for k, v in evaluate(t, personal()).items():
+            values.setdefault(k, []).append(v)
+
+    runs.local_only(
+        rng, X, Y, n, params["mu"], eta=params["beta"], tau=tau, rounds=T, B=params["batch"], record=record
+    )
     return rounds, values

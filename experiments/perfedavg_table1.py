@@ -43,6 +43,12 @@ validation accuracy), which leaks them.  The adaptation batches of a round are t
 method (common random numbers: the comparisons are paired).  Also recorded: the accuracy of the
 global model before the step and the training objective of the adapted models.
 
+Local only (the baseline beside every personalisation experiment): each user trains alone from 0,
+τ mini-batch steps of size β per round (FedAvg's), no communication, on its own random stream (the
+other methods' numbers are unchanged); evaluated by the same protocol on its per-user models (one
+step of size α from them; "before update": the user's own model).  It is in the curves, the tables,
+the summary and the figures, not in the claims.
+
 Outputs: the curves (long CSV, every ``eval_every`` rounds), ``perfedavg-table1-table.csv``
 (last round, best round on validation, best round on test per method, seed and row) and
 ``perfedavg-table1-summary.csv`` (mean and 95 % t interval over seeds beside the paper's value
@@ -73,7 +79,7 @@ from ._curves import LAST, SELECTION_COLUMNS, band_label, check_band, columns, l
 from ._deviations import differing
 from ._evaluate import hold_out
 from ._experiment import Experiment
-from ._perfedavg_runs import METHODS, Evaluator, run_method, split
+from ._perfedavg_runs import LOCAL, METHODS, SHOWN, Evaluator, run_local_only, run_method, split
 from ._plot import figure, save
 from ._verdicts import by_seed, paired
 
@@ -125,7 +131,7 @@ METRICS = {
     "alpha from the global model (the paper's evaluation; adapt_on says on which rows)",
     "validation_accuracy": "the same on the validation rows held out of each user's training rows",
     "test_accuracy_before_update": "mean over users of each user's test accuracy (%) of the global model itself "
-    "(no step)",
+    "(no step; Local only: the user's own model)",
     "train_loss": "training objective of the adapted models: sum_i n_i f_i(theta_i) / sum_i n_i (cross-entropy "
     "+ mu/2 ||theta_i||^2)",
 }
@@ -235,6 +241,8 @@ def compute(params, point, rng):
     parts["train"] = train
     f = Multinomial(train[0], train[1], n_classes=10, mu=params["mu"], weights=train[2])
     key, train_seed = (int(v) for v in key_rng.integers(0, 2**62, size=2))
+    # Local only's stream: spawned after the others, so it changes none of their draws
+    local_seed = int(rng.spawn(1)[0].integers(0, 2**62))
     rows = []
     for tau, alpha in itertools.product(params["taus"], params["alphas"]):
         evaluate = Evaluator(key, parts, params, alpha)
@@ -243,6 +251,8 @@ def compute(params, point, rng):
                 method, f, np.random.default_rng(train_seed), params, tau, alpha, evaluate
             )
             rows += long_rows(values, method=method, seed=point["seed"], rounds=ts, tau=tau, alpha=alpha)
+        ts, values = run_local_only(train, np.random.default_rng(local_seed), params, tau, evaluate)
+        rows += long_rows(values, method=LOCAL, seed=point["seed"], rounds=ts, tau=tau, alpha=alpha)
     return rows
 
 
@@ -263,7 +273,7 @@ def _summary(table, params):
     out = []
     for tau, alpha in _rows(params):
         paper = _paper_row(tau, alpha) or {}
-        for method in METHODS:
+        for method in SHOWN:
             for what in dict.fromkeys(r["selection"] for r in table):
                 v = np.array(
                     [
@@ -304,7 +314,8 @@ def _summary(table, params):
 SUMMARY_COLUMNS = {
     "tau": GRID["tau"],
     "alpha": GRID["alpha"],
-    "method": "the algorithm (its global model after one update step)",
+    "method": "the algorithm (its global model after one update step; Local only: each user's own model "
+    "after one update step, no communication)",
     "selection": SELECTION_COLUMNS["selection"],
     "seeds": "seeds averaged",
     "mean": "mean test accuracy (%) over seeds (ours: " + STAND_IN + ")",
@@ -319,7 +330,7 @@ SUMMARY_COLUMNS = {
 
 def finish(rows, params, out, seed=0, quick=False):
     kind = params["band"]
-    table = [r for tau, alpha in _rows(params) for r in selections(rows, METHODS, tau=tau, alpha=alpha)]
+    table = [r for tau, alpha in _rows(params) for r in selections(rows, SHOWN, tau=tau, alpha=alpha)]
     summary = _summary(table, params)
     grid = _rows(params)
     fig, ax = figure(len(grid), width=min(6.8, 3.4 * len(grid)) if len(grid) > 1 else 3.4, aspect=0.95)
@@ -330,7 +341,7 @@ def finish(rows, params, out, seed=0, quick=False):
             selection_bars(
                 a,
                 [r for r in table if r["tau"] == tau and r["alpha"] == alpha],
-                METHODS,
+                SHOWN,
                 "ci95",
                 paper={m: v[0] for m, v in paper.items()} if paper else None,
                 paper_label="Per-FedAvg paper, Table 1 (MNIST, neural network; ±0.02-0.03 %)",
@@ -361,7 +372,7 @@ def finish(rows, params, out, seed=0, quick=False):
             ("test_accuracy_before_update", "global model's test accuracy (%)", False),
             ("train_loss", "training objective (adapted models)", False),
         ],
-        METHODS,
+        SHOWN,
         kind,
         out,
         "perfedavg-table1-curves",
