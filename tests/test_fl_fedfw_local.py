@@ -171,6 +171,12 @@ BAD = [
     ("S above n", lambda: fedfw(_F, L2Ball(1.0), rounds=2, S=6, rng=0), ValueError, "S must be <= N = 5"),
     ("S without rng", lambda: fedfw(_F, L2Ball(1.0), rounds=2, S=2), ValueError, "rng is required"),
     ("restart not a bool", lambda: fedfw(_F, L2Ball(1.0), rounds=2, restart=1), TypeError, "restart must be"),
+    (
+        "record unknown",
+        lambda: fedfw(_F, L2Ball(1.0), rounds=2, record="local"),
+        ValueError,
+        "record must be",
+    ),
 ]
 
 
@@ -189,3 +195,14 @@ def test_sampled_local_steps_run_on_array_api_strict():
     h = fedfw(mo.Quadratic(xps.asarray(A), xps.asarray(b)), C, **kw)
     assert type(h.w_global).__module__.startswith("array_api_strict")
     assert_close(host(h.w_local), host(ref.w_local), factor=10)
+
+
+@pytest.mark.parametrize("kw", [{}, {"stochastic": True, "sigma": 0.7, "rng": 5}, {"K": 2, "S": 3, "rng": 1}])
+def test_record_server_keeps_the_same_server_models_and_drops_the_clients(kw):
+    f = _clients(3)[2]
+    C = Box(-np.ones(3), np.ones(3))
+    full = fedfw(f, C, rounds=9, **kw)  # an int seed: both runs draw the same noise and samples
+    server = fedfw(f, C, rounds=9, record="server", **kw)
+    assert np.array_equal(host(server.w_global), host(full.w_global))
+    assert server.w_local is None and server.directions is None and server.nnz is None
+    assert server.params["record"] == "server" and full.params["record"] == "all"

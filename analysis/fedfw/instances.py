@@ -214,27 +214,41 @@ def F_value(A, b, x):
     return 0.5 * np.einsum("...ti,tij,...tj->...t", x, Abar, x) - np.einsum("...ti,ti->...t", x, bbar)
 
 
-def run(batch, rounds, *, per_instance=(), **kw):
+def run(batch, rounds, *, per_instance=(), keep=None, **kw):
     """``moreau.fl.fedfw`` on every instance, one call per constraint kind (λ0 and x̄^1 from the batch;
     ``per_instance``: names of ``kw`` entries that hold one value per instance, e.g. ``lam``, ``sigma``);
     the history's arrays (host numpy) ``w_global`` ``(R+1, T, d)``, ``w_local`` ``(R+1, T, m, d)``,
-    ``directions`` ``(R, T, m, d)``, ``nnz`` ``(R, T, m)`` and ``lam`` ``(R, T)`` in instance order."""
+    ``directions`` ``(R, T, m, d)``, ``nnz`` ``(R, T, m)`` and ``lam`` ``(R, T)`` in instance order.
+    ``keep``: the names to return (default all); without a client-side name the runs record only the
+    server's models (``fedfw(record="server")``: no per-round copies of the clients' models), and
+    ``w_global`` may be read at the rounds ``keep_rounds`` only (``kw`` entry, indices into 0..R)."""
     T = batch["b"].shape[0]
+    keep = ("w_global", "w_local", "directions", "nnz", "lam") if keep is None else tuple(keep)
+    at = kw.pop("keep_rounds", None)
+    record = "all" if {"w_local", "directions", "nnz"} & set(keep) else "server"
     out = {}
     for kind in np.unique(batch["set"]):
         idx = np.flatnonzero(batch["set"] == kind)
         args = {k: (np.asarray(v)[idx] if k in per_instance else v) for k, v in kw.items()}
         if "lam" not in kw:
             args["lam0"] = batch["lam0"][idx]
-        h = fedfw(objective(batch, idx), constraint(batch, idx), rounds=rounds, x0=batch["x0"][idx], **args)
-        parts = {
-            "w_global": np.asarray(h.w_global),
-            "w_local": np.asarray(h.w_local),
-            "directions": np.asarray(h.directions),
-            "nnz": h.nnz,
-            "lam": np.broadcast_to(h.params["lam"], (rounds, idx.size)),
+        h = fedfw(
+            objective(batch, idx),
+            constraint(batch, idx),
+            rounds=rounds,
+            x0=batch["x0"][idx],
+            record=record,
+            **args,
+        )
+        get = {
+            "w_global": lambda h=h: np.asarray(h.w_global if at is None else h.w_global[at]),
+            "w_local": lambda h=h: np.asarray(h.w_local),
+            "directions": lambda h=h: np.asarray(h.directions),
+            "nnz": lambda h=h: h.nnz,
+            "lam": lambda h=h, n=idx.size: np.broadcast_to(h.params["lam"], (rounds, n)),
         }
-        for key, arr in parts.items():
+        for key in keep:
+            arr = get[key]()
             if key not in out:
                 out[key] = np.zeros(arr.shape[:1] + (T,) + arr.shape[2:], arr.dtype)
             out[key][:, idx] = arr

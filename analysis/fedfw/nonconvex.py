@@ -37,11 +37,21 @@ quarter the same with spread stationary points, a quarter indefinite (a_1 = −L
 x̄¹ is the set's centre in the first and third quarters, a point drawn inside the set off its centre
 (``instances.inside_points``) in the second and fourth.
 
-Consensus (part CONS): the same descent gives Φ_λ(X^t) <= F(x̄¹) + T η²(L + nλ)D²/2 = O(1) for η = T^{-2/3},
-λ = λ0 T^{1/3}, and (λ/2) dist(X^t, C)² <= Φ_λ(X^t) − f_low, so the mean of dist(X^t, C) over t <= T is
-O(λ^{-1/2}) = O(T^{-1/6}); checked as a rate (slope at most −1/6 + 0.05).  A fixed λ leaves it flat (slope
-≈ 0): this is where the growth of λ_t is tested (seed 0: slopes −0.29 to −0.79 with λ ∝ T^{1/3}; −0.35 to
-+0.18 with a fixed λ, rejected).
+Consensus (part CONS), derived here: X̄ = (x̄, …, x̄) lies in Dⁿ, so the Frank–Wolfe gap of Φ_λ is at least
+⟨∇Φ_λ(X), X − X̄⟩ = (1/n)Σ_i⟨∇f_i(x_i), x_i − x̄⟩ + λ dist(X, C)², and with G = max_i sup_D ‖∇f_i‖ and
+Σ_i‖x_i − x̄‖ <= √n dist (Cauchy–Schwarz), λ dist² <= gap_Φ(X) + (G/√n) dist, hence at every round
+
+    dist(X^t, C) <= G/(√n λ) + sqrt(gap_Φ(X^t)/λ),
+
+and by Jensen over the second half of the run, (2/T)Σ_{T/2<t<=T} dist(X^t, C) <= G/(√n λ) + sqrt(2B_T/λ),
+B_T the bound on the mean gap above: O(T^{-1/3}) for η = T^{-2/3}, λ = λ0 T^{1/3}.  (The second half:
+the first rounds, where the clients have not yet spread, make the slope over the whole run flatter on
+the finite grid.)  Checked as a rate (slope at most −1/3 + 0.05); the
+reading "explicit constant" also checks the bound itself (G <= ‖A_i‖ρ + ‖b_i‖, ρ the set's largest
+norm).  The rate is attained where the clients' gradients disagree (dist ≈ heterogeneity/λ).  It replaces
+the O(T^{-1/6}) that (λ/2)dist² <= Φ_λ − f_low = O(1) gives, which no instance approached (slopes −0.28
+to −0.79: a change of the exponent by 0.18 went undetected).  A fixed λ leaves the consensus flat
+(slope ≈ 0): this is where the growth of λ_t is tested.
 
 Claimed by the thesis: a rate.  What the check shows: slopes −0.30 to −0.36 on the rate-tight
 instances (the fixed step makes the iterates oscillate: gap ∝ ηλD²), steeper elsewhere; the explicit
@@ -71,6 +81,10 @@ __all__ = ["STATEMENTS"]
 
 HORIZONS, N_ANY, WINDOW, M, D = (64, 128, 256, 512, 1024), 1024, (64, 1024), 4, 3
 ATOL = 0.05  # the curvature of a 5-point grid: the bound is c1 T^-1/3 + c2 T^-2/3
+#: the mean gap's atol, from its measured slopes: over seeds 0-9 (320 instances) the largest fitted slope is
+#: -0.30 and the largest lower end of an interval -0.335, so 0.035 leaves a margin of 0.037 (power: see
+#: docs/power.md); the consensus part keeps ATOL (its largest slopes, -0.27, are pre-asymptotic)
+ATOL_GAP = 0.035
 
 CLAIM = {
     "exponent": -1 / 3,
@@ -78,12 +92,16 @@ CLAIM = {
     "eta": lambda T: T ** (-2 / 3),
     "lam": lambda T: T ** (1 / 3),
     "explicit": None,
-    "consensus_exponent": -1 / 6,  # what the descent argument gives for dist(X, C) (docstring)
+    "explicit_cons": None,
+    "consensus_exponent": -1 / 3,  # dist <= G/(sqrt(n) λ) + sqrt(gap/λ) (docstring)
 }
 READINGS = (
     Reading(
         "explicit constant (reconstructed)",
-        {"explicit": lambda h0, L, n, lam, D, eta, T: h0 / (T * eta) + eta / 2 * (L + n * lam) * D**2},
+        {
+            "explicit": lambda h0, L, n, lam, D, eta, T: h0 / (T * eta) + eta / 2 * (L + n * lam) * D**2,
+            "explicit_cons": lambda G, n, lam, B: G / (np.sqrt(n) * lam) + np.sqrt(2 * B / lam),
+        },
         why="the fixed-step Frank-Wolfe argument on the penalised objective, derived in this module's "
         "docstring; the paper's own constant was not available",
     ),
@@ -98,7 +116,10 @@ READINGS = (
 GAP = "(1/T) Σ_{t<=T} gap_Φ(X^t) = O(T^{-1/3}): slope over T = 64..1024"
 AVG = "(1/T) Σ_{t<=T} gap_Φ(X^t) <= (F(x̄¹) - f_low)/(T η) + (η/2)(L + n λ) D²"
 GAP_ANY = "(1/t) Σ_{τ<=t} gap_Φ(X^τ) = O(t^{-1/3}): envelope slope, t = 64..1024"
-CONS = "(1/T) Σ_{t<=T} dist(X^t, C) = O(T^{-1/6}) (λ dist²/2 <= Φ_λ - f_low = O(1)): slope over T = 64..1024"
+CONS = "(2/T) Σ_{T/2<t<=T} dist(X^t, C) = O(T^{-1/3}) (dist <= G/(√n λ) + sqrt(gap_Φ/λ)): slope over T = 64..1024"
+AVG_CONS = (
+    "(2/T) Σ_{T/2<t<=T} dist(X^t, C) <= G/(√n λ) + sqrt(2 B_T/λ), B_T the right side of the mean-gap bound"
+)
 CONS_ANY = "dist(X^t, C) = O(t^{-1/3}): envelope slope, t = 64..1024"
 
 
@@ -119,10 +140,15 @@ def instances(family, trials, rng):
 def prepare(batch):
     kind = batch["set"]
     flow = set_lower_bound(batch["A"], batch["b"], batch["h"], kind).mean(axis=1)
+    rho = np.where(kind == 0, np.linalg.norm(batch["h"], axis=-1), batch["h"][:, 0])  # max ||x|| over D
+    G = np.max(
+        np.linalg.norm(batch["A"], ord=2, axis=(2, 3)) * rho[:, None] + np.linalg.norm(batch["b"], axis=-1), 1
+    )
     return {
         **batch,
         "h0": F_value(batch["A"], batch["b"], batch["x0"]) - flow,
         "Dm": diameter(batch["h"], kind),
+        "G": G,
     }
 
 
@@ -147,14 +173,16 @@ def evaluate(data, claim):
             GAP_ANY: rate_sides(s1, ci1, claim["exponent"], applicable=ok1, **rate),
             CONS_ANY: rate_sides(s2, ci2, claim["exponent"], applicable=ok2, **rate),
         }
-    avgs, rhs, cons = [], [], []
+    avgs, rhs, cons, rhs_cons = [], [], [], []
     for T in HORIZONS:
         eta, c = claim["eta"](float(T)), claim["lam"](float(T))
         hist = run(data, T, lam_schedule=np.full(T, c), eta=np.full(T, eta))
         avgs.append(surrogate_gaps(data, hist).mean(axis=0))
-        cons.append(_dist(hist["w_local"][1:]).mean(axis=0))
+        cons.append(_dist(hist["w_local"][T // 2 : T]).mean(axis=0))  # X^t, T/2 < t <= T
         if claim["explicit"] is not None:
             rhs.append(claim["explicit"](data["h0"], data["L"], M, data["lam0"] * c, data["Dm"], eta, T))
+            if claim["explicit_cons"] is not None:
+                rhs_cons.append(claim["explicit_cons"](data["G"], M, data["lam0"] * c, rhs[-1]))
     y = np.array(avgs).T
     ok = np.all(y > 1e-12 * scale[:, None], axis=1)
     slope, ci = fit_exponent(np.array(HORIZONS, float), np.where(ok[:, None], y, 1.0))
@@ -165,7 +193,7 @@ def evaluate(data, claim):
             claim["exponent"],
             applicable=ok,
             note="not applicable where the gap is at the rounding floor (1e-12 of L D^2 + F(x̄¹) - f_low)",
-            **rate,
+            **{**rate, "atol": ATOL_GAP},
         )
     }
     yc = np.array(cons).T
@@ -189,6 +217,17 @@ def evaluate(data, claim):
                 "f_low": "exact on boxes (3^d faces), a lower bound elsewhere",
                 "L": "exact: max |eigenvalue|",
                 "D": "exact diameter",
+            },
+            note="at the horizon T with the largest ratio",
+        )
+    if rhs_cons:
+        out[AVG_CONS] = Sides(
+            *worst_point(np.array(cons), np.array(rhs_cons)),
+            "upper",
+            constants={
+                **consts,
+                "G": "bound: max_i ||A_i|| ρ + ||b_i||, ρ the set's largest norm",
+                "B_T": "the mean-gap bound above (f_low exact on boxes, a lower bound elsewhere)",
             },
             note="at the horizon T with the largest ratio",
         )

@@ -152,6 +152,7 @@ def fedfw(
     restart: bool = False,
     x0: Array | None = None,
     rng: np.random.Generator | int | None = None,
+    record: str = "all",
 ) -> FedFWHistory:
     r"""FedFW (thesis §4.3, eqs. (4.5)–(4.6)) on the clients of ``objective`` over ``constraint``.
 
@@ -205,7 +206,10 @@ def fedfw(
     unsampled client holds :math:`\bar x^t`), ``directions``, ``nnz``, ``local_steps`` = K,
     ``grad_evals`` (rounds K, or a host array ``(*lead, m)`` of K per round sampled when S < n),
     ``sampled`` ``(rounds, *lead, S)`` (host, when S < n); ``params`` holds the host arrays ``lam``
-    ``(T, *lead)``, ``eta`` and ``rho`` ``(T,)``, and ``K``, ``S``, ``restart``.
+    ``(T, *lead)``, ``eta`` and ``rho`` ``(T,)``, and ``K``, ``S``, ``restart``.  ``record="server"``
+    keeps only the server's models: ``w_global`` as above, ``w_local``, ``directions`` and ``nnz``
+    None (the same iterates, without storing and stacking ``T`` copies of every client's model and
+    direction: what a long run that reads only :math:`\bar x^t` needs).
 
     References: Dadras thesis §4.3, eqs. (4.4)–(4.6) (Paper III: Dadras, Banerjee, Prakhya,
     Yurtsever, "Federated Frank-Wolfe Algorithm", ECML PKDD 2024, arXiv 2408.10090).
@@ -235,6 +239,9 @@ def fedfw(
     K, S = count(K, "K"), sample_size(S, m)
     if not isinstance(restart, bool):
         raise TypeError(f"restart must be True or False (got {restart!r})")
+    if record not in ("all", "server"):
+        raise ValueError(f"record must be 'all' or 'server' (got {record!r})")
+    keep = record == "all"
     partial = S < m
     rng = generator(
         rng, sig is not None or size is not None or partial, "sigma or batch_size is set, or S < n"
@@ -284,8 +291,9 @@ def fedfw(
             X = Xn
             where = f"round {k + 1}" + (f", local step {j + 1}" if K > 1 else "")
             check_diverged(xp, f, X, "fedfw", where, "lam (the penalty) or the gradients")
-            ds.append(D)
-            nnz.append(xp.sum(xp.astype(D != 0, xp.int64), axis=-1))  # on the device: no sync per round
+            if keep:
+                ds.append(D)
+                nnz.append(xp.sum(xp.astype(D != 0, xp.int64), axis=-1))  # on the device: no sync per round
         if restart:
             w = xp.asarray(mask, dtype=f.dtype)[..., None]
             xbar = xp.sum(w * X, axis=-2) / S
@@ -295,7 +303,8 @@ def fedfw(
             xbar = xp.mean(X, axis=-2)
         evals += K * mask
         gs.append(xbar)
-        ls.append(X)
+        if keep:
+            ls.append(X)
     lam_host = np.broadcast_to(np.asarray(to_numpy(base), dtype=float), lead)
     lams = (
         np.broadcast_to(lam_host, (rounds,) + lead)
@@ -313,16 +322,17 @@ def fedfw(
         "K": K,
         "S": S,
         "restart": restart,
+        "record": record,
     }
     return FedFWHistory(
         w_global=xp.stack(gs),
-        w_local=xp.stack(ls),
+        w_local=xp.stack(ls) if keep else None,
         rounds=rounds,
         local_steps=K,
         grad_evals=evals if partial else rounds * K,
         params=params,
-        directions=xp.stack(ds),
-        nnz=np.asarray(to_numpy(xp.stack(nnz))),
+        directions=xp.stack(ds) if keep else None,
+        nnz=np.asarray(to_numpy(xp.stack(nnz))) if keep else None,
         sampled=np.stack(picks) if picks else None,
     )
 
