@@ -39,8 +39,9 @@ Hessian projected off one common random direction: F convex, not strongly convex
 segment) on ℓ1 and Euclidean balls; λ0 at the problem's scale.  F* exact by
 ``moreau.fl.fedfw_optimum`` (boxes: active sets; balls: accelerated projected gradient and an exact
 face polish; its Frank–Wolfe gap certifies F(x*) − F* ≤ gap, checked ≤ 1e-10 relative: the auxiliary
-part).  The singular group lies on balls because the box solver's active sets assume a positive
-definite Hessian (on a singular one it returned gaps up to 8e-3 here).
+part).  The singular group lies on balls: the box solver assumed a positive definite Hessian when the
+group was drawn (it returned gaps up to 8e-3 on singular boxes); it now solves singular boxes exactly
+too (``tests/test_fl_fedfw_box_singular.py``), so the group could also be drawn on boxes.
 
 Sides: the fitted slope and its interval against −1/2 (a rate); the reading adds lhs = S_t(X^{t+1}),
 rhs = the bound, at the round with the largest lhs/rhs.

@@ -194,9 +194,8 @@ def objective(batch, idx=None):
 def optimum(batch, lam=None):
     """``moreau.fl.fedfw_optimum`` on every instance, one call per constraint kind (boxes, ℓ1 and
     Euclidean balls; ``lam`` None, or one value per instance): ``{"value", "gap"}`` ``(T,)``, ``"x"``
-    ``(T, d)``, ``"X"`` ``(T, m, d)`` in instance order.  (The box solver's active sets are for a
-    positive definite Hessian: instances whose average is singular are drawn on balls, whose solver
-    certifies them.)"""
+    ``(T, d)``, ``"X"`` ``(T, m, d)`` in instance order, each certified by its Frank–Wolfe gap (singular
+    Hessians included, on boxes as on balls)."""
     T, m, d = batch["b"].shape
     out = {"value": np.zeros(T), "gap": np.zeros(T), "x": np.zeros((T, d)), "X": np.zeros((T, m, d))}
     for kind in np.unique(batch["set"]):

@@ -26,8 +26,8 @@ stationary points on boxes, started at the centre, or (a quarter) at a point dra
 its centre; a quarter convex clients whose average is singular (every client's Hessian projected off
 one common direction v: Φ_λ's minimisers are unique up to a common shift along v, which leaves
 dist(X_λ, C) and ∇f_i(x*) unchanged, so (a), (b) and the reading are defined) on Euclidean balls
-(the box solver's active sets assume a positive definite Hessian); a quarter Theorem 5's worst
-case for (b) (identical clients with curvature L along the box's
+(drawn when the box solver assumed a positive definite Hessian; it now also solves singular
+boxes); a quarter Theorem 5's worst case for (b) (identical clients with curvature L along the box's
 diagonal, the start x̄^1 = −h, the minimiser next to it: the LMO jumps to +h and (b)'s ratio at k = 1
 is (3/4)L/(L + nλ) → 3/4 as λ0 = L/(100n) → 0); λ on the grid λ0·2^k, k = −2..4; (b) with λ = λ0 over
 1000 rounds.

@@ -38,7 +38,8 @@ class FedFWTarget:
     of that problem at the returned (feasible) point plus the rounding bound of its evaluation: a
     certified bound on value − optimum (convexity); ``kkt``: :math:`\|z - P_{\mathcal D}(z - \nabla)\|_\infty`,
     the projected-gradient residual (0 exactly at a KKT point); ``iterations``: active-set
-    iterations (box) or accelerated projected-gradient iterations (balls).
+    iterations (box: primal–dual passes plus primal steps on a singular Hessian) or accelerated
+    projected-gradient iterations (balls).
     """
 
     x: Array
@@ -64,7 +65,11 @@ def fedfw_optimum(
     Solved on the host.  Box: the primal–dual active-set method (a semismooth Newton method on
     :math:`z = P_{[lo,hi]}(z - D^{-1}\nabla)`, D the Hessian's diagonal: fix the coordinates the
     step pushes out of the box at their bound, solve the stationarity equations on the rest, repeat
-    until the sets stop changing), polished by projected gradient where the sets cycle.  Balls
+    until the sets stop changing), polished by projected gradient where the sets cycle; where the
+    certified gap is still above 1e-13 of the problem's scale (a singular Hessian: the free block's
+    equations have no unique solution), the primal active-set method with the free block's
+    pseudo-inverse, and a step to the bounds along its null space where F decreases linearly there
+    (so boxes whose Hessian is only positive semidefinite are solved exactly too).  Balls
     (:mod:`moreau.fl._ball_qp`): accelerated projected gradient with restart (projections in closed
     form: :math:`z\min(1, r/\|z\|_2)`; the sort-based ℓ1 projection), at most ``100 max_iter``
     iterations, then the exact KKT solution on the face it identifies (ℓ1: a linear system on the
@@ -170,7 +175,10 @@ def _box_qp(
 ) -> tuple[np.ndarray, int]:
     """min ½zᵀHz − cᵀz on [lo, hi] (H PSD, batched): ``(z, iterations)``.  Primal-dual active sets from
     the clipped unconstrained solution; where the sets still change after ``max_iter`` passes, projected
-    gradient (step 1/||H||) from the last point, then the active sets again."""
+    gradient (step 1/||H||) from the last point, then the active sets again.  Where the certified gap is
+    then still above ~1e-13 of the problem's scale (a singular H: the free block's system has no
+    unique solution, and the active sets wander), :func:`_primal_active_set` from that point, kept where
+    its certificate is smaller."""
     shape, n = c.shape[:-1], c.shape[-1]
     H, c, lo, hi = (a.reshape((-1,) + a.shape[len(shape) :]) for a in (H, c, lo, hi))
     z, its, done = _active_sets(H, c, lo, hi, np.clip(_solve(H, c), lo, hi), max_iter)
@@ -180,7 +188,75 @@ def _box_qp(
             z = np.clip(z - step * (np.einsum("tij,tj->ti", H, z) - c), lo, hi)
         z, more, _ = _active_sets(H, c, lo, hi, z, max_iter)
         its += more
+    gap = _box_gap(H, c, z, np.einsum("tij,tj->ti", H, z) - c, lo, hi)
+    bad = np.flatnonzero(gap > 1e-13 * _gap_scale(H, c, lo, hi))
+    if bad.size:
+        zb, more = _primal_active_set(H[bad], c[bad], lo[bad], hi[bad], z[bad], max_iter)
+        gb = _box_gap(H[bad], c[bad], zb, np.einsum("tij,tj->ti", H[bad], zb) - c[bad], lo[bad], hi[bad])
+        better = gb < gap[bad]
+        z[bad[better]] = zb[better]
+        its += more
     return z.reshape(shape + (n,)), its
+
+
+def _gap_scale(H: np.ndarray, c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The magnitude of the objective's terms on the box, ``(T,)``: ``||H|| w² + |c| w``, w = max(|lo|, |hi|)."""
+    w = np.maximum(np.abs(lo), np.abs(hi))
+    return np.einsum("ti,tij,tj->t", w, np.abs(H), w) + np.sum(np.abs(c) * w, axis=-1) + 1e-300
+
+
+def _primal_active_set(
+    H: np.ndarray, c: np.ndarray, lo: np.ndarray, hi: np.ndarray, z: np.ndarray, max_iter: int
+) -> tuple[np.ndarray, int]:
+    r"""min ½zᵀHz − cᵀz on [lo, hi] for a PSD, possibly singular H, one instance at a time: the primal
+    active-set method from the feasible ``z`` (Nocedal and Wright, Algorithm 16.3), with the free block's
+    singular directions handled through its eigendecomposition :math:`H_{FF} = V\,\mathrm{diag}(w)V^	op`.
+    On the free set F: where the gradient has a component in the null space of :math:`H_{FF}`, F is
+    linear and decreasing along it, so the step follows it to the first bound; otherwise the
+    minimum-norm Newton step :math:`-H_{FF}^{+}g_F` (the pseudo-inverse), cut at the first bound.  A
+    blocking coordinate joins the bounds; after a full Newton step the bound with the most negative
+    multiplier is released (none: the point is a KKT point, optimal by convexity).  At most
+    ``10 max_iter`` steps per instance.  ``(z, steps)``."""
+    z = z.copy()
+    n, total = z.shape[-1], 0
+    for t in range(z.shape[0]):
+        Ht, ct, lt, ut, x = H[t], c[t], lo[t], hi[t], z[t]
+        fixed = (x <= lt) | (x >= ut)
+        for _ in range(10 * max_iter):
+            total += 1
+            g = Ht @ x - ct
+            F = np.flatnonzero(~fixed)
+            p = np.zeros(n)
+            newton = True
+            if F.size:
+                w, V = np.linalg.eigh(Ht[np.ix_(F, F)])
+                tol = 1e-12 * max(float(np.max(np.abs(w))), float(np.max(np.abs(Ht))), 1e-300)
+                null = V[:, w <= tol]
+                gn = null @ (null.T @ g[F])
+                if np.linalg.norm(gn) > 1e-12 * (np.linalg.norm(g[F]) + np.linalg.norm(ct) + 1e-300):
+                    p[F], newton = -gn, False  # zero curvature, F decreasing: go to a bound
+                else:
+                    r = w > tol
+                    p[F] = -(V[:, r] / w[r]) @ (V[:, r].T @ g[F])
+            if np.any(p != 0):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    room = np.where(p > 0, (ut - x) / p, np.where(p < 0, (lt - x) / p, np.inf))
+                k = int(np.argmin(room))  # finite: p != 0 and the box is bounded
+                alpha = float(room[k]) if not newton else min(1.0, float(room[k]))
+                x = np.clip(x + alpha * p, lt, ut)
+                if alpha < 1.0 or not newton:  # blocked by coordinate k: it joins the bounds
+                    fixed[k] = True
+                    x[k] = ut[k] if p[k] > 0 else lt[k]
+                    continue
+            g = Ht @ x - ct
+            mult = np.where(x <= lt, g, np.where(x >= ut, -g, np.inf))  # >= 0 at a KKT point
+            mult = np.where(fixed, mult, np.inf)
+            j = int(np.argmin(mult))
+            if not mult[j] < 0:
+                break
+            fixed[j] = False
+        z[t] = x
+    return z, total
 
 
 def _active_sets(
