@@ -2,7 +2,8 @@
 
 The keys are those of ``Experiment.config(quick, trials)`` (``moreau reproduce NAME
 --print-config`` prints them as TOML); a nested table (``same``, ``tuned``) is set key by key
-(``--set same.lam=20``, a ``[same]`` table in the file) or as a whole table whose keys are merged.
+(``--set same.lam=20``, a ``[same]`` table in the file) or as a whole table whose keys are merged; a
+table empty in the defaults (``method_args``) is open: its keys are yours (``--set method_args.f.lr=0.1``).
 A value's type is that of the defaults of both modes (``max_size`` is an integer or null): an
 integer stands for a number, counts (integers that are at least 1 in the defaults) must be at
 least 1, and a list keeps the type of its default elements.  Overrides apply in order (the file,
@@ -166,6 +167,9 @@ def _apply(name, source, params, examples, path, value, applied, prefix=""):
             f"moreau reproduce {name} --print-config shows them)"
         )
     ex = [e[head] for e in examples if isinstance(e, dict) and head in e]
+    if isinstance(params[head], dict) and any(e == {} for e in ex):  # (``ex`` holds the other mode's default)
+        _set_open(source, where, params[head], rest, value, applied)
+        return
     if isinstance(params[head], dict) and (rest or isinstance(value, dict)):
         sub = [e for e in ex if isinstance(e, dict)]
         items = [(rest, value)] if rest else [([k], v) for k, v in value.items()]
@@ -176,6 +180,32 @@ def _apply(name, source, params, examples, path, value, applied, prefix=""):
         raise ConfigError(f"{source}: '{where}' is {_describe(ex)}, not a table: no key '{'.'.join(path)}'")
     params[head] = _coerce(source, where, value, ex)
     applied[where] = copy.deepcopy(params[head])
+
+
+def _set_open(source, where, table, path, value, applied) -> None:
+    """Set ``path`` in an open table (one whose defaults are empty, such as ``method_args``: its keys
+    are the user's names, e.g. ``method_args.my_method.lr``): any key, any JSON value but a
+    non-finite number; a table given whole is merged key by key."""
+    if not path:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: '{where}' is a table of your own keys (got {_show(value)})")
+        for k, v in value.items():
+            _set_open(source, where, table, [k], v, applied)
+        return
+    for i, part in enumerate(path[:-1]):
+        table = table.setdefault(part, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{source}: '{where}.{'.'.join(path[: i + 1])}' is not a table")
+
+    def finite(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ConfigError(f"{source}: '{where}.{'.'.join(path)}' expects finite numbers (got {_show(v)})")
+        for x in v.values() if isinstance(v, dict) else v if isinstance(v, list) else ():
+            finite(x)
+
+    finite(value)
+    table[path[-1]] = copy.deepcopy(value)
+    applied[f"{where}.{'.'.join(path)}"] = copy.deepcopy(value)
 
 
 def _kind(v) -> str:

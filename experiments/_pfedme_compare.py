@@ -47,6 +47,7 @@ from ._curve_figures import curves_figure, legend, selection_bars
 from ._curves import LAST, SELECTION_COLUMNS, band_label, check_band, columns, long_rows, selections
 from ._deviations import differing
 from ._evaluate import Split, hold_out
+from ._pfedme_user import check_methods, deviation_lines, user_rows
 from ._plot import figure, save
 from ._verdicts import by_seed, paired
 
@@ -120,7 +121,7 @@ def deviations_for(paper_settings, fixed=()):
     ``paper_settings`` (``{key: (paper, words)}``) whose value differs."""
 
     def deviations(params):
-        return [*fixed, *differing(params, paper_settings)]
+        return [*fixed, *differing(params, paper_settings), *deviation_lines(_with_methods(params))]
 
     return deviations
 
@@ -132,6 +133,12 @@ def check(name, params):
         raise ValueError(
             f"{name}: validation_fraction must be in [0, 0.5] (got {params['validation_fraction']})"
         )
+    check_methods(name, _with_methods(params), SHOWN)
+
+
+def _with_methods(params):
+    """``params`` with the keys of your methods (``methods``, ``method_args``) where a caller left them out."""
+    return {"methods": [], "method_args": {}, **params}
 
 
 class _Recorder:
@@ -300,7 +307,8 @@ def compare(rng, train, test, mu, params, seed):
             )
         saved = None  # past the resumed stage, every later one runs from its start
         rows += [r for rc in rec for r in rc.rows(seed, setting)]
-    return rows
+    # your methods (--method), each on a stream of its own: the numbers above are the same without them
+    return rows + user_rows(rng, f, splits, mu, _with_methods(params), seed, SETTINGS)
 
 
 def _panel_title(tag, setting, data_label, params):
@@ -313,13 +321,14 @@ def finish_compare(rows, params, out, stem, paper, data_label, paper_label, quic
     in every panel), curves over rounds (pFedMe Figs. 3–4 style), the table of selected rounds, and
     the ordering claims (decided on the last round)."""
     kind = params["band"]
-    table = [r for st in SETTINGS for r in selections(rows, SHOWN, setting=st)]
+    shown = list(dict.fromkeys([*SHOWN, *(r["method"] for r in rows)]))  # the paper's, Local only, yours
+    table = [r for st in SETTINGS for r in selections(rows, shown, setting=st)]
     fig, ax = figure(2, width=6.8, aspect=0.95)
     for a, setting, tag in zip(ax[0], SETTINGS, "ab", strict=True):
         handles = selection_bars(
             a,
             [r for r in table if r["setting"] == setting],
-            SHOWN,
+            shown,
             kind,
             paper=paper,
             paper_label=f"pFedMe paper, Table 1 ({paper_label}; tuned, best round on test)",
@@ -328,7 +337,7 @@ def finish_compare(rows, params, out, stem, paper, data_label, paper_label, quic
     S = len({r["seed"] for r in table})
     legend(fig, handles, band_label(kind, S).replace("lines", "bars").replace("band", "error bars"), ncol=2)
     figures = save(fig, out, stem, quick)
-    figures += _curves_figure(rows, table, params, out, stem, data_label, quick)
+    figures += _curves_figure(rows, table, params, out, stem, data_label, quick, shown)
 
     last = {
         (st, m): by_seed(table, "test_accuracy", setting=st, method=m, selection=LAST)
@@ -386,7 +395,7 @@ def finish_compare(rows, params, out, stem, paper, data_label, paper_label, quic
     }
 
 
-def _curves_figure(rows, table, params, out, stem, data_label, quick):
+def _curves_figure(rows, table, params, out, stem, data_label, quick, shown=SHOWN):
     """Rows: the two settings; columns: test accuracy (last and best rounds marked), training
     objective, distance to the exact optimum (when computed)."""
     panels = [
@@ -399,5 +408,5 @@ def _curves_figure(rows, table, params, out, stem, data_label, quick):
         ("distance_to_optimum", "squared distance to the optimum", True),
     ]
     return curves_figure(
-        rows, panels, metrics, SHOWN, params["band"], out, f"{stem}-curves", quick, table=table
+        rows, panels, metrics, shown, params["band"], out, f"{stem}-curves", quick, table=table
     )

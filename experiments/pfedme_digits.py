@@ -72,6 +72,8 @@ def config(quick, trials):
         "eval_every": 1 if quick else 4,
         "band": "std",
         "optimum": False,
+        "methods": [],
+        "method_args": {},
         "same": {
             "fedavg_eta": 0.005,
             "alpha": 0.005,

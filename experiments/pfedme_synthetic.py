@@ -89,6 +89,8 @@ def config(quick, trials):
         "eval_every": 1 if quick else 10,
         "band": "std",
         "optimum": False,
+        "methods": [],
+        "method_args": {},
         "data_draw": "moreau",
         "same": {
             "fedavg_eta": 0.005,
