@@ -49,15 +49,17 @@ def _center(C, T, d):
     return np.broadcast_to(c, (T, d)).copy()
 
 
-def _loop(A, b, C, R, lam, eta, K, S, restart, seed, sigma=None, rho=None):
+def _loop(A, b, C, R, lam, eta, K, S, restart, seed, sigma=None, rho=None, dual_step=None):
     """Round by round, trial by trial, client by client: S clients from the smallest of m uniform keys, K
     steps (4.5)-(4.6) for each with the round's lam, eta and xbar, the others kept; xbar the mean of all
-    models (restart: every client from xbar, xbar the mean of the sampled ones)."""
+    models (restart: every client from xbar, xbar the mean of the sampled ones).  ``dual_step`` (one per
+    trial): FedFW+, y_i += dual_step (x_i - xbar) before each step, y_i added to the oracle's input."""
     T, m, d = b.shape
     rng = np.random.default_rng(seed)
     xbar = _center(C, T, d)
     X = np.repeat(xbar[:, None], m, axis=1)
     mom = {}
+    y = np.zeros((T, m, d))
     xs, picks, evals = [xbar.copy()], [], np.zeros((T, m), dtype=int)
     for k in range(R):
         if S < m:
@@ -79,7 +81,11 @@ def _loop(A, b, C, R, lam, eta, K, S, restart, seed, sigma=None, rho=None):
                     if rho is not None:
                         mom[t, i] = g if (t, i) not in mom else (1 - rho[k]) * mom[t, i] + rho[k] * g
                         g = mom[t, i]
-                    s = _lmo(C, t, g / m + lam[k][t] * (X[t, i] - xbar[t]))
+                    v = g / m + lam[k][t] * (X[t, i] - xbar[t])
+                    if dual_step is not None:
+                        y[t, i] = y[t, i] + dual_step[t] * (X[t, i] - xbar[t])
+                        v = v + y[t, i]
+                    s = _lmo(C, t, v)
                     Xn[t, i] = (1 - eta[k]) * X[t, i] + eta[k] * s
                     evals[t, i] += 1
             X = Xn
@@ -206,3 +212,32 @@ def test_record_server_keeps_the_same_server_models_and_drops_the_clients(kw):
     assert np.array_equal(host(server.w_global), host(full.w_global))
     assert server.w_local is None and server.directions is None and server.nnz is None
     assert server.params["record"] == "server" and full.params["record"] == "all"
+
+
+@pytest.mark.parametrize("name", list(SETS))
+@pytest.mark.parametrize("K, S, restart", [(1, 5, False), (3, 2, False), (2, 3, True)])
+def test_fedfw_plus_equals_a_loop_with_a_dual_variable_per_client(name, K, S, restart):
+    """FedFW+ (variant="plus"): y_i += λ0 (x_i − x̄^t) before each step, then (4.5) with y_i added; the batched
+    run against the loop to 1e-14 of the set's scale (the same operations in another order)."""
+    A, b, f = _clients(12)
+    C = SETS[name](2, 3, np.random.default_rng(13))
+    R, lam0 = 15, np.array([0.4, 3.0])
+    h = fedfw(f, C, rounds=R, lam0=lam0, K=K, S=S, restart=restart, rng=5, variant="plus")
+    c, eta, _ = schedules(R)
+    xs, X, _, _ = _loop(A, b, C, R, c[:, None] * lam0, eta, K, S, restart, 5, dual_step=lam0)
+    assert np.max(np.abs(host(h.w_global) - xs)) <= 1e-14 * 4  # sets of radius / half-width <= 2
+    assert np.max(np.abs(host(h.w_local[-1]) - X)) <= 1e-14 * 4
+    assert h.params["variant"] == "plus"
+    plain = fedfw(f, C, rounds=R, lam0=lam0, K=K, S=S, restart=restart, rng=5)
+    if not (restart and K == 1):  # the dual variable changes the run (with restart and K = 1 it stays 0)
+        assert not np.allclose(host(plain.w_global), host(h.w_global))
+
+
+def test_fedfw_plus_with_the_codes_restart_and_one_step_is_fedfw():
+    """The authors' default (restart, one local step): x_i = x̄ at the dual update, so y_i stays 0 and FedFW+ is
+    FedFW (``analysis/fedfw`` item 18)."""
+    f = _clients(14)[2]
+    C = L2Ball(np.array([1.0, 2.0]))
+    a = fedfw(f, C, rounds=9, restart=True, variant="plus")
+    b_ = fedfw(f, C, rounds=9, restart=True)
+    assert np.array_equal(host(a.w_global), host(b_.w_global))

@@ -80,7 +80,15 @@ iteration (stochastic gradients on ``⌈n_i/64⌉`` batches without the momentum
 own stalling mutant of ``fedfw.stochastic``); (14) the default algorithm is the stochastic variant
 (``FedFW_sto``), not (4.5)–(4.6); (15) by (4), the fixed-schedule options (``constant_eta``,
 ``constant_lambda``) never take effect as named; (16) the repository's latest commit does not import
-(found by the review that transcribed it): its default run cannot be executed as committed.
+(found by the review that transcribed it): its default run cannot be executed as committed; (17) FedFW+
+(the thesis's "augmented Lagrangian dual update", ``src/Optimizer.py``: y_i += λ0 (x_i − x̄) before each
+step, then y_i added to the LMO's input) never runs: the command line offers ``--fl_algorithm=FedFW_Plus``
+and the optimiser tests ``self.algorithm == "FedFW_plus"``, in every commit from the one that added it
+(1553f6f, 2024-03-05) to the latest (b90cbc0), so the runs and results labelled FedFW_Plus
+(``run_all_synthetic_mclr_fwplus.sh``) are plain FedFW; (18) had the branch run, the restart (1) with
+the default one local step would have kept y_i = 0 (x_i = x̄ at the dual update), so FedFW+ would
+still equal FedFW there.  ``moreau.fl.fedfw(variant="plus")`` implements the transcribed update in the
+thesis's form (no restart, 1/n).
 ``moreau.fl.fedfw`` offers K local steps, S sampled clients and the restart (1) as options (``K``,
 ``S``, ``restart=True``), with the thesis's round clock and 1/n: it reproduces neither (3), (5),
 (10), (11) nor (12).

@@ -53,10 +53,12 @@ from ._fedfw_optimum import FedFWTarget, fedfw_optimum  # the exact target, re-e
 from ._lmo import ConvexSet, check_set
 from ._minibatches import sample_counts
 
-__all__ = ["fedfw", "fedfw_optimum", "FedFWHistory", "FedFWTarget", "SCHEDULES", "schedules"]
+__all__ = ["fedfw", "fedfw_optimum", "FedFWHistory", "FedFWTarget", "SCHEDULES", "VARIANTS", "schedules"]
 
 #: named penalty schedules: λ_t for round t = 1..T (λ0 ``lam0``, T ``rounds``)
 SCHEDULES = ("sqrt", "constant", "horizon")
+#: ``variant``: FedFW (4.5)-(4.6), or FedFW+ (a dual variable per client, transcribed from the authors' code)
+VARIANTS = ("fedfw", "plus")
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,7 @@ def fedfw(
     x0: Array | None = None,
     rng: np.random.Generator | int | None = None,
     record: str = "all",
+    variant: str = "fedfw",
 ) -> FedFWHistory:
     r"""FedFW (thesis §4.3, eqs. (4.5)–(4.6)) on the clients of ``objective`` over ``constraint``.
 
@@ -211,6 +214,18 @@ def fedfw(
     None (the same iterates, without storing and stacking ``T`` copies of every client's model and
     direction: what a long run that reads only :math:`\bar x^t` needs).
 
+    ``variant="plus"``: FedFW+, "an empirically faster version of FedFW by incorporating an augmented
+    Lagrangian dual update" (thesis §4.3, no formula printed).  The update is transcribed from the
+    authors' code (``src/Optimizer.py``, branch ``FedFW_plus``): every client keeps a dual variable
+    :math:`y_i^0 = 0` and, at each step, before (4.5),
+    :math:`y_i \leftarrow y_i + \lambda_0(x_i - \bar x^t)` (the dual ascent step of the consensus
+    constraint :math:`x_i = \bar x`, with λ0 — ``lam`` for ``"constant"`` — as its step), then takes
+    (4.5) with :math:`\frac1n g_i + \lambda_t(x_i - \bar x^t) + y_i`, the gradient of the augmented
+    Lagrangian in :math:`x_i`.  Deterministic only (the code's branch excludes the stochastic variant).
+    The authors' code never runs it: its command line spells the option ``FedFW_Plus`` and the
+    optimiser tests ``FedFW_plus``, so their "FedFW+" runs are plain FedFW (``analysis/fedfw``,
+    item 17).
+
     References: Dadras thesis §4.3, eqs. (4.4)–(4.6) (Paper III: Dadras, Banerjee, Prakhya,
     Yurtsever, "Federated Frank-Wolfe Algorithm", ECML PKDD 2024, arXiv 2408.10090).
     """
@@ -242,6 +257,12 @@ def fedfw(
     if record not in ("all", "server"):
         raise ValueError(f"record must be 'all' or 'server' (got {record!r})")
     keep = record == "all"
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS} (got {variant!r})")
+    if variant == "plus" and stochastic:
+        raise ValueError(
+            "variant='plus' (FedFW+) is deterministic in the authors' code: pass stochastic=False"
+        )
     partial = S < m
     rng = generator(
         rng, sig is not None or size is not None or partial, "sigma or batch_size is set, or S < n"
@@ -252,6 +273,7 @@ def fedfw(
     lam2 = expand(base, 2)
     lmo = C.oracle(xp, f.dtype, clients=True)
     momentum: Array | None = None
+    dual = xp.zeros(lead + (m, f.dim), dtype=f.dtype) if variant == "plus" else None  # FedFW+'s y_i
     seen: Array | None = None  # partial participation: the clients whose momentum holds a gradient
     gs, ls, ds, nnz, picks = [xbar], [X], [], [], []
     evals = np.zeros(lead + (m,), dtype=int)
@@ -284,6 +306,10 @@ def fedfw(
                     seen = on if seen is None else (seen | on)
                 G = momentum
             V = G / m + lam_t * (X - xbar[..., None, :])
+            if dual is not None:  # FedFW+: y_i += λ0 (x_i − x̄^t) before the step, then enters (4.5)
+                inc = lam2 * (X - xbar[..., None, :])
+                dual = dual + (inc if on is None else xp.where(on, inc, xp.zeros_like(inc)))
+                V = V + dual
             D = lmo(V)
             Xn = (1 - eta_t) * X + eta_t * D
             if on is not None:
@@ -323,6 +349,7 @@ def fedfw(
         "S": S,
         "restart": restart,
         "record": record,
+        "variant": variant,
     }
     return FedFWHistory(
         w_global=xp.stack(gs),
