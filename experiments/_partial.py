@@ -88,6 +88,8 @@ class PointState:
             self._progress(done, total, now)
 
     def _progress(self, done: int, total: int, now: float) -> None:
+        if self.paths is None:
+            return
         atomic_write(self.paths[1], json.dumps({"done": int(done), "total": int(total)}))
         self.last_progress = now
 
