@@ -110,10 +110,12 @@ class Evaluator:
         return out
 
 
-def run_method(method, f, rng, params, tau, alpha, evaluate):
+def run_method(method, f, rng, params, tau, alpha, evaluate, start=None, save=None):
     """One method over ``rounds`` rounds in chunks of ``eval_every`` (moreau.fl called per chunk with
     w0 = the last global model, the same generator: the draws of one long call); the metrics at the
-    evaluated rounds ``{metric: [values]}`` and the rounds."""
+    evaluated rounds ``{metric: [values]}`` and the rounds.  ``save(t, state)``, if given, is called
+    after every chunk but the last with ``state()`` the run's state (the model, the generator's state,
+    the metrics so far); ``start = (t, state)`` continues from one as if the run had not stopped."""
     T, every = params["rounds"], params["eval_every"]
     B, S, beta = params["batch"], params["S"], params["beta"]
     w = np.zeros(f.dim)
@@ -124,8 +126,13 @@ def run_method(method, f, rng, params, tau, alpha, evaluate):
         for k, v in evaluate(t, w).items():
             values.setdefault(k, []).append(v)
 
-    record(0)
-    t = 0
+    if start is None:
+        record(0)
+        t = 0
+    else:
+        t, state = start
+        w, rounds, values = state["w"], state["rounds"], state["values"]
+        rng.bit_generator.state = state["rng"]
     while t < T:
         k = min(every - t % every, T - t)
         if method == METHODS[0]:
@@ -163,15 +170,17 @@ def run_method(method, f, rng, params, tau, alpha, evaluate):
         w = np.asarray(h.w_global[-1])
         t += k
         record(t)
+        if save is not None and t < T:
+            save(t, lambda w=w: {"w": w, "rng": rng.bit_generator.state, "rounds": rounds, "values": values})
     return rounds, values
 
 
-def run_local_only(train, rng, params, tau, evaluate):
+def run_local_only(train, rng, params, tau, evaluate, start=None, save=None):
     """The local-only baseline: every user trains alone from 0, τ mini-batch gradient steps of size β
     (FedAvg's step and local steps) per round on its own training rows (batches of ``batch`` rows drawn
     with replacement, :func:`moreau.experiments._pfedme_runs.local_only`), no server; its per-user models
     evaluated by ``evaluate`` at the rounds :func:`run_method` evaluates.  ``train`` = (X, y, weights)
-    padded ``(m, n, D)``."""
+    padded ``(m, n, D)``; ``start`` and ``save`` as in :func:`run_method` (a save after every round)."""
     X, y, w = train
     Y = (y[..., None] == np.arange(10)).astype(float)
     n = w.sum(axis=1).astype(np.int64)
@@ -185,7 +194,28 @@ def run_local_only(train, rng, params, tau, evaluate):
         for k, v in evaluate(t, personal()).items():
             values.setdefault(k, []).append(v)
 
+    loop_start = None
+    if start is not None:
+        t, state = start
+        rounds, values = state["rounds"], state["values"]
+        rng.bit_generator.state = state["rng"]
+        loop_start = (t, {"W": state["W"]})
+
+    def save_loop(t, model):
+        save(t, lambda: {**model(), "rng": rng.bit_generator.state, "rounds": rounds, "values": values})
+
     runs.local_only(
-        rng, X, Y, n, params["mu"], eta=params["beta"], tau=tau, rounds=T, B=params["batch"], record=record
+        rng,
+        X,
+        Y,
+        n,
+        params["mu"],
+        eta=params["beta"],
+        tau=tau,
+        rounds=T,
+        B=params["batch"],
+        record=record,
+        start=loop_start,
+        save=None if save is None else save_loop,
     )
     return rounds, values

@@ -117,7 +117,7 @@ def add_reproduce_parser(sub):
         default=30.0,
         metavar="SECONDS",
         help="save a seed's state within it at most every SECONDS (default 30; the experiments that "
-        "can resume mid-seed: pfedme-synthetic, pfedme-digits); 0 after every round",
+        "can resume mid-seed: pfedme-synthetic, pfedme-digits, perfedavg-table1); 0 after every round",
     )
     p.set_defaults(func=cmd_reproduce)
     return p

@@ -74,6 +74,7 @@ from scipy import stats
 
 from moreau import Multinomial
 
+from . import _partial
 from ._curve_figures import curves_figure, legend, selection_bars
 from ._curves import LAST, SELECTION_COLUMNS, band_label, check_band, columns, long_rows, selections
 from ._deviations import differing
@@ -243,16 +244,31 @@ def compute(params, point, rng):
     key, train_seed = (int(v) for v in key_rng.integers(0, 2**62, size=2))
     # Local only's stream: spawned after the others, so it changes none of their draws
     local_seed = int(rng.spawn(1)[0].integers(0, 2**62))
-    rows = []
-    for tau, alpha in itertools.product(params["taus"], params["alphas"]):
-        evaluate = Evaluator(key, parts, params, alpha)
-        for method in METHODS:  # each method from the same training seed (common random numbers)
-            ts, values = run_method(
-                method, f, np.random.default_rng(train_seed), params, tau, alpha, evaluate
+    # resumable within the seed (moreau.experiments._partial): the runs finished, the running one's state
+    store = _partial.current()
+    saved = store.load()  # {"stage", "round", "rows", "model"} or None
+    rows = [] if saved is None else saved["rows"]
+    shown, T = (*METHODS, LOCAL), params["rounds"]
+    stages = [(tau, alpha, method) for tau, alpha in _rows(params) for method in shown]
+    for k, (tau, alpha, method) in enumerate(stages):
+        if saved is not None and saved["stage"] > k:
+            continue  # finished before the interruption: its rows are in ``rows``
+        start = None if saved is None else (saved["round"], saved["model"])
+        saved = None
+
+        def save(t, model, k=k, rows=rows):
+            store.offer(
+                k * T + t, len(stages) * T, lambda: {"stage": k, "round": t, "rows": rows, "model": model()}
             )
-            rows += long_rows(values, method=method, seed=point["seed"], rounds=ts, tau=tau, alpha=alpha)
-        ts, values = run_local_only(train, np.random.default_rng(local_seed), params, tau, evaluate)
-        rows += long_rows(values, method=LOCAL, seed=point["seed"], rounds=ts, tau=tau, alpha=alpha)
+
+        evaluate = Evaluator(key, parts, params, alpha)
+        if method == LOCAL:
+            g = np.random.default_rng(local_seed)
+            ts, values = run_local_only(train, g, params, tau, evaluate, start=start, save=save)
+        else:  # each method from the same training seed (common random numbers)
+            g = np.random.default_rng(train_seed)
+            ts, values = run_method(method, f, g, params, tau, alpha, evaluate, start=start, save=save)
+        rows += long_rows(values, method=method, seed=point["seed"], rounds=ts, tau=tau, alpha=alpha)
     return rows
 
 

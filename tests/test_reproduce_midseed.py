@@ -97,6 +97,32 @@ def test_a_run_stopped_mid_seed_resumes_there_with_the_bytes_of_an_uninterrupted
     assert not list((out / "points").glob("*.state")) and not list((out / "points").glob("*.progress"))
 
 
+TABLE1 = {"rounds": 10, "seeds": 1, "taus": [10], "eval_every": 5}  # 4 runs x 10 rounds = 40 units
+
+
+# perfedavg-table1 saves after every chunk of eval_every rounds (FedAvg, Per-FedAvg: at round 5) and
+# after every round of Local only: the 2nd save is in Per-FedAvg (FO), the 5th in Local only
+@pytest.mark.reproduce  # ~3 s each: three quick runs with their figures
+@pytest.mark.parametrize("saves, done", [(2, 15), (5, 32)], ids=["per-fedavg-fo", "local"])
+def test_perfedavg_table1_stopped_mid_seed_resumes_with_the_bytes_of_an_uninterrupted_run(
+    tmp_path, monkeypatch, saves, done
+):
+    exp, whole, out = get("perfedavg-table1"), tmp_path / "whole", tmp_path / "run"
+    _sweep.run(exp, whole, quick=True, workers=1, overrides=TABLE1)
+    interrupt_after(monkeypatch, saves)
+    with pytest.raises(_sweep.Interrupted):
+        _sweep.run(exp, out, quick=True, workers=1, overrides=TABLE1, state_every=0)
+    (ckpt,) = (out / "points").glob("*.state")
+    assert _partial.progress_of(ckpt) == (done, 40)
+    monkeypatch.setattr(_partial, "AFTER_SAVE", None)
+    loads = resumed_at(monkeypatch)
+    _sweep.run(exp, out, quick=True, workers=1, overrides=TABLE1, state_every=0)
+    assert loads == [done]
+    for file in ("perfedavg-table1.csv", "perfedavg-table1-table.csv", "perfedavg-table1-summary.csv"):
+        assert (out / file).read_bytes() == (whole / file).read_bytes(), file
+    assert manifest(out) == manifest(whole)
+
+
 def test_a_state_of_another_run_or_a_damaged_one_starts_the_seed_over(tmp_path, capsys, monkeypatch):
     store = _partial.PointState(tmp_path / "0000-x.json", "run A", every=0)
     store.offer(3, 10, lambda: {"w": 1})
