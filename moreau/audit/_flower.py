@@ -16,6 +16,7 @@ import numpy as np
 
 from ._audit import AuditError, AuditReport, audit
 from ._engine import ALGORITHMS
+from ._flower_pfl import flower_algorithm_check
 from ._instance import Client, sample_clients
 
 __all__ = ["flower_round_fn", "audit_flower"]
@@ -52,10 +53,7 @@ class _FlowerRound:
 
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS} (got {algorithm!r})")
-        if algorithm not in ("fedavg", "fedprox"):
-            raise ValueError(
-                f"algorithm: the Flower adapter audits 'fedavg' and 'fedprox' (got {algorithm!r})"
-            )
+        flower_algorithm_check(algorithm, "the Flower adapter (legacy flwr.server.strategy)")
         if not isinstance(strategy, Strategy):
             raise AuditError(
                 f"strategy must be a flwr.server.strategy.Strategy (got {type(strategy).__name__})"

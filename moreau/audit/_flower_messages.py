@@ -18,6 +18,7 @@ from uuid import uuid4
 import numpy as np
 
 from ._audit import AuditError, AuditReport, audit
+from ._flower_pfl import flower_algorithm_check
 from ._instance import Client
 
 __all__ = ["flower_message_round_fn", "audit_flower_messages"]
@@ -124,10 +125,7 @@ class _MessageRound:
         self.app = _flwr()
         from flwr.serverapp.strategy import Strategy
 
-        if algorithm not in ("fedavg", "fedprox"):
-            raise ValueError(
-                f"algorithm: the Flower adapters audit 'fedavg' and 'fedprox' (got {algorithm!r})"
-            )
+        flower_algorithm_check(algorithm, "the Flower message-API adapter")
         if not isinstance(strategy, Strategy):
             raise AuditError(
                 f"strategy must be a flwr.serverapp.strategy.Strategy (got {type(strategy).__name__})"

@@ -33,8 +33,14 @@ def _torch() -> Any:
     return torch
 
 
+#: The algorithms the PyTorch adapter audits (PerMFL and pFL^MF: ``moreau/audit/_torch_pfl.py``).
+TORCH_ALGORITHMS = ("fedavg", "fedprox", "pfedme", "perfedavg", "permfl", "pflmf")
+
+
 class _TorchRound:
     """The round function of a torch implementation (see :func:`torch_round_fn`)."""
+
+    algorithms: tuple[str, ...] = ("fedavg", "fedprox", "pfedme", "perfedavg")
 
     def __init__(
         self,
@@ -48,9 +54,10 @@ class _TorchRound:
         torch = _torch()
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS} (got {algorithm!r})")
-        if algorithm not in ("fedavg", "fedprox", "pfedme"):
+        if algorithm not in self.algorithms:
             raise ValueError(
-                f"algorithm: the PyTorch adapter audits 'fedavg', 'fedprox' and 'pfedme' (got {algorithm!r})"
+                f"algorithm {algorithm!r} is not audited by the PyTorch adapter "
+                f"(it audits {', '.join(TORCH_ALGORITHMS)}; docs/audit.md)"
             )
         if not isinstance(model, torch.nn.Module):
             raise AuditError(f"model must be a torch.nn.Module (got {type(model).__name__})")
@@ -133,9 +140,9 @@ class _TorchRound:
                 f"e.g. nn.Linear({d}, 1, bias=False)"
             )
         S = int(hyper.get("S") or m)
-        sampled_first = self.algorithm == "fedavg" and S < m
+        sampled_first = self.algorithm in ("fedavg", "perfedavg") and S < m
         chosen = sample_clients(rng, m, S) if sampled_first else np.arange(m)
-        train_on = chosen if self.algorithm == "fedavg" else np.arange(m)
+        train_on = chosen if sampled_first else np.arange(m)
         glob = copy.deepcopy(self.template)
         self._load(glob, w)
         glob.requires_grad_(False)
@@ -172,6 +179,7 @@ def torch_round_fn(
     *,
     dtype: Any = None,
     batch_size: int | None = None,
+    team: Train | None = None,
 ) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
     r"""A torch implementation as the round function :func:`moreau.audit.audit` runs.
 
@@ -186,11 +194,17 @@ def torch_round_fn(
     ``aggregate(models, weights, *, global_model, num_samples, **hyper) -> state_dict`` (or a
     model, or a flat tensor) with the sampled clients' models, their paper weights :math:`p_i`
     (not renormalised), their sample counts, and the server model.  ``torch.set_default_dtype``
-    is ``dtype`` while the user's functions run."""
+    is ``dtype`` while the user's functions run.  PerMFL (``team``: its team step) and pFL^MF
+    have protocols of their own (:mod:`moreau.audit._torch_pfl`, docs/audit.md)."""
     torch = _torch()
-    return _TorchRound(
-        model, train, aggregate, algorithm, torch.float64 if dtype is None else dtype, batch_size
-    )
+    dt = torch.float64 if dtype is None else dtype
+    if algorithm in ("permfl", "pflmf"):
+        from ._torch_pfl import pfl_torch_round
+
+        return pfl_torch_round(model, train, aggregate, algorithm, dt, batch_size, team)
+    if team is not None:
+        raise ValueError(f"team: only PerMFL has a team step (algorithm {algorithm!r})")
+    return _TorchRound(model, train, aggregate, algorithm, dt, batch_size)
 
 
 def audit_torch(
@@ -201,9 +215,11 @@ def audit_torch(
     *,
     dtype: Any = None,
     batch_size: int | None = None,
+    team: Train | None = None,
     **kwargs: Any,
 ) -> AuditReport:
-    """:func:`moreau.audit.audit` of a torch implementation (:func:`torch_round_fn`); ``kwargs``
-    are :func:`~moreau.audit.audit`'s (``rounds``, ``family``, ``hyper``, ``weights``, ...)."""
-    fn = torch_round_fn(model, train, aggregate, algorithm, dtype=dtype, batch_size=batch_size)
+    """:func:`moreau.audit.audit` of a torch implementation (:func:`torch_round_fn`; ``team``:
+    PerMFL's team step); ``kwargs`` are :func:`~moreau.audit.audit`'s (``rounds``, ``family``,
+    ``hyper``, ``weights``, ...)."""
+    fn = torch_round_fn(model, train, aggregate, algorithm, dtype=dtype, batch_size=batch_size, team=team)
     return audit(fn, algorithm, **kwargs)
