@@ -101,3 +101,20 @@ def test_bad_torch_input_is_one_line(algorithm, args, kw, match):
     with pytest.raises((A.AuditError, ValueError), match=match) as e:
         A.audit_torch(*args, algorithm, rounds=2, **kw)
     assert "\n" not in str(e.value)
+
+
+def test_cli_torch_module_with_a_team_step(tmp_path, capsys):
+    from moreau._cli import main
+
+    bad = tmp_path / "bad.py"  # (the faithful one matches: above)
+    bad.write_text(
+        "from _audit_torch_pfl_impls import model, permfl\ntrain, aggregate, team = permfl(lam_is_L=True)\n"
+    )
+    args = ["audit", "--algorithm", "permfl", "--rounds", "5", "--torch"]
+    assert main([*args, str(bad)]) == 1
+    assert "WHY: lam_device_bound_to_L" in capsys.readouterr().out
+    noteam = tmp_path / "noteam.py"
+    noteam.write_text("from _audit_torch_pfl_impls import model, permfl\ntrain, aggregate, _ = permfl()\n")
+    assert main([*args, str(noteam)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "team must be callable for PerMFL" in err

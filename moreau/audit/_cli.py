@@ -23,10 +23,11 @@ the paper's algorithm, where it ends up against the exact optimum, and which nam
                                 or a function model(d) returning one (d: the instance's features)
   train(model, loader, *, global_model, **hyper)                  trains the client's model in place
   aggregate(models, weights, *, global_model, num_samples, **hyper) -> state_dict (or model, tensor)
+  team(team_model, device_models, *, global_model, **hyper)      PerMFL's team step (permfl only)
   dtype        (optional)       "float64" (default) or "float32" (or a torch dtype)
   batch_size   (optional)       None: one full batch (default)
 
---flower module.py (Flower 1.42; fedavg and fedprox) defines, for the message-based API,
+--flower module.py (Flower 1.42; fedavg, fedprox and perfedavg) defines, for the message-based API,
 
   strategy                      a flwr.serverapp.strategy.Strategy, e.g. FedAvg()
   app_fn(client)                -> a ClientApp for one moreau.audit.Client (full participation)
@@ -38,7 +39,9 @@ or, for the legacy flwr.server.strategy interface,
 
 PerMFL (--algorithm permfl: lam, gamma, alpha, eta, beta, K, L; the clients are devices with a
 team), pFL^MF (pflmf: rank, eta_u, eta_v, tau; the state is concat(U.ravel(), V.ravel())) and
-Per-FedAvg (perfedavg: alpha, beta, tau, S) are audited through round_fn (docs/audit.md).
+Per-FedAvg (perfedavg: alpha, beta, tau, S) are audited through round_fn and --torch (PerMFL: with
+team; pFL^MF: a model of two parameters, the shared factor then the personal one); Per-FedAvg also
+through --flower (docs/audit.md, what each adapter supports).
 
 --torch needs torch and --flower needs flwr: pip install 'moreau-pfl[audit]'.
 
@@ -179,6 +182,7 @@ def _implementation(args: argparse.Namespace) -> Any:
             args.algorithm,
             dtype=dtype,
             batch_size=getattr(mod, "batch_size", None),
+            team=getattr(mod, "team", None),
         )
     if args.flower is not None:
         _require("flwr.server.strategy", "--flower")
