@@ -11,29 +11,32 @@ from flwr.client import NumPyClient
 from flwr.clientapp import ClientApp
 
 
-def _grad(c, w):
-    z = c.X @ w
-    r = z - c.y if c.kind == "least_squares" else -c.y * np.exp(-np.logaddexp(0.0, c.y * z))
-    return c.X.T @ r / c.n + c.mu * w
+def _grad(c, w, X, y):
+    z = X @ w
+    r = z - y if c.kind == "least_squares" else -y * np.exp(-np.logaddexp(0.0, y * z))
+    return X.T @ r / X.dtype.type(c.n) + X.dtype.type(c.mu) * w
 
 
-def _hvp(c, w, v):
+def _hvp(c, w, v, X, y):
     if c.kind == "least_squares":
-        return c.X.T @ (c.X @ v) / c.n
-    s = 1.0 / (1.0 + np.exp(-c.y * (c.X @ w)))
-    return c.X.T @ (s * (1 - s) * (c.X @ v)) / c.n + c.mu * v
+        return X.T @ (X @ v) / X.dtype.type(c.n)
+    s = 1.0 / (1.0 + np.exp(-y * (X @ w)))
+    return X.T @ (s * (1 - s) * (X @ v)) / X.dtype.type(c.n) + X.dtype.type(c.mu) * v
 
 
-def local_steps(c, w, cfg, *, first_order=False, hessian_factor=1.0, alpha_is_beta=False):
+def local_steps(c, w, cfg, *, first_order=False, hessian_factor=1.0, alpha_is_beta=False, f32=False):
     """τ Per-FedAvg steps of client ``c`` from ``w`` with the config's α, β, τ: ``first_order``
-    FO-MAML, ``hessian_factor`` the Hessian term times it, ``alpha_is_beta`` the inner step β."""
-    beta = float(cfg["beta"])
-    a = beta if alpha_is_beta else float(cfg["alpha"])
-    x = np.asarray(w, dtype=float).copy()
+    FO-MAML, ``hessian_factor`` the Hessian term times it, ``alpha_is_beta`` the inner step β;
+    ``f32`` all in float32 (data, model and steps)."""
+    dt = np.float32 if f32 else np.float64
+    X, y = c.X.astype(dt), c.y.astype(dt)
+    beta = dt(cfg["beta"])
+    a = beta if alpha_is_beta else dt(cfg["alpha"])
+    x = np.asarray(w, dtype=dt).copy()
     for _ in range(int(cfg["tau"])):
-        g = _grad(c, x - a * _grad(c, x))
+        g = _grad(c, x - a * _grad(c, x, X, y), X, y)
         if not first_order:
-            g = g - hessian_factor * a * _hvp(c, x, g)
+            g = g - dt(hessian_factor) * a * _hvp(c, x, g, X, y)
         x = x - beta * g
     return x
 

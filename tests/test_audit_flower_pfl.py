@@ -47,6 +47,13 @@ def test_flower_per_fedavg_with_a_faithful_client_matches(run, kw):
     assert np.max(r.distance) <= 1e-12 * (1 + np.max(np.abs(r.w_ref)))
 
 
+@pytest.mark.parametrize("run", [_legacy(f32=True), _messages(f32=True)], ids=["legacy", "messages"])
+def test_a_float32_flower_per_fedavg_client_matches_to_float32_rounding_only(run):
+    r = run(rounds=10)
+    assert r.matches and r.dtype == "float32", str(r)
+    assert 1e3 * np.finfo(float).eps < np.max(r.distance) <= 1e-5  # really float32 arithmetic
+
+
 def _n(c):
     return c.n
 

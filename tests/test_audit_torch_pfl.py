@@ -87,6 +87,13 @@ def test_each_torch_deviation_is_diagnosed_with_its_parameter(algorithm, impl, k
         assert d.params[k] == pytest.approx(v, rel=1e-6)
 
 
+def test_torch_per_fedavg_with_two_deviations_is_the_pair():
+    impl = T.per_fedavg(first_order=True, by_samples=True)
+    r = A.audit_torch(T.model(3), *impl, "perfedavg", rounds=8)
+    d = r.diagnosis
+    assert d is not None and set(d.names) == {"first_order", "weights_by_samples"}, str(r)
+
+
 @pytest.mark.parametrize(
     ("algorithm", "args", "kw", "match"),
     [
