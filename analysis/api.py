@@ -51,7 +51,10 @@ Names:
   strongly convex sample losses, noise independent of θ, x⁰ in the set, μ > 0, bounded gradients,
   λ against L), computed from the instances' numbers; every run reports, per statement and family,
   each property all its instances have that ``implies`` does not name and ``waived`` (name or
-  (family, name) -> why the generator cannot be widened) does not excuse (docs/instances.md);
+  (family, name) -> why the generator cannot be widened) does not excuse (docs/instances.md); for a
+  stronger hypothesis of a nested pair that ``implies`` names (strongly convex objective, strongly
+  convex sample losses), ``--analyse`` judges the claim on instances that are convex and not strongly
+  convex and says whether it needs the stronger one (docs/conditions.md, "Nested hypotheses");
 * :func:`check` — run statements and get their verdicts (the Python form of ``moreau check``);
 * :class:`Case`, :func:`derive` — a sympy derivation of the sharp constant of a part whose
   quadratic worst case is one eigenvalue (``Statement.sharp``; ``--analyse`` compares it with the

@@ -63,6 +63,11 @@ Mutants are hand-written; these three analyses run on every statement without an
    holds, validated on a fresh batch; also for each condition of the claim dropped in turn (the search
    should find it again).
 
+5. **Nested hypotheses** (``moreau.analysis.engine.nested``, docs/conditions.md): for each pair of nested
+   hypotheses whose stronger one the statement assumes (strongly convex ⊂ convex), the claim judged on
+   instances that have the weaker and not the stronger: not needed on these instances, needed (a
+   counterexample), needed because the bound is vacuous without it, or not exercised.
+
 Results go into the report and, per record, into the JSON key ``"analyse"``.
 """
 
@@ -489,6 +494,7 @@ def analyse(rec, optimise_seconds=OPTIMISE_SECONDS, seed=0):
     import dataclasses
 
     from moreau.analysis.engine.conditions import conditions_found
+    from moreau.analysis.engine.nested import nested_hypotheses
 
     st, fam, batch = rec.statement, rec.result.family, rec.batch
     ref = st.reference
@@ -506,4 +512,10 @@ def analyse(rec, optimise_seconds=OPTIMISE_SECONDS, seed=0):
         "scale_not_declared_because": _why_no_scaling(st, fam),
         "sharpest": _sharpest(st, fam, batch, base, optimise_seconds),
         "conditions_found": conditions_found(rec, seed=seed),
+        "nested": nested_hypotheses(st, fam, batch, fails=_failing_part(base)),
     }
+
+
+def _failing_part(base):
+    """The first theorem part of the analysed claim that fails on the batch, or None."""
+    return next((p.name for p in base.parts if p.sides.role == "theorem" and not p.holds), None)

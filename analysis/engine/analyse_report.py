@@ -145,6 +145,8 @@ def print_analyses(records, analyses):
             print(f"  condition {c['condition']}: {v.upper() if v == 'necessary' else v}{extra}")
         for line in _found_lines(a.get("conditions_found") or []):
             print(line)
+        for e in a.get("nested") or []:
+            print(f"  nested hypotheses: {e['text']}")
         if not a["scale_declared"]:
             print(f"  scale consistency: not analysed ({a['scale_not_declared_because']})")
         elif not a["scale"]:
