@@ -1,4 +1,5 @@
-r"""Your methods beside the papers' in the pFedMe comparison (``pfedme-synthetic``, ``pfedme-digits``).
+r"""Your methods beside the papers' in the pFedMe comparison (``pfedme-synthetic``, ``pfedme-digits``)
+and in ``perfedavg-table1`` (which evaluates :func:`trained_models` by its own protocol).
 
 ``--method MODULE:FUNCTION`` (or ``path/to/file.py:FUNCTION``; repeatable) appends to the ``methods``
 list, as in ``moreau reproduce compare``: a function ``algorithm(objective, *, rounds, rng, **kw) ->
@@ -26,7 +27,7 @@ import numpy as np
 from . import _methods
 from ._curves import long_rows
 
-__all__ = ["check_methods", "deviation_lines", "user_rows"]
+__all__ = ["check_methods", "deviation_lines", "trained_models", "user_rows"]
 
 
 def _stream(rng, tag):
@@ -81,14 +82,12 @@ def deviation_lines(params) -> list:
     return out
 
 
-def user_rows(rng, f, splits, mu, params, seed, settings) -> list:
-    """Long rows of your methods for one seed, repeated under each of ``settings``; ``splits`` =
-    (train, validation or None, test) :class:`moreau.experiments._evaluate.Split`."""
-    T, every = params["rounds"], params["eval_every"]
-    ts = sorted(set(range(0, T + 1, every)) | {T})
-    train, val, test = splits
+def trained_models(rng, f, params) -> dict:
+    """``{label: models (T+1, D) or (T+1, m, D)}`` of your methods, each called once on ``f`` with its
+    own stream and hyperparameters (``rng``: the point's generator; only its seed sequence is used)."""
+    T = params["rounds"]
     m = int(np.asarray(f.X).shape[0])
-    rows = []
+    out = {}
     for spec in params["methods"]:
         fn_name, algorithm = _methods.load(spec, params)
         kw = params["method_args"].get(fn_name, {})
@@ -98,13 +97,24 @@ def user_rows(rng, f, splits, mu, params, seed, settings) -> list:
             raise ValueError(
                 f"--method {spec}: calling it with {sorted(kw)} raised TypeError: {exc}"
             ) from None
-        for label, arr in _methods.models(spec, h, m, f.dim, T).items():
-            vals = {
-                "test_accuracy": [test.accuracy(arr[t]) for t in ts],
-                "train_loss": [train.loss(arr[t], mu) for t in ts],
-            }
-            if val is not None:
-                vals["validation_accuracy"] = [val.accuracy(arr[t]) for t in ts]
-            for setting in settings:
-                rows += long_rows(vals, method=label, seed=seed, rounds=ts, setting=setting)
+        out.update(_methods.models(spec, h, m, f.dim, T))
+    return out
+
+
+def user_rows(rng, f, splits, mu, params, seed, settings) -> list:
+    """Long rows of your methods for one seed, repeated under each of ``settings``; ``splits`` =
+    (train, validation or None, test) :class:`moreau.experiments._evaluate.Split`."""
+    T, every = params["rounds"], params["eval_every"]
+    ts = sorted(set(range(0, T + 1, every)) | {T})
+    train, val, test = splits
+    rows = []
+    for label, arr in trained_models(rng, f, params).items():
+        vals = {
+            "test_accuracy": [test.accuracy(arr[t]) for t in ts],
+            "train_loss": [train.loss(arr[t], mu) for t in ts],
+        }
+        if val is not None:
+            vals["validation_accuracy"] = [val.accuracy(arr[t]) for t in ts]
+        for setting in settings:
+            rows += long_rows(vals, method=label, seed=seed, rounds=ts, setting=setting)
     return rows

@@ -84,9 +84,10 @@ def add_reproduce_parser(sub):
         default=[],
         metavar="MODULE:FUNCTION",
         dest="methods",
-        help="compare, pfedme-synthetic, pfedme-digits: add your algorithm (repeatable): a function "
+        help="compare, pfedme-synthetic, pfedme-digits, perfedavg-table1: add your algorithm (repeatable): "
+        "a function "
         "(objective, *, rounds, rng, **hyperparameters) -> moreau.fl.History, as MODULE:FUNCTION or "
-        "path/to/file.py:FUNCTION (hyperparameters in pfedme-*: --set method_args.FUNCTION.KEY=VALUE)",
+        "path/to/file.py:FUNCTION (hyperparameters there: --set method_args.FUNCTION.KEY=VALUE)",
     )
     p.add_argument(
         "--print-config",
@@ -257,7 +258,7 @@ def _data_and_methods(exp, args, overrides) -> list:
         if given and key not in keys:
             raise ConfigError(
                 f"{flag} applies to experiments with a '{key}' parameter (moreau reproduce compare"
-                f"{', pfedme-synthetic, pfedme-digits' if key == 'methods' else ''}), "
+                f"{', pfedme-synthetic, pfedme-digits, perfedavg-table1' if key == 'methods' else ''}), "
                 f"not to {exp.name}"
             )
     out = [(f"--data {args.data}", "data", args.data)] if args.data else []

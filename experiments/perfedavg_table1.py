@@ -81,6 +81,7 @@ from ._deviations import differing
 from ._evaluate import hold_out
 from ._experiment import Experiment
 from ._perfedavg_runs import LOCAL, METHODS, SHOWN, Evaluator, run_local_only, run_method, split
+from ._pfedme_user import check_methods, deviation_lines, trained_models
 from ._plot import figure, save
 from ._verdicts import by_seed, paired
 
@@ -160,6 +161,8 @@ def config(quick, trials):
         "adapt_on": "train",
         "eval_every": 5 if quick else 20,
         "band": "std",
+        "methods": [],
+        "method_args": {},
         "data": STAND_IN,
     }
 
@@ -186,7 +189,7 @@ def deviations(params):
         out.append(f"users per round r = S/N = {params['S'] / params['n_clients']:g} (paper: 0.2)")
     if params["adapt_on"] != "test":
         out.append("one-step update on each user's training rows (paper: on the test data)")
-    return out
+    return out + deviation_lines(params)
 
 
 def _smallest_train(params):
@@ -227,6 +230,7 @@ def points(params):
         raise ValueError(f"{name}: adapt_on must be 'train' or 'test' (got {params['adapt_on']!r})")
     if params["eval_every"] > params["rounds"]:
         raise ValueError(f"{name}: eval_every = {params['eval_every']} exceeds rounds = {params['rounds']}")
+    check_methods(name, params, SHOWN)
     return [{"seed": s} for s in range(params["seeds"])]
 
 
@@ -269,7 +273,25 @@ def compute(params, point, rng):
             g = np.random.default_rng(train_seed)
             ts, values = run_method(method, f, g, params, tau, alpha, evaluate, start=start, save=save)
         rows += long_rows(values, method=method, seed=point["seed"], rounds=ts, tau=tau, alpha=alpha)
-    return rows
+    return rows + _user_rows(rng, f, parts, key, params, point["seed"])
+
+
+def _user_rows(rng, f, parts, key, params, seed):
+    """Your methods (``--method``; ``moreau.experiments._pfedme_user``): trained once per seed on their own
+    streams with their own hyperparameters, their models evaluated by each row's protocol (one step
+    of size α from the global model, or from each user's own model)."""
+    T, every = params["rounds"], params["eval_every"]
+    ts = sorted(set(range(0, T + 1, every)) | {T})
+    out = []
+    for label, arr in trained_models(rng, f, params).items():
+        for tau, alpha in _rows(params):
+            evaluate = Evaluator(key, parts, params, alpha)
+            values = {}
+            for t in ts:
+                for k, v in evaluate(t, arr[t]).items():
+                    values.setdefault(k, []).append(v)
+            out += long_rows(values, method=label, seed=seed, rounds=ts, tau=tau, alpha=alpha)
+    return out
 
 
 def _rows(params):
@@ -284,12 +306,12 @@ def _paper_row(tau, alpha):
     return None
 
 
-def _summary(table, params):
+def _summary(table, params, shown=SHOWN):
     """Mean and 95 % t interval over seeds per row, method and selection, beside the paper's value."""
     out = []
     for tau, alpha in _rows(params):
         paper = _paper_row(tau, alpha) or {}
-        for method in SHOWN:
+        for method in shown:
             for what in dict.fromkeys(r["selection"] for r in table):
                 v = np.array(
                     [
@@ -346,8 +368,9 @@ SUMMARY_COLUMNS = {
 
 def finish(rows, params, out, seed=0, quick=False):
     kind = params["band"]
-    table = [r for tau, alpha in _rows(params) for r in selections(rows, SHOWN, tau=tau, alpha=alpha)]
-    summary = _summary(table, params)
+    shown = list(dict.fromkeys([*SHOWN, *(r["method"] for r in rows)]))  # the paper's, Local only, yours
+    table = [r for tau, alpha in _rows(params) for r in selections(rows, shown, tau=tau, alpha=alpha)]
+    summary = _summary(table, params, shown)
     grid = _rows(params)
     fig, ax = figure(len(grid), width=min(6.8, 3.4 * len(grid)) if len(grid) > 1 else 3.4, aspect=0.95)
     handles = []
@@ -357,7 +380,7 @@ def finish(rows, params, out, seed=0, quick=False):
             selection_bars(
                 a,
                 [r for r in table if r["tau"] == tau and r["alpha"] == alpha],
-                SHOWN,
+                shown,
                 "ci95",
                 paper={m: v[0] for m, v in paper.items()} if paper else None,
                 paper_label="Per-FedAvg paper, Table 1 (MNIST, neural network; ±0.02-0.03 %)",
@@ -388,7 +411,7 @@ def finish(rows, params, out, seed=0, quick=False):
             ("test_accuracy_before_update", "global model's test accuracy (%)", False),
             ("train_loss", "training objective (adapted models)", False),
         ],
-        SHOWN,
+        shown,
         kind,
         out,
         "perfedavg-table1-curves",

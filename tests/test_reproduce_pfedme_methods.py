@@ -154,3 +154,28 @@ def test_method_args_is_an_open_table_of_finite_values():
         resolve(exp, True, None, [("--set", "method_args.f.lr", float("nan"))])
     with pytest.raises(ConfigError, match="unknown key 'same.nope'"):  # the other tables stay closed
         resolve(exp, True, None, [("--set", "same.nope", 1)])
+
+
+@pytest.mark.reproduce
+def test_perfedavg_table1_takes_your_method_evaluated_by_its_one_step_protocol(tmp_path, method_file):
+    plain, out = tmp_path / "plain", tmp_path / "mine"
+    small = ("--quick", "--set", "rounds=5", "--set", "seeds=1", "--set", "taus=[10]", "--workers", "1")
+    assert reproduce("perfedavg-table1", *small, "--out", plain) == 0
+    args = ("--method", f"{method_file}:mine", "--set", "method_args.mine.tau=3")
+    assert reproduce("perfedavg-table1", *small, *args, "--out", out) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    assert any(d.startswith("method mine (") and "tau = 3" in d for d in m["deviations"])
+    rows = read(out / "perfedavg-table1.csv")
+    got = {(r["metric"], r["round"]) for r in rows if r["method"] == "mine"}
+    assert got == {
+        (k, str(t))
+        for k in ("test_accuracy", "validation_accuracy", "test_accuracy_before_update", "train_loss")
+        for t in (0, 5)
+    }
+    summary = [r for r in read(out / "perfedavg-table1-summary.csv") if r["method"] == "mine"]
+    assert summary and all(r["paper_mean"] == "" for r in summary)
+    assert [r for r in rows if r["method"] != "mine"] == read(plain / "perfedavg-table1.csv")
+    # round 0: the zero model, adapted on the same batches as FedAvg's: the same numbers
+    at0 = {(r["method"], r["metric"]): r["value"] for r in rows if r["round"] == "0"}
+    for k in ("test_accuracy", "test_accuracy_before_update", "train_loss"):
+        assert at0[("mine", k)] == at0[("FedAvg + update", k)]
