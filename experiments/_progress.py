@@ -44,7 +44,9 @@ class _Progress:
                 pass
             else:
                 self.bar = tqdm(total=total, initial=done, desc=name, unit="point", file=self.stream)
-        if self.bar is None and heartbeat:  # heartbeat=False: lines only from update/tick (tests)
+        # heartbeat=False: lines only from update/tick (tests); on a terminal, the thread refreshes the
+        # bar's "in progress" note (detail) only
+        if heartbeat and (self.bar is None or detail is not None):
             self.thread = threading.Thread(target=self._beat, name=f"progress {name}", daemon=True)
             self.thread.start()
 
@@ -55,8 +57,14 @@ class _Progress:
     def tick(self) -> None:
         """A line if ``every`` seconds passed since the last one (the clock's seconds)."""
         with self._lock:
-            if self.bar is None and self.clock() - self.last >= self.every:
+            if self.clock() - self.last < self.every:
+                return
+            if self.bar is None:
                 self._line()
+            elif self.detail is not None:
+                self.last = self.clock()
+                more = self.detail()
+                self.bar.set_postfix_str(f"in progress: {more}" if more else "", refresh=True)
 
     def update(self) -> None:
         with self._lock:

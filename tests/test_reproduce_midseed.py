@@ -198,3 +198,22 @@ def test_sigterm_mid_seed_then_the_same_command_resumes_there(tmp_path):
     for file in OUTPUTS:
         assert (out / file).read_bytes() == (whole / file).read_bytes(), file
     assert manifest(out) == manifest(whole)
+
+
+def test_on_a_terminal_the_bar_says_how_far_the_seed_in_progress_is():
+    pytest.importorskip("tqdm")
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream, now = Terminal(), [0.0]
+    p = _Progress(
+        NAME, 3, 0, stream=stream, clock=lambda: now[0], heartbeat=False, detail=lambda: "point 2 at 38 %"
+    )
+    p.tick()
+    assert "in progress" not in stream.getvalue()  # not before ``every`` seconds
+    now[0] = 10.0
+    p.tick()
+    p.close()
+    assert "in progress: point 2 at 38 %" in stream.getvalue() and "points done" not in stream.getvalue()
