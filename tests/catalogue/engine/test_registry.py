@@ -464,9 +464,10 @@ def test_cli_json_schema(tmp_path, capsys):
             "verdict",
         }
         for rep in d.get("search", []):  # the default run's short search (statements expected to hold)
-            assert (
-                rep["short"] is True and rep["mutant"] == "" and rep["examples"] >= 1 and rep["seconds"] >= 0
-            )
+            # at least one batch, unless one instance cost more than the budget (measured on the run's batch,
+            # so under load a statement can be skipped): then the report says so
+            searched = rep["examples"] >= 1 or rep.get("skipped", "").startswith("one instance costs")
+            assert rep["short"] is True and rep["mutant"] == "" and searched and rep["seconds"] >= 0
         assert ("search" in d) == (CAT[sid].expect == "holds") and d["run"]["search_seconds"] == 0.03
         assert (
             d["verdict"]["printed"]["verdict"] in ("holds", "fails", "undecided") and d["schema_version"] == 3
