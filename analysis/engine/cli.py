@@ -14,6 +14,17 @@ on it, 1 when it is not.
 
 A large ``--trials`` is drawn, judged and reduced in chunks of 2048 instances
 (memory bounded by one chunk; a progress bar on a terminal).
+
+What the default run (no ID, no flag) costs, measured once on a 2-cpu machine at load 4 (commit
+2565cc8; every run's report ends with its own "time:" line): 15.8 s of CPU time, 30 s wall for 40
+statements (64 records, 1720 instances).  Per step, wall seconds at that load:
+  instances drawn                                    0.2 s
+  prepare step and the printed claims' sides        20.4 s
+  readings                                           4.0 s
+  instance properties                                0.0 s
+  recorded counterexamples and worst instances       1.7 s
+  short search (--search-seconds 0.03 per pair)      1.2 s
+  report                                             0.1 s
 """
 
 from __future__ import annotations
