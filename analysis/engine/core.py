@@ -237,6 +237,9 @@ class Statement:
     # family -> recorded worst instances of the bounds (a batch, or a callable returning it; found by the
     # worst-case search, moreau.analysis.engine.optimise), evaluated by every run: they count in the max ratio
     worst: dict = field(default_factory=dict)
+    # family -> recorded class worst cases (engine.class_worst.ClassWorst: a PEP value with its source and
+    # why the family cannot reach it), stated beside this run's instances in every default run
+    class_worst: dict = field(default_factory=dict)
     consistency_checks: dict = field(default_factory=dict)  # part name -> why it is a definitional
     # consistency check no mutant can reject
     expect: str = "holds"  # what the catalogue expects of the printed statement

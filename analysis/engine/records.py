@@ -232,6 +232,7 @@ def record_json(
         "findings": [f["text"] for f in found],
         "finding_values": [{k: v for k, v in f.items() if k != "text"} for f in found],
         "notes": f"moreau check --describe {st.id}" if st.findings else None,
+        "class_worst": list(getattr(rec, "class_worst", [])),
         "parts": [_part_json(p, slack_threshold) for p in r.parts],
         "schema_version": SCHEMA_VERSION,
         "expected": st.expect,

@@ -91,6 +91,9 @@ class Record:
     # the statement's recorded worst instances on this family (Statement.worst), evaluated by this run:
     # (batch, Result of the printed claim), or None
     worst: tuple | None = None
+    # the statement's recorded class worst cases on this family (Statement.class_worst) beside this run's
+    # instances (moreau.analysis.engine.class_worst.class_gaps); the report's line and the JSON's "class_worst"
+    class_worst: list = field(default_factory=list)
     # {property name: whether every instance of the run has it} (moreau.analysis.engine.properties),
     # over every chunk; the report's shared-property line and the JSON's "shared_properties"
     properties: dict = field(default_factory=dict)
@@ -411,6 +414,12 @@ def _run_one(
         t1 = time.perf_counter()
         many = st.worst_instances(fam)
         rec.worst = (many, st.run(fam, None, None, batch=many, reading=None))
+        timings["worst"] += time.perf_counter() - t1
+    if fam in getattr(st, "class_worst", {}):  # recorded class worst cases beside this run's instances
+        from moreau.analysis.engine.class_worst import class_gaps
+
+        t1 = time.perf_counter()
+        rec.class_worst = class_gaps(rec)
         timings["worst"] += time.perf_counter() - t1
     if mutants:
         t1 = time.perf_counter()

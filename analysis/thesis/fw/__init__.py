@@ -52,6 +52,7 @@ import numpy as np
 
 from moreau.analysis.engine.core import Mutant, Reading, Sides, Statement, scale_fields, worst_point
 from moreau.analysis.engine.instances import quadratic_batch
+from moreau.analysis.thesis.fw.class_worst import CLASS_WORST
 from moreau.analysis.thesis.fw.nonconvex import STATEMENT as FW_NONCONVEX
 from moreau.analysis.thesis.fw.sets import (
     boxes_then_sets,
@@ -291,6 +292,7 @@ STATEMENTS = (
         evaluate=evaluate_fw,
         claim=CLAIM_FW,
         readings=READINGS_FW,
+        class_worst={"quadratic": CLASS_WORST},  # the PEP values beside the instances (class_worst.py)
         expect="fails",
         # d = 1, B = [-1, 1] (R = 2), F = x^2/2 - 5x (L = 1), x^0 = -1 in B: F(x^0) - F* = 10 > L R^2 = 4 at t = 0
         counterexamples={

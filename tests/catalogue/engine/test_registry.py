@@ -51,6 +51,7 @@ RECORD_KEYS = {
     "findings",
     "finding_values",
     "notes",
+    "class_worst",
     "parts",
     "schema_version",
     "expected",
