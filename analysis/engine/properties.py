@@ -12,7 +12,8 @@ The batch conventions read here (docs/instances.md):
 * ``A`` ``(T, d, d)`` or ``(T, m, d, d)``: the Hessian(s) of a quadratic, one per client when 4-D
   (else ``eig`` ``(T, ..., d)``, the spectra); ``p`` ``(T, m)``: the clients' weights;
 * ``X`` ``(T, [m,] s, d)``, ``y``, ``mu`` on the logistic and multinomial families: the samples of
-  ridge-regularised logistic losses ℓ_j(θ) = log(1 + exp(−y_j x_jᵀθ)) + (μ/2)‖θ‖²;
+  ridge-regularised logistic losses ℓ_j(θ) = log(1 + exp(−y_j x_jᵀθ)) + (μ/2)‖θ‖² (with ``sample_mu``
+  ``(T, [m,] s)``: each sample's own ridge μ_j, their mean the client's μ);
   ``B`` ``(T, s, d)`` beside a 3-D ``A``: quadratic samples ½θᵀAθ − B_jᵀθ (one shared Hessian);
   ``knots``, ``V``, ``mu`` (the 1-D sample family of pfedme.lemma1): ℓ_j = f + ψ_j with ψ_j'
   piecewise linear through ``V[j]`` at ``knots`` and f μ-strongly convex;
@@ -178,7 +179,12 @@ def _sample_curvature(batch):
     """The smallest curvature of any sample loss anywhere ``(T,)``, or None."""
     ls = _logistic_samples(batch)
     if ls is not None:
-        return ls[2]  # the logistic term is convex with curvature tending to 0 far out: the ridge μ
+        # the logistic term is convex with curvature tending to 0 far out: the ridge μ, or the smallest of
+        # the samples' own ridges ``sample_mu`` (T, [m,] n) where the batch splits μ among its samples
+        per = _arr(batch, "sample_mu")
+        if per is not None and per.ndim >= 2 and per.shape[0] == ls[2].shape[0]:
+            return np.min(per.reshape(per.shape[0], -1), axis=1)
+        return ls[2]
     ks = _knot_slopes(batch)
     if ks is not None:
         mu, slopes = ks

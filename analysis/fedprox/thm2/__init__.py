@@ -29,7 +29,9 @@ directions (then ∇²F has the eigenvalues μ_g and L_g: the worst case of Lemm
 half have random eigenvectors per client.  Outside the assumptions (not applicable, shown in
 the note): K below K_min (γ above the band of its K, or η = v/L_ℓ with v ∈ [0.01, 0.05]);
 γ ∈ (1.3/L_g, 1.9/L_g) with K satisfying (12) for |1 − γL_g|.  Logistic (m = 3, d = 3, n = 20,
-ridge μ in [0.2, 1], μ the ridge and L = max_i λ_max(X_iᵀX_i)/(4n) + μ, both exact extremes of
+ridge μ in [0.2, 1], on every other instance carried by half of each client's samples (2μ each, the
+other samples ridge-free: convex, not strongly convex sample losses, L_i still μ-strongly convex),
+μ the ridge and L = max_i λ_max(X_iᵀX_i)/(4n) + μ, both exact extremes of
 the curvature; K = K_min; ``moreau.analysis.fedprox.thm2.logistic``): the exact local rate is the
 spectral radius of the round matrix with A_i = ∇²L_i(w̃⁽ⁱ⁾), checked against the simulated
 contraction from the optimum plus 1e-5 times its dominant eigenvector.
@@ -331,11 +333,6 @@ STATEMENTS = (
         id="fedprox.thm2",
         implies=("strongly convex objective (μ > 0)",),
         waived={
-            "strongly convex sample losses": (
-                "Assumption 2 asks L_i μ-strongly convex; the logistic samples carry the ridge μ (a "
-                "ridge-free sample would take L_i's modulus from the data's spectrum): not drawn, and"
-                " the quadratic family has no samples"
-            ),
             "convex sample losses": (
                 "every logistic sample loss is convex; the quadratic family has no samples"
             ),
@@ -357,12 +354,16 @@ STATEMENTS = (
         scaling={
             "quadratic": scale_fields({**QUADRATIC_SCALING, "eta": (2, -1), "gamma": (2, -1), "e0": (1, 0)}),
             "logistic": scale_fields(
-                {**LOGISTIC_SCALING, "L": (-2, 0), "eta": (2, 0), "gamma": (2, 0)}, c_free=False
+                {**LOGISTIC_SCALING, "sample_mu": (-2, 0), "L": (-2, 0), "eta": (2, 0), "gamma": (2, 0)},
+                c_free=False,
             ),
         },
         families={
             "quadratic": ("strongly_convex, shared or random eigenvectors",),
-            "logistic": ("ridge mu in [0.2, 1]; local rate at the optimum",),
+            "logistic": (
+                "ridge mu in [0.2, 1] (on half the instances carried by half of each client's samples, "
+                "the others ridge-free); local rate at the optimum",
+            ),
         },
         claimed="rate",
         instances=instances,

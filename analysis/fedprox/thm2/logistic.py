@@ -1,10 +1,14 @@
 r"""fedprox.thm2 on logistic clients (the statement is in ``moreau.analysis.fedprox.thm2``).
 
 Clients L_i(w) = (1/n)Σ_j log(1 + exp(−y_j x_jᵀw)) + (μ/2)‖w‖² (``moreau.Logistic``, ridge μ in
-[0.2, 1], n = 20, d = 3, m = 3).  Constants: μ the ridge (the exact inf of the curvature), L the
-largest λ_max(X_iᵀX_i)/(4n) + μ over the clients (numpy eigvalsh; the exact sup, at w = 0).
-λ/μ in [0.1, 10], η = v/L_ℓ, γ = u/L_g (u in [0.1, 0.9]) and K = K_min of (12); two instances
-with η = v/L_ℓ, v in [0.01, 0.05], and K = 2 (below K_min: not applicable).
+[0.2, 1], n = 20, d = 3, m = 3).  The sample losses ℓ_j = log(1 + exp(−y_j x_jᵀw)) + (μ_j/2)‖w‖² carry
+the ridges ``sample_mu`` μ_j whose mean over a client's samples is μ: all μ on half of the instances;
+on the other half, 0 on a random half of each client's samples (those ℓ_j are convex, not strongly
+convex: Assumption 2 asks L_i, not each ℓ_j, to be strongly convex) and 2μ on the rest.  The
+algorithm uses full gradients, so only L_i enters the computation.  Constants: μ the ridge (the
+exact inf of the curvature), L the largest λ_max(X_iᵀX_i)/(4n) + μ over the clients (numpy
+eigvalsh; the exact sup, at w = 0).  λ/μ in [0.1, 10], η = v/L_ℓ, γ = u/L_g (u in [0.1, 0.9])
+and K = K_min of (12); two instances with η = v/L_ℓ, v in [0.01, 0.05], and K = 2 (below K_min: not applicable).
 
 At the fixed point (w̃⁽ᵍ⁾, w̃⁽ⁱ⁾) (``moreau.fl.fedprox_optimum``, certified Newton) every local
 iterate of a round equals w̃⁽ⁱ⁾, so the Jacobian of one round of Algorithm 1 there is the round
@@ -49,7 +53,27 @@ def instances_logistic(rng, T):
     )
     gamma = rng.uniform(0.1, 0.9, T) / L_g
     K = np.where(tiny, 2, k_min(lam, mu, L, gamma, eta))
-    return {"X": X, "y": y, "mu": mu, "L": L, "lam": lam, "eta": eta, "gamma": gamma, "K": K}
+    # drawn last, so the other fields are those drawn before it was added
+    # the ridge split among the samples: on every other instance half of each client's samples carry none
+    # (ℓ_j convex, not strongly convex) and the other half 2μ, so that L_i's ridge is μ as before
+    sample_mu = np.broadcast_to(mu[:, None, None], (T, M_CL, N_LOG)).copy()
+    split = np.flatnonzero(np.arange(T) % 2 == 1)
+    for t in split:
+        for i in range(M_CL):
+            free = rng.permutation(N_LOG)[: N_LOG // 2]
+            sample_mu[t, i] = 2 * mu[t]
+            sample_mu[t, i, free] = 0.0
+    return {
+        "X": X,
+        "y": y,
+        "mu": mu,
+        "sample_mu": sample_mu,
+        "L": L,
+        "lam": lam,
+        "eta": eta,
+        "gamma": gamma,
+        "K": K,
+    }
 
 
 def evaluate_logistic(batch, claim, parts):
