@@ -21,6 +21,12 @@ loop and vec run the *same* functions below (numpy broadcasting: a client is ``(
 formed before the clock, as ``moreau.LeastSquares`` does; logistic with ``scipy.special.expit``;
 softmax with a row max; mini-batches gathered by index).  The three results of every run are compared
 (largest difference of the final global models relative to their size) and printed beside the rates.
+On numpy, every softmax row (C > 2) of FedAvg, FedProx and pFedMe K-step also prints **the
+roofline** of one round, measured in this process after the row's timings by ``bench_fl_roofline.floor``
+and ``bench_fl_ragged.pfedme_floor`` (see ``roofline``): max(flops / the GEMM rate on the round's own
+product shapes, bytes that must move per round / the measured memory bandwidth), with the flop and
+byte counts, moreau's CPU median as a multiple of it, and the square-GEMM rate for reference; every
+row and table prints ``os.getloadavg()``.
 With ``--backend cupy`` a fourth run, **cupy**, is ``moreau.fl`` on the same objective built from cupy
 arrays (the same draws; the final model copied to the host inside the timed call, which synchronises
 the device); its rows compare wall-clock medians, since CPU time says nothing of a GPU's work.
@@ -38,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -420,11 +427,65 @@ def git_info():
     return {"commit": run("rev-parse", "HEAD") or "unknown", "dirty": bool(run("status", "--porcelain"))}
 
 
-def bench_config(cfg, algos, repeat, seed, budget, gpu=None):
+ROOFLINE_ALGOS = ("fedavg", "fedprox", "pfedme-K")
+
+
+def roofline(algo, f, sizes, d, C, cache):
+    """The roofline of one round of ``algo`` on softmax clients (C > 2), measured in this process by the
+    one implementation there is: ``bench_fl_roofline.floor`` (FedAvg / FedProx: ``4 d C n_total tau``
+    flops at the GEMM rate of the round's own products as moreau forms them, ``n_total (d + 2) 8``
+    bytes at the bandwidth of a 256 MB sum) and ``bench_fl_ragged.pfedme_floor`` (pFedMe K-step:
+    ``4 d C B N R K`` flops at the rate of its batched mini-batch products, ``2 R N B (d + 2) 8`` bytes);
+    the square-GEMM rate (1000 x 1000) for reference.  None for other algorithms or C <= 2 (no roofline
+    written for them).  ``cache`` holds the measurements of one data set."""
+    if C <= 2 or algo not in ROOFLINE_ALGOS:
+        return None
+    import bench_fl_ragged as rg  # imported here: both import this module
+    import bench_fl_roofline as br
+
+    if "full" not in cache:
+        cache["full"] = br.floor(f, sizes, d, C)
+    full = cache["full"]
+    if algo != "pfedme-K":
+        out = dict(
+            full,
+            gemm_rate=full["gemm_rate_round_shapes"]
+            if full["padded_slots"]
+            else full["gemm_rate_per_client_loop"],
+        )
+        out["formula"] = "max(4 d C n_total tau / GEMM rate, n_total (d + 2) 8 / bandwidth)"
+        out["rate_of"] = (
+            "the groups' batched products" if full["padded_slots"] else "per-client products (no groups)"
+        )
+        return out
+    if "pfedme-K" not in cache:
+        cache["pfedme-K"] = dict(
+            rg.pfedme_floor(sizes.size, d, C),
+            gemm_rate_square=full["gemm_rate_square"],
+            formula="max(4 d C B N R K / GEMM rate, 2 R N B (d + 2) 8 / bandwidth)",
+            rate_of="the (N, C, d) x (N, d, B) mini-batch products",
+        )
+    return cache["pfedme-K"]
+
+
+def _roofline_line(rf, moreau_s):
+    """One printed line: the flop and byte counts, the rates, the roofline, moreau's fraction of it."""
+    t_f, t_b = rf["flops_per_round"] / rf["gemm_rate"], rf["bytes_per_round"] / rf["bandwidth"]
+    return (
+        f"      roofline {rf['formula']}: {rf['flops_per_round'] / 1e9:.3f} GFLOP / "
+        f"{rf['gemm_rate'] / 1e9:.1f} GFLOP/s ({rf['rate_of']}) = {t_f * 1e3:.1f} ms, "
+        f"{rf['bytes_per_round'] / 1e6:.1f} MB / "
+        f"{rf['bandwidth'] / 1e9:.1f} GB/s = {t_b * 1e3:.1f} ms -> {rf['floor_s'] * 1e3:.1f} ms per round; "
+        f"moreau {moreau_s * 1e3:.1f} ms (CPU median) = {moreau_s / rf['floor_s']:.2f}x the roofline "
+        f"(roofline / moreau {rf['floor_s'] / moreau_s:.2f}); square GEMM {rf['gemm_rate_square'] / 1e9:.1f} GFLOP/s"
+    )
+
+
+def bench_config(cfg, algos, repeat, seed, budget, gpu=None, profile=0):
     N, d, C, kind, n = cfg
     f, clients, vec, sizes = make_data(np.random.default_rng(seed), N, d, C, kind, n, gpu)
     Dm = d * (C if C > 2 else 1)
-    rows = []
+    rows, cache = [], {}
     for algo in algos:
         if algo == "pfedme-exact" and Dm > 250:
             continue
@@ -435,7 +496,10 @@ def bench_config(cfg, algos, repeat, seed, budget, gpu=None):
         }
         if gpu is not None:
             fns["cupy"] = lambda a=algo: run_moreau(a, vec["f_gpu"], seed)
+        load0 = os.getloadavg()
         tm, out, k = measure(fns, repeat, budget)
+        load1 = os.getloadavg()
+        rf = None if gpu is not None else roofline(algo, f, sizes, d, C, cache)
         scale = max(float(np.abs(out["loop"]).max()), 1e-300)
         ratio = {
             f"x_{b}": {
@@ -463,6 +527,9 @@ def bench_config(cfg, algos, repeat, seed, budget, gpu=None):
                 "vec": float(np.abs(out["moreau"] - out["vec"]).max()) / scale,
                 "loop_vec": float(np.abs(out["vec"] - out["loop"]).max()) / scale,
             },
+            "load": [load0, load1],
+            "roofline": rf,
+            "moreau_over_roofline": None if rf is None else tm["moreau"]["cpu"]["median"] / T / rf["floor_s"],
         }
         if gpu is not None:
             row["rel_diff"]["cupy"] = float(np.abs(out["cupy"] - out["loop"]).max()) / scale
@@ -475,7 +542,8 @@ def bench_config(cfg, algos, repeat, seed, budget, gpu=None):
             f"  {N:>6} {d:>4} {C:>3} {kind:<9} {algo:<13} {r['moreau']:>8.1f} {r['loop']:>8.1f} {r['vec']:>8.1f}  "
             f"{xl['cpu']['best']:>5.1f} {xl['cpu']['median']:>5.1f} {xl['wall']['median']:>5.1f}   "
             f"{xv['cpu']['best']:>5.2f} {xv['cpu']['median']:>5.2f} {xv['wall']['median']:>5.2f}   "
-            f"{row['rel_diff']['loop']:.0e} {row['rel_diff']['vec']:.0e}"
+            f"{row['rel_diff']['loop']:.0e} {row['rel_diff']['vec']:.0e}   k {k}, "
+            f"load {load0[0]:.1f} -> {load1[0]:.1f}"
             + (
                 ""
                 if gpu is None
@@ -488,6 +556,17 @@ def bench_config(cfg, algos, repeat, seed, budget, gpu=None):
             ),
             flush=True,
         )
+        if rf is not None:
+            print(_roofline_line(rf, tm["moreau"]["cpu"]["median"] / T), flush=True)
+        if profile:
+            import bench_fl_ragged as rg
+
+            prof, total, text = rg.profile(lambda a=algo: run_moreau(a, f, seed), top=profile)
+            row["profile"] = {"cpu_s_per_call": total, "top": prof}
+            print(
+                f"      profile of one moreau call (cProfile, CPU clock, {total * 1e3:.1f} ms):\n{text}",
+                end="",
+            )
     return rows
 
 
@@ -520,6 +599,7 @@ def issue_setup(repeat):
         ),
     }
     out = {}
+    print(f"  os.getloadavg(): {os.getloadavg()}", flush=True)
     for name, call in calls.items():
         call()
         ts = []
@@ -550,6 +630,13 @@ def main(argv=None):
     )
     p.add_argument("--issue-setup", action="store_true", help="only the issue's setup (see issue_setup)")
     p.add_argument("--json", metavar="PATH")
+    p.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="K",
+        help="also cProfile one moreau call per row: its K largest",
+    )
     p.add_argument("--blas-threads", type=int, default=1)  # read by bench_prox at import
     p.add_argument(
         "--backend",
@@ -593,11 +680,12 @@ def main(argv=None):
         f"  {'N':>6} {'d':>4} {'C':>3} {'sizes':<9} {'algorithm':<13} {'moreau':>8} {'loop':>8} {'vec':>8}  "
         f"{'x loop (cpu b/m, wall m)':<19}  {'x vec (cpu b/m, wall m)':<20} rel. diff (loop, vec)"
     )
+    print(f"  os.getloadavg() at the start of the table: {os.getloadavg()}", flush=True)
     rows = []
     for cfg in configs:
-        rows += bench_config(cfg, algos, a.repeat, a.seed, a.budget, gpu)
-    load_end = bp._loadavg()
-    print(f"  load average at the end: {load_end}")
+        rows += bench_config(cfg, algos, a.repeat, a.seed, a.budget, gpu, a.profile)
+    load_end = os.getloadavg()
+    print(f"  os.getloadavg() at the end of the table: {load_end}")
     if a.json:
         Path(a.json).write_text(
             json.dumps(
