@@ -229,16 +229,18 @@ def _point_fields(inst):
 
 
 def _point_valid(inst):
-    """Inside the hypotheses and the data's conventions: m ≥ 2 clients, n ≥ d samples, L ≥ μ > 0, σ, R > 0;
-    and md ≤ 2000, where the exact moments stay cheap (their (md × md) matrix)."""
+    """Inside the hypotheses and the data's conventions: m ≥ 2 clients, L ≥ μ > 0, σ > 0; on a point instance
+    (``worst = 1``) n ≥ d samples, R > 0 and md ≤ 2000, where the exact moments stay cheap (their (md × md)
+    matrix); a configuration (its parts sweep their own grids, with Monte Carlo) keeps md ≤ 50, as drawn."""
+    point = np.asarray(inst["worst"]) == 1
+    with np.errstate(invalid="ignore"):
+        at_point = (inst["n"] >= inst["d"]) & (inst["R"] > 0) & (inst["m"] * inst["d"] <= 2000)
     return (
         (inst["m"] >= 2)
-        & (inst["m"] * inst["d"] <= 2000)
-        & (inst["n"] >= inst["d"])
+        & np.where(point, at_point, inst["m"] * inst["d"] <= 50)
         & (inst["L"] >= inst["mu"])
         & (inst["mu"] > 0)
         & (inst["sigma"] > 0)
-        & (inst["R"] > 0)
     )
 
 
