@@ -408,7 +408,11 @@ def finish(rows, params, out, seed=0, quick=False):
         panels,
         [
             ("test_accuracy", "test accuracy after the update (%)", False),
-            ("test_accuracy_before_update", "global model's test accuracy (%)", False),
+            (
+                "test_accuracy_before_update",
+                "test accuracy before the update (%)",  # the global model; local only: its own
+                False,
+            ),
             ("train_loss", "training objective (adapted models)", False),
         ],
         shown,
