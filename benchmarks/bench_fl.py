@@ -29,7 +29,11 @@ byte counts, moreau's CPU median as a multiple of it, and the square-GEMM rate f
 row and table prints ``os.getloadavg()``.
 With ``--backend cupy`` a fourth run, **cupy**, is ``moreau.fl`` on the same objective built from cupy
 arrays (the same draws; the final model copied to the host inside the timed call, which synchronises
-the device); its rows compare wall-clock medians, since CPU time says nothing of a GPU's work.
+the device); its rows compare wall-clock medians, since CPU time says nothing of a GPU's work.  Its softmax rows
+also print the device's roofline, measured by the same two functions on cupy arrays (the products of
+the round's own shapes, the whole batch's as moreau forms them on cupy, and a 256 MB sum, the device
+synchronised before every clock reading): the cupy wall median as a multiple of it and the fractions
+of the device's measured FLOP rate and memory bandwidth the round attains.
 
 Algorithms (T = 2 rounds, all N clients every round): FedAvg (tau = 5 full-gradient steps, and tau = 5
 steps on mini-batches of B = 20 drawn without replacement), FedProx (K = 5), pFedMe with exact inner
@@ -430,37 +434,43 @@ def git_info():
 ROOFLINE_ALGOS = ("fedavg", "fedprox", "pfedme-K")
 
 
-def roofline(algo, f, sizes, d, C, cache):
+def roofline(algo, f, sizes, d, C, cache, xp=np, sync=None):
     """The roofline of one round of ``algo`` on softmax clients (C > 2), measured in this process by the
     one implementation there is: ``bench_fl_roofline.floor`` (FedAvg / FedProx: ``4 d C n_total tau``
     flops at the GEMM rate of the round's own products as moreau forms them, ``n_total (d + 2) 8``
     bytes at the bandwidth of a 256 MB sum) and ``bench_fl_ragged.pfedme_floor`` (pFedMe K-step:
     ``4 d C B N R K`` flops at the rate of its batched mini-batch products, ``2 R N B (d + 2) 8`` bytes);
     the square-GEMM rate (1000 x 1000) for reference.  None for other algorithms or C <= 2 (no roofline
-    written for them).  ``cache`` holds the measurements of one data set."""
+    written for them).  ``cache`` holds the measurements of one data set on one backend.  ``xp`` (numpy,
+    or cupy with ``f`` built on its arrays) and ``sync`` are passed to the same two functions: on cupy
+    they time the products and the sum on the device (``bench_fl_roofline.timing``)."""
     if C <= 2 or algo not in ROOFLINE_ALGOS:
         return None
     import bench_fl_ragged as rg  # imported here: both import this module
     import bench_fl_roofline as br
 
     if "full" not in cache:
-        cache["full"] = br.floor(f, sizes, d, C)
+        cache["full"] = br.floor(f, sizes, d, C, xp, sync)
     full = cache["full"]
     if algo != "pfedme-K":
         out = dict(
             full,
-            gemm_rate=full["gemm_rate_round_shapes"]
-            if full["padded_slots"]
-            else full["gemm_rate_per_client_loop"],
+            gemm_rate=full["gemm_rate_per_client_loop"]
+            if not full["padded_slots"] and xp is np
+            else full["gemm_rate_round_shapes"],
         )
         out["formula"] = "max(4 d C n_total tau / GEMM rate, n_total (d + 2) 8 / bandwidth)"
         out["rate_of"] = (
-            "the groups' batched products" if full["padded_slots"] else "per-client products (no groups)"
+            "the groups' batched products"
+            if full["padded_slots"]
+            else "per-client products (no groups)"
+            if xp is np
+            else "the whole batch's batched products"
         )
         return out
     if "pfedme-K" not in cache:
         cache["pfedme-K"] = dict(
-            rg.pfedme_floor(sizes.size, d, C),
+            rg.pfedme_floor(sizes.size, d, C, xp, sync),
             gemm_rate_square=full["gemm_rate_square"],
             formula="max(4 d C B N R K / GEMM rate, 2 R N B (d + 2) 8 / bandwidth)",
             rate_of="the (N, C, d) x (N, d, B) mini-batch products",
@@ -468,24 +478,36 @@ def roofline(algo, f, sizes, d, C, cache):
     return cache["pfedme-K"]
 
 
-def _roofline_line(rf, moreau_s):
-    """One printed line: the flop and byte counts, the rates, the roofline, moreau's fraction of it."""
+def _roofline_line(rf, moreau_s, who="moreau", clock="CPU median"):
+    """One printed line: the flop and byte counts, the rates, the roofline, ``who``'s time (seconds per
+    round) as a multiple of it, and the fractions of the measured FLOP rate and bandwidth it attains."""
     t_f, t_b = rf["flops_per_round"] / rf["gemm_rate"], rf["bytes_per_round"] / rf["bandwidth"]
+    frac = roofline_fractions(rf, moreau_s)
     return (
-        f"      roofline {rf['formula']}: {rf['flops_per_round'] / 1e9:.3f} GFLOP / "
-        f"{rf['gemm_rate'] / 1e9:.1f} GFLOP/s ({rf['rate_of']}) = {t_f * 1e3:.1f} ms, "
+        f"      roofline ({rf.get('backend', 'numpy')}) {rf['formula']}: {rf['flops_per_round'] / 1e9:.3f} GFLOP / "
+        f"{rf['gemm_rate'] / 1e9:.1f} GFLOP/s ({rf['rate_of']}) = {t_f * 1e3:.3f} ms, "
         f"{rf['bytes_per_round'] / 1e6:.1f} MB / "
-        f"{rf['bandwidth'] / 1e9:.1f} GB/s = {t_b * 1e3:.1f} ms -> {rf['floor_s'] * 1e3:.1f} ms per round; "
-        f"moreau {moreau_s * 1e3:.1f} ms (CPU median) = {moreau_s / rf['floor_s']:.2f}x the roofline "
-        f"(roofline / moreau {rf['floor_s'] / moreau_s:.2f}); square GEMM {rf['gemm_rate_square'] / 1e9:.1f} GFLOP/s"
+        f"{rf['bandwidth'] / 1e9:.1f} GB/s = {t_b * 1e3:.3f} ms -> {rf['floor_s'] * 1e3:.3f} ms per round; "
+        f"{who} {moreau_s * 1e3:.3f} ms ({clock}) = {moreau_s / rf['floor_s']:.2f}x the roofline "
+        f"(roofline / {who} {rf['floor_s'] / moreau_s:.3f}: {frac['flop_rate']:.3f} of the FLOP rate, "
+        f"{frac['bandwidth']:.3f} of the bandwidth); square GEMM {rf['gemm_rate_square'] / 1e9:.1f} GFLOP/s"
     )
+
+
+def roofline_fractions(rf, s):
+    """The fractions of the measured GEMM rate and bandwidth a round of ``s`` seconds attains:
+    ``(flops / s) / rate`` and ``(bytes / s) / bandwidth``."""
+    return {
+        "flop_rate": rf["flops_per_round"] / s / rf["gemm_rate"],
+        "bandwidth": rf["bytes_per_round"] / s / rf["bandwidth"],
+    }
 
 
 def bench_config(cfg, algos, repeat, seed, budget, gpu=None, profile=0):
     N, d, C, kind, n = cfg
     f, clients, vec, sizes = make_data(np.random.default_rng(seed), N, d, C, kind, n, gpu)
     Dm = d * (C if C > 2 else 1)
-    rows, cache = [], {}
+    rows, cache, cache_dev = [], {}, {}
     for algo in algos:
         if algo == "pfedme-exact" and Dm > 250:
             continue
@@ -499,7 +521,8 @@ def bench_config(cfg, algos, repeat, seed, budget, gpu=None, profile=0):
         load0 = os.getloadavg()
         tm, out, k = measure(fns, repeat, budget)
         load1 = os.getloadavg()
-        rf = None if gpu is not None else roofline(algo, f, sizes, d, C, cache)
+        rf = roofline(algo, f, sizes, d, C, cache)
+        rf_dev = None if gpu is None else roofline(algo, vec["f_gpu"], sizes, d, C, cache_dev, xp=gpu)
         scale = max(float(np.abs(out["loop"]).max()), 1e-300)
         ratio = {
             f"x_{b}": {
@@ -533,6 +556,11 @@ def bench_config(cfg, algos, repeat, seed, budget, gpu=None, profile=0):
         }
         if gpu is not None:
             row["rel_diff"]["cupy"] = float(np.abs(out["cupy"] - out["loop"]).max()) / scale
+            if rf_dev is not None:
+                s_dev = tm["cupy"]["wall"]["median"] / T
+                row["roofline_device"] = rf_dev
+                row["cupy_over_roofline_device"] = s_dev / rf_dev["floor_s"]
+                row["cupy_fraction_of_device"] = roofline_fractions(rf_dev, s_dev)
             row["x_cupy_wall_median"] = {
                 b: tm[b]["wall"]["median"] / tm["cupy"]["wall"]["median"] for b in ("moreau", "loop", "vec")
             }
@@ -558,6 +586,8 @@ def bench_config(cfg, algos, repeat, seed, budget, gpu=None, profile=0):
         )
         if rf is not None:
             print(_roofline_line(rf, tm["moreau"]["cpu"]["median"] / T), flush=True)
+        if gpu is not None and rf_dev is not None:
+            print(_roofline_line(rf_dev, tm["cupy"]["wall"]["median"] / T, "cupy", "wall median"), flush=True)
         if profile:
             import bench_fl_ragged as rg
 

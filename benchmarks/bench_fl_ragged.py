@@ -42,25 +42,29 @@ bp = bf.bp
 ALGOS = ("pfedme-K", "fedavg")
 
 
-def pfedme_floor(N, d, C):
-    """The floor of one pFedMe-K round: flops at the rate of its batched products, bytes at the bandwidth."""
+def pfedme_floor(N, d, C, xp=np, sync=None, clock=None, stream_elems=1 << 25):
+    """The floor of one pFedMe-K round: flops at the rate of its batched products, bytes at the
+    bandwidth; measured on ``xp``'s arrays with ``bench_fl_roofline.timing(xp, sync, clock)`` (the one
+    implementation for numpy and cupy)."""
+    sync, clock = br.timing(xp, sync, clock)
     R = K = bf.TAU
     flops = 4 * d * C * bf.B * N * R * K
     rng = np.random.default_rng(0)
-    W, X = rng.standard_normal((N, C, d)), rng.standard_normal((N, bf.B, d))
-    Xt = np.ascontiguousarray(X.transpose(0, 2, 1))
-    Z, G = np.empty((N, C, bf.B)), np.empty((N, C, d))
+    W, X = xp.asarray(rng.standard_normal((N, C, d))), xp.asarray(rng.standard_normal((N, bf.B, d)))
+    Xt = xp.ascontiguousarray(xp.swapaxes(X, 1, 2))
+    Z, G = xp.empty((N, C, bf.B)), xp.empty((N, C, d))
 
     def products():
         for _ in range(R * K):
-            np.matmul(W, Xt, out=Z)
-            np.matmul(Z, X, out=G)
+            xp.matmul(W, Xt, out=Z)
+            xp.matmul(Z, X, out=G)
 
-    rate = br._rate(products, flops)
-    big = np.ones(1 << 25)
-    bw = br._rate(big.sum, big.nbytes, k=3)
+    rate = br._rate(products, flops, sync=sync, clock=clock)
+    big = xp.ones(stream_elems)
+    bw = br._rate(big.sum, big.nbytes, k=3, sync=sync, clock=clock)
     nbytes = 2 * R * N * bf.B * (d + 2) * 8
     return {
+        "backend": getattr(xp, "__name__", str(xp)),
         "flops_per_round": flops,
         "gemm_rate": rate,
         "bytes_per_round": nbytes,

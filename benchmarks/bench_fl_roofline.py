@@ -23,6 +23,13 @@ The floor, measured in the same process (one BLAS thread):
 * the bytes a round must move ``n_total (d + 2) 8`` (the samples, labels and weights, read once per
   round when a group stays in cache across its steps) and the bandwidth of a sum over a 256 MB array;
 * the floor ``max(flops / GEMM rate, bytes / bandwidth)`` and moreau's time as a multiple of it.
+
+``floor`` is backend-generic: given ``xp`` (numpy or cupy, the objective built on its arrays) it
+measures the same products and the same sum on that backend's arrays, ``sync()`` (cupy:
+``cupy.cuda.Device().synchronize``) right before every clock reading and the wall clock on a device
+(``timing``); on cupy there are no softmax groups, so the rate is that of the whole batch's (or the
+ragged buckets') batched products, as moreau forms them there.  ``bench_fl.py --backend cupy``
+reports the device's roofline per row with it.
 """
 
 from __future__ import annotations
@@ -47,33 +54,79 @@ SIZES = [
 ]
 
 
-def _rate(fn, flops, k=5):
+def _nosync():
+    """The ``sync`` of a host backend: numpy's calls return when their work is done."""
+
+
+def timing(xp, sync=None, clock=None):
+    """``(sync, clock)`` for timings of work on ``xp``'s arrays: on numpy, no sync and this process's
+    CPU time (``process_time``); on cupy (a module named ``cupy``), ``cupy.cuda.Device().synchronize``
+    and the wall clock (``perf_counter``: CPU time says nothing of a device's work).  ``sync`` and
+    ``clock`` given here are kept (the tests pass spies)."""
+    host = getattr(xp, "__name__", "") == "numpy"
+    if sync is None:
+        sync = _nosync if host else xp.cuda.Device().synchronize
+    if clock is None:
+        clock = time.process_time if host else time.perf_counter
+    return sync, clock
+
+
+def _rate(fn, amount, k=5, sync=_nosync, clock=time.process_time):
+    """``amount`` (flops or bytes) / the median of ``k`` timed calls of ``fn`` after one warm-up,
+    ``sync()`` right before each clock reading (the device's queue empty at the start, and ``fn``'s
+    work finished at the end)."""
     fn()
+    sync()
     ts = []
     for _ in range(k):
-        t = time.process_time()
+        sync()
+        t = clock()
         fn()
-        ts.append(time.process_time() - t)
-    return flops / float(np.median(ts))
+        sync()
+        ts.append(clock() - t)
+    return amount / float(np.median(ts))
 
 
-def floor(f, sizes, d, C):
-    """The roofline numbers of one round (dict)."""
+def _blocks(f, groups, xp):
+    """``[(Xt (g, d, w), X (g, w, d))]``: the sample blocks of a round's products as moreau forms them,
+    on ``xp``: the softmax groups' (numpy only), else the whole batch's parts (padded, or the ragged
+    buckets; what moreau forms on cupy, where there are no groups)."""
+    if groups:
+        return [(xp.asarray(g._Xt), xp.asarray(g.X)) for _, g in groups]
+    parts = getattr(f, "parts", (f,))
+    out = []
+    for p in parts:
+        X = xp.asarray(p.X).reshape(-1, *p.X.shape[-2:])
+        out.append((xp.ascontiguousarray(xp.swapaxes(X, -1, -2)), X))
+    return out
+
+
+def floor(f, sizes, d, C, xp=np, sync=None, clock=None, square_n=1000, stream_elems=1 << 25):
+    """The roofline numbers of one round (dict), measured on ``xp``'s arrays (numpy or cupy; ``f``
+    built on them) with ``timing(xp, sync, clock)``: one implementation for both backends.
+    ``square_n`` and ``stream_elems`` (256 MB of float64 by default) are the reference square
+    product's size and the bandwidth array's length."""
+    sync, clock = timing(xp, sync, clock)
     n_total = int(sizes.sum())
     flops = 4 * d * C * n_total * bf.TAU
-    groups = fb._softmax_groups(f) or []  # none where one group would hold every client
+    groups = fb._softmax_groups(f) or []  # none where one group would hold every client, or off numpy
+    blocks = _blocks(f, groups, xp)
     rng = np.random.default_rng(0)
-    Ws = [rng.standard_normal((g.batch_shape[0], C, d)) for _, g in groups]
+    work = [
+        (xp.asarray(rng.standard_normal((Xt.shape[0], C, d))), Xt, X, xp.empty((Xt.shape[0], C, Xt.shape[2])))
+        for Xt, X in blocks
+    ]
+    work = [(W, Xt, X, Z, xp.empty_like(W)) for W, Xt, X, Z in work]
 
-    def round_products():  # tau steps of one group before the next, as the round runs them
-        for (_, g), W in zip(groups, Ws, strict=True):
+    def round_products():  # tau steps of one block before the next, as the round runs them
+        for W, Xt, X, Z, G in work:
             for _ in range(bf.TAU):
-                np.matmul(W, g._Xt, out=g._Z)
-                np.matmul(g._Z, g.X, out=g._G)
+                xp.matmul(W, Xt, out=Z)
+                xp.matmul(Z, X, out=G)
 
-    rate = _rate(round_products, flops) if groups else float("nan")
-    Xs = [rng.standard_normal((int(n), d)) for n in sizes]
-    Wc = rng.standard_normal((C, d))
+    rate = _rate(round_products, flops, sync=sync, clock=clock)
+    Xs = [xp.asarray(rng.standard_normal((int(n), d))) for n in sizes]
+    Wc = xp.asarray(rng.standard_normal((C, d)))
 
     def loop_products():
         for X in Xs:
@@ -81,13 +134,16 @@ def floor(f, sizes, d, C):
                 Z = Wc @ X.T
                 Z @ X
 
-    rate_loop = _rate(loop_products, flops, k=3)
-    A = rng.standard_normal((1000, 1000))
-    square = _rate(lambda: A @ A, 2e9, k=3)
-    big = np.ones(1 << 25)  # 256 MB
-    bw = _rate(big.sum, big.nbytes, k=3)
+    rate_loop = _rate(loop_products, flops, k=3, sync=sync, clock=clock)
+    A = xp.asarray(rng.standard_normal((square_n, square_n)))
+    square = _rate(lambda: A @ A, 2.0 * square_n**3, k=3, sync=sync, clock=clock)
+    big = xp.ones(stream_elems)
+    bw = _rate(big.sum, big.nbytes, k=3, sync=sync, clock=clock)
     nbytes = n_total * (d + 2) * 8
+    # numpy without groups: the per-client loop's rate (as before); elsewhere the blocks' batched rate
+    host_whole = not groups and getattr(xp, "__name__", "") == "numpy"
     return {
+        "backend": getattr(xp, "__name__", str(xp)),
         "n_total": n_total,
         "padded_slots": int(sum(g._Xt.shape[0] * g._Xt.shape[2] for _, g in groups)),
         "flops_per_round": flops,
@@ -96,7 +152,7 @@ def floor(f, sizes, d, C):
         "gemm_rate_square": square,
         "bytes_per_round": nbytes,
         "bandwidth": bw,
-        "floor_s": max(flops / (rate if groups else rate_loop), nbytes / bw),
+        "floor_s": max(flops / (rate_loop if host_whole else rate), nbytes / bw),
     }
 
 
