@@ -137,3 +137,31 @@ def test_roofline_fractions(mods):
     # at 10 ms per round: 6e11 flop/s of 3e12 (1/5) and 2e10 B/s of 4e12 (1/200)
     assert fr["flop_rate"] == pytest.approx(1 / 5)
     assert fr["bandwidth"] == pytest.approx(1 / 200)
+
+
+def test_gpu_first_without_a_gpu_stops_in_one_line(tmp_path):
+    """``benchmarks/gpu_first.sh`` without cupy (or a device): one line with the reason, exit 0, nothing
+    written."""
+    import shutil
+    import subprocess
+
+    import moreau
+
+    if moreau._backend.gpu_status()[0]:
+        pytest.skip("cupy and a device are usable here: the script would run its five lines")
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
+    out = tmp_path / "out"
+    r = subprocess.run(
+        ["bash", str(BENCH / "gpu_first.sh"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHON": sys.executable},
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpu_first.sh: nothing run: "), r.stdout
+    assert moreau._backend.gpu_status()[1].splitlines()[-1] in lines[0]
+    assert not out.exists()
