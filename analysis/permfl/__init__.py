@@ -31,22 +31,51 @@ theorem of that description must contain, with constants derived here (never rea
   G with β ≤ 1/γ gives (1/T)Σ‖∇G(x^t)‖² ≤ 2(G(x⁰) − G*)/(βT).
 
 Differences between the authors' code and the equations (update rules as the report transcribes
-the paper; all checked in the code): (1) ``UserPerMFL`` passes its arguments to ``User.__init__``
+the paper; all checked in the code, at commit 85f46c6).  Each item ends with its evidence in brackets:
+a test (``path::function``) or a documentation section (``page § heading``); "read in the code" marks
+an item transcribed from the source but not exercised by the audit's runs (equal teams, every team
+and device sampled).  (1) ``UserPerMFL`` passes its arguments to ``User.__init__``
 positionally, shifted by one, so the device optimizer's λ is the local step count
 ``local_epochs`` (default 20) while the team update uses λ (``moreau.fl.permfl(lam_device=L)``
-reproduces it); (2) devices take mini-batch steps (``get_next_train_batch``, batch 124);
+reproduces it, to 4.7e-16 on the audit's runs; with L = 1 it is invisible: the single device step
+starts at the team model, where the penalty is zero) [evidence: docs/audits.md § PerMFL;
+tests/test_audit_pfl.py::test_each_deviation_is_diagnosed_with_its_parameter;
+tests/test_audit_torch_pfl.py::test_each_torch_deviation_is_diagnosed_with_its_parameter];
+(2) devices take mini-batch steps (``get_next_train_batch``, batch 124: a full batch on devices of at
+most 124 samples) [evidence: docs/audits.md § PerMFL];
 (3) the team average θ̄ divides by ``num_users`` (devices selected per team), equal to 1/N_i only
-with full participation of equal teams; (4) ``p_teams`` teams are sampled per global round
+with full participation of equal teams [evidence: read in the code, docs/audits.md § PerMFL];
+(4) ``p_teams`` teams are sampled per global round
 (``random.sample``) while w̄ still averages all M team models with 1/M (stale models of the
-teams not sampled); device sampling is seeded by the team-round index; (5) team weights 1/M and
-device weights 1/N_i (eq. (4.3)); the sample-size weights ``tau`` are computed and unused;
+teams not sampled); device sampling is seeded by the team-round index (``np.random.seed(round)``)
+[evidence: read in the code, docs/audits.md § PerMFL]; (5) team weights 1/M and
+device weights 1/N_i (eq. (4.3)); the sample-size weights ``tau`` are computed and unused
+[evidence: read in the code, docs/thesis-systems.md § The thesis's systems];
 (6) the mini-batches are sequential and unshuffled (``get_next_train_batch`` walks each device's
-data in its stored order: no shuffle), not i.i.d. draws (``moreau.fl.permfl``'s
-``batch_size`` draws i.i.d. with replacement); (7) the default β = 0.99 with γ = 5 gives βγ = 4.95 > 1,
-violating the reconstructed bound β ≤ 1/γ: the global step x ← (1 − βγ)x + βγ w̄ overshoots w̄ (not a
-convex combination).  (1) means the device penalty is the local step count, 20 by default, whatever
+data in its stored order: no shuffle, the iterator restarts after the last, short, batch), not i.i.d.
+draws (``moreau.fl.permfl``'s ``batch_size`` draws i.i.d. with replacement); measured: batch 8 fitted
+exactly (B = 8, to 3.1e-16) [evidence: docs/audits.md § PerMFL;
+tests/test_audit_pfl.py::test_each_deviation_is_diagnosed_with_its_parameter];
+(7) the default β = 0.99 with γ = 5 gives βγ = 4.95 > 1, violating the reconstructed bound β ≤ 1/γ:
+the global step x ← (1 − βγ)x + βγ w̄ overshoots w̄ (its own factor 1 − βγ = −3.95, not a convex
+combination).  Measured, this does NOT make the defaults diverge: the full round composes that step
+with the team rounds, which pull w̄ towards x, and its linear part has spectral radius 0.71 on the
+audit's instance (largest |eigenvalue| 0.707; 0.88 with every sample scaled by 4); the default run
+(K = 10, L = 20) settles (last step 2e-16) [evidence: docs/audits.md § PerMFL];
+(8) where the defaults' run goes: it settles 9.07 % (relative) from the optimum of (4.3) on the
+audit's instance, of which the paper's algorithm itself (λ_d = λ, finite K and L) accounts for
+5.67 %; with K = L = 1 (where the code equals the paper's algorithm) it is still 35.05 % away after
+100 rounds, not settled.  The review's "2.4 % (K = 10, L = 20)" was on another instance: the bias
+depends on the instance (the reconstruction's bias is measured by ``permfl.thm1``) [evidence:
+docs/audits.md § PerMFL;
+tests/catalogue/permfl/test_thm1_rate_bias.py::test_the_run_goes_to_the_reweighted_point_not_to_x_star];
+(9) ``select_users`` runs every device of a team only when the team has exactly ``num_users``
+devices (one number for all teams): a smaller team fails an assertion, so teams of unequal sizes
+cannot run with every device [evidence: docs/audits.md § PerMFL].
+(1) means the device penalty is the local step count, 20 by default, whatever
 λ is set to.  ``moreau.fl.permfl`` samples teams (``S``) and devices (``devices``) with a seed and
-averages the sampled ones, not (3)–(4).
+averages the sampled ones, not (3)–(4) [evidence:
+tests/test_fl_permfl_sampling.py::test_sampled_permfl_equals_a_loop_over_teams_and_devices].
 
 Statements here: ``permfl.objective`` (thesis eq. (4.3): nested envelopes, the limits γ → ∞,
 λ → ∞, both, and one device per team), ``permfl.thm1``, ``permfl.thm2``.
