@@ -270,3 +270,25 @@ def test_a_method_that_returns_no_history_is_named(tmp_path, capsys, npz, method
 def test_data_and_method_flags_belong_to_compare(capsys, npz):
     assert reproduce("fedprox-fig2", "--quick", "--data", npz, "--print-config") == 2
     assert "--data applies to experiments with a 'data' parameter" in capsys.readouterr().err
+
+
+def test_compare_on_your_data_is_titled_by_the_file_name_without_the_quick_banner(tmp_path, npz, monkeypatch):
+    """Issue 29: the panel title was the data file's absolute path and a quick run on a user's own data
+    carried the "quick: not the paper's size" banner (there is no paper whose size it falls short of)."""
+    from moreau.experiments import _plot, compare
+
+    seen = []
+
+    def spy(fig, out, stem, quick=False):
+        titles = [a.get_title() for a in fig.axes]
+        paths = _plot.save(fig, out, stem, quick)
+        sup = fig._suptitle.get_text() if fig._suptitle is not None else ""  # as saved, banner included
+        seen.append((stem, titles, quick, sup))
+        return paths
+
+    monkeypatch.setattr(compare, "save", spy)
+    run_compare(tmp_path / "o", npz, "--set", 'methods=["FedAvg"]')
+    ((stem, titles, quick, sup),) = seen
+    assert stem == "compare" and titles[0] == f"{npz.name}, T = 30"
+    assert str(tmp_path) not in " ".join(titles)
+    assert not quick and _plot.QUICK_NOTE not in sup
