@@ -127,7 +127,7 @@ def pflmf(
     docs/audits.md § pFL^MF; tests/test_audit_pfl.py::test_each_deviation_is_diagnosed_with_its_parameter;
     tests/test_fl_pflmf_fedper.py::test_fedper_equals_a_loop_over_trials_and_clients];
     (b) even that unused ``fit`` zeroes the personal (classifier) gradients in *both* phases,
-    so neither phase would update v_i; measured with it bound by hand: max |v_t − v_0| = 0, and the
+    so neither phase would update v_i; measured with it bound by hand: max_t ‖v_t − v_0‖ = 0, and the
     run ends 1.69 from X* [evidence: docs/audits.md § pFL^MF;
     tests/test_fl_pflmf_fedper.py::test_fedper_is_not_the_alternating_method_and_updates_the_personal_factors];
     (c) the server averages the clients' locally trained
