@@ -104,10 +104,13 @@ class _FlowerRound:
 
         self.Proxy, self.manager = Proxy, Manager()
 
+    def _make_client(self, c: Client) -> Any:
+        return self.client_fn(c)
+
     def _setup(self, clients: list[Client]) -> None:
         for c in clients:
             try:
-                client = self.client_fn(c)
+                client = self._make_client(c)
             except Exception as exc:  # noqa: BLE001  (the user's code: one line)
                 raise AuditError(f"client_fn raised {_first_line(exc)} for client {c.index}") from exc
             if hasattr(client, "to_client"):  # a NumPyClient
@@ -127,15 +130,13 @@ class _FlowerRound:
             raise AuditError(f"{what} has {v.size} parameters, the instance {d} features")
         return v
 
-    def __call__(
-        self, w: np.ndarray, clients: list[Client], rng: np.random.Generator, **hyper: Any
-    ) -> tuple[np.ndarray, np.ndarray]:
-        if not self.proxies:
-            self._setup(clients)
-        self.rng = rng
-        self.round += 1
+    def _fit_round(
+        self, send: list[np.ndarray], size: int | None, hyper: dict[str, Any]
+    ) -> tuple[dict[int, np.ndarray], np.ndarray]:
+        """One round (``self.round``): ``configure_fit`` with the parameters ``send``, each returned
+        client's ``fit``, ``aggregate_fit``; the fit results by client index, flattened (``size``
+        parameters each; None: not checked), and the aggregated parameters, flattened."""
         t = self.round
-        m, d = len(clients), w.shape[0]
         st: Any = self.strategy
         has_cfg = hasattr(st, "on_fit_config_fn")  # Flower's built-in strategies: the config's source
         user_cfg = getattr(st, "on_fit_config_fn", None)
@@ -147,23 +148,48 @@ class _FlowerRound:
         if has_cfg:
             st.on_fit_config_fn = config
         try:
-            ins = st.configure_fit(t, self.to_params([w.copy()]), self.manager)
+            ins = st.configure_fit(t, self.to_params([a.copy() for a in send]), self.manager)
         finally:
             if has_cfg:
                 st.on_fit_config_fn = user_cfg
-        results, local = [], np.broadcast_to(w, (m, d)).copy()
+        results, got = [], {}
         for proxy, fit_ins in ins:
             try:
                 res = proxy.fit(fit_ins, None, t)
             except Exception as exc:  # noqa: BLE001  (the user's client: one line)
                 raise AuditError(f"client {proxy.cid}'s fit raised {_first_line(exc)} at round {t}") from exc
             arrays = self.to_arrays(res.parameters)
-            local[int(proxy.cid)] = self._vector(arrays, d, f"client {proxy.cid}'s fit result")
+            what = f"client {proxy.cid}'s fit result"
+            flat = [np.asarray(a).reshape(-1) for a in arrays]
+            got[int(proxy.cid)] = (
+                (np.concatenate(flat) if flat else np.zeros(0))
+                if size is None
+                else self._vector(arrays, size, what)
+            )
             results.append((proxy, res))
         params, _ = st.aggregate_fit(t, results, [])
         if params is None:
             raise AuditError(f"the strategy's aggregate_fit returned no parameters at round {t}")
-        return self._vector(self.to_arrays(params), d, "aggregate_fit's parameters"), local
+        total = sum(int(np.asarray(a).size) for a in send)
+        return got, self._vector(self.to_arrays(params), total, "aggregate_fit's parameters")
+
+    def _locals(self, w: np.ndarray, got: dict[int, np.ndarray], m: int, hyper: dict[str, Any]) -> Any:
+        """The clients' local models ``(m, d)`` after the round: the fit results, the server model
+        for the clients not sampled (FedAvg's and Per-FedAvg's convention)."""
+        local = np.broadcast_to(w, (m, w.shape[0])).copy()
+        for i, v in got.items():
+            local[i] = v
+        return local
+
+    def __call__(
+        self, w: np.ndarray, clients: list[Client], rng: np.random.Generator, **hyper: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if not self.proxies:
+            self._setup(clients)
+        self.rng = rng
+        self.round += 1
+        got, new = self._fit_round([w], w.shape[0], hyper)
+        return new, self._locals(w, got, len(clients), hyper)
 
 
 def flower_round_fn(strategy: Any, client_fn: ClientFn, algorithm: str) -> Callable[..., Any]:
@@ -178,8 +204,14 @@ def flower_round_fn(strategy: Any, client_fn: ClientFn, algorithm: str) -> Calla
     several arrays: they are concatenated, flattened).  The audit's hyperparameters travel in
     the fit config (``{**hyper, **on_fit_config_fn(t)}``, ``None`` values left out); the client
     manager samples ``num_clients < m`` clients with :func:`moreau.audit.sample_clients` on the
-    audit's rng, so a strategy sampling S clients shares the reference's draws.  ``fedavg`` and
-    ``fedprox`` only."""
+    audit's rng, so a strategy sampling S clients shares the reference's draws.  ``fedavg``,
+    ``fedprox`` and ``perfedavg`` here; ``pfedme``, ``fedfw`` and ``pflmf`` (pFL^MF: the personal
+    factors stay on the clients, read through ``get_properties``) through
+    :mod:`moreau.audit._flower_more` (docs/audit.md); PerMFL is refused."""
+    if algorithm in ("pfedme", "fedfw", "pflmf"):
+        from ._flower_more import more_round
+
+        return more_round(strategy, client_fn, algorithm)
     return _FlowerRound(strategy, client_fn, algorithm)
 
 

@@ -220,7 +220,14 @@ def flower_message_round_fn(strategy: Any, app_fn: AppFn, algorithm: str) -> Cal
     ClientApp, ``strategy.aggregate_train(t, replies)``.  The model is one array ``w`` ``(d,)``
     (a reply may hold several arrays: concatenated, flattened).  Full participation only:
     Flower samples nodes with Python's ``random`` module, which the audit cannot share with the
-    reference's draws (an ``AuditError`` otherwise).  ``fedavg`` and ``fedprox`` only."""
+    reference's draws (an ``AuditError`` otherwise).  ``fedavg``, ``fedprox``, ``perfedavg``,
+    ``pfedme`` and ``fedfw`` (your strategy's ``aggregate_train`` takes their server step), and
+    ``pflmf`` (the personal factors in the nodes' ``context.state["personal"]``:
+    :mod:`moreau.audit._flower_more`, docs/audit.md); PerMFL is refused."""
+    if algorithm == "pflmf":
+        from ._flower_more import more_message_round
+
+        return more_message_round(strategy, app_fn, algorithm)
     return _MessageRound(strategy, app_fn, algorithm)
 
 

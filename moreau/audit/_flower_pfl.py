@@ -1,12 +1,15 @@
-r"""Which algorithms the Flower adapters audit, and why PerMFL and pFL^MF are not among them
-(docs/audit.md, "What each adapter supports").
+r"""Which algorithms the Flower adapters audit, and why PerMFL is not among them (docs/audit.md,
+"What each adapter supports").
 
 Per-FedAvg's round is FedAvg's shape (the sampled clients take τ local steps from the server
-model, the server averages), so a Flower strategy and client run it as they run FedAvg.  PerMFL's
-team tier (K team rounds, each a device round and a team step, between two global steps) and
-pFL^MF's per-client personal factors (each client's own v_i in the server state the audit
-compares; a strategy sends one parameter set to every client) have no place in a strategy's
-``configure_fit`` / ``aggregate_fit`` (or ``configure_train`` / ``aggregate_train``) round."""
+model, the server averages), so a Flower strategy and client run it as they run FedAvg.  pFedMe
+and FedFW run through the user's own strategy (its ``aggregate_fit`` / ``aggregate_train`` takes
+the server step: pFedMe's :math:`(1-\beta) w + \beta\,\overline{w_i}`, FedFW's average of the
+clients' Frank-Wolfe iterates) and stateful clients; pFL^MF's personal factors stay on the
+clients, read by the audit through a small accessor protocol (:mod:`moreau.audit._flower_more`).
+PerMFL's team tier (K team rounds, each a device round and a team step, between two global
+steps) has no place in a strategy's ``configure_fit`` / ``aggregate_fit`` (or
+``configure_train`` / ``aggregate_train``) round."""
 
 from __future__ import annotations
 
@@ -15,15 +18,11 @@ from ._engine import ALGORITHMS
 __all__ = ["FLOWER_ALGORITHMS", "flower_algorithm_check"]
 
 #: The algorithms both Flower adapters audit.
-FLOWER_ALGORITHMS = ("fedavg", "fedprox", "perfedavg")
+FLOWER_ALGORITHMS = ("fedavg", "fedprox", "perfedavg", "pfedme", "fedfw", "pflmf")
 
 _WHY = {
     "permfl": "PerMFL's team tier (K team rounds of device training and a team step between two "
     "global steps) has no place in a strategy's configure/aggregate round",
-    "pflmf": "pFL^MF's server state holds each client's own personal factor v_i, and a strategy "
-    "sends one parameter set to every client",
-    "pfedme": "pFedMe samples its clients after the local rounds, a strategy before them",
-    "fedfw": "FedFW's server step (a Frank-Wolfe step over the L2 ball) is not a strategy's average",
 }
 
 
