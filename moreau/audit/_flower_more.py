@@ -57,7 +57,7 @@ def _all_trained(got: Any, m: int, algorithm: str, t: int) -> None:
     if len(got) != m:
         raise AuditError(
             f"the strategy trained {len(got)} of {m} clients at round {t}: {algorithm} is audited "
-            "through Flower with every client in every round"
+            "through Flower with every client in every round (pFL^MF's rounds train every client)"
         )
 
 
