@@ -17,11 +17,12 @@ the batch's instances, each change one that moves the instance to the weaker sid
 
 * ``mu`` → 0: a field ``mu`` (T,) is the modulus of strong convexity (a ridge (μ/2)‖θ‖² on the
   logistic, multinomial and nonsmooth families; the modulus a quadratic statement declares);
-* the smallest eigenvalue of the quadratic's Hessian ``A`` (T, d, d) → 0 (``A = V diag(a) Vᵀ``, the
-  eigenvectors kept), with ``mu`` → 0 beside it; the linear term follows the minimiser ``z`` where the
-  batch has one (``b = A z``, so F* = F(z) stays finite), else loses its component along the zeroed
-  eigenvector (a minimiser exists); ``eig`` and ``L`` are recomputed, and a statement's
-  ``Simplify.derive`` rebuilds its own derived fields.
+* the quadratic's Hessian ``A`` (T, d, d), or every client's (T, m, d, d), projected off the eigenvector v
+  of the (mean) Hessian's smallest eigenvalue (``A ← P A P``, P = I − vvᵀ: for one Hessian, that
+  eigenvalue set to 0 and the others kept; for clients, v a common null direction, so their mean is
+  singular), with ``mu`` → 0 beside it; the linear term follows the minimiser ``z`` where the batch has
+  one (``b = A z``, so F* = F(z) stays finite), else loses its component along v (a minimiser exists);
+  ``eig`` and ``L`` are recomputed, and a statement's ``Simplify.derive`` rebuilds its own derived fields.
 
 Which side an instance lies on is never taken from the change: it is computed from the instance's own
 numbers by :data:`PAIRS`' predicates (the stronger one is the property library's,
@@ -135,30 +136,34 @@ def _zero_mu(batch):
 
 def _zero_eigenvalue(batch, spec=None):
     A = batch.get("A")
-    if A is None or np.ndim(A) != 3 or np.shape(A)[-1] != np.shape(A)[-2]:
+    if A is None or np.ndim(A) not in (3, 4) or np.shape(A)[-1] != np.shape(A)[-2]:
         return None
-    a, V = np.linalg.eigh(np.asarray(A, float))
-    v = V[:, :, 0]
-    a = a.copy()
-    a[:, 0] = 0.0
-    A2 = (V * a[:, None, :]) @ np.swapaxes(V, 1, 2)
-    out = {**batch, "A": 0.5 * (A2 + np.swapaxes(A2, 1, 2))}
-    if "z" in batch and "b" in batch and np.shape(batch["z"]) == np.shape(batch["b"]):
-        out["b"] = np.einsum("tij,tj->ti", out["A"], np.asarray(batch["z"], float))
-    elif "b" in batch and np.shape(batch["b"]) == np.shape(v):
+    A = np.asarray(A, float)
+    clients = A.ndim == 4
+    mean = A.mean(axis=1) if clients else A
+    v = np.linalg.eigh(mean)[1][:, :, 0]  # (T, d): the direction of the mean Hessian's smallest eigenvalue
+    P = np.eye(A.shape[-1]) - v[:, :, None] * v[:, None, :]
+    P = P[:, None] if clients else P
+    A2 = P @ A @ P  # every client's Hessian projected off v: v is a common null direction
+    out = {**batch, "A": 0.5 * (A2 + np.swapaxes(A2, -1, -2))}
+    vv = v[:, None, :] if clients else v
+    if "z" in batch and "b" in batch and np.shape(batch["z"]) == np.shape(batch["b"]) == A.shape[:-1]:
+        out["b"] = np.einsum("...ij,...j->...i", out["A"], np.asarray(batch["z"], float))
+    elif "b" in batch and np.shape(batch["b"]) == A.shape[:-1]:
         b = np.asarray(batch["b"], float)
-        out["b"] = b - np.sum(b * v, axis=-1, keepdims=True) * v
+        out["b"] = b - np.sum(b * vv, axis=-1, keepdims=True) * vv
+    a = np.linalg.eigvalsh(out["A"])
     if "eig" in batch and np.shape(batch["eig"]) == a.shape:
-        out["eig"] = np.sort(a, axis=-1)
+        out["eig"] = a
     if "L" in batch and np.ndim(batch["L"]) == 1:
-        out["L"] = np.max(np.abs(a), axis=-1)
+        out["L"] = np.max(np.abs(a).reshape(a.shape[0], -1), axis=-1)
     if "mu" in batch and np.ndim(batch["mu"]) == 1:
         out["mu"] = np.zeros(a.shape[0])
     derive = getattr(spec, "derive", None)
     if derive is not None:
         rows = []
         for t in range(a.shape[0]):
-            one = {k: np.asarray(v)[t : t + 1] if np.ndim(v) else v for k, v in out.items()}
+            one = {k: np.asarray(x)[t : t + 1] if np.ndim(x) else x for k, x in out.items()}
             rows.append({**one, **{k: np.asarray(x) for k, x in derive(one).items()}})
         out = {k: np.concatenate([r[k] for r in rows]) if np.ndim(out[k]) else out[k] for k in out}
     return out
@@ -167,7 +172,7 @@ def _zero_eigenvalue(batch, spec=None):
 #: the changes that make an instance weaker (module docstring), tried in turn
 CHANGES = (
     ("μ set to 0", lambda b, spec: _zero_mu(b)),
-    ("smallest eigenvalue of A set to 0", _zero_eigenvalue),
+    ("A projected off its smallest eigenvector", _zero_eigenvalue),
 )
 
 
@@ -251,7 +256,8 @@ def nested_hypotheses(statement, family: str, batch: dict, *, fails: str | None 
             entry["text"] = f"{pair.what}: undefined without it ({entry['detail']})"
             out.append(entry)
             continue
-        entry.update(_verdict(parts, judge))
+        with np.errstate(all="ignore"):
+            entry.update(_verdict(parts, judge))
         entry["text"] = _line(entry, pair)
         out.append(entry)
     return out

@@ -83,7 +83,7 @@ def test_user_statements_one_needs_strong_convexity_one_does_not(tmp_path, capsy
     assert recs["u.converges"]["holds"] and recs["u.sublinear"]["holds"]  # with strong convexity, both hold
     (conv,) = [e for e in recs["u.converges"]["analyse"]["nested"] if e["hypothesis"] == "strong convexity"]
     assert conv["verdict"] == "needed" and conv["instances"] == 24
-    assert "smallest eigenvalue of A set to 0" in conv["source"]
+    assert "A projected off its smallest eigenvector" in conv["source"]
     # independent: GD never moves the null-direction component, so ‖x_T − z‖ ≥ |⟨x⁰ − z, v⟩|
     assert conv["lhs"] > conv["rhs"] > 0 and conv["ratio"] > 1
     (sub,) = [e for e in recs["u.sublinear"]["analyse"]["nested"] if e["hypothesis"] == "strong convexity"]
@@ -101,13 +101,14 @@ def test_made_instances_are_weaker_by_their_own_numbers():
     b = {**b, "b": np.einsum("tij,tj->ti", b["A"], z), "z": z, "mu": b["eig"][:, 0]}
     pair = N.PAIRS[0]
     made, source = N.weaker_instances(None, "quadratic", b, pair)
-    assert made is not None and "eigenvalue" in source
+    assert made is not None and "eigenvector" in source
     lo = np.linalg.eigvalsh(made["A"])
     # independent of the module's predicates: one zero eigenvalue, the others those of the start
     np.testing.assert_allclose(lo[:, 0], 0.0, atol=1e-12 * np.max(b["L"]))
     np.testing.assert_allclose(lo[:, 1:], b["eig"][:, 1:], rtol=1e-10)
     np.testing.assert_allclose(np.einsum("tij,tj->ti", made["A"], z), made["b"])  # z still a minimiser
-    assert np.all(made["mu"] == 0) and np.all(made["eig"][:, 0] == 0)
+    assert np.all(made["mu"] == 0)
+    np.testing.assert_allclose(made["eig"], lo)  # the derived spectrum recomputed from the new A
     # the weaker predicate is not trivially true: a nonconvex A is neither
     nc = {**b, "A": -b["A"], "mu": -b["mu"]}
     assert not np.any(pair.weak(nc)) and not np.any(pair.strong(nc))
@@ -128,3 +129,21 @@ def test_catalogue_gd_strongly_convex_does_not_need_strong_convexity_on_quadrati
 
     (m,) = N.nested_hypotheses(dataclasses.replace(st, claim=mut), "quadratic", batch)
     assert m["verdict"] == "needed" and m["ratio"] > 1
+
+
+def test_clients_share_a_null_direction_so_their_mean_is_convex_not_strongly_convex():
+    rng = np.random.default_rng(5)
+    from moreau.analysis.engine.instances import quadratic_batch
+
+    parts = [quadratic_batch(rng, 6, 3, "strongly_convex") for _ in range(3)]
+    A = np.stack([p["A"] for p in parts], axis=1)  # (T, m, d, d)
+    b = np.stack([p["b"] for p in parts], axis=1)
+    made, source = N.weaker_instances(None, "quadratic", {"A": A, "b": b}, N.PAIRS[0])
+    assert made is not None and "eigenvector" in source
+    mean_lo, V = np.linalg.eigh(made["A"].mean(axis=1))
+    assert np.all(np.abs(mean_lo[:, 0]) <= 1e-12 * mean_lo[:, -1])
+    v = V[:, :, 0]
+    # v is every client's null direction, and every client keeps the rest of its curvature
+    np.testing.assert_allclose(np.einsum("tmij,tj->tmi", made["A"], v), 0.0, atol=1e-12)
+    assert np.all(np.linalg.eigvalsh(made["A"])[..., 1] > 0)
+    np.testing.assert_allclose(np.einsum("tmi,ti->tm", made["b"], v), 0.0, atol=1e-12)  # a minimiser exists
