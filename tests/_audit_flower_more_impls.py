@@ -10,16 +10,17 @@ import numpy as np
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.client import NumPyClient
 from flwr.clientapp import ClientApp
-from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays
+from flwr.common import FitIns, ndarrays_to_parameters, parameters_to_ndarrays
 from flwr.server.strategy import FedAvg
 from flwr.serverapp import strategy as msg_strategy
 
 
-def grad(c, x, l2=0.0, total=False):
-    """The client's loss gradient (mean over its samples; ``total``: summed) plus ``l2 x``."""
-    z = c.X @ x
-    r = z - c.y if c.kind == "least_squares" else -c.y * np.exp(-np.logaddexp(0.0, c.y * z))
-    g = c.X.T @ r / c.n + c.mu * x
+def grad(c, x, l2=0.0, total=False, rows=slice(None)):
+    """The client's loss gradient (mean over its samples ``rows``; ``total``: summed) plus ``l2 x``."""
+    X, y = c.X[rows], c.y[rows]
+    z = X @ x
+    r = z - y if c.kind == "least_squares" else -y * np.exp(-np.logaddexp(0.0, y * z))
+    g = X.T @ r / X.shape[0] + c.mu * x
     return (c.n * g if total else g) + l2 * x
 
 
@@ -64,6 +65,23 @@ def fedfw_local(c, w, cfg, state, *, reset=False, eta_plus=1.0, over_sampled=Fal
         x = (1 - eta) * x + eta * (-float(cfg["radius"]) * v / np.linalg.norm(v))
     state["x"] = x
     return x
+
+
+def permfl_local(c, w, cfg, state, *, lam_is_L=False, batch=None, l2=0.0):
+    """PerMFL's device: L steps of size α on f_i(θ) + λ/2 |θ - w|^2 from its team's model w
+    (``lam_is_L``: λ is the local step count L, the authors' argument shift; ``batch``: each step on
+    the next ``batch`` samples in stored order, the cursor kept across rounds)."""
+    lam = float(cfg["L"]) if lam_is_L else float(cfg["lam"])
+    th = w.copy()
+    for _ in range(int(cfg["L"])):
+        rows = slice(None)
+        if batch is not None:
+            s = state.get("cursor", 0)
+            s = 0 if s >= c.n else s
+            rows = slice(s, min(s + batch, c.n))
+            state["cursor"] = rows.stop
+        th = th - float(cfg["alpha"]) * (grad(c, th, l2, rows=rows) + lam * (th - w))
+    return th
 
 
 def mf_local(c, U_flat, cfg, v, *, fedper=False, frozen=False):
@@ -163,6 +181,41 @@ class Strategy(FedAvg):
     def aggregate_fit(self, server_round, results, failures):
         got = [(int(p.cid), parameters_to_ndarrays(r.parameters)[0], r.num_examples) for p, r in results]
         return ndarrays_to_parameters([self.server(self.w, got, self.cfg, self.ids)]), {}
+
+
+class PerMFLStrategy(FedAvg):
+    """PerMFL's team and global servers in one strategy: each Flower round is a team round (its
+    devices get their team's model; the team step w_j <- w_j - η(λ(w_j - mean θ) + γ(w_j - x))),
+    every K-th round also the global step x <- x - βγ(x - mean_j w_j); ``teams[cid]`` a device's team."""
+
+    def __init__(self, teams, **kw):
+        super().__init__(min_fit_clients=2, min_available_clients=2, **kw)
+        self.teams, self.k, self.x, self.W, self.cfg = list(teams), 0, None, {}, {}
+
+    def configure_fit(self, server_round, parameters, client_manager):
+        self.cfg = dict(self.on_fit_config_fn(server_round)) if self.on_fit_config_fn else {}
+        if self.k == 0:  # a global round begins: every team starts at the global model
+            self.x = parameters_to_ndarrays(parameters)[0]
+            self.W = {j: self.x.copy() for j in set(self.teams)}
+        devices = client_manager.sample(num_clients=client_manager.num_available())
+        return [
+            (p, FitIns(ndarrays_to_parameters([self.W[self.teams[int(p.cid)]]]), dict(self.cfg)))
+            for p in devices
+        ]
+
+    def aggregate_fit(self, server_round, results, failures):
+        cfg, x = self.cfg, self.x
+        lam, gamma, eta = float(cfg["lam"]), float(cfg["gamma"]), float(cfg["eta"])
+        thetas = {}
+        for p, r in results:
+            thetas.setdefault(self.teams[int(p.cid)], []).append(parameters_to_ndarrays(r.parameters)[0])
+        for j, W in self.W.items():
+            self.W[j] = W - eta * (lam * (W - np.mean(thetas[j], axis=0)) + gamma * (W - x))
+        self.k += 1
+        if self.k == int(cfg["K"]):
+            self.k = 0
+            self.x = x - float(cfg["beta"]) * gamma * (x - np.mean(list(self.W.values()), axis=0))
+        return ndarrays_to_parameters([self.x]), {}
 
 
 def pfedme_strategy(beta=1.0, by_samples=False, **kw):

@@ -87,9 +87,9 @@ def test_flower_fedprox_mu_is_the_strategys():
         (("not a strategy", GDClient, "fedavg"), A.AuditError, "strategy must be a flwr"),
         ((FedAvg(), 3, "fedavg"), A.AuditError, "client_fn must be callable"),
         ((FedAvg(), lambda c: object(), "fedavg"), A.AuditError, "client_fn must return a flwr"),
-        ((FedAvg(), GDClient, "permfl"), ValueError, "'permfl' is not audited by the Flower adapter"),
+        ((FedAvg(), GDClient, "fedsgd"), ValueError, "algorithm must be one of"),
     ],
-    ids=["strategy", "client_fn", "client", "permfl"],
+    ids=["strategy", "client_fn", "client", "algorithm"],
 )
 def test_bad_flower_input_is_one_line(args, err, match):
     with pytest.raises(err, match=match) as e:

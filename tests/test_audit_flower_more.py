@@ -28,6 +28,10 @@ def fedfw(**opts):
     return lambda c: M.Client(c, M.fedfw_local, **opts)
 
 
+def permfl(**opts):
+    return lambda c: M.Client(c, M.permfl_local, **opts)
+
+
 def mf(**opts):
     return lambda c, v0: M.MFClient(c, v0, **opts)
 
@@ -46,6 +50,8 @@ FAITHFUL = [  # (algorithm, strategy factory, client_fn, hyper)
     ("fedfw", lambda: M.fedfw_strategy(fraction_fit=0.6), fedfw(), {"S": 3, "K": 2}),
     ("pflmf", M.mf_strategy, mf(), {}),
     ("pflmf", M.mf_strategy, mf(), {"rank": 2}),
+    ("permfl", lambda: M.PerMFLStrategy(A.TEAMS), permfl(), {}),
+    ("permfl", lambda: M.PerMFLStrategy(A.TEAMS), permfl(), {"K": 1, "L": 2}),
 ]
 
 
@@ -109,6 +115,9 @@ CASES = [  # (algorithm, strategy, client_fn, audit kwargs, deviation names, par
         {},
     ),
     ("fedfw", M.fedfw_strategy, fedfw(l2=1e-3), {"hyper": {"K": 2}}, ("extra_l2",), {"mu": 1e-3}),
+    ("permfl", lambda: M.PerMFLStrategy(A.TEAMS), permfl(lam_is_L=True), {}, ("lam_device_bound_to_L",), {}),
+    ("permfl", lambda: M.PerMFLStrategy(A.TEAMS), permfl(batch=7), {}, ("sequential_batches",), {"B": 7}),
+    ("permfl", lambda: M.PerMFLStrategy(A.TEAMS), permfl(l2=1e-3), {}, ("extra_l2",), {"mu": 1e-3}),
     ("pflmf", M.mf_strategy, mf(frozen=True), {}, ("frozen_personal",), {}),
     ("pflmf", lambda: M.mf_strategy(by_samples=True), mf(), {}, ("weights_by_samples",), {}),
     # FedPer is Flower's own FedAvg with a client training its copy of U and v_i: uniform when the
@@ -206,9 +215,9 @@ class NoFactor(NumPyClient):
             "the strategy trained 2 of 5 clients at round 1: pflmf is audited",
         ),
         (
-            lambda: A.audit_flower(FedAvg(), pfedme(), "permfl", rounds=2),
-            ValueError,
-            "'permfl' is not audited by the Flower adapter .*: PerMFL's team tier",
+            lambda: A.audit_flower(FedAvg(fraction_fit=0.5), permfl(), "permfl", rounds=2),
+            A.AuditError,
+            "the strategy trained 3 of 6 clients at round 1: permfl is audited",
         ),
         (
             lambda: A.audit_flower_messages(msg.FedAvg(), M.mf_app, "permfl", rounds=2),
@@ -230,7 +239,14 @@ class NoFactor(NumPyClient):
             r"the ClientApp of client \d raised KeyError: .lam.",
         ),
     ],
-    ids=["no-get-properties", "pflmf-partial", "permfl", "permfl-messages", "messages-partial", "wrong-app"],
+    ids=[
+        "no-get-properties",
+        "pflmf-partial",
+        "permfl-partial",
+        "permfl-messages",
+        "messages-partial",
+        "wrong-app",
+    ],
 )
 def test_bad_flower_input_for_the_new_algorithms_is_one_line(call, err, match):
     with pytest.raises(err, match=match) as e:

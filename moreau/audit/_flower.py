@@ -16,7 +16,7 @@ import numpy as np
 
 from ._audit import AuditError, AuditReport, audit
 from ._engine import ALGORITHMS
-from ._flower_pfl import flower_algorithm_check
+from ._flower_pfl import LEGACY_ALGORITHMS, flower_algorithm_check
 from ._instance import Client, sample_clients
 
 __all__ = ["flower_round_fn", "audit_flower"]
@@ -53,7 +53,9 @@ class _FlowerRound:
 
         if algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {ALGORITHMS} (got {algorithm!r})")
-        flower_algorithm_check(algorithm, "the Flower adapter (legacy flwr.server.strategy)")
+        flower_algorithm_check(
+            algorithm, "the Flower adapter (legacy flwr.server.strategy)", LEGACY_ALGORITHMS
+        )
         if not isinstance(strategy, Strategy):
             raise AuditError(
                 f"strategy must be a flwr.server.strategy.Strategy (got {type(strategy).__name__})"
@@ -208,7 +210,7 @@ def flower_round_fn(strategy: Any, client_fn: ClientFn, algorithm: str) -> Calla
     ``fedprox`` and ``perfedavg`` here; ``pfedme``, ``fedfw`` and ``pflmf`` (pFL^MF: the personal
     factors stay on the clients, read through ``get_properties``) through
     :mod:`moreau.audit._flower_more` (docs/audit.md); PerMFL is refused."""
-    if algorithm in ("pfedme", "fedfw", "pflmf"):
+    if algorithm in ("pfedme", "fedfw", "pflmf", "permfl"):
         from ._flower_more import more_round
 
         return more_round(strategy, client_fn, algorithm)

@@ -15,6 +15,12 @@ calls and the clients, and reads what the reference compares.
   participation through the legacy API (the draw is FedFW's, before the local steps); a client
   not drawn keeps its :math:`x_i` (a strategy faithful to the thesis keeps the last iterate of
   every client to average all m).
+- **PerMFL** (legacy API): one audit round, a global round, is K Flower rounds, each a team
+  round, each aggregate's parameters passed to the next configure call as Flower's server loop
+  does; the devices are the clients (their ``team`` field names their team), a device's fit
+  result its personalised model :math:`\theta_i` after L steps towards the model its strategy sent
+  it (its team's), and the strategy keeps the team models and returns the global model (unchanged
+  until the K-th team round's global step).  Every device in every team round.
 - **pFL^MF**: the parameters sent are the shared factor U ``(d, r)`` flattened, ``U.ravel()``
   (``d r`` numbers); the aggregated parameters are the new U.  The personal factors
   :math:`v_i` ``(r,)`` stay on the clients: a legacy client is built as ``client_fn(client, v0)``
@@ -57,7 +63,7 @@ def _all_trained(got: Any, m: int, algorithm: str, t: int) -> None:
     if len(got) != m:
         raise AuditError(
             f"the strategy trained {len(got)} of {m} clients at round {t}: {algorithm} is audited "
-            "through Flower with every client in every round (pFL^MF's rounds train every client)"
+            "through Flower with every client in every round (its rounds train every client)"
         )
 
 
@@ -81,6 +87,27 @@ class _PFedMeFWRound(_FlowerRound):
         for i, v in got.items():
             self.last[i] = v
         return self.last.copy()
+
+
+class _PerMFLRound(_FlowerRound):
+    """PerMFL through the legacy strategy interface: K Flower rounds per global round, each a team
+    round (the module docstring)."""
+
+    def __call__(
+        self, w: np.ndarray, clients: list[Client], rng: np.random.Generator, **hyper: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if not self.proxies:
+            self._setup(clients)
+        self.rng = rng
+        m, d = len(clients), w.shape[0]
+        x, theta = w, np.zeros((m, d))
+        for _ in range(int(hyper["K"])):
+            self.round += 1
+            got, x = self._fit_round([x], d, hyper)
+            _all_trained(got, m, "permfl", self.round)
+            for i, v in got.items():
+                theta[i] = v
+        return x, theta
 
 
 class _PFLMFRound(_FlowerRound):
@@ -163,10 +190,12 @@ class _PFLMFMessageRound(_MessageRound):
 
 
 def more_round(strategy: Any, client_fn: Callable[..., Any], algorithm: str) -> Callable[..., Any]:
-    """The legacy adapter's round function for ``pfedme``, ``fedfw`` or ``pflmf`` (``client_fn``:
+    """The legacy adapter's round function for ``pfedme``, ``fedfw``, ``permfl`` or ``pflmf`` (``client_fn``:
     ``client_fn(client, v0)`` for pFL^MF, else ``client_fn(client)``)."""
     if algorithm == "pflmf":
         return _PFLMFRound(strategy, client_fn, algorithm)
+    if algorithm == "permfl":
+        return _PerMFLRound(strategy, client_fn, algorithm)
     return _PFedMeFWRound(strategy, client_fn, algorithm)
 
 

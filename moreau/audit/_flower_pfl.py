@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from ._engine import ALGORITHMS
 
-__all__ = ["FLOWER_ALGORITHMS", "flower_algorithm_check"]
+__all__ = ["FLOWER_ALGORITHMS", "LEGACY_ALGORITHMS", "flower_algorithm_check"]
 
-#: The algorithms both Flower adapters audit.
+#: The algorithms the message-API adapter audits.
 FLOWER_ALGORITHMS = ("fedavg", "fedprox", "perfedavg", "pfedme", "fedfw", "pflmf")
+#: The algorithms the legacy adapter audits (PerMFL: K Flower rounds per global round, the team
+#: models kept by the strategy).
+LEGACY_ALGORITHMS = (*FLOWER_ALGORITHMS, "permfl")
 
 _WHY = {
     "permfl": "PerMFL's team tier (K team rounds of device training and a team step between two "
@@ -26,15 +29,17 @@ _WHY = {
 }
 
 
-def flower_algorithm_check(algorithm: str, adapter: str) -> None:
-    """A one-line ``ValueError`` naming the algorithm and ``adapter`` when the Flower adapters do not
-    audit ``algorithm`` (and why, for the ones with a reason)."""
+def flower_algorithm_check(
+    algorithm: str, adapter: str, audited: tuple[str, ...] = FLOWER_ALGORITHMS
+) -> None:
+    """A one-line ``ValueError`` naming the algorithm and ``adapter`` when ``adapter`` (auditing
+    ``audited``) does not audit ``algorithm`` (and why, for the ones with a reason)."""
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS} (got {algorithm!r})")
-    if algorithm not in FLOWER_ALGORITHMS:
+    if algorithm not in audited:
         why = _WHY.get(algorithm, "")
         raise ValueError(
             f"algorithm {algorithm!r} is not audited by {adapter}"
             + (f": {why}" if why else "")
-            + f" (it audits {', '.join(FLOWER_ALGORITHMS)})"
+            + f" (it audits {', '.join(audited)})"
         )
