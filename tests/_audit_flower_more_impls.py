@@ -7,7 +7,7 @@ each keyword a deliberate deviation."""
 from __future__ import annotations
 
 import numpy as np
-from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, Context, Message, MessageType, MetricRecord, RecordDict
 from flwr.client import NumPyClient
 from flwr.clientapp import ClientApp
 from flwr.common import FitIns, ndarrays_to_parameters, parameters_to_ndarrays
@@ -303,6 +303,44 @@ class MsgStrategy(msg_strategy.FedAvg):
             for r in replies
         ]
         return ArrayRecord([self.server(self.w, got, self.cfg, self.ids)]), None
+
+
+class MsgPerMFLStrategy(msg_strategy.FedAvg):
+    """:class:`PerMFLStrategy` in the message API: ``teams[node_id]`` a device's team; each node gets
+    its team's model in its own message."""
+
+    def __init__(self, teams, **kw):
+        super().__init__(**kw)
+        self.teams, self.k, self.x, self.W, self.cfg = dict(teams), 0, None, {}, {}
+
+    def configure_train(self, server_round, arrays, config, grid):
+        self.cfg = dict(config)
+        if self.k == 0:
+            self.x = arrays.to_numpy_ndarrays()[0]
+            self.W = {j: self.x.copy() for j in set(self.teams.values())}
+        return [
+            Message(
+                content=RecordDict({"arrays": ArrayRecord([self.W[self.teams[node]]]), "config": config}),
+                message_type=MessageType.TRAIN,
+                dst_node_id=node,
+            )
+            for node in grid.get_node_ids()
+        ]
+
+    def aggregate_train(self, server_round, replies):
+        cfg, x = self.cfg, self.x
+        lam, gamma, eta = float(cfg["lam"]), float(cfg["gamma"]), float(cfg["eta"])
+        thetas = {}
+        for r in replies:
+            team = self.teams[r.metadata.src_node_id]
+            thetas.setdefault(team, []).append(r.content["arrays"].to_numpy_ndarrays()[0])
+        for j, W in self.W.items():
+            self.W[j] = W - eta * (lam * (W - np.mean(thetas[j], axis=0)) + gamma * (W - x))
+        self.k += 1
+        if self.k == int(cfg["K"]):
+            self.k = 0
+            self.x = x - float(cfg["beta"]) * gamma * (x - np.mean(list(self.W.values()), axis=0))
+        return ArrayRecord([self.x]), None
 
 
 def msg_pfedme_strategy(beta=1.0, by_samples=False):

@@ -57,7 +57,7 @@ def test_flower_message_fedprox_audits_the_server_and_our_client():
         (lambda: FedAvg(fraction_train=0.6), gd_app, "fedavg", "full participation"),
         (lambda: object(), gd_app, "fedavg", "flwr.serverapp.strategy.Strategy"),
         (FedAvg, lambda c: object(), "fedavg", "ClientApp"),
-        (FedAvg, gd_app, "permfl", "'permfl' is not audited by the Flower message-API adapter"),
+        (FedAvg, gd_app, "fedsgd", "algorithm must be one of"),
     ],
     ids=["partial", "not-a-strategy", "not-an-app", "algorithm"],
 )

@@ -144,6 +144,7 @@ def test_each_flower_deviation_is_diagnosed_with_its_parameter(
     assert all(set(f.names) == set(names) for f in r.fits if f.explained), "ambiguous diagnosis"
 
 
+NODE_TEAMS = {1001 + i: t for i, t in enumerate(A.TEAMS)}  # the audit's node ids: 1001 + client index
 MESSAGE = [  # (algorithm, strategy, app_fn, deviation names: () faithful)
     ("pfedme", M.msg_pfedme_strategy, lambda c: M.app(c, M.pfedme_local), ()),
     ("fedfw", M.msg_fedfw_strategy, lambda c: M.app(c, M.fedfw_local), ()),
@@ -168,6 +169,13 @@ MESSAGE = [  # (algorithm, strategy, app_fn, deviation names: () faithful)
         ("fw_eta_2_over_t_plus_2",),
     ),
     ("pflmf", M.msg_mf_strategy, lambda c: M.mf_app(c, frozen=True), ("frozen_personal",)),
+    ("permfl", lambda: M.MsgPerMFLStrategy(NODE_TEAMS), lambda c: M.app(c, M.permfl_local), ()),
+    (
+        "permfl",
+        lambda: M.MsgPerMFLStrategy(NODE_TEAMS),
+        lambda c: M.app(c, M.permfl_local, lam_is_L=True),
+        ("lam_device_bound_to_L",),
+    ),
     ("pflmf", msg.FedAvg, lambda c: M.mf_app(c, fedper=True), ("weights_by_samples", "fedper")),
 ]
 
@@ -220,9 +228,9 @@ class NoFactor(NumPyClient):
             "the strategy trained 3 of 6 clients at round 1: permfl is audited",
         ),
         (
-            lambda: A.audit_flower_messages(msg.FedAvg(), M.mf_app, "permfl", rounds=2),
+            lambda: A.audit_flower_messages(msg.FedAvg(), M.mf_app, "fedsgd", rounds=2),
             ValueError,
-            "'permfl' is not audited by the Flower message-API adapter: PerMFL's team tier",
+            "algorithm must be one of",
         ),
         (
             lambda: A.audit_flower_messages(

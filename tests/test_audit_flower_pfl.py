@@ -79,10 +79,11 @@ def test_each_flower_per_fedavg_deviation_is_diagnosed(adapter, run, kw, name):
     assert r.diagnosis is not None and r.diagnosis.names == (name,), str(r)
 
 
-@pytest.mark.parametrize("algorithm", ["permfl"])  # the others (and legacy PerMFL): test_audit_flower_more.py
-def test_algorithms_outside_a_strategy_round_are_one_line_errors(algorithm):
-    with pytest.raises(
-        ValueError, match=f"'{algorithm}' is not audited by the Flower message-API adapter"
-    ) as e:
-        A.audit_flower_messages(MsgFedAvg(), F.per_fedavg_app, algorithm, rounds=2)
+def test_an_unknown_algorithm_is_a_one_line_error_through_both():
+    # every algorithm moreau audits runs through both Flower adapters (test_audit_flower_more.py)
+    with pytest.raises(ValueError, match="algorithm must be one of") as e:
+        A.audit_flower(FedAvg(), F.PerFedAvgClient, "fedsgd", rounds=2)
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="algorithm must be one of") as e:
+        A.audit_flower_messages(MsgFedAvg(), F.per_fedavg_app, "fedsgd", rounds=2)
     assert "\n" not in str(e.value)

@@ -209,7 +209,8 @@ def flower_round_fn(strategy: Any, client_fn: ClientFn, algorithm: str) -> Calla
     audit's rng, so a strategy sampling S clients shares the reference's draws.  ``fedavg``,
     ``fedprox`` and ``perfedavg`` here; ``pfedme``, ``fedfw`` and ``pflmf`` (pFL^MF: the personal
     factors stay on the clients, read through ``get_properties``) through
-    :mod:`moreau.audit._flower_more` (docs/audit.md); PerMFL is refused."""
+    :mod:`moreau.audit._flower_more` (docs/audit.md), and ``permfl`` (K Flower rounds per global
+    round, each a team round, the team models kept by your strategy) there too."""
     if algorithm in ("pfedme", "fedfw", "pflmf", "permfl"):
         from ._flower_more import more_round
 

@@ -222,9 +222,10 @@ def flower_message_round_fn(strategy: Any, app_fn: AppFn, algorithm: str) -> Cal
     Flower samples nodes with Python's ``random`` module, which the audit cannot share with the
     reference's draws (an ``AuditError`` otherwise).  ``fedavg``, ``fedprox``, ``perfedavg``,
     ``pfedme`` and ``fedfw`` (your strategy's ``aggregate_train`` takes their server step), and
-    ``pflmf`` (the personal factors in the nodes' ``context.state["personal"]``:
-    :mod:`moreau.audit._flower_more`, docs/audit.md); PerMFL is refused."""
-    if algorithm == "pflmf":
+    ``pflmf`` (the personal factors in the nodes' ``context.state["personal"]``), and ``permfl``
+    (K Flower rounds per global round, each a team round: :mod:`moreau.audit._flower_more`,
+    docs/audit.md)."""
+    if algorithm in ("pflmf", "permfl"):
         from ._flower_more import more_message_round
 
         return more_message_round(strategy, app_fn, algorithm)

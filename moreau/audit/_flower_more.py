@@ -15,7 +15,7 @@ calls and the clients, and reads what the reference compares.
   participation through the legacy API (the draw is FedFW's, before the local steps); a client
   not drawn keeps its :math:`x_i` (a strategy faithful to the thesis keeps the last iterate of
   every client to average all m).
-- **PerMFL** (legacy API): one audit round, a global round, is K Flower rounds, each a team
+- **PerMFL**: one audit round, a global round, is K Flower rounds, each a team
   round, each aggregate's parameters passed to the next configure call as Flower's server loop
   does; the devices are the clients (their ``team`` field names their team), a device's fit
   result its personalised model :math:`\theta_i` after L steps towards the model its strategy sent
@@ -189,6 +189,18 @@ class _PFLMFMessageRound(_MessageRound):
         return pflmf_pack(U, V), V @ U.T
 
 
+class _PerMFLMessageRound(_MessageRound):
+    """PerMFL through the message API: K Flower rounds per global round, each a team round."""
+
+    def __call__(
+        self, w: np.ndarray, clients: list[Client], rng: np.random.Generator, **hyper: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
+        x, theta = w, np.zeros((len(clients), w.shape[0]))
+        for _ in range(int(hyper["K"])):
+            x, theta = super().__call__(x, clients, rng, **hyper)
+        return x, theta
+
+
 def more_round(strategy: Any, client_fn: Callable[..., Any], algorithm: str) -> Callable[..., Any]:
     """The legacy adapter's round function for ``pfedme``, ``fedfw``, ``permfl`` or ``pflmf`` (``client_fn``:
     ``client_fn(client, v0)`` for pFL^MF, else ``client_fn(client)``)."""
@@ -200,7 +212,9 @@ def more_round(strategy: Any, client_fn: Callable[..., Any], algorithm: str) -> 
 
 
 def more_message_round(strategy: Any, app_fn: Callable[..., Any], algorithm: str) -> Callable[..., Any]:
-    """The message adapter's round function for ``pflmf`` (pFedMe and FedFW run through
-    :class:`moreau.audit._flower_messages._MessageRound` itself: full participation, the replies
-    the local models)."""
+    """The message adapter's round function for ``pflmf`` or ``permfl`` (pFedMe and FedFW run
+    through :class:`moreau.audit._flower_messages._MessageRound` itself: full participation, the
+    replies the local models)."""
+    if algorithm == "permfl":
+        return _PerMFLMessageRound(strategy, app_fn, algorithm)
     return _PFLMFMessageRound(strategy, app_fn, algorithm)

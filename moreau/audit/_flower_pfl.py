@@ -1,15 +1,14 @@
-r"""Which algorithms the Flower adapters audit, and why PerMFL is not among them (docs/audit.md,
-"What each adapter supports").
+r"""Which algorithms the Flower adapters audit (docs/audit.md, "What each adapter supports"):
+all of them.
 
 Per-FedAvg's round is FedAvg's shape (the sampled clients take τ local steps from the server
 model, the server averages), so a Flower strategy and client run it as they run FedAvg.  pFedMe
 and FedFW run through the user's own strategy (its ``aggregate_fit`` / ``aggregate_train`` takes
 the server step: pFedMe's :math:`(1-\beta) w + \beta\,\overline{w_i}`, FedFW's average of the
 clients' Frank-Wolfe iterates) and stateful clients; pFL^MF's personal factors stay on the
-clients, read by the audit through a small accessor protocol (:mod:`moreau.audit._flower_more`).
-PerMFL's team tier (K team rounds, each a device round and a team step, between two global
-steps) has no place in a strategy's ``configure_fit`` / ``aggregate_fit`` (or
-``configure_train`` / ``aggregate_train``) round."""
+clients, read by the audit through a small accessor protocol; PerMFL's global round is K Flower
+rounds, each a team round, the team models kept by the user's strategy
+(:mod:`moreau.audit._flower_more`)."""
 
 from __future__ import annotations
 
@@ -17,16 +16,14 @@ from ._engine import ALGORITHMS
 
 __all__ = ["FLOWER_ALGORITHMS", "LEGACY_ALGORITHMS", "flower_algorithm_check"]
 
-#: The algorithms the message-API adapter audits.
-FLOWER_ALGORITHMS = ("fedavg", "fedprox", "perfedavg", "pfedme", "fedfw", "pflmf")
-#: The algorithms the legacy adapter audits (PerMFL: K Flower rounds per global round, the team
-#: models kept by the strategy).
-LEGACY_ALGORITHMS = (*FLOWER_ALGORITHMS, "permfl")
+#: The algorithms the message-API adapter audits (PerMFL: K Flower rounds per global round, the
+#: team models kept by the strategy).
+FLOWER_ALGORITHMS = ("fedavg", "fedprox", "perfedavg", "pfedme", "fedfw", "pflmf", "permfl")
+#: The algorithms the legacy adapter audits.
+LEGACY_ALGORITHMS = FLOWER_ALGORITHMS
 
-_WHY = {
-    "permfl": "PerMFL's team tier (K team rounds of device training and a team step between two "
-    "global steps) has no place in a strategy's configure/aggregate round",
-}
+#: Why an algorithm is not audited through Flower, for the ones with a reason (none at present).
+_WHY: dict[str, str] = {}
 
 
 def flower_algorithm_check(
