@@ -1,4 +1,4 @@
-"""Independent Flower implementations of pFedMe, FedFW and pFL^MF for tests/test_audit_flower_more.py:
+"""Independent Flower implementations of pFedMe, FedFW, pFL^MF and PerMFL for tests/test_audit_flower_more.py:
 the user's own strategies (subclasses of Flower's FedAvg whose aggregate step is the algorithm's
 server step) and stateful clients (legacy NumPyClient and message-API ClientApp, sharing one numpy
 local update each), written from the papers' pseudocode without moreau's code: faithful by default,

@@ -1,4 +1,4 @@
-"""moreau audit's Flower adapters for pFedMe, FedFW and pFL^MF (issue 30): the user's own strategy
+"""moreau audit's Flower adapters for pFedMe, FedFW, pFL^MF and PerMFL (issue 30): the user's own strategy
 (a subclass of Flower's FedAvg whose aggregate step is the algorithm's server step) and stateful
 clients, legacy (NumPyClient, flwr.server.strategy) and message API (ClientApp,
 flwr.serverapp.strategy), from tests/_audit_flower_more_impls.py.  Faithful ones match to 1e-12;
@@ -289,7 +289,7 @@ def test_docs_flower_pflmf_example_runs(tmp_path, monkeypatch, capsys):
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "audit.md").read_text()
-    section = text.split("## pFedMe, FedFW and pFL^MF through Flower", 1)[1].split("\n## ", 1)[0]
+    section = text.split("## pFedMe, FedFW, pFL^MF and PerMFL through Flower", 1)[1].split("\n## ", 1)[0]
     code = re.findall(r"```python\n(.*?)```", section, re.S)[0]
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "docs/audit.md", "exec"), {})

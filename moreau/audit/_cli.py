@@ -27,7 +27,7 @@ the paper's algorithm, where it ends up against the exact optimum, and which nam
   dtype        (optional)       "float64" (default) or "float32" (or a torch dtype)
   batch_size   (optional)       None: one full batch (default)
 
---flower module.py (Flower 1.42; all but permfl) defines, for the message-based API,
+--flower module.py (Flower 1.42; every algorithm) defines, for the message-based API,
 
   strategy                      a flwr.serverapp.strategy.Strategy, e.g. FedAvg()
   app_fn(client)                -> a ClientApp for one moreau.audit.Client (full participation)
@@ -41,9 +41,9 @@ or, for the legacy flwr.server.strategy interface,
 PerMFL (--algorithm permfl: lam, gamma, alpha, eta, beta, K, L; the clients are devices with a
 team), pFL^MF (pflmf: rank, eta_u, eta_v, tau; the state is concat(U.ravel(), V.ravel())) and
 Per-FedAvg (perfedavg: alpha, beta, tau, S) are audited through round_fn and --torch (PerMFL: with
-team; pFL^MF: a model of two parameters, the shared factor then the personal one); all but PerMFL
-also through --flower, with your own strategy for pFedMe, FedFW and pFL^MF (docs/audit.md, what
-each adapter supports).
+team; pFL^MF: a model of two parameters, the shared factor then the personal one); all of them
+also through --flower, with your own strategy for pFedMe, FedFW, PerMFL (K Flower rounds per
+global round, each a team round) and pFL^MF (docs/audit.md, what each adapter supports).
 
 --torch needs torch and --flower needs flwr: pip install 'moreau-pfl[audit]'.
 
@@ -89,7 +89,7 @@ def add_audit_parser(sub: Any) -> None:
     src.add_argument(
         "--flower",
         metavar="PATH",
-        help="a .py file defining strategy and client_fn or app_fn (Flower; all but permfl)",
+        help="a .py file defining strategy and client_fn or app_fn (Flower)",
     )
     p.add_argument(
         "--algorithm", required=True, choices=ALGORITHMS, help="the paper's algorithm it implements"

@@ -1,5 +1,5 @@
-r"""The Flower adapters' rounds for pFedMe, FedFW and pFL^MF (docs/audit.md, "pFedMe, FedFW and
-pFL^MF through Flower").  The strategy is the user's own (a ``flwr`` strategy whose
+r"""The Flower adapters' rounds for pFedMe, FedFW, PerMFL and pFL^MF (docs/audit.md, "pFedMe,
+FedFW, pFL^MF and PerMFL through Flower").  The strategy is the user's own (a ``flwr`` strategy whose
 ``aggregate_fit`` / ``aggregate_train`` takes the algorithm's server step) and so are the clients
 (which may keep state across rounds); the adapter drives the strategy's own configure/aggregate
 calls and the clients, and reads what the reference compares.
