@@ -13,13 +13,12 @@ imported only when an adapter is built).
 from ._audit import DEFAULT_HYPER, AuditError, AuditReport, Fit, audit
 from ._deviations import DEVIATIONS, Deviation, Param, bound_deviation, deviation
 from ._engine import ALGORITHMS, ENGINES, Engine, Knobs, run_variant
-from ._flower import audit_flower, flower_round_fn
-from ._flower_messages import audit_flower_messages, flower_message_round_fn
+from ._flower_api import audit_flower, audit_flower_messages, flower_message_round_fn, flower_round_fn
 from ._instance import FAMILIES, Client, Instance, instance, sample_clients
 from ._perfedavg import __all__ as _perfedavg  # noqa: F401  (registers the Per-FedAvg engine)
 from ._permfl import TEAMS, team_instance
 from ._pflmf import lowrank_instance, pflmf_pack, pflmf_unpack
-from ._torch import audit_torch, torch_round_fn
+from ._torch_api import audit_torch, torch_round_fn
 
 __all__ = [
     "audit",

@@ -161,7 +161,7 @@ def _implementation(args: argparse.Namespace) -> Any:
     if args.torch is not None:
         _require("torch", "--torch")
         from ._instance import instance
-        from ._torch import torch_round_fn
+        from ._torch_api import torch_round_fn
 
         mod = _load(args.torch, "--torch")
         model = _attr(mod, "model", "--torch", args.torch)
@@ -188,11 +188,11 @@ def _implementation(args: argparse.Namespace) -> Any:
         )
     if args.flower is not None:
         _require("flwr.server.strategy", "--flower")
-        from ._flower import flower_round_fn
+        from ._flower_api import flower_round_fn
 
         mod = _load(args.flower, "--flower")
         if hasattr(mod, "app_fn"):  # the message-based API: a flwr.serverapp.strategy strategy
-            from ._flower_messages import flower_message_round_fn
+            from ._flower_api import flower_message_round_fn
 
             return flower_message_round_fn(
                 _attr(mod, "strategy", "--flower", args.flower), mod.app_fn, args.algorithm

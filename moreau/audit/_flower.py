@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from ._audit import AuditError, AuditReport, audit
+from ._audit import AuditError
 from ._engine import ALGORITHMS
 from ._flower_pfl import LEGACY_ALGORITHMS, flower_algorithm_check
 from ._instance import Client, sample_clients
 
-__all__ = ["flower_round_fn", "audit_flower"]
+__all__ = ["ClientFn"]
 
 ClientFn = Callable[[Client], Any]
 
@@ -192,33 +192,3 @@ class _FlowerRound:
         self.round += 1
         got, new = self._fit_round([w], w.shape[0], hyper)
         return new, self._locals(w, got, len(clients), hyper)
-
-
-def flower_round_fn(strategy: Any, client_fn: ClientFn, algorithm: str) -> Callable[..., Any]:
-    r"""A Flower strategy and clients as the round function :func:`moreau.audit.audit` runs.
-
-    ``strategy``: a ``flwr.server.strategy.Strategy`` (Flower's ``FedAvg``, ``FedProx``, ... or
-    your own); ``client_fn(client) -> NumPyClient`` (or a ``flwr.client.Client``) is called once
-    per audit client (a :class:`moreau.audit.Client`) before the first round; the client object
-    lives across rounds.  Each round runs ``strategy.configure_fit(t, parameters, manager)``, each
-    returned client's ``fit(parameters, config)``, and ``strategy.aggregate_fit(t, results, [])``,
-    in process.  The parameters are one array, the model ``w`` ``(d,)`` (a client may return
-    several arrays: they are concatenated, flattened).  The audit's hyperparameters travel in
-    the fit config (``{**hyper, **on_fit_config_fn(t)}``, ``None`` values left out); the client
-    manager samples ``num_clients < m`` clients with :func:`moreau.audit.sample_clients` on the
-    audit's rng, so a strategy sampling S clients shares the reference's draws.  ``fedavg``,
-    ``fedprox`` and ``perfedavg`` here; ``pfedme``, ``fedfw`` and ``pflmf`` (pFL^MF: the personal
-    factors stay on the clients, read through ``get_properties``) through
-    :mod:`moreau.audit._flower_more` (docs/audit.md), and ``permfl`` (K Flower rounds per global
-    round, each a team round, the team models kept by your strategy) there too."""
-    if algorithm in ("pfedme", "fedfw", "pflmf", "permfl"):
-        from ._flower_more import more_round
-
-        return more_round(strategy, client_fn, algorithm)
-    return _FlowerRound(strategy, client_fn, algorithm)
-
-
-def audit_flower(strategy: Any, client_fn: ClientFn, algorithm: str, **kwargs: Any) -> AuditReport:
-    """:func:`moreau.audit.audit` of a Flower strategy and clients (:func:`flower_round_fn`);
-    ``kwargs`` are :func:`~moreau.audit.audit`'s (``rounds``, ``family``, ``hyper``, ``weights``, ...)."""
-    return audit(flower_round_fn(strategy, client_fn, algorithm), algorithm, **kwargs)

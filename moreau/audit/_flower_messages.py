@@ -17,11 +17,11 @@ from uuid import uuid4
 
 import numpy as np
 
-from ._audit import AuditError, AuditReport, audit
+from ._audit import AuditError
 from ._flower_pfl import flower_algorithm_check
 from ._instance import Client
 
-__all__ = ["flower_message_round_fn", "audit_flower_messages"]
+__all__ = ["AppFn"]
 
 AppFn = Callable[[Client], Any]
 #: node ids of the audit's clients: client i is node NODE0 + i (the server is node 0)
@@ -204,35 +204,3 @@ class _MessageRound:
         if v.shape != (d,):
             raise AuditError(f"{what} holds {v.size} parameters, the instance {d} features")
         return v
-
-
-def flower_message_round_fn(strategy: Any, app_fn: AppFn, algorithm: str) -> Callable[..., Any]:
-    r"""A message-based Flower strategy and ClientApps as the round function :func:`moreau.audit.audit`
-    runs.
-
-    ``strategy``: a ``flwr.serverapp.strategy.Strategy``; ``app_fn(client) -> ClientApp`` is called
-    once per audit client (a :class:`moreau.audit.Client`) before the first round; its node has
-    id ``1001 + client.index``, a ``Context`` kept across rounds (``node_config``:
-    ``partition-id`` = the client's index, ``num-partitions`` = m; ``state`` a ``RecordDict`` for
-    client state).  Each round: ``strategy.configure_train(t, ArrayRecord([w]), ConfigRecord(hyper),
-    grid)`` (the audit's hyperparameters, ``None`` values left out, are the train config; a
-    strategy adds its own keys, FedProx ``proximal-mu``), each message handed to its node's
-    ClientApp, ``strategy.aggregate_train(t, replies)``.  The model is one array ``w`` ``(d,)``
-    (a reply may hold several arrays: concatenated, flattened).  Full participation only:
-    Flower samples nodes with Python's ``random`` module, which the audit cannot share with the
-    reference's draws (an ``AuditError`` otherwise).  ``fedavg``, ``fedprox``, ``perfedavg``,
-    ``pfedme`` and ``fedfw`` (your strategy's ``aggregate_train`` takes their server step), and
-    ``pflmf`` (the personal factors in the nodes' ``context.state["personal"]``), and ``permfl``
-    (K Flower rounds per global round, each a team round: :mod:`moreau.audit._flower_more`,
-    docs/audit.md)."""
-    if algorithm in ("pflmf", "permfl"):
-        from ._flower_more import more_message_round
-
-        return more_message_round(strategy, app_fn, algorithm)
-    return _MessageRound(strategy, app_fn, algorithm)
-
-
-def audit_flower_messages(strategy: Any, app_fn: AppFn, algorithm: str, **kwargs: Any) -> AuditReport:
-    """:func:`moreau.audit.audit` of a message-based Flower strategy and ClientApps
-    (:func:`flower_message_round_fn`); ``kwargs`` are :func:`~moreau.audit.audit`'s."""
-    return audit(flower_message_round_fn(strategy, app_fn, algorithm), algorithm, **kwargs)
