@@ -93,21 +93,25 @@ def class_gaps(rec) -> list[dict]:
 
 
 def gap_line(fam: str, gaps: list[dict]) -> str | None:
-    """The report's line for one record's entries (None when there are none)."""
+    """The report's line for one record's entries (None when there are none): per label, this run's
+    instances' largest LHS/RHS over the recorded class worst case, the gaps, why, and where the values
+    come from."""
     if not gaps:
         return None
     each = ", ".join(
-        f"{g['label']}: {g['instances_reach']:.3g} of the bound vs {g['class_worst']:.3g} (gap {100 * g['gap']:.0f} %)"
+        f"{g['label']} {g['instances_reach']:.3g}/{g['class_worst']:.3g}"
         if g["instances_reach"] is not None
-        else f"{g['label']}: no applicable instance vs {g['class_worst']:.3g}"
+        else f"{g['label']} -/{g['class_worst']:.3g}"
         for g in gaps
     )
+    pct = [100 * g["gap"] for g in gaps if g["gap"] is not None]
+    span = f" (gap {min(pct):.0f}–{max(pct):.0f} %)" if pct else ""
     whys: dict = {}
     for g in gaps:
         whys.setdefault(g["why"], []).append(g["label"])
     why = "; ".join(f"{', '.join(labels)}: {w}" for w, labels in whys.items())
-    sources = list(dict.fromkeys(g["source"] for g in gaps))
+    sources = "; ".join(dict.fromkeys(g["source"] for g in gaps))
     return (
-        f"class worst case [{fam}, {gaps[0]['reading']}]: this run's instances reach {each}; "
-        f"why: {why} (class worst cases recorded from {'; '.join(sources)})"
+        f"class worst case [{fam}, {gaps[0]['reading']}], LHS/RHS this run's instances/class: {each}{span}; "
+        f"{why} (recorded: {sources})"
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from moreau.analysis.engine.class_worst import gap_line
 from moreau.analysis.engine.render import params as _params
 from moreau.analysis.engine.report_text import _fmt, _num, _short, _wrap
 from moreau.analysis.engine.verdict import FAILS, headline, statement_verdict, worst_failure
@@ -128,6 +129,9 @@ def print_verdicts(records, elapsed=None):
         for rec in recs:  # the recorded worst instances (Statement.worst), evaluated by this run
             if getattr(rec, "worst", None) is not None:
                 print(_wrap(f"{'':22s}{worst_text(*rec.worst)}"))
+            gaps = gap_line(rec.result.family, getattr(rec, "class_worst", []))
+            if gaps:  # recorded class worst cases (Statement.class_worst) beside this run's instances
+                print(_wrap(f"{'':22s}{gaps}"))
         minimal = [r.minimal for r in recs if r.minimal is not None]
         for one, res in minimal:  # the recorded minimal counterexample, evaluated by this run
             text = minimal_text(one, res)

@@ -20,10 +20,7 @@ __all__ = ["PEP_SMOOTH_CONVEX", "PEP_QUADRATIC", "SOURCE", "CLASS_WORST", "itera
 PEP_SMOOTH_CONVEX = {1: 0.7500000121, 2: 0.6252339886, 3: 0.5696202619, 4: 0.5340993602, 5: 0.5117436424}
 #: t -> the same over convex quadratics (any convex set of diameter R, any dimension)
 PEP_QUADRATIC = {1: 0.7500000055, 2: 0.5554198408, 3: 0.5551380511, 4: 0.5044179197, 5: 0.4806992397}
-SOURCE = (
-    "moreau.analysis.pep.classes.frank_wolfe(1, 1, t) (PEPit + Clarabel 0.11.1, status optimal, "
-    "analysis/thesis/fw/class_worst.py)"
-)
+SOURCE = "PEPit frank_wolfe(1, 1, t), Clarabel, optimal: analysis/thesis/fw/class_worst.py"
 
 
 def iterate_only(t0: int):
@@ -40,10 +37,10 @@ def _why(t: int) -> str:
     if q >= c * (1 - 1e-4):
         return "the worst case is a quadratic, on a polytope conv(x⁰, s⁰, …, x*) in its own dimension"
     return (
-        "the class's worst function is not a quadratic (quadratics reach at most "
-        + ", ".join(f"{PEP_QUADRATIC[k]:.3g} at t = {k}" for k in sorted(PEP_QUADRATIC) if k >= 2)
-        + "), and the worst quadratic lives on the polytope conv(x⁰, s⁰, …, x*) of its own dimension, "
-        "not on a box, ball, simplex or ℓ1 ball in d = 3"
+        "the worst function is not a quadratic (quadratics: "
+        + "/".join(f"{PEP_QUADRATIC[k]:.3g}" for k in sorted(PEP_QUADRATIC) if k >= 2)
+        + " at t = 2..5), and the worst quadratic lives on a polytope conv(x⁰, s⁰, …, x*), "
+        "not a box, ball, simplex or ℓ1 ball in d = 3"
     )
 
 
@@ -54,7 +51,7 @@ CLASS_WORST = tuple(
         part="F(x^t) - F* <= 2 L R^2/(t + 2), t <= 100",
         value=PEP_SMOOTH_CONVEX[t],
         source=SOURCE,
-        why=_why(t) if t >= 2 else "the instances' adversarial group reaches it (3/4 in the limit)",
+        why=_why(t) if t >= 2 else "reached by the adversarial group (3/4 in the limit)",
         changes={"bound": iterate_only(t)},
         reading="x⁰ ∈ B, t ≥ 1",
     )
