@@ -384,7 +384,7 @@ def cmd_check(args) -> int:
         report.print_searches(records, args.search)
     else:
         report.print_short_search(records)
-    analyses = worst = None
+    analyses = worst = power = None
     budget = OPTIMISE_SECONDS if args.optimise_seconds is None else args.optimise_seconds
     t1 = time.perf_counter()
     if args.analyse:
@@ -393,6 +393,10 @@ def cmd_check(args) -> int:
 
         analyses = [analyse(r, budget, seed=args.seed) for r in records]
         print_analyses(records, analyses)
+        from moreau.analysis.engine.power import powered, print_powered
+
+        power = [powered(r, seed=args.seed) for r in records]  # Statement.powered: docs/power.md
+        ok &= print_powered(records, power)
     elif args.search:  # --search: the worst-case search too (docs/optimisation.md)
         from moreau.analysis.engine.analyse import worst_cases
         from moreau.analysis.engine.analyse_report import print_worst_cases
@@ -451,6 +455,9 @@ def cmd_check(args) -> int:
         if analyses is not None:
             for j, a in zip(payload, analyses, strict=True):
                 j["analyse"] = a
+        if power is not None:  # --analyse: the powered statements' runs (engine.power), [] where none
+            for j, pw in zip(payload, power, strict=True):
+                j["powered"] = pw
         if worst is not None:  # --search without --analyse: the worst-case search's entries alone
             for j, w in zip(payload, worst, strict=True):
                 j["worst_cases"] = w

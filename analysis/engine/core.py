@@ -263,9 +263,15 @@ class Statement:
         None  # optional: (family, --trials) -> (the number the checker uses, why) where
     )
     # it raises or rounds it (reported in the run and the JSON's run record)
+    powered: tuple = ()  # Statements checking this one's rate claim where its power reaches 0.05 (longer
+    # horizons, instances that attain the rate): run under --analyse, not by default (engine.power)
 
     def __post_init__(self):
         check_id(self.id)
+        if not isinstance(self.powered, tuple) or not all(isinstance(x, Statement) for x in self.powered):
+            raise TypeError(
+                f"{self.id}: powered must be a tuple of Statement objects (got {self.powered!r:.60})"
+            )
         if self.claimed not in CLAIMED:
             raise ValueError(f"{self.id}: claimed must be one of {CLAIMED} (got {self.claimed!r})")
         if not isinstance(self.families, Mapping) or not all(isinstance(f, str) and f for f in self.families):

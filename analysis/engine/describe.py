@@ -134,6 +134,12 @@ def describe(statement) -> str:
         out.append("")
     out.append("**Analyses.** " + _analyses(s))
     out.append("")
+    if s.powered:  # Statement.powered: run by --analyse (moreau.analysis.engine.power, docs/power.md)
+        out.append(
+            "**Powered rate checks (`--analyse`; each rate part must detect a change of at most 0.05).**"
+        )
+        out += [f"- `{p.id}`: {p.text}; mutants: " + "; ".join(m.name for m in p.mutants) for p in s.powered]
+        out.append("")
     if s.equivalent_mutants:
         out.append("**Equivalent mutants (true statements, not counted).**")
         out += [f"- {name}: {why}" for name, why in s.equivalent_mutants.items()]

@@ -101,6 +101,11 @@ quadratic worst case is one eigenvalue the sympy derivation — ``formula``, ``r
 ``cases``, ``sup_over_parameters``, ``sup_value``, ``value`` (the formula's max over the batch),
 ``instances_reach``, ``at_worst_instance``, ``attained_on``, ``closest``, ``exceeded``,
 ``exceeded_instance``, ``covered``, ``uncovered``, ``steps``); see ``moreau.analysis.engine.analyse``.
+It also carries ``"powered"``: per powered statement of its statement (``Statement.powered``, docs/power.md)
+on its family, ``id``, ``family``, ``instances``, ``holds``, ``parts`` (per rate part: ``name``, ``holds``,
+``kind``, ``exponent``, ``atol``, ``slope_range``, ``applicable``, ``detectable_change``, ``powered``: at
+most 0.05), ``powered`` (every rate part is), ``mutants`` (``name``, ``rejected``), ``equivalent_mutants`` and
+``seconds``; [] where there is none (``moreau.analysis.engine.power``).
 
 With ``--pep``, every record also carries ``"pep"``: its statement's class worst cases (the
 records of ``moreau.analysis.pep.report.run_pep``, the same list on each family's record; [] when none).

@@ -6,7 +6,8 @@ c_k = (σ/√d)·4·1.6^{-k}, k < d = 16: coordinate k's momentum-averaged gradi
 probability Φ(-c_k/s_t), s_t ∝ t^{-1/3} the momentum noise level, and Σ_k c_k P(wrong) ∝ s_t because the
 slopes are spread over the noise's scales: E[F(x̄^t) - F*] ∝ t^{-1/3}.  For one client the expectation has a
 closed form (the LMO's input does not depend on x), computed here with scipy's normal CDF; four clients with a
-small penalty run through moreau.fl.fedfw.
+small penalty run through moreau.fl.fedfw.  These instances are fedfw.stochastic's powered version
+(``moreau.analysis.fedfw.stochastic.LINEAR``, run by ``moreau check fedfw.stochastic --analyse``).
 """
 
 from __future__ import annotations
@@ -89,3 +90,31 @@ def test_four_clients_attain_the_rate_and_a_lowered_exponent_is_detected():
     slope, (lo, hi) = fit_exponent(GRID.astype(float), mean, y_se=se, level=0.95)
     assert lo <= -1 / 3 <= hi + 0.05  # the claim holds and is nearly attained (slope -0.354 +- 0.01 here)
     assert detectable_change(lo, hi, -1 / 3, "at most", 0.0) <= 0.05  # a claim of -0.383 is rejected
+
+
+def test_powered_version_is_these_instances_with_the_statements_claim():
+    from moreau.analysis.engine.registry import get
+    from moreau.analysis.fedfw import stochastic
+
+    st = get("fedfw.stochastic")
+    (lin,) = st.powered
+    assert lin is stochastic.LINEAR and lin.claim == st.claim and lin.id == "fedfw.stochastic_linear"
+    batch = lin.instances("quadratic", None, np.random.default_rng(0))
+    np.testing.assert_array_equal(batch["c"], C[None])  # this module's slopes
+    assert (stochastic.LINEAR_D, stochastic.LINEAR_SIGMA, stochastic.N) == (D, SIGMA, N)
+    names = {m.name for m in lin.mutants} | set(lin.equivalent_mutants)
+    assert names == {m.name for m in st.mutants} | {stochastic.POWER_MUTANT.name}
+    assert stochastic.POWER_MUTANT.changes["exponent"] == pytest.approx(-1 / 3 - 0.05)
+
+
+@pytest.mark.slow
+def test_analyse_runs_the_powered_version_and_it_detects_0_05():
+    from moreau.analysis.engine import power
+    from moreau.analysis.engine.registry import get
+
+    st = get("fedfw.stochastic")
+    rec = type("Rec", (), {"statement": st, "result": type("Res", (), {"family": "quadratic"})()})()
+    (r,) = power.powered(rec, seed=0)
+    (p,) = r["parts"]
+    assert r["holds"] and r["powered"] and 0 < p["detectable_change"] <= 0.05
+    assert all(m["rejected"] for m in r["mutants"]), r["mutants"]

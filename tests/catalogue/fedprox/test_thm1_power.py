@@ -64,6 +64,22 @@ def test_rate_parts_power():
     s, app = cost.sides, np.asarray(cost.sides.applicable, bool)
     assert np.all(np.abs(np.asarray(s.lhs)[app] - 2) < 0.01)  # the R² law, not the claimed R
     assert 1.0 <= part_detectable_change(cost) <= 1.02  # the claim's slack: nothing below 2 is false
+    # the report and the JSON (the part's note) say so, with this run's least fitted exponent and the claim
+    least = float(np.min(np.asarray(s.lhs)[app]))
+    assert f"fitted exponent {least:.3f}" in s.note and "claimed at least 1:" in s.note
+    assert "every exponent in [1, 2.00] is true here" in s.note
+    assert "no check can detect a raised exponent by less than 1.00" in s.note
+
+
+def test_cost_slack_is_stated_only_where_the_claim_is_below_the_fit():
+    from moreau.analysis.fedprox.thm1.sides import _cost_slack
+
+    col = {"slope": np.array([2.004, 1.996, np.nan]), "exponent": np.array([1.0, 1.0, 1.0])}
+    app = np.array([True, True, False])
+    assert "fitted exponent 1.996 (the least over 2 configurations)" in _cost_slack(col, app)
+    assert "by less than 1.00" in _cost_slack(col, app)
+    assert _cost_slack({**col, "exponent": np.full(3, 2.1)}, app) == ""  # the O(R^2.1) mutant: no slack
+    assert _cost_slack(col, np.zeros(3, bool)) == ""
 
 
 @pytest.mark.parametrize(
