@@ -20,7 +20,7 @@ import numpy as np
 
 from moreau.analysis.engine.rates import part_detectable_change
 
-__all__ = ["TARGET", "powered", "print_powered"]
+__all__ = ["TARGET", "ok", "powered", "print_powered"]
 
 #: the power a powered rate part must reach (issue 27 item 6): it detects every change of the exponent above it
 TARGET = 0.05
