@@ -58,8 +58,27 @@ def class_gaps(rec) -> list[dict]:
     st, fam = rec.statement, rec.result.family
     entries = (getattr(st, "class_worst", None) or {}).get(fam, ())
     out = []
+    names = {r.name for r in getattr(st, "readings", ())}
     for e in entries:
         base = dict(st.claim)
+        if e.reading and e.reading not in names:
+            # a statement rebuilt without that reading (dataclasses.replace, a user's variant): the entry is
+            # reported as not evaluated, never a crash of the run
+            out.append(
+                {
+                    "label": e.label,
+                    "part": e.part,
+                    "reading": e.reading,
+                    "class_worst": float(e.value),
+                    "source": e.source,
+                    "why": e.why,
+                    "instances_reach": None,
+                    "applicable": 0,
+                    "gap": None,
+                    "skipped": f"the statement has no reading {e.reading!r}",
+                }
+            )
+            continue
         if e.reading:
             base.update(st.reading(e.reading).changes)
         claim = {**base, **e.changes}
