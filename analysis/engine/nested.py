@@ -293,11 +293,11 @@ def _verdict(parts, judge) -> dict:
         lhs_ok = np.isfinite(np.asarray(s.lhs, float))
         bad = np.flatnonzero(lhs_ok & ~np.isfinite(np.asarray(s.rhs, float)))
         if bad.size and vacuous is None:
-            i = int(bad[0])
-            vacuous = {"instance": i, "part": p.name, "lhs": float(s.lhs[i]), "rhs": float(s.rhs[i])}
+            j = int(bad[0])
+            vacuous = {"instance": j, "part": p.name, "lhs": float(s.lhs[j]), "rhs": float(s.rhs[j])}
         if not lhs_ok.all() and undefined is None:
-            i = int(np.flatnonzero(~lhs_ok)[0])
-            undefined = {"instance": i, "part": p.name, "lhs": float(s.lhs[i]), "rhs": float(s.rhs[i])}
+            j = int(np.flatnonzero(~lhs_ok)[0])
+            undefined = {"instance": j, "part": p.name, "lhs": float(s.lhs[j]), "rhs": float(s.rhs[j])}
     for p in parts:  # rate parts: judged as the run judges them (their fitted exponents)
         if p.sides.role == "theorem" and p.claimed == "rate" and not p.holds:
             return {
