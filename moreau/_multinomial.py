@@ -203,6 +203,15 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         n = self.X.shape[-2]
         return np.asarray(self.y).astype(np.int64) * n + np.arange(n)
 
+    @cached_property
+    def _yat(self) -> np.ndarray:
+        """numpy: each label's flat position in the class-major ``(N, C, n)`` logits of the whole
+        batch (``N`` clients, one block of the fast gradient), ``(N * n,)``: :attr:`_ypos` offset by
+        ``C n`` per client, formed once per objective instead of once per gradient."""
+        n, N = self.X.shape[-2], math.prod(self.batch_shape)
+        ypos = np.broadcast_to(self._ypos, tuple(self.batch_shape) + (n,)).reshape(N, n)
+        return ((np.arange(N) * (self.n_classes * n))[:, None] + ypos).reshape(-1)
+
     def _eval(self, theta: Array) -> tuple[Array, Array, Array, Array]:
         """Value, gradient, :meth:`_grad_rounding` and the Hessian's state from one evaluation
         of the logits, laid out class-major (``moreau._multinomial_fast``; the same operations
@@ -233,7 +242,10 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         )
         if full:
             return softmax_blocks(*args), bshape
-        got = softmax_grad(*args, ypos=flat(self._ypos, (n,)) if isinstance(theta, np.ndarray) else None)
+        if not isinstance(theta, np.ndarray):
+            return softmax_grad(*args), bshape
+        yat = self._yat if bshape == tuple(self.batch_shape) else None
+        got = softmax_grad(*args, ypos=flat(self._ypos, (n,)), yat=yat)
         return got, bshape
 
     def _flat(self, bshape: tuple[int, ...]) -> Callable[..., Array]:

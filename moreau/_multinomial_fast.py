@@ -40,6 +40,11 @@ _EVAL_BYTES = 1 << 17  # size of one (clients, C, n) temporary per block of the 
 # (p R) X, (clients, C, d), stays below it too, and no call frees enough to make malloc trim the heap)
 _GRAD_BYTES = 1 << 19
 _ONE_CALL = 1 << 14  # blocks up to this many numbers take the class maximum in one reduction
+#: rows up to this length are summed over the class axis one class at a time (``C - 1`` calls), longer
+#: ones by one numpy reduction (the same sums, bit for bit).  Measured (one core of the 2-vCPU Xeon of
+#: benchmarks/RESULTS.md section 15, C = 10): 100 clients, rows of 20: 15 against 20 us; rows of 50:
+#: equal; rows of 60: 31 against 27 us; 16 clients, rows of 200: 17 against 8 us
+_SHORT_ROWS = 32
 
 
 def max_over(xp, rows):
@@ -67,8 +72,11 @@ def _class_sum(E):
     order: numpy reduces a middle axis by adding whole rows one class after the other when the
     rows have more than one entry (the inner loop runs along them), the bits of :func:`_sum` in
     one call instead of ``C - 1`` (at small sizes the calls are the cost; tested against
-    :func:`_sum` bit for bit); rows of one entry take :func:`_sum` (numpy would sum pairwise)."""
-    return E.sum(axis=1) if E.shape[-1] > 1 else _sum([E[:, c] for c in range(E.shape[1])])
+    :func:`_sum` bit for bit); rows of one entry take :func:`_sum` (numpy would sum pairwise), and so
+    do rows up to ``_SHORT_ROWS`` entries with at most 10 classes (as measured), where numpy's strided
+    reduction is the slower form of the same sums."""
+    k, C = E.shape[-1], E.shape[1]
+    return E.sum(axis=1) if k > 1 and (k > _SHORT_ROWS or C > 10) else _sum([E[:, c] for c in range(C)])
 
 
 def class_norm(xp, R):
@@ -143,7 +151,7 @@ def softmax_blocks(xp, X, W, Yt, p, mu):
     return loss, g, Rnorm, state
 
 
-def softmax_grad(xp, X, W, Yt, p, mu, ypos=None):
+def softmax_grad(xp, X, W, Yt, p, mu, ypos=None, yat=None):
     r"""The gradient alone (``Multinomial.grad``), ``(N, d*C)``, from the arguments of
     :func:`softmax_blocks`: the operations of its gradient in the same order (so the same rounding
     analysis, ``Multinomial._grad_rounding``), with ``1 - pi`` formed at the label only,
@@ -153,7 +161,9 @@ def softmax_grad(xp, X, W, Yt, p, mu, ypos=None):
     the label entries are zeroed and set to ``-(1 - pi_y)`` by one indexed assignment each instead
     of products with the one-hot rows, and every block works in place in two buffers allocated once
     per call: no fresh array the size of the output besides it (at m = 100, n = 20, d = 60, C = 10
-    the page faults of one cost about as much as the arithmetic)."""
+    the page faults of one cost about as much as the arithmetic).  ``yat`` (optional, with ``ypos``):
+    those positions offset by ``C n`` per entry over the whole batch (``Multinomial._yat``), used
+    where one block holds the batch instead of forming them again."""
     N, d, C = W.shape
     n = X.shape[-2]
     g = xp.empty((N, d * C), dtype=W.dtype)
@@ -177,7 +187,13 @@ def softmax_grad(xp, X, W, Yt, p, mu, ypos=None):
             E -= mx[:, None, :]
             np.exp(E, out=E)
             sb = _class_sum(E)
-            at = ((np.arange(j - i) * (C * n))[:, None] + (ypos if ypos.ndim == 1 else ypos[i:j])).reshape(-1)
+            at = (
+                yat
+                if yat is not None and i == 0 and j == N
+                else (
+                    (np.arange(j - i) * (C * n))[:, None] + (ypos if ypos.ndim == 1 else ypos[i:j])
+                ).reshape(-1)
+            )
             flat = E.reshape(-1)  # a view: E is contiguous
             flat[at] = 0.0  # e_c (1 - Y_c)
             rest = _class_sum(E)

@@ -145,12 +145,13 @@ def _softmax_groups(f):
         P = np.broadcast_to(part._p, (idx.size, n))
         size = n - np.argmax(P[:, ::-1] > 0, axis=-1)  # one past each client's last weighted row
         order = np.argsort(size, kind="stable")
+        sorted_size = size[order].tolist()  # Python ints: the loop below runs once per client
         start = 0
         while start < idx.size:
             stop = start + 1
             while stop < idx.size and (
                 stop - start < MIN_CLIENTS
-                or (stop + 1 - start) * size[order[stop]] * d * part.X.itemsize <= SOFTMAX_BYTES
+                or (stop + 1 - start) * sorted_size[stop] * d * part.X.itemsize <= SOFTMAX_BYTES
             ):
                 stop += 1
             r = order[start:stop]

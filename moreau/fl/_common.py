@@ -11,6 +11,7 @@ makes the same draws with the same shapes and slices them.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import numbers
 from collections.abc import Callable
@@ -293,12 +294,19 @@ def gathered(f: Any, idx: Any, weights: Any = None) -> Any:
     if isinstance(proto, LeastSquares):
         return RowsLeastSquares(xp, X, y, f.mu, w, full)
     new = copy.copy(proto)  # its caches (row norms, constants, one-hot labels) are of other rows: dropped
-    cached = {k for c in type(proto).__mro__ for k, v in vars(c).items() if isinstance(v, cached_property)}
+    cached = _cached_names(type(proto))
     new.__dict__ = {k: v for k, v in vars(proto).items() if k not in cached}
     new.X, new.y, new.mu, new.weights = X, y, f.mu, w
     new._p = w / xp.sum(w, axis=-1, keepdims=True)
     new.batch_shape = full
     return new
+
+
+@functools.cache
+def _cached_names(cls: type) -> frozenset[str]:
+    """The names of ``cls``'s cached properties (its caches, dropped by :func:`gathered`): per class,
+    once (a class's properties are fixed when it is defined)."""
+    return frozenset(k for c in cls.__mro__ for k, v in vars(c).items() if isinstance(v, cached_property))
 
 
 def _take_rows(xp: Namespace, X: Array, y: Array, idx: np.ndarray) -> tuple[Array, Array]:

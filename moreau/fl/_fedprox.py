@@ -130,13 +130,17 @@ def fedprox(
     pc = p[..., None]
     gs, ls = [w], [W]
     blocks = client_blocks(f)
+    mine = isinstance(w, np.ndarray)  # numpy: the local steps update their own iterates in place
     for t in range(rounds):
         wg = w[..., None, :]
 
         def step(fb: Objective, Wb: Array, k: int, t: int = t, wg: Array = wg) -> Array:
             grad, own = gradient(fb)
             g = added(grad(Wb), scaled(lam2, Wb - wg, True), own)
-            Wb = Wb - scaled(eta2, g, True)
+            s = scaled(eta2, g, True)
+            # after the first step Wb is this round's own array (the round's start W is kept in the
+            # history): updated in place, the same numbers
+            Wb = np.subtract(Wb, s, out=Wb) if mine and k > 0 and _same(s, Wb) else Wb - s
             check_diverged(xp, f, Wb, "fedprox", f"round {t + 1}, local step {k + 1}", "eta (with lam)")
             return Wb
 
@@ -209,6 +213,7 @@ def fedavg(
     gs, ls, picks = [w], [xp.broadcast_to(w[..., None, :], lead + (m, f.dim))], []
     evals = np.zeros(lead + (m,), dtype=int)
     batches = None if size is None else MiniBatches(f, lead)
+    mine = isinstance(w, np.ndarray)  # numpy: the local steps update their own iterates in place
     blocks = (
         client_blocks(f) if size is None else [(slice(None), None)]
     )  # mini-batches: drawn for all clients
@@ -222,14 +227,19 @@ def fedavg(
                 assert batches is not None
                 fb = batches.objective(rng, size, replace=False)
             grad, own = gradient(fb)
-            Wb = Wb - scaled(eta2, grad(Wb), own)
+            s = scaled(eta2, grad(Wb), own)
+            # after the first step Wb is this round's own array (nothing else holds it): updated in
+            # place (the same numbers, no fresh (m, D) array per step)
+            Wb = np.subtract(Wb, s, out=Wb) if mine and k > 0 and _same(s, Wb) else Wb - s
             check_diverged(xp, f, Wb, "fedavg", f"round {t + 1}, local step {k + 1}")
             return Wb
 
         W = run_blocks(blocks, xp.broadcast_to(w[..., None, :], lead + (m, f.dim)), tau, step)
-        on = xp.asarray(mask, dtype=f.dtype)
-        wts = p * on
-        W = xp.where(xp.asarray(mask)[..., None], W, w[..., None, :])
+        if idx is None:  # every client took part: p * 1 = p and the selection keeps W (skipped)
+            wts = p
+        else:
+            wts = p * xp.asarray(mask, dtype=f.dtype)
+            W = xp.where(xp.asarray(mask)[..., None], W, w[..., None, :])
         w = xp.sum(wts[..., None] * W, axis=-2) / xp.sum(wts, axis=-1)[..., None]
         evals += tau * mask
         gs.append(w)
@@ -243,3 +253,8 @@ def fedavg(
         params={"eta": eta, "tau": tau, "S": S, "batch_size": size, "p": p},
         sampled=np.stack(picks) if picks else None,
     )
+
+
+def _same(s: Array, W: Array) -> bool:
+    """``W - s`` has ``W``'s shape and dtype (so ``W`` can hold it: the in-place local step)."""
+    return tuple(s.shape) == tuple(W.shape) and s.dtype == W.dtype
