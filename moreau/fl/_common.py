@@ -11,7 +11,6 @@ makes the same draws with the same shapes and slices them.
 from __future__ import annotations
 
 import copy
-import functools
 import math
 import numbers
 from collections.abc import Callable
@@ -302,11 +301,19 @@ def gathered(f: Any, idx: Any, weights: Any = None) -> Any:
     return new
 
 
-@functools.cache
+_CACHED_NAMES: dict[type, frozenset[str]] = {}
+
+
 def _cached_names(cls: type) -> frozenset[str]:
     """The names of ``cls``'s cached properties (its caches, dropped by :func:`gathered`): per class,
     once (a class's properties are fixed when it is defined)."""
-    return frozenset(k for c in cls.__mro__ for k, v in vars(c).items() if isinstance(v, cached_property))
+    names = _CACHED_NAMES.get(cls)
+    if names is None:
+        names = frozenset(
+            k for c in cls.__mro__ for k, v in vars(c).items() if isinstance(v, cached_property)
+        )
+        _CACHED_NAMES[cls] = names
+    return names
 
 
 def _take_rows(xp: Namespace, X: Array, y: Array, idx: np.ndarray) -> tuple[Array, Array]:
