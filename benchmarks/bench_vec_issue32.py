@@ -5,7 +5,8 @@ tree) beside ``bench_fl``'s hand-vectorised round, in one process.
     python benchmarks/bench_vec_issue32.py [K] [--big] [--profile]     # K alternations (default 9)
 
 The functions changed for this comparison (``fedavg``, ``fedprox``, ``_blocks._softmax_groups``,
-``_common.gathered``, ``softmax_grad``, ``_class_sum``, ``Multinomial._softmax``) are read from git
+``_common.gathered``, ``softmax_grad``, ``_class_sum``, ``Multinomial._softmax`` and ``_flat``,
+pFedMe's ``_inner_gd``) are read from git
 at ``BASE`` and swapped in for the "before" calls.  Per row
 (softmax, d = 60, C = 10, N = 100 balanced; with ``--big`` also pFedMe K-step at N = 1000 balanced
 and lognormal): every call (T = 2 rounds) runs once per alternation in a shuffled order, CPU time of
@@ -55,7 +56,7 @@ def load(mod, path, *names, cls=None):
 
 
 OLD_GRAD, OLD_SUM = load(MF, "moreau/_multinomial_fast.py", "softmax_grad", "_class_sum")
-(OLD_SOFTMAX,) = load(MM, "moreau/_multinomial.py", "_softmax", cls="Multinomial")
+OLD_SOFTMAX, OLD_FLAT = load(MM, "moreau/_multinomial.py", "_softmax", "_flat", cls="Multinomial")
 OLD = {
     "fedavg": load(FP, "moreau/fl/_fedprox.py", "fedavg")[0],
     "fedprox": load(FP, "moreau/fl/_fedprox.py", "fedprox")[0],
@@ -64,6 +65,8 @@ OLD = {
     "grad": OLD_GRAD,
     "sum": OLD_SUM,
     "softmax": OLD_SOFTMAX,
+    "flat": OLD_FLAT,
+    "inner": load(PF, "moreau/fl/_pfedme.py", "_inner_gd")[0],
 }
 NEW = {
     "fedavg": FP.fedavg,
@@ -73,6 +76,8 @@ NEW = {
     "grad": MF.softmax_grad,
     "sum": MF._class_sum,
     "softmax": MM.Multinomial._softmax,
+    "flat": MM.Multinomial._flat,
+    "inner": PF._inner_gd,
 }
 
 
@@ -82,7 +87,8 @@ def use(fns):
     CM.gathered = PF.gathered = fns["gathered"]
     MF.softmax_grad = MM.softmax_grad = fns["grad"]
     MF._class_sum = BL._class_sum = fns["sum"]
-    MM.Multinomial._softmax = fns["softmax"]
+    MM.Multinomial._softmax, MM.Multinomial._flat = fns["softmax"], fns["flat"]
+    PF._inner_gd = fns["inner"]
 
 
 def row(N, kind, algo, K):

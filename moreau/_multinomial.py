@@ -257,7 +257,8 @@ class Multinomial(MultinomialCertificates, SampleLoss):
         def flat(a: Array, tail: tuple[int, ...], point: bool = False) -> Array:
             lead = tuple(a.shape[:-1] if point else a.shape[: a.ndim - len(tail)])
             if lead == bshape:  # nothing to broadcast (the usual case: no copy, no Python-level checks)
-                return xp.reshape(a, (N,) + tail)
+                # numpy: the method itself (the same view, without the namespace's wrapper calls)
+                return a.reshape((N,) + tail) if type(a) is np.ndarray else xp.reshape(a, (N,) + tail)
             if point:
                 return xp.reshape(xp.broadcast_to(a, bshape + (self.dim,)), (N,) + tail)
             if math.prod(lead) == 1:

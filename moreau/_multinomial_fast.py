@@ -166,7 +166,7 @@ def softmax_grad(xp, X, W, Yt, p, mu, ypos=None, yat=None):
     where one block holds the batch instead of forming them again."""
     N, d, C = W.shape
     n = X.shape[-2]
-    g = xp.empty((N, d * C), dtype=W.dtype)
+    g = np.empty((N, d * C), dtype=W.dtype) if ypos is not None else xp.empty((N, d * C), dtype=W.dtype)
     step = N if "cupy" in getattr(xp, "__name__", "") else max(1, _GRAD_BYTES // (C * max(n, d) * 8))
     nY = 1 - Yt if ypos is None and Yt.ndim == 2 else None
     if ypos is not None:  # the blocks' logits and (p R) X, reused by every block

@@ -302,17 +302,19 @@ def _inner_gd(
         diff = theta - W if diff is None else np.subtract(theta, W, out=diff)
         g = added(grad(theta), scaled(lam2, diff, True), own)
         diff = diff if mine and diff.shape == g.shape else None
-        used = used + xp.astype(active, xp.int64)
         if nu is None:  # every client steps (the products formed in g: the same numbers)
             if mine and theta is not W and theta.shape == g.shape:
                 theta -= scaled(step, g, True)
             else:
                 theta = theta - scaled(step, g, True)
             continue
+        used = used + xp.astype(active, xp.int64)
         active = active & (xp.vecdot(g, g) > expand(nu, 1))
         if not bool(xp.any(active)):
             return theta, used
         theta = theta - xp.where(active[..., None], step * g, xp.zeros_like(g))
+    if nu is None:  # every client took the K steps: counted once, not per step
+        return theta, used + K
     if nu is not None:
         g = fk.grad(theta) + lam2 * (theta - W)
         used = used + xp.astype(active, xp.int64)
