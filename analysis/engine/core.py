@@ -33,27 +33,43 @@ Every part is normalised to ``lhs <= rhs`` (a lower bound ``c <= mu_true`` has
 
 from __future__ import annotations
 
-import dataclasses
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from moreau.analysis.engine.core_batch import LOGISTIC_SCALING as LOGISTIC_SCALING
+from moreau.analysis.engine.core_batch import QUADRATIC_SCALING as QUADRATIC_SCALING
+from moreau.analysis.engine.core_batch import scale_fields as scale_fields
+from moreau.analysis.engine.core_batch import take as take
+from moreau.analysis.engine.core_evaluate import _batch_size as _batch_size
+from moreau.analysis.engine.core_evaluate import _replay_precise as _replay_precise
+from moreau.analysis.engine.core_evaluate import _undecided_rows as _undecided_rows
+from moreau.analysis.engine.core_evaluate import evaluate_claim as evaluate_claim
+from moreau.analysis.engine.core_types import _ID as _ID
+from moreau.analysis.engine.core_types import EXPECTATIONS as EXPECTATIONS
+from moreau.analysis.engine.core_types import READING_KINDS as READING_KINDS
+from moreau.analysis.engine.core_types import REPAIR_CLASSES as REPAIR_CLASSES
+from moreau.analysis.engine.core_types import Mutant as Mutant
+from moreau.analysis.engine.core_types import Reading as Reading
+from moreau.analysis.engine.core_types import Result as Result
+from moreau.analysis.engine.core_types import check_id as check_id
+from moreau.analysis.engine.judge import NEAR_TIE as NEAR_TIE
 from moreau.analysis.engine.judge import (
-    NEAR_TIE,
     RATE_KINDS,
     RTOL,
     TIGHT_RTOL,
     PartResult,
     Sides,
-    judge,
     rate_sides,
     sweep_sides,
     worst_point,
 )
+from moreau.analysis.engine.judge import judge as judge
 from moreau.analysis.engine.rates import fit_exponent
+
+# The statement is here; the values it is made of and gives (Mutant, Reading, Result, the id rule) are
+# in core_types, a claim judged on a batch in core_evaluate, the batch operations in core_batch.  Their
+# names are imported here as themselves, so that moreau.analysis.engine.core.<name> keeps working.
 
 __all__ = [
     "scale_fields",
@@ -79,17 +95,6 @@ __all__ = [
     "ORIGINS",
 ]
 
-#: what a reading is: a repair of the printed statement, another reading of ambiguous printed
-#: text, or the paper's own text elsewhere (an algorithm's step) read into the statement
-READING_KINDS = ("reading", "variant", "inconsistency")
-#: what the catalogue may expect of a printed statement or a reading
-EXPECTATIONS = ("holds", "fails", "undecided")
-#: what a reading repairs, when it is the nearest reading that holds of a statement that fails as
-#: printed (the statement's failure class, computed by the run: moreau.analysis.engine.verdict):
-#: "misprint" (the reading restores what the paper's own text says elsewhere: ``Reading.cite``
-#: says where), "missing hypothesis" (an assumption added or a range narrowed), "constant" (a
-#: constant changed), "rate" (an exponent, a rate or a term's form changed)
-REPAIR_CLASSES = ("misprint", "missing hypothesis", "constant", "rate")
 #: where a statement comes from: "printed" (a theorem, lemma, proposition or corollary as the paper
 #: prints it), "remark" (a sentence of the paper's discussion turned into a claim: judged on its own
 #: id, never as the verdict of the theorem it follows), "reconstruction" (no statement is printed;
@@ -98,108 +103,8 @@ REPAIR_CLASSES = ("misprint", "missing hypothesis", "constant", "rate")
 ORIGINS = ("printed", "remark", "reconstruction")
 
 
-@dataclass(frozen=True)
-class Mutant:
-    """A wrong version of a statement: ``changes`` replace entries of the claim.
-
-    ``changes`` may also hold ``"flip": (part name, ...)``: those parts'
-    inequalities reversed (``lhs >= rhs`` is claimed instead).  A mutant is applied to the
-    statement's reference claim (:attr:`Statement.reference`).  ``o_equivalent``: why the mutant
-    differs from the printed claim only by a constant inside O(·) — rejecting it (on a reading's explicit
-    constants) refutes nothing printed: it is reported as "equivalent under O(·)", with whether a family
-    rejects it, and never counted (not in the mutant totals of the report, README or --describe).
-    """
-
-    name: str
-    changes: dict
-    o_equivalent: str = ""
-
-
-@dataclass(frozen=True)
-class Reading:
-    """A named claim beside the printed statement: ``changes`` replace entries of the printed claim.
-
-    ``kind``: "reading" (a repair: "x⁰ ∈ B, t ≥ 1", "second-moment δ"), "variant" (another reading
-    of ambiguous printed text) or "inconsistency" (the paper's own text elsewhere, e.g. an
-    algorithm's step, read into the statement: its failure is a finding about that text, not a
-    failure of the statement).  ``expect``: what the catalogue expects of it.  ``why``: prose for
-    ``--describe`` and docs/catalogue.md (never printed as a result).  ``repairs``: what the reading
-    changes, one of :data:`REPAIR_CLASSES` ("" for a reading not meant as a repair); when it is the
-    nearest reading that holds (the first in ``Statement.readings`` order that holds in the run),
-    it is the statement's failure class.  ``cite``: for a "misprint", where the paper's own text
-    says what the reading restores.
-    """
-
-    name: str
-    changes: dict
-    kind: str = "reading"
-    expect: str = "holds"
-    why: str = ""
-    repairs: str = ""
-    cite: str = ""
-
-    def __post_init__(self):
-        if self.kind not in READING_KINDS:
-            raise ValueError(f"Reading.kind must be one of {READING_KINDS} (got {self.kind!r})")
-        if self.expect not in EXPECTATIONS:
-            raise ValueError(f"Reading.expect must be one of {EXPECTATIONS} (got {self.expect!r})")
-        if self.repairs not in ("", *REPAIR_CLASSES):
-            raise ValueError(f"Reading.repairs must be one of {REPAIR_CLASSES} or '' (got {self.repairs!r})")
-        if self.repairs == "misprint" and not self.cite.strip():
-            raise ValueError(
-                f"reading {self.name!r}: a misprint repair needs cite= (where the paper's own text says it)"
-            )
-
-            # a chunked run keeps only some rows, see moreau.analysis.engine.chunks)
-
-
 #: what a statement claims overall (``Statement.claimed``), as a part does (``Sides.claimed``)
 CLAIMED = ("upper", "tight", "exact", "rate")
-#: a statement id: a name (it names saved counterexample files), never a path
-_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-
-
-def check_id(sid: object) -> str:
-    """``sid`` when it is a valid statement id: letters, digits, ``_``, ``-`` and ``.`` (not first,
-    never ``..``), e.g. "pfedme.thm1b"; a ValueError naming it otherwise (a TypeError for a non-string)."""
-    if not isinstance(sid, str):
-        raise TypeError(f"Statement id must be a string (got {type(sid).__name__} {sid!r})")
-    if not _ID.fullmatch(sid) or ".." in sid:
-        raise ValueError(
-            "Statement id must be a name of letters, digits, '_', '-' and '.' (not first, no '..'), "
-            f"e.g. 'mine.lemma1' (got {sid!r})"
-        )
-    return sid
-
-
-@dataclass
-class Result:
-    """The outcome of one statement on one family (or of one mutant)."""
-
-    id: str
-    family: str
-    instances: int
-    parts: list
-    seconds: float
-
-    @property
-    def holds(self) -> bool:
-        return all(p.holds for p in self.parts)
-
-    @property
-    def max_ratio(self) -> float:
-        """Max LHS/RHS over the theorem's own inequality parts (exact parts report error/allowed
-        and rate parts slope/exponent, not a ratio of bounds, and auxiliary parts check the
-        checker's estimates: they count only when a statement has nothing else)."""
-        ineq = [p for p in self.parts if p.claimed in ("upper", "tight")]
-        bounds = [p for p in ineq if p.sides.role == "theorem"] or ineq or self.parts
-        r = [p.max_ratio for p in bounds if np.isfinite(p.max_ratio)]
-        return max(r) if r else float("nan")
-
-    @property
-    def failures(self) -> np.ndarray:
-        f = [p.failures for p in self.parts if p.failures.size]
-        return np.unique(np.concatenate(f)) if f else np.zeros(0, dtype=int)
 
 
 @dataclass(frozen=True)
@@ -419,127 +324,3 @@ def _check_properties(sid: str, implies: object, waived: object) -> None:
         raise ValueError(
             f"{sid}: unknown properties {unknown} in implies/waived; known: {sorted(PROPERTIES)}"
         )
-
-
-def evaluate_claim(
-    evaluate: Callable, batch: object, claim: dict, flip: tuple = (), *, n: int | None = None, who: str = ""
-) -> list[PartResult]:
-    """Every part of ``evaluate(batch, claim)`` judged (``flip``: parts whose inequality is reversed).
-    What ``evaluate`` returns is checked first: a dict ``{part name: Sides}``, with one left and one
-    right side per instance of the batch (``n`` instances, when given); ``who`` names the statement
-    (and family) in the error."""
-    sides = evaluate(batch, claim)
-    where = f"{who}: " if who else ""
-    if not isinstance(sides, Mapping):
-        raise TypeError(
-            f"{where}evaluate must return a dict {{part name: Sides}} (got {type(sides).__name__})"
-        )
-    for name, s in sides.items():
-        if not isinstance(s, Sides):
-            raise TypeError(
-                f"{where}evaluate returned {type(s).__name__} for part {name!r}, not a Sides "
-                "(Sides(lhs, rhs, claimed), one entry per instance)"
-            )
-        if n is not None and s.lhs.shape != (n,):
-            got = f"length {s.lhs.shape[0]}" if s.lhs.ndim == 1 else f"shape {s.lhs.shape}"
-            raise ValueError(
-                f"{where}part {name!r} has lhs and rhs of {got} for a batch of {n} instances "
-                "(evaluate must return one entry per instance)"
-            )
-    unknown = set(flip) - set(sides)
-    if unknown:
-        raise KeyError(f"flip names unknown parts {unknown}; parts are {list(sides)}")
-    return [judge(name, s, name in flip) for name, s in sides.items()]
-
-
-def _undecided_rows(p: PartResult) -> np.ndarray:
-    """The rows of ``p`` that a higher-precision evaluation decides: those at the rounding floor, and
-    the near ties (failures within :data:`NEAR_TIE` of the larger side;
-    Monte Carlo and rate parts have their own intervals)."""
-    rows = p.floor_rows if p.floor_rows is not None else np.zeros(0, dtype=int)
-    s = p.sides
-    if p.claimed == "rate" or s.lhs_ci is not None or not p.failures.size:
-        return rows
-    f = p.failures
-    # relative to the sides: the rounding of larger terms (Sides.scale) is the floor's already
-    mag = np.maximum(np.abs(s.lhs[f]), np.abs(s.rhs[f]))
-    with np.errstate(invalid="ignore"):
-        near = f[np.abs(s.lhs[f] - s.rhs[f]) <= NEAR_TIE * mag]
-    return np.union1d(rows, near).astype(int)
-
-
-def _replay_precise(precise, batch, claim, parts, flip):
-    """The parts with their undecided instances (at the rounding floor, or near ties:
-    :func:`_undecided_rows`) decided by ``precise`` (the statement's evaluation in higher precision):
-    those rows take the precise sides, no floor, and are judged again."""
-    undecided = {p.name: _undecided_rows(p) for p in parts}
-    rows = np.unique(np.concatenate(list(undecided.values())).astype(int))
-    exact = precise(take(batch, rows), claim)
-    out = []
-    for p in parts:
-        mine = undecided[p.name]
-        if not mine.size or p.name not in exact:
-            out.append(p)
-            continue
-        s, q = p.sides, exact[p.name]
-        pos = np.searchsorted(rows, mine)
-        lhs, rhs = s.lhs.copy(), s.rhs.copy()
-        floor = s.floor.copy() if s.floor is not None else np.full(lhs.shape, np.nan)  # nan: none given
-        lhs[mine] = np.asarray(q.lhs, dtype=float)[pos]
-        rhs[mine] = np.asarray(q.rhs, dtype=float)[pos]
-        floor[mine] = -np.inf  # decided: no floor there
-        merged = dataclasses.replace(s, lhs=lhs, rhs=rhs, floor=floor)
-        out.append(dataclasses.replace(judge(p.name, merged, p.name in flip), replayed=int(mine.size)))
-    return out
-
-
-def _batch_size(batch) -> int:
-    if not isinstance(batch, Mapping):
-        raise TypeError(
-            f"a batch must be a dict of arrays, instances along the first axis (got {type(batch).__name__})"
-        )
-    sizes = {np.shape(v)[0] for v in batch.values() if np.ndim(v) > 0}
-    if len(sizes) != 1:
-        raise ValueError(f"a batch needs one leading instance axis (got sizes {sizes})")
-    return sizes.pop()
-
-
-def scale_fields(powers, c_free=True):
-    """A ``Statement.scaling`` entry from ``{field: (power of s, power of c)}``: under θ → sθ,
-    f → cf each listed batch field is multiplied by ``s**ps * c**pc`` (a curvature, λ or μ by
-    ``c/s²``: (-2, 1); a point by s: (1, 0); a linear term by c/s: (-1, 1); a step size by ``s²/c``:
-    (2, -1)); unlisted fields are dimensionless.  ``c_free=False``: the family cannot express
-    ``c f`` (a logistic loss times c is not a logistic loss): only ``c = 1`` is analysed (the
-    entry returns None otherwise)."""
-
-    def scale(batch, s, c):
-        if not c_free and c != 1:
-            return None
-        return {
-            k: (np.asarray(v) * (s ** powers[k][0]) * (c ** powers[k][1]) if k in powers else v)
-            for k, v in batch.items()
-        }
-
-    scale.powers = dict(powers)
-    return scale
-
-
-#: the scaling of the quadratic batches most checkers draw (A, b, eigenvalues, L, lam, points)
-QUADRATIC_SCALING = {
-    "A": (-2, 1),
-    "b": (-1, 1),
-    "eig": (-2, 1),
-    "L": (-2, 1),
-    "mu": (-2, 1),
-    "lam": (-2, 1),
-    "w": (1, 0),
-    "w2": (1, 0),
-}
-#: logistic batches (features X, ridge mu, lam, points): theta -> s theta only (c = 1)
-LOGISTIC_SCALING = {"X": (-1, 0), "mu": (-2, 0), "lam": (-2, 0), "w": (1, 0), "w2": (1, 0)}
-
-
-def take(batch, idx):
-    """The sub-batch of the given instance indices (keeps the leading axis)."""
-    idx = np.atleast_1d(idx)
-    return {k: (v[idx] if np.ndim(v) > 0 else v) for k, v in batch.items()}
