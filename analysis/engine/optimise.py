@@ -136,6 +136,10 @@ class Parametrisation:
         for k, c in enumerate(coords):
             if c.integer:
                 self.lo[k] = max(self.lo[k], 0.0)
+                if (
+                    c.limit is None
+                ):  # a count's cost grows with it: above its start only within declared limits
+                    self.hi[k] = x0[k]
             if c.limit is not None and c.log:  # declared limits are the box (|value| in log10)
                 self.lo[k], self.hi[k] = sorted(np.log10(np.abs(np.asarray(c.limit, dtype=float))))
             elif c.limit is not None:
@@ -433,9 +437,9 @@ def _nelder_mead(obj, x0, par) -> bool:
 
 
 def _integer_line_search(obj, par) -> bool:
-    """A 1-D search over each count (an integer coordinate) with the others fixed at the best point: its
-    values on a log grid over the box (:data:`INTEGER_GRID` points) and the neighbours of the best;
-    whether one raised the ratio (then the best point moved there)."""
+    """A 1-D search over each count (an integer coordinate with declared limits) with the others fixed at
+    the best point: its values on a log grid over the box (:data:`INTEGER_GRID` points) and the neighbours
+    of the best; whether one raised the ratio (then the best point moved there)."""
     try:
         return _integer_steps(obj, par)
     except _OutOfTime:
@@ -445,7 +449,10 @@ def _integer_line_search(obj, par) -> bool:
 def _integer_steps(obj, par) -> bool:
     moved = False
     for k, c in enumerate(par.coords):
-        if not c.integer or obj.best_x is None:
+        # only a count whose limits the statement declares (``Simplify.bounds``): the statement knows what
+        # its largest value costs; an undeclared count's box is DECADES wide, and a grid point at its top
+        # can cost more memory than the machine has (perfedavg.lemma4_3 enumerates compositions of n)
+        if not c.integer or c.limit is None or obj.best_x is None:
             continue
         x = np.array(obj.best_x, dtype=float)
         grid = np.unique(

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 from functools import lru_cache
-from math import factorial
+from math import comb, factorial
 
 import numpy as np
 
@@ -47,6 +47,10 @@ __all__ = [
     "pieces_at",
     "algorithm1_shift",
 ]
+
+
+#: the most batches :func:`compositions` enumerates (a worst-case search that moves D or n refuses beyond)
+MAX_COMPOSITIONS = 200_000
 
 
 @lru_cache(maxsize=64)
@@ -69,6 +73,14 @@ def compositions(n, D):
     n, D = int(n), int(D)
     if n < 1 or D < 1:
         raise ValueError(f"compositions need n >= 1 and D >= 1 (got n={n}, D={D})")
+    many = comb(D + n - 1, n - 1)
+    if (
+        many > MAX_COMPOSITIONS
+    ):  # the instances enumerate only small batches (EXACT_MAX): a larger D is refused
+        raise ValueError(
+            f"compositions: {many} batches of size D={D} from n={n} samples, more than {MAX_COMPOSITIONS}"
+            " to enumerate (draw them: Monte Carlo)"
+        )
     counts, p = _compositions(n, D)
     return counts.copy(), p.copy()
 

@@ -380,3 +380,19 @@ def test_algorithm1_bias_against_enumeration():
             for i2 in itertools.product(range(n), repeat=D1)
         ]
         assert v["bias_alg1"][t] == pytest.approx(np.linalg.norm(np.mean(vals, axis=0) - target), rel=1e-9)
+
+
+def test_compositions_refuse_more_batches_than_they_can_enumerate():
+    """A worst-case search that moves D (the instance enumerates only D <= EXACT_MAX) gets a ValueError,
+    which the search counts as a refused point, never an enumeration that exhausts memory."""
+    from math import comb
+
+    from moreau.analysis.perfedavg.estimators.sample_moments import MAX_COMPOSITIONS, compositions
+
+    counts, p = compositions(5, 3)
+    assert counts.shape == (comb(7, 4), 5) and abs(p.sum() - 1) < 1e-15
+    n = 10
+    D = next(D for D in range(1, 100) if comb(D + n - 1, n - 1) > MAX_COMPOSITIONS)
+    compositions(n, D - 1)  # the largest size it still enumerates
+    with pytest.raises(ValueError, match=f"D={D} from n={n}"):
+        compositions(n, D)
