@@ -81,8 +81,6 @@ class Reading:
                 f"reading {self.name!r}: a misprint repair needs cite= (where the paper's own text says it)"
             )
 
-            # a chunked run keeps only some rows, see moreau.analysis.engine.chunks)
-
 
 #: a statement id: a name (it names saved counterexample files), never a path
 _ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
