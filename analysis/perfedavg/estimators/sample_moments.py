@@ -39,6 +39,7 @@ import numpy as np
 
 __all__ = [
     "compositions",
+    "MAX_COMPOSITIONS",
     "LogisticSamples",
     "QuadraticSamples",
     "configuration_moments",
@@ -50,7 +51,7 @@ __all__ = [
 
 
 #: the most batches :func:`compositions` enumerates (a worst-case search that moves D or n refuses beyond)
-MAX_COMPOSITIONS = 200_000
+MAX_COMPOSITIONS = 50_000
 
 
 @lru_cache(maxsize=64)

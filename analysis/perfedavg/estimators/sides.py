@@ -24,6 +24,7 @@ from moreau.analysis.perfedavg.estimators.quadratic_moments import (
     quadratic_moments,
 )
 from moreau.analysis.perfedavg.estimators.sample_moments import (
+    MAX_COMPOSITIONS,
     LogisticSamples,
     algorithm1_shift,
     compositions,
@@ -180,6 +181,11 @@ def logistic_parts(batch, kind, divisor=2.0, level=LEVEL):
             c, p = compositions(n, key[0])
             if hf:
                 c1, p1 = compositions(n, key[1])
+                if len(p) * len(p1) > MAX_COMPOSITIONS:  # pairs (D, D') enumerated: as compositions() refuses
+                    raise ValueError(
+                        f"{len(p)} x {len(p1)} batch pairs of sizes D={int(key[0])}, D'={int(key[1])}, more"
+                        f" than {MAX_COMPOSITIONS} to enumerate (draw them: Monte Carlo)"
+                    )
                 i, j = np.divmod(np.arange(len(p) * len(p1)), len(p1))
                 c, c1, p = c[i], c1[j], p[i] * p1[j]
             cD = np.broadcast_to(c[:, None], (len(p), sel.size, n))
