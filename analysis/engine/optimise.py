@@ -8,7 +8,8 @@ parameter space or infinite.  For every inequality part of the theorem (``claime
 from a vector of *coordinates* (:class:`Parametrisation`):
 
 * from the statement's :class:`~moreau.analysis.engine.shrink.Simplify` (``Statement.simplify[family]``):
-  each free scalar (``scalars``; in log10 when positive, rounded when the field holds integers), each
+  each free scalar (``scalars``; in log10 when positive, rounded when the field holds integers; a count
+  grows above its start only within ``Simplify.bounds``), each
   eigenvalue of the symmetric ``matrix`` (``A = V diag(a) Vᵀ``: the eigenvectors kept, each nonzero
   eigenvalue in log10 of its modulus with its sign kept, so a convex family stays convex and a weakly
   convex one weakly convex), each entry of the ``vectors``; the fields that follow from the others are
@@ -366,7 +367,13 @@ def optimise_part(statement, family: str, part: str, starts: list, seconds: floa
         if x[k] - par.lo[k] <= _EDGE or par.hi[k] - x[k] <= _EDGE
     ]
     # a coordinate at its declared limit (``Simplify.bounds``) is not a boundary of the family: said, not pathed
-    limits = [k for k, _ in edge if par.at_limit(k, x)]
+    # and a count without declared limits at the top of its box (its start: it never grows, see
+    # Parametrisation) is at its search limit too, never pathed towards larger counts
+    limits = [
+        k
+        for k, d in edge
+        if par.at_limit(k, x) or (d > 0 and par.coords[k].integer and par.coords[k].limit is None)
+    ]
     edge = [(k, d) for k, d in edge if k not in limits]
     if limits:
         out["at_limit"] = {par.names[k]: par.values(x)[par.names[k]] for k in limits}

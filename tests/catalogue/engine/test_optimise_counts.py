@@ -56,6 +56,21 @@ def test_a_count_is_searched_up_to_its_declared_limit_and_said_to_sit_there():
     assert out["at_limit"] == {"m": 500.0}
 
 
+def test_a_count_without_declared_limits_never_grows_above_its_start():
+    # the same rising ratio, m without limits: the search may lower m but not raise it (its cost is the
+    # statement's to declare), so the best is at the largest count the batch itself holds
+    spec = Simplify(scalars=("m", "x"))
+    st = _toy(
+        lambda b: b["m"] / (b["m"] + 7.0) + 0 * b["x"], lambda b: 1 + 0 * b["x"], ("m", "x"), spec, ("m",)
+    )
+    batch = st.instances("toy", 8, np.random.default_rng(0))
+    out = _run(st)
+    top = int(np.max(batch["m"]))
+    assert out["parameters"]["m"] == top
+    assert out["best"] == pytest.approx(top / (top + 7.0), rel=1e-12)
+    assert out["at_limit"] == {"m": float(top)}  # said, and not pathed towards larger counts
+
+
 def test_a_count_inside_its_limits_is_found_by_the_line_search():
     # an interior integer optimum: m e^(-m/37) is largest at m = 37, a plateau for a simplex in log10 m
     spec = Simplify(scalars=("m",), bounds={"m": (1, 10**6)})
